@@ -1,0 +1,42 @@
+# rackcron developer commands. `make test` and `make run` work on a fresh machine
+# with Python >= 3.11 and make: they create .venv and install the project first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+RUN_DB := $(CURDIR)/.run/rackcron.db
+
+.PHONY: install test lint format run bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## test: the whole suite (PostgreSQL tests run when RACKCRON_TEST_POSTGRES_URL is set)
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## lint: ruff lint and format check
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+## run: a fresh SQLite store loaded with examples/, shown with next fire times
+run: $(STAMP)
+	rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
+	mkdir -p $(dir $(RUN_DB))
+	$(BIN)/rackcron demo examples --database-url sqlite:///$(RUN_DB)
+
+bench: $(STAMP)
+	$(BIN)/python bench/timing.py
+
+clean:
+	rm -rf $(VENV) .run .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,54 @@
+"""The ``rackcron`` command line.
+
+Subcommands are loaded lazily: the top-level group knows each command's module
+by name and imports it only when that command runs (or its help is shown), so
+``rackcron next`` never imports SQLAlchemy and ``rackcron validate`` never
+imports grpc. Errors from the core are turned into one clear line on stderr by
+``rackcron.cli._common``; nothing here prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from rackcron import __version__
+
+__all__ = ["main"]
+
+# command name -> "module:attribute"; the module is imported on first use.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "next": ("rackcron.cli.next_cmd:next_command", "Preview the next fire times of a spec."),
+    "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
+    "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
+    "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
+    "demo": ("rackcron.cli.demo_cmd:demo", "Load examples/ into a store and show it."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return None
+        module_name, _, attr = _COMMANDS[cmd_name][0].partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help comes from the table, so `rackcron --help` imports nothing.
+        rows = [(name, _COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rackcron")
+def main() -> None:
+    """Rack operations scheduled as code.
+
+    Declare schedules in YAML, review plans in pull requests, apply them to a SQL
+    store, and let the dispatcher fire them at rack controllers.
+    """

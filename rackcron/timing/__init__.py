@@ -1,0 +1,50 @@
+"""Schedule timing: parse interval, cron and one-time specs and compute fire times.
+
+Pure functions over values: nothing here reads the clock or does I/O beyond
+loading time zones, so "now" is always an argument. The rules are those of
+``spec/SEMANTICS.md`` ("Spec types") and ``spec/flow-wire.md`` section 5; the
+user-facing account of the dialect and of DST is ``docs/timing.md``.
+
+Modules, from the bottom up::
+
+    _base       SpecError, UTC, quoting, parse_timezone
+    _duration   Go duration strings (interval specs, @every)
+    _cron       the cron dialect and matching in naive wall time
+    _dst        mapping matching wall times to real instants across DST changes
+    _spec       SpecType, Interval, OneTime, parse_spec and the evaluation API
+"""
+
+from __future__ import annotations
+
+from rackcron.timing._base import SpecError, parse_timezone
+from rackcron.timing._cron import Cron
+from rackcron.timing._duration import parse_duration
+from rackcron.timing._spec import (
+    Interval,
+    OneTime,
+    Spec,
+    SpecType,
+    describe_local,
+    first_run,
+    format_rfc3339,
+    next_after,
+    parse_rfc3339,
+    parse_spec,
+)
+
+__all__ = [
+    "Cron",
+    "Interval",
+    "OneTime",
+    "Spec",
+    "SpecError",
+    "SpecType",
+    "describe_local",
+    "first_run",
+    "format_rfc3339",
+    "next_after",
+    "parse_duration",
+    "parse_rfc3339",
+    "parse_spec",
+    "parse_timezone",
+]

@@ -1,0 +1,296 @@
+"""parse_spec, time zones, one-time timestamps and the evaluation API for each spec kind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+import rackcron.timing as timing
+from rackcron.timing import (
+    Cron,
+    Interval,
+    OneTime,
+    SpecError,
+    SpecType,
+    describe_local,
+    first_run,
+    next_after,
+    parse_rfc3339,
+    parse_spec,
+    parse_timezone,
+)
+
+NOW = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
+
+
+def test_exported_members() -> None:
+    assert sorted(timing.__all__) == [
+        "Cron",
+        "Interval",
+        "OneTime",
+        "Spec",
+        "SpecError",
+        "SpecType",
+        "describe_local",
+        "first_run",
+        "format_rfc3339",
+        "next_after",
+        "parse_duration",
+        "parse_rfc3339",
+        "parse_spec",
+        "parse_timezone",
+    ]
+    assert issubclass(SpecError, ValueError)
+    assert [kind.value for kind in SpecType] == ["interval", "cron", "one-time"]
+
+
+# --- time zones --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("", "UTC"),
+        ("UTC", "UTC"),
+        ("America/New_York", "America/New_York"),
+        ("Etc/GMT+5", "Etc/GMT+5"),
+    ],
+    ids=["empty-is-utc", "utc", "new-york", "etc"],
+)
+def test_parse_timezone(name: str, key: str) -> None:
+    assert parse_timezone(name).key == key
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Mars/Olympus",
+        "utc",
+        " UTC",
+        "America",
+        "../etc/passwd",
+        "/etc/localtime",
+        "a\x00b",
+        "localtime",
+        "posixrules",
+        "right/UTC",
+        "posix/UTC",
+    ],
+    ids=repr,
+)
+def test_parse_timezone_rejects(name: str) -> None:
+    with pytest.raises(SpecError, match=r"^unknown timezone "):
+        parse_timezone(name)
+
+
+@pytest.mark.parametrize(
+    ("spec_type", "spec"),
+    [("interval", "1h"), ("cron", "* * * * *"), ("one-time", "2026-06-01T04:00:00Z")],
+)
+def test_timezone_is_validated_for_every_type(spec_type: str, spec: str) -> None:
+    with pytest.raises(SpecError, match='unknown timezone "Nowhere/Land"'):
+        parse_spec(spec_type, spec, "Nowhere/Land")
+    parse_spec(spec_type, spec, "")  # empty means UTC
+
+
+def test_unknown_spec_type() -> None:
+    with pytest.raises(SpecError, match='unknown spec type "ONE_TIME"'):
+        parse_spec("ONE_TIME", "2026-06-01T04:00:00Z")
+
+
+def test_spec_type_enum_and_string_are_equivalent() -> None:
+    assert (
+        parse_spec(SpecType.INTERVAL, "30m")
+        == parse_spec("interval", "30m")
+        == Interval(30 * 60 * 10**9)
+    )
+
+
+# --- interval ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("0", 'interval must be positive, got "0"'),
+        ("0s", 'interval must be positive, got "0s"'),
+        ("-1h", 'interval must be positive, got "-1h"'),
+        ("1d", 'unknown unit "d" in duration "1d"'),
+        ("10", 'missing unit in duration "10"'),
+        ("", 'invalid duration ""'),
+        ("every hour", 'invalid duration "every hour"'),
+    ],
+    ids=repr,
+)
+def test_interval_rejects(spec: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_spec("interval", spec)
+
+
+def test_interval_first_run_and_next_after() -> None:
+    spec = parse_spec("interval", "1h30m", "America/New_York")
+    assert first_run(spec, NOW) == NOW + timedelta(minutes=90)
+    # DST plays no part: 24h after 2026-03-07T12:00Z is exactly one UTC day later.
+    day = parse_spec("interval", "24h")
+    assert next_after(day, NOW) == datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+
+
+def test_interval_sub_microsecond_rounds_up() -> None:
+    assert next_after(parse_spec("interval", "1ns"), NOW) == NOW + timedelta(microseconds=1)
+
+
+def test_interval_output_is_utc_for_non_utc_input() -> None:
+    paris = timezone(timedelta(hours=1))
+    got = first_run(parse_spec("interval", "1s"), datetime(2026, 3, 7, 13, 0, tzinfo=paris))
+    assert got == datetime(2026, 3, 7, 12, 0, 1, tzinfo=UTC)
+    assert got.tzinfo is UTC
+
+
+# --- one-time ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("2026-06-01T04:00:00Z", datetime(2026, 6, 1, 4, tzinfo=UTC)),
+        ("2026-06-01t04:00:00z", datetime(2026, 6, 1, 4, tzinfo=UTC)),
+        ("2026-06-01T06:00:00+02:00", datetime(2026, 6, 1, 4, tzinfo=UTC)),
+        ("2026-05-31T23:30:00-04:30", datetime(2026, 6, 1, 4, tzinfo=UTC)),
+        ("2026-06-01T04:00:00-00:00", datetime(2026, 6, 1, 4, tzinfo=UTC)),
+        ("2026-06-01T04:00:00.5Z", datetime(2026, 6, 1, 4, 0, 0, 500_000, tzinfo=UTC)),
+        ("2026-06-01T04:00:00.123456789Z", datetime(2026, 6, 1, 4, 0, 0, 123_456, tzinfo=UTC)),
+        ("2028-02-29T00:00:00Z", datetime(2028, 2, 29, tzinfo=UTC)),
+        ("2026-01-01T00:30:00+01:00", datetime(2025, 12, 31, 23, 30, tzinfo=UTC)),
+    ],
+    ids=[
+        "z",
+        "lowercase",
+        "plus",
+        "minus-half-hour",
+        "minus-zero",
+        "fraction",
+        "nanoseconds",
+        "leap-day",
+        "previous-year",
+    ],
+)
+def test_one_time_accepts_rfc3339(spec: str, expected: datetime) -> None:
+    parsed = parse_spec("one-time", spec)
+    assert parsed == OneTime(expected)
+    assert isinstance(parsed, OneTime) and parsed.at.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "2026-06-01T04:00:00",
+        "2026-06-01 04:00:00Z",
+        "2026-06-01",
+        "2026-06-01T04:00Z",
+        "2026-06-01T04:00:00+0200",
+        "2026-06-01T04:00:00+02",
+        "2026-06-01T04:00:00 Z",
+        "20260601T040000Z",
+        "2026-6-1T04:00:00Z",
+        "2026-06-01T04:00:00.Z",
+        "2026-06-01T04:00:00Z ",
+        "２０２６-06-01T04:00:00Z",
+        "tomorrow",
+        "",
+    ],
+    ids=repr,
+)
+def test_one_time_requires_rfc3339_with_offset(spec: str) -> None:
+    message = "must be an RFC 3339 timestamp with an explicit offset \\(Z or ±hh:mm\\)"
+    with pytest.raises(SpecError, match=f'^one-time spec ".*" {message}$'):
+        parse_spec("one-time", spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "2026-02-29T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-06-01T24:00:00Z",
+        "2026-06-01T04:60:00Z",
+        "2026-06-01T04:00:60Z",
+        "2026-06-01T04:00:00+24:00",
+        "2026-06-01T04:00:00+02:60",
+        "0000-01-01T00:00:00Z",
+        "0001-01-01T00:00:00+01:00",
+    ],
+    ids=repr,
+)
+def test_one_time_rejects_impossible_instants(spec: str) -> None:
+    with pytest.raises(SpecError, match=r'^one-time spec ".*" is not a valid date and time \('):
+        parse_spec("one-time", spec)
+
+
+def test_one_time_evaluation() -> None:
+    spec = parse_spec("one-time", "2026-06-01T06:00:00+02:00", "Asia/Tokyo")
+    at = datetime(2026, 6, 1, 4, tzinfo=UTC)
+    assert first_run(spec, NOW) == at
+    past = NOW + timedelta(days=365)
+    assert first_run(spec, past) == at  # a past instant is still returned: due at the next poll
+    assert next_after(spec, at) is None  # consumed
+
+
+def test_one_time_normalises_aware_input_and_rejects_naive() -> None:
+    assert OneTime(datetime(2026, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))).at == datetime(
+        2026, 1, 1, tzinfo=UTC
+    )
+    with pytest.raises(ValueError, match="timezone-aware"):
+        OneTime(datetime(2026, 1, 1))
+
+
+def test_parse_rfc3339_names_no_field() -> None:
+    assert parse_rfc3339("2026-03-07T12:00:00Z") == NOW
+    with pytest.raises(SpecError, match=r'^"12:00" must be an RFC 3339 timestamp'):
+        parse_rfc3339("12:00")
+
+
+# --- cron through parse_spec -------------------------------------------------------------
+
+
+def test_cron_first_run_is_strictly_after_now() -> None:
+    spec = parse_spec("cron", "0 12 * * *")
+    assert first_run(spec, NOW) == datetime(2026, 3, 8, 12, tzinfo=UTC)
+    assert next_after(spec, NOW - timedelta(microseconds=1)) == NOW
+
+
+def test_cron_uses_the_timezone_argument() -> None:
+    spec = parse_spec("cron", "0 9 * * *", "Asia/Tokyo")
+    assert isinstance(spec, Cron) and spec.timezone.key == "Asia/Tokyo"
+    assert first_run(spec, NOW) == datetime(2026, 3, 8, 0, tzinfo=UTC)
+
+
+def test_describe_local() -> None:
+    moment = datetime(2026, 3, 8, 7, tzinfo=UTC)
+    cron = parse_spec("cron", "30 2 * * *", "America/New_York")
+    local = describe_local(cron, moment)
+    assert (local.isoformat(), local.tzname()) == ("2026-03-08T03:00:00-04:00", "EDT")
+    interval = parse_spec("interval", "1h", "America/New_York")
+    assert describe_local(interval, moment).isoformat() == "2026-03-08T07:00:00+00:00"
+    with pytest.raises(ValueError, match="timezone-aware"):
+        describe_local(cron, datetime(2026, 3, 8, 7))
+
+
+@pytest.mark.parametrize("function", [first_run, next_after], ids=["first_run", "next_after"])
+@pytest.mark.parametrize("spec", ["interval", "cron", "one-time"])
+def test_naive_inputs_are_rejected(function: object, spec: str) -> None:
+    parsed = {
+        "interval": Interval(1),
+        "cron": parse_spec("cron", "* * * * *"),
+        "one-time": OneTime(NOW),
+    }[spec]
+    with pytest.raises(ValueError, match="timezone-aware"):
+        function(parsed, datetime(2026, 1, 1))  # type: ignore[operator]
+
+
+def test_specs_are_frozen_values() -> None:
+    spec = parse_spec("cron", "0 0 * * *", "Europe/London")
+    assert spec == parse_spec("cron", "0 0 * * *", "Europe/London")
+    assert hash(spec) == hash(parse_spec("cron", "0 0 * * *", "Europe/London"))
+    with pytest.raises(AttributeError):
+        spec.expression = "x"  # type: ignore[misc]
