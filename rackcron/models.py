@@ -1,0 +1,325 @@
+"""Domain models shared by every front: what the service takes and returns.
+
+Requests mirror the Flow messages (flow-wire.md) with snake_case names, so the
+gRPC shim converts field by field and the YAML loader validates documents
+straight into them. Identifiers inside *targets* stay strings: resolving and
+checking them (with the exact messages of flow-wire.md section 2) is the job of
+``rackcron.targets``, not of pydantic. Results (schedules, scopes, tasks,
+inventory) carry parsed UUIDs and aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from rackcron.filters import ComponentFilter, ComponentType
+from rackcron.timing import SpecType
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "BringUp",
+    "Component",
+    "ComponentTarget",
+    "ComponentType",
+    "ExternalRef",
+    "FirmwareAuthentication",
+    "Ingest",
+    "NVLDomain",
+    "NVLDomainTarget",
+    "Operation",
+    "OperationTemplate",
+    "OverlapPolicy",
+    "Page",
+    "PowerOff",
+    "PowerOn",
+    "PowerReset",
+    "QueueOptions",
+    "Rack",
+    "RackTarget",
+    "Schedule",
+    "ScheduleConfig",
+    "Scope",
+    "ScopeUpdate",
+    "SpecType",
+    "TargetSpec",
+    "Task",
+    "TaskStatus",
+    "UpgradeFirmware",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OverlapPolicy(StrEnum):
+    """What a firing does on a scope whose previous task is still active."""
+
+    SKIP = "skip"
+    QUEUE = "queue"
+
+
+class TaskStatus(StrEnum):
+    WAITING = "waiting"
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TERMINATED = "terminated"
+    UNKNOWN = "unknown"
+
+
+#: A task in one of these statuses is *active*: it blocks its rack (SEMANTICS.md "Overlap policy").
+ACTIVE_STATUSES = frozenset({TaskStatus.WAITING, TaskStatus.PENDING, TaskStatus.RUNNING})
+
+
+# --- targets (flow-wire.md "Targets") ----------------------------------------------------------
+
+
+class RackTarget(_Model):
+    """One rack, by exactly one of id, name or external_id."""
+
+    id: str | None = None
+    name: str | None = None
+    external_id: str | None = None
+    component_types: list[ComponentType] = []
+
+
+class ExternalRef(_Model):
+    """A component by its external id; ``type`` None (UNKNOWN) matches any type."""
+
+    type: ComponentType | None = None
+    id: str = ""
+
+
+class ComponentTarget(_Model):
+    """One component, by UUID or by external reference."""
+
+    id: str | None = None
+    external: ExternalRef | None = None
+
+
+class NVLDomainTarget(_Model):
+    """An NVLink domain, by exactly one of id, name or external_id."""
+
+    id: str | None = None
+    name: str | None = None
+    external_id: str | None = None
+    component_types: list[ComponentType] = []
+
+
+class TargetSpec(_Model):
+    """Exactly one of racks, components or nvl_domains (checked by ``rackcron.targets``)."""
+
+    racks: list[RackTarget] | None = None
+    components: list[ComponentTarget] | None = None
+    nvl_domains: list[NVLDomainTarget] | None = None
+
+
+# --- operations (flow-wire.md "Embedded operation requests") ----------------------------------
+
+
+class QueueOptions(_Model):
+    """Only ``queue_timeout_seconds`` matters to schedules; the overlap policy decides conflicts."""
+
+    queue_timeout_seconds: int = 0
+
+
+class _Operation(_Model):
+    target_spec: TargetSpec | None = None
+    rule_id: str | None = None
+
+
+class PowerOn(_Operation):
+    kind: Literal["power_on"] = "power_on"
+    queue_options: QueueOptions | None = None
+    override_readiness_check: bool = False
+
+
+class PowerOff(_Operation):
+    kind: Literal["power_off"] = "power_off"
+    forced: bool = False
+    queue_options: QueueOptions | None = None
+    override_readiness_check: bool = False
+
+
+class PowerReset(_Operation):
+    kind: Literal["power_reset"] = "power_reset"
+    forced: bool = False
+    queue_options: QueueOptions | None = None
+    override_readiness_check: bool = False
+
+
+class BringUp(_Operation):
+    kind: Literal["bring_up"] = "bring_up"
+    override_readiness_check: bool = False
+
+
+class Ingest(_Operation):
+    kind: Literal["ingest"] = "ingest"
+
+
+class FirmwareAuthentication(_Model):
+    """Either one shared secret or one per component type."""
+
+    shared: str | None = None
+    compute: str | None = None
+    nvswitch: str | None = None
+    powershelf: str | None = None
+
+
+class UpgradeFirmware(_Operation):
+    kind: Literal["upgrade_firmware"] = "upgrade_firmware"
+    target_version: str | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    queue_options: QueueOptions | None = None
+    sub_targets: list[str] = []
+    override_readiness_check: bool = False
+    override_version_check: bool = False
+    authentication_data: FirmwareAuthentication | None = None
+
+
+Operation = Annotated[
+    PowerOn | PowerOff | PowerReset | BringUp | Ingest | UpgradeFirmware,
+    Field(discriminator="kind"),
+]
+
+
+class OperationTemplate(_Model):
+    """How a schedule stores its operation: task type, code and information, no target."""
+
+    type: str
+    code: str
+    information: dict[str, Any] = {}
+
+
+# --- schedules ---------------------------------------------------------------------------------
+
+
+class ScheduleConfig(_Model):
+    """The schedule fields a create or update request carries."""
+
+    name: str = ""
+    spec_type: SpecType | None = None
+    spec: str = ""
+    timezone: str = ""
+    overlap_policy: OverlapPolicy | None = None
+
+
+class Schedule(_Model):
+    """A stored schedule, as the service returns it."""
+
+    id: uuid.UUID
+    name: str
+    spec_type: SpecType
+    spec: str
+    timezone: str
+    template: OperationTemplate | None
+    overlap_policy: OverlapPolicy
+    enabled: bool
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def operation_type(self) -> str:
+        from rackcron.templates import operation_type
+
+        return operation_type(self.template)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def description(self) -> str:
+        from rackcron.templates import describe
+
+        return describe(self.template)
+
+    @property
+    def consumed(self) -> bool:
+        """A one-time schedule that has fired: it can never be re-armed."""
+        return self.spec_type == SpecType.ONE_TIME and self.next_run_at is None
+
+
+class Scope(_Model):
+    """One (schedule, rack) scope entry."""
+
+    id: uuid.UUID
+    schedule_id: uuid.UUID
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+    last_task_id: uuid.UUID | None
+    created_at: datetime
+
+
+class ScopeUpdate(_Model):
+    """Result of UpdateTaskScheduleScope: the whole resulting scope and what changed."""
+
+    scopes: list[Scope]
+    added: int
+    removed: int
+    updated: int
+
+
+# --- tasks and inventory -----------------------------------------------------------------------
+
+
+class Task(_Model):
+    id: uuid.UUID
+    schedule_id: uuid.UUID | None
+    scope_id: uuid.UUID | None
+    rack_id: uuid.UUID
+    operation: str
+    template: OperationTemplate
+    component_uuids: list[uuid.UUID]
+    description: str
+    status: TaskStatus
+    message: str
+    queue_expires_at: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+class Rack(_Model):
+    id: uuid.UUID
+    name: str
+    external_id: str | None = None
+
+
+class Component(_Model):
+    id: uuid.UUID
+    rack_id: uuid.UUID | None
+    type: ComponentType
+    name: str = ""
+    external_id: str | None = None
+    bmc_mac: str | None = None
+
+
+class NVLDomain(_Model):
+    id: uuid.UUID
+    name: str
+    external_id: str | None = None
+    rack_ids: list[uuid.UUID] = []
+
+
+T = TypeVar("T")
+
+
+class Page(_Model, Generic[T]):
+    """One page of a list and the total count before paging."""
+
+    items: list[T]
+    total: int

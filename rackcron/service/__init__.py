@@ -1,0 +1,161 @@
+"""The rackcron service: every task-schedule rule of SEMANTICS.md, once, over the SQL store.
+
+Operations live in small groups (``_schedules``, ``_scopes``, ``_firing``,
+``_tasks``, ``_inventory``, ``_targets``), all methods of :class:`Operations`,
+which is bound to one open transaction. :class:`Service` gives each operation its
+own transaction (one RPC = one transaction) and also hands out a transaction for
+callers that need several operations to commit or fail together (the
+reconciler's apply)::
+
+    service = Service.open("sqlite:///rackcron.db")
+    schedule = service.create_schedule(config, operation)     # one transaction
+    with service.transaction() as ops:                        # several, all or nothing
+        ops.pause_schedule(a)
+        ops.delete_schedule(b)
+
+Firing is the exception: :meth:`Service.trigger` and :meth:`Service.fire_due`
+run the three phases in three transactions (see ``_firing``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.service._firing import Firing, FiringOps, ScopeOutcome
+from rackcron.service._inventory import InventoryOps
+from rackcron.service._schedules import UPDATE_MASK_PATHS
+from rackcron.service._scopes import ScopeOps
+from rackcron.store import default_database_url, open_engine, transaction
+
+__all__ = ["UPDATE_MASK_PATHS", "FireResult", "Operations", "ScopeOutcome", "Service"]
+
+
+class Operations(ScopeOps, FiringOps, InventoryOps):
+    """Every service operation, bound to one open transaction."""
+
+
+@dataclass(frozen=True)
+class FireResult:
+    """One firing, after all three phases."""
+
+    firing: Firing
+    outcomes: list[ScopeOutcome]
+
+    @property
+    def task_ids(self) -> list[uuid.UUID]:
+        return [o.task_id for o in self.outcomes if o.task_id is not None]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _in_transaction(name: str, *, write: bool = True) -> Callable[..., Any]:
+    method = getattr(Operations, name)
+
+    def call(self: Service, *args: Any, **kwargs: Any) -> Any:
+        with self.transaction(write=write) as ops:
+            return getattr(ops, name)(*args, **kwargs)
+
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+class Service:
+    """The service over one database; each public operation is one transaction."""
+
+    def __init__(self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    @classmethod
+    def open(cls, url: str | None = None, **kwargs: Any) -> Service:
+        """Open the store at ``url`` (default: ``default_database_url()``)."""
+        return cls(open_engine(url or default_database_url()), **kwargs)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Operations]:
+        """Operations in one transaction: committed at the end, rolled back on any error.
+
+        :raises StoreError: the database failed (the driver error is chained).
+        """
+        try:
+            with transaction(self.engine, write=write) as conn:
+                yield Operations(conn, self.clock())
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+
+    # Schedules
+    create_schedule = _in_transaction("create_schedule")
+    get_schedule = _in_transaction("get_schedule", write=False)
+    find_schedule = _in_transaction("find_schedule", write=False)
+    list_schedules = _in_transaction("list_schedules", write=False)
+    update_schedule = _in_transaction("update_schedule")
+    pause_schedule = _in_transaction("pause_schedule")
+    resume_schedule = _in_transaction("resume_schedule")
+    delete_schedule = _in_transaction("delete_schedule")
+    check_conflicts = _in_transaction("check_conflicts", write=False)
+    # Scopes
+    add_scope = _in_transaction("add_scope")
+    update_scope = _in_transaction("update_scope")
+    remove_scope = _in_transaction("remove_scope")
+    list_scopes = _in_transaction("list_scopes", write=False)
+    # Tasks
+    list_tasks = _in_transaction("list_tasks", write=False)
+    get_tasks = _in_transaction("get_tasks", write=False)
+    cancel_task = _in_transaction("cancel_task")
+    # Inventory
+    upsert_rack = _in_transaction("upsert_rack")
+    delete_rack = _in_transaction("delete_rack")
+    list_racks = _in_transaction("list_racks", write=False)
+    upsert_component = _in_transaction("upsert_component")
+    delete_component = _in_transaction("delete_component")
+    list_components = _in_transaction("list_components", write=False)
+    upsert_nvl_domain = _in_transaction("upsert_nvl_domain")
+    delete_nvl_domain = _in_transaction("delete_nvl_domain")
+    list_nvl_domains = _in_transaction("list_nvl_domains", write=False)
+
+    def _finish(self, firing: Firing) -> FireResult:
+        with self.transaction() as ops:
+            outcomes = ops.submit(firing)
+        with self.transaction() as ops:
+            ops.write_back(outcomes)
+        return FireResult(firing, outcomes)
+
+    def trigger(self, schedule_id: uuid.UUID | str) -> FireResult:
+        """TriggerTaskSchedule: fire now, every scope, policy ignored.
+
+        :raises NotFound: no such schedule.
+        :raises FailedPrecondition: a consumed one-time schedule, or every
+            submission failed (the schedule has still advanced, as a firing does).
+        """
+        with self.transaction() as ops:
+            firing = ops.claim(schedule_id)
+        result = self._finish(firing)
+        if firing.scopes and not result.task_ids:
+            errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
+            raise FailedPrecondition(f"every task submission failed: {errors}")
+        return result
+
+    def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
+        """Fire every schedule due now, claiming ``batch_size`` at a time."""
+        results: list[FireResult] = []
+        while True:
+            with self.transaction() as ops:
+                firings = ops.claim_due(batch_size)
+            results += [self._finish(f) for f in firings]
+            if len(firings) < batch_size:
+                return results

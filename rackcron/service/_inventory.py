@@ -1,0 +1,146 @@
+"""Inventory operations: racks, components and NVLink domains that scopes point at.
+
+Upserts are keyed by id (create or replace every field). A rack that a schedule's
+scope still uses cannot be deleted; its components are unlinked (kept, rack
+NULL) and its domain memberships dropped.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy as sa
+
+from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from rackcron.models import Component, NVLDomain, Rack
+from rackcron.service import _rows
+from rackcron.service._base import OpsBase, parse_id
+from rackcron.service._targets import normalize_mac
+from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack, task_schedule_scope
+
+__all__ = ["InventoryOps"]
+
+
+class InventoryOps(OpsBase):
+    def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: dict[str, object]) -> None:
+        exists = self.conn.execute(
+            sa.select(table.c.id).where(table.c.id == item_id).with_for_update()
+        ).first()
+        try:
+            with self.conn.begin_nested():
+                if exists:
+                    self.conn.execute(
+                        table.update()
+                        .where(table.c.id == item_id)
+                        .values(**values, updated_at=self.now)
+                    )
+                else:
+                    self.conn.execute(
+                        table.insert().values(
+                            id=item_id, **values, created_at=self.now, updated_at=self.now
+                        )
+                    )
+        except sa.exc.IntegrityError as exc:
+            raise Conflict(
+                f"{table.name} {item_id}: external_id {values.get('external_id')!r} is already used"
+            ) from exc
+
+    def upsert_rack(self, item: Rack) -> Rack:
+        """Create or replace a rack. :raises Conflict: its external_id is taken."""
+        if not item.name:
+            raise InvalidArgument("rack.name is required")
+        self._upsert(rack, item.id, {"name": item.name, "external_id": item.external_id})
+        return item
+
+    def list_racks(self) -> list[Rack]:
+        return [
+            _rows.rack(r)
+            for r in self.conn.execute(sa.select(rack).order_by(rack.c.name, rack.c.id))
+        ]
+
+    def delete_rack(self, rack_id: uuid.UUID | str) -> None:
+        """:raises NotFound: no such rack. :raises FailedPrecondition: a scope uses it."""
+        rack_id = parse_id(rack_id, "rack_id")
+        if self.conn.execute(sa.select(rack.c.id).where(rack.c.id == rack_id)).first() is None:
+            raise NotFound(f"rack [id: {rack_id}] is not found")
+        used = self.conn.execute(
+            sa.select(sa.func.count()).where(task_schedule_scope.c.rack_id == rack_id)
+        ).scalar_one()
+        if used:
+            raise FailedPrecondition(f"rack {rack_id} is in the scope of {used} schedule(s)")
+        self.conn.execute(rack.delete().where(rack.c.id == rack_id))
+
+    def upsert_component(self, item: Component) -> Component:
+        """Create or replace a component (its BMC MAC is stored normalised)."""
+        mac = None
+        if item.bmc_mac:
+            mac = normalize_mac(item.bmc_mac)
+            if mac is None:
+                raise InvalidArgument(f"component.bmc_mac: {item.bmc_mac!r} is not a MAC address")
+        if (
+            item.rack_id is not None
+            and self.conn.execute(sa.select(rack.c.id).where(rack.c.id == item.rack_id)).first()
+            is None
+        ):
+            raise NotFound(f"component.rack_id: rack [id: {item.rack_id}] is not found")
+        values = {
+            "rack_id": item.rack_id,
+            "type": item.type.value,
+            "name": item.name,
+            "external_id": item.external_id,
+            "bmc_mac": mac,
+        }
+        self._upsert(component, item.id, values)
+        return item.model_copy(update={"bmc_mac": mac})
+
+    def list_components(self, rack_id: uuid.UUID | str | None = None) -> list[Component]:
+        query = sa.select(component).order_by(component.c.rack_id, component.c.name, component.c.id)
+        if rack_id is not None:
+            query = query.where(component.c.rack_id == parse_id(rack_id, "rack_id"))
+        return [_rows.component(r) for r in self.conn.execute(query)]
+
+    def delete_component(self, component_id: uuid.UUID | str) -> None:
+        """:raises NotFound: no such component."""
+        component_id = parse_id(component_id, "component_id")
+        if not self.conn.execute(component.delete().where(component.c.id == component_id)).rowcount:
+            raise NotFound(f"component [id: {component_id}] is not found")
+
+    def upsert_nvl_domain(self, item: NVLDomain) -> NVLDomain:
+        """Create or replace an NVLink domain and its member racks (in order)."""
+        if not item.name:
+            raise InvalidArgument("nvl_domain.name is required")
+        if len(set(item.rack_ids)) != len(item.rack_ids):
+            raise InvalidArgument("nvl_domain.rack_ids: a rack is listed twice")
+        known = set(
+            self.conn.execute(sa.select(rack.c.id).where(rack.c.id.in_(item.rack_ids))).scalars()
+        )
+        for rack_id in item.rack_ids:
+            if rack_id not in known:
+                raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")
+        self._upsert(nvl_domain, item.id, {"name": item.name, "external_id": item.external_id})
+        self.conn.execute(nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id == item.id))
+        if item.rack_ids:
+            self.conn.execute(
+                nvl_domain_rack.insert(),
+                [
+                    {"domain_id": item.id, "rack_id": r, "ordinal": i}
+                    for i, r in enumerate(item.rack_ids)
+                ],
+            )
+        return item
+
+    def list_nvl_domains(self) -> list[NVLDomain]:
+        members: dict[uuid.UUID, list[uuid.UUID]] = {}
+        query = sa.select(nvl_domain_rack).order_by(
+            nvl_domain_rack.c.domain_id, nvl_domain_rack.c.ordinal
+        )
+        for m in self.conn.execute(query):
+            members.setdefault(m.domain_id, []).append(m.rack_id)
+        rows = self.conn.execute(sa.select(nvl_domain).order_by(nvl_domain.c.name, nvl_domain.c.id))
+        return [_rows.nvl_domain(r, members.get(r.id, [])) for r in rows]
+
+    def delete_nvl_domain(self, domain_id: uuid.UUID | str) -> None:
+        """:raises NotFound: no such domain."""
+        domain_id = parse_id(domain_id, "nvl_domain_id")
+        if not self.conn.execute(nvl_domain.delete().where(nvl_domain.c.id == domain_id)).rowcount:
+            raise NotFound(f"NVLink domain [id: {domain_id}] is not found")

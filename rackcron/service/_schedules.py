@@ -1,0 +1,304 @@
+"""Schedule lifecycle RPCs: create, get, list, update, pause, resume, delete, conflicts.
+
+Rules: SEMANTICS.md "Schedule", "Spec types" and "RPCs". Each method runs inside
+the caller's transaction; a raised error rolls the whole transaction back, which
+is how "changes nothing" is kept (a rename collision included).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron import timing
+from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
+from rackcron.filters import to_stored
+from rackcron.models import Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
+from rackcron.service import _rows
+from rackcron.service._base import check_page, paged, parse_id
+from rackcron.service._targets import Resolved, TargetOps
+from rackcron.store.tables import task_schedule, task_schedule_scope
+from rackcron.templates import to_template
+
+__all__ = ["UPDATE_MASK_PATHS", "ScheduleOps"]
+
+UPDATE_MASK_PATHS = frozenset(
+    {"schedule.name", "schedule.overlap_policy", "schedule.spec", "schedule.spec.timezone"}
+)
+
+
+def _timezone(name: str) -> str:
+    try:
+        timing.parse_timezone(name)
+    except timing.SpecError as exc:
+        raise InvalidArgument(f"schedule.spec.timezone: {exc}") from None
+    return name or "UTC"
+
+
+def _spec(config: ScheduleConfig, timezone: str) -> timing.Spec:
+    if config.spec_type is None:
+        raise InvalidArgument("schedule.spec.type is required")
+    if not config.spec:
+        raise InvalidArgument("schedule.spec.spec is required")
+    try:
+        return timing.parse_spec(config.spec_type, config.spec, timezone)
+    except timing.SpecError as exc:
+        raise InvalidArgument(f"schedule.spec.spec: {exc}") from None
+
+
+def _name(config: ScheduleConfig) -> str:
+    if not config.name.strip():
+        raise InvalidArgument("schedule.name is required")
+    return config.name
+
+
+class ScheduleOps(TargetOps):
+    def create_schedule(self, config: ScheduleConfig, operation: Operation | None) -> Schedule:
+        """CreateTaskSchedule: the schedule and its initial scope, enabled, with its first run.
+
+        :raises InvalidArgument: a missing or malformed field, operation or target.
+        :raises AlreadyExists: the name is taken.
+        :raises NotFound: a target names an unknown rack, component or domain.
+        """
+        name = _name(config)
+        timezone = _timezone(config.timezone)
+        spec = _spec(config, timezone)
+        if operation is None:
+            raise InvalidArgument("operation is required")
+        template = to_template(operation)
+        resolved = self.resolve_targets(operation.target_spec)
+        if self._schedule_id_by_name(name) is not None:
+            raise AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
+        schedule_id = uuid.uuid4()
+        self.conn.execute(
+            task_schedule.insert().values(
+                id=schedule_id,
+                name=name,
+                spec_type=config.spec_type.value,  # type: ignore[union-attr]
+                spec=config.spec,
+                timezone=timezone,
+                operation_type=template.type,
+                operation_code=template.code,
+                operation_information=template.information,
+                overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
+                enabled=True,
+                next_run_at=timing.first_run(spec, self.now),
+                last_run_at=None,
+                created_at=self.now,
+                updated_at=self.now,
+            )
+        )
+        self.insert_scopes(schedule_id, resolved, first_ordinal=0)
+        return self.get_schedule(schedule_id)
+
+    def insert_scopes(
+        self, schedule_id: uuid.UUID, resolved: Resolved, first_ordinal: int
+    ) -> list[uuid.UUID]:
+        """Insert one scope row per resolved rack; return their ids in order."""
+        ids = [uuid.uuid4() for _ in resolved]
+        if resolved:
+            self.conn.execute(
+                task_schedule_scope.insert(),
+                [
+                    {
+                        "id": scope_id,
+                        "schedule_id": schedule_id,
+                        "rack_id": rack_id,
+                        "component_filter": to_stored(filt),
+                        "last_task_id": None,
+                        "ordinal": first_ordinal + i,
+                        "created_at": self.now,
+                    }
+                    for i, (scope_id, (rack_id, filt)) in enumerate(zip(ids, resolved, strict=True))
+                ],
+            )
+        return ids
+
+    def _schedule_id_by_name(self, name: str) -> uuid.UUID | None:
+        return self.conn.execute(
+            sa.select(task_schedule.c.id).where(task_schedule.c.name == name)
+        ).scalar_one_or_none()
+
+    def schedule_row(
+        self, schedule_id: uuid.UUID | str, *, lock: bool = False, field: str = "id"
+    ) -> Any:
+        """The schedule's row (locked FOR UPDATE when ``lock``).
+
+        :raises NotFound: no such schedule.
+        """
+        schedule_id = parse_id(schedule_id, field)
+        query = sa.select(task_schedule).where(task_schedule.c.id == schedule_id)
+        row = self.conn.execute(query.with_for_update() if lock else query).first()
+        if row is None:
+            raise NotFound(f"task schedule {schedule_id} not found")
+        return row
+
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        """GetTaskSchedule. :raises NotFound: no such schedule."""
+        return _rows.schedule(self.schedule_row(schedule_id))
+
+    def find_schedule(self, name: str) -> Schedule:
+        """The schedule called ``name``. :raises NotFound: no such schedule."""
+        row = self.conn.execute(
+            sa.select(task_schedule).where(task_schedule.c.name == name)
+        ).first()
+        if row is None:
+            raise NotFound(f'task schedule "{name}" not found')
+        return _rows.schedule(row)
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]:
+        """ListTaskSchedules, by created_at then id; ``total`` counts before paging.
+
+        :raises InvalidArgument: a malformed rack_id or a negative offset or limit.
+        """
+        check_page(offset, limit)
+        query = sa.select(task_schedule)
+        if rack_id is not None:
+            scoped = sa.select(task_schedule_scope.c.id).where(
+                task_schedule_scope.c.schedule_id == task_schedule.c.id,
+                task_schedule_scope.c.rack_id == parse_id(rack_id, "rack_id"),
+            )
+            query = query.where(scoped.exists())
+        if enabled_only:
+            query = query.where(task_schedule.c.enabled == sa.true())
+        total = self.count(query)
+        query = paged(query.order_by(task_schedule.c.created_at, task_schedule.c.id), offset, limit)
+        return Page[Schedule](
+            items=[_rows.schedule(r) for r in self.conn.execute(query)], total=total
+        )
+
+    def update_schedule(
+        self, schedule_id: uuid.UUID | str, config: ScheduleConfig, update_mask: Sequence[str]
+    ) -> Schedule:
+        """UpdateTaskSchedule: write the masked fields only.
+
+        :raises InvalidArgument: empty mask, unknown path, bad name/spec/timezone.
+        :raises FailedPrecondition: a spec change on a consumed one-time schedule.
+        :raises Conflict: the new name is taken (UNKNOWN; nothing is changed).
+        """
+        if not update_mask:
+            raise InvalidArgument("update_mask is required")
+        unknown = sorted(set(update_mask) - UPDATE_MASK_PATHS)
+        if unknown:
+            raise InvalidArgument(
+                f"update_mask: unsupported path {unknown[0]!r}; allowed: {', '.join(sorted(UPDATE_MASK_PATHS))}"
+            )
+        row = self.schedule_row(schedule_id, lock=True)
+        current = _rows.schedule(row)
+        values: dict[str, Any] = {}
+        if "schedule.name" in update_mask:
+            values["name"] = _name(config)
+        if "schedule.overlap_policy" in update_mask:
+            values["overlap_policy"] = (config.overlap_policy or OverlapPolicy.SKIP).value
+        timezone = row.timezone
+        if "schedule.spec.timezone" in update_mask:
+            timezone = values["timezone"] = _timezone(config.timezone)
+        if "schedule.spec" in update_mask:
+            if current.consumed:
+                raise FailedPrecondition(
+                    f"task schedule {row.id} is a consumed one-time schedule: its spec cannot"
+                    " change; create a new schedule"
+                )
+            spec = _spec(config, timezone)
+            values.update(spec_type=config.spec_type.value, spec=config.spec)  # type: ignore[union-attr]
+            values["next_run_at"] = timing.first_run(spec, self.now)
+        elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
+            spec = _spec(ScheduleConfig(spec_type=row.spec_type, spec=row.spec), timezone)
+            values["next_run_at"] = timing.first_run(spec, self.now)
+        taken = "name" in values and values["name"] != row.name
+        if taken and self._schedule_id_by_name(values["name"]) is not None:
+            raise Conflict(
+                f'schedule.name: a task schedule named "{values["name"]}" already exists'
+            )
+        if values:
+            values["updated_at"] = self.now
+            try:
+                with self.conn.begin_nested():
+                    self.conn.execute(
+                        task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
+                    )
+            except sa.exc.IntegrityError as exc:
+                raise Conflict(
+                    f'schedule.name: a task schedule named "{values.get("name")}" already exists'
+                ) from exc
+        return self.get_schedule(row.id)
+
+    def pause_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        """PauseTaskSchedule: enabled = false, next_run_at kept; a no-op when paused.
+
+        :raises FailedPrecondition: the schedule is a consumed one-time schedule.
+        """
+        return self._set_enabled(schedule_id, enabled=False)
+
+    def resume_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        """ResumeTaskSchedule: enabled = true; interval and cron restart from now.
+
+        A one-time schedule keeps its instant; resuming an enabled schedule is a no-op.
+
+        :raises FailedPrecondition: the schedule is a consumed one-time schedule.
+        """
+        return self._set_enabled(schedule_id, enabled=True)
+
+    def _set_enabled(self, schedule_id: uuid.UUID | str, *, enabled: bool) -> Schedule:
+        row = self.schedule_row(schedule_id, lock=True)
+        current = _rows.schedule(row)
+        if current.consumed:
+            verb = "pause" if not enabled else "resume"
+            raise FailedPrecondition(
+                f"task schedule {row.id} is a one-time schedule that has already fired: nothing to {verb}"
+            )
+        if current.enabled == enabled:
+            return current
+        values: dict[str, Any] = {"enabled": enabled, "updated_at": self.now}
+        if enabled and current.spec_type != timing.SpecType.ONE_TIME:
+            spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)
+            values["next_run_at"] = timing.first_run(spec, self.now)
+        self.conn.execute(
+            task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
+        )
+        return self.get_schedule(row.id)
+
+    def delete_schedule(self, schedule_id: uuid.UUID | str) -> None:
+        """DeleteTaskSchedule: the schedule and its scope; tasks are kept and not cancelled.
+
+        :raises NotFound: no such schedule.
+        """
+        row = self.schedule_row(schedule_id, lock=True)
+        self.conn.execute(
+            task_schedule_scope.delete().where(task_schedule_scope.c.schedule_id == row.id)
+        )
+        self.conn.execute(task_schedule.delete().where(task_schedule.c.id == row.id))
+
+    def check_conflicts(
+        self, operation: Operation | None, exclude_schedule_id: uuid.UUID | str | None = None
+    ) -> list[Schedule]:
+        """CheckScheduleConflicts: enabled schedules with a scope on one of the operation's racks.
+
+        Coarse by design: operation types and component filters are not compared.
+        """
+        if operation is None:
+            raise InvalidArgument("operation is required")
+        rack_ids = [rack_id for rack_id, _ in self.resolve_targets(operation.target_spec)]
+        scoped = sa.select(task_schedule_scope.c.id).where(
+            task_schedule_scope.c.schedule_id == task_schedule.c.id,
+            task_schedule_scope.c.rack_id.in_(rack_ids),
+        )
+        query = sa.select(task_schedule).where(
+            task_schedule.c.enabled == sa.true(), scoped.exists()
+        )
+        if exclude_schedule_id is not None:
+            query = query.where(
+                task_schedule.c.id != parse_id(exclude_schedule_id, "exclude_schedule_id")
+            )
+        query = query.order_by(task_schedule.c.created_at, task_schedule.c.id)
+        return [_rows.schedule(r) for r in self.conn.execute(query)]

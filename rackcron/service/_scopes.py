@@ -1,0 +1,130 @@
+"""Scope RPCs: add (merge), update (reconcile), remove, list.
+
+Rules: SEMANTICS.md "Scope". Every method locks the schedule row first, so two
+scope changes on one schedule serialise, and a raised error (a merge of filters
+of different kinds, the last scope) rolls back everything the request did.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy as sa
+
+from rackcron.errors import FailedPrecondition, NotFound
+from rackcron.filters import filters_equal, merge, to_stored
+from rackcron.models import Scope, ScopeUpdate, TargetSpec
+from rackcron.service import _rows
+from rackcron.service._base import parse_id
+from rackcron.service._schedules import ScheduleOps
+from rackcron.store.tables import task_schedule_scope
+
+__all__ = ["ScopeOps"]
+
+_scope = task_schedule_scope
+
+
+class ScopeOps(ScheduleOps):
+    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]:
+        """ListTaskScheduleScopes, in scope order. :raises NotFound: no such schedule."""
+        row = self.schedule_row(schedule_id, field="schedule_id")
+        return self._scopes(row.id)
+
+    def _scopes(self, schedule_id: uuid.UUID) -> list[Scope]:
+        query = (
+            sa.select(_scope).where(_scope.c.schedule_id == schedule_id).order_by(_scope.c.ordinal)
+        )
+        return [_rows.scope(r) for r in self.conn.execute(query)]
+
+    def _next_ordinal(self, scopes: list[Scope]) -> int:
+        if not scopes:
+            return 0
+        return (
+            self.conn.execute(
+                sa.select(sa.func.max(_scope.c.ordinal)).where(
+                    _scope.c.schedule_id == scopes[0].schedule_id
+                )
+            ).scalar_one()
+            + 1
+        )
+
+    def add_scope(
+        self, schedule_id: uuid.UUID | str, target_spec: TargetSpec | None
+    ) -> list[Scope]:
+        """AddTaskScheduleScope: add new racks, merge filters of racks already in scope.
+
+        Returns the created entries and the entries whose filter changed, in scope order.
+
+        :raises FailedPrecondition: a filter merge of different kinds (nothing is changed).
+        """
+        row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
+        resolved = self.resolve_targets(target_spec)
+        existing = {s.rack_id: s for s in self._scopes(row.id)}
+        new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
+        touched: set[uuid.UUID] = set()
+        for rack_id, incoming in resolved:
+            if rack_id not in existing:
+                continue
+            current = existing[rack_id]
+            try:
+                merged = merge(current.component_filter, incoming)
+            except FailedPrecondition as exc:
+                raise FailedPrecondition(f"target_spec: rack {rack_id}: {exc}") from None
+            if merged != current.component_filter:
+                self._set_filter(current.id, merged)
+                touched.add(current.id)
+        touched.update(self.insert_scopes(row.id, new, self._next_ordinal(list(existing.values()))))
+        return [s for s in self._scopes(row.id) if s.id in touched]
+
+    def _set_filter(self, scope_id: uuid.UUID, value: object) -> None:
+        self.conn.execute(
+            _scope.update().where(_scope.c.id == scope_id).values(component_filter=to_stored(value))  # type: ignore[arg-type]
+        )
+
+    def update_scope(self, schedule_id: uuid.UUID | str, desired: TargetSpec | None) -> ScopeUpdate:
+        """UpdateTaskScheduleScope: make the scope equal ``desired`` exactly.
+
+        Racks in both keep their scope id and last_task_id; their filter is replaced
+        when it differs (order-insensitive).
+        """
+        row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
+        resolved = self.resolve_targets(desired)
+        existing = {s.rack_id: s for s in self._scopes(row.id)}
+        wanted = dict(resolved)
+        removed = [s.id for rack_id, s in existing.items() if rack_id not in wanted]
+        if removed:
+            self.conn.execute(_scope.delete().where(_scope.c.id.in_(removed)))
+        updated = 0
+        for rack_id, filt in resolved:
+            current = existing.get(rack_id)
+            if current is not None and not filters_equal(current.component_filter, filt):
+                self._set_filter(current.id, filt)
+                updated += 1
+        new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
+        self.insert_scopes(row.id, new, self._next_ordinal(list(existing.values())))
+        return ScopeUpdate(
+            scopes=self._scopes(row.id), added=len(new), removed=len(removed), updated=updated
+        )
+
+    def remove_scope(self, scope_id: uuid.UUID | str) -> None:
+        """RemoveTaskScheduleScope: its in-flight task is not cancelled.
+
+        :raises NotFound: no such scope.
+        :raises FailedPrecondition: it is the schedule's last scope.
+        """
+        scope_id = parse_id(scope_id, "scope_id")
+        schedule_id = self.conn.execute(
+            sa.select(_scope.c.schedule_id).where(_scope.c.id == scope_id)
+        ).scalar_one_or_none()
+        if schedule_id is None:
+            raise NotFound(f"task schedule scope {scope_id} not found")
+        self.schedule_row(schedule_id, lock=True)
+        remaining = self.conn.execute(
+            sa.select(sa.func.count()).where(_scope.c.schedule_id == schedule_id)
+        ).scalar_one()
+        if remaining <= 1:
+            raise FailedPrecondition(
+                f"scope_id: {scope_id} is the last scope of task schedule {schedule_id};"
+                " a schedule needs at least one (delete the schedule instead)"
+            )
+        self.conn.execute(_scope.delete().where(_scope.c.id == scope_id))

@@ -1,0 +1,21 @@
+"""The SQL store: schema (``tables``), engine and migrations (``engine``)."""
+
+from rackcron.store.engine import (
+    current_revision,
+    database_revision,
+    default_database_url,
+    head_revision,
+    open_engine,
+    transaction,
+    upgrade,
+)
+
+__all__ = [
+    "current_revision",
+    "database_revision",
+    "default_database_url",
+    "head_revision",
+    "open_engine",
+    "transaction",
+    "upgrade",
+]

@@ -1,0 +1,178 @@
+"""Opening the store: database URLs, engine settings, transactions and migrations.
+
+SQLite (the default, a file) and PostgreSQL (``postgresql+psycopg://``) are the
+supported backends. Both give the service the same guarantees:
+
+* every write transaction is serialised per row: PostgreSQL through
+  ``SELECT ... FOR UPDATE`` in the service, SQLite by starting write
+  transactions with ``BEGIN IMMEDIATE`` (one writer at a time, so a
+  read-then-write never races and never fails late with "database is locked");
+* SQLite runs in WAL mode with foreign keys enforced and a busy timeout, so
+  readers never block the writer and concurrent processes wait instead of failing.
+
+The schema is owned by Alembic (``rackcron/store/migrations``). A fresh SQLite
+file is migrated automatically; any other database must be at the newest
+revision (``rackcron db upgrade``), or opening it fails with a clear message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection, Engine
+
+from rackcron.errors import StoreError
+
+__all__ = [
+    "DEFAULT_DATABASE_ENV",
+    "current_revision",
+    "database_revision",
+    "default_database_url",
+    "head_revision",
+    "open_engine",
+    "transaction",
+    "upgrade",
+]
+
+DEFAULT_DATABASE_ENV = "RACKCRON_DATABASE_URL"
+_MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def default_database_url() -> str:
+    """``$RACKCRON_DATABASE_URL``, else a SQLite file under ``$XDG_DATA_HOME/rackcron``."""
+    if url := os.environ.get(DEFAULT_DATABASE_ENV):
+        return url
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'rackcron' / 'rackcron.db'}"
+
+
+def _create_engine(url: str) -> Engine:
+    try:
+        url_obj = sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise StoreError(f"invalid database URL {url!r}: {exc}") from exc
+    if url_obj.get_backend_name() == "sqlite":
+        return _sqlite_engine(url_obj)
+    try:
+        return sa.create_engine(url_obj, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise StoreError(f"cannot use database URL {url_obj!r}: {exc}") from exc
+
+
+@contextmanager
+def _store_errors(engine: Engine) -> Iterator[None]:
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        engine.dispose()
+        raise StoreError(
+            f"cannot open database {engine.url!r}: {exc.__class__.__name__}: {exc}"
+        ) from exc
+    except StoreError:
+        engine.dispose()
+        raise
+
+
+def open_engine(url: str, *, migrate: bool | None = None) -> Engine:
+    """Create an engine for ``url`` and check (or bring) its schema to the newest revision.
+
+    ``migrate`` None means: migrate automatically only a SQLite database that has
+    no schema yet. True always migrates; False never does.
+
+    :raises StoreError: the URL is invalid, the database is unreachable, or its
+        schema is not at the newest revision.
+    """
+    engine = _create_engine(url)
+    with _store_errors(engine):
+        revision = current_revision(engine)
+        if migrate or (migrate is None and revision is None and engine.dialect.name == "sqlite"):
+            upgrade(engine)
+        elif revision != head_revision():
+            raise StoreError(
+                f"the database schema is at revision {revision or 'none'}, rackcron needs"
+                f" {head_revision()}: run `rackcron db upgrade`"
+            )
+    return engine
+
+
+def database_revision(url: str) -> str | None:
+    """The schema revision of the database at ``url``, changing nothing.
+
+    :raises StoreError: the URL is invalid or the database is unreachable.
+    """
+    engine = _create_engine(url)
+    with _store_errors(engine):
+        revision = current_revision(engine)
+    engine.dispose()
+    return revision
+
+
+def _sqlite_engine(url: sa.URL) -> Engine:
+    database = url.database or ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    # Take over transaction control from pysqlite so BEGIN can be IMMEDIATE
+    # (SQLAlchemy's documented recipe for SQLite transactions).
+    engine = sa.create_engine(url, connect_args={"timeout": 30, "isolation_level": None})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = "IMMEDIATE" if conn.get_execution_options().get("rackcron_write", True) else ""
+        conn.exec_driver_sql(f"BEGIN {mode}".strip())
+
+    return engine
+
+
+@contextmanager
+def transaction(engine: Engine, *, write: bool = True) -> Iterator[Connection]:
+    """One transaction: committed when the block ends, rolled back if it raises."""
+    with engine.connect() as conn:
+        if not write:
+            conn = conn.execution_options(rackcron_write=False)
+        with conn.begin():
+            yield conn
+
+
+def _alembic_config(conn: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration revision this rackcron knows."""
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database's schema is at (None: no schema yet)."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply migrations up to ``revision`` in one transaction."""
+    with transaction(engine) as conn:
+        command.upgrade(_alembic_config(conn), revision)

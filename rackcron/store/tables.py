@@ -1,0 +1,203 @@
+"""The SQL schema, as SQLAlchemy Core tables (the Alembic migrations create it).
+
+Follows the reference schema (SEMANTICS.md, DESIGN.md "Store"): ``task_schedule``
+with a partial index on ``next_run_at`` over enabled rows, ``task_schedule_scope``
+unique on (schedule_id, rack_id) and deleted with its schedule, plus the
+inventory (rack, component, NVL domain), the task outbox and the apply log.
+Times are stored in UTC by :class:`UTCDateTime` and always read back aware.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+
+__all__ = [
+    "ACTIVE_STATUS_VALUES",
+    "apply_log",
+    "component",
+    "metadata",
+    "nvl_domain",
+    "nvl_domain_rack",
+    "rack",
+    "task",
+    "task_component",
+    "task_schedule",
+    "task_schedule_scope",
+]
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite keeps naive UTC text)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use aware UTC datetimes")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JSON = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+
+#: Task statuses that block a rack and count for the overlap check.
+ACTIVE_STATUS_VALUES = ("waiting", "pending", "running")
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+rack = sa.Table(
+    "rack",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, index=True),
+    sa.Column("external_id", sa.String(255), nullable=True, unique=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+component = sa.Table(
+    "component",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("rack_id", sa.Uuid, sa.ForeignKey("rack.id", ondelete="SET NULL"), index=True),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("external_id", sa.String(255), nullable=True, index=True),
+    sa.Column("bmc_mac", sa.String(17), nullable=True, index=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+nvl_domain = sa.Table(
+    "nvl_domain",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, index=True),
+    sa.Column("external_id", sa.String(255), nullable=True, unique=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+nvl_domain_rack = sa.Table(
+    "nvl_domain_rack",
+    metadata,
+    sa.Column(
+        "domain_id", sa.Uuid, sa.ForeignKey("nvl_domain.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("rack_id", sa.Uuid, sa.ForeignKey("rack.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+)
+
+task_schedule = sa.Table(
+    "task_schedule",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, unique=True),
+    sa.Column("spec_type", sa.String(16), nullable=False),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("operation_type", sa.String(64), nullable=False),
+    sa.Column("operation_code", sa.String(64), nullable=False),
+    sa.Column("operation_information", JSON, nullable=False),
+    sa.Column("overlap_policy", sa.String(16), nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("next_run_at", UTCDateTime, nullable=True),
+    sa.Column("last_run_at", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    # The dispatcher's claim query filters `enabled = <true>`; the index condition is written
+    # the same way so SQLite's planner matches it (PERF-NOTES.md "Pitfall").
+    sa.Index(
+        "ix_task_schedule_due",
+        "next_run_at",
+        sqlite_where=sa.text("enabled = 1 AND next_run_at IS NOT NULL"),
+        postgresql_where=sa.text("enabled = true AND next_run_at IS NOT NULL"),
+    ),
+    sa.Index("ix_task_schedule_created", "created_at", "id"),
+)
+
+task = sa.Table(
+    "task",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column(
+        "schedule_id", sa.Uuid, sa.ForeignKey("task_schedule.id", ondelete="SET NULL"), index=True
+    ),
+    # No foreign key: the overlap check must still see a task whose scope row changed.
+    sa.Column("scope_id", sa.Uuid, nullable=True, index=True),
+    # No foreign key either: a task is history and outlives its rack's inventory entry.
+    sa.Column("rack_id", sa.Uuid, nullable=False),
+    sa.Column("operation", sa.String(255), nullable=False),
+    sa.Column("operation_type", sa.String(64), nullable=False),
+    sa.Column("operation_code", sa.String(64), nullable=False),
+    sa.Column("operation_information", JSON, nullable=False),
+    sa.Column("component_uuids", JSON, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("message", sa.Text, nullable=False, default=""),
+    sa.Column("queue_expires_at", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_task_rack_status", "rack_id", "status"),
+    sa.Index("ix_task_created", "created_at", "id"),
+)
+
+# Which components a task covers, for ListTasks(component_id=...).
+task_component = sa.Table(
+    "task_component",
+    metadata,
+    sa.Column("task_id", sa.Uuid, sa.ForeignKey("task.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("component_id", sa.Uuid, primary_key=True, index=True),
+)
+
+task_schedule_scope = sa.Table(
+    "task_schedule_scope",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column(
+        "schedule_id",
+        sa.Uuid,
+        sa.ForeignKey("task_schedule.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("rack_id", sa.Uuid, sa.ForeignKey("rack.id"), nullable=False, index=True),
+    sa.Column("component_filter", JSON, nullable=True),
+    sa.Column("last_task_id", sa.Uuid, sa.ForeignKey("task.id", ondelete="SET NULL")),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("schedule_id", "rack_id"),
+)
+
+apply_log = sa.Table(
+    "apply_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("revision", sa.String(64), nullable=True),
+    sa.Column("dirty", sa.Boolean, nullable=False, default=False),
+    sa.Column("source", sa.Text, nullable=False, default=""),
+    sa.Column("author", sa.String(255), nullable=False),
+    sa.Column("applied_at", UTCDateTime, nullable=False),
+    sa.Column("summary", JSON, nullable=False),
+)

@@ -1,0 +1,174 @@
+"""Operation templates: how a schedule stores what it runs, and what is derived from it.
+
+A schedule keeps its operation WITHOUT a target, as ``{type, code, information}``
+(SEMANTICS.md "Operation template", flow-wire.md section 2). From a stored template
+the service derives the response's ``operation_type`` and ``description``
+(flow-wire.md section 4) and the human ``Task.operation`` text. Pure functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackcron.errors import InvalidArgument
+from rackcron.models import (
+    BringUp,
+    Ingest,
+    Operation,
+    OperationTemplate,
+    PowerOff,
+    PowerOn,
+    PowerReset,
+    UpgradeFirmware,
+)
+
+__all__ = ["describe", "operation_type", "task_operation_text", "to_template"]
+
+# PowerOperation integers of the information JSON.
+_POWER_OPS = {
+    "power_on": (1, "PowerOn"),
+    "force_power_on": (2, "ForcePowerOn"),
+    "power_off": (3, "PowerOff"),
+    "force_power_off": (4, "ForcePowerOff"),
+    "restart": (5, "Restart"),
+    "force_restart": (6, "ForceRestart"),
+    "warm_reset": (7, "WarmReset"),
+    "cold_reset": (8, "ColdReset"),
+}
+
+
+def to_template(op: Operation) -> OperationTemplate:
+    """Store ``op`` without its target.
+
+    :raises InvalidArgument: a parameter cannot be stored (authentication data,
+        a firmware window with end before start).
+    """
+    info: dict[str, Any]
+    match op:
+        case PowerOn() | PowerOff() | PowerReset():
+            code = _power_code(op)
+            info = {"operation": _POWER_OPS[code][0], "forced": code.startswith("force_")}
+            _queue_timeout(op.queue_options, info)
+            kind = "power_control"
+        case BringUp():
+            kind, code, info = "bring_up", "bring_up", {}
+        case Ingest():
+            kind, code, info = "bring_up", "ingest", {"op_code": "ingest"}
+        case UpgradeFirmware():
+            kind, code, info = "firmware_control", "upgrade", _firmware_info(op)
+            _queue_timeout(op.queue_options, info)
+        case _:  # pragma: no cover - the union is closed
+            raise InvalidArgument("operation is required")
+    if op.rule_id:
+        info["rule_id"] = op.rule_id
+    if getattr(op, "override_readiness_check", False):
+        info["override_readiness_check"] = True
+    return OperationTemplate(type=kind, code=code, information=info)
+
+
+def _power_code(op: PowerOn | PowerOff | PowerReset) -> str:
+    if isinstance(op, PowerOn):
+        return "power_on"
+    base = "power_off" if isinstance(op, PowerOff) else "restart"
+    return f"force_{base}" if op.forced else base
+
+
+def _queue_timeout(options: Any, info: dict[str, Any]) -> None:
+    # conflict_strategy is ignored for schedules: the overlap policy decides.
+    if options is not None and options.queue_timeout_seconds > 0:
+        info["queue_timeout_seconds"] = options.queue_timeout_seconds
+
+
+def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:
+    if op.authentication_data is not None:
+        raise InvalidArgument(
+            "operation.upgrade_firmware.authentication_data: not supported; rackcron does not"
+            " store firmware credentials (configure them on the rack controller)"
+        )
+    info: dict[str, Any] = {"operation": 1}
+    if op.target_version:
+        info["target_version"] = op.target_version
+    for name in ("start_time", "end_time"):
+        value = getattr(op, name)
+        if value is not None:
+            if value.tzinfo is None:
+                raise InvalidArgument(f"operation.upgrade_firmware.{name}: must carry an offset")
+            info[name] = int(value.timestamp())
+    if "start_time" in info and "end_time" in info and info["end_time"] < info["start_time"]:
+        raise InvalidArgument("operation.upgrade_firmware.end_time: must not be before start_time")
+    if op.sub_targets:
+        info["sub_targets"] = list(op.sub_targets)
+    if op.override_version_check:
+        info["override_version_check"] = True
+    return info
+
+
+def _words(code: str) -> str:
+    return code.replace("_", " ").replace("-", " ")
+
+
+def _firmware_version_suffix(template: OperationTemplate) -> str:
+    version = template.information.get("target_version") if template.information else None
+    return f" to {version}" if version else ""
+
+
+# (operation_type, description) for fixed (type, code) pairs of flow-wire.md section 4.
+_DERIVED = {
+    ("power_control", "power_on"): ("POWER_ON", "Power On"),
+    ("power_control", "force_power_on"): ("POWER_ON", "Power On"),
+    ("power_control", "power_off"): ("POWER_OFF", "Power Off"),
+    ("power_control", "force_power_off"): ("POWER_OFF", "Power Off (forced)"),
+    ("power_control", "restart"): ("POWER_RESET", "Power Reset"),
+    ("power_control", "warm_reset"): ("POWER_RESET", "Power Reset"),
+    ("power_control", "force_restart"): ("POWER_RESET", "Power Reset (forced)"),
+    ("power_control", "cold_reset"): ("POWER_RESET", "Power Reset (forced)"),
+    ("bring_up", "ingest"): ("INGEST", "Ingest"),
+    ("firmware_control", "rollback"): ("ROLLBACK_FIRMWARE", "Rollback Firmware"),
+}
+
+
+def _derive(template: OperationTemplate | None) -> tuple[str, str]:
+    if template is None:
+        return "", ""
+    kind, code = template.type, template.code
+    if (kind, code) in _DERIVED:
+        return _DERIVED[kind, code]
+    if kind == "power_control":
+        return "POWER_CONTROL", _words(code) or "Power Control"
+    if kind == "bring_up":
+        return "BRING_UP", "Bring Up"
+    if kind == "firmware_control":
+        if code in ("upgrade", "downgrade"):
+            verb = code.capitalize()
+            return (
+                f"{code.upper()}_FIRMWARE",
+                f"{verb} Firmware{_firmware_version_suffix(template)}",
+            )
+        return "FIRMWARE_CONTROL", _words(code) or "Firmware Control"
+    if kind == "inject_expectation":
+        return "INJECT_EXPECTATION", "Inject Expectation"
+    return kind.upper(), _words(code) or kind
+
+
+def operation_type(template: OperationTemplate | None) -> str:
+    """The response's ``operation_type`` (``POWER_OFF``, ``UPGRADE_FIRMWARE``, ...)."""
+    return _derive(template)[0]
+
+
+def describe(template: OperationTemplate | None) -> str:
+    """The response's human ``description`` (``Power Off (forced)``, ...)."""
+    return _derive(template)[1]
+
+
+def task_operation_text(template: OperationTemplate) -> str:
+    """The human ``Task.operation`` text (``PowerOn, forced false``, ``rack bring-up``)."""
+    info = template.information or {}
+    if template.type == "power_control" and template.code in _POWER_OPS:
+        forced = "true" if info.get("forced") else "false"
+        return f"{_POWER_OPS[template.code][1]}, forced {forced}"
+    if template.type == "bring_up":
+        return "rack ingest" if template.code == "ingest" else "rack bring-up"
+    if template.type == "firmware_control":
+        version = info.get("target_version")
+        return f"FirmwareUpgrade, target version {version}" if version else "FirmwareUpgrade"
+    return f"{template.type} {template.code}".strip()
