@@ -1,0 +1,196 @@
+"""``rackcron schedules``: inspect and control the schedules in the local store."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import click
+
+from rackcron.cli._common import (
+    cli_errors,
+    database_option,
+    echo_json,
+    format_option,
+    open_service,
+    page_options,
+    print_table,
+    when,
+)
+
+if TYPE_CHECKING:
+    from rackcron.models import Schedule
+    from rackcron.service import Service
+
+__all__ = ["schedules"]
+
+
+def _lookup(service: Service, ref: str) -> Schedule:
+    """A schedule by UUID or by name."""
+    try:
+        return service.get_schedule(uuid.UUID(ref))
+    except ValueError:
+        return service.find_schedule(ref)
+
+
+def _dump(schedule: Schedule) -> dict[str, object]:
+    return schedule.model_dump(mode="json")
+
+
+def _row(s: Schedule) -> list[str]:
+    state = "consumed" if s.consumed else ("enabled" if s.enabled else "paused")
+    return [
+        s.name,
+        s.spec_type.value,
+        s.spec,
+        s.timezone,
+        state,
+        when(s.next_run_at),
+        s.description,
+    ]
+
+
+_HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "OPERATION"]
+
+
+def _show(schedules: list[Schedule], fmt: str) -> None:
+    if fmt == "json":
+        echo_json([_dump(s) for s in schedules])
+    else:
+        print_table(_HEADERS, [_row(s) for s in schedules])
+
+
+@click.group()
+def schedules() -> None:
+    """Inspect and control the schedules in the store.
+
+    A SCHEDULE argument is a schedule's name or its UUID.
+    """
+
+
+@schedules.command("list")
+@click.option("--rack", "rack_id", help="Only schedules with a scope on this rack (UUID).")
+@click.option("--enabled-only", is_flag=True, help="Leave out paused schedules.")
+@page_options
+@format_option
+@database_option
+def list_command(
+    rack_id: str | None,
+    enabled_only: bool,
+    offset: int,
+    limit: int,
+    fmt: str,
+    database_url: str | None,
+) -> None:
+    """List schedules, oldest first.
+
+    Example: rackcron schedules list --enabled-only --format json
+    """
+    with cli_errors():
+        page = open_service(database_url).list_schedules(
+            rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
+        )
+    if fmt == "json":
+        echo_json({"task_schedules": [_dump(s) for s in page.items], "total": page.total})
+        return
+    _show(page.items, fmt)
+    if page.total != len(page.items):
+        click.echo(f"({len(page.items)} of {page.total})")
+
+
+@schedules.command("get")
+@click.argument("schedule")
+@format_option
+@database_option
+def get_command(schedule: str, fmt: str, database_url: str | None) -> None:
+    """Show one schedule and its scope.
+
+    Example: rackcron schedules get nightly-compute-firmware
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        found = _lookup(service, schedule)
+        scopes = service.list_scopes(found.id)
+    if fmt == "json":
+        echo_json({**_dump(found), "scopes": [s.model_dump(mode="json") for s in scopes]})
+        return
+    for label, value in [
+        ("name", found.name),
+        ("id", str(found.id)),
+        ("spec", f"{found.spec_type.value} {found.spec!r} ({found.timezone})"),
+        ("operation", f"{found.description} [{found.operation_type}]"),
+        ("overlap policy", found.overlap_policy.value),
+        ("state", _row(found)[4]),
+        ("next run", when(found.next_run_at)),
+        ("last run", when(found.last_run_at)),
+    ]:
+        click.echo(f"{label + ':':16}{value}")
+    click.echo("scope:")
+    for scope in scopes:
+        filt = scope.component_filter
+        what = "all components" if filt is None else f"{filt.kind}: {', '.join(filt.items)}"
+        last = f", last task {scope.last_task_id}" if scope.last_task_id else ""
+        click.echo(f"  rack {scope.rack_id} ({what}{last})")
+
+
+def _single(verb: str, help_text: str) -> click.Command:
+    @click.argument("schedule")
+    @format_option
+    @database_option
+    def command(schedule: str, fmt: str, database_url: str | None) -> None:
+        with cli_errors():
+            service = open_service(database_url)
+            target = _lookup(service, schedule)
+            result = getattr(service, f"{verb}_schedule")(target.id)
+        _show([result], fmt)
+
+    command.__doc__ = help_text
+    return schedules.command(verb)(command)
+
+
+_single(
+    "pause",
+    "Pause a schedule (it keeps its next run time).\n\nExample: rackcron schedules pause nightly-reset",
+)
+_single(
+    "resume",
+    "Resume a schedule; interval and cron restart from now.\n\nExample: rackcron schedules resume nightly-reset",
+)
+
+
+@schedules.command("trigger")
+@click.argument("schedule")
+@format_option
+@database_option
+def trigger_command(schedule: str, fmt: str, database_url: str | None) -> None:
+    """Fire a schedule now on every rack of its scope (overlap policy ignored).
+
+    Example: rackcron schedules trigger nightly-reset
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        result = service.trigger(_lookup(service, schedule).id)
+    if fmt == "json":
+        echo_json({"task_ids": [str(t) for t in result.task_ids]})
+        return
+    for outcome in result.outcomes:
+        detail = outcome.task_id or outcome.error or ""
+        click.echo(f"rack {outcome.rack_id}: {outcome.result} {detail}".rstrip())
+
+
+@schedules.command("delete")
+@click.argument("schedule")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@database_option
+def delete_command(schedule: str, yes: bool, database_url: str | None) -> None:
+    """Delete a schedule and its scope (tasks already submitted keep running).
+
+    Example: rackcron schedules delete old-firmware-rollout --yes
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        target = _lookup(service, schedule)
+        if not yes:
+            click.confirm(f"Delete schedule {target.name!r} ({target.id})?", abort=True)
+        service.delete_schedule(target.id)
+    click.echo(f"deleted {target.name}")

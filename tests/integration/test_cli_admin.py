@@ -1,0 +1,157 @@
+"""The admin CLI over a real store: demo, schedules, tasks, db; help and lazy loading."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from rackcron.cli import main
+from rackcron.service import Service
+from rackcron.store import open_engine
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run(*args: str, url: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, [*args, "--database-url", url], input=input)
+
+
+@pytest.fixture
+def loaded(store_url: str) -> str:
+    result = _run("demo", str(EXAMPLES), url=store_url)
+    assert result.exit_code == 0, result.output
+    return store_url
+
+
+def _all_commands() -> list[list[str]]:
+    ctx = click.Context(main)
+    found = []
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        found.append([name])
+        if isinstance(command, click.Group):
+            found += [[name, sub] for sub in command.list_commands(ctx)]
+    return found
+
+
+@pytest.mark.parametrize("path", _all_commands(), ids=" ".join)
+def test_every_command_has_help_with_an_example(path: list[str]) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    command = main
+    for part in path:
+        command = command.get_command(click.Context(command), part)  # type: ignore[union-attr,assignment]
+    if not isinstance(command, click.Group):
+        assert "example" in result.output.lower(), (
+            f"`rackcron {' '.join(path)} --help` has no example"
+        )
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    assert f"rackcron {path[0]}" in readme, f"README does not mention `rackcron {path[0]}`"
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and "rackcron" in result.output
+
+
+def test_next_does_not_import_the_store() -> None:
+    code = (
+        "import sys; from click.testing import CliRunner; from rackcron.cli import main;"
+        "r = CliRunner().invoke(main, ['next', '@hourly', '-n', '1']);"
+        "assert r.exit_code == 0, r.output;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'alembic', 'reconciler')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_demo_loads_examples_and_is_idempotent(loaded: str) -> None:
+    service = Service(open_engine(loaded))
+    names = [s.name for s in service.list_schedules().items]
+    assert "nightly-compute-firmware" in names and "daily-ingest" in names
+    assert not service.find_schedule("daily-ingest").enabled
+    again = _run("demo", str(EXAMPLES), url=loaded)
+    assert again.exit_code == 0
+    assert "= nightly-compute-firmware (already in the store)" in again.output
+    assert service.list_schedules().total == len(names)
+    service.close()
+
+
+def test_demo_reports_bad_yaml_with_file_and_changes_nothing(
+    store_url: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: x}\n"
+        "spec: {spec_type: cron, spec: '0 2 * * 1', operation: {power_on: {}},"
+        " targets: {racks: [{name: r}]}, bogus: 1}\n"
+    )
+    result = _run("demo", str(bad), url=store_url)
+    assert result.exit_code == 1
+    assert f"error: {bad} (document 1): bogus" in result.output
+    assert "Traceback" not in result.output
+    service = Service(open_engine(store_url))
+    assert service.list_racks() == [] and service.list_schedules().total == 0
+    service.close()
+
+
+def test_schedules_list_get_json(loaded: str) -> None:
+    listed = _run("schedules", "list", "--format", "json", url=loaded)
+    data = json.loads(listed.output)
+    assert data["total"] == len(data["task_schedules"]) == 6
+    first = data["task_schedules"][0]
+    assert {"id", "name", "operation_type", "description", "next_run_at"} <= set(first)
+    got = _run("schedules", "get", "nightly-compute-firmware", url=loaded)
+    assert got.exit_code == 0
+    assert "Upgrade Firmware to 2.3.1 [UPGRADE_FIRMWARE]" in got.output
+    assert got.output.count("types: COMPUTE") == 2
+    paged = _run("schedules", "list", "--limit", "2", url=loaded)
+    assert "(2 of 6)" in paged.output
+
+
+def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:
+    paused = _run("schedules", "pause", "burn-in-power-cycle", url=loaded)
+    assert paused.exit_code == 0 and "paused" in paused.output
+    resumed = _run("schedules", "resume", "burn-in-power-cycle", url=loaded)
+    assert "enabled" in resumed.output
+    fired = _run("schedules", "trigger", "burn-in-power-cycle", "--format", "json", url=loaded)
+    task_ids = json.loads(fired.output)["task_ids"]
+    assert len(task_ids) == 2
+    listed = json.loads(
+        _run("tasks", "list", "--active-only", "--format", "json", url=loaded).output
+    )
+    assert sorted(t["id"] for t in listed["tasks"]) == sorted(task_ids)
+    cancelled = _run("tasks", "cancel", task_ids[0], url=loaded)
+    assert cancelled.exit_code == 0 and "terminated" in cancelled.output
+    again = _run("tasks", "cancel", task_ids[0], url=loaded)
+    assert again.exit_code == 1 and "has already ended" in again.output
+
+
+def test_delete_asks_and_errors_are_one_line(loaded: str) -> None:
+    declined = _run("schedules", "delete", "daily-ingest", url=loaded, input="n\n")
+    assert declined.exit_code == 1
+    assert _run("schedules", "get", "daily-ingest", url=loaded).exit_code == 0
+    deleted = _run("schedules", "delete", "daily-ingest", "--yes", url=loaded)
+    assert deleted.exit_code == 0
+    missing = _run("schedules", "get", "daily-ingest", url=loaded)
+    assert missing.exit_code == 1
+    assert missing.output == 'error: task schedule "daily-ingest" not found\n'
+    bad_page = _run("schedules", "list", "--offset", "-1", url=loaded)
+    assert bad_page.exit_code == 1 and "pagination.offset must not be negative" in bad_page.output
+    bad_id = _run("tasks", "list", "--rack", "not-a-uuid", url=loaded)
+    assert bad_id.exit_code == 1 and 'rack_id: invalid UUID "not-a-uuid"' in bad_id.output
+
+
+def test_db_upgrade_and_current(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert "none" in CliRunner().invoke(main, ["db", "current", "--database-url", url]).output
+    result = CliRunner().invoke(main, ["db", "upgrade", "--database-url", url])
+    assert result.exit_code == 0 and "schema at revision" in result.output
+    bad = CliRunner().invoke(main, ["db", "current", "--database-url", "nope://x"])
+    assert bad.exit_code == 1 and bad.output.startswith("error: ")
