@@ -33,6 +33,7 @@ __all__ = [
     "SpecType",
     "describe_local",
     "first_run",
+    "format_rfc3339",
     "next_after",
     "parse_rfc3339",
     "parse_spec",

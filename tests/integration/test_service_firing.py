@@ -28,6 +28,9 @@ from rackcron.models import (
 from rackcron.service import Service
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 HOUR = timedelta(hours=1)
 
 
@@ -287,9 +290,8 @@ def test_fire_due_drains_every_due_schedule_in_batches(service, fleet, clock) ->
     assert dues == sorted(dues)  # oldest due first
 
 
+@POSTGRES_ONLY  # SKIP LOCKED between two dispatchers
 def test_a_locked_due_schedule_fires_once(service, fleet, clock) -> None:
-    if service.engine.dialect.name != "postgresql":
-        pytest.skip("SKIP LOCKED between two dispatchers needs PostgreSQL")
     create(service, fleet.racks[:1])
     clock.advance(hours=1)
     other = Service(service.engine, clock=clock)
@@ -316,9 +318,8 @@ def _wait_for_a_lock_waiter(engine) -> None:
             conn.rollback()
 
 
+@POSTGRES_ONLY  # row locks between two connections are observable there
 def test_trigger_serialises_with_the_dispatcher_on_the_row_lock(service, fleet, clock) -> None:
-    if service.engine.dialect.name != "postgresql":
-        pytest.skip("row locks between two connections are observable on PostgreSQL")
     schedule = create(service, fleet.racks[:1])
     clock.advance(hours=1)
     out: list = []
