@@ -1,23 +1,48 @@
-"""Checking a target_spec's shape before it is resolved against the inventory.
+"""Target specs: checking their shape, and resolving them to one scope row per rack.
 
 A target_spec names exactly one kind of target (racks, components or NVLink
-domains), each identified one way. This module checks that shape and parses the
-UUIDs, with the messages of flow-wire.md section 2 (every failure is
-INVALID_ARGUMENT, prefixed ``invalid target_spec: ``). Pure: resolution to scope
-rows, which needs the inventory, lives in ``rackcron.service._targets``.
+domains), each identified one way. :func:`check_target_spec` checks that shape
+and parses the UUIDs, with the messages of flow-wire.md section 2 (every
+failure is INVALID_ARGUMENT, prefixed ``invalid target_spec: ``).
+
+:func:`resolve_targets` then turns the targets into scope rows (flow-wire.md
+section 3, with rackcron's error codes from SEMANTICS.md "Error codes"):
+
+* racks, each by external_id, UUID or name -> one row per rack, a ``types``
+  filter when component types are given; a rack named twice is an error;
+* NVLink domains -> their member racks now, each carrying the domain target's
+  component types, then as racks;
+* components, by UUID or external reference {type, id} (the id also matches a
+  BMC MAC when it parses as one) -> grouped by rack in first-seen order, one row
+  per rack with a ``components`` filter in input order; a component named twice
+  is an error.
+
+Resolution asks an :class:`Inventory` for lookups and is otherwise pure, so the
+service (inventory in the store) and the reconciler (inventory declared in
+YAML) resolve targets by the same rules.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple, Protocol
 
-from rackcron.errors import InvalidArgument
-from rackcron.filters import ComponentType
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
+from rackcron.filters import ComponentFilter, ComponentType
 from rackcron.models import ComponentTarget, NVLDomainTarget, RackTarget, TargetSpec
 
-__all__ = ["CheckedTarget", "check_target_spec"]
+__all__ = [
+    "CheckedTarget",
+    "ComponentRef",
+    "Inventory",
+    "Resolved",
+    "check_target_spec",
+    "normalize_mac",
+    "resolve_targets",
+]
 
 _PREFIX = "invalid target_spec: "
 
@@ -118,3 +143,138 @@ def _nvl_domain(target: NVLDomainTarget) -> CheckedTarget:
     if not target.name:
         raise InvalidArgument(prefix + "NVLink domain target name must not be empty")
     return CheckedTarget("name", target.name, types)
+
+
+# --- resolution ----------------------------------------------------------------------------
+
+#: (rack id, filter) per scope row, in order.
+Resolved = list[tuple[uuid.UUID, ComponentFilter | None]]
+
+Identifier = Literal["id", "name", "external_id"]
+
+
+class ComponentRef(NamedTuple):
+    id: uuid.UUID
+    rack_id: uuid.UUID | None
+
+
+class Inventory(Protocol):
+    """The lookups target resolution needs (every method returns all matches)."""
+
+    def find_racks(self, by: Identifier, value: uuid.UUID | str) -> list[uuid.UUID]: ...
+
+    def find_domains(self, by: Identifier, value: uuid.UUID | str) -> list[uuid.UUID]: ...
+
+    def domain_racks(self, domain_id: uuid.UUID) -> list[uuid.UUID]: ...
+
+    def find_component(self, component_id: uuid.UUID) -> ComponentRef | None: ...
+
+    def match_components(
+        self, ident: str, mac: str | None, component_type: ComponentType | None
+    ) -> list[ComponentRef]: ...
+
+
+_MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-]?)(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}$")
+
+
+def normalize_mac(value: str) -> str | None:
+    """``aa:bb:cc:dd:ee:ff`` for any common MAC spelling, else None."""
+    if not _MAC.match(value):
+        return None
+    digits = re.sub(r"[:-]", "", value).lower()
+    return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
+
+
+def resolve_targets(spec: TargetSpec | None, inventory: Inventory) -> Resolved:
+    """Resolve ``spec`` to scope rows.
+
+    :raises InvalidArgument: bad shape, a rack or component named twice, a
+        name matching several racks or domains.
+    :raises NotFound: an unknown rack, component or NVLink domain.
+    :raises FailedPrecondition: an ambiguous component reference, a component
+        without a rack, or targets that resolve to no rack.
+    """
+    kind, targets = check_target_spec(spec)
+    if kind == "components":
+        resolved = _resolve_components(targets, inventory)
+    else:
+        if kind == "nvl_domains":
+            targets = _domain_members(targets, inventory)
+        resolved = _resolve_racks(targets, inventory)
+    if not resolved:
+        raise FailedPrecondition("target_spec: resolves to no rack")
+    return resolved
+
+
+def _resolve_racks(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
+    resolved: Resolved = []
+    seen: set[uuid.UUID] = set()
+    for i, target in enumerate(targets):
+        prefix = f"target_spec.racks[{i}]: resolve rack: "
+        found = inventory.find_racks(target.by, target.value)  # type: ignore[arg-type]
+        if len(found) > 1:
+            raise InvalidArgument(
+                f'{prefix}rack name "{target.value}" matches multiple racks; use rack id'
+            )
+        if not found:
+            what = {
+                "id": f"rack [id: {target.value}] is not found",
+                "external_id": f"rack with external id {target.value} is not found",
+                "name": f"rack {target.value} is not found",
+            }[target.by]
+            raise NotFound(prefix + what)
+        rack_id = found[0]
+        if rack_id in seen:
+            raise InvalidArgument(f"target_spec: duplicate rack {rack_id}")
+        seen.add(rack_id)
+        types = ComponentFilter.types(target.component_types) if target.component_types else None
+        resolved.append((rack_id, types))
+    return resolved
+
+
+def _domain_members(targets: Sequence[CheckedTarget], inventory: Inventory) -> list[CheckedTarget]:
+    members: list[CheckedTarget] = []
+    for i, target in enumerate(targets):
+        prefix = f"target_spec.nvl_domains: NVLink domain target {i}: "
+        found = inventory.find_domains(target.by, target.value)  # type: ignore[arg-type]
+        if not found:
+            raise NotFound(f"{prefix}NVLink domain {target.by} {target.value} is not found")
+        if len(found) > 1:
+            raise InvalidArgument(
+                f'{prefix}NVLink domain name "{target.value}" matches multiple domains; use its id'
+            )
+        members += [
+            CheckedTarget("id", r, target.component_types) for r in inventory.domain_racks(found[0])
+        ]
+    return members
+
+
+def _resolve_components(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
+    by_rack: dict[uuid.UUID, list[str]] = {}
+    seen: set[uuid.UUID] = set()
+    for target in targets:
+        ref = _find_component(target, inventory)
+        if ref.id in seen:
+            raise InvalidArgument(f"target_spec: duplicate component {ref.id}")
+        seen.add(ref.id)
+        if ref.rack_id is None:
+            raise FailedPrecondition(f"target_spec: component {ref.id} is not in any rack")
+        by_rack.setdefault(ref.rack_id, []).append(str(ref.id))
+    return [(r, ComponentFilter.components(ids)) for r, ids in by_rack.items()]
+
+
+def _find_component(target: CheckedTarget, inventory: Inventory) -> ComponentRef:
+    if target.by == "id":
+        ref = inventory.find_component(target.value)  # type: ignore[arg-type]
+        if ref is None:
+            raise NotFound(
+                f"resolve component {target.value}: component [id: {target.value}] is not found"
+            )
+        return ref
+    ident = str(target.value)
+    refs = inventory.match_components(ident, normalize_mac(ident), target.external_type)
+    if not refs:
+        raise NotFound(f'component identifier "{ident}" not found')
+    if len(refs) > 1:
+        raise FailedPrecondition(f'component identifier "{ident}" is ambiguous')
+    return refs[0]

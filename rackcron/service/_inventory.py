@@ -15,8 +15,8 @@ from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFo
 from rackcron.models import Component, NVLDomain, Rack
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, parse_id
-from rackcron.service._targets import normalize_mac
 from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack, task_schedule_scope
+from rackcron.targets import normalize_mac
 
 __all__ = ["InventoryOps"]
 

@@ -19,8 +19,9 @@ from rackcron.filters import to_stored
 from rackcron.models import Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
 from rackcron.service._base import check_page, paged, parse_id
-from rackcron.service._targets import Resolved, TargetOps
+from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
+from rackcron.targets import Resolved
 from rackcron.templates import to_template
 
 __all__ = ["UPDATE_MASK_PATHS", "ScheduleOps"]
