@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field
 
 from rackcron.filters import ComponentFilter, ComponentType
 from rackcron.timing import SpecType
@@ -80,6 +80,11 @@ ACTIVE_STATUSES = frozenset({TaskStatus.WAITING, TaskStatus.PENDING, TaskStatus.
 
 # --- targets (flow-wire.md "Targets") ----------------------------------------------------------
 
+#: A component type given in any case ("compute", "Compute", "COMPUTE").
+AnyCaseType = Annotated[
+    ComponentType, BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v)
+]
+
 
 class RackTarget(_Model):
     """One rack, by exactly one of id, name or external_id."""
@@ -87,13 +92,13 @@ class RackTarget(_Model):
     id: str | None = None
     name: str | None = None
     external_id: str | None = None
-    component_types: list[ComponentType] = []
+    component_types: list[AnyCaseType] = []
 
 
 class ExternalRef(_Model):
     """A component by its external id; ``type`` None (UNKNOWN) matches any type."""
 
-    type: ComponentType | None = None
+    type: AnyCaseType | None = None
     id: str = ""
 
 
@@ -110,7 +115,7 @@ class NVLDomainTarget(_Model):
     id: str | None = None
     name: str | None = None
     external_id: str | None = None
-    component_types: list[ComponentType] = []
+    component_types: list[AnyCaseType] = []
 
 
 class TargetSpec(_Model):

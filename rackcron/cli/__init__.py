@@ -24,6 +24,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
     "demo": ("rackcron.cli.demo_cmd:demo", "Load examples/ into a store and show it."),
+    "validate": (
+        "rackcron.cli.validate_cmd:validate",
+        "Check declared YAML: schema and semantics.",
+    ),
 }
 
 

@@ -34,10 +34,15 @@ def demo(path: Path, count: int, database_url: str | None) -> None:
     """
     from rackcron import timing
     from rackcron.errors import AlreadyExists
-    from reconciler import load_tree
+    from reconciler import validate_tree
+    from reconciler.diagnostics import render
 
+    checked = validate_tree(path)
+    if not checked.ok:
+        click.echo(render(checked.errors, "text"), err=True)
+        raise SystemExit(1)
+    declared = checked.declared
     with cli_errors():
-        declared = load_tree(path)
         service = open_service(database_url)
         click.echo(f"store: {service.engine.url}")
         with service.transaction() as ops:
@@ -57,7 +62,7 @@ def demo(path: Path, count: int, database_url: str | None) -> None:
             except AlreadyExists:
                 click.echo(f"  = {item.config.name} (already in the store)")
                 continue
-            if not item.enabled:
+            if not item.enabled:  # declared paused
                 service.pause_schedule(created.id)
             click.echo(f"  + {created.name}: {created.description}")
         click.echo("")

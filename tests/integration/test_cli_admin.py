@@ -94,7 +94,7 @@ def test_demo_reports_bad_yaml_with_file_and_changes_nothing(
     )
     result = _run("demo", str(bad), url=store_url)
     assert result.exit_code == 1
-    assert f"error: {bad} (document 1): bogus" in result.output
+    assert f"{bad}:4:" in result.output and "unknown field 'bogus'" in result.output
     assert "Traceback" not in result.output
     service = Service(open_engine(store_url))
     assert service.list_racks() == [] and service.list_schedules().total == 0

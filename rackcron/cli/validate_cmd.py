@@ -1,0 +1,46 @@
+"""``rackcron validate``: check a declared tree (YAML, schema, semantics) without a store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["validate"]
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="text: file:line:col: severity: message [path]; json: a versioned report;"
+    " github: workflow annotations for pull requests.",
+)
+def validate(paths: tuple[Path, ...], fmt: str) -> None:
+    """Validate the YAML under PATHS (default: the current directory).
+
+    Every problem is reported at once, each at its file, line and column:
+    YAML errors (duplicate keys, unknown tags, runaway aliases), schema errors
+    (unknown or missing fields, wrong types) and semantic errors (bad spec
+    strings or time zones, cron that never fires, duplicate names, targets that
+    name undeclared racks, components or domains). Exit status: 0 clean, 1 errors.
+
+    Example: rackcron validate examples/ --format github
+    """
+    from reconciler.diagnostics import render
+    from reconciler.validate import validate_tree
+
+    try:
+        result = validate_tree(*(paths or (Path("."),)))
+    except FileNotFoundError as exc:
+        raise click.UsageError(str(exc)) from None
+    output = render(result.diagnostics, fmt)
+    if output:
+        click.echo(output)
+    if fmt == "text":
+        click.echo(result.summary(), err=True)
+    raise SystemExit(0 if result.ok else 1)

@@ -1,0 +1,275 @@
+"""`rackcron validate`: a corpus of broken inputs, each reported at its file, line and column.
+
+Every case writes one broken file next to a valid inventory and expects exactly one
+diagnostic, with the line and column of the offending token, a message, and the
+JSON path. Lines and columns are 1-based, as editors show them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rackcron.cli import main
+from reconciler.validate import validate_tree
+from reconciler.yamlsource import MAX_FILE_BYTES
+
+INVENTORY = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r1}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+  external_id: EXT-R1
+  components:
+    - {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE, external_id: r1-c1}
+    - {id: 00000000-0000-4000-8000-0000000000c2, type: compute, external_id: dup-tag}
+---
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r2}
+spec:
+  id: 00000000-0000-4000-8000-000000000002
+  components:
+    - {id: 00000000-0000-4000-8000-0000000000c3, type: NVSWITCH, external_id: dup-tag}
+---
+apiVersion: rackcron/v1
+kind: NVLDomain
+metadata: {name: nvl-a}
+spec:
+  id: 00000000-0000-4000-8000-0000000000d1
+  racks: [r1, r2]
+"""
+
+HEAD = "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: s1}\nspec:\n"
+
+
+def schedule(spec_lines: str) -> str:
+    """A schedule document whose spec body starts on line 5."""
+    return HEAD + spec_lines
+
+
+GOOD_SPEC = """\
+  spec_type: cron
+  spec: "0 2 * * 1"
+  operation: {power_on: {}}
+  targets: {racks: [{name: r1}]}
+"""
+
+# (id, content of s.yaml, line, column, message fragment, JSON path)
+CASES = [
+    ("yaml-syntax", "a: [1, 2\nb: 3\n", 2, 2, "YAML syntax", ""),
+    ("tab-indent", "a:\n\tb: 1\n", 2, 1, "YAML syntax", ""),
+    ("duplicate-key", HEAD + GOOD_SPEC + "  spec_type: interval\n", 9, 3, "duplicate key 'spec_type'", ""),
+    ("unknown-tag", HEAD + GOOD_SPEC.replace('"0 2 * * 1"', '!cron "0 2 * * 1"'), 6, 9, "unsupported tag '!cron'", ""),
+    ("python-tag", "!!python/object:os.system {}\n", 1, 1, "unsupported tag", ""),
+    ("billion-laughs",
+     "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+     1, 1, "expands to more than", ""),
+    ("deep-nesting", "a: " + "[" * 70 + "]" * 70 + "\n", 1, 68, "nests deeper than", ""),
+    ("not-a-mapping", "- a\n- b\n", 1, 1, "must be a mapping", "$"),
+    ("api-version", "apiVersion: rackcron/v2\nkind: TaskSchedule\n", 1, 13, "apiVersion must be 'rackcron/v1'", "$.apiVersion"),
+    ("unknown-kind", "apiVersion: rackcron/v1\nkind: Schedule\n", 2, 7, "unknown kind 'Schedule'", "$.kind"),
+    ("typo-field", schedule(GOOD_SPEC + "  overlap_polcy: queue\n"), 9, 3,
+     "unknown field 'overlap_polcy' (did you mean 'overlap_policy'?)", "$.spec.overlap_polcy"),
+    ("unknown-metadata", HEAD.replace("{name: s1}", "{name: s1, owner: me}") + GOOD_SPEC, 3, 22,
+     "unknown field 'owner'", "$.metadata.owner"),
+    ("missing-operation", schedule(GOOD_SPEC.replace("  operation: {power_on: {}}\n", "")), 5, 3,
+     "missing required field 'operation'", "$.spec"),
+    ("wrong-type", schedule(GOOD_SPEC + "  enabled: sometimes\n"), 9, 12,
+     "expected true or false, got text ('sometimes')", "$.spec.enabled"),
+    ("bad-enum", schedule(GOOD_SPEC + "  overlap_policy: later\n"), 9, 19,
+     "'later' is not one of: skip, queue", "$.spec.overlap_policy"),
+    ("bad-spec-type", schedule(GOOD_SPEC.replace("spec_type: cron", "spec_type: weekly")), 5, 14,
+     "'weekly' is not one of: interval, cron, one-time", "$.spec.spec_type"),
+    ("two-operations", schedule(GOOD_SPEC.replace("{power_on: {}}", "{power_on: {}, power_off: {}}")), 7, 14,
+     "set exactly one of: power_on, power_off", "$.spec.operation"),
+    ("no-operation", schedule(GOOD_SPEC.replace("{power_on: {}}", "{}")), 7, 14,
+     "set exactly one of", "$.spec.operation"),
+    ("unknown-operation", schedule(GOOD_SPEC.replace("power_on", "power_cycle")), 7, 15,
+     "unknown field 'power_cycle'", "$.spec.operation.power_cycle"),
+    ("unknown-op-param", schedule(GOOD_SPEC.replace("{power_on: {}}", "{power_off: {force: true}}")), 7, 27,
+     "unknown field 'force' (did you mean 'forced'?)", "$.spec.operation.power_off.force"),
+    ("two-target-kinds", schedule(GOOD_SPEC.replace("{racks: [{name: r1}]}", "{racks: [{name: r1}], nvl_domains: [{name: nvl-a}]}")),
+     8, 12, "set exactly one of: racks, components, nvl_domains", "$.spec.targets"),
+    ("rack-two-ids", schedule(GOOD_SPEC.replace("{name: r1}", "{name: r1, external_id: EXT-R1}")), 8, 21,
+     "set exactly one of: id, name, external_id", "$.spec.targets.racks[0]"),
+    ("rack-bad-uuid", schedule(GOOD_SPEC.replace("{name: r1}", "{id: not-a-uuid}")), 8, 26,
+     "'not-a-uuid' is not a UUID", "$.spec.targets.racks[0].id"),
+    ("bad-component-type", schedule(GOOD_SPEC.replace("{name: r1}", "{name: r1, component_types: [GPU]}")), 8, 50,
+     "'GPU' is not one of: COMPUTE, NVSWITCH, POWERSHELF, TORSWITCH, UMS, CDU (any case)", "$.spec.targets.racks[0].component_types[0]"),
+    ("bad-name", HEAD.replace("{name: s1}", "{name: 'bad name!'}") + GOOD_SPEC, 3, 18,
+     "'bad name!' is not a valid name: letters, digits, '.', '_' and '-'", "$.metadata.name"),
+    ("label-not-text", HEAD.replace("{name: s1}", "{name: s1, labels: {tier: 1}}") + GOOD_SPEC, 3, 37,
+     "expected text, got an integer (1)", "$.metadata.labels.tier"),
+    ("negative-queue-timeout",
+     schedule(GOOD_SPEC.replace("{power_on: {}}", "{power_on: {queue_options: {queue_timeout_seconds: -5}}}")),
+     7, 65, "-5 is less than the minimum of 0", "$.spec.operation.power_on.queue_options.queue_timeout_seconds"),
+    ("cron-out-of-range", schedule(GOOD_SPEC.replace('"0 2 * * 1"', '"61 2 * * 1"')), 6, 9,
+     'minute field "61"', "$.spec.spec"),
+    ("cron-never", schedule(GOOD_SPEC.replace('"0 2 * * 1"', '"0 0 30 2 *"')), 6, 9, "never", "$.spec.spec"),
+    ("cron-fields", schedule(GOOD_SPEC.replace('"0 2 * * 1"', '"0 2 * *"')), 6, 9, "5 fields", "$.spec.spec"),
+    ("interval-days", schedule(GOOD_SPEC.replace("spec_type: cron", "spec_type: interval").replace('"0 2 * * 1"', "1d")),
+     6, 9, 'unknown unit "d"', "$.spec.spec"),
+    ("interval-negative", schedule(GOOD_SPEC.replace("spec_type: cron", "spec_type: interval").replace('"0 2 * * 1"', '"-1h"')),
+     6, 9, "must be positive", "$.spec.spec"),
+    ("one-time-no-offset",
+     schedule(GOOD_SPEC.replace("spec_type: cron", "spec_type: one-time").replace('"0 2 * * 1"', "2027-01-15T06:00:00")),
+     6, 9, "explicit offset", "$.spec.spec"),
+    ("unknown-timezone", schedule(GOOD_SPEC + "  timezone: Mars/Olympus_Mons\n"), 9, 13,
+     "Mars/Olympus_Mons", "$.spec.timezone"),
+    ("cron-tz-prefix", schedule(GOOD_SPEC.replace('"0 2 * * 1"', '"CRON_TZ=Nowhere/City 0 2 * * 1"')), 6, 9,
+     "Nowhere/City", "$.spec.spec"),
+    ("unknown-rack", schedule(GOOD_SPEC.replace("{name: r1}", "{name: r9}")), 8, 21,
+     "rack r9 is not found", "$.spec.targets.racks[0]"),
+    ("unknown-rack-external", schedule(GOOD_SPEC.replace("{name: r1}", "{name: r1}, {external_id: EXT-R9}")), 8, 33,
+     "rack with external id EXT-R9 is not found", "$.spec.targets.racks[1]"),
+    ("duplicate-rack", schedule(GOOD_SPEC.replace("{name: r1}", "{name: r1}, {external_id: EXT-R1}")), 8, 20,
+     "duplicate rack", "$.spec.targets.racks"),
+    ("unknown-component",
+     schedule(GOOD_SPEC.replace("{racks: [{name: r1}]}", "{components: [{id: 00000000-0000-4000-8000-0000000000c9}]}")),
+     8, 26, "component [id: 00000000-0000-4000-8000-0000000000c9] is not found", "$.spec.targets.components[0]"),
+    ("ambiguous-component",
+     schedule(GOOD_SPEC.replace("{racks: [{name: r1}]}", "{components: [{external: {id: dup-tag}}]}")),
+     8, 26, 'component identifier "dup-tag" is ambiguous', "$.spec.targets.components[0]"),
+    ("unknown-domain", schedule(GOOD_SPEC.replace("{racks: [{name: r1}]}", "{nvl_domains: [{name: nvl-z}]}")), 8, 27,
+     "NVLink domain name nvl-z is not found", "$.spec.targets.nvl_domains[0]"),
+    ("firmware-window",
+     schedule(GOOD_SPEC.replace("{power_on: {}}",
+                                "{upgrade_firmware: {start_time: '2027-01-02T00:00:00Z', end_time: '2027-01-01T00:00:00Z'}}")),
+     7, 33, "end_time: must not be before start_time", "$.spec.operation.upgrade_firmware"),
+    ("firmware-start-not-rfc3339",
+     schedule(GOOD_SPEC.replace("{power_on: {}}", "{upgrade_firmware: {start_time: tomorrow}}")),
+     7, 46, "tomorrow", "$.spec.operation.upgrade_firmware.start_time"),
+    ("domain-unknown-rack",
+     "apiVersion: rackcron/v1\nkind: NVLDomain\nmetadata: {name: nvl-b}\nspec:\n"
+     "  id: 00000000-0000-4000-8000-0000000000d2\n  racks: [r1, r7]\n", 6, 15, "unknown rack 'r7'", "$.spec.racks[1]"),
+    ("duplicate-rack-id",
+     "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r3}\nspec:\n  id: 00000000-0000-4000-8000-000000000001\n",
+     5, 7, "id '00000000-0000-4000-8000-000000000001' is already declared at", "$.spec.id"),
+    ("bad-mac",
+     "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r3}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n"
+     "  components: [{id: 00000000-0000-4000-8000-0000000000c4, type: UMS, bmc_mac: '02:00:zz'}]\n",
+     6, 79, "'02:00:zz' is not a MAC address", "$.spec.components[0].bmc_mac"),
+    ("duplicate-rack-name",
+     "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r1}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n",
+     3, 18, "rack name 'r1' is already declared at", "$.metadata.name"),
+]  # fmt: skip
+
+
+def _tree(tmp_path: Path, content: str | bytes) -> Path:
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    target = tmp_path / "s.yaml"
+    target.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return target
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize(("content", "line", "column", "message", "path"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])  # fmt: skip
+def test_broken_input_is_reported_where_it_is(
+    tmp_path: Path, content: str, line: int, column: int, message: str, path: str
+) -> None:
+    target = _tree(tmp_path, content)
+    result = validate_tree(tmp_path)
+    assert [(d.file, d.line, d.column, d.path) for d in result.diagnostics] == [
+        (str(target), line, column, path)
+    ], [d.text() for d in result.diagnostics]
+    assert message in result.diagnostics[0].message
+    assert not result.ok
+
+
+def test_the_inventory_alone_is_valid(tmp_path: Path) -> None:
+    result = validate_tree(_tree(tmp_path, schedule(GOOD_SPEC)).parent)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    assert [s.name for s in result.declared.schedules] == ["s1"]
+
+
+def test_not_utf8_and_oversized_files(tmp_path: Path) -> None:
+    _tree(tmp_path, b"a: \xff\xfe\n")
+    (tmp_path / "big.yaml").write_bytes(b"#" * (MAX_FILE_BYTES + 1))
+    messages = {Path(d.file).name: d.message for d in validate_tree(tmp_path).diagnostics}
+    assert messages["s.yaml"].startswith("file is not UTF-8")
+    assert messages["big.yaml"] == f"file is larger than {MAX_FILE_BYTES} bytes"
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    bad = schedule(GOOD_SPEC.replace("spec_type: cron", "spec_typ: cron") + "  enabled: 3\n")
+    other = HEAD.replace("s1", "s2") + GOOD_SPEC.replace('"0 2 * * 1"', '"0 0 30 2 *"')
+    _tree(tmp_path, bad + "---\n" + other)
+    messages = [d.message for d in validate_tree(tmp_path).diagnostics]
+    assert len(messages) == 4, messages  # unknown field, missing spec_type, type, never matches
+
+
+def test_duplicate_schedule_names_across_files(tmp_path: Path) -> None:
+    _tree(tmp_path, schedule(GOOD_SPEC))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "t.yaml").write_text(schedule(GOOD_SPEC))
+    (d,) = validate_tree(tmp_path).diagnostics  # b/t.yaml is read first
+    assert (Path(d.file).name, d.line, d.column) == ("s.yaml", 3, 18)
+    assert d.message == f"schedule name 's1' is already declared at {tmp_path / 'b' / 't.yaml'}:3"
+
+
+def test_merge_keys_and_anchors_are_read(tmp_path: Path) -> None:
+    content = schedule(GOOD_SPEC.replace(
+        "{racks: [{name: r1}]}",
+        "\n    racks:\n      - &r1 {name: r1, component_types: [COMPUTE]}\n      - {<<: *r1, name: r2}",
+    ))  # fmt: skip
+    result = validate_tree(_tree(tmp_path, content).parent)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    (declared,) = result.declared.schedules
+    assert [(r.name, r.component_types) for r in declared.operation.target_spec.racks] == [
+        ("r1", ["COMPUTE"]), ("r2", ["COMPUTE"])
+    ]  # fmt: skip
+
+
+def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
+    target = _tree(tmp_path, schedule(GOOD_SPEC.replace("{name: r1}", "{name: r9}")))
+    runner = CliRunner()
+    text = runner.invoke(main, ["validate", str(tmp_path)])
+    assert text.exit_code == 1
+    assert (
+        f"{target}:8:21: error: target_spec.racks[0]: resolve rack: rack r9 is not found"
+        in text.output
+    )
+    assert "2 files, 4 documents: 1 errors, 0 warnings" in text.output
+    github = runner.invoke(main, ["validate", str(tmp_path), "--format", "github"])
+    assert github.output.startswith(f"::error file={target},line=8,col=21::")
+    report = json.loads(runner.invoke(main, ["validate", str(tmp_path), "--format", "json"]).output)
+    assert report["format_version"] == "1.0" and report["errors"] == 1
+    assert report["diagnostics"][0]["path"] == "$.spec.targets.racks[0]"
+    target.write_text(schedule(GOOD_SPEC))
+    assert runner.invoke(main, ["validate", str(tmp_path)]).exit_code == 0
+    missing = runner.invoke(main, ["validate", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "no such file or directory" in missing.output
+
+
+def test_examples_are_valid() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    result = validate_tree(examples)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    assert len(result.declared.schedules) >= 6
+
+
+def test_example_files_name_the_schema_of_their_kind() -> None:
+    import re
+
+    from reconciler.schema import KINDS
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    for file in sorted(examples.rglob("*.yaml")):
+        text = file.read_text()
+        modeline = re.match(r"# yaml-language-server: \$schema=(\S+)\n", text)
+        assert modeline, f"{file} has no schema modeline"
+        schema = (file.parent / modeline.group(1)).resolve()
+        assert schema.is_file(), f"{file}: {schema} does not exist"
+        kinds = set(re.findall(r"^kind: (\w+)$", text, re.MULTILINE))
+        assert {f"{KINDS[k]}.schema.json" for k in kinds} == {schema.name}, file
