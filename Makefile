@@ -29,11 +29,13 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-## run: a fresh SQLite store loaded with examples/, shown with next fire times
+## run: a fresh SQLite store: validate and apply examples/, then list the schedules
 run: $(STAMP)
 	rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
 	mkdir -p $(dir $(RUN_DB))
-	$(BIN)/rackcron demo examples --database-url sqlite:///$(RUN_DB)
+	$(BIN)/rackcron validate examples
+	$(BIN)/rackcron apply examples --auto-approve --database-url sqlite:///$(RUN_DB)
+	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
 
 bench: $(STAMP)
 	$(BIN)/python bench/timing.py

@@ -22,6 +22,7 @@ from rackcron.timing import SpecType
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "ApplyRecord",
     "BringUp",
     "Component",
     "ComponentTarget",
@@ -29,6 +30,7 @@ __all__ = [
     "ExternalRef",
     "FirmwareAuthentication",
     "Ingest",
+    "Management",
     "NVLDomain",
     "NVLDomainTarget",
     "Operation",
@@ -217,6 +219,20 @@ class ScheduleConfig(_Model):
     overlap_policy: OverlapPolicy | None = None
 
 
+class Management(_Model):
+    """How a repository manages a schedule (not part of the Flow RPCs).
+
+    ``owner`` names the repository whose reconciler created it (None: created
+    through an RPC or the CLI); ``source`` is the file that declares it;
+    ``protect`` makes plans refuse to delete or replace it.
+    """
+
+    owner: str | None = None
+    source: str | None = None
+    protect: bool = False
+    labels: dict[str, str] = {}
+
+
 class Schedule(_Model):
     """A stored schedule, as the service returns it."""
 
@@ -232,6 +248,7 @@ class Schedule(_Model):
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    management: Management = Management()
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -302,6 +319,7 @@ class Rack(_Model):
     id: uuid.UUID
     name: str
     external_id: str | None = None
+    owner: str | None = None  # the repository that declares it, if any
 
 
 class Component(_Model):
@@ -318,6 +336,19 @@ class NVLDomain(_Model):
     name: str
     external_id: str | None = None
     rack_ids: list[uuid.UUID] = []
+    owner: str | None = None
+
+
+class ApplyRecord(_Model):
+    """One entry of the apply log: what was applied, from which revision, by whom."""
+
+    id: int
+    revision: str | None
+    dirty: bool
+    source: str
+    author: str
+    applied_at: datetime
+    summary: dict[str, Any]
 
 
 T = TypeVar("T")

@@ -83,6 +83,10 @@ def validate_sources(sources: Iterable[tuple[str, bytes]]) -> Validation:
             if not schema_problems:
                 valid.append(doc)
     declared, semantic = build_declared(valid)
+    if not documents and not diagnostics:
+        # An empty tree would plan the deletion of everything this repository owns:
+        # far more often a wrong path than an intent, so it is refused.
+        semantic.append(Diagnostic(".", 1, 1, "error", "no rackcron/v1 documents found"))
     return Validation(declared, diagnostics + semantic, files, documents)
 
 

@@ -20,14 +20,13 @@ __all__ = ["main"]
 # command name -> "module:attribute"; the module is imported on first use.
 _COMMANDS: dict[str, tuple[str, str]] = {
     "next": ("rackcron.cli.next_cmd:next_command", "Preview the next fire times of a spec."),
-    "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
+    "validate": ("rackcron.cli.validate_cmd:validate", "Check declared YAML: schema and meaning."),
+    "plan": ("rackcron.cli.reconcile_cmd:plan", "Show what applying a tree would change."),
+    "apply": ("rackcron.cli.reconcile_cmd:apply", "Apply a tree or a saved plan to the store."),
+    "history": ("rackcron.cli.reconcile_cmd:history", "Show the apply log."),
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
-    "demo": ("rackcron.cli.demo_cmd:demo", "Load examples/ into a store and show it."),
-    "validate": (
-        "rackcron.cli.validate_cmd:validate",
-        "Check declared YAML: schema and semantics.",
-    ),
+    "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
 }
 
 

@@ -30,16 +30,24 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.service._applies import ApplyLocked, ApplyOps
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import UPDATE_MASK_PATHS
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, transaction
 
-__all__ = ["UPDATE_MASK_PATHS", "FireResult", "Operations", "ScopeOutcome", "Service"]
+__all__ = [
+    "UPDATE_MASK_PATHS",
+    "ApplyLocked",
+    "FireResult",
+    "Operations",
+    "ScopeOutcome",
+    "Service",
+]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -108,6 +116,7 @@ class Service:
     resume_schedule = _in_transaction("resume_schedule")
     delete_schedule = _in_transaction("delete_schedule")
     check_conflicts = _in_transaction("check_conflicts", write=False)
+    set_management = _in_transaction("set_management")
     # Scopes
     add_scope = _in_transaction("add_scope")
     update_scope = _in_transaction("update_scope")
@@ -127,6 +136,11 @@ class Service:
     upsert_nvl_domain = _in_transaction("upsert_nvl_domain")
     delete_nvl_domain = _in_transaction("delete_nvl_domain")
     list_nvl_domains = _in_transaction("list_nvl_domains", write=False)
+    # Apply lock and log (the reconciler)
+    acquire_apply_lock = _in_transaction("acquire_apply_lock")
+    release_apply_lock = _in_transaction("release_apply_lock")
+    break_apply_lock = _in_transaction("break_apply_lock")
+    list_applies = _in_transaction("list_applies", write=False)
 
     def _finish(self, firing: Firing) -> FireResult:
         with self.transaction() as ops:

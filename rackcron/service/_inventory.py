@@ -49,7 +49,8 @@ class InventoryOps(OpsBase):
         """Create or replace a rack. :raises Conflict: its external_id is taken."""
         if not item.name:
             raise InvalidArgument("rack.name is required")
-        self._upsert(rack, item.id, {"name": item.name, "external_id": item.external_id})
+        values = {"name": item.name, "external_id": item.external_id, "owner": item.owner}
+        self._upsert(rack, item.id, values)
         return item
 
     def list_racks(self) -> list[Rack]:
@@ -117,7 +118,8 @@ class InventoryOps(OpsBase):
         for rack_id in item.rack_ids:
             if rack_id not in known:
                 raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")
-        self._upsert(nvl_domain, item.id, {"name": item.name, "external_id": item.external_id})
+        values = {"name": item.name, "external_id": item.external_id, "owner": item.owner}
+        self._upsert(nvl_domain, item.id, values)
         self.conn.execute(nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id == item.id))
         if item.rack_ids:
             self.conn.execute(

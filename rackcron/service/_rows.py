@@ -8,6 +8,7 @@ from typing import Any
 from rackcron.filters import canonical_type, from_stored
 from rackcron.models import (
     Component,
+    Management,
     NVLDomain,
     OperationTemplate,
     OverlapPolicy,
@@ -44,6 +45,9 @@ def schedule(row: Any) -> Schedule:
         last_run_at=row.last_run_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        management=Management(
+            owner=row.owner, source=row.source, protect=row.protect, labels=row.labels or {}
+        ),
     )
 
 
@@ -79,7 +83,7 @@ def task(row: Any) -> Task:
 
 
 def rack(row: Any) -> Rack:
-    return Rack(id=row.id, name=row.name, external_id=row.external_id)
+    return Rack(id=row.id, name=row.name, external_id=row.external_id, owner=row.owner)
 
 
 def component(row: Any) -> Component:
@@ -94,4 +98,6 @@ def component(row: Any) -> Component:
 
 
 def nvl_domain(row: Any, rack_ids: list[uuid.UUID]) -> NVLDomain:
-    return NVLDomain(id=row.id, name=row.name, external_id=row.external_id, rack_ids=rack_ids)
+    return NVLDomain(
+        id=row.id, name=row.name, external_id=row.external_id, rack_ids=rack_ids, owner=row.owner
+    )

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from rackcron import timing
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import to_stored
-from rackcron.models import Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
+from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
 from rackcron.service._base import check_page, paged, parse_id
 from rackcron.service._targets import TargetOps
@@ -50,6 +50,15 @@ def _spec(config: ScheduleConfig, timezone: str) -> timing.Spec:
         raise InvalidArgument(f"schedule.spec.spec: {exc}") from None
 
 
+def _management_values(management: Management) -> dict[str, Any]:
+    return {
+        "owner": management.owner,
+        "source": management.source,
+        "protect": management.protect,
+        "labels": management.labels or None,
+    }
+
+
 def _name(config: ScheduleConfig) -> str:
     if not config.name.strip():
         raise InvalidArgument("schedule.name is required")
@@ -57,8 +66,16 @@ def _name(config: ScheduleConfig) -> str:
 
 
 class ScheduleOps(TargetOps):
-    def create_schedule(self, config: ScheduleConfig, operation: Operation | None) -> Schedule:
+    def create_schedule(
+        self,
+        config: ScheduleConfig,
+        operation: Operation | None,
+        *,
+        management: Management | None = None,
+    ) -> Schedule:
         """CreateTaskSchedule: the schedule and its initial scope, enabled, with its first run.
+
+        ``management`` records the repository that manages it (reconciler only).
 
         :raises InvalidArgument: a missing or malformed field, operation or target.
         :raises AlreadyExists: the name is taken.
@@ -90,6 +107,7 @@ class ScheduleOps(TargetOps):
                 last_run_at=None,
                 created_at=self.now,
                 updated_at=self.now,
+                **_management_values(management or Management()),
             )
         )
         self.insert_scopes(schedule_id, resolved, first_ordinal=0)
@@ -279,6 +297,19 @@ class ScheduleOps(TargetOps):
             task_schedule_scope.delete().where(task_schedule_scope.c.schedule_id == row.id)
         )
         self.conn.execute(task_schedule.delete().where(task_schedule.c.id == row.id))
+
+    def set_management(self, schedule_id: uuid.UUID | str, management: Management) -> Schedule:
+        """Record which repository manages the schedule, its source, protection and labels.
+
+        :raises NotFound: no such schedule.
+        """
+        row = self.schedule_row(schedule_id, lock=True)
+        self.conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == row.id)
+            .values(**_management_values(management), updated_at=self.now)
+        )
+        return self.get_schedule(row.id)
 
     def check_conflicts(
         self, operation: Operation | None, exclude_schedule_id: uuid.UUID | str | None = None

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Dialect
 
 __all__ = [
     "ACTIVE_STATUS_VALUES",
+    "apply_lock",
     "apply_log",
     "component",
     "metadata",
@@ -73,6 +74,7 @@ rack = sa.Table(
     sa.Column("external_id", sa.String(255), nullable=True, unique=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("owner", sa.String(255), nullable=True),  # the repository that declares it
 )
 
 component = sa.Table(
@@ -96,6 +98,7 @@ nvl_domain = sa.Table(
     sa.Column("external_id", sa.String(255), nullable=True, unique=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("owner", sa.String(255), nullable=True),
 )
 
 nvl_domain_rack = sa.Table(
@@ -125,6 +128,12 @@ task_schedule = sa.Table(
     sa.Column("last_run_at", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # Management by a repository (reconciler): who owns it, where it is declared, whether
+    # plans may delete or replace it, and its labels.
+    sa.Column("owner", sa.String(255), nullable=True, index=True),
+    sa.Column("source", sa.Text, nullable=True),
+    sa.Column("protect", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("labels", JSON, nullable=True),
     # The dispatcher's claim query filters `enabled = <true>`; the index condition is written
     # the same way so SQLite's planner matches it (PERF-NOTES.md "Pitfall").
     sa.Index(
@@ -188,6 +197,15 @@ task_schedule_scope = sa.Table(
     sa.Column("ordinal", sa.Integer, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("schedule_id", "rack_id"),
+)
+
+# One row while an apply runs: who holds the lock and since when.
+apply_lock = sa.Table(
+    "apply_lock",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),
+    sa.Column("acquired_at", UTCDateTime, nullable=False),
 )
 
 apply_log = sa.Table(

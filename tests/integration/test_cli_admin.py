@@ -1,4 +1,4 @@
-"""The admin CLI over a real store: demo, schedules, tasks, db; help and lazy loading."""
+"""The admin CLI over a real store: schedules, tasks, db; help and lazy loading."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _run(*args: str, url: str, input: str | None = None):  # type: ignore[no-unt
 
 @pytest.fixture
 def loaded(store_url: str) -> str:
-    result = _run("demo", str(EXAMPLES), url=store_url)
+    result = _run("apply", str(EXAMPLES), "--auto-approve", url=store_url)
     assert result.exit_code == 0, result.output
     return store_url
 
@@ -71,33 +71,11 @@ def test_next_does_not_import_the_store() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_demo_loads_examples_and_is_idempotent(loaded: str) -> None:
+def test_examples_load_with_their_declared_state(loaded: str) -> None:
     service = Service(open_engine(loaded))
     names = [s.name for s in service.list_schedules().items]
     assert "nightly-compute-firmware" in names and "daily-ingest" in names
     assert not service.find_schedule("daily-ingest").enabled
-    again = _run("demo", str(EXAMPLES), url=loaded)
-    assert again.exit_code == 0
-    assert "= nightly-compute-firmware (already in the store)" in again.output
-    assert service.list_schedules().total == len(names)
-    service.close()
-
-
-def test_demo_reports_bad_yaml_with_file_and_changes_nothing(
-    store_url: str, tmp_path: Path
-) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: x}\n"
-        "spec: {spec_type: cron, spec: '0 2 * * 1', operation: {power_on: {}},"
-        " targets: {racks: [{name: r}]}, bogus: 1}\n"
-    )
-    result = _run("demo", str(bad), url=store_url)
-    assert result.exit_code == 1
-    assert f"{bad}:4:" in result.output and "unknown field 'bogus'" in result.output
-    assert "Traceback" not in result.output
-    service = Service(open_engine(store_url))
-    assert service.list_racks() == [] and service.list_schedules().total == 0
     service.close()
 
 

@@ -273,3 +273,11 @@ def test_example_files_name_the_schema_of_their_kind() -> None:
         assert schema.is_file(), f"{file}: {schema} does not exist"
         kinds = set(re.findall(r"^kind: (\w+)$", text, re.MULTILINE))
         assert {f"{KINDS[k]}.schema.json" for k in kinds} == {schema.name}, file
+
+
+def test_a_tree_without_documents_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.yaml").write_text("# nothing yet\n")
+    (d,) = validate_tree(tmp_path).diagnostics
+    assert d.message == "no rackcron/v1 documents found"
+    (tmp_path / "notes.yaml").unlink()
+    assert not validate_tree(tmp_path).ok

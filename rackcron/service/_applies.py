@@ -1,0 +1,104 @@
+"""The apply lock and the apply log (provenance of every reconciler apply).
+
+The lock is one row in ``apply_lock``, taken and released in transactions of
+their own around an apply, so two applies never interleave; a crashed apply
+leaves its row behind, which ``break_apply_lock`` removes on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron.errors import FailedPrecondition
+from rackcron.models import ApplyRecord
+from rackcron.service._base import OpsBase
+from rackcron.store.tables import apply_lock, apply_log
+
+__all__ = ["ApplyLocked", "ApplyOps"]
+
+_LOCK = "apply"
+
+
+class ApplyLocked(FailedPrecondition):
+    """Another apply holds the lock."""
+
+
+class ApplyOps(OpsBase):
+    def _lock_holder(self) -> Any:
+        return self.conn.execute(sa.select(apply_lock).where(apply_lock.c.name == _LOCK)).first()
+
+    def acquire_apply_lock(self, holder: str) -> None:
+        """Take the apply lock for ``holder``.
+
+        :raises ApplyLocked: naming the holder and since when.
+        """
+        try:
+            with self.conn.begin_nested():
+                self.conn.execute(
+                    apply_lock.insert().values(name=_LOCK, holder=holder, acquired_at=self.now)
+                )
+            return
+        except sa.exc.IntegrityError:
+            row = self._lock_holder()
+        since = row.acquired_at.isoformat() if row else "a moment ago"
+        raise ApplyLocked(
+            f"another apply holds the lock: {row.holder if row else 'unknown'} since {since}."
+            " If that apply is gone, break the lock with `rackcron apply --break-lock`"
+        )
+
+    def release_apply_lock(self, holder: str) -> None:
+        """Release the lock if ``holder`` still holds it."""
+        self.conn.execute(
+            apply_lock.delete().where(apply_lock.c.name == _LOCK, apply_lock.c.holder == holder)
+        )
+
+    def break_apply_lock(self) -> str | None:
+        """Remove the lock whoever holds it; return who did."""
+        row = self._lock_holder()
+        self.conn.execute(apply_lock.delete().where(apply_lock.c.name == _LOCK))
+        return row.holder if row else None
+
+    def record_apply(
+        self,
+        *,
+        revision: str | None,
+        dirty: bool,
+        source: str,
+        author: str,
+        summary: dict[str, Any],
+    ) -> ApplyRecord:
+        """Append an apply to the log."""
+        result = self.conn.execute(
+            apply_log.insert().values(
+                revision=revision,
+                dirty=dirty,
+                source=source,
+                author=author,
+                applied_at=self.now,
+                summary=summary,
+            )
+        )
+        return ApplyRecord(
+            id=result.inserted_primary_key[0], revision=revision, dirty=dirty, source=source,
+            author=author, applied_at=self.now, summary=summary,
+        )  # fmt: skip
+
+    def list_applies(self, limit: int = 20) -> list[ApplyRecord]:
+        """The newest applies first."""
+        query = sa.select(apply_log).order_by(apply_log.c.id.desc())
+        if limit:
+            query = query.limit(limit)
+        return [
+            ApplyRecord(
+                id=r.id,
+                revision=r.revision,
+                dirty=r.dirty,
+                source=r.source,
+                author=r.author,
+                applied_at=r.applied_at,
+                summary=r.summary,
+            )
+            for r in self.conn.execute(query)
+        ]

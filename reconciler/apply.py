@@ -1,0 +1,175 @@
+"""Planning against the store, and applying a plan in one transaction.
+
+An apply takes the store's apply lock (in a transaction of its own, so a second
+apply sees it at once), then, in ONE transaction: re-reads the store and refuses
+the plan if the store changed since the plan was made (its fingerprint), runs
+every step through the service, and records the apply in the log. Any failure
+rolls everything back and names the change and step that failed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pydantic
+
+from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.models import (
+    ApplyRecord,
+    Component,
+    Management,
+    NVLDomain,
+    Operation,
+    Rack,
+    ScheduleConfig,
+    TargetSpec,
+)
+from rackcron.service import Operations, Service
+from reconciler.diff import diff
+from reconciler.plan import Change, Plan, Step
+from reconciler.state import State, store_state
+
+__all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store"]
+
+_operation = pydantic.TypeAdapter(Operation)
+
+
+class StalePlan(FailedPrecondition):
+    """The store changed since the saved plan was made."""
+
+
+class ApplyFailed(RackcronError):
+    """A step of the plan failed; nothing was applied."""
+
+    def __init__(self, change: Change, step: Step, cause: RackcronError) -> None:
+        super().__init__(
+            f'{change.kind} "{change.name}": {step.rpc} failed: {cause.message}. Nothing was applied.'
+        )
+        self.code = cause.code
+        self.cause = cause
+
+
+def plan_against_store(
+    service: Service, desired: State, *, owner: str, source: dict[str, Any] | None = None
+) -> Plan:
+    """The plan that makes the store match ``desired`` (a read-only transaction)."""
+    with service.transaction(write=False) as ops:
+        current = store_state(ops)
+        now = ops.now
+    return diff(current, desired, owner=owner, now=now, source=source)
+
+
+def _id(ops: Operations, args: dict[str, Any]) -> uuid.UUID:
+    return ops.find_schedule(args["name"]).id
+
+
+# rpc name -> how to run it on the service
+_RUN: dict[str, Callable[[Operations, dict[str, Any]], Any]] = {
+    "UpsertRack": lambda ops, a: ops.upsert_rack(Rack.model_validate(a["rack"])),
+    "UpsertComponent": lambda ops, a: ops.upsert_component(
+        Component.model_validate(a["component"])
+    ),
+    "UpsertNVLDomain": lambda ops, a: ops.upsert_nvl_domain(
+        NVLDomain.model_validate(a["nvl_domain"])
+    ),
+    "CreateTaskSchedule": lambda ops, a: ops.create_schedule(
+        ScheduleConfig.model_validate(a["schedule"]),
+        _operation.validate_python(a["operation"]),
+        management=Management.model_validate(a["management"]),
+    ),
+    "UpdateTaskSchedule": lambda ops, a: ops.update_schedule(
+        _id(ops, a), ScheduleConfig.model_validate(a["schedule"]), a["update_mask"]
+    ),
+    "PauseTaskSchedule": lambda ops, a: ops.pause_schedule(_id(ops, a)),
+    "ResumeTaskSchedule": lambda ops, a: ops.resume_schedule(_id(ops, a)),
+    "AddTaskScheduleScope": lambda ops, a: ops.add_scope(
+        _id(ops, a), TargetSpec.model_validate(a["target_spec"])
+    ),
+    "RemoveTaskScheduleScope": lambda ops, a: ops.remove_scope(a["scope_id"]),
+    "UpdateTaskScheduleScope": lambda ops, a: ops.update_scope(
+        _id(ops, a), TargetSpec.model_validate(a["desired_scope"])
+    ),
+    "SetManagement": lambda ops, a: ops.set_management(
+        _id(ops, a), Management.model_validate(a["management"])
+    ),
+    "DeleteTaskSchedule": lambda ops, a: ops.delete_schedule(_id(ops, a)),
+    "DeleteComponent": lambda ops, a: ops.delete_component(a["id"]),
+    "DeleteRack": lambda ops, a: ops.delete_rack(a["id"]),
+    "DeleteNVLDomain": lambda ops, a: ops.delete_nvl_domain(a["id"]),
+}
+
+
+def run_step(ops: Operations, step: Step) -> None:
+    """Run one step of a plan on the service.
+
+    :raises RackcronError: the service refused it, or the step is malformed.
+    """
+    runner = _RUN.get(step.rpc)
+    if runner is None:
+        raise FailedPrecondition(f"unknown step {step.rpc!r}")
+    try:
+        runner(ops, step.args)
+    except (pydantic.ValidationError, KeyError, TypeError) as exc:
+        raise FailedPrecondition(f"malformed step arguments: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the applied tree came from, for the apply log."""
+
+    source: str
+    revision: str | None = None
+    dirty: bool = False
+    author: str = "unknown"
+
+
+def apply_plan(
+    service: Service,
+    plan: Plan,
+    provenance: Provenance,
+    *,
+    progress: Callable[[int, int, Change], None] | None = None,
+    fail_at: int | None = None,
+) -> ApplyRecord:
+    """Apply ``plan`` all or nothing and log it.
+
+    ``fail_at`` (tests only) makes the step with that index fail, to prove rollback.
+
+    :raises ApplyLocked: another apply is running.
+    :raises StalePlan: the store changed since the plan was made.
+    :raises ApplyFailed: a step failed; the transaction was rolled back.
+    """
+    if plan.errors:
+        raise FailedPrecondition(
+            "the plan has errors and cannot be applied: " + "; ".join(plan.errors)
+        )
+    holder = f"{provenance.author} at {datetime.now().astimezone().isoformat(timespec='seconds')}"
+    service.acquire_apply_lock(holder)
+    try:
+        with service.transaction() as ops:
+            if store_state(ops).fingerprint() != plan.fingerprint:
+                raise StalePlan(
+                    "the store has changed since this plan was made; run `rackcron plan` again"
+                )
+            index = 0
+            for number, change in enumerate(plan.changes, start=1):
+                if progress:
+                    progress(number, len(plan.changes), change)
+                for step in change.steps:
+                    try:
+                        if index == fail_at:
+                            raise FailedPrecondition("injected failure")
+                        run_step(ops, step)
+                    except RackcronError as exc:
+                        raise ApplyFailed(change, step, exc) from exc
+                    index += 1
+            return ops.record_apply(
+                revision=provenance.revision, dirty=provenance.dirty, source=provenance.source,
+                author=provenance.author, summary=plan.counts(),
+            )  # fmt: skip
+    finally:
+        service.release_apply_lock(holder)

@@ -1,0 +1,419 @@
+"""Diffing two states into a plan (pure: states and ``now`` in, a :class:`Plan` out).
+
+Order of changes, safest first: inventory upserts (racks, components, domains),
+then schedules in declared order, then schedule deletions, then inventory
+deletions. Per schedule:
+
+* absent from the store -> create (then pause when declared disabled);
+* operation changed, or the spec of a one-time schedule that has already fired
+  -> replace (delete + create), with the reason;
+* otherwise UpdateTaskSchedule with exactly the mask paths that changed, scope
+  changes through the scope RPCs (new racks -> Add, dropped racks -> Remove,
+  changed filters -> Update with the whole desired scope, which replaces),
+  pause/resume from ``enabled``, and the management record (source, protect,
+  labels; adopting a schedule nobody owned);
+* in the store but not declared -> delete when this repository owns it,
+  otherwise it is listed as unmanaged and left alone.
+
+A schedule whose stored record says ``protect`` is never deleted or replaced:
+the plan carries an error until a change setting ``protect: false`` has been
+applied. Runtime fields never count as drift.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from rackcron import timing
+from rackcron.filters import ComponentFilter, filters_equal
+from rackcron.templates import describe
+from reconciler.plan import Change, FieldChange, Plan, ScopeChange, Step
+from reconciler.state import ScheduleState, ScopeRow, State
+
+__all__ = ["diff", "filter_text", "scope_target_spec"]
+
+FIRE_TIMES = 3
+
+
+def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str:
+    """A scope entry's filter for people: ``all components``, ``types: COMPUTE``, ..."""
+    if filt is None:
+        return "all components"
+    if filt.kind == "types":
+        return "types: " + ", ".join(filt.items)
+    names = []
+    for item in filt.items:
+        component = state.components.get(uuid.UUID(item)) if state else None
+        names.append(component.name or item if component else item)
+    return "components: " + ", ".join(names)
+
+
+def scope_target_spec(rows: Iterable[ScopeRow]) -> dict[str, Any]:
+    """The target_spec (JSON) that resolves to exactly ``rows``."""
+    rows = list(rows)
+    if rows and all(f is not None and f.kind == "components" for _, f in rows):
+        return {"components": [{"id": c} for _, f in rows for c in f.items]}  # type: ignore[union-attr]
+    return {
+        "racks": [
+            {"id": str(rack_id), **({"component_types": list(f.items)} if f else {})}
+            for rack_id, f in rows
+        ]
+    }
+
+
+def _config(want: ScheduleState) -> dict[str, Any]:
+    return {
+        "name": want.name,
+        "spec_type": want.spec_type.value,
+        "spec": want.spec,
+        "timezone": want.timezone,
+        "overlap_policy": want.overlap_policy.value,
+    }
+
+
+def _management(want: ScheduleState) -> dict[str, Any]:
+    return want.management.model_dump(mode="json")
+
+
+def _create_steps(want: ScheduleState) -> list[Step]:
+    assert want.operation is not None
+    steps = [
+        Step("CreateTaskSchedule", {
+            "schedule": _config(want),
+            "operation": want.operation.model_dump(mode="json", exclude_none=True),
+            "management": _management(want),
+        })
+    ]  # fmt: skip
+    if not want.enabled:
+        steps.append(Step("PauseTaskSchedule", {"name": want.name}))
+    return steps
+
+
+def _fire_times(state: ScheduleState | None, now: datetime) -> list[list[str]]:
+    """The next fire times of ``state`` after ``now`` as [UTC, local] pairs."""
+    if state is None or state.consumed or not state.enabled:
+        return []
+    spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
+    times: list[list[str]] = []
+    moment: datetime | None = timing.first_run(spec, now)
+    while moment is not None and len(times) < FIRE_TIMES:
+        times.append(
+            [timing.format_rfc3339(moment), timing.describe_local(spec, moment).isoformat()]
+        )
+        moment = timing.next_after(spec, moment)
+    return times
+
+
+class _Differ:
+    def __init__(self, current: State, desired: State, owner: str, now: datetime) -> None:
+        self.current, self.desired, self.owner, self.now = current, desired, owner, now
+        self.errors: list[str] = []
+
+    # --- schedules ---------------------------------------------------------------------------
+
+    def schedule(self, want: ScheduleState) -> Change | None:
+        have = self.current.schedules.get(want.name)
+        if have is None:
+            fields = (
+                FieldChange(
+                    "spec", None, f"{want.spec_type.value} {want.spec!r} ({want.timezone})"
+                ),
+                FieldChange("operation", None, describe(want.template)),
+                FieldChange("overlap_policy", None, want.overlap_policy.value),
+                *((FieldChange("enabled", None, False),) if not want.enabled else ()),
+                *((FieldChange("protect", None, True),) if want.management.protect else ()),
+            )
+            scope = tuple(
+                ScopeChange(
+                    self.desired.rack_name(r), str(r), "add", None, filter_text(f, self.desired)
+                )
+                for r, f in want.scope
+            )
+            return Change("schedule", want.name, "create", "", fields, scope, tuple(_create_steps(want)),
+                          want.management.source, self._times(None, want))  # fmt: skip
+        if have.management.owner not in (None, self.owner):
+            self.errors.append(
+                f'schedule "{want.name}" exists in the store and is managed by another repository'
+                f" (owner {have.management.owner!r})"
+            )
+            return None
+        reason = self._replace_reason(have, want)
+        if reason:
+            if have.management.protect:
+                self.errors.append(_protected(want.name, f"replace it ({reason})"))
+                return None
+            steps = (Step("DeleteTaskSchedule", {"name": want.name}), *_create_steps(want))
+            return Change("schedule", want.name, "replace", reason, (), (), steps,
+                          want.management.source, self._times(have, want))  # fmt: skip
+        return self._update(have, want)
+
+    @staticmethod
+    def _replace_reason(have: ScheduleState, want: ScheduleState) -> str:
+        if have.template != want.template:
+            old, new = describe(have.template), describe(want.template)
+            return (
+                f"operation changed: {old} -> {new}"
+                if old != new
+                else "operation parameters changed"
+            )
+        if have.consumed and (have.spec_type, have.spec) != (want.spec_type, want.spec):
+            return "the one-time schedule has fired; a new instant needs a new schedule"
+        return ""
+
+    def _update(self, have: ScheduleState, want: ScheduleState) -> Change | None:
+        fields: list[FieldChange] = []
+        steps: list[Step] = []
+        mask = []
+        if (have.spec_type, have.spec) != (want.spec_type, want.spec):
+            mask.append("schedule.spec")
+            fields.append(
+                FieldChange(
+                    "spec",
+                    f"{have.spec_type.value} {have.spec!r}",
+                    f"{want.spec_type.value} {want.spec!r}",
+                )
+            )
+        if have.timezone != want.timezone:
+            mask.append("schedule.spec.timezone")
+            fields.append(FieldChange("timezone", have.timezone, want.timezone))
+        if have.overlap_policy != want.overlap_policy:
+            mask.append("schedule.overlap_policy")
+            fields.append(
+                FieldChange("overlap_policy", have.overlap_policy.value, want.overlap_policy.value)
+            )
+        if mask:
+            steps.append(
+                Step(
+                    "UpdateTaskSchedule",
+                    {"name": want.name, "schedule": _config(want), "update_mask": mask},
+                )
+            )
+        scope, scope_steps = self._scope(have, want)
+        steps += scope_steps
+        if have.enabled != want.enabled and not have.consumed:
+            fields.append(FieldChange("enabled", have.enabled, want.enabled))
+            steps.append(
+                Step(
+                    "ResumeTaskSchedule" if want.enabled else "PauseTaskSchedule",
+                    {"name": want.name},
+                )
+            )
+        reason = ""
+        if have.management != want.management:
+            old, new = have.management, want.management
+            if old.owner is None:
+                reason = "adopting a schedule that no repository managed"
+            for name in ("source", "protect", "labels"):
+                if getattr(old, name) != getattr(new, name):
+                    fields.append(FieldChange(name, getattr(old, name), getattr(new, name)))
+            steps.append(
+                Step("SetManagement", {"name": want.name, "management": _management(want)})
+            )
+        if not steps:
+            return None
+        return Change("schedule", want.name, "update", reason, tuple(fields), tuple(scope), tuple(steps),
+                      want.management.source, self._times(have, want))  # fmt: skip
+
+    def _scope(
+        self, have: ScheduleState, want: ScheduleState
+    ) -> tuple[list[ScopeChange], list[Step]]:
+        current = dict(have.scope)
+        desired = dict(want.scope)
+        changes: list[ScopeChange] = []
+        steps: list[Step] = []
+        name = self.desired.rack_name
+        added = [(r, f) for r, f in want.scope if r not in current]
+        if added:
+            steps.append(
+                Step(
+                    "AddTaskScheduleScope",
+                    {"name": want.name, "target_spec": scope_target_spec(added)},
+                )
+            )
+            changes += [
+                ScopeChange(name(r), str(r), "add", None, filter_text(f, self.desired))
+                for r, f in added
+            ]
+        for rack_id, filt in have.scope:
+            if rack_id not in desired:
+                scope_id = have.scope_ids.get(rack_id)
+                steps.append(
+                    Step(
+                        "RemoveTaskScheduleScope",
+                        {"name": want.name, "rack_id": str(rack_id), "scope_id": str(scope_id)},
+                    )
+                )
+                changes.append(
+                    ScopeChange(
+                        self.current.rack_name(rack_id),
+                        str(rack_id),
+                        "remove",
+                        filter_text(filt, self.current),
+                        None,
+                    )
+                )
+        refiltered = [
+            ScopeChange(
+                name(r),
+                str(r),
+                "refilter",
+                filter_text(current[r], self.current),
+                filter_text(f, self.desired),
+            )
+            for r, f in want.scope
+            if r in current and not filters_equal(current[r], f)
+        ]
+        if refiltered:
+            steps.append(
+                Step(
+                    "UpdateTaskScheduleScope",
+                    {"name": want.name, "desired_scope": scope_target_spec(want.scope)},
+                )
+            )
+            changes += refiltered
+        return changes, steps
+
+    def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
+        return {
+            "timezone": want.timezone,
+            "before": _fire_times(have, self.now),
+            "after": _fire_times(want, self.now),
+        }
+
+    def deletions(self) -> tuple[list[Change], list[str]]:
+        changes, unmanaged = [], []
+        for name, have in self.current.schedules.items():
+            if name in self.desired.schedules:
+                continue
+            if have.management.owner != self.owner:
+                unmanaged.append(name)
+            elif have.management.protect:
+                self.errors.append(_protected(name, "delete it (it is no longer declared)"))
+            else:
+                changes.append(Change("schedule", name, "delete", "no longer declared",
+                                      steps=(Step("DeleteTaskSchedule", {"name": name}),), source=have.management.source))  # fmt: skip
+        return changes, unmanaged
+
+    # --- inventory ---------------------------------------------------------------------------
+
+    def inventory_upserts(self) -> list[Change]:
+        changes = []
+        for kind, rpc, wanted, existing in (
+            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
+            ("component", "UpsertComponent", self.desired.components, self.current.components),
+            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+        ):
+            for item_id, want in wanted.items():
+                have = existing.get(item_id)
+                if have == want:
+                    continue
+                owner = getattr(have, "owner", None)
+                if owner not in (None, self.owner):
+                    self.errors.append(
+                        f"{kind} {want.name!r} ({item_id}) is managed by another repository (owner {owner!r})"
+                    )
+                    continue
+                fields = tuple(
+                    FieldChange(f, _plain(getattr(have, f, None)), _plain(getattr(want, f)))
+                    for f in type(want).model_fields
+                    if have is None or getattr(have, f) != getattr(want, f)
+                )
+                label = want.name or str(item_id)
+                step = Step(rpc, {kind: want.model_dump(mode="json")})
+                changes.append(
+                    Change(
+                        kind,
+                        label,
+                        "create" if have is None else "update",
+                        fields=fields,
+                        steps=(step,),
+                    )
+                )  # type: ignore[arg-type]
+        return changes
+
+    def inventory_deletions(self, remaining: Iterable[ScheduleState]) -> list[Change]:
+        owned_racks = {r for r, rack in self.current.racks.items() if rack.owner == self.owner}
+        gone_racks = owned_racks - set(self.desired.racks)
+        changes = []
+        for domain_id, domain in self.current.domains.items():
+            if domain.owner == self.owner and domain_id not in self.desired.domains:
+                changes.append(Change("nvl_domain", domain.name, "delete", "no longer declared",
+                                      steps=(Step("DeleteNVLDomain", {"id": str(domain_id)}),)))  # fmt: skip
+        for component_id, component in self.current.components.items():
+            if component.rack_id in owned_racks and component_id not in self.desired.components:
+                changes.append(Change("component", component.name or str(component_id), "delete", "no longer declared",
+                                      steps=(Step("DeleteComponent", {"id": str(component_id)}),)))  # fmt: skip
+        in_use = {r for schedule in remaining for r, _ in schedule.scope}
+        for rack_id in sorted(gone_racks, key=str):
+            rack = self.current.racks[rack_id]
+            if rack_id in in_use:
+                self.errors.append(
+                    f"rack {rack.name!r} is no longer declared but schedules still target it"
+                )
+                continue
+            changes.append(Change("rack", rack.name, "delete", "no longer declared",
+                                  steps=(Step("DeleteRack", {"id": str(rack_id)}),)))  # fmt: skip
+        return changes
+
+    def warnings(self, changed: set[str]) -> list[str]:
+        """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one."""
+        found: dict[frozenset[str], str] = {}
+        enabled = [s for s in self.desired.schedules.values() if s.enabled]
+        for schedule in enabled:
+            if schedule.name not in changed:
+                continue
+            racks = {r for r, _ in schedule.scope}
+            for other in enabled:
+                shared = racks & {r for r, _ in other.scope}
+                pair = frozenset((schedule.name, other.name))
+                if other.name != schedule.name and shared and pair not in found:
+                    names = ", ".join(sorted(self.desired.rack_name(r) for r in shared))
+                    found[pair] = (
+                        f'schedules "{schedule.name}" and "{other.name}" both target {names}'
+                    )
+        return list(found.values())
+
+
+def _protected(name: str, what: str) -> str:
+    return (
+        f'schedule "{name}" is protected: the plan would {what}. Apply a change that sets'
+        " `protect: false` on it first"
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.value if hasattr(value, "value") else value
+
+
+def diff(
+    current: State,
+    desired: State,
+    *,
+    owner: str,
+    now: datetime,
+    source: dict[str, Any] | None = None,
+) -> Plan:
+    """The plan that makes ``current`` equal ``desired`` for the repository ``owner``."""
+    differ = _Differ(current, desired, owner, now)
+    changes = differ.inventory_upserts()
+    schedule_changes = [c for want in desired.schedules.values() if (c := differ.schedule(want))]
+    deletions, unmanaged = differ.deletions()
+    deleted = {c.name for c in deletions}
+    remaining = [
+        s for n, s in current.schedules.items() if n not in deleted and n not in desired.schedules
+    ]
+    changes += schedule_changes + deletions
+    changes += differ.inventory_deletions([*desired.schedules.values(), *remaining])
+    warnings = differ.warnings({c.name for c in schedule_changes})
+    return Plan(
+        owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
+        unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
+        warnings=tuple(warnings), source=source or {},
+    )  # fmt: skip

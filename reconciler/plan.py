@@ -1,0 +1,130 @@
+"""A plan is data: the changes that make the store match the tree, as RPC-shaped steps.
+
+Each :class:`Change` is one object (a rack, a component, an NVLink domain or a
+schedule) with the action a reader cares about (create, update, replace,
+delete), why, the fields and scope entries that change, and the :class:`Step`
+calls that carry it out — the same calls the service (and the Flow RPCs)
+offer, with JSON arguments, so a saved plan can be applied later or through
+another backend. Nothing here prints: ``reconciler.render`` does.
+
+``format_version`` follows Terraform's rule: a minor bump adds fields readers
+may ignore; a major bump changes or removes something.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "Change", "FieldChange", "Plan", "ScopeChange", "Step"]
+
+FORMAT = "rackcron.plan/v1"
+FORMAT_VERSION = "1.0"
+
+Kind = Literal["rack", "component", "nvl_domain", "schedule"]
+Action = Literal["create", "update", "replace", "delete"]
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class ScopeChange:
+    """One rack of a schedule's scope: added, removed, or given another filter."""
+
+    rack: str  # the rack's name (its id when the rack is unknown)
+    rack_id: str
+    change: Literal["add", "remove", "refilter"]
+    old: str | None  # the filter, as text ("all components", "types: COMPUTE")
+    new: str | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One service call: ``rpc`` names it, ``args`` are its JSON arguments."""
+
+    rpc: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: Kind
+    name: str
+    action: Action
+    reason: str = ""
+    fields: tuple[FieldChange, ...] = ()
+    scope: tuple[ScopeChange, ...] = ()
+    steps: tuple[Step, ...] = ()
+    source: str | None = None
+    # For schedules: the next fire times before and after, as {"timezone", "before", "after"}.
+    fire_times: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    owner: str
+    fingerprint: str  # of the state the plan was computed against
+    changes: tuple[Change, ...] = ()
+    unmanaged: tuple[str, ...] = ()  # schedules in the store this repository does not manage
+    errors: tuple[str, ...] = ()  # why the plan cannot be applied
+    warnings: tuple[str, ...] = ()
+    source: dict[str, Any] = field(default_factory=dict)  # path, revision, dirty
+
+    @property
+    def applyable(self) -> bool:
+        return bool(self.changes) and not self.errors
+
+    def counts(self) -> dict[str, int]:
+        counts = {"create": 0, "update": 0, "replace": 0, "delete": 0}
+        for change in self.changes:
+            counts[change.action] += 1
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``rackcron.plan/v1`` form (docs/plan-format.md)."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "owner": self.owner,
+            "source": self.source,
+            "fingerprint": self.fingerprint,
+            "applyable": self.applyable,
+            "errored": bool(self.errors),
+            "summary": self.counts(),
+            "changes": [asdict(c) for c in self.changes],
+            "unmanaged": list(self.unmanaged),
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        """Read a saved plan. :raises ValueError: not a ``rackcron.plan/v1`` document."""
+        if data.get("format") != FORMAT or str(data.get("format_version", "")).split(".")[0] != "1":
+            raise ValueError(
+                f"not a {FORMAT} plan (format {data.get('format')!r}, version {data.get('format_version')!r})"
+            )
+        changes = tuple(
+            Change(
+                kind=c["kind"],
+                name=c["name"],
+                action=c["action"],
+                reason=c.get("reason", ""),
+                fields=tuple(FieldChange(**f) for f in c.get("fields", ())),
+                scope=tuple(ScopeChange(**s) for s in c.get("scope", ())),
+                steps=tuple(Step(**s) for s in c.get("steps", ())),
+                source=c.get("source"),
+                fire_times=c.get("fire_times"),
+            )
+            for c in data["changes"]
+        )
+        return cls(
+            owner=data["owner"], fingerprint=data["fingerprint"], changes=changes,
+            unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
+            warnings=tuple(data.get("warnings", ())), source=data.get("source", {}),
+        )  # fmt: skip

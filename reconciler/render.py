@@ -1,0 +1,173 @@
+"""Rendering a plan for people: text like ``terraform plan``, and Markdown for a PR comment.
+
+Both are rendered from the plan's JSON form (``Plan.to_json()``), the same
+document ``--format json`` prints and ``-o`` saves, so what a reviewer reads and
+what a program reads cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["render_json", "render_markdown", "render_text"]
+
+_SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
+_VERB = {
+    "create": "will be created",
+    "update": "will be updated in-place",
+    "replace": "must be replaced",
+    "delete": "will be destroyed",
+}
+_SCOPE_SYMBOL = {"add": "+", "remove": "-", "refilter": "~"}
+_COLOURS = {"+": "32", "~": "33", "-/+": "35", "-": "31"}
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _paint(text: str, symbol: str, colour: bool) -> str:
+    return f"\x1b[{_COLOURS[symbol]}m{text}\x1b[0m" if colour else text
+
+
+def render_json(plan: dict[str, Any]) -> str:
+    return json.dumps(plan, indent=2)
+
+
+def _summary(plan: dict[str, Any]) -> str:
+    s = plan["summary"]
+    return (
+        f"Plan: {s['create']} to create, {s['update']} to update in-place, {s['replace']} to replace,"
+        f" {s['delete']} to destroy."
+    )
+
+
+def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
+    """The plan as a terminal shows it (ANSI colour when ``colour``)."""
+    lines: list[str] = []
+    if plan["changes"]:
+        lines += ["rackcron will perform the following actions:", ""]
+    for change in plan["changes"]:
+        symbol = _SYMBOL[change["action"]]
+        title = f'{change["kind"]} "{change["name"]}"'
+        lines.append(
+            f"  # {title} {_VERB[change['action']]}"
+            + (f" ({change['reason']})" if change["reason"] else "")
+        )
+        if change["kind"] != "schedule" and change["action"] == "create":
+            details = ", ".join(
+                f"{f['field']} {_value(f['new'])}" for f in change["fields"] if f["field"] != "name"
+            )
+            lines += [_paint(f"{symbol:>3} {title} ({details})", symbol, colour), ""]
+            continue
+        lines.append(_paint(f"{symbol:>3} {title}", symbol, colour))
+        for field in change["fields"]:
+            if field["old"] is None:
+                lines.append(f"      {field['field']}: {_value(field['new'])}")
+            else:
+                lines.append(
+                    _paint(
+                        f"    ~ {field['field']}: {_value(field['old'])} -> {_value(field['new'])}",
+                        "~",
+                        colour,
+                    )
+                )
+        for entry in change["scope"]:
+            mark = _SCOPE_SYMBOL[entry["change"]]
+            what = {
+                "add": entry["new"],
+                "remove": entry["old"],
+                "refilter": f"{entry['old']} -> {entry['new']}",
+            }[entry["change"]]
+            lines.append(
+                _paint(
+                    f"    {mark} rack {entry['rack']} ({what})",
+                    "-" if mark == "-" else mark,
+                    colour,
+                )
+            )
+        lines.append("")
+    for name in plan["unmanaged"]:
+        lines.append(
+            f'  unmanaged: schedule "{name}" is not declared here and not owned by this repository; left alone'
+        )
+    for warning in plan["warnings"]:
+        lines.append(f"  warning: {warning}")
+    for error in plan["errors"]:
+        lines.append(f"  error: {error}")
+    if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
+        lines.append("")
+    lines.append(
+        _summary(plan) if plan["changes"] else "No changes. The store matches the declared state."
+    )
+    return "\n".join(lines)
+
+
+def _times_table(times: dict[str, Any]) -> list[str]:
+    rows = max(len(times["before"]), len(times["after"]))
+    if not rows:
+        return []
+    out = [
+        "",
+        f"| next fire times | before ({times['timezone']}) | after ({times['timezone']}) |",
+        "|---|---|---|",
+    ]
+    for i in range(rows):
+        cells = []
+        for side in ("before", "after"):
+            pair = times[side][i] if i < len(times[side]) else None
+            cells.append(f"{pair[1]} (`{pair[0]}`)" if pair else "—")
+        out.append(f"| {i + 1} | {cells[0]} | {cells[1]} |")
+    return out
+
+
+def render_markdown(plan: dict[str, Any]) -> str:
+    """The plan as a pull-request comment: counts first, then one collapsible block per change."""
+    s = plan["summary"]
+    status = (
+        "❌ cannot be applied"
+        if plan["errored"]
+        else ("no changes" if not plan["changes"] else "ready to apply")
+    )
+    lines = [
+        "### rackcron plan",
+        "",
+        "| create | update | replace | destroy | status |",
+        "|---|---|---|---|---|",
+        f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
+        "",
+    ]
+    for error in plan["errors"]:
+        lines.append(f"> **Error:** {error}")
+    for warning in plan["warnings"]:
+        lines.append(f"> **Warning:** {warning}")
+    if plan["errors"] or plan["warnings"]:
+        lines.append("")
+    for change in plan["changes"]:
+        symbol = _SYMBOL[change["action"]]
+        summary = f"<code>{symbol}</code> {change['kind']} <b>{change['name']}</b> {_VERB[change['action']]}"
+        lines += ["<details>", f"<summary>{summary}</summary>", ""]
+        if change["reason"]:
+            lines.append(f"Reason: {change['reason']}")
+        if change.get("source"):
+            lines.append(f"Declared in `{change['source']}`")
+        if change["fields"]:
+            lines += ["", "| field | before | after |", "|---|---|---|"]
+            lines += [
+                f"| {f['field']} | {'—' if f['old'] is None else '`' + _value(f['old']) + '`'} | `{_value(f['new'])}` |"
+                for f in change["fields"]
+            ]
+        if change["scope"]:
+            lines += ["", "| rack | scope change | before | after |", "|---|---|---|---|"]
+            lines += [
+                f"| {e['rack']} | {e['change']} | {e['old'] or '—'} | {e['new'] or '—'} |"
+                for e in change["scope"]
+            ]
+        if change.get("fire_times"):
+            lines += _times_table(change["fire_times"])
+        lines += ["", "</details>", ""]
+    if plan["unmanaged"]:
+        names = ", ".join(f"`{n}`" for n in plan["unmanaged"])
+        lines += [f"Unmanaged schedules left alone: {names}", ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,144 @@
+"""One shape for "what exists": the declared tree and the store, side by side.
+
+A plan is the difference between two :class:`State` values. The desired state
+comes from a validated tree (:func:`declared_state`); the current one from the
+store (:func:`store_state`), or from another revision of the tree when
+comparing two commits. Runtime fields (next and last run, last task, a one-time
+schedule consumed by firing) are kept apart from what can drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rackcron.filters import ComponentFilter, to_stored
+from rackcron.models import (
+    Component,
+    Management,
+    NVLDomain,
+    Operation,
+    OperationTemplate,
+    OverlapPolicy,
+    Rack,
+    SpecType,
+)
+from rackcron.templates import to_template
+
+if TYPE_CHECKING:
+    from rackcron.service import Operations
+    from reconciler.declared import Declared
+
+__all__ = ["ScheduleState", "State", "declared_state", "store_state"]
+
+ScopeRow = tuple[uuid.UUID, ComponentFilter | None]
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """A schedule as far as a plan is concerned."""
+
+    name: str
+    spec_type: SpecType
+    spec: str
+    timezone: str  # "" normalised to UTC
+    overlap_policy: OverlapPolicy
+    enabled: bool
+    template: OperationTemplate
+    scope: tuple[ScopeRow, ...]
+    management: Management
+    consumed: bool = False  # runtime: a one-time schedule that has fired
+    operation: Operation | None = None  # declared only: what a create sends
+    scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
+
+    def fingerprint_data(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "spec": [self.spec_type.value, self.spec, self.timezone],
+            "overlap_policy": self.overlap_policy.value,
+            "enabled": self.enabled,
+            "template": self.template.model_dump(mode="json"),
+            "scope": [[str(r), to_stored(f)] for r, f in self.scope],
+            "management": self.management.model_dump(mode="json"),
+            "consumed": self.consumed,
+        }
+
+
+@dataclass(frozen=True)
+class State:
+    racks: dict[uuid.UUID, Rack] = field(default_factory=dict)
+    components: dict[uuid.UUID, Component] = field(default_factory=dict)
+    domains: dict[uuid.UUID, NVLDomain] = field(default_factory=dict)
+    schedules: dict[str, ScheduleState] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """A digest of everything a plan compares: equal digests, equal plans."""
+        data = {
+            "racks": sorted(r.model_dump_json() for r in self.racks.values()),
+            "components": sorted(c.model_dump_json() for c in self.components.values()),
+            "domains": sorted(d.model_dump_json() for d in self.domains.values()),
+            "schedules": [self.schedules[n].fingerprint_data() for n in sorted(self.schedules)],
+        }
+        blob = json.dumps(data, sort_keys=True, default=str).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+    def rack_name(self, rack_id: uuid.UUID) -> str:
+        rack = self.racks.get(rack_id)
+        return rack.name if rack else str(rack_id)
+
+
+def declared_state(declared: Declared, owner: str) -> State:
+    """The desired state of a validated tree, every item owned by ``owner``."""
+    schedules = {}
+    for item in declared.schedules:
+        config = item.config
+        schedules[item.name] = ScheduleState(
+            name=item.name,
+            spec_type=config.spec_type,  # type: ignore[arg-type]
+            spec=config.spec,
+            timezone=config.timezone or "UTC",
+            overlap_policy=config.overlap_policy or OverlapPolicy.SKIP,
+            enabled=item.enabled,
+            template=to_template(item.operation),
+            scope=tuple(item.scope),
+            management=Management(
+                owner=owner, source=item.source, protect=item.protect, labels=item.labels
+            ),
+            operation=item.operation,
+        )
+    return State(
+        racks={r.id: r.model_copy(update={"owner": owner}) for r in declared.racks},
+        components={c.id: c for c in declared.components},
+        domains={d.id: d.model_copy(update={"owner": owner}) for d in declared.domains},
+        schedules=schedules,
+    )
+
+
+def store_state(ops: Operations) -> State:
+    """Everything in the store a plan compares, read in the caller's transaction."""
+    schedules = {}
+    for schedule in ops.list_schedules().items:
+        scopes = ops.list_scopes(schedule.id)
+        schedules[schedule.name] = ScheduleState(
+            name=schedule.name,
+            spec_type=schedule.spec_type,
+            spec=schedule.spec,
+            timezone=schedule.timezone or "UTC",
+            overlap_policy=schedule.overlap_policy,
+            # A consumed one-time schedule is disabled by firing, not by a person.
+            enabled=schedule.enabled or schedule.consumed,
+            template=schedule.template or OperationTemplate(type="", code=""),
+            scope=tuple((s.rack_id, s.component_filter) for s in scopes),
+            management=schedule.management,
+            consumed=schedule.consumed,
+            scope_ids={s.rack_id: s.id for s in scopes},
+        )
+    return State(
+        racks={r.id: r for r in ops.list_racks()},
+        components={c.id: c for c in ops.list_components()},
+        domains={d.id: d for d in ops.list_nvl_domains()},
+        schedules=schedules,
+    )

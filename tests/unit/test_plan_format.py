@@ -1,0 +1,65 @@
+"""The rackcron.plan/v1 document: round trip, version checks, rendering from JSON alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reconciler.plan import Change, FieldChange, Plan, ScopeChange, Step
+from reconciler.render import render_markdown, render_text
+
+PLAN = Plan(
+    owner="fleet",
+    fingerprint="sha256:abc",
+    changes=(
+        Change("schedule", "a", "update", "", (FieldChange("enabled", True, False),),
+               (ScopeChange("r1", "id-1", "refilter", "all components", "types: COMPUTE"),),
+               (Step("PauseTaskSchedule", {"name": "a"}),), "s.yaml",
+               {"timezone": "UTC", "before": [["2026-01-01T00:00:00Z", "2026-01-01T00:00:00+00:00"]], "after": []}),
+        Change("schedule", "b", "delete", "no longer declared", steps=(Step("DeleteTaskSchedule", {"name": "b"}),)),
+    ),
+    unmanaged=("by-hand",),
+    warnings=("w",),
+    source={"path": "fleet", "revision": "abc", "dirty": False},
+)  # fmt: skip
+
+
+def test_round_trip_through_json() -> None:
+    data = json.loads(json.dumps(PLAN.to_json()))
+    assert Plan.from_json(data) == PLAN
+    assert data["summary"] == {"create": 0, "update": 1, "replace": 0, "delete": 1}
+    assert (data["applyable"], data["errored"]) == (True, False)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [{"format": "terraform"}, {"format_version": "2.0"}],
+    ids=["other-format", "newer-major"],
+)
+def test_foreign_or_newer_plans_are_refused(patch: dict) -> None:
+    with pytest.raises(ValueError, match="not a rackcron.plan/v1 plan"):
+        Plan.from_json({**PLAN.to_json(), **patch})
+
+
+def test_a_newer_minor_version_is_read_and_unknown_fields_ignored() -> None:
+    data = {**PLAN.to_json(), "format_version": "1.7", "new_top_level": 1}
+    assert Plan.from_json(data).changes == PLAN.changes
+
+
+def test_text_and_markdown_render_from_the_json() -> None:
+    data = PLAN.to_json()
+    text = render_text(data)
+    assert '  ~ schedule "a"' in text and "    ~ enabled: true -> false" in text
+    assert "    ~ rack r1 (all components -> types: COMPUTE)" in text
+    assert '  # schedule "b" will be destroyed (no longer declared)' in text
+    assert 'unmanaged: schedule "by-hand"' in text and "warning: w" in text
+    assert text.endswith("Plan: 0 to create, 1 to update in-place, 0 to replace, 1 to destroy.")
+    coloured = render_text(data, colour=True)
+    assert '\x1b[31m  - schedule "b"\x1b[0m' in coloured
+    markdown = render_markdown(data)
+    assert "| 0 | 1 | 0 | 1 | ready to apply |" in markdown
+    assert "| enabled | `true` | `false` |" in markdown
+    assert "| r1 | refilter | all components | types: COMPUTE |" in markdown
+    assert "| 1 | 2026-01-01T00:00:00+00:00 (`2026-01-01T00:00:00Z`) | — |" in markdown
+    assert "Unmanaged schedules left alone: `by-hand`" in markdown
