@@ -38,7 +38,7 @@ def test_round_trip_through_json() -> None:
     ids=["other-format", "newer-major"],
 )
 def test_foreign_or_newer_plans_are_refused(patch: dict) -> None:
-    with pytest.raises(ValueError, match="not a rackcron.plan/v1 plan"):
+    with pytest.raises(ValueError, match=r"not a rackcron\.plan/v1 plan"):
         Plan.from_json({**PLAN.to_json(), **patch})
 
 
