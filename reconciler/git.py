@@ -1,4 +1,8 @@
-"""Where a declared tree comes from: its git revision and whether it has local changes."""
+"""Git: where a declared tree comes from, and trees read at any revision without a checkout.
+
+GitPython is imported inside the functions, so commands that never touch git
+(``rackcron next``, ``rackcron validate`` of a plain directory) do not pay for it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,16 @@ import socket
 from pathlib import Path
 from typing import Any
 
-__all__ = ["author", "tree_source"]
+from rackcron.errors import InvalidArgument
+
+__all__ = ["Revision", "author", "fetch", "read_revision", "tree_source"]
+
+_SUFFIXES = (".yaml", ".yml")
 
 
 def tree_source(path: Path) -> dict[str, Any]:
     """``{"path", "revision", "dirty"}`` for a tree on disk (revision None outside git)."""
-    import git  # GitPython; imported here so commands that do not need git stay fast
+    import git
 
     source: dict[str, Any] = {"path": str(path), "revision": None, "dirty": False}
     try:
@@ -36,3 +44,81 @@ def author(path: Path) -> str:
     with contextlib.suppress(git.GitCommandError, git.GitCommandNotFound):
         who = git.Git(path if path.is_dir() else path.parent).config("--get", "user.email") or None
     return f"{who or getpass.getuser()} on {socket.gethostname()}"
+
+
+class Revision:
+    """A tree of YAML files as committed at one revision."""
+
+    def __init__(self, sha: str, path: str, sources: list[tuple[str, bytes]]) -> None:
+        self.sha = sha
+        self.path = path
+        self.sources = sources  # (path relative to the repository root, content)
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return {"path": self.path, "revision": self.sha, "dirty": False}
+
+
+def _repo(path: Path):  # type: ignore[no-untyped-def]
+    import git
+
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise InvalidArgument(f"{path}: not inside a git repository") from None
+
+
+def read_revision(path: Path, rev: str, *, missing_ok: bool = False) -> Revision:
+    """The YAML files under ``path`` as they are at ``rev`` (hidden directories skipped).
+
+    With ``missing_ok``, a path that did not exist at ``rev`` reads as an empty tree.
+
+    :raises InvalidArgument: ``path`` is not in a git repository, ``rev`` does not
+        name a commit, or ``path`` did not exist at ``rev``.
+    """
+    import git
+
+    repo = _repo(path)
+    root = Path(repo.working_tree_dir).resolve()
+    relative = Path(path).resolve().relative_to(root).as_posix()
+    try:
+        commit = repo.commit(rev)
+    except (git.BadName, ValueError):
+        raise InvalidArgument(f"--rev {rev!r}: no such revision") from None
+    try:
+        tree = commit.tree if relative == "." else commit.tree / relative
+    except KeyError:
+        if missing_ok:
+            return Revision(commit.hexsha, relative, [])
+        raise InvalidArgument(f"{relative}: does not exist at {rev}") from None
+    if tree.type == "blob":
+        return Revision(commit.hexsha, relative, [(relative, tree.data_stream.read())])
+    sources = []
+    for item in tree.traverse():
+        inner = Path(item.path).relative_to(relative) if relative != "." else Path(item.path)
+        if (
+            item.type == "blob"
+            and item.path.endswith(_SUFFIXES)
+            and not any(p.startswith(".") for p in inner.parts)
+        ):
+            sources.append((item.path, item.data_stream.read()))
+    return Revision(commit.hexsha, relative, sorted(sources))
+
+
+def fetch(path: Path, remote: str, branch: str) -> str:
+    """Fetch ``branch`` from ``remote`` (when the repository has that remote); return the ref to read.
+
+    :raises InvalidArgument: the fetch failed.
+    """
+    import git
+
+    repo = _repo(path)
+    if remote not in [r.name for r in repo.remotes]:
+        return branch
+    try:
+        repo.remote(remote).fetch(branch)
+    except git.GitCommandError as exc:
+        raise InvalidArgument(
+            f"git fetch {remote} {branch} failed: {exc.stderr.strip() or exc}"
+        ) from None
+    return f"{remote}/{branch}"

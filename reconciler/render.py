@@ -98,9 +98,7 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         lines.append(f"  error: {error}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
         lines.append("")
-    lines.append(
-        _summary(plan) if plan["changes"] else "No changes. The store matches the declared state."
-    )
+    lines.append(_summary(plan) if plan["changes"] else "No changes.")
     return "\n".join(lines)
 
 

@@ -24,6 +24,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("rackcron.cli.reconcile_cmd:plan", "Show what applying a tree would change."),
     "apply": ("rackcron.cli.reconcile_cmd:apply", "Apply a tree or a saved plan to the store."),
     "history": ("rackcron.cli.reconcile_cmd:history", "Show the apply log."),
+    "diff": (
+        "rackcron.cli.reconcile_cmd:diff",
+        "Show what a change between two git revisions does.",
+    ),
+    "sync": ("rackcron.cli.reconcile_cmd:sync", "Keep the store converged on a git branch."),
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
     "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),

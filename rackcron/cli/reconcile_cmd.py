@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,9 +21,11 @@ from rackcron.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from reconciler.declared import Declared
     from reconciler.plan import Plan
+    from reconciler.validate import Validation
 
-__all__ = ["apply", "history", "plan"]
+__all__ = ["apply", "diff", "history", "plan", "sync"]
 
 EXIT_CHANGES = 2
 PROGRESS_FROM = 50  # changes; smaller applies finish before progress would help
@@ -40,71 +43,49 @@ def owner_option(func):  # type: ignore[no-untyped-def]
     )(func)
 
 
-def _desired_plan(path: Path, owner: str, database_url: str | None) -> Plan:
-    """Validate ``path`` (exit 1 on errors) and plan it against the store."""
-    from reconciler.apply import plan_against_store
+def _require_valid(checked: Validation, label: str = "") -> Declared:
+    """The declared state of a validated tree; on errors, print them and exit 1."""
     from reconciler.diagnostics import render
-    from reconciler.git import tree_source
-    from reconciler.state import declared_state
-    from reconciler.validate import validate_tree
 
-    checked = validate_tree(path)
     if not checked.ok:
         click.echo(render(checked.errors, "text"), err=True)
-        click.echo(checked.summary(), err=True)
+        click.echo(f"{label}{checked.summary()}", err=True)
         sys.exit(1)
+    return checked.declared
+
+
+def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[str, object]]:
+    """The YAML sources of ``path`` (on disk, or at git revision ``rev``) and where they come from."""
+    from reconciler.git import read_revision, tree_source
+    from reconciler.validate import tree_sources
+
+    with cli_errors():
+        if rev is None:
+            return tree_sources(path), tree_source(path)
+        revision = read_revision(path, rev)
+        return revision.sources, revision.source
+
+
+def _desired_plan(path: Path, rev: str | None, owner: str, database_url: str | None) -> Plan:
+    """Validate the tree (exit 1 on errors) and plan it against the store."""
+    from reconciler.apply import plan_against_store
+    from reconciler.state import declared_state
+    from reconciler.validate import validate_sources
+
+    sources, origin = _tree(path, rev)
+    declared = _require_valid(validate_sources(sources))
     with cli_errors():
         service = open_service(database_url)
         return plan_against_store(
-            service, declared_state(checked.declared, owner), owner=owner, source=tree_source(path)
+            service, declared_state(declared, owner), owner=owner, source=origin
         )
 
 
-def _colour() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-@click.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-    help="text for a terminal, markdown for a pull-request comment, json (rackcron.plan/v1).",
-)
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(path_type=Path),
-    help="Also save the plan (JSON) for `rackcron apply`.",
-)
-@click.option(
-    "--detailed-exitcode",
-    is_flag=True,
-    help="Exit 2 when there are changes (0: none, 1: error), as terraform plan does.",
-)
-@owner_option
-@database_option
-def plan(
-    path: Path,
-    fmt: str,
-    out: Path | None,
-    detailed_exitcode: bool,
-    owner: str,
-    database_url: str | None,
-) -> None:
-    """Show what applying PATH (default: the current directory) would change in the store.
-
-    Example: rackcron plan examples/ --format markdown -o plan.json
-    """
+def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
+    """Print a plan in ``fmt`` and exit with plan's convention (0, 2 changes, 1 errors)."""
     from reconciler.render import render_json, render_markdown, render_text
 
-    result = _desired_plan(path, owner, database_url)
     data = result.to_json()
-    if out:
-        out.write_text(render_json(data) + "\n")
     if fmt == "json":
         click.echo(render_json(data))
     elif fmt == "markdown":
@@ -116,6 +97,63 @@ def plan(
     sys.exit(EXIT_CHANGES if detailed_exitcode and result.changes else 0)
 
 
+def _colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+format_choice = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a pull-request comment, json (rackcron.plan/v1).",
+)
+detailed_exitcode_option = click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 2 when there are changes (0: none, 1: error), as terraform plan does.",
+)
+rev_option = click.option(
+    "--rev",
+    help="Read the tree as committed at this git revision (branch, tag, sha) instead of on disk.",
+)
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@format_choice
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Also save the plan (JSON) for `rackcron apply`.",
+)
+@detailed_exitcode_option
+@rev_option
+@owner_option
+@database_option
+def plan(
+    path: Path,
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+    rev: str | None,
+    owner: str,
+    database_url: str | None,
+) -> None:
+    """Show what applying PATH (default: the current directory) would change in the store.
+
+    Example: rackcron plan examples/ --format markdown -o plan.json
+    """
+    from reconciler.render import render_json
+
+    result = _desired_plan(path, rev, owner, database_url)
+    if out:
+        out.write_text(render_json(result.to_json()) + "\n")
+    _show(result, fmt, detailed_exitcode)
+
+
 @click.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path), default=".")
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
@@ -124,10 +162,16 @@ def plan(
     is_flag=True,
     help="Remove a stale apply lock left by a crashed apply, then exit.",
 )
+@rev_option
 @owner_option
 @database_option
 def apply(
-    source: Path, auto_approve: bool, break_lock: bool, owner: str, database_url: str | None
+    source: Path,
+    auto_approve: bool,
+    break_lock: bool,
+    rev: str | None,
+    owner: str,
+    database_url: str | None,
 ) -> None:
     """Apply SOURCE to the store: a tree (planned now) or a plan saved with `plan -o`.
 
@@ -155,7 +199,7 @@ def apply(
         except (ValueError, KeyError, TypeError) as exc:
             raise click.UsageError(f"{source}: not a saved plan: {exc}") from None
     else:
-        planned = _desired_plan(source, owner, database_url)
+        planned = _desired_plan(source, rev, owner, database_url)
     click.echo(render_text(planned.to_json(), colour=_colour()))
     if planned.errors:
         sys.exit(1)
@@ -207,3 +251,112 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
         counts = ", ".join(f"{v} {k}" for k, v in r.summary.items() if v) or "no changes"
         rows.append([str(r.id), when(r.applied_at), r.author, revision, r.source, counts])
     print_table(["#", "APPLIED (UTC)", "BY", "REVISION", "SOURCE", "CHANGES"], rows)
+
+
+@click.command("diff")
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option(
+    "--base", required=True, help="The revision the change starts from (e.g. origin/main)."
+)
+@click.option("--head", default="HEAD", show_default=True, help="The revision with the change.")
+@format_choice
+@detailed_exitcode_option
+@owner_option
+def diff(path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, owner: str) -> None:
+    """Show what a change between two git revisions of PATH would do, without a store.
+
+    What a pull request changes: the plan from the tree at BASE to the tree at HEAD,
+    rendered like `rackcron plan`. A path that did not exist at BASE compares against
+    an empty tree.
+
+    Example: rackcron diff examples/ --base origin/main --head HEAD --format markdown
+    """
+    from reconciler.declared import Declared
+    from reconciler.diff import diff as diff_states
+    from reconciler.git import read_revision
+    from reconciler.state import declared_state
+    from reconciler.validate import validate_sources
+
+    with cli_errors():
+        before = validate_sources(read_revision(path, base, missing_ok=True).sources)
+        after = read_revision(path, head)
+    # A tree with no documents at BASE (new directory, first commit) compares as empty.
+    base_declared = _require_valid(before, f"{base}: ") if before.documents else Declared()
+    head_declared = _require_valid(validate_sources(after.sources), f"{head}: ")
+    result = diff_states(
+        declared_state(base_declared, owner), declared_state(head_declared, owner),
+        owner=owner, now=datetime.now(UTC), source=after.source,
+    )  # fmt: skip
+    _show(result, fmt, detailed_exitcode)
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option(
+    "--branch", default="main", show_default=True, help="The branch whose tree is applied."
+)
+@click.option(
+    "--remote",
+    default="origin",
+    show_default=True,
+    help="Fetched before each round (skipped if absent).",
+)
+@click.option(
+    "--interval",
+    default="60s",
+    show_default=True,
+    help="Time between rounds (Go duration: 30s, 5m).",
+)
+@click.option(
+    "--once", is_flag=True, help="Run one round and exit (status 1 if it did not end in sync)."
+)
+@owner_option
+@database_option
+def sync(
+    path: Path,
+    branch: str,
+    remote: str,
+    interval: str,
+    once: bool,
+    owner: str,
+    database_url: str | None,
+) -> None:
+    """Keep the store converged on a git branch: fetch, plan, apply when changed, repeat.
+
+    Reads the tree from the fetched commit (the working copy is not touched), logs one
+    line per round, keeps going after errors, and stops cleanly on SIGTERM or SIGINT
+    after the round in progress.
+
+    Example: rackcron sync fleet/ --branch main --interval 60s
+    """
+    import signal
+    import socket
+    import threading
+
+    from rackcron.timing import SpecError, parse_duration
+    from reconciler.sync import run_round, sync_loop
+
+    try:
+        seconds = parse_duration(interval) / 1e9
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--interval") from None
+    if seconds <= 0:
+        raise click.BadParameter("must be positive", param_hint="--interval")
+    with cli_errors():
+        service = open_service(database_url)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    author = f"rackcron sync on {socket.gethostname()}"
+
+    def report(result) -> None:  # type: ignore[no-untyped-def]
+        click.echo(
+            f"{datetime.now(UTC).isoformat(timespec='seconds')} {result.line()}", err=not result.ok
+        )
+
+    last = sync_loop(
+        lambda: run_round(service, path, remote=remote, branch=branch, owner=owner, author=author),
+        report, interval=seconds, stop=stop, once=once,
+    )  # fmt: skip
+    if once and not last.ok:
+        sys.exit(1)

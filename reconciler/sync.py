@@ -1,0 +1,85 @@
+"""The continuous GitOps loop: fetch, read the branch's tree, plan, apply when it changed.
+
+Each round is independent: a failure (unreachable remote, invalid tree, a plan
+with errors, a failed apply) is reported and the next round tries again. The
+tree is read from the fetched commit itself, so the working copy is never
+touched and a half-written checkout is never applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rackcron.errors import RackcronError
+from rackcron.service import Service
+from reconciler.apply import Provenance, apply_plan, plan_against_store
+from reconciler.git import fetch, read_revision
+from reconciler.state import declared_state
+from reconciler.validate import validate_sources
+
+__all__ = ["Round", "run_round", "sync_loop"]
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one round did: ``outcome`` is in-sync, applied, invalid, refused or failed."""
+
+    revision: str | None
+    outcome: str
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("in-sync", "applied")
+
+    def line(self) -> str:
+        revision = (self.revision or "-")[:12]
+        return f"sync: revision {revision}: {self.outcome}: {self.detail}"
+
+
+def run_round(
+    service: Service, path: Path, *, remote: str, branch: str, owner: str, author: str
+) -> Round:
+    """Fetch, plan and (when the store differs) apply once."""
+    revision = None
+    try:
+        ref = fetch(path, remote, branch)
+        tree = read_revision(path, ref)
+        revision = tree.sha
+        checked = validate_sources(tree.sources)
+        if not checked.ok:
+            first = checked.errors[0].text()
+            return Round(revision, "invalid", f"{len(checked.errors)} errors, first: {first}")
+        plan = plan_against_store(
+            service, declared_state(checked.declared, owner), owner=owner, source=tree.source
+        )
+        if plan.errors:
+            return Round(revision, "refused", "; ".join(plan.errors))
+        if not plan.changes:
+            return Round(revision, "in-sync", "no changes")
+        record = apply_plan(
+            service, plan, Provenance(source=tree.path, revision=revision, author=author)
+        )
+        counts = ", ".join(f"{n} {action}" for action, n in record.summary.items() if n)
+        return Round(revision, "applied", f"{counts} (apply #{record.id})")
+    except RackcronError as exc:
+        return Round(revision, "failed", exc.message)
+
+
+def sync_loop(
+    run: Callable[[], Round],
+    report: Callable[[Round], None],
+    *,
+    interval: float,
+    stop: threading.Event,
+    once: bool = False,
+) -> Round:
+    """Run rounds every ``interval`` seconds until ``stop`` is set (or once); return the last."""
+    while True:
+        last = run()
+        report(last)
+        if once or stop.wait(interval):
+            return last

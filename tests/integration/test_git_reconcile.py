@@ -1,0 +1,137 @@
+"""Git revisions: plan/apply --rev, rackcron diff between revisions, and the sync loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_reconcile import Repo, schedule
+
+from rackcron.cli import main
+
+
+@pytest.fixture
+def repo(tmp_path: Path, store_url: str) -> Repo:
+    (tmp_path / "repo").mkdir()
+    return Repo(tmp_path / "repo", store_url)
+
+
+def test_plan_and_apply_a_committed_revision_not_the_working_copy(repo: Repo) -> None:
+    repo.write(schedule("a"))
+    committed = repo.head()
+    repo.write(schedule("a"), schedule("uncommitted"), commit=False)
+    plan = json.loads(repo.cli("plan", str(repo.path), "--rev", "HEAD", "--format", "json").output)
+    assert [c["name"] for c in plan["changes"] if c["kind"] == "schedule"] == ["a"]
+    assert plan["source"] == {"path": ".", "revision": committed, "dirty": False}
+    applied = repo.cli("apply", str(repo.path), "--rev", committed[:8], "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    (record,) = repo.service().list_applies()
+    assert (record.revision, record.dirty) == (committed, False)
+    bad = repo.cli("plan", str(repo.path), "--rev", "no-such-branch")
+    assert bad.exit_code == 1 and "error: --rev 'no-such-branch': no such revision" in bad.output
+
+
+def test_diff_between_revisions_needs_no_store(repo: Repo) -> None:
+    repo.write(schedule("a"), schedule("b"))
+    base = repo.head()
+    repo.write(schedule("a", spec='"0 3 * * *"'), schedule("c"))
+    runner = CliRunner()
+    text = runner.invoke(main, ["diff", str(repo.path), "--base", base, "--head", "HEAD"])
+    assert text.exit_code == 0, text.output
+    assert "~ spec: cron '0 2 * * 1' -> cron '0 3 * * *'" in text.output
+    assert '  # schedule "b" will be destroyed' in text.output
+    assert '  + schedule "c"' in text.output
+    assert "Plan: 1 to create, 1 to update in-place, 0 to replace, 1 to destroy." in text.output
+    detailed = runner.invoke(main, ["diff", str(repo.path), "--base", base, "--detailed-exitcode"])
+    assert detailed.exit_code == 2
+    same = runner.invoke(main, ["diff", str(repo.path), "--base", "HEAD", "--detailed-exitcode"])
+    assert same.exit_code == 0 and "No changes." in same.output
+
+
+def test_diff_from_before_the_tree_existed_creates_everything(repo: Repo) -> None:
+    repo._git("commit", "-q", "--allow-empty", "-m", "empty")
+    base = repo.head()
+    repo.write(schedule("a"))
+    result = CliRunner().invoke(main, ["diff", str(repo.path), "--base", base, "--format", "json"])
+    data = json.loads(result.output)
+    assert data["summary"]["create"] == 7 and data["summary"]["delete"] == 0
+
+
+def test_diff_reports_an_invalid_head(repo: Repo) -> None:
+    repo.write(schedule("a"))
+    repo.write(schedule("a", racks="[{name: nope}]"))
+    result = CliRunner().invoke(main, ["diff", str(repo.path), "--base", "HEAD~1"])
+    assert result.exit_code == 1
+    assert "schedules.yaml:9:21: error:" in result.output and "HEAD: 3 files" not in result.output
+
+
+class Remote:
+    """An origin repository, a clone people push from, and a deploy checkout that syncs."""
+
+    def __init__(self, tmp_path: Path, url: str) -> None:
+        self.origin = tmp_path / "origin.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.origin)], check=True)
+        (tmp_path / "work").mkdir()
+        self.work = Repo(tmp_path / "work", url)
+        self.work._git("remote", "add", "origin", str(self.origin))
+        self.deploy = tmp_path / "deploy"
+        self.url = url
+
+    def push(self, *schedules: str) -> str:
+        self.work.write(*schedules)
+        self.work._git("push", "-q", "origin", "main")
+        if not self.deploy.exists():
+            subprocess.run(["git", "clone", "-q", str(self.origin), str(self.deploy)], check=True)
+        return self.work.head()
+
+    def sync_once(self):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(
+            main, ["sync", str(self.deploy), "--once", "--database-url", self.url]
+        )
+
+
+def test_sync_applies_what_is_pushed_and_survives_bad_commits(
+    tmp_path: Path, store_url: str
+) -> None:
+    remote = Remote(tmp_path, store_url)
+    first = remote.push(schedule("a"))
+    result = remote.sync_once()
+    assert result.exit_code == 0, result.output
+    assert f"sync: revision {first[:12]}: applied: 7 create (apply #1)" in result.output
+    assert "in-sync: no changes" in remote.sync_once().output
+    second = remote.push(schedule("a"), schedule("b"))
+    assert f"sync: revision {second[:12]}: applied: 1 create" in remote.sync_once().output
+    broken = remote.push(schedule("a", racks="[{name: nope}]"))
+    failed = remote.sync_once()
+    assert failed.exit_code == 1
+    assert f"sync: revision {broken[:12]}: invalid: 1 errors" in failed.output
+    service = remote.work.service()
+    assert sorted(s.name for s in service.list_schedules().items) == ["a", "b"]
+    (latest, *_) = service.list_applies()
+    assert latest.revision == second and latest.author.startswith("rackcron sync on ")
+
+
+def test_sync_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sync.db'}"
+    remote = Remote(tmp_path, url)
+    remote.push(schedule("a"))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "sync", str(remote.deploy), "--interval", "1h",
+         "--database-url", url],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "applied" in line, line
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0
+    assert time.monotonic() - started < 10
