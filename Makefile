@@ -29,12 +29,12 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-## run: a fresh SQLite store: validate and apply examples/, then list the schedules
+## run: a fresh SQLite store: validate and apply examples/fleet, then list the schedules
 run: $(STAMP)
 	rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
 	mkdir -p $(dir $(RUN_DB))
-	$(BIN)/rackcron validate examples
-	$(BIN)/rackcron apply examples --auto-approve --database-url sqlite:///$(RUN_DB)
+	$(BIN)/rackcron validate examples/fleet
+	$(BIN)/rackcron apply examples/fleet --auto-approve --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
 
 bench: $(STAMP)

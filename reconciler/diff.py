@@ -317,7 +317,9 @@ class _Differ:
                     )
                     continue
                 fields = tuple(
-                    FieldChange(f, _plain(getattr(have, f, None)), _plain(getattr(want, f)))
+                    FieldChange(
+                        f, self._shown(f, getattr(have, f, None)), self._shown(f, getattr(want, f))
+                    )
                     for f in type(want).model_fields
                     if have is None or getattr(have, f) != getattr(want, f)
                 )
@@ -333,6 +335,14 @@ class _Differ:
                     )
                 )  # type: ignore[arg-type]
         return changes
+
+    def _shown(self, field: str, value: Any) -> Any:
+        """A field's value for people: racks by name instead of UUID."""
+        if field == "rack_id" and value is not None:
+            return self.desired.rack_name(value)
+        if field == "rack_ids" and value is not None:
+            return [self.desired.rack_name(r) for r in value]
+        return _plain(value)
 
     def inventory_deletions(self, remaining: Iterable[ScheduleState]) -> list[Change]:
         owned_racks = {r for r, rack in self.current.racks.items() if rack.owner == self.owner}

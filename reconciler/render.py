@@ -120,8 +120,49 @@ def _times_table(times: dict[str, Any]) -> list[str]:
     return out
 
 
+def _inventory_row(change: dict[str, Any]) -> str:
+    if change["action"] == "delete":
+        what = change["reason"]
+    elif change["action"] == "create":
+        skip = ("id", "name", "owner")
+        what = ", ".join(
+            f"{f['field']} {_value(f['new'])}" for f in change["fields"] if f["field"] not in skip
+        )
+    else:
+        what = "; ".join(
+            f"{f['field']}: {_value(f['old'])} → {_value(f['new'])}" for f in change["fields"]
+        )
+    return (
+        f"| `{_SYMBOL[change['action']]}` | {change['kind']} | {change['name']} | {what or '—'} |"
+    )
+
+
+def _schedule_block(change: dict[str, Any]) -> list[str]:
+    summary = f"<code>{_SYMBOL[change['action']]}</code> <b>{change['name']}</b> {_VERB[change['action']]}"
+    lines = ["<details>", f"<summary>{summary}</summary>", ""]
+    if change["reason"]:
+        lines.append(f"Reason: {change['reason']}  ")
+    if change.get("source"):
+        lines.append(f"Declared in `{change['source']}`")
+    if change["fields"]:
+        lines += ["", "| field | before | after |", "|---|---|---|"]
+        for f in change["fields"]:
+            before = "—" if f["old"] is None else f"`{_value(f['old'])}`"
+            lines.append(f"| {f['field']} | {before} | `{_value(f['new'])}` |")
+    if change["scope"]:
+        lines += ["", "| rack | scope change | before | after |", "|---|---|---|---|"]
+        lines += [
+            f"| {e['rack']} | {e['change']} | {e['old'] or '—'} | {e['new'] or '—'} |"
+            for e in change["scope"]
+        ]
+    if change.get("fire_times"):
+        lines += _times_table(change["fire_times"])
+    return [*lines, "", "</details>", ""]
+
+
 def render_markdown(plan: dict[str, Any]) -> str:
-    """The plan as a pull-request comment: counts first, then one collapsible block per change."""
+    """The plan as a pull-request comment: counts first, inventory as one table, one
+    collapsible block per schedule, warnings folded away."""
     s = plan["summary"]
     status = (
         "❌ cannot be applied"
@@ -136,35 +177,27 @@ def render_markdown(plan: dict[str, Any]) -> str:
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
-    for error in plan["errors"]:
-        lines.append(f"> **Error:** {error}")
-    for warning in plan["warnings"]:
-        lines.append(f"> **Warning:** {warning}")
-    if plan["errors"] or plan["warnings"]:
+    lines += [f"> **Error:** {error}" for error in plan["errors"]]
+    if plan["errors"]:
         lines.append("")
-    for change in plan["changes"]:
-        symbol = _SYMBOL[change["action"]]
-        summary = f"<code>{symbol}</code> {change['kind']} <b>{change['name']}</b> {_VERB[change['action']]}"
-        lines += ["<details>", f"<summary>{summary}</summary>", ""]
-        if change["reason"]:
-            lines.append(f"Reason: {change['reason']}")
-        if change.get("source"):
-            lines.append(f"Declared in `{change['source']}`")
-        if change["fields"]:
-            lines += ["", "| field | before | after |", "|---|---|---|"]
-            lines += [
-                f"| {f['field']} | {'—' if f['old'] is None else '`' + _value(f['old']) + '`'} | `{_value(f['new'])}` |"
-                for f in change["fields"]
-            ]
-        if change["scope"]:
-            lines += ["", "| rack | scope change | before | after |", "|---|---|---|---|"]
-            lines += [
-                f"| {e['rack']} | {e['change']} | {e['old'] or '—'} | {e['new'] or '—'} |"
-                for e in change["scope"]
-            ]
-        if change.get("fire_times"):
-            lines += _times_table(change["fire_times"])
+    if plan["warnings"]:
+        lines += [
+            "<details>",
+            f"<summary>⚠️ {len(plan['warnings'])} warnings: schedules that share racks</summary>",
+            "",
+        ]
+        lines += [f"- {w}" for w in plan["warnings"]]
         lines += ["", "</details>", ""]
+    inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
+    if inventory:
+        lines += ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
+        lines += [_inventory_row(c) for c in inventory]
+        lines.append("")
+    schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
+    if schedules:
+        lines += ["#### Schedules", ""]
+        for change in schedules:
+            lines += _schedule_block(change)
     if plan["unmanaged"]:
         names = ", ".join(f"`{n}`" for n in plan["unmanaged"])
         lines += [f"Unmanaged schedules left alone: {names}", ""]

@@ -261,8 +261,13 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
 @click.option("--head", default="HEAD", show_default=True, help="The revision with the change.")
 @format_choice
 @detailed_exitcode_option
+@click.option(
+    "--now", "at", metavar="RFC3339", help="Show fire times from this instant (default: now)."
+)
 @owner_option
-def diff(path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, owner: str) -> None:
+def diff(
+    path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, at: str | None, owner: str
+) -> None:
     """Show what a change between two git revisions of PATH would do, without a store.
 
     What a pull request changes: the plan from the tree at BASE to the tree at HEAD,
@@ -271,12 +276,17 @@ def diff(path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, ow
 
     Example: rackcron diff examples/ --base origin/main --head HEAD --format markdown
     """
+    from rackcron.timing import SpecError, parse_rfc3339
     from reconciler.declared import Declared
     from reconciler.diff import diff as diff_states
     from reconciler.git import read_revision
     from reconciler.state import declared_state
     from reconciler.validate import validate_sources
 
+    try:
+        now = parse_rfc3339(at) if at else datetime.now(UTC)
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--now") from None
     with cli_errors():
         before = validate_sources(read_revision(path, base, missing_ok=True).sources)
         after = read_revision(path, head)
@@ -285,7 +295,7 @@ def diff(path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, ow
     head_declared = _require_valid(validate_sources(after.sources), f"{head}: ")
     result = diff_states(
         declared_state(base_declared, owner), declared_state(head_declared, owner),
-        owner=owner, now=datetime.now(UTC), source=after.source,
+        owner=owner, now=now, source=after.source,
     )  # fmt: skip
     _show(result, fmt, detailed_exitcode)
 

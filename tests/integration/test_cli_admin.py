@@ -15,7 +15,7 @@ from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 
 
 def _run(*args: str, url: str, input: str | None = None):  # type: ignore[no-untyped-def]
@@ -51,7 +51,7 @@ def test_every_command_has_help_with_an_example(path: list[str]) -> None:
         assert "example" in result.output.lower(), (
             f"`rackcron {' '.join(path)} --help` has no example"
         )
-    readme = (EXAMPLES.parent / "README.md").read_text()
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
     assert f"rackcron {path[0]}" in readme, f"README does not mention `rackcron {path[0]}`"
 
 
@@ -82,7 +82,7 @@ def test_examples_load_with_their_declared_state(loaded: str) -> None:
 def test_schedules_list_get_json(loaded: str) -> None:
     listed = _run("schedules", "list", "--format", "json", url=loaded)
     data = json.loads(listed.output)
-    assert data["total"] == len(data["task_schedules"]) == 6
+    assert data["total"] == len(data["task_schedules"]) == 9
     first = data["task_schedules"][0]
     assert {"id", "name", "operation_type", "description", "next_run_at"} <= set(first)
     got = _run("schedules", "get", "nightly-compute-firmware", url=loaded)
@@ -90,7 +90,7 @@ def test_schedules_list_get_json(loaded: str) -> None:
     assert "Upgrade Firmware to 2.3.1 [UPGRADE_FIRMWARE]" in got.output
     assert got.output.count("types: COMPUTE") == 2
     paged = _run("schedules", "list", "--limit", "2", url=loaded)
-    assert "(2 of 6)" in paged.output
+    assert "(2 of 9)" in paged.output
 
 
 def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:

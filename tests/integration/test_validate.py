@@ -252,11 +252,12 @@ def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no such file or directory" in missing.output
 
 
-def test_examples_are_valid() -> None:
-    examples = Path(__file__).resolve().parents[2] / "examples"
+@pytest.mark.parametrize("revision", ["fleet", "fleet-v2"])
+def test_examples_are_valid(revision: str) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / revision
     result = validate_tree(examples)
     assert result.ok, [d.text() for d in result.diagnostics]
-    assert len(result.declared.schedules) >= 6
+    assert len(result.declared.schedules) >= 9
 
 
 def test_example_files_name_the_schema_of_their_kind() -> None:

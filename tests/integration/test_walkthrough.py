@@ -1,0 +1,54 @@
+"""docs/walkthrough.md: the Markdown shown for `rackcron diff` of the two example revisions
+is exactly what the command prints. Set RACKCRON_UPDATE_GOLDEN=1 to rewrite the block
+(then review the diff of the docs)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rackcron.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "walkthrough.md"
+BLOCK = re.compile(r"(<!-- diff-markdown:start -->\n)(.*?)(<!-- diff-markdown:end -->)", re.DOTALL)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def test_walkthrough_diff_markdown_is_real_output(tmp_path: Path) -> None:
+    repo = tmp_path / "fleet-repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "ops@example.com")
+    _git(repo, "config", "user.name", "Ops")
+    shutil.copytree(ROOT / "examples" / "fleet", repo / "fleet")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "v1")
+    _git(repo, "checkout", "-q", "-b", "tune-schedules")
+    shutil.rmtree(repo / "fleet")
+    shutil.copytree(ROOT / "examples" / "fleet-v2", repo / "fleet")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "v2")
+    result = CliRunner().invoke(
+        main,
+        ["diff", str(repo / "fleet"), "--base", "main", "--head", "HEAD", "--format", "markdown",
+         "--now", "2026-12-01T00:00:00Z"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = DOC.read_text()
+    if os.environ.get("RACKCRON_UPDATE_GOLDEN") == "1":
+        DOC.write_text(BLOCK.sub(lambda m: m.group(1) + result.output + m.group(3), text))
+        return
+    shown = BLOCK.search(text)
+    assert shown is not None, "docs/walkthrough.md lost its diff-markdown block"
+    assert shown.group(2) == result.output
+    counts = re.search(r"\| (\d+) \| (\d+) \| (\d+) \| (\d+) \| ready to apply \|", result.output)
+    assert counts and all(int(n) > 0 for n in counts.groups()), "v2 must exercise every action"
