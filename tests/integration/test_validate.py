@@ -7,7 +7,10 @@ JSON path. Lines and columns are 1-based, as editors show them.
 
 from __future__ import annotations
 
+import gc
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -282,3 +285,40 @@ def test_a_tree_without_documents_is_an_error(tmp_path: Path) -> None:
     assert d.message == "no rackcron/v1 documents found"
     (tmp_path / "notes.yaml").unlink()
     assert not validate_tree(tmp_path).ok
+
+
+@pytest.fixture(scope="module")
+def applied_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store holding the corpus inventory and one good schedule, applied once."""
+    tree = tmp_path_factory.mktemp("good")
+    _tree(tree, schedule(GOOD_SPEC))
+    db = tree / "store.db"
+    result = CliRunner().invoke(
+        main, ["apply", str(tree), "--auto-approve", "--database-url", f"sqlite:///{db}"]
+    )
+    assert result.exit_code == 0, result.output
+    # Close what the in-process CLI left open and fold the WAL into the file, so the
+    # bytes only change if something writes.
+    gc.collect()
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db
+
+
+def _store_bytes(db: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in db.parent.glob(db.name + "*")}
+
+
+@pytest.mark.parametrize("content", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_applying_broken_input_leaves_the_store_byte_for_byte_unchanged(
+    tmp_path: Path, applied_store: Path, content: str
+) -> None:
+    before = _store_bytes(applied_store)
+    _tree(tmp_path, content)
+    url = f"sqlite:///{applied_store}"
+    result = CliRunner().invoke(
+        main, ["apply", str(tmp_path), "--auto-approve", "--database-url", url]
+    )
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert _store_bytes(applied_store) == before
