@@ -21,6 +21,10 @@ __all__ = ["main"]
 _COMMANDS: dict[str, tuple[str, str]] = {
     "next": ("rackcron.cli.next_cmd:next_command", "Preview the next fire times of a spec."),
     "validate": ("rackcron.cli.validate_cmd:validate", "Check declared YAML: schema and meaning."),
+    "conflicts": (
+        "rackcron.cli.conflicts_cmd:conflicts",
+        "Find schedules that can collide on the same racks.",
+    ),
     "plan": ("rackcron.cli.reconcile_cmd:plan", "Show what applying a tree would change."),
     "apply": ("rackcron.cli.reconcile_cmd:apply", "Apply a tree or a saved plan to the store."),
     "history": ("rackcron.cli.reconcile_cmd:history", "Show the apply log."),

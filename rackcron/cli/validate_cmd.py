@@ -20,7 +20,14 @@ __all__ = ["validate"]
     help="text: file:line:col: severity: message [path]; json: a versioned report;"
     " github: workflow annotations for pull requests.",
 )
-def validate(paths: tuple[Path, ...], fmt: str) -> None:
+@click.option(
+    "--conflicts",
+    "with_conflicts",
+    is_flag=True,
+    help="After a clean validation, warn about enabled schedules sharing a rack"
+    " (the coarse check of `rackcron conflicts`; exit status unchanged).",
+)
+def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
     """Validate the YAML under PATHS (default: the current directory).
 
     Every problem is reported at once, each at its file, line and column:
@@ -29,7 +36,7 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
     strings or time zones, cron that never fires, duplicate names, targets that
     name undeclared racks, components or domains). Exit status: 0 clean, 1 errors.
 
-    Example: rackcron validate examples/ --format github
+    Example: rackcron validate examples/ --format github --conflicts
     """
     from reconciler.diagnostics import render
     from reconciler.validate import validate_tree
@@ -38,6 +45,10 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
         result = validate_tree(*(paths or (Path("."),)))
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
+    if with_conflicts and result.ok:
+        from reconciler.conflicts import coarse_conflicts, to_diagnostics
+
+        result.diagnostics += to_diagnostics(coarse_conflicts(result.declared))
     output = render(result.diagnostics, fmt)
     if output:
         click.echo(output)

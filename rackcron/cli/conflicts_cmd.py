@@ -1,0 +1,195 @@
+"""``rackcron conflicts``: find declared schedules that can collide, as a CI dry-run.
+
+Reads the store only with ``--with-store``, and then only in a read-only
+transaction; the analysis itself is ``reconciler.conflicts`` (pure).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from rackcron.cli._common import cli_errors, database_option, open_service
+from rackcron.cli.reconcile_cmd import owner_option
+
+if TYPE_CHECKING:
+    from reconciler.conflicts import StoreView
+
+__all__ = ["conflicts"]
+
+
+def _duration(text: str, what: str) -> timedelta:
+    """A positive Go duration as a timedelta (rounded up to whole microseconds)."""
+    from rackcron.timing import SpecError, parse_duration
+
+    try:
+        nanoseconds = parse_duration(text)
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint=what) from None
+    if nanoseconds <= 0:
+        raise click.BadParameter(f"must be positive, got {text!r}", param_hint=what)
+    return timedelta(microseconds=-(-nanoseconds // 1000))
+
+
+def _durations(values: tuple[str, ...]) -> dict[str, timedelta]:
+    from reconciler.conflicts import OPERATIONS
+
+    durations = {}
+    for value in values:
+        operation, sep, text = value.partition("=")
+        if not sep or operation not in OPERATIONS:
+            raise click.BadParameter(
+                f"{value!r}: expected OP=DURATION with OP one of {', '.join(OPERATIONS)}",
+                param_hint="--duration",
+            )
+        durations[operation] = _duration(text, "--duration")
+    return durations
+
+
+def _now(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    from rackcron.timing import SpecError, parse_rfc3339
+
+    try:
+        return parse_rfc3339(text)
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--now") from None
+
+
+def _refuse_missing_sqlite(database_url: str | None) -> None:
+    """Opening a SQLite path that does not exist would create an empty store: say so instead."""
+    import sqlalchemy as sa
+
+    from rackcron.store import default_database_url
+
+    url = sa.make_url(database_url or default_database_url())
+    database = url.database or ""
+    on_disk = database not in ("", ":memory:") and not database.startswith("file:")
+    if url.get_backend_name() == "sqlite" and on_disk and not Path(database).expanduser().exists():
+        raise click.UsageError(f"--with-store: no store at {database}")
+
+
+def _read_store(database_url: str | None) -> StoreView:
+    """Every stored schedule with its scope, and the inventory, in one read-only transaction."""
+    from reconciler.conflicts import StoredSchedule, StoreView
+
+    _refuse_missing_sqlite(database_url)
+    with cli_errors():
+        service = open_service(database_url)
+        try:
+            with service.transaction(write=False) as ops:
+                schedules = tuple(
+                    StoredSchedule(s, tuple((e.rack_id, e.component_filter) for e in ops.list_scopes(s.id)))
+                    for s in ops.list_schedules().items
+                )  # fmt: skip
+                return StoreView(schedules, tuple(ops.list_racks()), tuple(ops.list_components()))
+        finally:
+            service.close()
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option(
+    "--precise",
+    is_flag=True,
+    help="Keep only pairs whose components intersect and whose firings overlap in time.",
+)
+@click.option(
+    "--horizon",
+    default="336h",
+    show_default=True,
+    help="With --precise: how far ahead to compare fire times (a Go duration; 336h = 14 days).",
+)
+@click.option(
+    "--duration",
+    "durations",
+    multiple=True,
+    metavar="OP=DURATION",
+    help="With --precise: how long an operation is assumed to run, e.g. upgrade_firmware=3h"
+    " (repeatable). Defaults: power_on/power_off/power_reset 10m, ingest 30m,"
+    " bring_up and upgrade_firmware 2h.",
+)
+@click.option(
+    "--now",
+    "now_text",
+    metavar="RFC3339",
+    help="With --precise: start the horizon at this instant instead of now.",
+)
+@click.option("--strict", is_flag=True, help="Exit 1 when any conflict is found.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, json (rackcron.conflicts/v1), github: workflow annotations.",
+)
+@click.option(
+    "--with-store",
+    is_flag=True,
+    help="Also compare the enabled schedules in the store that the tree does not declare"
+    " (read-only; those --owner manages unprotected are left out: an apply deletes them).",
+)
+@owner_option
+@database_option
+def conflicts(
+    path: Path,
+    precise: bool,
+    horizon: str,
+    durations: tuple[str, ...],
+    now_text: str | None,
+    strict: bool,
+    fmt: str,
+    with_store: bool,
+    owner: str,
+    database_url: str | None,
+) -> None:
+    """Find schedules in PATH (default: the current directory) that can collide.
+
+    By default the check is coarse, the service's CheckScheduleConflicts for each
+    enabled schedule: another enabled schedule with a scope on one of its racks is
+    a conflict. --precise reports only pairs that can really collide: their
+    component sets intersect on a shared rack (filters resolved through the
+    inventory) and their firings overlap within the horizon, each firing assumed
+    to run for its operation's duration; each with its first colliding time.
+
+    Conflicts are warnings: exit 0, or 1 with --strict when any is found. An
+    invalid tree prints its diagnostics and exits 1.
+
+    Example: rackcron conflicts examples/fleet --precise --duration ingest=1h
+    """
+    from reconciler import conflicts as check
+    from reconciler.diagnostics import render
+    from reconciler.validate import validate_tree
+
+    span = _duration(horizon, "--horizon")
+    lengths = _durations(durations)
+    now = _now(now_text)
+    validated = validate_tree(path)
+    if not validated.ok:
+        click.echo(render(validated.errors, fmt), err=fmt == "text")
+        click.echo(validated.summary(), err=True)
+        sys.exit(1)
+    store = _read_store(database_url) if with_store else None
+    mine = owner if with_store else None
+    if precise:
+        report = check.precise_conflicts(
+            validated.declared, store, now=now, horizon=span, durations=lengths, owner=mine
+        )
+    else:
+        report = check.coarse_conflicts(validated.declared, store, owner=mine)
+    if fmt == "json":
+        click.echo(check.render_json(report.to_json()))
+    elif fmt == "github":
+        severity = "error" if strict else "warning"
+        output = render(check.to_diagnostics(report, severity), "github")
+        if output:
+            click.echo(output)
+    else:
+        click.echo(check.render_text(report.to_json()))
+    sys.exit(1 if strict and report.conflicts else 0)
