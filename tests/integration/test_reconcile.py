@@ -431,3 +431,36 @@ def test_markdown_shows_counts_first_and_fire_times(repo: Repo) -> None:
         "| next fire times | before (America/New_York) | after (America/New_York) |"
         in result.output
     )
+
+
+def test_two_applies_racing_never_interleave(repo: Repo) -> None:
+    import threading
+
+    from rackcron.service import ApplyLocked
+
+    repo.write(schedule("a"), schedule("b"))
+    declared = validate_tree(repo.path).declared
+    services = [repo.service(), repo.service()]
+    plans = [
+        plan_against_store(s, declared_state(declared, "default"), owner="default")
+        for s in services
+    ]
+    outcomes: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(apply_plan(services[i], plans[i], Provenance(source=f"t{i}")))
+        except (ApplyLocked, StalePlan) as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    applied = [o for o in outcomes if not isinstance(o, Exception)]
+    assert len(applied) == 1, outcomes  # the other saw the lock, or a store that had moved on
+    assert sorted(s.name for s in services[0].list_schedules().items) == ["a", "b"]
+    assert len(services[0].list_applies()) == 1
