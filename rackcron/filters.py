@@ -53,7 +53,10 @@ def canonical_type(name: str) -> ComponentType:
     try:
         return ComponentType(str(name).upper())
     except ValueError:
-        raise InvalidArgument(f"unknown component type {name!r}") from None
+        raise InvalidArgument(
+            f"component_types: unknown component type {name!r}; expected one of"
+            f" {', '.join(t.value for t in ComponentType)}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the service derives the response's ``operation_type`` and ``description``
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from rackcron.errors import InvalidArgument
@@ -48,7 +49,7 @@ def to_template(op: Operation) -> OperationTemplate:
         case PowerOn() | PowerOff() | PowerReset():
             code = _power_code(op)
             info = {"operation": _POWER_OPS[code][0], "forced": code.startswith("force_")}
-            _queue_timeout(op.queue_options, info)
+            _queue_timeout(op.queue_options, info, op.kind)
             kind = "power_control"
         case BringUp():
             kind, code, info = "bring_up", "bring_up", {}
@@ -56,14 +57,32 @@ def to_template(op: Operation) -> OperationTemplate:
             kind, code, info = "bring_up", "ingest", {"op_code": "ingest"}
         case UpgradeFirmware():
             kind, code, info = "firmware_control", "upgrade", _firmware_info(op)
-            _queue_timeout(op.queue_options, info)
+            _queue_timeout(op.queue_options, info, op.kind)
         case _:  # pragma: no cover - the union is closed
             raise InvalidArgument("operation is required")
     if op.rule_id:
-        info["rule_id"] = op.rule_id
+        try:
+            info["rule_id"] = str(uuid.UUID(op.rule_id))
+        except ValueError:
+            raise InvalidArgument(
+                f'operation.{op.kind}.rule_id: invalid UUID "{op.rule_id}"'
+            ) from None
     if getattr(op, "override_readiness_check", False):
         info["override_readiness_check"] = True
+    _check_strings(info, f"operation.{op.kind}")
     return OperationTemplate(type=kind, code=code, information=info)
+
+
+def _check_strings(value: Any, field: str) -> None:
+    """PostgreSQL cannot store NUL characters in JSON; refuse them everywhere."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidArgument(f"{field} must not contain NUL characters")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_strings(item, f"{field}[{i}]")
 
 
 def _power_code(op: PowerOn | PowerOff | PowerReset) -> str:
@@ -73,10 +92,21 @@ def _power_code(op: PowerOn | PowerOff | PowerReset) -> str:
     return f"force_{base}" if op.forced else base
 
 
-def _queue_timeout(options: Any, info: dict[str, Any]) -> None:
+_INT32_MAX = 2**31 - 1  # queue_timeout_seconds is an int32 on the wire
+
+
+def _queue_timeout(options: Any, info: dict[str, Any], kind: str) -> None:
     # conflict_strategy is ignored for schedules: the overlap policy decides.
-    if options is not None and options.queue_timeout_seconds > 0:
-        info["queue_timeout_seconds"] = options.queue_timeout_seconds
+    if options is None:
+        return
+    seconds = options.queue_timeout_seconds
+    if seconds > _INT32_MAX:
+        raise InvalidArgument(
+            f"operation.{kind}.queue_options.queue_timeout_seconds must be at most {_INT32_MAX},"
+            f" got {seconds}"
+        )
+    if seconds > 0:  # zero or negative: no timeout, as the reference does
+        info["queue_timeout_seconds"] = seconds
 
 
 def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:

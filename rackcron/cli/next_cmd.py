@@ -55,7 +55,7 @@ __all__ = ["next_command"]
 @click.option(
     "-n",
     "count",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1000),
     default=5,
     show_default=True,
     help="How many fire times to show.",

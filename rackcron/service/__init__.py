@@ -19,6 +19,7 @@ run the three phases in three transactions (see ``_firing``).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -104,7 +105,10 @@ class Service:
             with transaction(self.engine, write=write) as conn:
                 yield Operations(conn, self.clock())
         except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+            # The driver's own message, first line only: no SQL text or parameters.
+            cause = getattr(exc, "orig", None) or exc
+            detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+            raise StoreError(f"database error: {type(cause).__name__}: {detail}") from exc
 
     # Schedules
     create_schedule = _in_transaction("create_schedule")
@@ -122,6 +126,7 @@ class Service:
     update_scope = _in_transaction("update_scope")
     remove_scope = _in_transaction("remove_scope")
     list_scopes = _in_transaction("list_scopes", write=False)
+    scopes_by_schedule = _in_transaction("scopes_by_schedule", write=False)
     # Tasks
     list_tasks = _in_transaction("list_tasks", write=False)
     get_tasks = _in_transaction("get_tasks", write=False)
@@ -143,9 +148,18 @@ class Service:
     list_applies = _in_transaction("list_applies", write=False)
 
     def _finish(self, firing: Firing) -> FireResult:
-        with self.transaction() as ops:
-            outcomes = ops.submit(firing)
-        with self.transaction() as ops:
+        """Phases 2 and 3 of a claimed firing. A store failure fails this firing's
+        submissions (its tick is spent: at most once) and never the next firing's."""
+        try:
+            with self.transaction() as ops:
+                outcomes = ops.submit(firing)
+        except StoreError as exc:
+            outcomes = [
+                ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message) for s in firing.scopes
+            ]
+            return FireResult(firing, outcomes)
+        # Without the write-back the overlap check still finds the tasks by scope id.
+        with contextlib.suppress(StoreError), self.transaction() as ops:
             ops.write_back(outcomes)
         return FireResult(firing, outcomes)
 
@@ -161,7 +175,9 @@ class Service:
         result = self._finish(firing)
         if firing.scopes and not result.task_ids:
             errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
-            raise FailedPrecondition(f"every task submission failed: {errors}")
+            raise FailedPrecondition(
+                f"id: every task submission of task schedule {firing.schedule.id} failed: {errors}"
+            )
         return result
 
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:

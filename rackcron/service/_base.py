@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from rackcron.errors import InvalidArgument
 
-__all__ = ["OpsBase", "parse_id"]
+__all__ = ["INT32_MAX", "OpsBase", "check_page", "check_text", "paged", "parse_id"]
 
 
 def parse_id(value: uuid.UUID | str | None, field: str) -> uuid.UUID:
@@ -29,12 +29,31 @@ def parse_id(value: uuid.UUID | str | None, field: str) -> uuid.UUID:
         raise InvalidArgument(f'{field}: invalid UUID "{value}"') from None
 
 
+INT32_MAX = 2**31 - 1  # the wire type of pagination and queue timeouts
+
+
 def check_page(offset: int, limit: int) -> None:
-    """:raises InvalidArgument: a negative offset or limit."""
-    if offset < 0:
-        raise InvalidArgument(f"pagination.offset must not be negative, got {offset}")
-    if limit < 0:
-        raise InvalidArgument(f"pagination.limit must not be negative, got {limit}")
+    """:raises InvalidArgument: an offset or limit that is negative or beyond int32."""
+    for name, value in (("offset", offset), ("limit", limit)):
+        if value < 0:
+            raise InvalidArgument(f"pagination.{name} must not be negative, got {value}")
+        if value > INT32_MAX:
+            raise InvalidArgument(f"pagination.{name} must be at most {INT32_MAX}, got {value}")
+
+
+def check_text(value: str | None, field: str, *, max_length: int = 255) -> str | None:
+    """``value`` unchanged, if the store can hold it on every backend.
+
+    :raises InvalidArgument: longer than ``max_length`` or holding a NUL character
+        (PostgreSQL refuses it; SQLite would silently accept it).
+    """
+    if value is None:
+        return None
+    if len(value) > max_length:
+        raise InvalidArgument(f"{field} must be at most {max_length} characters, got {len(value)}")
+    if "\x00" in value:
+        raise InvalidArgument(f"{field} must not contain NUL characters")
+    return value
 
 
 def paged(query: sa.Select[Any], offset: int, limit: int) -> sa.Select[Any]:

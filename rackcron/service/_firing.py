@@ -158,6 +158,9 @@ class FiringOps(ScheduleOps, TaskOps):
         schedule = firing.schedule
         assert schedule.template is not None
         submitting = {s.id for s in firing.submit}
+        # Lock the firing's racks in one stable order before submitting: two firings
+        # over the same racks in different scope orders would otherwise deadlock.
+        self.lock_racks(s.rack_id for s in firing.submit)
         outcomes = []
         for scope in firing.scopes:
             if scope.id not in submitting:
@@ -174,8 +177,13 @@ class FiringOps(ScheduleOps, TaskOps):
                         schedule_id=schedule.id,
                         scope_id=scope.id,
                     )
-            except (RackcronError, sa.exc.SQLAlchemyError) as exc:
-                outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "failed", error=str(exc)))
+            except Exception as exc:  # one scope's failure never stops the others
+                error = (
+                    exc.message
+                    if isinstance(exc, RackcronError)
+                    else f"{type(exc).__name__}: {exc}"
+                )
+                outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "failed", error=error))
                 continue
             result = "queued" if submitted.status == TaskStatus.WAITING else "submitted"
             outcomes.append(ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.id))

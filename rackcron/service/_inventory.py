@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import Component, NVLDomain, Rack
 from rackcron.service import _rows
-from rackcron.service._base import OpsBase, parse_id
+from rackcron.service._base import OpsBase, check_text, parse_id
 from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack, task_schedule_scope
 from rackcron.targets import normalize_mac
 
@@ -23,6 +23,9 @@ __all__ = ["InventoryOps"]
 
 class InventoryOps(OpsBase):
     def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: dict[str, object]) -> None:
+        for field, value in values.items():
+            if isinstance(value, str):
+                check_text(value, f"{table.name}.{field}")
         exists = self.conn.execute(
             sa.select(table.c.id).where(table.c.id == item_id).with_for_update()
         ).first()

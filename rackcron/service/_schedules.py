@@ -18,7 +18,7 @@ from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, Invalid
 from rackcron.filters import to_stored
 from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
-from rackcron.service._base import check_page, paged, parse_id
+from rackcron.service._base import check_page, check_text, paged, parse_id
 from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
@@ -51,6 +51,11 @@ def _spec(config: ScheduleConfig, timezone: str) -> timing.Spec:
 
 
 def _management_values(management: Management) -> dict[str, Any]:
+    check_text(management.owner, "management.owner")
+    check_text(management.source, "management.source", max_length=4096)
+    for key, value in management.labels.items():
+        check_text(key, "management.labels", max_length=63)
+        check_text(value, f"management.labels.{key}")
     return {
         "owner": management.owner,
         "source": management.source,
@@ -62,7 +67,7 @@ def _management_values(management: Management) -> dict[str, Any]:
 def _name(config: ScheduleConfig) -> str:
     if not config.name.strip():
         raise InvalidArgument("schedule.name is required")
-    return config.name
+    return check_text(config.name, "schedule.name")  # type: ignore[return-value]
 
 
 class ScheduleOps(TargetOps):
@@ -91,25 +96,31 @@ class ScheduleOps(TargetOps):
         if self._schedule_id_by_name(name) is not None:
             raise AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
         schedule_id = uuid.uuid4()
-        self.conn.execute(
-            task_schedule.insert().values(
-                id=schedule_id,
-                name=name,
-                spec_type=config.spec_type.value,  # type: ignore[union-attr]
-                spec=config.spec,
-                timezone=timezone,
-                operation_type=template.type,
-                operation_code=template.code,
-                operation_information=template.information,
-                overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
-                enabled=True,
-                next_run_at=timing.first_run(spec, self.now),
-                last_run_at=None,
-                created_at=self.now,
-                updated_at=self.now,
-                **_management_values(management or Management()),
-            )
+        insert = task_schedule.insert().values(
+            id=schedule_id,
+            name=name,
+            spec_type=config.spec_type.value,  # type: ignore[union-attr]
+            spec=config.spec,
+            timezone=timezone,
+            operation_type=template.type,
+            operation_code=template.code,
+            operation_information=template.information,
+            overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
+            enabled=True,
+            next_run_at=timing.first_run(spec, self.now),
+            last_run_at=None,
+            created_at=self.now,
+            updated_at=self.now,
+            **_management_values(management or Management()),
         )
+        try:
+            with self.conn.begin_nested():
+                self.conn.execute(insert)
+        except sa.exc.IntegrityError:
+            # A concurrent create took the name between the check and the insert.
+            raise AlreadyExists(
+                f'schedule.name: a task schedule named "{name}" already exists'
+            ) from None
         self.insert_scopes(schedule_id, resolved, first_ordinal=0)
         return self.get_schedule(schedule_id)
 
@@ -152,7 +163,7 @@ class ScheduleOps(TargetOps):
         query = sa.select(task_schedule).where(task_schedule.c.id == schedule_id)
         row = self.conn.execute(query.with_for_update() if lock else query).first()
         if row is None:
-            raise NotFound(f"task schedule {schedule_id} not found")
+            raise NotFound(f"{field}: task schedule {schedule_id} not found")
         return row
 
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
@@ -262,7 +273,8 @@ class ScheduleOps(TargetOps):
     def resume_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
         """ResumeTaskSchedule: enabled = true; interval and cron restart from now.
 
-        A one-time schedule keeps its instant; resuming an enabled schedule is a no-op.
+        A one-time schedule keeps its instant. Resuming an enabled schedule also
+        recomputes next_run_at (SEMANTICS.md "RPCs").
 
         :raises FailedPrecondition: the schedule is a consumed one-time schedule.
         """
@@ -276,8 +288,8 @@ class ScheduleOps(TargetOps):
             raise FailedPrecondition(
                 f"task schedule {row.id} is a one-time schedule that has already fired: nothing to {verb}"
             )
-        if current.enabled == enabled:
-            return current
+        if not enabled and not current.enabled:
+            return current  # pausing a paused schedule is a no-op; resume always restarts
         values: dict[str, Any] = {"enabled": enabled, "updated_at": self.now}
         if enabled and current.spec_type != timing.SpecType.ONE_TIME:
             spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)

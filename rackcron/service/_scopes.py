@@ -1,4 +1,4 @@
-"""Scope RPCs: add (merge), update (reconcile), remove, list.
+"""Scope RPCs: add (merge), update (reconcile), remove, list; and every scope at once.
 
 Rules: SEMANTICS.md "Scope". Every method locks the schedule row first, so two
 scope changes on one schedule serialise, and a raised error (a merge of filters
@@ -30,23 +30,31 @@ class ScopeOps(ScheduleOps):
         row = self.schedule_row(schedule_id, field="schedule_id")
         return self._scopes(row.id)
 
+    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]:
+        """Every schedule's scope in one query: schedule id -> its entries in scope order.
+
+        What :meth:`list_scopes` returns for each schedule, for readers of the whole
+        store (the reconciler's plan) that would otherwise query once per schedule.
+        Schedules without scope entries are absent.
+        """
+        query = sa.select(_scope).order_by(_scope.c.schedule_id, _scope.c.ordinal)
+        grouped: dict[uuid.UUID, list[Scope]] = {}
+        for row in self.conn.execute(query):
+            grouped.setdefault(row.schedule_id, []).append(_rows.scope(row))
+        return grouped
+
     def _scopes(self, schedule_id: uuid.UUID) -> list[Scope]:
         query = (
             sa.select(_scope).where(_scope.c.schedule_id == schedule_id).order_by(_scope.c.ordinal)
         )
         return [_rows.scope(r) for r in self.conn.execute(query)]
 
-    def _next_ordinal(self, scopes: list[Scope]) -> int:
-        if not scopes:
-            return 0
-        return (
-            self.conn.execute(
-                sa.select(sa.func.max(_scope.c.ordinal)).where(
-                    _scope.c.schedule_id == scopes[0].schedule_id
-                )
-            ).scalar_one()
-            + 1
-        )
+    def _next_ordinal(self, schedule_id: uuid.UUID) -> int:
+        """One past the highest ordinal the schedule's scope uses (0 when it has none)."""
+        highest = sa.func.coalesce(sa.func.max(_scope.c.ordinal), -1)
+        return self.conn.execute(
+            sa.select(highest + 1).where(_scope.c.schedule_id == schedule_id)
+        ).scalar_one()
 
     def add_scope(
         self, schedule_id: uuid.UUID | str, target_spec: TargetSpec | None
@@ -73,7 +81,7 @@ class ScopeOps(ScheduleOps):
             if merged != current.component_filter:
                 self._set_filter(current.id, merged)
                 touched.add(current.id)
-        touched.update(self.insert_scopes(row.id, new, self._next_ordinal(list(existing.values()))))
+        touched.update(self.insert_scopes(row.id, new, self._next_ordinal(row.id)))
         return [s for s in self._scopes(row.id) if s.id in touched]
 
     def _set_filter(self, scope_id: uuid.UUID, value: object) -> None:
@@ -101,7 +109,7 @@ class ScopeOps(ScheduleOps):
                 self._set_filter(current.id, filt)
                 updated += 1
         new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
-        self.insert_scopes(row.id, new, self._next_ordinal(list(existing.values())))
+        self.insert_scopes(row.id, new, self._next_ordinal(row.id))
         return ScopeUpdate(
             scopes=self._scopes(row.id), added=len(new), removed=len(removed), updated=updated
         )
@@ -117,7 +125,7 @@ class ScopeOps(ScheduleOps):
             sa.select(_scope.c.schedule_id).where(_scope.c.id == scope_id)
         ).scalar_one_or_none()
         if schedule_id is None:
-            raise NotFound(f"task schedule scope {scope_id} not found")
+            raise NotFound(f"scope_id: task schedule scope {scope_id} not found")
         self.schedule_row(schedule_id, lock=True)
         remaining = self.conn.execute(
             sa.select(sa.func.count()).where(_scope.c.schedule_id == schedule_id)

@@ -10,7 +10,7 @@ deciding, so two submitters never both see the rack idle.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 import sqlalchemy as sa
@@ -83,7 +83,7 @@ class TaskOps(OpsBase):
             sa.select(task).where(task.c.id == task_id).with_for_update()
         ).first()
         if row is None:
-            raise NotFound(f"task {task_id} not found")
+            raise NotFound(f"task_id: task {task_id} not found")
         if TaskStatus(row.status) not in ACTIVE_STATUSES:
             raise FailedPrecondition(
                 f"task {task_id} has already ended ({row.status}): nothing to cancel"
@@ -99,6 +99,14 @@ class TaskOps(OpsBase):
             )
         )
         return self.get_tasks([task_id])[0]
+
+    def lock_racks(self, rack_ids: Iterable[uuid.UUID]) -> None:
+        """Lock these racks' rows (PostgreSQL) in id order, the one order every submitter uses."""
+        ids = sorted(set(rack_ids), key=str)
+        if ids:
+            self.conn.execute(
+                sa.select(rack.c.id).where(rack.c.id.in_(ids)).order_by(rack.c.id).with_for_update()
+            ).all()
 
     def submit_task(
         self,
