@@ -86,7 +86,9 @@ def test_trigger_errors_when_every_submission_failed(service, fleet, clock) -> N
     schedule = create(service, fleet.racks[:1])
     service.trigger(schedule.id)
     clock.advance(minutes=1)
-    with pytest.raises(FailedPrecondition, match=r"id: every task submission of task schedule \S+ failed: rack"):
+    with pytest.raises(
+        FailedPrecondition, match=r"id: every task submission of task schedule \S+ failed: rack"
+    ):
         service.trigger(schedule.id)
     # The firing itself happened: the schedule advanced as any firing does.
     assert service.get_schedule(schedule.id).last_run_at == clock.now

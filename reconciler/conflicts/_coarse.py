@@ -1,0 +1,218 @@
+"""What the check compares, and the coarse check: every pair of schedules sharing a rack.
+
+The caller reads the store into a :class:`StoreView`; with the declared tree it
+gives the inventory (:class:`_Inventory`, turning a scope entry into the set of
+components it covers) and the schedules compared (:class:`_Subject`: the enabled
+declared ones, and the stored ones the tree does not declare and an apply would
+not delete). :func:`_pairs` yields each pair sharing a rack once, a declared
+schedule first; :func:`coarse_conflicts` reports them all, as the service's
+CheckScheduleConflicts would, and the precise check filters the same pairs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rackcron import timing
+from rackcron.filters import ComponentFilter
+from reconciler.conflicts._report import (
+    Conflict,
+    ConflictReport,
+    Party,
+    SharedComponent,
+    SharedRack,
+)
+
+if TYPE_CHECKING:
+    from rackcron.models import Component, Rack, Schedule
+    from reconciler.declared import Declared
+
+ScopeEntry = tuple[uuid.UUID, ComponentFilter | None]
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredSchedule:
+    """A stored schedule with its scope (rack, filter) entries in scope order."""
+
+    schedule: Schedule
+    scope: tuple[ScopeEntry, ...]
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """What the check reads from the store: every schedule with its scope, and the inventory."""
+
+    schedules: tuple[StoredSchedule, ...] = ()
+    racks: tuple[Rack, ...] = ()
+    components: tuple[Component, ...] = ()
+
+
+# --- inventory ---------------------------------------------------------------------------------
+
+
+class _Inventory:
+    """Rack names and the components of each rack, to turn scope entries into component sets."""
+
+    def __init__(self, racks: Iterable[Rack], components: Iterable[Component]) -> None:
+        self.rack_names = {r.id: r.name for r in racks}
+        self.by_rack: dict[uuid.UUID, list[Component]] = {}
+        self.names: dict[uuid.UUID, str] = {}
+        self.position: dict[uuid.UUID, int] = {}  # inventory order, for listing
+        for c in components:
+            if c.rack_id is not None:
+                self.by_rack.setdefault(c.rack_id, []).append(c)
+            self.names[c.id] = c.name or c.external_id or str(c.id)
+            self.position[c.id] = len(self.position)
+
+    def rack_name(self, rack_id: uuid.UUID) -> str:
+        return self.rack_names.get(rack_id, str(rack_id))
+
+    def covered(self, rack_id: uuid.UUID, filt: ComponentFilter | None) -> frozenset[uuid.UUID]:
+        """What a scope entry covers; the rack's own id stands for "the whole rack"."""
+        members = self.by_rack.get(rack_id, [])
+        if filt is None:
+            return frozenset([rack_id, *(c.id for c in members)])
+        if filt.kind == "types":
+            return frozenset(c.id for c in members if c.type.value in filt.items)
+        return frozenset(uuid.UUID(item) for item in filt.items)
+
+    def shared(self, rack_id: uuid.UUID, both: frozenset[uuid.UUID]) -> SharedRack:
+        """The rack entry for what two scope entries both cover there."""
+        unknown = len(self.position)
+        parts = sorted(both - {rack_id}, key=lambda c: (self.position.get(c, unknown), c.int))
+        return SharedRack(
+            rack_id,
+            self.rack_name(rack_id),
+            whole_rack=rack_id in both,
+            components=tuple(SharedComponent(c, self.names.get(c) or str(c)) for c in parts),
+        )
+
+
+def _inventory(declared: Declared, store: StoreView | None) -> _Inventory:
+    """The declared inventory; racks only the store knows are added from it."""
+    racks, components = list(declared.racks), list(declared.components)
+    if store is not None:
+        known = {r.id for r in racks}
+        racks += [r for r in store.racks if r.id not in known]
+        components += [c for c in store.components if c.rack_id not in known]
+    return _Inventory(racks, components)
+
+
+# --- subjects: the schedules compared ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Subject:
+    party: Party
+    spec: timing.Spec | None  # None: a stored spec this host cannot evaluate (never fires here)
+    scope: tuple[ScopeEntry, ...]
+    start: datetime | None = None  # the store's next_run_at: an interval's phase, a one-time due
+    fires: bool = True  # False: a one-time schedule the store shows as already fired
+
+    @property
+    def racks(self) -> list[uuid.UUID]:
+        return [rack for rack, _ in self.scope]
+
+
+def _same_spec(stored: Schedule, spec_type: str, spec: str, timezone: str) -> bool:
+    return (stored.spec_type.value, stored.spec, stored.timezone or "UTC") == (
+        spec_type,
+        spec,
+        timezone or "UTC",
+    )
+
+
+def _subjects(
+    declared: Declared, store: StoreView | None, owner: str | None
+) -> tuple[list[_Subject], list[_Subject]]:
+    """The enabled declared schedules, and the stored ones compared with them."""
+    stored_by_name = {s.schedule.name: s for s in store.schedules} if store else {}
+    mine: list[_Subject] = []
+    for item in declared.schedules:
+        if not item.enabled:
+            continue
+        config = item.config
+        spec_type = config.spec_type.value  # type: ignore[union-attr]
+        party = Party(
+            name=item.name, origin="declared", operation=item.operation.kind,
+            spec_type=spec_type, spec=config.spec, timezone=config.timezone or "UTC",
+            source=item.source, line=item.line,
+        )  # fmt: skip
+        start, fires = None, True
+        twin = stored_by_name.get(item.name)
+        if twin and _same_spec(twin.schedule, spec_type, config.spec, config.timezone):
+            if twin.schedule.consumed:
+                fires = False
+            elif twin.schedule.enabled:
+                start = twin.schedule.next_run_at
+        spec = timing.parse_spec(spec_type, config.spec, config.timezone)
+        mine.append(_Subject(party, spec, tuple(item.scope), start, fires))
+    names = {s.name for s in declared.schedules}
+    others: list[_Subject] = []
+    for stored in store.schedules if store else ():
+        schedule, management = stored.schedule, stored.schedule.management
+        deleted_by_apply = (
+            owner is not None and management.owner == owner and not management.protect
+        )
+        if not schedule.enabled or schedule.name in names or deleted_by_apply:
+            continue
+        party = Party(
+            name=schedule.name, origin="store", operation=schedule.operation_type.lower(),
+            spec_type=schedule.spec_type.value, spec=schedule.spec,
+            timezone=schedule.timezone or "UTC", owner=management.owner,
+        )  # fmt: skip
+        try:
+            spec: timing.Spec | None = timing.parse_spec(
+                schedule.spec_type, schedule.spec, schedule.timezone
+            )
+        except timing.SpecError:  # e.g. a time zone this host's tzdata does not have
+            spec = None
+        others.append(_Subject(party, spec, stored.scope, schedule.next_run_at))
+    return mine, others
+
+
+def _pairs(
+    mine: list[_Subject], others: list[_Subject]
+) -> Iterable[tuple[_Subject, _Subject, list[uuid.UUID]]]:
+    """Each pair sharing a rack once, with the racks shared (in ``a``'s scope order).
+
+    ``a`` is declared; pairs of two stored schedules are not the tree's business.
+    """
+    subjects = mine + others
+    by_rack: dict[uuid.UUID, list[int]] = {}
+    for index, subject in enumerate(subjects):
+        for rack in subject.racks:
+            by_rack.setdefault(rack, []).append(index)
+    for i, a in enumerate(mine):
+        partners = sorted({j for rack in a.racks for j in by_rack[rack] if j > i})
+        for j in partners:
+            b = subjects[j]
+            theirs = set(b.racks)
+            yield a, b, [rack for rack in a.racks if rack in theirs]
+
+
+# --- coarse ------------------------------------------------------------------------------------
+
+
+def coarse_conflicts(
+    declared: Declared, store: StoreView | None = None, *, owner: str | None = None
+) -> ConflictReport:
+    """CheckScheduleConflicts for every enabled declared schedule: pairs sharing a rack.
+
+    ``store``: also compare the stored schedules the tree does not declare (except
+    those ``owner`` manages unprotected: an apply deletes them).
+    """
+    inventory = _inventory(declared, store)
+    mine, others = _subjects(declared, store, owner)
+    conflicts = tuple(
+        Conflict(a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks))
+        for a, b, racks in _pairs(mine, others)
+    )
+    return ConflictReport("coarse", conflicts, len(mine), len(others) if store else None)

@@ -1,0 +1,132 @@
+"""The precise check: the coarse pairs that can really collide, each with its first collision.
+
+A pair is kept when, on a rack both scopes name, the components they cover
+intersect (*where*, through the inventory) and, within the horizon, a firing of
+one overlaps a firing of the other (*when*), each firing assumed to keep its
+components busy for its operation's duration (:data:`DEFAULT_DURATIONS`, which
+the caller may override per operation in :data:`OPERATIONS`). Fire times are
+shared by schedules with the same spec and start, and asked for only for pairs
+whose components intersect.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from rackcron import timing
+from reconciler.conflicts._coarse import StoreView, _inventory, _pairs, _Subject, _subjects
+from reconciler.conflicts._report import Collision, Conflict, ConflictReport, Firing
+from reconciler.conflicts._times import (
+    _MICROSECOND,
+    _first_overlap,
+    _instant,
+    _micros,
+    _Times,
+)
+
+if TYPE_CHECKING:
+    from reconciler.declared import Declared
+
+OPERATIONS = ("power_on", "power_off", "power_reset", "bring_up", "ingest", "upgrade_firmware")
+# How long an operation is assumed to keep its components busy once fired.
+DEFAULT_DURATIONS: Mapping[str, timedelta] = {
+    "power_on": timedelta(minutes=10),
+    "power_off": timedelta(minutes=10),
+    "power_reset": timedelta(minutes=10),
+    "bring_up": timedelta(hours=2),
+    "ingest": timedelta(minutes=30),
+    "upgrade_firmware": timedelta(hours=2),
+}
+DEFAULT_HORIZON = timedelta(days=14)
+
+
+def _firing(subject: _Subject, start: int, length: int, at: datetime) -> Firing:
+    assert subject.spec is not None  # only a schedule that fires has a firing
+    begin = _instant(start)
+    zone = subject.spec.timezone.key if isinstance(subject.spec, timing.Cron) else "UTC"
+    return Firing(
+        start=begin,
+        end=_instant(start + length),
+        zone=zone,
+        local_start=timing.describe_local(subject.spec, begin),
+        local_at=timing.describe_local(subject.spec, at),
+    )
+
+
+def _durations(overrides: Mapping[str, timedelta] | None) -> dict[str, timedelta]:
+    durations = {**DEFAULT_DURATIONS, **(overrides or {})}
+    for operation, length in durations.items():
+        if length <= timedelta(0):
+            raise ValueError(f"duration of {operation} must be positive, got {length}")
+    return durations
+
+
+def precise_conflicts(
+    declared: Declared,
+    store: StoreView | None = None,
+    *,
+    now: datetime,
+    horizon: timedelta = DEFAULT_HORIZON,
+    durations: Mapping[str, timedelta] | None = None,
+    owner: str | None = None,
+) -> ConflictReport:
+    """Pairs whose components intersect on a shared rack and whose firings overlap in time.
+
+    ``durations`` overrides :data:`DEFAULT_DURATIONS` per operation; an operation
+    not listed (a stored one rackcron does not know) is given the longest.
+
+    :raises ValueError: ``now`` is naive, or the horizon or a duration is not positive.
+    """
+    if now.tzinfo is None:
+        raise ValueError(f"now must be timezone-aware, got naive {now.isoformat()}")
+    now = now.astimezone(UTC)
+    if horizon <= timedelta(0):
+        raise ValueError(f"horizon must be positive, got {horizon}")
+    lengths = _durations(durations)
+    longest = max(lengths.values())
+    end = now + horizon
+    inventory = _inventory(declared, store)
+    mine, others = _subjects(declared, store, owner)
+    # Per subject (by identity), then per distinct (spec, start): many schedules share a spec.
+    by_spec: dict[tuple[timing.Spec, datetime | None, bool], _Times] = {}
+    times: dict[int, _Times] = {}
+    covers: dict[int, dict[uuid.UUID, frozenset[uuid.UUID]]] = {}
+
+    def fire_times(subject: _Subject) -> _Times:
+        if id(subject) not in times:
+            key = (subject.spec, subject.start, subject.fires)
+            if key not in by_spec:
+                by_spec[key] = _Times(subject, now, end)
+            times[id(subject)] = by_spec[key]
+        return times[id(subject)]
+
+    def covered(subject: _Subject) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
+        if id(subject) not in covers:
+            covers[id(subject)] = {r: inventory.covered(r, f) for r, f in subject.scope}
+        return covers[id(subject)]
+
+    def length(subject: _Subject) -> int:
+        return lengths.get(subject.party.operation, longest) // _MICROSECOND
+
+    conflicts = []
+    for a, b, racks in _pairs(mine, others):
+        mine_covers, their_covers = covered(a), covered(b)
+        meeting = [
+            (rack, both) for rack in racks if (both := mine_covers[rack] & their_covers[rack])
+        ]
+        if not meeting:
+            continue
+        hit = _first_overlap(fire_times(a), length(a), fire_times(b), length(b), _micros(now))
+        if hit is None:
+            continue
+        at = _instant(hit[0])
+        firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
+        shared = tuple(inventory.shared(rack, both) for rack, both in meeting)
+        conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
+    return ConflictReport(
+        "precise", tuple(conflicts), len(mine), len(others) if store else None,
+        now=now, horizon=horizon, durations=lengths,
+    )  # fmt: skip

@@ -1,0 +1,108 @@
+"""Renderings of a conflict report: JSON text, a terminal report and diagnostics.
+
+Each works from the report's JSON form (:meth:`ConflictReport.to_json`), never from
+the analysis, so the text, the ``--format json`` output and the ``file:line``
+diagnostics (the ``github`` format and ``rackcron validate --conflicts``) always
+say the same thing. Functions take values and return strings or diagnostics; the
+CLI does the printing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.conflicts._report import ConflictReport
+from reconciler.diagnostics import Diagnostic, Severity
+
+
+def render_json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=2)
+
+
+def _racks_text(racks: list[dict[str, Any]]) -> str:
+    parts = []
+    for rack in racks:
+        if rack.get("whole_rack"):
+            parts.append(f"{rack['name']} (whole rack)")
+        elif rack.get("components"):
+            parts.append(f"{rack['name']} ({', '.join(c['name'] for c in rack['components'])})")
+        else:
+            parts.append(rack["name"])
+    return ", ".join(parts)
+
+
+def _where(party: Mapping[str, Any]) -> str:
+    if party["origin"] == "declared":
+        return f"{party['source']}:{party['line']}"
+    return f"store, owner {party['owner']}" if party["owner"] else "store, unmanaged"
+
+
+def _headline(conflict: Mapping[str, Any], mode: str) -> str:
+    a, b = conflict["schedules"]
+    verb = "can collide on" if mode == "precise" else "share"
+    return f'schedules "{a["name"]}" and "{b["name"]}" {verb} {_racks_text(conflict["racks"])}'
+
+
+def _describe(party: Mapping[str, Any], length: str | None) -> str:
+    operation = party["operation"] + (f" (assumed {length})" if length else "")
+    spec = f"{party['spec_type']} {party['spec']!r}"
+    if party["spec_type"] == "cron":
+        spec += f" in {party['timezone']}"
+    return f'"{party["name"]}": {operation}, {spec}, {_where(party)}'
+
+
+def render_text(data: Mapping[str, Any]) -> str:
+    """The report for a terminal, made from its JSON form."""
+    mode = data["mode"]
+    lengths = data["durations"] or {}
+    lines: list[str] = []
+    for conflict in data["conflicts"]:
+        lines.append(f"warning: {_headline(conflict, mode)}")
+        hit = conflict.get("first_collision")
+        if hit:
+            zones = {f["zone"]: f["local_at"] for f in hit["firings"] if f["zone"] != "UTC"}
+            local = "".join(f" = {at} in {zone}" for zone, at in zones.items())
+            lines.append(f"  first collision at {hit['at']}{local}")
+        for i, party in enumerate(conflict["schedules"]):
+            lines.append(f"  - {_describe(party, lengths.get(party['operation']))}")
+            if hit:
+                firing = hit["firings"][i]
+                local = f" ({firing['local_start']})" if firing["zone"] != "UTC" else ""
+                lines.append(f"      fires {firing['start']}{local}, runs until {firing['end']}")
+    checked = data["checked"]
+    compared = f"{checked['declared']} declared schedules"
+    if data["with_store"]:
+        compared += f" (and {checked['stored']} stored)"
+    if mode == "precise":
+        compared += f" over {data['horizon']} from {data['now']}"
+    count = data["count"]
+    found = "no conflicts" if not count else f"{count} conflict{'s' if count != 1 else ''}"
+    if lines:
+        lines.append("")
+    lines.append(f"{mode.capitalize()} check of {compared}: {found}.")
+    return "\n".join(lines)
+
+
+def to_diagnostics(report: ConflictReport, severity: Severity = "warning") -> list[Diagnostic]:
+    """One diagnostic per conflict, at the declared schedule ``a`` (its document's first line)."""
+    data = report.to_json()
+    diagnostics = []
+    for conflict in data["conflicts"]:
+        a, b = conflict["schedules"]
+        racks = _racks_text(conflict["racks"])
+        if hit := conflict.get("first_collision"):
+            message = (
+                f'schedule "{a["name"]}" can collide with "{b["name"]}" ({_where(b)}) on {racks},'
+                f" first at {hit['at']}"
+            )
+        else:
+            message = (
+                f'schedule "{a["name"]}" shares {racks} with "{b["name"]}" ({_where(b)});'
+                " filters and fire times not compared"
+            )
+        diagnostics.append(
+            Diagnostic(a["source"], a["line"], 1, severity, message, "$.metadata.name")
+        )
+    return diagnostics

@@ -1,0 +1,176 @@
+"""The result of a conflict check, and its documented ``rackcron.conflicts/v1`` JSON form.
+
+A :class:`ConflictReport` is a frozen value: the conflicting pairs (:class:`Conflict`),
+each naming its two schedules (:class:`Party`), the racks and, for a precise check,
+the components both cover there (:class:`SharedRack`), and the first collision
+(:class:`Collision`, one :class:`Firing` per side). Nothing here prints:
+:meth:`ConflictReport.to_json` is the one serialised form, and every rendering
+(``_render``) is made from it, so text and JSON cannot disagree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from rackcron import timing
+from reconciler.conflicts._times import _MICROSECOND
+
+FORMAT = "rackcron.conflicts/v1"
+FORMAT_VERSION = "1.0"
+
+Mode = Literal["coarse", "precise"]
+Origin = Literal["declared", "store"]
+
+
+@dataclass(frozen=True)
+class Party:
+    """One schedule of a conflicting pair, and where it is declared (or that it is stored)."""
+
+    name: str
+    origin: Origin
+    operation: str  # power_on, ..., upgrade_firmware (a stored unknown one: its operation_type)
+    spec_type: str
+    spec: str
+    timezone: str
+    source: str | None = None  # declared: the file
+    line: int | None = None  # declared: the document's first line
+    owner: str | None = None  # stored: the repository that manages it, if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "origin": self.origin,
+            "operation": self.operation,
+            "spec_type": self.spec_type,
+            "spec": self.spec,
+            "timezone": self.timezone,
+            "source": self.source,
+            "line": self.line,
+            "owner": self.owner,
+        }
+
+
+@dataclass(frozen=True)
+class SharedComponent:
+    id: uuid.UUID
+    name: str
+
+
+@dataclass(frozen=True)
+class SharedRack:
+    """A rack both schedules target; precise checks add the components both cover there."""
+
+    id: uuid.UUID
+    name: str
+    whole_rack: bool = False  # precise: both target the whole rack
+    components: tuple[SharedComponent, ...] = ()  # precise: the components both cover
+
+    def to_json(self, mode: Mode) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": str(self.id), "name": self.name}
+        if mode == "precise":
+            data["whole_rack"] = self.whole_rack
+            data["components"] = [{"id": str(c.id), "name": c.name} for c in self.components]
+        return data
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One firing of a schedule: when it starts and until when it is assumed to run (UTC)."""
+
+    start: datetime
+    end: datetime
+    zone: str  # the schedule's zone for display: cron's (a CRON_TZ= prefix wins), else UTC
+    local_start: datetime  # start in that zone
+    local_at: datetime  # the collision instant in that zone
+
+
+@dataclass(frozen=True)
+class Collision:
+    """The first instant both schedules run, and the firing of each running then."""
+
+    at: datetime
+    firings: tuple[Firing, Firing]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A pair of schedules, reported once; ``a`` is always declared."""
+
+    a: Party
+    b: Party
+    racks: tuple[SharedRack, ...]
+    collision: Collision | None = None  # precise only
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    """The outcome of one check: what was compared and the conflicts found, in tree order."""
+
+    mode: Mode
+    conflicts: tuple[Conflict, ...]
+    declared: int  # enabled declared schedules checked
+    stored: int | None  # stored schedules compared; None: the store was not read
+    now: datetime | None = None  # precise only
+    horizon: timedelta | None = None  # precise only
+    durations: Mapping[str, timedelta] = field(default_factory=dict)  # precise only
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``rackcron.conflicts/v1`` form (docs/conflicts.md)."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "mode": self.mode,
+            "with_store": self.stored is not None,
+            "checked": {"declared": self.declared, "stored": self.stored or 0},
+            "now": _utc(self.now) if self.now else None,
+            "horizon": format_duration(self.horizon) if self.horizon else None,
+            "durations": {k: format_duration(v) for k, v in self.durations.items()} or None,
+            "count": len(self.conflicts),
+            "conflicts": [_conflict_json(c, self.mode) for c in self.conflicts],
+        }
+
+
+def _utc(moment: datetime) -> str:
+    return timing.format_rfc3339(moment)
+
+
+def _local(moment: datetime) -> str:
+    return f"{moment.isoformat()} {moment.tzname() or ''}".rstrip()
+
+
+def _conflict_json(conflict: Conflict, mode: Mode) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "schedules": [conflict.a.to_json(), conflict.b.to_json()],
+        "racks": [r.to_json(mode) for r in conflict.racks],
+    }
+    if mode == "precise":
+        hit = conflict.collision
+        data["first_collision"] = hit and {
+            "at": _utc(hit.at),
+            "firings": [
+                {
+                    "schedule": party.name,
+                    "start": _utc(firing.start),
+                    "end": _utc(firing.end),
+                    "zone": firing.zone,
+                    "local_start": _local(firing.local_start),
+                    "local_at": _local(firing.local_at),
+                }
+                for party, firing in zip((conflict.a, conflict.b), hit.firings, strict=True)
+            ],
+        }
+    return data
+
+
+def format_duration(value: timedelta) -> str:
+    """A Go-style duration without zero parts: ``2h``, ``1h30m``, ``336h``, ``90s``, ``1.5s``."""
+    micros = value // _MICROSECOND
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:g}s" if micros else ""
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + seconds
+    return text or "0s"
