@@ -41,12 +41,15 @@ class Diagnostic:
         return f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}{where}"
 
 
+def _escape(text: str, *, property: bool = False) -> str:
+    """GitHub workflow-command escaping (a property also escapes ':' and ',')."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property else text
+
+
 def _github(d: Diagnostic) -> str:
-    # Workflow commands need %, CR and LF escaped in the message.
-    message = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if d.path:
-        message += f" [{d.path}]"
-    return f"::{d.severity} file={d.file},line={d.line},col={d.column}::{message}"
+    message = d.message + (f" [{d.path}]" if d.path else "")
+    return f"::{d.severity} file={_escape(d.file, property=True)},line={d.line},col={d.column}::{_escape(message)}"
 
 
 def render(diagnostics: Sequence[Diagnostic], fmt: str) -> str:

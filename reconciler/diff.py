@@ -29,6 +29,7 @@ from typing import Any
 
 from rackcron import timing
 from rackcron.filters import ComponentFilter, filters_equal
+from rackcron.models import SpecType
 from rackcron.templates import describe
 from reconciler.plan import Change, FieldChange, Plan, ScopeChange, Step
 from reconciler.state import ScheduleState, ScopeRow, State
@@ -98,12 +99,15 @@ def _fire_times(state: ScheduleState | None, now: datetime) -> list[list[str]]:
         return []
     spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
     times: list[list[str]] = []
-    moment: datetime | None = timing.first_run(spec, now)
-    while moment is not None and len(times) < FIRE_TIMES:
-        times.append(
-            [timing.format_rfc3339(moment), timing.describe_local(spec, moment).isoformat()]
-        )
-        moment = timing.next_after(spec, moment)
+    try:
+        moment: datetime | None = timing.first_run(spec, now)
+        while moment is not None and len(times) < FIRE_TIMES:
+            times.append(
+                [timing.format_rfc3339(moment), timing.describe_local(spec, moment).isoformat()]
+            )
+            moment = timing.next_after(spec, moment)
+    except OverflowError:  # the calendar ends (year 9999) before FIRE_TIMES firings
+        pass
     return times
 
 
@@ -159,7 +163,7 @@ class _Differ:
                 if old != new
                 else "operation parameters changed"
             )
-        if have.consumed and (have.spec_type, have.spec) != (want.spec_type, want.spec):
+        if have.consumed and not _same_spec(have, want):
             return "the one-time schedule has fired; a new instant needs a new schedule"
         return ""
 
@@ -167,7 +171,7 @@ class _Differ:
         fields: list[FieldChange] = []
         steps: list[Step] = []
         mask = []
-        if (have.spec_type, have.spec) != (want.spec_type, want.spec):
+        if not _same_spec(have, want):
             mask.append("schedule.spec")
             fields.append(
                 FieldChange(
@@ -300,7 +304,7 @@ class _Differ:
     # --- inventory ---------------------------------------------------------------------------
 
     def inventory_upserts(self) -> list[Change]:
-        changes = []
+        changes = self._external_id_handovers()
         for kind, rpc, wanted, existing in (
             ("rack", "UpsertRack", self.desired.racks, self.current.racks),
             ("component", "UpsertComponent", self.desired.components, self.current.components),
@@ -310,7 +314,7 @@ class _Differ:
                 have = existing.get(item_id)
                 if have == want:
                     continue
-                owner = getattr(have, "owner", None)
+                owner = self._owner_of(kind, have)
                 if owner not in (None, self.owner):
                     self.errors.append(
                         f"{kind} {want.name!r} ({item_id}) is managed by another repository (owner {owner!r})"
@@ -323,17 +327,44 @@ class _Differ:
                     for f in type(want).model_fields
                     if have is None or getattr(have, f) != getattr(want, f)
                 )
-                label = want.name or str(item_id)
                 step = Step(rpc, {kind: want.model_dump(mode="json")})
+                action = "create" if have is None else "update"
                 changes.append(
-                    Change(
-                        kind,
-                        label,
-                        "create" if have is None else "update",
-                        fields=fields,
-                        steps=(step,),
-                    )
+                    Change(kind, want.name or str(item_id), action, fields=fields, steps=(step,))
                 )  # type: ignore[arg-type]
+        return changes
+
+    def _owner_of(self, kind: str, have: Any) -> str | None:
+        """Who manages an existing inventory item (a component: whoever owns its rack)."""
+        if have is None:
+            return None
+        if kind == "component":
+            rack = self.current.racks.get(have.rack_id) if have.rack_id else None
+            return rack.owner if rack else None
+        return have.owner
+
+    def _external_id_handovers(self) -> list[Change]:
+        """Free external ids that pass from one rack (or domain) to another in this plan.
+
+        external_id is unique in the store, so a swap, or a rack re-created under a new
+        UUID with its old asset tag, must clear the old holder first.
+        """
+        changes = []
+        for kind, rpc, wanted, existing in (
+            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
+            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+        ):
+            claimed = {w.external_id: i for i, w in wanted.items() if w.external_id}
+            for item_id, have in existing.items():
+                taker = claimed.get(have.external_id) if have.external_id else None
+                if taker is None or taker == item_id or have.owner not in (None, self.owner):
+                    continue
+                cleared = have.model_copy(update={"external_id": None})
+                changes.append(Change(
+                    kind, have.name, "update", f"hands its external_id {have.external_id} over",  # type: ignore[arg-type]
+                    (FieldChange("external_id", have.external_id, None),),
+                    steps=(Step(rpc, {kind: cleared.model_dump(mode="json")}),),
+                ))  # fmt: skip
         return changes
 
     def _shown(self, field: str, value: Any) -> Any:
@@ -345,8 +376,12 @@ class _Differ:
         return _plain(value)
 
     def inventory_deletions(self, remaining: Iterable[ScheduleState]) -> list[Change]:
-        owned_racks = {r for r, rack in self.current.racks.items() if rack.owner == self.owner}
-        gone_racks = owned_racks - set(self.desired.racks)
+        gone_racks = {
+            r for r, rack in self.current.racks.items() if rack.owner == self.owner
+        } - set(self.desired.racks)
+        # A declared rack's components are exactly the declared ones (adopting a rack
+        # adopts its component list), and so are those of an owned rack being deleted.
+        owned_racks = set(self.desired.racks) | gone_racks
         changes = []
         for domain_id, domain in self.current.domains.items():
             if domain.owner == self.owner and domain_id not in self.desired.domains:
@@ -385,6 +420,18 @@ class _Differ:
                         f'schedules "{schedule.name}" and "{other.name}" both target {names}'
                     )
         return list(found.values())
+
+
+def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
+    """Same spec type and string; one-time instants compare as instants (Z == +00:00)."""
+    if a.spec_type != b.spec_type:
+        return False
+    if a.spec_type == SpecType.ONE_TIME:
+        try:
+            return timing.parse_rfc3339(a.spec) == timing.parse_rfc3339(b.spec)
+        except timing.SpecError:
+            pass
+    return a.spec == b.spec
 
 
 def _protected(name: str, what: str) -> str:

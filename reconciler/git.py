@@ -14,7 +14,7 @@ from typing import Any
 
 from rackcron.errors import InvalidArgument
 
-__all__ = ["Revision", "author", "fetch", "read_revision", "tree_source"]
+__all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "tree_source"]
 
 _SUFFIXES = (".yaml", ".yml")
 
@@ -69,24 +69,38 @@ def _repo(path: Path):  # type: ignore[no-untyped-def]
 
 
 def read_revision(path: Path, rev: str, *, missing_ok: bool = False) -> Revision:
-    """The YAML files under ``path`` as they are at ``rev`` (hidden directories skipped).
+    """The YAML files under ``path`` (on disk, inside a repository) as they are at ``rev``.
 
     With ``missing_ok``, a path that did not exist at ``rev`` reads as an empty tree.
 
     :raises InvalidArgument: ``path`` is not in a git repository, ``rev`` does not
         name a commit, or ``path`` did not exist at ``rev``.
     """
-    import git
-
     repo = _repo(path)
     root = Path(repo.working_tree_dir).resolve()
-    relative = Path(path).resolve().relative_to(root).as_posix()
+    try:
+        relative = Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise InvalidArgument(f"{path}: not inside the repository at {root}") from None
+    return read_tree(Path(root), relative, rev, missing_ok=missing_ok)
+
+
+def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = False) -> Revision:
+    """The YAML files under ``relative`` (a path inside the repository) at ``rev``,
+    whether or not the working copy has it (hidden directories skipped)."""
+    import git
+
+    repo = _repo(repo_dir)
+    relative = relative.strip("/") or "."
     try:
         commit = repo.commit(rev)
-    except (git.BadName, ValueError):
-        raise InvalidArgument(f"--rev {rev!r}: no such revision") from None
+        root_tree = commit.tree
+    except (git.BadName, ValueError):  # ValueError: a full sha the repository lacks
+        raise InvalidArgument(
+            f"revision {rev!r}: no such revision in {repo.working_tree_dir}"
+        ) from None
     try:
-        tree = commit.tree if relative == "." else commit.tree / relative
+        tree = root_tree if relative == "." else root_tree / relative
     except KeyError:
         if missing_ok:
             return Revision(commit.hexsha, relative, [])
@@ -96,11 +110,8 @@ def read_revision(path: Path, rev: str, *, missing_ok: bool = False) -> Revision
     sources = []
     for item in tree.traverse():
         inner = Path(item.path).relative_to(relative) if relative != "." else Path(item.path)
-        if (
-            item.type == "blob"
-            and item.path.endswith(_SUFFIXES)
-            and not any(p.startswith(".") for p in inner.parts)
-        ):
+        hidden = any(p.startswith(".") for p in inner.parts)
+        if item.type == "blob" and item.path.endswith(_SUFFIXES) and not hidden:
             sources.append((item.path, item.data_stream.read()))
     return Revision(commit.hexsha, relative, sorted(sources))
 

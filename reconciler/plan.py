@@ -103,28 +103,32 @@ class Plan:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Plan:
-        """Read a saved plan. :raises ValueError: not a ``rackcron.plan/v1`` document."""
-        if data.get("format") != FORMAT or str(data.get("format_version", "")).split(".")[0] != "1":
-            raise ValueError(
-                f"not a {FORMAT} plan (format {data.get('format')!r}, version {data.get('format_version')!r})"
-            )
-        changes = tuple(
-            Change(
-                kind=c["kind"],
-                name=c["name"],
-                action=c["action"],
-                reason=c.get("reason", ""),
-                fields=tuple(FieldChange(**f) for f in c.get("fields", ())),
-                scope=tuple(ScopeChange(**s) for s in c.get("scope", ())),
-                steps=tuple(Step(**s) for s in c.get("steps", ())),
-                source=c.get("source"),
-                fire_times=c.get("fire_times"),
-            )
-            for c in data["changes"]
-        )
-        return cls(
-            owner=data["owner"], fingerprint=data["fingerprint"], changes=changes,
-            unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
-            warnings=tuple(data.get("warnings", ())), source=data.get("source", {}),
-        )  # fmt: skip
+    def from_json(cls, data: Any) -> Plan:
+        """Read a saved plan. :raises ValueError: not a well-formed ``rackcron.plan/v1`` document."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} plan")
+        if str(data.get("format_version", "")).split(".")[0] != "1":
+            raise ValueError(f"not a {FORMAT} plan (format version {data.get('format_version')!r})")
+        try:
+            changes = tuple(_change(c) for c in data["changes"])
+            return cls(
+                owner=str(data["owner"]), fingerprint=str(data["fingerprint"]), changes=changes,
+                unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
+                warnings=tuple(data.get("warnings", ())), source=dict(data.get("source") or {}),
+            )  # fmt: skip
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
+
+
+def _change(c: dict[str, Any]) -> Change:
+    if c["kind"] not in ("rack", "component", "nvl_domain", "schedule"):
+        raise ValueError(f"unknown kind {c['kind']!r}")
+    if c["action"] not in ("create", "update", "replace", "delete"):
+        raise ValueError(f"unknown action {c['action']!r}")
+    return Change(
+        kind=c["kind"], name=str(c["name"]), action=c["action"], reason=c.get("reason", ""),
+        fields=tuple(FieldChange(**f) for f in c.get("fields", ())),
+        scope=tuple(ScopeChange(**s) for s in c.get("scope", ())),
+        steps=tuple(Step(rpc=str(s["rpc"]), args=dict(s["args"])) for s in c.get("steps", ())),
+        source=c.get("source"), fire_times=c.get("fire_times"),
+    )  # fmt: skip

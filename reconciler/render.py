@@ -98,7 +98,10 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         lines.append(f"  error: {error}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
         lines.append("")
-    lines.append(_summary(plan) if plan["changes"] else "No changes.")
+    if plan["errors"]:
+        lines.append("The plan has errors: nothing can be applied.")
+    else:
+        lines.append(_summary(plan) if plan["changes"] else "No changes.")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from rackcron.errors import RackcronError
 from rackcron.service import Service
 from reconciler.apply import Provenance, apply_plan, plan_against_store
-from reconciler.git import fetch, read_revision
+from reconciler.git import fetch, read_tree
 from reconciler.state import declared_state
 from reconciler.validate import validate_sources
 
@@ -41,13 +41,13 @@ class Round:
 
 
 def run_round(
-    service: Service, path: Path, *, remote: str, branch: str, owner: str, author: str
+    service: Service, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
 ) -> Round:
-    """Fetch, plan and (when the store differs) apply once."""
+    """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once."""
     revision = None
     try:
-        ref = fetch(path, remote, branch)
-        tree = read_revision(path, ref)
+        ref = fetch(repo, remote, branch)
+        tree = read_tree(repo, path, ref)
         revision = tree.sha
         checked = validate_sources(tree.sources)
         if not checked.ok:

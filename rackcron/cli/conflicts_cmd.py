@@ -178,9 +178,14 @@ def conflicts(
     store = _read_store(database_url) if with_store else None
     mine = owner if with_store else None
     if precise:
-        report = check.precise_conflicts(
-            validated.declared, store, now=now, horizon=span, durations=lengths, owner=mine
-        )
+        try:
+            report = check.precise_conflicts(
+                validated.declared, store, now=now, horizon=span, durations=lengths, owner=mine
+            )
+        except OverflowError:
+            raise click.BadParameter(
+                "the horizon runs past the year 9999", param_hint="--now/--horizon"
+            ) from None
     else:
         report = check.coarse_conflicts(validated.declared, store, owner=mine)
     if fmt == "json":

@@ -31,6 +31,18 @@ EXIT_CHANGES = 2
 PROGRESS_FROM = 50  # changes; smaller applies finish before progress would help
 
 
+class _PlanLike(click.Command):
+    """A command whose exit status 2 means "changes": its usage errors exit 1 instead,
+    as Terraform's do, so CI never mistakes a typo for a change."""
+
+    def make_context(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
+
+
 def owner_option(func):  # type: ignore[no-untyped-def]
     return click.option(
         "--owner",
@@ -120,7 +132,7 @@ rev_option = click.option(
 )
 
 
-@click.command()
+@click.command(cls=_PlanLike)
 @click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
 @format_choice
 @click.option(
@@ -154,7 +166,7 @@ def plan(
     _show(result, fmt, detailed_exitcode)
 
 
-@click.command()
+@click.command(cls=_PlanLike)
 @click.argument("source", type=click.Path(exists=True, path_type=Path), default=".")
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
 @click.option(
@@ -197,7 +209,8 @@ def apply(
         try:
             planned = Plan.from_json(json.loads(source.read_text()))
         except (ValueError, KeyError, TypeError) as exc:
-            raise click.UsageError(f"{source}: not a saved plan: {exc}") from None
+            click.echo(f"error: {source}: not a saved plan: {exc}", err=True)
+            sys.exit(1)
     else:
         planned = _desired_plan(source, rev, owner, database_url)
     click.echo(render_text(planned.to_json(), colour=_colour()))
@@ -253,7 +266,7 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
     print_table(["#", "APPLIED (UTC)", "BY", "REVISION", "SOURCE", "CHANGES"], rows)
 
 
-@click.command("diff")
+@click.command("diff", cls=_PlanLike)
 @click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
 @click.option(
     "--base", required=True, help="The revision the change starts from (e.g. origin/main)."
@@ -291,7 +304,7 @@ def diff(
         before = validate_sources(read_revision(path, base, missing_ok=True).sources)
         after = read_revision(path, head)
     # A tree with no documents at BASE (new directory, first commit) compares as empty.
-    base_declared = _require_valid(before, f"{base}: ") if before.documents else Declared()
+    base_declared = _require_valid(before, f"{base}: ") if before.files else Declared()
     head_declared = _require_valid(validate_sources(after.sources), f"{head}: ")
     result = diff_states(
         declared_state(base_declared, owner), declared_state(head_declared, owner),
@@ -301,7 +314,20 @@ def diff(
 
 
 @click.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option(
+    "--repo",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="A clone of the schedules repository (only its object database is read).",
+)
+@click.option(
+    "--path",
+    "tree",
+    default=".",
+    show_default=True,
+    help="The tree inside the repository, relative to its root (need not exist in the clone).",
+)
 @click.option(
     "--branch", default="main", show_default=True, help="The branch whose tree is applied."
 )
@@ -323,7 +349,8 @@ def diff(
 @owner_option
 @database_option
 def sync(
-    path: Path,
+    repo: Path,
+    tree: str,
     branch: str,
     remote: str,
     interval: str,
@@ -337,7 +364,7 @@ def sync(
     line per round, keeps going after errors, and stops cleanly on SIGTERM or SIGINT
     after the round in progress.
 
-    Example: rackcron sync fleet/ --branch main --interval 60s
+    Example: rackcron sync --repo /srv/fleet-repo --path fleet --branch main --interval 60s
     """
     import signal
     import socket
@@ -365,7 +392,9 @@ def sync(
         )
 
     last = sync_loop(
-        lambda: run_round(service, path, remote=remote, branch=branch, owner=owner, author=author),
+        lambda: run_round(
+            service, repo, tree, remote=remote, branch=branch, owner=owner, author=author
+        ),
         report, interval=seconds, stop=stop, once=once,
     )  # fmt: skip
     if once and not last.ok:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_reconcile import Repo, schedule
+from test_reconcile import RACKS, Repo, schedule
 
 from rackcron.cli import main
 
@@ -35,7 +35,9 @@ def test_plan_and_apply_a_committed_revision_not_the_working_copy(repo: Repo) ->
     (record,) = repo.service().list_applies()
     assert (record.revision, record.dirty) == (committed, False)
     bad = repo.cli("plan", str(repo.path), "--rev", "no-such-branch")
-    assert bad.exit_code == 1 and "error: --rev 'no-such-branch': no such revision" in bad.output
+    assert (
+        bad.exit_code == 1 and "error: revision 'no-such-branch': no such revision in" in bad.output
+    )
 
 
 def test_diff_between_revisions_needs_no_store(repo: Repo) -> None:
@@ -93,7 +95,7 @@ class Remote:
 
     def sync_once(self):  # type: ignore[no-untyped-def]
         return CliRunner().invoke(
-            main, ["sync", str(self.deploy), "--once", "--database-url", self.url]
+            main, ["sync", "--repo", str(self.deploy), "--once", "--database-url", self.url]
         )
 
 
@@ -124,7 +126,7 @@ def test_sync_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     remote.push(schedule("a"))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "rackcron.cli", "sync", str(remote.deploy), "--interval", "1h",
+        [sys.executable, "-m", "rackcron.cli", "sync", "--repo", str(remote.deploy), "--interval", "1h",
          "--database-url", url],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
@@ -135,3 +137,29 @@ def test_sync_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0
     assert time.monotonic() - started < 10
+
+
+def test_sync_reads_a_tree_the_clone_does_not_have_yet(tmp_path: Path, store_url: str) -> None:
+    remote = Remote(tmp_path, store_url)
+    remote.push(schedule("a"))  # the deploy clone is made here, at this commit
+    (remote.work.path / "later").mkdir()
+    (remote.work.path / "later" / "fleet.yaml").write_text(RACKS + schedule("b"))
+    remote.work._git("add", "-A")
+    remote.work._git("commit", "-q", "-m", "a second tree")
+    remote.work._git("push", "-q", "origin", "main")
+    assert not (remote.deploy / "later").exists()
+    result = CliRunner().invoke(
+        main,
+        [
+            "sync",
+            "--repo",
+            str(remote.deploy),
+            "--path",
+            "later",
+            "--once",
+            "--database-url",
+            store_url,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [s.name for s in remote.work.service().list_schedules().items] == ["b"]
