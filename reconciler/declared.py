@@ -26,6 +26,7 @@ from rackcron.models import (
     Component,
     NVLDomain,
     Operation,
+    OperationTemplate,
     OverlapPolicy,
     Rack,
     ScheduleConfig,
@@ -38,6 +39,8 @@ from reconciler.diagnostics import Diagnostic, Path
 from reconciler.yamlsource import SourceDocument
 
 __all__ = ["Declared", "DeclaredInventory", "DeclaredSchedule", "build_declared"]
+
+_OPERATION: pydantic.TypeAdapter[Operation] = pydantic.TypeAdapter(Operation)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class DeclaredSchedule:
     labels: dict[str, str]
     source: str
     line: int
+    template: OperationTemplate | None = None  # to_template(operation), computed once
 
     @property
     def name(self) -> str:
@@ -69,27 +73,48 @@ class Declared:
 
 
 class DeclaredInventory:
-    """The declared racks, components and domains as a target-resolution inventory."""
+    """The declared racks, components and domains as a target-resolution inventory.
+
+    Lookups go through indexes built once (a tree names racks tens of thousands of
+    times); each returns what a scan in declaration order would.
+    """
 
     def __init__(self, declared: Declared) -> None:
         self.racks = declared.racks
         self.domains = declared.domains
         self.components = {c.id: c for c in declared.components}
+        self._racks = self._index(self.racks)
+        self._domains = self._index(self.domains)
+        self._members: dict[uuid.UUID, list[uuid.UUID]] = {}
+        for domain in self.domains:
+            self._members.setdefault(domain.id, domain.rack_ids)
+        # Components by external id and by BMC MAC, each with its place in declaration order.
+        self._by_external: dict[str, list[tuple[int, Component]]] = {}
+        self._by_mac: dict[str, list[tuple[int, Component]]] = {}
+        for place, c in enumerate(self.components.values()):
+            if c.external_id is not None:
+                self._by_external.setdefault(c.external_id, []).append((place, c))
+            if c.bmc_mac is not None:
+                self._by_mac.setdefault(c.bmc_mac, []).append((place, c))
 
     @staticmethod
-    def _find(
-        items: Iterable[Rack | NVLDomain], by: Identifier, value: uuid.UUID | str
-    ) -> list[uuid.UUID]:
-        return [item.id for item in items if getattr(item, by) == value]
+    def _index(
+        items: Iterable[Rack | NVLDomain],
+    ) -> dict[tuple[Identifier, uuid.UUID | str], list[uuid.UUID]]:
+        index: dict[tuple[Identifier, uuid.UUID | str], list[uuid.UUID]] = {}
+        for item in items:
+            for by in ("id", "name", "external_id"):
+                index.setdefault((by, getattr(item, by)), []).append(item.id)
+        return index
 
     def find_racks(self, by: Identifier, value: uuid.UUID | str) -> list[uuid.UUID]:
-        return self._find(self.racks, by, value)
+        return list(self._racks.get((by, value), ()))
 
     def find_domains(self, by: Identifier, value: uuid.UUID | str) -> list[uuid.UUID]:
-        return self._find(self.domains, by, value)
+        return list(self._domains.get((by, value), ()))
 
     def domain_racks(self, domain_id: uuid.UUID) -> list[uuid.UUID]:
-        return next(d.rack_ids for d in self.domains if d.id == domain_id)
+        return self._members[domain_id]
 
     def find_component(self, component_id: uuid.UUID) -> ComponentRef | None:
         found = self.components.get(component_id)
@@ -98,11 +123,13 @@ class DeclaredInventory:
     def match_components(
         self, ident: str, mac: str | None, component_type: ComponentType | None
     ) -> list[ComponentRef]:
+        candidates = dict(self._by_external.get(ident, ()))
+        if mac is not None:
+            candidates.update(self._by_mac.get(mac, ()))
         return [
             ComponentRef(c.id, c.rack_id)
-            for c in self.components.values()
-            if (c.external_id == ident or (mac is not None and c.bmc_mac == mac))
-            and (component_type is None or c.type == component_type)
+            for _, c in sorted(candidates.items(), key=lambda pair: pair[0])
+            if component_type is None or c.type == component_type
         ]
 
 
@@ -189,19 +216,24 @@ class _Builder:
                 self.problems.append(doc.diagnostic(path, str(exc)))
                 ok = False
                 break
-        operation = self.operation(doc)
-        scope = self.scope(doc, inventory)
-        if ok and operation is not None and scope is not None:
+        targets = TargetSpec.model_validate(spec["targets"])
+        checked = self.operation(doc, targets)
+        scope = self.scope(doc, targets, inventory)
+        if ok and checked is not None and scope is not None:
+            operation, template = checked
             config = ScheduleConfig(
                 name=meta["name"], spec_type=SpecType(spec["spec_type"]), spec=spec["spec"],
                 timezone=timezone, overlap_policy=OverlapPolicy(spec.get("overlap_policy", "skip")),
             )  # fmt: skip
             self.declared.schedules.append(DeclaredSchedule(
                 config, operation, scope, spec.get("enabled", True), spec.get("protect", False),
-                meta.get("labels", {}), doc.file, doc.line,
+                meta.get("labels", {}), doc.file, doc.line, template,
             ))  # fmt: skip
 
-    def operation(self, doc: SourceDocument) -> Operation | None:
+    def operation(
+        self, doc: SourceDocument, targets: TargetSpec
+    ) -> tuple[Operation, OperationTemplate] | None:
+        """The operation and its stored form, or None after reporting why it is invalid."""
         ((kind, params),) = doc.data["spec"]["operation"].items()
         path: Path = ("spec", "operation", kind)
         values: dict[str, Any] = {**params, "kind": kind}
@@ -218,21 +250,21 @@ class _Builder:
                     self.problems.append(doc.diagnostic((*path, name), str(exc)))
                     return None
         try:
-            operation = pydantic.TypeAdapter(Operation).validate_python(
-                {**values, "target_spec": TargetSpec.model_validate(doc.data["spec"]["targets"])}
-            )
-            to_template(operation)
+            operation = _OPERATION.validate_python({**values, "target_spec": targets})
+            template = to_template(operation)
         except RackcronError as exc:
             self.problems.append(doc.diagnostic(path, _without_field_prefix(exc.message)))
             return None
-        return operation
+        return operation, template
 
-    def scope(self, doc: SourceDocument, inventory: DeclaredInventory) -> Resolved | None:
-        targets = doc.data["spec"]["targets"]
+    def scope(
+        self, doc: SourceDocument, targets: TargetSpec, inventory: DeclaredInventory
+    ) -> Resolved | None:
         try:
-            return resolve_targets(TargetSpec.model_validate(targets), inventory)
+            return resolve_targets(targets, inventory)
         except RackcronError as exc:
-            self.problems.append(doc.diagnostic(_target_path(targets, exc.message), exc.message))
+            path = _target_path(doc.data["spec"]["targets"], exc.message)
+            self.problems.append(doc.diagnostic(path, exc.message))
             return None
 
 

@@ -405,21 +405,23 @@ class _Differ:
 
     def warnings(self, changed: set[str]) -> list[str]:
         """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one."""
-        found: dict[frozenset[str], str] = {}
-        enabled = [s for s in self.desired.schedules.values() if s.enabled]
-        for schedule in enabled:
-            if schedule.name not in changed:
-                continue
-            racks = {r for r, _ in schedule.scope}
-            for other in enabled:
-                shared = racks & {r for r, _ in other.scope}
-                pair = frozenset((schedule.name, other.name))
-                if other.name != schedule.name and shared and pair not in found:
-                    names = ", ".join(sorted(self.desired.rack_name(r) for r in shared))
-                    found[pair] = (
-                        f'schedules "{schedule.name}" and "{other.name}" both target {names}'
-                    )
-        return list(found.values())
+        enabled = {s.name: s for s in self.desired.schedules.values() if s.enabled}
+        by_rack: dict[uuid.UUID, list[str]] = {}
+        for schedule in enabled.values():
+            for rack_id, _ in schedule.scope:
+                by_rack.setdefault(rack_id, []).append(schedule.name)
+        shared: dict[tuple[str, str], set[uuid.UUID]] = {}
+        for name in (n for n in enabled if n in changed):
+            for rack_id, _ in enabled[name].scope:
+                for other in by_rack[rack_id]:
+                    if other != name:
+                        pair = (name, other) if (other, name) not in shared else (other, name)
+                        shared.setdefault(pair, set()).add(rack_id)
+        return [
+            f'schedules "{a}" and "{b}" both target '
+            + ", ".join(sorted(self.desired.rack_name(r) for r in racks))
+            for (a, b), racks in shared.items()
+        ]
 
 
 def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:

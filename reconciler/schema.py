@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import numbers
+import re
+from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -46,6 +49,247 @@ def _validator(kind: str) -> Draft202012Validator:
     return Draft202012Validator(schema_for(kind))
 
 
+# --- the fast acceptance check ---------------------------------------------------------------
+#
+# jsonschema spends about 0.4 ms on each valid document (a validator object per value);
+# a tree of 10,000 schedules spends most of its validation there (docs/benchmarks.md).
+# So each schema is also compiled into plain Python checks, one closure per keyword,
+# that accept a document only if jsonschema would: every keyword is implemented as
+# jsonschema's Draft 2020-12 implements it (the same type checks, ``re.search``, ...),
+# and a schema using anything else (another keyword, a remote reference, asserted
+# formats) gets no fast check at all. A document the fast check does not accept goes
+# to jsonschema, which finds its errors: diagnostics are the same either way, and
+# tests/unit/test_schema_fast.py compares both on thousands of broken documents.
+
+_Check = Callable[[Any], bool]
+
+#: Keywords that never make a document invalid (formats are not asserted: see below).
+_ANNOTATIONS = frozenset({"$schema", "$defs", "$comment", "title", "description", "default",
+                          "examples", "deprecated", "readOnly", "writeOnly"})  # fmt: skip
+
+
+#: The keywords the fast check implements, each as jsonschema does (``_Compiler.k_*``).
+_KEYWORDS = frozenset({"$ref", "type", "enum", "const", "pattern", "minLength", "maxLength",
+                       "minItems", "maxItems", "minProperties", "maxProperties", "minimum",
+                       "maximum", "uniqueItems", "required", "properties",
+                       "additionalProperties", "items", "propertyNames", "oneOf"})  # fmt: skip
+
+
+class _Unsupported(Exception):
+    """The schema uses something the fast check does not implement: jsonschema alone decides."""
+
+
+def _is_integer(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, bool)
+
+
+_TYPES: dict[str, _Check] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": _is_integer,
+    "number": _is_number,
+}
+
+
+@cache
+def _fast_check(kind: str) -> _Check | None:
+    """A check that accepts a document of ``kind`` only if its schema does (None: none)."""
+    schema = schema_for(kind)
+    compiler = _Compiler(schema, formats=_validator(kind).format_checker is not None)
+    try:
+        return compiler.compile(schema, root=True)[0]
+    except _Unsupported:
+        return None
+
+
+class _Compiler:
+    def __init__(self, root: dict[str, Any], *, formats: bool) -> None:
+        self.defs = root.get("$defs", {})
+        self.formats = formats  # asserted formats would need format checkers: unsupported
+        self.inside: set[str] = set()  # definitions being compiled (a cycle is unsupported)
+
+    def compile(self, schema: Any, *, root: bool = False) -> tuple[_Check, bool]:
+        """The check of ``schema``, and whether it also accepts everything the schema does.
+
+        Exactness matters only under ``oneOf``, which counts the branches that accept.
+        """
+        if schema is True or schema is False:
+            return (lambda v: schema), True
+        if not isinstance(schema, dict):
+            raise _Unsupported(f"schema {schema!r}")
+        checks: list[_Check] = []
+        exact = True
+        for keyword, value in schema.items():
+            if keyword in _ANNOTATIONS or (keyword == "$id" and root):
+                continue
+            if keyword == "format" and not self.formats:
+                continue
+            if keyword not in _KEYWORDS:
+                raise _Unsupported(keyword)
+            make = getattr(self, "k_ref" if keyword == "$ref" else f"k_{keyword}")
+            check, keyword_exact = make(value, schema)
+            if check is not None:
+                checks.append(check)
+            exact = exact and keyword_exact
+        return _all(checks), exact
+
+    def k_ref(self, ref: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            raise _Unsupported(f"$ref {ref!r}")
+        name = ref.removeprefix("#/$defs/")
+        if "/" in name or name not in self.defs:
+            raise _Unsupported(f"$ref {ref!r}")
+        if name in self.inside:
+            raise _Unsupported(f"recursive $ref {ref!r}")
+        self.inside.add(name)
+        try:
+            return self.compile(self.defs[name])
+        finally:
+            self.inside.discard(name)
+
+    def k_type(self, types: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        names = [types] if isinstance(types, str) else list(types)
+        if not names or any(n not in _TYPES for n in names):
+            raise _Unsupported(f"type {types!r}")
+        if len(names) == 1:
+            return _TYPES[names[0]], True
+        checks = tuple(_TYPES[n] for n in names)
+        return (lambda v: any(c(v) for c in checks)), True
+
+    def k_enum(self, values: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        if not isinstance(values, list) or not all(isinstance(x, str) for x in values):
+            raise _Unsupported("enum of other than text")
+        allowed = frozenset(values)
+        return (lambda v: isinstance(v, str) and v in allowed), True
+
+    def k_const(self, value: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        if not isinstance(value, str):
+            raise _Unsupported("const other than text")
+        return (lambda v: isinstance(v, str) and v == value), True
+
+    def k_pattern(self, pattern: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        search = re.compile(pattern).search  # jsonschema: re.search(pattern, instance)
+        return (lambda v: not isinstance(v, str) or search(v) is not None), True
+
+    def k_minLength(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, str) or len(v) >= n), True
+
+    def k_maxLength(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, str) or len(v) <= n), True
+
+    def k_minItems(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, list) or len(v) >= n), True
+
+    def k_maxItems(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, list) or len(v) <= n), True
+
+    def k_minProperties(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, dict) or len(v) >= n), True
+
+    def k_maxProperties(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not isinstance(v, dict) or len(v) <= n), True
+
+    def k_minimum(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not _is_number(v) or not v < n), True  # jsonschema: error if v < n
+
+    def k_maximum(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return (lambda v: not _is_number(v) or not v > n), True
+
+    def k_uniqueItems(self, unique: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        if not unique:
+            return None, True
+
+        def check(v: Any) -> bool:  # lists of text only; anything else goes to jsonschema
+            if not isinstance(v, list):
+                return True
+            return all(isinstance(x, str) for x in v) and len(set(v)) == len(v)
+
+        return check, False
+
+    def k_required(self, names: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        required = tuple(names)
+        return (lambda v: not isinstance(v, dict) or all(k in v for k in required)), True
+
+    def k_properties(self, properties: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        compiled = [(name, self.compile(sub)) for name, sub in properties.items()]
+        exact = all(e for _, (_, e) in compiled)
+        pairs = tuple((name, check) for name, (check, _) in compiled)
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for name, sub in pairs:  # noqa: SIM110 - a loop is faster than all() here
+                if name in v and not sub(v[name]):
+                    return False
+            return True
+
+        return check, exact
+
+    def k_additionalProperties(
+        self, extra: Any, schema: dict[str, Any]
+    ) -> tuple[_Check | None, bool]:
+        if "patternProperties" in schema:
+            raise _Unsupported("patternProperties")
+        known = frozenset(schema.get("properties", {}))
+        if extra is False:
+            return (lambda v: not isinstance(v, dict) or known.issuperset(v)), True
+        sub, exact = self.compile(extra)
+        return (
+            lambda v: (
+                not isinstance(v, dict)
+                or all(sub(item) for key, item in v.items() if key not in known)
+            )
+        ), exact
+
+    def k_items(self, items: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        sub, exact = self.compile(items)  # (prefixItems is not in _KEYWORDS: unsupported)
+        return (lambda v: not isinstance(v, list) or all(sub(x) for x in v)), exact
+
+    def k_propertyNames(self, names: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        sub, exact = self.compile(names)
+        return (lambda v: not isinstance(v, dict) or all(sub(k) for k in v)), exact
+
+    def k_oneOf(self, branches: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        compiled = [self.compile(branch) for branch in branches]
+        if not compiled or not all(exact for _, exact in compiled):
+            raise _Unsupported("oneOf with a branch the fast check may reject wrongly")
+        checks = tuple(check for check, _ in compiled)
+
+        def check(v: Any) -> bool:
+            accepted = 0
+            for branch in checks:
+                if branch(v):
+                    accepted += 1
+                    if accepted > 1:
+                        return False
+            return accepted == 1
+
+        return check, True
+
+
+def _all(checks: list[_Check]) -> _Check:
+    if len(checks) == 1:
+        return checks[0]
+    frozen = tuple(checks)
+
+    def check(v: Any) -> bool:
+        for each in frozen:  # noqa: SIM110 - a loop is faster than all() here
+            if not each(v):
+                return False
+        return True
+
+    return check
+
+
 def check_schema(doc: SourceDocument) -> list[Diagnostic]:
     """Every schema problem of ``doc`` (empty when it is valid)."""
     data = doc.data
@@ -63,10 +307,13 @@ def check_schema(doc: SourceDocument) -> list[Diagnostic]:
             )
         ]
     kind = data.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:  # a list or mapping is no kind either
         return [
             doc.diagnostic(("kind",), f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         ]
+    fast = _fast_check(kind)
+    if fast is not None and fast(data):
+        return []  # accepted by the fast check, so jsonschema finds nothing either
     found: list[Diagnostic] = []
     for error in _validator(kind).iter_errors(data):
         found += _explain(doc, error)

@@ -27,6 +27,7 @@ from rackcron.models import (
     SpecType,
 )
 from rackcron.templates import to_template
+from reconciler.validate import gc_paused
 
 if TYPE_CHECKING:
     from rackcron.service import Operations
@@ -92,6 +93,11 @@ class State:
 
 def declared_state(declared: Declared, owner: str) -> State:
     """The desired state of a validated tree, every item owned by ``owner``."""
+    with gc_paused():
+        return _declared_state(declared, owner)
+
+
+def _declared_state(declared: Declared, owner: str) -> State:
     schedules = {}
     for item in declared.schedules:
         config = item.config
@@ -102,7 +108,7 @@ def declared_state(declared: Declared, owner: str) -> State:
             timezone=config.timezone or "UTC",
             overlap_policy=config.overlap_policy or OverlapPolicy.SKIP,
             enabled=item.enabled,
-            template=to_template(item.operation),
+            template=item.template or to_template(item.operation),
             scope=tuple(item.scope),
             management=Management(
                 owner=owner, source=item.source, protect=item.protect, labels=item.labels
@@ -119,9 +125,16 @@ def declared_state(declared: Declared, owner: str) -> State:
 
 def store_state(ops: Operations) -> State:
     """Everything in the store a plan compares, read in the caller's transaction."""
+    with gc_paused():
+        return _store_state(ops)
+
+
+def _store_state(ops: Operations) -> State:
     schedules = {}
-    for schedule in ops.list_schedules().items:
-        scopes = ops.list_scopes(schedule.id)
+    stored = ops.list_schedules().items
+    all_scopes = ops.scopes_by_schedule()  # one query, not one per schedule
+    for schedule in stored:
+        scopes = all_scopes.get(schedule.id, [])
         schedules[schedule.name] = ScheduleState(
             name=schedule.name,
             spec_type=schedule.spec_type,

@@ -1,10 +1,13 @@
 """Reading YAML documents with the position of every value.
 
 libyaml (PyYAML's C parser) composes each document into a node tree whose
-nodes carry their start marks; walking that tree once gives both the plain
-data (dicts, lists, scalars) and a map from each JSON path to its line and
-column. That is as fast as a plain load with the same parser, and several
-times faster than a round-trip loader (PERF-NOTES.md "YAML and schema").
+nodes carry their start marks; walking that tree gives both the plain data
+(dicts, lists, scalars) and a map from each JSON path to its line and column.
+That is as fast as a plain load with the same parser, and several times faster
+than a round-trip loader (PERF-NOTES.md "YAML and schema"). Only diagnostics
+need the map, so it is made on first use, by composing the file again and
+walking that document once more (``SourceDocument.positions``): a valid tree
+never pays for it (docs/benchmarks.md).
 
 The walk is also where YAML's sharp edges are refused, each as a diagnostic:
 duplicate keys, tags other than the core schema's, alias expansion beyond
@@ -31,7 +34,33 @@ MAX_DEPTH = 64
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
 _SCALARS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
+_TEXT = {f"{_TAG}str", f"{_TAG}timestamp"}
+_SEQ, _MAP, _MERGE = f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge"
 _constructor = yaml.constructor.SafeConstructor()
+_construct = _constructor.yaml_constructors
+
+
+class _File:
+    """A file's text, composed again only when a position inside it is asked for.
+
+    Positions are needed for diagnostics alone, and recording one per value costs
+    more than reading the value; so the first read keeps only the data, and a
+    document's positions are found, when first used, by walking it again.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.nodes: list[yaml.Node | None] | None = None
+
+    def node(self, index: int) -> yaml.Node | None:
+        if self.nodes is None:
+            self.nodes = []
+            try:
+                for node in yaml.compose_all(self.text, Loader=_Loader):
+                    self.nodes.append(node)
+            except yaml.YAMLError:
+                pass  # documents before a syntax error were read; nothing after it was
+        return self.nodes[index - 1] if index <= len(self.nodes) else None
 
 
 @dataclass
@@ -41,12 +70,36 @@ class SourceDocument:
     file: str
     index: int  # 1-based position in its file
     data: Any
-    positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    key_positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    start: tuple[int, int] = (1, 1)  # line and column of the document's root value
+    _source: _File | None = field(default=None, repr=False, compare=False)
+    _positions: dict[Path, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    _key_positions: dict[Path, tuple[int, int]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @property
+    def positions(self) -> dict[Path, tuple[int, int]]:
+        """Line and column of every value, by JSON path (found on first use)."""
+        if self._positions is None:
+            self._locate()
+        return self._positions  # type: ignore[return-value]
+
+    @property
+    def key_positions(self) -> dict[Path, tuple[int, int]]:
+        """Line and column of every mapping key, by the path of its value."""
+        if self._key_positions is None:
+            self._locate()
+        return self._key_positions  # type: ignore[return-value]
+
+    def _locate(self) -> None:
+        self._positions, self._key_positions = {}, {}
+        node = self._source.node(self.index) if self._source else None
+        if node is not None:
+            _Walker(node, self).value(node, ())
 
     @property
     def line(self) -> int:
-        return self.positions.get((), (1, 1))[0]
+        return self.start[0]
 
     def at(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """Line and column of ``path`` (its key when ``key``), else of its nearest known parent."""
@@ -74,12 +127,13 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 
 
 class _Walker:
-    """Builds plain data from a node tree, recording positions and refusing sharp edges."""
+    """Builds plain data from a node tree, refusing sharp edges; records positions into ``doc``."""
 
-    def __init__(self, doc: SourceDocument, root: yaml.Node) -> None:
-        self.doc = doc
+    def __init__(self, root: yaml.Node, doc: SourceDocument | None = None) -> None:
         self.root = root
         self.nodes = 0
+        self.positions = doc._positions if doc is not None else None
+        self.key_positions = doc._key_positions if doc is not None else None
 
     def value(self, node: yaml.Node, path: Path) -> Any:
         self.nodes += 1
@@ -88,27 +142,30 @@ class _Walker:
             raise _Refused(self.root, message)
         if len(path) > MAX_DEPTH:
             raise _Refused(node, f"document nests deeper than {MAX_DEPTH} levels")
-        self.doc.positions.setdefault(path, _mark(node))
+        if self.positions is not None:
+            self.positions.setdefault(path, _mark(node))
         if isinstance(node, yaml.MappingNode):
             return self.mapping(node, path)
+        tag = node.tag
         if isinstance(node, yaml.SequenceNode):
-            if node.tag != f"{_TAG}seq":
-                raise _Refused(node, f"unsupported tag {node.tag!r}")
+            if tag != _SEQ:
+                raise _Refused(node, f"unsupported tag {tag!r}")
             return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
-        if node.tag not in _SCALARS:
-            raise _Refused(node, f"unsupported tag {node.tag!r}")
-        if node.tag in (f"{_TAG}str", f"{_TAG}timestamp"):
+        if tag in _TEXT:
             return node.value
+        if tag not in _SCALARS:
+            raise _Refused(node, f"unsupported tag {tag!r}")
         # The constructor's per-tag function, not construct_object: that one caches every node.
-        return _constructor.yaml_constructors[node.tag](_constructor, node)
+        return _construct[tag](_constructor, node)
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
-        if node.tag != f"{_TAG}map":
+        if node.tag != _MAP:
             raise _Refused(node, f"unsupported tag {node.tag!r}")
         result: dict[str, Any] = {}
         merged: list[yaml.MappingNode] = []
+        key_positions = self.key_positions
         for key_node, value_node in node.value:
-            if key_node.tag == f"{_TAG}merge":
+            if key_node.tag == _MERGE:
                 merged += (
                     value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 )
@@ -118,7 +175,8 @@ class _Walker:
             key = key_node.value
             if key in result:
                 raise _Refused(key_node, f"duplicate key {key!r}")
-            self.doc.key_positions[(*path, key)] = _mark(key_node)
+            if key_positions is not None:
+                key_positions[(*path, key)] = _mark(key_node)
             result[key] = self.value(value_node, (*path, key))
         for source in merged:  # `<<: *defaults` fills in keys the mapping does not set
             if not isinstance(source, yaml.MappingNode):
@@ -144,14 +202,15 @@ def read_documents(file: str, content: bytes) -> tuple[list[SourceDocument], lis
     documents: list[SourceDocument] = []
     problems: list[Diagnostic] = []
     index = 0
+    source = _File(text)
     try:
         for node in yaml.compose_all(text, Loader=_Loader):
             index += 1
             if node is None:
                 continue
-            doc = SourceDocument(file, index, None)
+            doc = SourceDocument(file, index, None, _mark(node), source)
             try:
-                doc.data = _Walker(doc, node).value(node, ())
+                doc.data = _Walker(node).value(node, ())
             except _Refused as exc:
                 problems.append(
                     Diagnostic(file, exc.mark.line + 1, exc.mark.column + 1, "error", str(exc))
