@@ -40,6 +40,7 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/timing.py
 	$(BIN)/python bench/plan.py
+	$(BIN)/python bench/dispatch.py
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .ruff_cache .hypothesis

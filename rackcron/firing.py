@@ -12,6 +12,16 @@ values:
   ``next_run_at`` past ``now``, and ``last_run_at`` is set unless every scope was
   skipped (a manual trigger always sets it).
 * :func:`task_description` is the task's ``<schedule name> — <dispatch time>``.
+
+Phase 2 hands each eligible scope to the task manager (SEMANTICS.md "Tasks"),
+whose per-task decisions are here too, so a whole batch of firings can be
+decided in memory between one read and one write:
+
+* :func:`select_components` resolves a scope's component filter against the
+  components on its rack now;
+* :func:`admit` applies the conflict rule: a task for an idle rack is
+  ``pending``; for a busy one it is ``waiting`` under ``queue`` and refused
+  otherwise.
 """
 
 from __future__ import annotations
@@ -20,21 +30,40 @@ import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from typing import Protocol, TypeVar
 
-from rackcron.models import OverlapPolicy, Scope
+from rackcron.filters import ComponentFilter
+from rackcron.models import OverlapPolicy, TaskStatus
 from rackcron.timing import SpecType, format_rfc3339, next_after, parse_spec
 
-__all__ = ["Advance", "advance", "select_scopes", "task_description"]
+__all__ = [
+    "Advance",
+    "admit",
+    "advance",
+    "select_components",
+    "select_scopes",
+    "task_description",
+]
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+S = TypeVar("S", bound=_HasId)
 
 
 def select_scopes(
-    scopes: Sequence[Scope],
+    scopes: Sequence[S],
     busy: Collection[uuid.UUID],
     policy: OverlapPolicy,
     *,
     manual: bool,
-) -> tuple[list[Scope], list[Scope]]:
-    """Split ``scopes`` into (to submit, skipped), keeping scope order.
+) -> tuple[list[S], list[S]]:
+    """Split ``scopes`` (a :class:`~rackcron.models.Scope` or anything with its ``id``)
+    into (to submit, skipped), keeping scope order.
 
     ``busy`` holds the ids of scopes whose previous task is still active.
     """
@@ -43,6 +72,10 @@ def select_scopes(
     submit = [s for s in scopes if s.id not in busy]
     skipped = [s for s in scopes if s.id in busy]
     return submit, skipped
+
+
+# A dispatcher advances the same few specs all day; parsed specs are frozen values.
+_parsed = lru_cache(maxsize=4096)(parse_spec)
 
 
 @dataclass(frozen=True)
@@ -70,10 +103,44 @@ def advance(
     """
     if spec_type == SpecType.ONE_TIME:
         return Advance(next_run_at=None, last_run_at=now, enabled=False)
-    next_run = next_after(parse_spec(spec_type, spec, timezone), now)
+    next_run = next_after(_parsed(spec_type, spec, timezone), now)
     return Advance(next_run_at=next_run, last_run_at=now if fired else last_run_at, enabled=enabled)
 
 
 def task_description(schedule_name: str, dispatched_at: datetime) -> str:
     """The description of a task submitted by a firing."""
     return f"{schedule_name} — {format_rfc3339(dispatched_at)}"
+
+
+def select_components(
+    component_filter: ComponentFilter | None,
+    on_rack: Sequence[tuple[uuid.UUID, str]],
+) -> list[uuid.UUID] | None:
+    """The components a task covers, or None when a filter matches none of them.
+
+    ``on_rack`` holds the (id, type) of every component on the scope's rack now,
+    in id order. No filter takes them all (an empty rack gives an empty list); a
+    ``types`` filter keeps those of its types, in id order; a ``components``
+    filter keeps its own order and drops the components no longer on the rack,
+    so a task never leaves its rack (SEMANTICS.md "Dispatch").
+    """
+    if component_filter is None:
+        return [component_id for component_id, _ in on_rack]
+    if component_filter.kind == "types":
+        wanted = set(component_filter.items)
+        chosen = [c for c, kind in on_rack if kind.upper() in wanted]
+    else:
+        present = {str(c) for c, _ in on_rack}
+        chosen = [uuid.UUID(c) for c in component_filter.items if c in present]
+    return chosen or None
+
+
+def admit(policy: OverlapPolicy, *, rack_busy: bool) -> TaskStatus | None:
+    """A new task's status under the task manager's conflict rule, or None if refused.
+
+    At most one active task per rack: an idle rack's task is ``pending``; a busy
+    rack's is held ``waiting`` under ``queue`` and refused under ``skip``.
+    """
+    if not rack_busy:
+        return TaskStatus.PENDING
+    return TaskStatus.WAITING if policy == OverlapPolicy.QUEUE else None

@@ -137,14 +137,15 @@ class _Builder:
     def __init__(self) -> None:
         self.declared = Declared()
         self.problems: list[Diagnostic] = []
-        self.first_seen: dict[tuple[str, str], SourceDocument] = {}
+        self.first_seen: dict[tuple[str, str], tuple[SourceDocument, Path]] = {}
 
     def unique(self, doc: SourceDocument, path: Path, space: str, value: object) -> bool:
-        """Record ``value`` in ``space``; report it when another document already used it."""
+        """Record ``value`` in ``space``; report it when another place already used it
+        (in another document, or elsewhere in this one)."""
         key = (space, str(value))
-        other = self.first_seen.setdefault(key, doc)
-        if other is not doc:
-            where = f"{other.file}:{other.at(path)[0]}"
+        other, other_path = self.first_seen.setdefault(key, (doc, path))
+        if (other, other_path) != (doc, path):
+            where = f"{other.file}:{other.at(other_path)[0]}"
             self.problems.append(
                 doc.diagnostic(path, f"{space} '{value}' is already declared at {where}")
             )

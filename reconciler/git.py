@@ -14,7 +14,7 @@ from typing import Any
 
 from rackcron.errors import InvalidArgument
 
-__all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "tree_source"]
+__all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "repo_root", "tree_source"]
 
 _SUFFIXES = (".yaml", ".yml")
 
@@ -44,6 +44,16 @@ def author(path: Path) -> str:
     with contextlib.suppress(git.GitCommandError, git.GitCommandNotFound):
         who = git.Git(path if path.is_dir() else path.parent).config("--get", "user.email") or None
     return f"{who or getpass.getuser()} on {socket.gethostname()}"
+
+
+def repo_root(path: Path) -> Path | None:
+    """The working tree root of the repository holding ``path`` (None outside git)."""
+    import git
+
+    try:
+        return Path(git.Repo(path, search_parent_directories=True).working_tree_dir).resolve()
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
 
 
 class Revision:

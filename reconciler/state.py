@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rackcron.filters import ComponentFilter, to_stored
+from rackcron.gcpause import gc_paused
 from rackcron.models import (
     Component,
     Management,
@@ -27,7 +28,6 @@ from rackcron.models import (
     SpecType,
 )
 from rackcron.templates import to_template
-from reconciler.validate import gc_paused
 
 if TYPE_CHECKING:
     from rackcron.service import Operations

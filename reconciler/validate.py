@@ -6,18 +6,17 @@ on disk and files read from a git revision.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rackcron.gcpause import gc_paused
 from reconciler.declared import Declared, build_declared
 from reconciler.diagnostics import Diagnostic
 from reconciler.schema import check_schema
 from reconciler.yamlsource import SourceDocument, read_documents
 
-__all__ = ["Validation", "gc_paused", "tree_sources", "validate_sources", "validate_tree"]
+__all__ = ["Validation", "tree_sources", "validate_sources", "validate_tree"]
 
 _SUFFIXES = (".yaml", ".yml")
 
@@ -45,26 +44,6 @@ class Validation:
             f"{self.files} files, {self.documents} documents:"
             f" {len(self.errors)} errors, {warnings} warnings"
         )
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a tree, its state or a store is read in.
-
-    Reading 10,000 schedules builds hundreds of thousands of long-lived, acyclic
-    objects; each time they grow by a quarter the collector walks all of them, which
-    cost a fifth of a plan (docs/benchmarks.md). Reference counting still frees
-    everything that is dropped; cycles made meanwhile wait for the next collection.
-    Nested and repeated use is fine: only the outermost pause turns collection back on.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:

@@ -67,15 +67,28 @@ def _require_valid(checked: Validation, label: str = "") -> Declared:
 
 
 def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[str, object]]:
-    """The YAML sources of ``path`` (on disk, or at git revision ``rev``) and where they come from."""
-    from reconciler.git import read_revision, tree_source
+    """The YAML sources of ``path`` (on disk, or at git revision ``rev``) and where they come from.
+
+    Inside a git repository, files are named relative to its root however ``path`` was
+    spelled, so each schedule's recorded source is the same from any directory, CI
+    checkout or revision.
+    """
+    import os
+
+    from reconciler.git import read_revision, repo_root, tree_source
     from reconciler.validate import tree_sources
 
     with cli_errors():
-        if rev is None:
-            return tree_sources(path), tree_source(path)
-        revision = read_revision(path, rev)
-        return revision.sources, revision.source
+        if rev is not None:
+            revision = read_revision(path, rev)
+            return revision.sources, revision.source
+        sources = tree_sources(path)
+        root = repo_root(path)
+        if root is not None:
+            sources = [
+                (Path(os.path.relpath(Path(n).resolve(), root)).as_posix(), c) for n, c in sources
+            ]
+        return sources, tree_source(path)
 
 
 def _desired_plan(path: Path, rev: str | None, owner: str, database_url: str | None) -> Plan:

@@ -19,9 +19,8 @@ run the three phases in three transactions (see ``_firing``).
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.gcpause import gc_paused
 from rackcron.service._applies import ApplyLocked, ApplyOps
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome
 from rackcron.service._inventory import InventoryOps
@@ -147,21 +147,43 @@ class Service:
     break_apply_lock = _in_transaction("break_apply_lock")
     list_applies = _in_transaction("list_applies", write=False)
 
-    def _finish(self, firing: Firing) -> FireResult:
-        """Phases 2 and 3 of a claimed firing. A store failure fails this firing's
-        submissions (its tick is spent: at most once) and never the next firing's."""
+    def submit_batch(self, firings: Sequence[Firing]) -> list[list[ScopeOutcome]]:
+        """Phase 2 of claimed firings, in one transaction: each firing's outcomes.
+
+        A store failure fails every scope of the batch (the ticks are spent: at most
+        once) and never the next batch's.
+        """
+        if not firings:
+            return []
         try:
             with self.transaction() as ops:
-                outcomes = ops.submit(firing)
+                return ops.submit_batch(firings)
         except StoreError as exc:
-            outcomes = [
-                ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message) for s in firing.scopes
+            return [
+                [ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message) for s in f.scopes]
+                for f in firings
             ]
-            return FireResult(firing, outcomes)
-        # Without the write-back the overlap check still finds the tasks by scope id.
-        with contextlib.suppress(StoreError), self.transaction() as ops:
-            ops.write_back(outcomes)
-        return FireResult(firing, outcomes)
+
+    def write_back(self, outcomes: Iterable[ScopeOutcome]) -> bool:
+        """Phase 3 in one transaction; False if the store failed.
+
+        Without the write-back the overlap check still finds the tasks by scope id.
+        """
+        flat = list(outcomes)
+        if not any(o.task_id is not None for o in flat):
+            return True
+        try:
+            with self.transaction() as ops:
+                ops.write_back(flat)
+        except StoreError:
+            return False
+        return True
+
+    def _finish(self, firings: Sequence[Firing]) -> list[FireResult]:
+        """Phases 2 and 3 of a claimed batch of firings."""
+        batch = self.submit_batch(firings)
+        self.write_back(o for outcomes in batch for o in outcomes)
+        return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
     def trigger(self, schedule_id: uuid.UUID | str) -> FireResult:
         """TriggerTaskSchedule: fire now, every scope, policy ignored.
@@ -172,7 +194,7 @@ class Service:
         """
         with self.transaction() as ops:
             firing = ops.claim(schedule_id)
-        result = self._finish(firing)
+        (result,) = self._finish([firing])
         if firing.scopes and not result.task_ids:
             errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
             raise FailedPrecondition(
@@ -180,12 +202,20 @@ class Service:
             )
         return result
 
+    def claim_due(self, limit: int) -> list[Firing]:
+        """Phase 1 in one transaction: claim up to ``limit`` due schedules, oldest due first."""
+        with self.transaction() as ops:
+            return ops.claim_due(limit)
+
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
-        """Fire every schedule due now, claiming ``batch_size`` at a time."""
+        """Fire every schedule due now, ``batch_size`` at a time: each batch is claimed,
+        submitted and written back in three transactions."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
         results: list[FireResult] = []
         while True:
-            with self.transaction() as ops:
-                firings = ops.claim_due(batch_size)
-            results += [self._finish(f) for f in firings]
+            with gc_paused():
+                firings = self.claim_due(batch_size)
+                results += self._finish(firings)
             if len(firings) < batch_size:
                 return results

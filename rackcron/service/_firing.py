@@ -1,15 +1,25 @@
 """The three phases of a firing, each run in its own transaction by the caller.
 
-SEMANTICS.md "Dispatch":
+SEMANTICS.md "Dispatch", batched: each phase handles a whole claimed batch of
+firings with a fixed number of statements, whatever the batch's size (``IN``
+lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
 
 1. :meth:`FiringOps.claim_due` / :meth:`FiringOps.claim` lock the schedule rows
    (PostgreSQL ``FOR UPDATE``, ``SKIP LOCKED`` for the dispatcher; SQLite's
-   ``BEGIN IMMEDIATE``), re-check they are due, apply the overlap policy and
-   advance the schedule, then the caller commits. From here the tick is spent:
+   ``BEGIN IMMEDIATE``), re-check they are due, read their scopes and the busy
+   scopes (one query each), apply the overlap policy and advance every schedule
+   with one executemany, then the caller commits. From here the tick is spent:
    a crash later loses at most this tick's tasks, never fires it twice.
-2. :meth:`FiringOps.submit` creates one task per eligible scope, each in a
-   savepoint, so one scope's failure does not stop the others.
-3. :meth:`FiringOps.write_back` records each scope's ``last_task_id``.
+2. :meth:`FiringOps.submit_batch` hands every eligible scope of the batch to the
+   task manager (:meth:`TaskOps.submit_tasks`): racks locked once, decisions in
+   memory, one insert per table. A scope the task manager refuses fails alone; if
+   the batch insert fails, it is redone scope by scope in savepoints, so one
+   scope's failure still does not stop the others.
+3. :meth:`FiringOps.write_back` records each scope's ``last_task_id`` (one
+   executemany).
+
+A crash between phases is safe: the claim commits before anything is submitted,
+and the write-back is only a shortcut for the overlap check.
 
 The overlap check counts a scope as busy when its last task is active OR any
 active task carries its scope id, so a task submitted in phase 2 whose id was
@@ -22,24 +32,48 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.errors import FailedPrecondition
+from rackcron.filters import ComponentFilter, from_stored
 from rackcron.firing import advance, select_scopes, task_description
-from rackcron.models import Schedule, Scope, TaskStatus
+from rackcron.models import Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._schedules import ScheduleOps
-from rackcron.service._tasks import TaskOps
+from rackcron.service._tasks import IN_CHUNK, TaskOps, TaskRequest, chunked
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
 
-__all__ = ["Firing", "FiringOps", "ScopeOutcome"]
+__all__ = ["Firing", "FiringOps", "FiringScope", "ScopeOutcome"]
 
 _scope = task_schedule_scope
+_SCOPES = sa.select(
+    _scope.c.id,
+    _scope.c.schedule_id,
+    _scope.c.rack_id,
+    _scope.c.component_filter,
+    _scope.c.last_task_id,
+)
 
 
-@dataclass(frozen=True)
+def _filter(stored: Any) -> ComponentFilter | None:
+    return None if stored is None else from_stored(stored)
+
+
+# Phase 1 moves every claimed schedule on with this one statement (an executemany).
+_ADVANCE = (
+    task_schedule.update()
+    .where(task_schedule.c.id == sa.bindparam("b_id"))
+    .values(
+        next_run_at=sa.bindparam("b_next"),
+        last_run_at=sa.bindparam("b_last"),
+        enabled=sa.bindparam("b_enabled"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeOutcome:
     """What a firing did on one scope."""
 
@@ -50,6 +84,15 @@ class ScopeOutcome:
     error: str | None = None
 
 
+class FiringScope(NamedTuple):
+    """What a firing needs of a scope entry (a light view of its row, no model to build)."""
+
+    id: uuid.UUID
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+    last_task_id: uuid.UUID | None
+
+
 @dataclass(frozen=True)
 class Firing:
     """A claimed firing: the schedule as it was when due, and the scopes to submit."""
@@ -57,8 +100,8 @@ class Firing:
     schedule: Schedule
     at: datetime
     manual: bool
-    scopes: list[Scope]  # every scope, in scope order
-    submit: list[Scope]  # the scopes the overlap policy lets through
+    scopes: list[FiringScope]  # every scope, in scope order
+    submit: list[FiringScope]  # the scopes the overlap policy lets through
 
     @property
     def lag_seconds(self) -> float:
@@ -100,14 +143,16 @@ class FiringOps(ScheduleOps, TaskOps):
         if not rows:
             return []
         ids = [r.id for r in rows]
-        scope_rows = self.conn.execute(
-            sa.select(_scope).where(_scope.c.schedule_id.in_(ids)).order_by(_scope.c.ordinal)
-        ).all()
-        scopes: dict[uuid.UUID, list[Scope]] = {i: [] for i in ids}
-        for r in scope_rows:
-            scopes[r.schedule_id].append(_rows.scope(r))
-        busy = self._busy_scopes(scope_rows)
+        scopes: dict[uuid.UUID, list[FiringScope]] = {i: [] for i in ids}
+        for chunk in chunked(ids):
+            query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
+            for scope_id, schedule_id, rack_id, stored, last_task_id in self.conn.execute(query):
+                scopes[schedule_id].append(
+                    FiringScope(scope_id, rack_id, _filter(stored), last_task_id)
+                )
+        busy = self._busy_scopes([s for found in scopes.values() for s in found])
         firings = []
+        updates = []
         for row in rows:
             schedule = _rows.schedule(row)
             submit, _skipped = select_scopes(
@@ -122,72 +167,87 @@ class FiringOps(ScheduleOps, TaskOps):
                 now=self.now,
                 fired=bool(submit) or manual,
             )
-            self.conn.execute(
-                task_schedule.update()
-                .where(task_schedule.c.id == row.id)
-                .values(
-                    next_run_at=step.next_run_at,
-                    last_run_at=step.last_run_at,
-                    enabled=step.enabled,
-                    updated_at=self.now,
-                )
+            updates.append(
+                {
+                    "b_id": row.id,
+                    "b_next": step.next_run_at,
+                    "b_last": step.last_run_at,
+                    "b_enabled": step.enabled,
+                }
             )
             firings.append(Firing(schedule, self.now, manual, scopes[row.id], submit))
+        self.conn.execute(_ADVANCE.values(updated_at=self.now), updates)
         return firings
 
-    def _busy_scopes(self, scope_rows: Sequence[Any]) -> set[uuid.UUID]:
-        if not scope_rows:
-            return set()
-        last_task = {r.last_task_id: r.id for r in scope_rows if r.last_task_id is not None}
-        query = sa.select(task.c.id, task.c.scope_id).where(
-            task.c.status.in_(ACTIVE_STATUS_VALUES),
-            sa.or_(
-                task.c.scope_id.in_([r.id for r in scope_rows]),
-                task.c.id.in_(list(last_task)),
-            ),
-        )
+    def _busy_scopes(self, scopes: Sequence[FiringScope]) -> set[uuid.UUID]:
+        last_task = {s.last_task_id: s.id for s in scopes if s.last_task_id is not None}
+        scope_ids = [s.id for s in scopes]
+        task_ids = list(last_task)
         busy = set()
-        for task_id, scope_id in self.conn.execute(query):
-            busy.add(scope_id if scope_id is not None else last_task[task_id])
-            if task_id in last_task:
-                busy.add(last_task[task_id])
+        for start in range(0, max(len(scope_ids), len(task_ids)), IN_CHUNK // 2):
+            query = sa.select(task.c.id, task.c.scope_id).where(
+                task.c.status.in_(ACTIVE_STATUS_VALUES),
+                sa.or_(
+                    task.c.scope_id.in_(scope_ids[start : start + IN_CHUNK // 2]),
+                    task.c.id.in_(task_ids[start : start + IN_CHUNK // 2]),
+                ),
+            )
+            for task_id, scope_id in self.conn.execute(query):
+                busy.add(scope_id if scope_id is not None else last_task[task_id])
+                if task_id in last_task:
+                    busy.add(last_task[task_id])
         return busy
 
     def submit(self, firing: Firing) -> list[ScopeOutcome]:
-        """Phase 2: one task per scope to submit; failures are per scope."""
-        schedule = firing.schedule
-        assert schedule.template is not None
-        submitting = {s.id for s in firing.submit}
-        # Lock the firing's racks in one stable order before submitting: two firings
-        # over the same racks in different scope orders would otherwise deadlock.
-        self.lock_racks(s.rack_id for s in firing.submit)
-        outcomes = []
-        for scope in firing.scopes:
-            if scope.id not in submitting:
-                outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "skipped"))
-                continue
-            try:
-                with self.conn.begin_nested():
-                    submitted = self.submit_task(
-                        rack_id=scope.rack_id,
-                        component_filter=scope.component_filter,
-                        template=schedule.template,
-                        policy=schedule.overlap_policy,
-                        description=task_description(schedule.name, firing.at),
-                        schedule_id=schedule.id,
-                        scope_id=scope.id,
-                    )
-            except Exception as exc:  # one scope's failure never stops the others
-                error = (
-                    exc.message
-                    if isinstance(exc, RackcronError)
-                    else f"{type(exc).__name__}: {exc}"
+        """Phase 2 for one firing: :meth:`submit_batch` with a batch of one."""
+        return self.submit_batch([firing])[0]
+
+    def submit_batch(self, firings: Sequence[Firing]) -> list[list[ScopeOutcome]]:
+        """Phase 2: one task per scope to submit, for a whole batch of firings at once.
+
+        The task manager decides the scopes in claim order, then scope order (a task
+        submitted earlier in the batch counts as active on its rack), and creates
+        them with one insert per table; a scope it refuses, or whose insert fails,
+        is ``failed`` and stops no other. Returns each firing's outcomes, in scope order.
+        """
+        requests = []
+        for firing in firings:
+            schedule = firing.schedule
+            assert schedule.template is not None
+            description = task_description(schedule.name, firing.at)
+            requests += [
+                TaskRequest(
+                    rack_id=scope.rack_id,
+                    component_filter=scope.component_filter,
+                    template=schedule.template,
+                    policy=schedule.overlap_policy,
+                    description=description,
+                    schedule_id=schedule.id,
+                    scope_id=scope.id,
                 )
-                outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "failed", error=error))
-                continue
-            result = "queued" if submitted.status == TaskStatus.WAITING else "submitted"
-            outcomes.append(ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.id))
-        return outcomes
+                for scope in firing.submit
+            ]
+        submissions = iter(self.submit_tasks(requests))
+        batch = []
+        for firing in firings:
+            submitting = {s.id for s in firing.submit}
+            outcomes = []
+            for scope in firing.scopes:
+                if scope.id not in submitting:
+                    outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "skipped"))
+                    continue
+                submitted = next(submissions)
+                if submitted.task_id is None:
+                    outcomes.append(
+                        ScopeOutcome(scope.id, scope.rack_id, "failed", error=submitted.error)
+                    )
+                else:
+                    result = "queued" if submitted.status == TaskStatus.WAITING else "submitted"
+                    outcomes.append(
+                        ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.task_id)
+                    )
+            batch.append(outcomes)
+        return batch
 
     def write_back(self, outcomes: Sequence[ScopeOutcome]) -> None:
         """Phase 3: each submitted scope's last_task_id (scopes deleted meanwhile are ignored)."""

@@ -5,18 +5,29 @@ to rack controllers. The conflict rule (SEMANTICS.md "Tasks"): at most one
 active task per rack; a task for a busy rack is held as ``waiting`` when the
 schedule's policy is queue, and refused otherwise. The rack row is locked while
 deciding, so two submitters never both see the rack idle.
+
+Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id
+order, read their components and active tasks in one query each, decide every
+request in memory with the pure rules of ``rackcron.firing`` (``select_components``,
+``admit``), then insert the tasks and their component rows with one executemany
+each. :meth:`TaskOps.submit_task` is the same path with a batch of one.
 """
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from rackcron.errors import FailedPrecondition, NotFound
+from rackcron.errors import FailedPrecondition, NotFound, RackcronError
 from rackcron.filters import ComponentFilter
+from rackcron.firing import admit, select_components
 from rackcron.models import (
     ACTIVE_STATUSES,
     OperationTemplate,
@@ -30,11 +41,67 @@ from rackcron.service._base import OpsBase, check_page, paged, parse_id
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task, task_component
 from rackcron.templates import task_operation_text
 
-__all__ = ["SubmissionRefused", "TaskOps"]
+T = TypeVar("T")
+
+__all__ = ["Submission", "SubmissionRefused", "TaskOps", "TaskRequest", "chunked", "new_task_id"]
+
+#: At most this many values in one ``IN (...)`` list: SQLite allows 32,766 bound
+#: parameters per statement, and a claimed batch may be larger than that.
+IN_CHUNK = 5_000
+
+
+def new_task_id() -> uuid.UUID:
+    """A fresh task id: a version 7 UUID (RFC 9562), random but ordered by creation time.
+
+    Ordered ids keep the inserts of a batch together at the end of the task and
+    task_component indexes instead of scattering them over every page (uuid4),
+    which costs a busy store many page reads and writes per batch.
+    """
+    rand = int.from_bytes(os.urandom(10))
+    millis = time.time_ns() // 1_000_000
+    return uuid.UUID(
+        int=(millis & _MILLIS) << 80
+        | 0x7 << 76
+        | (rand >> 62 & 0xFFF) << 64
+        | 0b10 << 62
+        | rand & _RAND_B
+    )
+
+
+_MILLIS = (1 << 48) - 1
+_RAND_B = (1 << 62) - 1
+
+
+def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
+    """``values`` in slices of at most :data:`IN_CHUNK`."""
+    for start in range(0, len(values), IN_CHUNK):
+        yield values[start : start + IN_CHUNK]
 
 
 class SubmissionRefused(FailedPrecondition):
     """The task manager refused a task (busy rack under skip, rack gone, nothing to target)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """What the task manager is asked to run: one task on one rack."""
+
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+    template: OperationTemplate
+    policy: OverlapPolicy
+    description: str
+    schedule_id: uuid.UUID | None = None
+    scope_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The task manager's answer to one request: a created task, or why it was refused."""
+
+    task_id: uuid.UUID | None = None
+    status: TaskStatus | None = None  # pending or waiting when created
+    error: str | None = None
 
 
 class TaskOps(OpsBase):
@@ -100,13 +167,23 @@ class TaskOps(OpsBase):
         )
         return self.get_tasks([task_id])[0]
 
-    def lock_racks(self, rack_ids: Iterable[uuid.UUID]) -> None:
-        """Lock these racks' rows (PostgreSQL) in id order, the one order every submitter uses."""
+    def lock_racks(self, rack_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+        """Lock these racks' rows (PostgreSQL) in id order, the one order every submitter uses.
+
+        Returns the ids of the racks that exist.
+        """
         ids = sorted(set(rack_ids), key=str)
-        if ids:
-            self.conn.execute(
-                sa.select(rack.c.id).where(rack.c.id.in_(ids)).order_by(rack.c.id).with_for_update()
-            ).all()
+        found: set[uuid.UUID] = set()
+        for chunk in chunked(ids):
+            found.update(
+                self.conn.execute(
+                    sa.select(rack.c.id)
+                    .where(rack.c.id.in_(chunk))
+                    .order_by(rack.c.id)
+                    .with_for_update()
+                ).scalars()
+            )
+        return found
 
     def submit_task(
         self,
@@ -124,63 +201,136 @@ class TaskOps(OpsBase):
         :raises SubmissionRefused: the rack is gone, busy under the skip policy, or
             no component of the rack matches the filter.
         """
-        rack_row = self.conn.execute(
-            sa.select(rack.c.id).where(rack.c.id == rack_id).with_for_update()
-        ).first()
-        if rack_row is None:
-            raise SubmissionRefused(f"rack {rack_id} no longer exists")
-        components = self._task_components(rack_id, component_filter)
-        blocking = self.conn.execute(
-            sa.select(task.c.id)
-            .where(task.c.rack_id == rack_id, task.c.status.in_(ACTIVE_STATUS_VALUES))
-            .limit(1)
-        ).scalar_one_or_none()
-        status, expires = TaskStatus.PENDING, None
-        if blocking is not None:
-            if policy != OverlapPolicy.QUEUE:
-                raise SubmissionRefused(f"rack {rack_id} already has an active task {blocking}")
-            status = TaskStatus.WAITING
-            timeout = template.information.get("queue_timeout_seconds")
-            expires = self.now + timedelta(seconds=timeout) if timeout else None
-        task_id = uuid.uuid4()
-        self.conn.execute(
-            task.insert().values(
-                id=task_id,
-                schedule_id=schedule_id,
-                scope_id=scope_id,
-                rack_id=rack_id,
-                operation=task_operation_text(template),
-                operation_type=template.type,
-                operation_code=template.code,
-                operation_information=template.information,
-                component_uuids=[str(c) for c in components],
-                description=description,
-                status=status.value,
-                message="",
-                queue_expires_at=expires,
-                created_at=self.now,
-                updated_at=self.now,
-            )
+        request = TaskRequest(
+            rack_id, component_filter, template, policy, description, schedule_id, scope_id
         )
-        if components:
-            self.conn.execute(
-                task_component.insert(),
-                [{"task_id": task_id, "component_id": c} for c in components],
-            )
-        return self.get_tasks([task_id])[0]
+        (submitted,) = self._submit_locked([request], self.lock_racks([rack_id]))
+        if submitted.error is not None:
+            raise SubmissionRefused(submitted.error)
+        assert submitted.task_id is not None
+        return self.get_tasks([submitted.task_id])[0]
 
-    def _task_components(self, rack_id: uuid.UUID, filt: ComponentFilter | None) -> list[uuid.UUID]:
-        """The components a task on ``rack_id`` covers; they must still be on that rack."""
-        query = sa.select(component.c.id, component.c.type).where(component.c.rack_id == rack_id)
-        rows = self.conn.execute(query.order_by(component.c.id)).all()
-        if filt is None:
-            return [r.id for r in rows]
-        if filt.kind == "types":
-            wanted = set(filt.items)
-            chosen = [r.id for r in rows if r.type.upper() in wanted]
-        else:
-            on_rack = {str(r.id) for r in rows}
-            chosen = [uuid.UUID(c) for c in filt.items if c in on_rack]
-        if not chosen:
-            raise SubmissionRefused(f"no component of rack {rack_id} matches the scope's filter")
-        return chosen
+    def submit_tasks(self, requests: Sequence[TaskRequest]) -> list[Submission]:
+        """Create many task rows at once, each as :meth:`submit_task` would, in request order.
+
+        The racks are locked once, in id order; a task created earlier in the batch
+        counts as active on its rack for the requests after it. A refused request
+        is a :class:`Submission` with an ``error`` and stops no other. Should the
+        batch's insert itself fail (a schedule deleted meanwhile, say), the batch
+        is rolled back and redone one request at a time, each in a savepoint, so
+        that only the bad requests fail.
+        """
+        if not requests:
+            return []
+        existing = self.lock_racks(r.rack_id for r in requests)
+        try:
+            with self.conn.begin_nested():
+                return self._submit_locked(requests, existing)
+        except Exception:  # the batch's insert failed: find the bad requests one by one
+            return self._submit_one_by_one(requests, existing)
+
+    def _submit_one_by_one(
+        self, requests: Sequence[TaskRequest], existing: set[uuid.UUID]
+    ) -> list[Submission]:
+        submissions = []
+        for request in requests:
+            try:
+                with self.conn.begin_nested():
+                    (submitted,) = self._submit_locked([request], existing)
+            except Exception as exc:  # one request's failure never stops the others
+                submitted = Submission(error=_describe(exc))
+            submissions.append(submitted)
+        return submissions
+
+    def _submit_locked(
+        self, requests: Sequence[TaskRequest], existing: set[uuid.UUID]
+    ) -> list[Submission]:
+        """Decide every request in memory, then insert the accepted ones: two statements."""
+        racks = sorted({r.rack_id for r in requests if r.rack_id in existing}, key=str)
+        on_rack = self._rack_components(racks)
+        blocking = self._active_task_per_rack(racks)
+        operations: dict[int, str] = {}  # the operation text of each template
+        task_rows: list[dict[str, Any]] = []
+        component_rows: list[dict[str, Any]] = []
+        submissions = []
+        for request in requests:
+            rack_id = request.rack_id
+            if rack_id not in existing:
+                submissions.append(Submission(error=f"rack {rack_id} no longer exists"))
+                continue
+            components = select_components(request.component_filter, on_rack.get(rack_id, ()))
+            if components is None:
+                message = f"no component of rack {rack_id} matches the scope's filter"
+                submissions.append(Submission(error=message))
+                continue
+            status = admit(request.policy, rack_busy=rack_id in blocking)
+            if status is None:
+                message = f"rack {rack_id} already has an active task {blocking[rack_id]}"
+                submissions.append(Submission(error=message))
+                continue
+            task_id = new_task_id()
+            blocking.setdefault(rack_id, task_id)
+            template = request.template
+            expires = None
+            if status == TaskStatus.WAITING:
+                timeout = template.information.get("queue_timeout_seconds")
+                expires = self.now + timedelta(seconds=timeout) if timeout else None
+            operation = operations.get(id(template))
+            if operation is None:
+                operation = operations[id(template)] = task_operation_text(template)
+            task_rows.append(
+                {
+                    "id": task_id,
+                    "schedule_id": request.schedule_id,
+                    "scope_id": request.scope_id,
+                    "rack_id": rack_id,
+                    "operation": operation,
+                    "operation_type": template.type,
+                    "operation_code": template.code,
+                    "operation_information": template.information,
+                    "component_uuids": [str(c) for c in components],
+                    "description": request.description,
+                    "status": status.value,
+                    "message": "",
+                    "queue_expires_at": expires,
+                    "created_at": self.now,
+                    "updated_at": self.now,
+                }
+            )
+            component_rows += [{"task_id": task_id, "component_id": c} for c in components]
+            submissions.append(Submission(task_id=task_id, status=status))
+        if task_rows:
+            self.conn.execute(task.insert(), task_rows)
+        if component_rows:
+            self.conn.execute(task_component.insert(), component_rows)
+        return submissions
+
+    def _rack_components(
+        self, rack_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, list[tuple[uuid.UUID, str]]]:
+        """Each rack's components as (id, type), in id order."""
+        found: dict[uuid.UUID, list[tuple[uuid.UUID, str]]] = {}
+        for chunk in chunked(rack_ids):
+            query = (
+                sa.select(component.c.rack_id, component.c.id, component.c.type)
+                .where(component.c.rack_id.in_(chunk))
+                .order_by(component.c.id)
+            )
+            for rack_id, component_id, kind in self.conn.execute(query):
+                found.setdefault(rack_id, []).append((component_id, kind))
+        return found
+
+    def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+        """One active task of each busy rack."""
+        found: dict[uuid.UUID, uuid.UUID] = {}
+        for chunk in chunked(rack_ids):
+            query = sa.select(task.c.rack_id, task.c.id).where(
+                task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES)
+            )
+            for rack_id, task_id in self.conn.execute(query):
+                found.setdefault(rack_id, task_id)
+        return found
+
+
+def _describe(exc: Exception) -> str:
+    return exc.message if isinstance(exc, RackcronError) else f"{type(exc).__name__}: {exc}"

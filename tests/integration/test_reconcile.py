@@ -368,7 +368,10 @@ def test_a_failed_step_rolls_back_everything(repo: Repo) -> None:
         ApplyFailed,
         match=r'schedule "c": CreateTaskSchedule failed: injected failure. Nothing was applied',
     ):
-        apply_plan(service, plan, Provenance(source="t"), fail_at=2)
+        steps = [(c.name, st.rpc) for c in plan.changes for st in c.steps]
+        apply_plan(
+            service, plan, Provenance(source="t"), fail_at=steps.index(("c", "CreateTaskSchedule"))
+        )
     assert [(s.name, s.spec) for s in service.list_schedules().items] == before
     assert len(service.list_applies()) == 1
     apply_plan(service, plan, Provenance(source="t"))  # the lock was released

@@ -153,3 +153,14 @@ def test_github_annotations_cannot_be_forged() -> None:
     d = Diagnostic("a,b:c.yaml", 1, 2, "error", "bad\n::error file=evil::x", "$.k\n::warning::y")
     line = render([d], "github")
     assert line.count("\n") == 0 and line.startswith("::error file=a%2Cb%3Ac.yaml,line=1,col=2::")
+
+
+def test_recorded_sources_do_not_depend_on_how_the_path_is_spelled(repo: Repo, monkeypatch) -> None:
+    repo.write(schedule("a"))
+    repo.apply()
+    assert repo.service().find_schedule("a").management.source == "schedules.yaml"
+    monkeypatch.chdir(repo.path)
+    result = CliRunner().invoke(
+        main, ["plan", ".", "--detailed-exitcode", "--database-url", repo.url]
+    )
+    assert result.exit_code == 0, result.output

@@ -159,6 +159,13 @@ CASES = [
      "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r3}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n"
      "  components: [{id: 00000000-0000-4000-8000-0000000000c4, type: UMS, bmc_mac: '02:00:zz'}]\n",
      6, 79, "'02:00:zz' is not a MAC address", "$.spec.components[0].bmc_mac"),
+    ("duplicate-id-in-one-rack",
+     "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r3}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n"
+     "  components:\n    - {id: 00000000-0000-4000-8000-0000000000c5, type: UMS}\n"
+     "    - {id: 00000000-0000-4000-8000-0000000000c5, type: CDU}\n",
+     8, 12, "id '00000000-0000-4000-8000-0000000000c5' is already declared at", "$.spec.components[1].id"),
+    ("rule-id-not-uuid", schedule(GOOD_SPEC.replace("{power_on: {}}", "{power_on: {rule_id: r-1}}")), 7, 35,
+     "'r-1' is not a UUID", "$.spec.operation.power_on.rule_id"),
     ("duplicate-rack-name",
      "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r1}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n",
      3, 18, "rack name 'r1' is already declared at", "$.metadata.name"),

@@ -10,8 +10,16 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rackcron.firing import Advance, advance, select_scopes, task_description
-from rackcron.models import OverlapPolicy, Scope, SpecType
+from rackcron.filters import ComponentFilter
+from rackcron.firing import (
+    Advance,
+    admit,
+    advance,
+    select_components,
+    select_scopes,
+    task_description,
+)
+from rackcron.models import OverlapPolicy, Scope, SpecType, TaskStatus
 from rackcron.timing import format_rfc3339
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -120,3 +128,44 @@ def test_rfc3339_is_utc_with_z() -> None:
     assert format_rfc3339(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=-5)))) == (
         "2026-01-02T08:04:05Z"
     )
+
+
+# SEMANTICS.md "Dispatch" (a task's target is built from the scope and stays on its rack).
+C = [uuid.UUID(int=i) for i in range(1, 5)]
+ON_RACK = [(C[0], "COMPUTE"), (C[1], "Compute"), (C[2], "NVSWITCH"), (C[3], "POWERSHELF")]
+
+
+@pytest.mark.parametrize(
+    ("component_filter", "on_rack", "expected"),
+    [
+        (None, ON_RACK, C),
+        (None, [], []),
+        (ComponentFilter.types(["NVSWITCH", "COMPUTE"]), ON_RACK, C[:3]),
+        (ComponentFilter.types(["CDU"]), ON_RACK, None),
+        (ComponentFilter.components([C[3], C[0]]), ON_RACK, [C[3], C[0]]),
+        (ComponentFilter.components([uuid.UUID(int=9), C[2]]), ON_RACK, [C[2]]),
+        (ComponentFilter.components([C[0]]), ON_RACK[1:], None),
+        (ComponentFilter.types(["COMPUTE"]), [], None),
+    ],
+    ids=["whole-rack", "empty-rack", "types-any-case-in-id-order", "types-none-match",
+         "components-in-filter-order", "components-moved-away-dropped", "components-all-gone",
+         "types-on-empty-rack"],
+)  # fmt: skip
+def test_select_components_per_filter_kind(component_filter, on_rack, expected) -> None:
+    assert select_components(component_filter, on_rack) == expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "busy", "status"),
+    [
+        (OverlapPolicy.SKIP, False, TaskStatus.PENDING),
+        (OverlapPolicy.QUEUE, False, TaskStatus.PENDING),
+        (OverlapPolicy.QUEUE, True, TaskStatus.WAITING),
+        (OverlapPolicy.SKIP, True, None),
+    ],
+    ids=["idle-skip", "idle-queue", "busy-queue-waits", "busy-skip-refused"],
+)
+def test_admit_is_one_active_task_per_rack(
+    policy: OverlapPolicy, busy: bool, status: TaskStatus | None
+) -> None:
+    assert admit(policy, rack_busy=busy) == status

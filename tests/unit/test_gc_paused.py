@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from reconciler.validate import gc_paused
+from rackcron.gcpause import gc_paused
 
 
 @pytest.fixture(autouse=True)
