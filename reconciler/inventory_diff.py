@@ -1,0 +1,136 @@
+"""Diffing the inventory: racks, components and NVLink domains (a part of ``reconciler.diff``).
+
+Upserts come first in a plan and deletions last. An item owned by another
+repository is an error; a component belongs to whoever owns its rack. External
+ids are unique in the store, so one passing from one rack (or domain) to another
+is first cleared from its old holder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from reconciler.plan import Change, FieldChange, Step
+from reconciler.state import ScheduleState, State
+
+__all__ = ["InventoryDiffer", "plain"]
+
+
+def plain(value: Any) -> Any:
+    """A value for a plan's JSON: UUIDs as text, enums as their value."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value.value if hasattr(value, "value") else value
+
+
+class InventoryDiffer:
+    """The inventory half of a diff; the schedule half extends it."""
+
+    current: State
+    desired: State
+    owner: str
+    errors: list[str]
+
+    def inventory_upserts(self) -> list[Change]:
+        changes = self._external_id_handovers()
+        for kind, rpc, wanted, existing in (
+            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
+            ("component", "UpsertComponent", self.desired.components, self.current.components),
+            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+        ):
+            for item_id, want in wanted.items():
+                have = existing.get(item_id)
+                if have == want:
+                    continue
+                owner = self._owner_of(kind, have)
+                if owner not in (None, self.owner):
+                    self.errors.append(
+                        f"{kind} {want.name!r} ({item_id}) is managed by another repository (owner {owner!r})"
+                    )
+                    continue
+                fields = tuple(
+                    FieldChange(
+                        f, self._shown(f, getattr(have, f, None)), self._shown(f, getattr(want, f))
+                    )
+                    for f in type(want).model_fields
+                    if have is None or getattr(have, f) != getattr(want, f)
+                )
+                step = Step(rpc, {kind: want.model_dump(mode="json")})
+                action = "create" if have is None else "update"
+                changes.append(
+                    Change(kind, want.name or str(item_id), action, fields=fields, steps=(step,))
+                )  # type: ignore[arg-type]
+        return changes
+
+    def _owner_of(self, kind: str, have: Any) -> str | None:
+        """Who manages an existing inventory item (a component: whoever owns its rack)."""
+        if have is None:
+            return None
+        if kind == "component":
+            rack = self.current.racks.get(have.rack_id) if have.rack_id else None
+            return rack.owner if rack else None
+        return have.owner
+
+    def _external_id_handovers(self) -> list[Change]:
+        """Free external ids that pass from one rack (or domain) to another in this plan.
+
+        external_id is unique in the store, so a swap, or a rack re-created under a new
+        UUID with its old asset tag, must clear the old holder first.
+        """
+        changes = []
+        for kind, rpc, wanted, existing in (
+            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
+            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+        ):
+            claimed = {w.external_id: i for i, w in wanted.items() if w.external_id}
+            for item_id, have in existing.items():
+                taker = claimed.get(have.external_id) if have.external_id else None
+                if taker is None or taker == item_id or have.owner not in (None, self.owner):
+                    continue
+                cleared = have.model_copy(update={"external_id": None})
+                changes.append(Change(
+                    kind, have.name, "update", f"hands its external_id {have.external_id} over",  # type: ignore[arg-type]
+                    (FieldChange("external_id", have.external_id, None),),
+                    steps=(Step(rpc, {kind: cleared.model_dump(mode="json")}),),
+                ))  # fmt: skip
+        return changes
+
+    def _shown(self, field: str, value: Any) -> Any:
+        """A field's value for people: racks by name instead of UUID."""
+        if field == "rack_id" and value is not None:
+            return self.desired.rack_name(value)
+        if field == "rack_ids" and value is not None:
+            return [self.desired.rack_name(r) for r in value]
+        return plain(value)
+
+    def inventory_deletions(self, remaining: Iterable[ScheduleState]) -> list[Change]:
+        gone_racks = {
+            r for r, rack in self.current.racks.items() if rack.owner == self.owner
+        } - set(self.desired.racks)
+        # A declared rack's components are exactly the declared ones (adopting a rack
+        # adopts its component list), and so are those of an owned rack being deleted.
+        owned_racks = set(self.desired.racks) | gone_racks
+        changes = []
+        for domain_id, domain in self.current.domains.items():
+            if domain.owner == self.owner and domain_id not in self.desired.domains:
+                changes.append(Change("nvl_domain", domain.name, "delete", "no longer declared",
+                                      steps=(Step("DeleteNVLDomain", {"id": str(domain_id)}),)))  # fmt: skip
+        for component_id, component in self.current.components.items():
+            if component.rack_id in owned_racks and component_id not in self.desired.components:
+                changes.append(Change("component", component.name or str(component_id), "delete", "no longer declared",
+                                      steps=(Step("DeleteComponent", {"id": str(component_id)}),)))  # fmt: skip
+        in_use = {r for schedule in remaining for r, _ in schedule.scope}
+        for rack_id in sorted(gone_racks, key=str):
+            rack = self.current.racks[rack_id]
+            if rack_id in in_use:
+                self.errors.append(
+                    f"rack {rack.name!r} is no longer declared but schedules still target it"
+                )
+                continue
+            changes.append(Change("rack", rack.name, "delete", "no longer declared",
+                                  steps=(Step("DeleteRack", {"id": str(rack_id)}),)))  # fmt: skip
+        return changes
