@@ -94,14 +94,17 @@ def _create_steps(want: ScheduleState) -> list[Step]:
     return steps
 
 
-def _fire_times(state: ScheduleState | None, now: datetime) -> list[list[str]]:
-    """The next fire times of ``state`` after ``now`` as [UTC, local] pairs."""
+def _fire_times(
+    state: ScheduleState | None, now: datetime, start: datetime | None = None
+) -> list[list[str]]:
+    """The next fire times of ``state`` as [UTC, local] pairs: from ``start`` (a stored
+    next run) when given, else its first run after ``now``."""
     if state is None or state.consumed or not state.enabled:
         return []
     spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
     times: list[list[str]] = []
     try:
-        moment: datetime | None = timing.first_run(spec, now)
+        moment: datetime | None = start or timing.first_run(spec, now)
         while moment is not None and len(times) < FIRE_TIMES:
             times.append(
                 [timing.format_rfc3339(moment), timing.describe_local(spec, moment).isoformat()]
@@ -282,10 +285,14 @@ class _Differ(InventoryDiffer):
         return changes, steps
 
     def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
+        stored = have.next_run_at if have else None
+        # The stored next run stays unless the update recomputes it (spec, zone, resume).
+        kept = have is not None and _same_spec(have, want) and have.timezone == want.timezone
+        kept = kept and have.enabled == want.enabled  # type: ignore[union-attr]
         return {
             "timezone": want.timezone,
-            "before": _fire_times(have, self.now),
-            "after": _fire_times(want, self.now),
+            "before": _fire_times(have, self.now, stored),
+            "after": _fire_times(want, self.now, stored if kept else None),
         }
 
     def deletions(self) -> tuple[list[Change], list[str]]:

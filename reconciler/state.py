@@ -13,6 +13,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rackcron.filters import ComponentFilter, to_stored
@@ -52,6 +53,7 @@ class ScheduleState:
     scope: tuple[ScopeRow, ...]
     management: Management
     consumed: bool = False  # runtime: a one-time schedule that has fired
+    next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
     scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
 
@@ -147,6 +149,7 @@ def _store_state(ops: Operations) -> State:
             scope=tuple((s.rack_id, s.component_filter) for s in scopes),
             management=schedule.management,
             consumed=schedule.consumed,
+            next_run_at=schedule.next_run_at,
             scope_ids={s.rack_id: s.id for s in scopes},
         )
     return State(

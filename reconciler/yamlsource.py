@@ -222,6 +222,13 @@ def read_documents(file: str, content: bytes) -> tuple[list[SourceDocument], lis
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         problems.append(Diagnostic(file, line, column, "error", f"YAML syntax: {problem}"))
+    except yaml.reader.ReaderError as exc:
+        # A character YAML does not allow (a control character, NUL): point at it.
+        before = text[: exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        message = f"YAML: character U+{code:04X} is not allowed in YAML"
+        problems.append(Diagnostic(file, line, column, "error", message))
     except yaml.YAMLError as exc:
         problems.append(Diagnostic(file, 1, 1, "error", f"YAML: {exc}"))
     return documents, problems

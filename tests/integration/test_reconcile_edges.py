@@ -164,3 +164,19 @@ def test_recorded_sources_do_not_depend_on_how_the_path_is_spelled(repo: Repo, m
         main, ["plan", ".", "--detailed-exitcode", "--database-url", repo.url]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_fire_times_start_from_the_stored_next_run(repo: Repo) -> None:
+    from rackcron.timing import format_rfc3339
+
+    repo.write(schedule("a", spec_type="interval", spec="1h"))
+    repo.apply()
+    stored = repo.service().find_schedule("a").next_run_at
+    repo.write(schedule("a", spec_type="interval", spec="1h", extra="  overlap_policy: queue\n"))
+    (change,) = repo.plan()["changes"]
+    times = change["fire_times"]
+    assert times["before"][0][0] == times["after"][0][0] == format_rfc3339(stored)
+    repo.write(schedule("a", spec_type="interval", spec="2h"))
+    (change,) = repo.plan()["changes"]
+    assert change["fire_times"]["before"][0][0] == format_rfc3339(stored)
+    assert change["fire_times"]["after"][0][0] != format_rfc3339(stored)  # a new spec restarts
