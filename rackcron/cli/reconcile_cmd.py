@@ -91,14 +91,44 @@ def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[st
         return sources, tree_source(path)
 
 
-def _desired_plan(path: Path, rev: str | None, owner: str, database_url: str | None) -> Plan:
-    """Validate the tree (exit 1 on errors) and plan it against the store."""
+def _missing_sqlite_file(database_url: str | None) -> str | None:
+    """The path of a SQLite store file that does not exist yet (else None)."""
+    import sqlalchemy as sa
+
+    from rackcron.store import default_database_url
+
+    try:
+        url = sa.make_url(database_url or default_database_url())
+    except sa.exc.ArgumentError:
+        return None  # open_service reports it
+    database = url.database or ""
+    if (
+        url.get_backend_name() != "sqlite"
+        or database in ("", ":memory:")
+        or database.startswith("file:")
+    ):
+        return None
+    return None if Path(database).expanduser().exists() else database
+
+
+def _desired_plan(
+    path: Path, rev: str | None, owner: str, database_url: str | None, *, create_store: bool
+) -> Plan:
+    """Validate the tree (exit 1 on errors) and plan it against the store.
+
+    Without ``create_store`` (``plan``), a SQLite store that does not exist yet is not
+    created: the plan is made against an empty store, as the first apply will see it.
+    """
     from reconciler.apply import plan_against_store
     from reconciler.state import declared_state
     from reconciler.validate import validate_sources
 
     sources, origin = _tree(path, rev)
     declared = _require_valid(validate_sources(sources))
+    missing = None if create_store else _missing_sqlite_file(database_url)
+    if missing:
+        click.echo(f"note: {missing} does not exist yet; planning against an empty store", err=True)
+        database_url = "sqlite://"
     with cli_errors():
         service = open_service(database_url)
         return plan_against_store(
@@ -173,7 +203,7 @@ def plan(
     """
     from reconciler.render import render_json
 
-    result = _desired_plan(path, rev, owner, database_url)
+    result = _desired_plan(path, rev, owner, database_url, create_store=False)
     if out:
         out.write_text(render_json(result.to_json()) + "\n")
     _show(result, fmt, detailed_exitcode)
@@ -225,7 +255,7 @@ def apply(
             click.echo(f"error: {source}: not a saved plan: {exc}", err=True)
             sys.exit(1)
     else:
-        planned = _desired_plan(source, rev, owner, database_url)
+        planned = _desired_plan(source, rev, owner, database_url, create_store=True)
     click.echo(render_text(planned.to_json(), colour=_colour()))
     if planned.errors:
         sys.exit(1)

@@ -180,3 +180,22 @@ def test_fire_times_start_from_the_stored_next_run(repo: Repo) -> None:
     (change,) = repo.plan()["changes"]
     assert change["fire_times"]["before"][0][0] == format_rfc3339(stored)
     assert change["fire_times"]["after"][0][0] != format_rfc3339(stored)  # a new spec restarts
+
+
+def test_plan_never_creates_a_sqlite_store(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(RACKS)
+    (tree / "s.yaml").write_text(schedule("a"))
+    url = f"sqlite:///{tmp_path / 'not' / 'yet.db'}"
+    saved = tmp_path / "plan.json"
+    result = CliRunner().invoke(main, ["plan", str(tree), "-o", str(saved), "--database-url", url])
+    assert (
+        result.exit_code == 0
+        and "does not exist yet; planning against an empty store" in result.output
+    )
+    assert not (tmp_path / "not").exists()
+    applied = CliRunner().invoke(
+        main, ["apply", str(saved), "--auto-approve", "--database-url", url]
+    )
+    assert applied.exit_code == 0, applied.output
