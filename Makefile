@@ -29,13 +29,17 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-## run: a fresh SQLite store: validate and apply examples/fleet, then list the schedules
+## run: a fresh SQLite store: validate and apply examples/fleet, then serve it with the
+##      built-in simulated rack controllers until Ctrl-C (RUN_ARGS="--stop-after 60s" to stop)
 run: $(STAMP)
 	rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
 	mkdir -p $(dir $(RUN_DB))
 	$(BIN)/rackcron validate examples/fleet
 	$(BIN)/rackcron apply examples/fleet --auto-approve --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
+	$(BIN)/rackcron serve --database-url sqlite:///$(RUN_DB) --poll-interval 2s \
+		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=3s \
+		--metrics-listen 127.0.0.1:9464 $(RUN_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/timing.py

@@ -114,15 +114,16 @@ def task_description(schedule_name: str, dispatched_at: datetime) -> str:
 
 def select_components(
     component_filter: ComponentFilter | None,
-    on_rack: Sequence[tuple[uuid.UUID, str]],
-) -> list[uuid.UUID] | None:
-    """The components a task covers, or None when a filter matches none of them.
+    on_rack: Sequence[tuple[str, str]],
+) -> list[str] | None:
+    """The components a task covers (canonical UUID text), or None when a filter matches
+    none of them.
 
     ``on_rack`` holds the (id, type) of every component on the scope's rack now,
-    in id order. No filter takes them all (an empty rack gives an empty list); a
-    ``types`` filter keeps those of its types, in id order; a ``components``
-    filter keeps its own order and drops the components no longer on the rack,
-    so a task never leaves its rack (SEMANTICS.md "Dispatch").
+    in id order, ids as canonical UUID text. No filter takes them all (an empty
+    rack gives an empty list); a ``types`` filter keeps those of its types, in id
+    order; a ``components`` filter keeps its own order and drops the components no
+    longer on the rack, so a task never leaves its rack (SEMANTICS.md "Dispatch").
     """
     if component_filter is None:
         return [component_id for component_id, _ in on_rack]
@@ -130,8 +131,8 @@ def select_components(
         wanted = set(component_filter.items)
         chosen = [c for c, kind in on_rack if kind.upper() in wanted]
     else:
-        present = {str(c) for c, _ in on_rack}
-        chosen = [uuid.UUID(c) for c in component_filter.items if c in present]
+        present = {c for c, _ in on_rack}
+        chosen = [c for c in component_filter.items if c in present]
     return chosen or None
 
 

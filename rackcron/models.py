@@ -10,15 +10,27 @@ inventory) carry parsed UUIDs and aware UTC datetimes.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    model_serializer,
+    model_validator,
+)
 
+from rackcron.errors import InvalidArgument
 from rackcron.filters import ComponentFilter, ComponentType
-from rackcron.timing import SpecType
+from rackcron.timing import SpecError, SpecType, parse_duration
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -27,6 +39,7 @@ __all__ = [
     "Component",
     "ComponentTarget",
     "ComponentType",
+    "ControllerSpec",
     "ExternalRef",
     "FirmwareAuthentication",
     "Ingest",
@@ -315,11 +328,123 @@ class Task(_Model):
         return self.status in ACTIVE_STATUSES
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NS_PER_SECOND = 1_000_000_000
+_MAX_TIMEOUT_NS = 300 * _NS_PER_SECOND  # 5m: a longer call would hold up the runner's round
+
+
+class ControllerSpec(_Model):
+    """How the task runner reaches a rack's controller (None on a rack: the server's default).
+
+    Constructing one checks it: an inconsistent spec raises
+    :class:`~rackcron.errors.InvalidArgument` naming the field (``controller.url: ...``),
+    which pydantic lets through unwrapped, so every front (YAML, RPC, CLI) sees the
+    same error. Secrets are never inline: the bearer token is named by ``token_env``
+    or ``token_file``, read where the task runner runs. Dumps leave out unset fields.
+    """
+
+    kind: Literal["simulator", "http"]
+    url: str | None = None  # http only, required: http:// or https:// base URL
+    token_env: str | None = None  # http: name of the environment variable holding the bearer token
+    token_file: str | None = None  # http: path of a file holding the bearer token
+    ca_file: str | None = None  # https: CA bundle to verify the controller
+    client_cert: str | None = None  # https: client certificate (mTLS), with client_key
+    client_key: str | None = None
+    timeout: str | None = None  # Go duration per call, e.g. "5s" (default 5s)
+
+    @model_validator(mode="after")
+    def _check(self) -> ControllerSpec:
+        settings = [
+            f for f in type(self).model_fields if f != "kind" and getattr(self, f) is not None
+        ]
+        for name in settings:
+            if getattr(self, name) == "":
+                raise InvalidArgument(f"controller.{name}: must not be empty")
+        if self.kind == "simulator":
+            if settings:
+                raise InvalidArgument(
+                    f"controller.{settings[0]}: kind simulator takes no other field"
+                )
+            return self
+        https = self._check_url()
+        if self.token_env is not None and not _ENV_NAME.fullmatch(self.token_env):
+            raise InvalidArgument(
+                f"controller.token_env: {self.token_env!r} is not an environment variable name"
+            )
+        if self.token_env is not None and self.token_file is not None:
+            raise InvalidArgument("controller.token_file: set only one of token_env and token_file")
+        for one, other in (("client_cert", "client_key"), ("client_key", "client_cert")):
+            if getattr(self, one) is not None and getattr(self, other) is None:
+                raise InvalidArgument(f"controller.{one}: needs {other} as well (mTLS takes both)")
+        for name in ("ca_file", "client_cert", "client_key"):
+            if getattr(self, name) is not None and not https:
+                raise InvalidArgument(f"controller.{name}: only for an https:// url")
+        if self.timeout is not None:
+            self._check_timeout(self.timeout)
+        return self
+
+    def _check_url(self) -> bool:
+        """Check ``url``; whether it is https."""
+        url = self.url
+        if url is None:
+            raise InvalidArgument("controller.url: required for kind http")
+        if any(c.isspace() or not c.isprintable() for c in url):
+            raise InvalidArgument(f"controller.url: {url!r} contains spaces or control characters")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise InvalidArgument(f"controller.url: {url!r} is not an http:// or https:// URL")
+        if not parts.hostname:
+            raise InvalidArgument(f"controller.url: {url!r} has no host")
+        if parts.username is not None or parts.password is not None:
+            raise InvalidArgument(
+                "controller.url: must not hold credentials; name the token with token_env or token_file"
+            )
+        try:
+            parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+        except ValueError:
+            raise InvalidArgument(f"controller.url: {url!r} has an invalid port") from None
+        return parts.scheme == "https"
+
+    @staticmethod
+    def _check_timeout(timeout: str) -> None:
+        try:
+            ns = parse_duration(timeout)
+        except SpecError as exc:
+            raise InvalidArgument(f"controller.timeout: {exc}") from None
+        if ns <= 0:
+            raise InvalidArgument(f"controller.timeout: must be positive, got {timeout!r}")
+        if ns > _MAX_TIMEOUT_NS:
+            raise InvalidArgument(f"controller.timeout: must be at most 5m, got {timeout!r}")
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    @property
+    def timeout_seconds(self) -> float:
+        """The per-call timeout in seconds (5 when unset)."""
+        return 5.0 if self.timeout is None else parse_duration(self.timeout) / _NS_PER_SECOND
+
+
 class Rack(_Model):
+    """A rack; ``controller`` None: the server's default controller.
+
+    A dump leaves ``controller`` out while it is None, so what an older rackcron
+    wrote or fingerprinted for a rack without one is unchanged.
+    """
+
     id: uuid.UUID
     name: str
     external_id: str | None = None
     owner: str | None = None  # the repository that declares it, if any
+    controller: ControllerSpec | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_default_controller(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("controller") is None:
+            data.pop("controller", None)
+        return data
 
 
 class Component(_Model):

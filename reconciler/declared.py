@@ -24,6 +24,7 @@ from rackcron.errors import RackcronError
 from rackcron.filters import ComponentType, canonical_type
 from rackcron.models import (
     Component,
+    ControllerSpec,
     NVLDomain,
     Operation,
     OperationTemplate,
@@ -166,11 +167,29 @@ class _Builder:
                 id=uuid.UUID(raw["id"]), rack_id=uuid.UUID(spec["id"]), type=canonical_type(raw["type"]),
                 name=raw.get("name", ""), external_id=raw.get("external_id"), bmc_mac=mac,
             ))  # fmt: skip
+        controller = self.controller(doc)
         if ok:
-            self.declared.racks.append(
-                Rack(id=uuid.UUID(spec["id"]), name=name, external_id=spec.get("external_id"))
-            )
+            self.declared.racks.append(Rack(
+                id=uuid.UUID(spec["id"]), name=name, external_id=spec.get("external_id"),
+                controller=controller,
+            ))  # fmt: skip
             self.declared.components += components
+
+    def controller(self, doc: SourceDocument) -> ControllerSpec | None:
+        """The rack's controller; None: the server's default, or invalid and reported (at
+        the field the core's message names). A rack with an invalid controller is still
+        declared, so the schedules that target it are not reported too."""
+        raw = doc.data["spec"].get("controller")
+        if raw is None:
+            return None
+        try:
+            return ControllerSpec.model_validate(raw)
+        except RackcronError as exc:
+            field, _, message = exc.message.partition(": ")
+            name = field.removeprefix("controller.")
+            path: Path = ("spec", "controller", *((name,) if name in raw else ()))
+            self.problems.append(doc.diagnostic(path, f"{name}: {message}"))
+            return None
 
     def domain(self, doc: SourceDocument) -> None:
         name, spec = doc.data["metadata"]["name"], doc.data["spec"]

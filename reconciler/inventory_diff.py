@@ -1,9 +1,10 @@
 """Diffing the inventory: racks, components and NVLink domains (a part of ``reconciler.diff``).
 
-Upserts come first in a plan and deletions last. An item owned by another
-repository is an error; a component belongs to whoever owns its rack. External
-ids are unique in the store, so one passing from one rack (or domain) to another
-is first cleared from its old holder.
+Upserts come first in a plan and deletions last. An upsert lists the fields that
+change; a rack's controller is one of them, as an object (null: the server's
+default controller). An item owned by another repository is an error; a component
+belongs to whoever owns its rack. External ids are unique in the store, so one
+passing from one rack (or domain) to another is first cleared from its old holder.
 """
 
 from __future__ import annotations
@@ -12,16 +13,32 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel
+
 from reconciler.plan import Change, FieldChange, Step
 from reconciler.state import ScheduleState, State
 
 __all__ = ["InventoryDiffer", "plain"]
 
+#: Fields added after plan format 1.0. A create lists them only when they are set, so
+#: the plan of a tree that does not use them reads as it did.
+_LISTED_WHEN_SET = frozenset({"controller"})
+
+
+def _listed(field: str, value: Any, have: Any) -> bool:
+    """Whether an upsert's plan lists ``field``: every field of a create, except unset
+    newer ones, and the fields an update changes."""
+    if have is None:
+        return field not in _LISTED_WHEN_SET or value is not None
+    return getattr(have, field) != value
+
 
 def plain(value: Any) -> Any:
-    """A value for a plan's JSON: UUIDs as text, enums as their value."""
+    """A value for a plan's JSON: UUIDs as text, enums as their value, models as objects."""
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if isinstance(value, list):
         return [plain(v) for v in value]
     return value.value if hasattr(value, "value") else value
@@ -53,11 +70,9 @@ class InventoryDiffer:
                     )
                     continue
                 fields = tuple(
-                    FieldChange(
-                        f, self._shown(f, getattr(have, f, None)), self._shown(f, getattr(want, f))
-                    )
-                    for f in type(want).model_fields
-                    if have is None or getattr(have, f) != getattr(want, f)
+                    FieldChange(f, self._shown(f, getattr(have, f, None)), self._shown(f, value))
+                    for f, value in want
+                    if _listed(f, value, have)
                 )
                 step = Step(rpc, {kind: want.model_dump(mode="json")})
                 action = "create" if have is None else "update"

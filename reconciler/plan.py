@@ -19,7 +19,7 @@ from typing import Any, Literal
 __all__ = ["FORMAT", "FORMAT_VERSION", "Change", "FieldChange", "Plan", "ScopeChange", "Step"]
 
 FORMAT = "rackcron.plan/v1"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1: a rack's controller (UpsertRack args, field changes)
 
 Kind = Literal["rack", "component", "nvl_domain", "schedule"]
 Action = Literal["create", "update", "replace", "delete"]

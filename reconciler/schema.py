@@ -31,6 +31,9 @@ _PATTERN_MEANING = {
         "a valid name: letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
     ),
     "^[0-9A-Fa-f]{2}([:-]?)([0-9A-Fa-f]{2}\\1){4}[0-9A-Fa-f]{2}$": "a MAC address",
+    "^[A-Za-z_][A-Za-z0-9_]*$": (
+        "an environment variable name: letters, digits and '_', not starting with a digit"
+    ),
 }
 
 API_VERSION = "rackcron/v1"
@@ -72,7 +75,8 @@ _ANNOTATIONS = frozenset({"$schema", "$defs", "$comment", "title", "description"
 _KEYWORDS = frozenset({"$ref", "type", "enum", "const", "pattern", "minLength", "maxLength",
                        "minItems", "maxItems", "minProperties", "maxProperties", "minimum",
                        "maximum", "uniqueItems", "required", "properties",
-                       "additionalProperties", "items", "propertyNames", "oneOf"})  # fmt: skip
+                       "additionalProperties", "items", "propertyNames", "oneOf",
+                       "if", "then", "else"})  # fmt: skip
 
 
 class _Unsupported(Exception):
@@ -257,6 +261,21 @@ class _Compiler:
     def k_propertyNames(self, names: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
         sub, exact = self.compile(names)
         return (lambda v: not isinstance(v, dict) or all(sub(k) for k in v)), exact
+
+    def k_if(self, condition: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        # jsonschema: valid under `if` -> `then` applies, else `else` (either may be absent).
+        # The branch taken must be the one jsonschema takes, so the condition must be exact.
+        test, exact = self.compile(condition)
+        if not exact:
+            raise _Unsupported("if with a condition the fast check may reject wrongly")
+        then, then_exact = self.compile(schema.get("then", True))
+        otherwise, else_exact = self.compile(schema.get("else", True))
+        return (lambda v: then(v) if test(v) else otherwise(v)), then_exact and else_exact
+
+    def k_then(self, branch: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
+        return None, True  # checked by k_if; without an `if`, jsonschema ignores it too
+
+    k_else = k_then
 
     def k_oneOf(self, branches: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
         compiled = [self.compile(branch) for branch in branches]

@@ -36,6 +36,15 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
     "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
+    "dispatch": ("rackcron.cli.serve_cmd:dispatch", "Fire due schedules (the poll loop alone)."),
+    "serve": (
+        "rackcron.cli.serve_cmd:serve",
+        "Run the dispatcher and the task runner (fire and deliver).",
+    ),
+    "rack-controller": (
+        "rackcron.cli.controller_cmd:rack_controller",
+        "Run the reference rack controller (HTTP, over the simulator).",
+    ),
 }
 
 

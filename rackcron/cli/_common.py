@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from rackcron.service import Service
 
 __all__ = [
+    "DURATION",
+    "LISTEN",
     "cli_errors",
     "database_option",
     "echo_json",
@@ -34,6 +36,47 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Duration(click.ParamType):
+    """A positive Go-style duration (``500ms``, ``10s``, ``1m30s``), as seconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        from rackcron.timing import SpecError, parse_duration
+
+        try:
+            seconds = parse_duration(str(value)) / 1e9
+        except SpecError as exc:
+            self.fail(f"{exc} (use e.g. 500ms, 10s, 1m30s)", param, ctx)
+        if seconds <= 0:
+            self.fail(f"{value!r} must be a positive duration", param, ctx)
+        return seconds
+
+
+class _Listen(click.ParamType):
+    """``HOST:PORT`` to listen on (port 0: any free port)."""
+
+    name = "host:port"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, int]:
+        if isinstance(value, tuple):
+            return value
+        host, sep, port = str(value).rpartition(":")
+        if not sep or not host or not port.isdigit() or int(port) > 65535:
+            self.fail(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9464)", param, ctx)
+        return host.strip("[]"), int(port)
+
+
+DURATION = _Duration()
+LISTEN = _Listen()
 
 
 def database_option(func: F) -> F:

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
 from rackcron.service._applies import ApplyLocked, ApplyOps
+from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import UPDATE_MASK_PATHS
@@ -45,10 +46,12 @@ __all__ = [
     "Operations",
     "ScopeOutcome",
     "Service",
+    "Update",
+    "Work",
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps, DeliveryOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -146,18 +149,30 @@ class Service:
     release_apply_lock = _in_transaction("release_apply_lock")
     break_apply_lock = _in_transaction("break_apply_lock")
     list_applies = _in_transaction("list_applies", write=False)
+    # The task runner
+    claim_work = _in_transaction("claim_work")
+    record = _in_transaction("record")
+    expire_queued = _in_transaction("expire_queued")
+    promote_waiting = _in_transaction("promote_waiting")
+    task_counts = _in_transaction("task_counts", write=False)
 
-    def submit_batch(self, firings: Sequence[Firing]) -> list[list[ScopeOutcome]]:
+    def submit_batch(
+        self, firings: Sequence[Firing], *, before_commit: Callable[[], None] | None = None
+    ) -> list[list[ScopeOutcome]]:
         """Phase 2 of claimed firings, in one transaction: each firing's outcomes.
 
         A store failure fails every scope of the batch (the ticks are spent: at most
-        once) and never the next batch's.
+        once) and never the next batch's. ``before_commit`` runs inside the
+        transaction once the tasks are written (a fault-injection point).
         """
         if not firings:
             return []
         try:
             with self.transaction() as ops:
-                return ops.submit_batch(firings)
+                outcomes = ops.submit_batch(firings)
+                if before_commit is not None:
+                    before_commit()
+                return outcomes
         except StoreError as exc:
             return [
                 [ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message) for s in f.scopes]
@@ -179,9 +194,14 @@ class Service:
             return False
         return True
 
-    def _finish(self, firings: Sequence[Firing]) -> list[FireResult]:
+    def _finish(
+        self, firings: Sequence[Firing], hook: Callable[[str], None] | None = None
+    ) -> list[FireResult]:
         """Phases 2 and 3 of a claimed batch of firings."""
-        batch = self.submit_batch(firings)
+        before_commit = None if hook is None else (lambda: hook("submitting"))
+        batch = self.submit_batch(firings, before_commit=before_commit)
+        if hook is not None:
+            hook("submitted")
         self.write_back(o for outcomes in batch for o in outcomes)
         return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
@@ -207,15 +227,29 @@ class Service:
         with self.transaction() as ops:
             return ops.claim_due(limit)
 
-    def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
-        """Fire every schedule due now, ``batch_size`` at a time: each batch is claimed,
-        submitted and written back in three transactions."""
+    def fire_batches(
+        self, *, batch_size: int = 500, hook: Callable[[str], None] | None = None
+    ) -> Iterator[list[FireResult]]:
+        """Fire every schedule due now, ``batch_size`` at a time, yielding each batch's
+        results: each batch is claimed, submitted and written back in three transactions.
+
+        ``hook`` is called at the phase boundaries of a non-empty batch: ``claimed``
+        (phase 1 committed), ``submitting`` (inside phase 2, tasks written, not yet
+        committed) and ``submitted`` (phase 2 committed, before the write-back).
+        """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        results: list[FireResult] = []
         while True:
             with gc_paused():
                 firings = self.claim_due(batch_size)
-                results += self._finish(firings)
+                if firings and hook is not None:
+                    hook("claimed")
+                results = self._finish(firings, hook) if firings else []
+            if results:
+                yield results
             if len(firings) < batch_size:
-                return results
+                return
+
+    def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
+        """Fire every schedule due now (:meth:`fire_batches`); all the results."""
+        return [r for batch in self.fire_batches(batch_size=batch_size) for r in batch]

@@ -42,7 +42,7 @@ from rackcron.firing import advance, select_scopes, task_description
 from rackcron.models import Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._schedules import ScheduleOps
-from rackcron.service._tasks import IN_CHUNK, TaskOps, TaskRequest, chunked
+from rackcron.service._tasks import TaskOps, TaskRequest, chunked
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
 
 __all__ = ["Firing", "FiringOps", "FiringScope", "ScopeOutcome"]
@@ -180,22 +180,16 @@ class FiringOps(ScheduleOps, TaskOps):
         return firings
 
     def _busy_scopes(self, scopes: Sequence[FiringScope]) -> set[uuid.UUID]:
-        last_task = {s.last_task_id: s.id for s in scopes if s.last_task_id is not None}
-        scope_ids = [s.id for s in scopes]
-        task_ids = list(last_task)
-        busy = set()
-        for start in range(0, max(len(scope_ids), len(task_ids)), IN_CHUNK // 2):
-            query = sa.select(task.c.id, task.c.scope_id).where(
-                task.c.status.in_(ACTIVE_STATUS_VALUES),
-                sa.or_(
-                    task.c.scope_id.in_(scope_ids[start : start + IN_CHUNK // 2]),
-                    task.c.id.in_(task_ids[start : start + IN_CHUNK // 2]),
-                ),
-            )
-            for task_id, scope_id in self.conn.execute(query):
-                busy.add(scope_id if scope_id is not None else last_task[task_id])
-                if task_id in last_task:
-                    busy.add(last_task[task_id])
+        """The scopes whose previous task is active: their last task, or any task
+        carrying their scope id (one never written back). One row per busy scope,
+        however many tasks are queued behind it."""
+        active = task.c.status.in_(ACTIVE_STATUS_VALUES)
+        by_scope = sa.exists().where(task.c.scope_id == _scope.c.id, active)
+        by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
+        busy: set[uuid.UUID] = set()
+        for chunk in chunked([s.id for s in scopes]):
+            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_scope | by_last)
+            busy.update(self.conn.execute(query).scalars())
         return busy
 
     def submit(self, firing: Firing) -> list[ScopeOutcome]:

@@ -20,6 +20,9 @@ from rackcron.targets import normalize_mac
 
 __all__ = ["InventoryOps"]
 
+#: Controller URLs and file paths are longer than names; the JSON column has no limit of its own.
+_MAX_CONTROLLER_TEXT = 2048
+
 
 class InventoryOps(OpsBase):
     def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: dict[str, object]) -> None:
@@ -49,10 +52,24 @@ class InventoryOps(OpsBase):
             ) from exc
 
     def upsert_rack(self, item: Rack) -> Rack:
-        """Create or replace a rack. :raises Conflict: its external_id is taken."""
+        """Create or replace a rack, with its controller (None: the server's default).
+
+        :raises Conflict: its external_id is taken.
+        :raises InvalidArgument: no name, or a controller setting the store cannot hold.
+        """
         if not item.name:
             raise InvalidArgument("rack.name is required")
-        values = {"name": item.name, "external_id": item.external_id, "owner": item.owner}
+        controller = None
+        if item.controller is not None:
+            controller = item.controller.model_dump(mode="json")  # the fields that are set
+            for field, value in controller.items():
+                check_text(value, f"controller.{field}", max_length=_MAX_CONTROLLER_TEXT)
+        values = {
+            "name": item.name,
+            "external_id": item.external_id,
+            "owner": item.owner,
+            "controller": controller,  # None: SQL NULL, the server's default controller
+        }
         self._upsert(rack, item.id, values)
         return item
 

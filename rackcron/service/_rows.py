@@ -8,6 +8,7 @@ from typing import Any
 from rackcron.filters import canonical_type, from_stored
 from rackcron.models import (
     Component,
+    ControllerSpec,
     Management,
     NVLDomain,
     OperationTemplate,
@@ -83,7 +84,13 @@ def task(row: Any) -> Task:
 
 
 def rack(row: Any) -> Rack:
-    return Rack(id=row.id, name=row.name, external_id=row.external_id, owner=row.owner)
+    return Rack(
+        id=row.id,
+        name=row.name,
+        external_id=row.external_id,
+        owner=row.owner,
+        controller=ControllerSpec.model_validate(row.controller) if row.controller else None,
+    )
 
 
 def component(row: Any) -> Component:

@@ -9,8 +9,8 @@ deciding, so two submitters never both see the rack idle.
 Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id
 order, read their components and active tasks in one query each, decide every
 request in memory with the pure rules of ``rackcron.firing`` (``select_components``,
-``admit``), then insert the tasks and their component rows with one executemany
-each. :meth:`TaskOps.submit_task` is the same path with a batch of one.
+``admit``), then insert the tasks with one executemany (a task's components are a JSON
+list on its row). :meth:`TaskOps.submit_task` is the same path with a batch of one.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 
 from rackcron.errors import FailedPrecondition, NotFound, RackcronError
 from rackcron.filters import ComponentFilter
@@ -38,7 +39,7 @@ from rackcron.models import (
 )
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_page, paged, parse_id
-from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task, task_component
+from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
 from rackcron.templates import task_operation_text
 
 T = TypeVar("T")
@@ -53,8 +54,8 @@ IN_CHUNK = 5_000
 def new_task_id() -> uuid.UUID:
     """A fresh task id: a version 7 UUID (RFC 9562), random but ordered by creation time.
 
-    Ordered ids keep the inserts of a batch together at the end of the task and
-    task_component indexes instead of scattering them over every page (uuid4),
+    Ordered ids keep the inserts of a batch together at the end of the task
+    index instead of scattering them over every page (uuid4),
     which costs a busy store many page reads and writes per batch.
     """
     rand = int.from_bytes(os.urandom(10))
@@ -120,16 +121,19 @@ class TaskOps(OpsBase):
         if rack_id is not None:
             query = query.where(task.c.rack_id == parse_id(rack_id, "rack_id"))
         if component_id is not None:
-            covers = sa.select(task_component.c.task_id).where(
-                task_component.c.task_id == task.c.id,
-                task_component.c.component_id == parse_id(component_id, "component_id"),
-            )
-            query = query.where(covers.exists())
+            query = query.where(self._covers(parse_id(component_id, "component_id")))
         if active_only:
             query = query.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
         total = self.count(query)
         query = paged(query.order_by(task.c.created_at.desc(), task.c.id), offset, limit)
         return Page[Task](items=[_rows.task(r) for r in self.conn.execute(query)], total=total)
+
+    def _covers(self, component_id: uuid.UUID) -> sa.ColumnElement[bool]:
+        """Tasks whose ``component_uuids`` hold this component (GIN-indexed on PostgreSQL)."""
+        if self.conn.dialect.name == "postgresql":
+            return sa.type_coerce(task.c.component_uuids, JSONB).contains([str(component_id)])
+        elements = sa.func.json_each(task.c.component_uuids).table_valued("value")
+        return sa.exists().where(elements.c.value == str(component_id))
 
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]:
         """GetTasksByIDs: the tasks that exist, in the order asked."""
@@ -141,6 +145,11 @@ class TaskOps(OpsBase):
 
     def cancel_task(self, task_id: uuid.UUID | str) -> Task:
         """CancelTask: an active task becomes terminated (the runner tells its controller).
+
+        A pending or running task may have reached its controller: it is marked
+        for the runner to tell the controller at once (a delivery in flight when
+        this commits is cancelled again once it lands: ``DeliveryOps.record``). A
+        waiting task never left the store.
 
         :raises NotFound: no such task.
         :raises FailedPrecondition: the task has already ended.
@@ -155,6 +164,7 @@ class TaskOps(OpsBase):
             raise FailedPrecondition(
                 f"task {task_id} has already ended ({row.status}): nothing to cancel"
             )
+        reached = row.status != TaskStatus.WAITING.value
         self.conn.execute(
             task.update()
             .where(task.c.id == task_id)
@@ -163,6 +173,8 @@ class TaskOps(OpsBase):
                 message="cancelled",
                 finished_at=self.now,
                 updated_at=self.now,
+                cancel_pending=reached,
+                next_check_at=self.now if reached else None,
             )
         )
         return self.get_tasks([task_id])[0]
@@ -251,7 +263,6 @@ class TaskOps(OpsBase):
         blocking = self._active_task_per_rack(racks)
         operations: dict[int, str] = {}  # the operation text of each template
         task_rows: list[dict[str, Any]] = []
-        component_rows: list[dict[str, Any]] = []
         submissions = []
         for request in requests:
             rack_id = request.rack_id
@@ -288,48 +299,78 @@ class TaskOps(OpsBase):
                     "operation_type": template.type,
                     "operation_code": template.code,
                     "operation_information": template.information,
-                    "component_uuids": [str(c) for c in components],
+                    "component_uuids": components,
                     "description": request.description,
                     "status": status.value,
                     "message": "",
                     "queue_expires_at": expires,
+                    # A pending task is the runner's to deliver from now on.
+                    "next_check_at": self.now if status == TaskStatus.PENDING else None,
                     "created_at": self.now,
                     "updated_at": self.now,
                 }
             )
-            component_rows += [{"task_id": task_id, "component_id": c} for c in components]
             submissions.append(Submission(task_id=task_id, status=status))
         if task_rows:
             self.conn.execute(task.insert(), task_rows)
-        if component_rows:
-            self.conn.execute(task_component.insert(), component_rows)
         return submissions
 
     def _rack_components(
         self, rack_ids: Sequence[uuid.UUID]
-    ) -> dict[uuid.UUID, list[tuple[uuid.UUID, str]]]:
-        """Each rack's components as (id, type), in id order."""
-        found: dict[uuid.UUID, list[tuple[uuid.UUID, str]]] = {}
+    ) -> dict[uuid.UUID, list[tuple[str, str]]]:
+        """Each rack's components as (id, type), in id order, ids as UUID text.
+
+        The ids are read as text (they go into JSON as text): a firing reads every
+        component of every rack it targets, and building UUID objects for them
+        would cost more than the rest of the read.
+        """
+        as_text = _uuid_text(self.conn.dialect.name)
+        found: dict[uuid.UUID, list[tuple[str, str]]] = {}
         for chunk in chunked(rack_ids):
+            racks = {str(r): r for r in chunk}
             query = (
-                sa.select(component.c.rack_id, component.c.id, component.c.type)
+                sa.select(as_text(component.c.rack_id), as_text(component.c.id), component.c.type)
                 .where(component.c.rack_id.in_(chunk))
                 .order_by(component.c.id)
             )
             for rack_id, component_id, kind in self.conn.execute(query):
-                found.setdefault(rack_id, []).append((component_id, kind))
+                found.setdefault(racks[rack_id], []).append((component_id, kind))
         return found
 
     def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
-        """One active task of each busy rack."""
+        """One active task of each busy rack: one row per rack, however long its queue."""
+        one_active = (
+            sa.select(task.c.id)
+            .where(task.c.rack_id == rack.c.id, task.c.status.in_(ACTIVE_STATUS_VALUES))
+            .limit(1)
+            .scalar_subquery()
+        )
         found: dict[uuid.UUID, uuid.UUID] = {}
         for chunk in chunked(rack_ids):
-            query = sa.select(task.c.rack_id, task.c.id).where(
-                task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES)
-            )
-            for rack_id, task_id in self.conn.execute(query):
-                found.setdefault(rack_id, task_id)
+            query = sa.select(rack.c.id, one_active).where(rack.c.id.in_(chunk))
+            found.update((r, t) for r, t in self.conn.execute(query) if t is not None)
         return found
+
+
+def _uuid_text(dialect: str) -> Callable[[sa.ColumnElement[Any]], sa.ColumnElement[str]]:
+    """How to read a UUID column as canonical text on this backend, in SQL: no UUID
+    object is built in Python (SQLite keeps a UUID as 32 hex digits)."""
+    if dialect == "postgresql":
+        return lambda column: sa.cast(column, sa.String)
+
+    def dashed(column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+        hex_text = sa.type_coerce(column, sa.String)
+        text: sa.ColumnElement[str] | None = None
+        for start, length in _UUID_PARTS:
+            part = sa.func.substr(hex_text, start, length, type_=sa.String)
+            text = part if text is None else text + "-" + part
+        assert text is not None
+        return sa.func.lower(text, type_=sa.String)
+
+    return dashed
+
+
+_UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
 
 def _describe(exc: Exception) -> str:

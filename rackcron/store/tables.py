@@ -17,6 +17,7 @@ from sqlalchemy.engine import Dialect
 
 __all__ = [
     "ACTIVE_STATUS_VALUES",
+    "POSTGRESQL_ONLY_INDEXES",
     "apply_lock",
     "apply_log",
     "component",
@@ -25,7 +26,6 @@ __all__ = [
     "nvl_domain_rack",
     "rack",
     "task",
-    "task_component",
     "task_schedule",
     "task_schedule_scope",
 ]
@@ -75,6 +75,7 @@ rack = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("owner", sa.String(255), nullable=True),  # the repository that declares it
+    sa.Column("controller", JSON, nullable=True),  # how to reach its controller; NULL: default
 )
 
 component = sa.Table(
@@ -153,7 +154,7 @@ task = sa.Table(
         "schedule_id", sa.Uuid, sa.ForeignKey("task_schedule.id", ondelete="SET NULL"), index=True
     ),
     # No foreign key: the overlap check must still see a task whose scope row changed.
-    sa.Column("scope_id", sa.Uuid, nullable=True, index=True),
+    sa.Column("scope_id", sa.Uuid, nullable=True),
     # No foreign key either: a task is history and outlives its rack's inventory entry.
     sa.Column("rack_id", sa.Uuid, nullable=False),
     sa.Column("operation", sa.String(255), nullable=False),
@@ -169,17 +170,40 @@ task = sa.Table(
     sa.Column("started_at", UTCDateTime, nullable=True),
     sa.Column("finished_at", UTCDateTime, nullable=True),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # The task runner's bookkeeping (rackcron.service._delivery): failed controller calls
+    # in a row, when the runner next has work on the task (NULL: none; also its lease),
+    # and whether its controller still has to be told the task was cancelled.
+    sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_check_at", UTCDateTime, nullable=True),
+    sa.Column("cancel_pending", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
+    sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
     sa.Index("ix_task_created", "created_at", "id"),
+    sa.Index(
+        "ix_task_next_check",
+        "next_check_at",
+        sqlite_where=sa.text("next_check_at IS NOT NULL"),
+        postgresql_where=sa.text("next_check_at IS NOT NULL"),
+    ),
+    sa.Index(
+        "ix_task_waiting",
+        "rack_id",
+        "created_at",
+        sqlite_where=sa.text("status = 'waiting'"),
+        postgresql_where=sa.text("status = 'waiting'"),
+    ),
 )
 
-# Which components a task covers, for ListTasks(component_id=...).
-task_component = sa.Table(
-    "task_component",
-    metadata,
-    sa.Column("task_id", sa.Uuid, sa.ForeignKey("task.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("component_id", sa.Uuid, primary_key=True, index=True),
-)
+#: Indexes that exist on PostgreSQL only.
+POSTGRESQL_ONLY_INDEXES = frozenset({"ix_task_component_uuids"})
+
+# ListTasks(component_id=...) on PostgreSQL: component_uuids @> '["<id>"]' (SQLite scans).
+sa.Index(
+    "ix_task_component_uuids",
+    task.c.component_uuids,
+    postgresql_using="gin",
+    postgresql_ops={"component_uuids": "jsonb_path_ops"},
+).ddl_if(dialect="postgresql")
 
 task_schedule_scope = sa.Table(
     "task_schedule_scope",

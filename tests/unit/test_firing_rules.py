@@ -131,7 +131,7 @@ def test_rfc3339_is_utc_with_z() -> None:
 
 
 # SEMANTICS.md "Dispatch" (a task's target is built from the scope and stays on its rack).
-C = [uuid.UUID(int=i) for i in range(1, 5)]
+C = [str(uuid.UUID(int=i)) for i in range(1, 5)]
 ON_RACK = [(C[0], "COMPUTE"), (C[1], "Compute"), (C[2], "NVSWITCH"), (C[3], "POWERSHELF")]
 
 
@@ -143,7 +143,7 @@ ON_RACK = [(C[0], "COMPUTE"), (C[1], "Compute"), (C[2], "NVSWITCH"), (C[3], "POW
         (ComponentFilter.types(["NVSWITCH", "COMPUTE"]), ON_RACK, C[:3]),
         (ComponentFilter.types(["CDU"]), ON_RACK, None),
         (ComponentFilter.components([C[3], C[0]]), ON_RACK, [C[3], C[0]]),
-        (ComponentFilter.components([uuid.UUID(int=9), C[2]]), ON_RACK, [C[2]]),
+        (ComponentFilter.components([str(uuid.UUID(int=9)), C[2]]), ON_RACK, [C[2]]),
         (ComponentFilter.components([C[0]]), ON_RACK[1:], None),
         (ComponentFilter.types(["COMPUTE"]), [], None),
     ],

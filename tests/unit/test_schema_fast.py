@@ -54,7 +54,38 @@ def example_documents() -> list[SourceDocument]:
     return documents
 
 
-DOCUMENTS = example_documents()
+# The examples declare no rack controller (their plans are golden), so these racks do.
+CONTROLLER_RACKS = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r-sim}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+  controller: {kind: simulator}
+---
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r-http}
+spec:
+  id: 00000000-0000-4000-8000-000000000002
+  controller:
+    kind: http
+    url: https://rc.example:8443
+    token_env: RC_TOKEN
+    ca_file: /etc/rc/ca.pem
+    client_cert: /etc/rc/client.pem
+    client_key: /etc/rc/client.key
+    timeout: 10s
+"""
+
+
+def controller_documents() -> list[SourceDocument]:
+    docs, problems = read_documents("controllers.yaml", CONTROLLER_RACKS.encode())
+    assert not problems
+    return docs
+
+
+DOCUMENTS = example_documents() + controller_documents()
 
 
 def replaced(data: Any, path: tuple[Any, ...], value: Any) -> Any:
@@ -127,10 +158,12 @@ def test_broken_examples_agree_with_jsonschema(monkeypatch: pytest.MonkeyPatch) 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 2**31) | st.floats(allow_nan=True)
     | st.sampled_from(["", "x", "COMPUTE", "compute", "skip", "cron", "6h", "r1", "a b",
-                       "00000000-0000-4000-8000-000000000001", "02:1c:00:00:00:01"]),
+                       "00000000-0000-4000-8000-000000000001", "02:1c:00:00:00:01",
+                       "http", "simulator", "https://rc.example"]),
     lambda inner: st.lists(inner, max_size=3)
     | st.dictionaries(st.sampled_from(["id", "name", "type", "racks", "x", "external_id",
-                                       "queue_timeout_seconds", "power_on"]), inner, max_size=3),
+                                       "queue_timeout_seconds", "power_on", "kind", "url"]),
+                      inner, max_size=3),
     max_leaves=6,
 )  # fmt: skip
 
@@ -178,6 +211,9 @@ def test_integer_bounds_as_jsonschema_reads_them(value: Any, valid: bool) -> Non
         {"format": "uuid"},
         {"enum": [1, 2]},
         {"oneOf": [{"uniqueItems": True}, {"type": "array"}]},
+        {"if": {"uniqueItems": True}, "then": {"type": "array"}},
+        {"if": {"type": "object"}, "then": {"anyOf": [{"type": "object"}]}},
+        {"if": {"type": "object"}, "else": {"not": {}}},
     ],
 )
 def test_what_it_does_not_implement_is_left_to_jsonschema(extra: dict[str, Any]) -> None:
@@ -193,3 +229,54 @@ def test_a_kind_that_is_not_text_is_a_diagnostic(kind: Any) -> None:
     (diagnostic,) = schema.check_schema(doc)
     assert diagnostic.message.startswith("unknown kind")
     assert diagnostic.path == "$.kind"
+
+
+IF_THEN_ELSE = {
+    "type": "object",
+    "properties": {"kind": {"enum": ["a", "b"]}},
+    "if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+    "then": {"required": ["x"]},
+    "else": {"properties": {"x": {"type": "integer"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("schema_", "value"),
+    [
+        (IF_THEN_ELSE, {"kind": "a", "x": "text"}),  # then: x present
+        (IF_THEN_ELSE, {"kind": "a"}),  # then: x missing
+        (IF_THEN_ELSE, {"kind": "b", "x": 1}),  # else: x an integer
+        (IF_THEN_ELSE, {"kind": "b", "x": "text"}),  # else: x not an integer
+        (IF_THEN_ELSE, {"x": "text"}),  # no kind: the condition fails, else applies
+        (IF_THEN_ELSE, {"kind": 5, "x": 1}),
+        (IF_THEN_ELSE, []),
+        ({"then": {"type": "string"}}, 5),  # without `if`, `then` and `else` do nothing
+        ({"else": {"type": "string"}}, 5),
+        ({"if": {"type": "string"}}, 5),  # `if` alone never fails
+    ],
+)
+def test_if_then_else_as_jsonschema_reads_it(schema_: dict[str, Any], value: Any) -> None:
+    check, exact = schema._Compiler(schema_, formats=False).compile(schema_, root=True)
+    assert exact
+    assert check(value) is Draft202012Validator(schema_).is_valid(value)
+
+
+@pytest.mark.parametrize(
+    ("controller", "message"),
+    [
+        ({"kind": "http"}, "missing required field 'url'"),
+        ({"kind": "ftp"}, "'ftp' is not one of: simulator, http"),
+        ({"kind": "http", "url": "https://rc", "token": "s3cret"}, "unknown field 'token'"),
+        ({"kind": "http", "url": "https://rc", "token_env": "RC-TOKEN"},
+         "'RC-TOKEN' is not an environment variable name"),
+        ({"url": "https://rc"}, "missing required field 'kind'"),
+    ],
+    ids=["http-without-url", "bad-kind", "inline-token", "token-env-pattern", "no-kind"],
+)  # fmt: skip
+def test_controller_shape_errors(controller: dict[str, Any], message: str) -> None:
+    (doc,) = [d for d in controller_documents() if d.data["metadata"]["name"] == "r-http"]
+    data = replaced(doc.data, ("spec", "controller"), controller)
+    assert not schema._fast_check("Rack")(data)
+    (diagnostic,) = schema.check_schema(SourceDocument(doc.file, doc.index, data, doc.start))
+    assert message in diagnostic.message
+    assert diagnostic.path.startswith("$.spec.controller")

@@ -1,0 +1,344 @@
+"""The reference rack controller: a :class:`Simulator` behind the HTTP protocol.
+
+It answers the protocol of ``docs/controller-protocol.md`` (version 1) so that the
+``http`` driver, and vendors writing their own controller, have something real to talk
+to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on, and an idle
+connection is closed after :data:`IDLE_TIMEOUT` seconds. With TLS, the handshake happens
+in the connection's thread, so a silent client cannot stall the accept loop.
+
+:meth:`ControllerServer.shutdown` also cuts open keep-alive connections, so a stopped
+server answers nothing more.
+
+A PUT decides "created" (201) or "already known" (200) under one lock, so two racing
+submits of one id start one operation. Every answer is JSON; every request is logged at
+DEBUG on this module's logger, and nothing is printed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import socket
+import ssl
+import threading
+import time
+import uuid
+from contextlib import suppress
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from dispatcher.controllers.base import ControllerState, TaskOrder
+from dispatcher.controllers.simulator import Simulator
+
+__all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a keep-alive connection may sit idle (and a TLS handshake may take).
+IDLE_TIMEOUT = 30.0
+#: How often the serving loop checks for shutdown (seconds): what :meth:`shutdown` may wait.
+_POLL_INTERVAL = 0.1
+#: Larger request bodies are refused with 413.
+_MAX_BODY = 1 << 20
+
+_TASK_PATH = re.compile(r"/v1/tasks/([^/]+)(/cancel)?")
+
+
+@dataclass(slots=True)
+class Faults:
+    """Misbehaviour for tests, all off by default; applies to ``/v1/tasks`` calls only.
+
+    ``delay``: seconds to sleep before answering. ``error_status``: answer this status
+    (after the token check) instead of doing anything. ``fail_after_accept``: a PUT hands
+    the order to the simulator, then answers 500, as a controller crashing mid-reply.
+    """
+
+    delay: float = 0.0
+    error_status: int | None = None
+    fail_after_accept: bool = False
+
+
+class _Reject(Exception):
+    """Answer ``status`` with ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ControllerServer:
+    """Serves ``simulator`` on ``host:port`` (port 0: any free port).
+
+    :raises ValueError: ``tls_cert`` without ``tls_key`` (or the reverse), or
+        ``client_ca`` without TLS.
+    :raises OSError: the address cannot be bound or a TLS file cannot be loaded.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        simulator: Simulator,
+        *,
+        token: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        client_ca: str | None = None,
+    ) -> None:
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if client_ca is not None and tls_cert is None:
+            raise ValueError("client_ca needs tls_cert and tls_key")
+        self.simulator = simulator
+        self._token = token
+        self.faults = Faults()
+        self._submit_lock = threading.Lock()
+        tls = None if tls_cert is None else _server_tls(tls_cert, tls_key, client_ca)
+        self._httpd = _HTTPServer((host, port), self)
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self._scheme = "http" if tls is None else "https"
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL clients use, e.g. ``http://127.0.0.1:8470``."""
+        host, port = self._httpd.server_address[:2]
+        host = f"[{host}]" if ":" in str(host) else host
+        return f"{self._scheme}://{host}:{port}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until :meth:`shutdown` is called from another one."""
+        self._httpd.serve_forever(_POLL_INTERVAL)
+
+    def start(self) -> None:
+        """Serve in a background daemon thread."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, name=f"controller {self.url}", daemon=True
+        )
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop serving, close the listening socket and cut the open connections."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+        self._httpd.cut_connections()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], controller: ControllerServer) -> None:
+        self.controller = controller
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def cut_connections(self) -> None:
+        """Wake every connection thread so it ends (its socket reads EOF)."""
+        with self._open_lock:
+            requests = list(self._open)
+        for request in requests:
+            with suppress(OSError):
+                # The plain socket's shutdown: SSLSocket's would drop TLS state under the thread.
+                socket.socket.shutdown(request, socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client gone mid-answer or a failed TLS handshake: not worth a stderr traceback.
+        logger.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "rackcron-controller/1"
+    timeout = IDLE_TIMEOUT
+    # Headers and body go out in two writes; with Nagle on, the second one waits for the
+    # client's delayed ACK (about 40 ms per request).
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.do_handshake()
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # The base class answers HTML here (bad request line, unsupported method, ...).
+        self.close_connection = True
+        self._reply(code, {"error": message or HTTPStatus(code).phrase})
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s %s", self.address_string(), format % args)
+
+    def _serve(self, method: str) -> None:
+        try:
+            body = self._read_body()
+            status, answer = self._route(method, body)
+        except _Reject as reject:
+            status, answer = reject.status, {"error": reject.message}
+        self._reply(status, answer)
+
+    def _route(self, method: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        path = self.path.split("?", 1)[0]
+        if path == "/v1/healthz":
+            _allow(method, "GET")
+            return 200, {"status": "ok"}
+        match = _TASK_PATH.fullmatch(path)
+        if match is None:
+            raise _Reject(404, f"no such endpoint: {path}")
+        _allow(method, *(("POST",) if match[2] else ("GET", "PUT")))
+        controller = self.server.controller
+        self._check_faults_and_token(controller)
+        task_id = _uuid(match[1], "task id")
+        if match[2]:
+            controller.simulator.cancel(task_id)
+        elif method == "PUT":
+            return self._submit(controller, _order(task_id, body))
+        state = controller.simulator.status(task_id)
+        if state.state == "unknown":
+            raise _Reject(404, f"no such task: {task_id}")
+        return 200, _state_body(task_id, state)
+
+    def _submit(self, controller: ControllerServer, order: TaskOrder) -> tuple[int, dict[str, Any]]:
+        with controller._submit_lock:
+            known = controller.simulator.status(order.id).state != "unknown"
+            state = controller.simulator.submit(order)
+        if controller.faults.fail_after_accept:
+            raise _Reject(500, "simulated failure after accepting the task")
+        return (200 if known else 201), _state_body(order.id, state)
+
+    def _check_faults_and_token(self, controller: ControllerServer) -> None:
+        faults = controller.faults
+        if faults.delay:
+            time.sleep(faults.delay)
+        if controller._token is not None and not _token_matches(
+            self.headers.get("Authorization", ""), controller._token
+        ):
+            raise _Reject(401, "missing or wrong bearer token")
+        if faults.error_status is not None:
+            raise _Reject(faults.error_status, "simulated error")
+
+    def _read_body(self) -> bytes:
+        if "Transfer-Encoding" in self.headers:
+            self.close_connection = True
+            raise _Reject(411, "send the body with a Content-Length")
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= _MAX_BODY:
+            self.close_connection = True
+            raise _Reject(413 if length > _MAX_BODY else 400, "bad Content-Length")
+        return self.rfile.read(length)
+
+    def _reply(self, status: int, answer: dict[str, Any]) -> None:
+        payload = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        if status == 401:
+            self.send_header("WWW-Authenticate", "Bearer")
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _server_tls(cert: str, key: str | None, client_ca: str | None) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    if client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(client_ca)
+    return context
+
+
+def _allow(method: str, *allowed: str) -> None:
+    if method not in allowed:
+        raise _Reject(405, f"{method} not allowed here; use {' or '.join(allowed)}")
+
+
+def _token_matches(header: str, token: str) -> bool:
+    scheme, _, given = header.partition(" ")
+    # compare_digest: how long the comparison takes says nothing about the token.
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )
+
+
+def _order(task_id: uuid.UUID, body: bytes) -> TaskOrder:
+    """The task order in a PUT body, checked field by field."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise _Reject(400, "body is not JSON") from None
+    if not isinstance(document, dict):
+        raise _Reject(400, "body: expected a JSON object")
+    if _uuid(document.get("id"), "id") != task_id:
+        raise _Reject(400, "body id differs from the id in the URL")
+    operation = _field(document, "operation", dict)
+    return TaskOrder(
+        id=task_id,
+        rack_id=_uuid(document.get("rack_id"), "rack_id"),
+        operation_type=_field(operation, "type", str),
+        operation_code=_field(operation, "code", str),
+        information=_field(operation, "information", dict),
+        component_uuids=[
+            _uuid(c, "component_uuids") for c in _field(document, "component_uuids", list)
+        ],
+        description=_field(document, "description", str),
+    )
+
+
+_JSON_NAMES = {dict: "object", list: "array", str: "string"}
+
+
+def _field(document: dict[str, Any], name: str, kind: type) -> Any:
+    value = document.get(name)
+    if not isinstance(value, kind):
+        raise _Reject(400, f"{name}: expected a JSON {_JSON_NAMES[kind]}")
+    return value
+
+
+def _uuid(value: Any, name: str) -> uuid.UUID:
+    if isinstance(value, str):
+        with suppress(ValueError):
+            return uuid.UUID(value)
+    raise _Reject(400, f"{name}: expected a UUID, got {json.dumps(value)[:40]}")
+
+
+def _state_body(task_id: uuid.UUID, state: ControllerState) -> dict[str, Any]:
+    return {"id": str(task_id), "state": state.state, "message": state.message}

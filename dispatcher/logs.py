@@ -1,0 +1,71 @@
+"""Structured logs for the daemons: one line per event, as ``key=value`` text or JSON.
+
+Events go through the standard ``logging`` module (logger ``rackcron``), with their
+fields in ``extra={"fields": {...}}``; :func:`configure` installs the formatter::
+
+    2026-11-29T12:00:00.120Z INFO fired schedule=nightly-power-off submitted=4 skipped=1 lag=0.120
+    {"ts": "2026-11-29T12:00:00.120Z", "level": "INFO", "event": "fired", "schedule": ...}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import IO, Any, Literal
+
+__all__ = ["LOGGER", "configure", "event"]
+
+LOGGER = logging.getLogger("rackcron")
+
+
+def event(level: int, name: str, **fields: Any) -> None:
+    """Log event ``name`` with ``fields`` (skipped cheaply when the level is off)."""
+    if LOGGER.isEnabledFor(level):
+        LOGGER.log(level, name, extra={"fields": fields})
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    moment = datetime.fromtimestamp(record.created, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _text_value(value: Any) -> str:
+    if isinstance(value, float):
+        value = f"{value:.3f}"
+    text = str(value)
+    return json.dumps(text) if (not text or any(c in text for c in ' "=\n')) else text
+
+
+class _TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = getattr(record, "fields", {})
+        parts = [_timestamp(record), record.levelname, record.getMessage()]
+        parts += [f"{k}={_text_value(v)}" for k, v in fields.items()]
+        if record.exc_info:
+            parts.append("error=" + _text_value(self.formatException(record.exc_info)))
+        return " ".join(parts)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"ts": _timestamp(record), "level": record.levelname, "event": record.getMessage()}
+        line.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def configure(
+    fmt: Literal["text", "json"] = "text",
+    *,
+    level: int = logging.INFO,
+    stream: IO[str] | None = None,
+) -> None:
+    """Send the ``rackcron`` logger's events to ``stream`` (stderr) in ``fmt``."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(_JsonFormatter() if fmt == "json" else _TextFormatter())
+    LOGGER.handlers[:] = [handler]
+    LOGGER.setLevel(level)
+    LOGGER.propagate = False

@@ -1,0 +1,255 @@
+"""The task runner: delivers tasks to rack controllers and follows them to the end.
+
+Every round (``--runner-interval``, default 1 s) the runner
+
+1. fails the waiting tasks whose queue timeout has passed, and promotes the oldest
+   waiting task of each rack left with no pending or running task;
+2. claims the tasks that need a controller call (``Service.claim_work``: pending ->
+   deliver, running -> ask how it is doing, cancelled -> tell the controller),
+   leaving alone those of a controller still busy with an earlier round's calls;
+3. hands each controller's share to a worker thread, which makes the calls one by
+   one and records the results in one transaction.
+
+So a slow or dead controller only holds up its own racks: the round never waits
+for it, and its tasks are not claimed again until its worker is done. A call that
+fails is retried with exponential backoff; after ``RetryPolicy.attempts`` failures
+in a row the task fails with the last error in its message. A retried submit is
+safe: controllers key submissions by task id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from dispatcher.controllers.base import Controller, ControllerError, ControllerState, TaskOrder
+from dispatcher.controllers.registry import Controllers
+from dispatcher.logs import event
+from dispatcher.metrics import Metrics
+from rackcron.errors import RackcronError
+from rackcron.models import TaskStatus
+from rackcron.service import Service, Update, Work
+
+__all__ = ["RetryPolicy", "TaskRunner"]
+
+#: A controller's final states -> the task's status.
+_FINAL = {
+    "completed": TaskStatus.COMPLETED.value,
+    "failed": TaskStatus.FAILED.value,
+    "cancelled": TaskStatus.TERMINATED.value,
+}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failing controller call is retried."""
+
+    attempts: int = 5  # failed calls in a row before the task fails
+    backoff: float = 1.0  # seconds before the first retry, doubling after each failure
+    max_backoff: float = 60.0
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failure in a row."""
+        return min(self.backoff * 2 ** (failures - 1), self.max_backoff)
+
+
+def _order(work: Work) -> TaskOrder:
+    return TaskOrder(
+        id=work.task_id,
+        rack_id=work.rack_id,
+        operation_type=work.operation_type,
+        operation_code=work.operation_code,
+        information=work.information,
+        component_uuids=[uuid.UUID(c) for c in work.component_uuids],
+        description=work.description,
+    )
+
+
+class TaskRunner:
+    """Delivers tasks and tracks them (see the module docstring)."""
+
+    def __init__(
+        self,
+        service: Service,
+        controllers: Controllers,
+        *,
+        retry: RetryPolicy = RetryPolicy(),
+        status_interval: float = 2.0,
+        batch_size: int = 500,
+        lease: float = 300.0,
+        budget: float = 5.0,
+        workers: int = 8,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.service = service
+        self.controllers = controllers
+        self.retry = retry
+        self.status_interval = status_interval
+        self.batch_size = batch_size
+        self.lease = lease
+        self.budget = budget  # seconds a worker spends on one controller's share per round
+        self.metrics = metrics
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rackcron-runner")
+        self._busy: dict[str, Future[None]] = {}  # controller key -> its worker
+        self._lock = threading.Lock()
+
+    def tick(self) -> int:
+        """One round; returns how many tasks were handed to workers."""
+        expired = self.service.expire_queued()
+        if expired:
+            event(logging.INFO, "queue timeout", tasks=expired)
+        for task_id in self.service.promote_waiting():
+            event(logging.INFO, "task promoted", task=str(task_id))
+        with self._lock:
+            busy = set(self._busy)
+        work = self.service.claim_work(
+            self.batch_size,
+            lease=self.lease,
+            take=lambda w: self.controllers.key(w.controller) not in busy,
+        )
+        shares: dict[str, list[Work]] = {}
+        for item in work:
+            shares.setdefault(self.controllers.key(item.controller), []).append(item)
+        with self._lock:
+            for key, share in shares.items():
+                self._busy[key] = self._pool.submit(self._work_share, key, share)
+        return len(work)
+
+    def drain(self) -> None:
+        """Wait for every worker of the rounds so far."""
+        with self._lock:
+            running = list(self._busy.values())
+        for future in running:
+            future.result()
+
+    def close(self) -> None:
+        """Finish the calls in progress and stop the workers."""
+        self._pool.shutdown(wait=True)
+
+    def run(self, stop: threading.Event, *, interval: float = 1.0) -> None:
+        """Rounds every ``interval`` seconds until ``stop`` is set; then the calls in
+        progress finish (their results are recorded) and the workers stop."""
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    self.tick()
+                except RackcronError as exc:
+                    event(logging.ERROR, "runner round failed", error=exc.message)
+                stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        finally:
+            self.close()
+
+    def _work_share(self, key: str, share: list[Work]) -> None:
+        try:
+            deadline = time.monotonic() + self.budget
+            controller = self.controllers.get(share[0].controller)
+            updates = [
+                self._call(key, controller, item)
+                if time.monotonic() < deadline
+                else Update(item.task_id, "release")
+                for item in share
+            ]
+            self.service.record(updates)
+            self._observe(share, updates)
+        except RackcronError as exc:  # the leases expire and the tasks come due again
+            event(logging.ERROR, "recording task results failed", controller=key, error=exc.message)
+        except Exception:
+            logging.getLogger("rackcron").exception("runner worker failed")
+        finally:
+            with self._lock:
+                self._busy.pop(key, None)
+
+    def _call(self, key: str, controller: Controller, work: Work) -> Update:
+        """One controller call for one task, and what it means for the task."""
+        try:
+            if work.status == TaskStatus.PENDING.value:
+                return self._after_submit(controller.submit(_order(work)), work)
+            if work.status == TaskStatus.RUNNING.value:
+                return self._after_status(controller.status(work.task_id), work)
+            controller.cancel(work.task_id)
+            return Update(work.task_id, "cancel_sent")
+        except ControllerError as exc:
+            if self.metrics is not None:
+                self.metrics.controller_errors.labels(key).inc()
+            return self._after_failure(key, work, str(exc))
+
+    def _after_submit(self, answer: ControllerState, work: Work) -> Update:
+        if answer.state == "running":
+            return Update(work.task_id, "started", delay=self.status_interval)
+        if answer.state in _FINAL:
+            return Update(work.task_id, "ended", _FINAL[answer.state], answer.message)
+        raise ControllerError("the controller answered a submission with 'unknown'")
+
+    def _after_status(self, answer: ControllerState, work: Work) -> Update:
+        if answer.state == "running":
+            return Update(work.task_id, "polled", delay=self.status_interval)
+        if answer.state in _FINAL:
+            return Update(work.task_id, "ended", _FINAL[answer.state], answer.message)
+        return Update(
+            work.task_id,
+            "ended",
+            TaskStatus.FAILED.value,
+            "the rack controller no longer knows this task",
+        )
+
+    def _after_failure(self, key: str, work: Work, error: str) -> Update:
+        failures = work.failures + 1
+        if failures < self.retry.attempts:
+            message = f"controller call {failures} of {self.retry.attempts} failed: {error}"
+            return Update(work.task_id, "retry", message=message, delay=self.retry.delay(failures))
+        if work.status == TaskStatus.PENDING.value:
+            return Update(
+                work.task_id,
+                "ended",
+                TaskStatus.FAILED.value,
+                f"the rack controller did not accept the task after {failures} attempts: {error}",
+            )
+        if work.status == TaskStatus.RUNNING.value:
+            return Update(
+                work.task_id,
+                "ended",
+                TaskStatus.FAILED.value,
+                f"lost contact with the rack controller after {failures} attempts: {error}",
+            )
+        return Update(
+            work.task_id,
+            "cancel_sent",
+            message=f"cancelled; the rack controller could not be told: {error}",
+        )
+
+    def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
+        racks = {w.task_id: w.rack_id for w in share}
+        for update in updates:
+            if update.kind == "ended":
+                level = logging.INFO if update.status == "completed" else logging.WARNING
+                event(
+                    level,
+                    "task ended",
+                    task=str(update.task_id),
+                    rack=str(racks[update.task_id]),
+                    status=update.status,
+                    message=update.message,
+                )
+                if self.metrics is not None:
+                    self.metrics.tasks_ended.labels(update.status).inc()
+            elif update.kind == "started":
+                event(
+                    logging.INFO,
+                    "task started",
+                    task=str(update.task_id),
+                    rack=str(racks[update.task_id]),
+                )
+            elif update.kind == "retry":
+                event(
+                    logging.WARNING,
+                    "controller call failed",
+                    task=str(update.task_id),
+                    rack=str(racks[update.task_id]),
+                    error=update.message,
+                )

@@ -1,0 +1,202 @@
+"""``rackcron rack-controller``: run the reference rack controller.
+
+A thin front over ``dispatcher.controllers.server``: parse the flags into a
+``Simulator`` and a ``ControllerServer``, serve until SIGINT or SIGTERM, exit 0. Bad
+flags are click usage errors (exit status 2); an address that cannot be bound or a TLS
+file that cannot be loaded is one ``error:`` line and exit status 1. The server is
+imported in the callback, so ``--help`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+from rackcron.timing import SpecError, parse_duration
+
+if TYPE_CHECKING:
+    from dispatcher.controllers.server import ControllerServer
+
+__all__ = ["rack_controller"]
+
+TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
+
+_OPERATION_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
+
+def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:8470
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"expected HOST:PORT, e.g. 127.0.0.1:8470, got {value!r}")
+    return host, int(port)
+
+
+def _seconds(text: str, prefix: str = "") -> float:
+    """A Go duration (``90s``, ``1m30s``, ``250ms``) in seconds; never negative."""
+    try:
+        nanoseconds = parse_duration(text)
+    except SpecError as exc:
+        raise click.BadParameter(f"{prefix}{exc}") from exc
+    if nanoseconds < 0:
+        raise click.BadParameter(f"{prefix}duration must not be negative, got {text!r}")
+    return nanoseconds / 1e9
+
+
+def _default_duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    return _seconds(value)
+
+
+def _durations(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, float]:
+    durations = {}
+    for value in values:
+        kind, sep, duration = value.partition("=")
+        kind = kind.strip().upper()
+        if not sep or not _OPERATION_TYPE.fullmatch(kind):
+            raise click.BadParameter(f"expected TYPE=DURATION, e.g. POWER_ON=30s, got {value!r}")
+        durations[kind] = _seconds(duration, f"{kind}: ")
+    return durations
+
+
+@click.command("rack-controller")
+@click.option(
+    "--listen",
+    default="127.0.0.1:8470",
+    show_default=True,
+    metavar="HOST:PORT",
+    callback=_listen,
+    help="Address to serve on (port 0: any free port).",
+)
+@click.option(
+    "--token-file",
+    type=_EXISTING_FILE,
+    help=f"File holding the bearer token clients must send (or put the token itself in "
+    f"{TOKEN_ENV}). Without either, no token is asked for.",
+)
+@click.option("--tls-cert", type=_EXISTING_FILE, help="Serve HTTPS with this PEM certificate.")
+@click.option("--tls-key", type=_EXISTING_FILE, help="The PEM private key of --tls-cert.")
+@click.option(
+    "--client-ca",
+    type=_EXISTING_FILE,
+    help="Require client certificates signed by this PEM CA (mutual TLS).",
+)
+@click.option(
+    "--duration",
+    "durations",
+    multiple=True,
+    metavar="TYPE=DURATION",
+    callback=_durations,
+    help="How long one operation type runs, e.g. POWER_ON=30s (repeatable).",
+)
+@click.option(
+    "--default-duration",
+    default="5s",
+    show_default=True,
+    metavar="DURATION",
+    callback=_default_duration,
+    help="How long other operation types run (a Go duration).",
+)
+@click.option(
+    "--failure-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Probability that an operation ends failed.",
+)
+@click.option("--seed", type=int, help="Seed for the failures, to replay a run.")
+def rack_controller(
+    listen: tuple[str, int],
+    token_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    client_ca: str | None,
+    durations: dict[str, float],
+    default_duration: float,
+    failure_rate: float,
+    seed: int | None,
+) -> None:
+    """Run the reference rack controller: a simulator behind the HTTP protocol.
+
+    Each operation (typed POWER_ON, POWER_OFF, UPGRADE_FIRMWARE, ...) runs for its
+    duration, then completes, or fails with the given probability. Tasks live in
+    memory. Serves until interrupted (SIGINT or SIGTERM). The protocol is described
+    in docs/controller-protocol.md.
+
+    Example, power-ons take 30 seconds, one operation in ten fails:
+
+    \b
+        $ rackcron rack-controller --listen 127.0.0.1:8470 \\
+              --duration POWER_ON=30s --failure-rate 0.1 --seed 7
+        rack controller listening on http://127.0.0.1:8470
+    """
+    token = _token(token_file)
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if client_ca is not None and tls_cert is None:
+        raise click.UsageError("--client-ca needs --tls-cert and --tls-key")
+
+    from dispatcher.controllers.server import ControllerServer
+    from dispatcher.controllers.simulator import Simulator
+
+    simulator = Simulator(
+        durations=durations,
+        default_duration=default_duration,
+        failure_rate=failure_rate,
+        seed=seed,
+    )
+    try:
+        server = ControllerServer(
+            *listen,
+            simulator,
+            token=token,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            client_ca=client_ca,
+        )
+    except OSError as exc:
+        _fail(f"cannot serve on {listen[0]}:{listen[1]}: {exc}")
+    _serve_until_signalled(server)
+
+
+def _token(token_file: str | None) -> str | None:
+    """The token from ``--token-file`` or the environment, stripped; None if neither."""
+    from_env = os.environ.get(TOKEN_ENV)
+    if token_file is not None and from_env is not None:
+        raise click.UsageError(f"use --token-file or {TOKEN_ENV}, not both")
+    if token_file is None:
+        token = from_env
+    else:
+        try:
+            with open(token_file, encoding="utf-8") as file:
+                token = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--token-file") from exc
+    if token is None:
+        return None
+    token = token.strip()
+    if not token or not token.isprintable() or " " in token:
+        raise click.UsageError("the token must be non-empty printable text without spaces")
+    return token
+
+
+def _serve_until_signalled(server: ControllerServer) -> None:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    server.start()
+    click.echo(f"rack controller listening on {server.url}", err=True)
+    stop.wait()
+    server.shutdown()
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(1)

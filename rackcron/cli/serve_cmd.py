@@ -1,0 +1,253 @@
+"""``rackcron serve`` and ``rackcron dispatch``: the daemons."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from rackcron.cli._common import DURATION, LISTEN, cli_errors, database_option, open_service
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The bearer token for --default-controller, if it needs one.
+TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
+
+
+def _daemon_options(func: F) -> F:
+    """Options the dispatcher's commands share."""
+    for option in reversed(
+        [
+            click.option(
+                "--poll-interval",
+                type=DURATION,
+                default="10s",
+                show_default=True,
+                help="Time between polls for due schedules (the first poll is at start-up).",
+            ),
+            click.option(
+                "--batch-size",
+                type=click.IntRange(1, 10_000),
+                default=500,
+                show_default=True,
+                help="Schedules claimed per transaction.",
+            ),
+            click.option(
+                "--log-format",
+                type=click.Choice(["text", "json"]),
+                default="text",
+                show_default=True,
+                help="One line per event, as key=value text or JSON.",
+            ),
+            click.option(
+                "--log-level",
+                type=click.Choice(["debug", "info", "warning", "error"]),
+                default="info",
+                show_default=True,
+            ),
+        ]
+    ):
+        func = option(func)
+    return database_option(func)
+
+
+def _start_logs(log_format: str, log_level: str) -> None:
+    from dispatcher.logs import configure
+
+    configure(log_format, level=getattr(logging, log_level.upper()))  # type: ignore[arg-type]
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+@click.command("dispatch")
+@_daemon_options
+@click.option("--once", is_flag=True, help="Poll once, print what fired, and exit.")
+def dispatch(
+    database_url: str | None,
+    poll_interval: float,
+    batch_size: int,
+    log_format: str,
+    log_level: str,
+    once: bool,
+) -> None:
+    """Fire due schedules: the poll loop alone, without delivering tasks.
+
+    Each poll drains every due schedule in batches (safe with several replicas on
+    one PostgreSQL database: each due schedule fires once per tick) and logs one
+    line per firing with its scopes submitted, queued, skipped and failed, and its
+    lag. Tasks are left for a task runner (`rackcron serve`). Stops cleanly on
+    SIGTERM or SIGINT after the batch in progress.
+
+    Example: rackcron dispatch --database-url postgresql+psycopg://rackcron@db/rackcron
+    --poll-interval 5s --log-format json
+    """
+    from dispatcher.faults import fault_hook
+    from dispatcher.loop import Dispatcher
+
+    _start_logs(log_format, log_level)
+    with cli_errors():
+        service = open_service(database_url)
+        try:
+            dispatcher = Dispatcher(service, batch_size=batch_size, hook=fault_hook())
+            if once:
+                summary = dispatcher.poll()
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.results.items()))
+                click.echo(
+                    f"fired {summary.fired} schedule(s) in {summary.seconds:.2f}s"
+                    + (f": {counts}" if counts else "")
+                )
+                return
+            dispatcher.run(_stop_on_signals(), interval=poll_interval)
+        finally:
+            service.close()
+
+
+def _durations(values: tuple[str, ...]) -> dict[str, float]:
+    found = {}
+    for value in values:
+        kind, sep, text = value.partition("=")
+        if not sep or not kind:
+            raise click.BadParameter(
+                f"{value!r} is not TYPE=DURATION (e.g. POWER_ON=3s)", param_hint="--sim-duration"
+            )
+        found[kind.strip().upper()] = DURATION.convert(text, None, None)
+    return found
+
+
+def _controller(value: str | None) -> dict[str, Any] | None:
+    from rackcron.errors import InvalidArgument
+    from rackcron.models import ControllerSpec
+
+    if value is None or value == "simulator":
+        return None
+    token_env = TOKEN_ENV if os.environ.get(TOKEN_ENV) else None
+    try:
+        spec = ControllerSpec(kind="http", url=value, token_env=token_env)
+    except InvalidArgument as exc:
+        raise click.BadParameter(
+            f"{exc.message} (expected 'simulator' or an http(s):// URL)",
+            param_hint="--default-controller",
+        ) from None
+    return spec.model_dump()
+
+
+@click.command("serve")
+@_daemon_options
+@click.option(
+    "--metrics-listen",
+    type=LISTEN,
+    help="Serve Prometheus /metrics and /healthz here, e.g. 127.0.0.1:9464 (default: off).",
+)
+@click.option("--no-runner", is_flag=True, help="Fire schedules only; deliver no tasks.")
+@click.option(
+    "--runner-interval", type=DURATION, default="1s", show_default=True,
+    help="Time between the task runner's rounds.",
+)  # fmt: skip
+@click.option(
+    "--status-interval", type=DURATION, default="2s", show_default=True,
+    help="How often a running task's controller is asked how it is doing.",
+)  # fmt: skip
+@click.option(
+    "--delivery-attempts", type=click.IntRange(1, 100), default=5, show_default=True,
+    help="Failed controller calls in a row before a task fails.",
+)  # fmt: skip
+@click.option(
+    "--retry-backoff", type=DURATION, default="1s", show_default=True,
+    help="Wait before the first retry of a failed controller call (doubling, at most 60s).",
+)  # fmt: skip
+@click.option(
+    "--default-controller",
+    metavar="simulator|URL",
+    help="The controller of racks that name none: the built-in simulator (default) or an "
+    f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}).",
+)
+@click.option(
+    "--sim-duration", multiple=True, metavar="TYPE=DURATION",
+    help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--sim-default-duration", type=DURATION, default="5s", show_default=True,
+    help="How long the simulator runs an operation type without its own duration.",
+)  # fmt: skip
+@click.option(
+    "--sim-failure-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+    help="Share of simulated operations that fail.",
+)  # fmt: skip
+@click.option("--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs).")
+@click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
+def serve(
+    database_url: str | None,
+    poll_interval: float,
+    batch_size: int,
+    log_format: str,
+    log_level: str,
+    metrics_listen: tuple[str, int] | None,
+    no_runner: bool,
+    runner_interval: float,
+    status_interval: float,
+    delivery_attempts: int,
+    retry_backoff: float,
+    default_controller: str | None,
+    sim_duration: tuple[str, ...],
+    sim_default_duration: float,
+    sim_failure_rate: float,
+    sim_seed: int | None,
+    stop_after: float | None,
+) -> None:
+    """Run the dispatcher and the task runner: fire schedules and deliver their tasks.
+
+    The dispatcher polls for due schedules (as `rackcron dispatch`); the task runner
+    delivers pending tasks to each rack's controller (the `controller:` of its Rack,
+    else --default-controller), follows them to completed or failed, sends
+    cancellations, promotes queued tasks when their rack frees up and fails those
+    whose queue timeout passes. A controller that is down or slow only delays its
+    own racks' tasks; its calls are retried with backoff, then the task fails with
+    the error. SIGTERM or SIGINT stops both cleanly after the work in progress.
+
+    Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
+
+    Example: rackcron serve --database-url postgresql+psycopg://rackcron@db/rackcron
+    --default-controller https://rc.example.net:8470 --log-format json
+    """
+    from dispatcher.controllers.simulator import Simulator
+    from dispatcher.runner import RetryPolicy
+    from dispatcher.serve import ServeConfig
+    from dispatcher.serve import serve as run_server
+
+    config = ServeConfig(
+        poll_interval=poll_interval,
+        batch_size=batch_size,
+        runner=not no_runner,
+        runner_interval=runner_interval,
+        status_interval=status_interval,
+        retry=RetryPolicy(attempts=delivery_attempts, backoff=retry_backoff),
+        simulator=Simulator(
+            durations=_durations(sim_duration),
+            default_duration=sim_default_duration,
+            failure_rate=sim_failure_rate,
+            seed=sim_seed,
+        ),
+        default_controller=_controller(default_controller),
+        metrics_listen=metrics_listen,
+        stop_after=stop_after,
+    )
+    _start_logs(log_format, log_level)
+    stop = _stop_on_signals()
+    with cli_errors():
+        service = open_service(database_url)
+        try:
+            run_server(service, config, stop)
+        except OSError as exc:  # the metrics port is taken, say
+            raise click.ClickException(str(exc)) from None
+        finally:
+            service.close()

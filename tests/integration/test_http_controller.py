@@ -1,0 +1,391 @@
+"""The ``http`` driver against the reference controller server, over real sockets.
+
+Everything listens on 127.0.0.1. The simulator runs on a hand-moved clock, so no test
+waits for an operation to end; the only sleeps are the server's fault delay and an idle
+keep-alive timeout, each a fraction of a second. TLS material is made per module with
+the ``openssl`` command-line tool (skipped without it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dispatcher.controllers import server as server_module
+from dispatcher.controllers.base import ControllerError, TaskOrder
+from dispatcher.controllers.http import HttpController
+from dispatcher.controllers.server import ControllerServer
+from dispatcher.controllers.simulator import Simulator
+from rackcron.cli.controller_cmd import rack_controller
+
+TOKEN = "s3cret-token"
+
+
+class Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _order(**changes: object) -> TaskOrder:
+    order = TaskOrder(
+        id=uuid.uuid4(),
+        rack_id=uuid.uuid4(),
+        operation_type="power_control",
+        operation_code="power_on",
+        information={"forced": False},
+        component_uuids=[uuid.uuid4(), uuid.uuid4()],
+        description="nightly power on",
+    )
+    return replace(order, **changes)
+
+
+@pytest.fixture
+def ticks() -> Ticks:
+    return Ticks()
+
+
+@pytest.fixture
+def simulator(ticks: Ticks) -> Simulator:
+    return Simulator(durations={"POWER_ON": 0.2}, default_duration=1.0, clock=ticks)
+
+
+def _serve(simulator: Simulator, **options: str) -> Iterator[ControllerServer]:
+    server = ControllerServer("127.0.0.1", 0, simulator, **options)
+    server.start()
+    yield server
+    server.shutdown()
+
+
+def _client(url: str, **options: object) -> Iterator[HttpController]:
+    client = HttpController(url, **options)  # type: ignore[arg-type]
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def server(simulator: Simulator) -> Iterator[ControllerServer]:
+    yield from _serve(simulator, token=TOKEN)
+
+
+@pytest.fixture
+def client(server: ControllerServer) -> Iterator[HttpController]:
+    yield from _client(server.url, token=TOKEN, timeout=2.0)
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+def test_submit_status_cancel_round_trip(
+    client: HttpController, simulator: Simulator, ticks: Ticks
+) -> None:
+    order = _order()
+    assert client.submit(order).state == "running"
+    assert simulator.started_on(order.rack_id) == [order]
+    assert client.status(order.id).state == "running"
+    ticks.now += 0.2
+    assert client.status(order.id).state == "completed"
+
+    other = _order()
+    client.submit(other)
+    client.cancel(other.id)
+    state = client.status(other.id)
+    assert (state.state, state.message) == ("cancelled", "cancelled by request")
+
+
+def test_submit_is_idempotent_by_id(client: HttpController, simulator: Simulator) -> None:
+    order = _order()
+    client.submit(order)
+    again = client.submit(replace(order, description="a different body, same id"))
+    assert again.state == "running"
+    assert simulator.started == 1
+    assert simulator.started_on(order.rack_id)[0].description == "nightly power on"
+
+
+def test_racing_submits_of_one_id_start_one_operation(
+    client: HttpController, simulator: Simulator
+) -> None:
+    order = _order()
+    states = []
+    threads = [
+        threading.Thread(target=lambda: states.append(client.submit(order))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [s.state for s in states] == ["running"] * 8
+    assert simulator.started == 1
+
+
+def test_a_retried_submit_after_a_failed_reply_runs_nothing_twice(
+    server: ControllerServer, client: HttpController, simulator: Simulator
+) -> None:
+    order = _order()
+    server.faults.fail_after_accept = True
+    with pytest.raises(ControllerError, match=r"HTTP 500: simulated failure after accepting"):
+        client.submit(order)
+    server.faults.fail_after_accept = False
+    assert client.submit(order).state == "running"
+    assert simulator.started == 1
+
+
+def test_unknown_task(client: HttpController) -> None:
+    assert client.status(uuid.uuid4()).state == "unknown"
+    client.cancel(uuid.uuid4())  # not an error
+
+
+def test_failed_operation_carries_its_message(ticks: Ticks) -> None:
+    simulator = Simulator(durations={"POWER_ON": 0.2}, failure_rate=1.0, clock=ticks)
+    for failing in _serve(simulator):
+        for client in _client(failing.url):
+            order = _order()
+            client.submit(order)
+            ticks.now += 1
+            state = client.status(order.id)
+            assert (state.state, state.message) == ("failed", "simulated failure")
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"], ids=["missing", "wrong"])
+def test_a_bad_token_is_refused(
+    server: ControllerServer, simulator: Simulator, token: str | None
+) -> None:
+    for client in _client(server.url, token=token):
+        with pytest.raises(ControllerError, match=r": HTTP 401: missing or wrong bearer token"):
+            client.submit(_order())
+        with pytest.raises(ControllerError, match=r"HTTP 401"):
+            client.status(uuid.uuid4())
+    assert simulator.started == 0
+
+
+def test_a_closed_port_is_refused_quickly() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    for client in _client(f"http://127.0.0.1:{port}", timeout=5.0):
+        with pytest.raises(
+            ControllerError, match=rf"^http://127.0.0.1:{port}: connection refused$"
+        ):
+            client.status(uuid.uuid4())
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_slow_controller_times_out(server: ControllerServer) -> None:
+    server.faults.delay = 0.5
+    for client in _client(server.url, token=TOKEN, timeout=0.2):
+        with pytest.raises(ControllerError, match=r": timed out after 0.2s$"):
+            client.submit(_order())
+
+
+def test_an_error_status_is_reported(server: ControllerServer, client: HttpController) -> None:
+    server.faults.error_status = 503
+    with pytest.raises(ControllerError, match=rf"^{server.url}: HTTP 503: simulated error$"):
+        client.status(uuid.uuid4())
+    with pytest.raises(ControllerError, match=r"HTTP 503"):
+        client.cancel(uuid.uuid4())
+
+
+def test_a_2xx_without_a_state_is_malformed(
+    server: ControllerServer, client: HttpController
+) -> None:
+    server.faults.error_status = 200  # answers 200 with {"error": ...}, no state
+    with pytest.raises(ControllerError, match=r"malformed answer: simulated error"):
+        client.submit(_order())
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_connection_closed_while_idle_is_reopened(
+    scheme: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module._Handler, "timeout", 0.1)
+    if scheme == "http":
+        url, options = request.getfixturevalue("server").url, {}
+    else:
+        url, options = (
+            request.getfixturevalue("tls_server").url,
+            {"ca_file": request.getfixturevalue("pki").ca},
+        )
+    for client in _client(url, token=TOKEN, **options):
+        client.status(uuid.uuid4())
+        time.sleep(0.3)  # the server closes the kept-alive connection meanwhile
+        assert client.status(uuid.uuid4()).state == "unknown"
+
+
+def test_a_stopped_server_answers_nothing_more(
+    server: ControllerServer, client: HttpController
+) -> None:
+    client.status(uuid.uuid4())  # leaves a kept-alive connection open
+    server.shutdown()
+    with pytest.raises(ControllerError, match=r"connection refused"):
+        client.status(uuid.uuid4())
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        ("ftp://127.0.0.1:1", {}, "http"),
+        ("http://127.0.0.1:1?x=1", {}, "query"),
+        ("http://127.0.0.1:99999", {}, "Port out of range"),
+        ("http://127.0.0.1:1", {"ca_file": "ca.pem"}, "https"),
+        ("http://127.0.0.1:1", {"token": "two words"}, "token"),
+        ("http://127.0.0.1:1", {"timeout": 0}, "timeout"),
+    ],
+    ids=["scheme", "query", "port", "tls-on-http", "token", "timeout"],
+)
+def test_bad_configuration_is_refused(url: str, options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HttpController(url, **options)  # type: ignore[arg-type]
+
+
+# --- TLS -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: str
+    other_ca: str
+    server_cert: str
+    server_key: str
+    client_cert: str
+    client_key: str
+
+
+def _openssl(directory: Path, *args: str) -> None:
+    subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+
+def _make_ca(directory: Path, name: str) -> None:
+    _openssl(
+        directory,
+        *("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+        *("-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "1", "-subj", f"/CN={name}"),
+        *("-addext", "basicConstraints=critical,CA:TRUE"),
+        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
+    )
+
+
+def _make_leaf(directory: Path, name: str, extensions: str) -> None:
+    (directory / f"{name}.ext").write_text(
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n" + extensions
+    )
+    _openssl(
+        directory,
+        *("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+        *("-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}"),
+    )
+    _openssl(
+        directory,
+        *("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
+        *("-CAcreateserial", "-out", f"{name}.pem", "-days", "1", "-extfile", f"{name}.ext"),
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+    directory = tmp_path_factory.mktemp("pki")
+    _make_ca(directory, "ca")
+    _make_ca(directory, "other-ca")
+    _make_leaf(directory, "server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    _make_leaf(directory, "client", "extendedKeyUsage=clientAuth\n")
+    files = ("ca.pem", "other-ca.pem", "server.pem", "server.key", "client.pem", "client.key")
+    return Pki(*(str(directory / name) for name in files))
+
+
+@pytest.fixture
+def tls_server(simulator: Simulator, pki: Pki) -> Iterator[ControllerServer]:
+    yield from _serve(simulator, token=TOKEN, tls_cert=pki.server_cert, tls_key=pki.server_key)
+
+
+@pytest.fixture
+def mtls_server(simulator: Simulator, pki: Pki) -> Iterator[ControllerServer]:
+    yield from _serve(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key, client_ca=pki.ca)
+
+
+def test_https_with_a_trusted_ca(
+    tls_server: ControllerServer, pki: Pki, simulator: Simulator
+) -> None:
+    assert tls_server.url.startswith("https://127.0.0.1:")
+    for client in _client(tls_server.url, token=TOKEN, ca_file=pki.ca):
+        order = _order()
+        assert client.submit(order).state == "running"
+        assert client.status(order.id).state == "running"
+    assert simulator.started == 1
+
+
+def test_https_with_the_wrong_ca_is_refused(
+    tls_server: ControllerServer, pki: Pki, simulator: Simulator
+) -> None:
+    for client in _client(tls_server.url, token=TOKEN, ca_file=pki.other_ca):
+        with pytest.raises(ControllerError, match=r"^https://.*: TLS certificate not trusted: "):
+            client.submit(_order())
+    assert simulator.started == 0
+
+
+def test_mutual_tls_with_a_client_certificate(
+    mtls_server: ControllerServer, pki: Pki, simulator: Simulator
+) -> None:
+    options = {"ca_file": pki.ca, "client_cert": pki.client_cert, "client_key": pki.client_key}
+    for client in _client(mtls_server.url, **options):
+        assert client.submit(_order()).state == "running"
+    assert simulator.started == 1
+
+
+def test_mutual_tls_without_a_client_certificate_is_refused(
+    mtls_server: ControllerServer, pki: Pki, simulator: Simulator
+) -> None:
+    for client in _client(mtls_server.url, ca_file=pki.ca):
+        with pytest.raises(ControllerError, match=rf"^{mtls_server.url}: "):
+            client.submit(_order())
+    assert simulator.started == 0
+
+
+# --- the command's flags ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--failure-rate", "2"], "'--failure-rate': 2.0 is not in the range"),
+        (["--listen", "nonsense"], "'--listen': expected HOST:PORT"),
+        (["--listen", "127.0.0.1:70000"], "'--listen': expected HOST:PORT"),
+        (["--duration", "POWER_ON=xyz"], "'--duration': POWER_ON: invalid duration \"xyz\""),
+        (["--duration", "30s"], "'--duration': expected TYPE=DURATION"),
+        (["--default-duration", "-1s"], "must not be negative"),
+        (["--client-ca", __file__], "--client-ca needs --tls-cert and --tls-key"),
+        (["--tls-cert", __file__], "--tls-cert and --tls-key go together"),
+    ],
+    ids=["failure-rate", "listen", "port", "duration", "duration-type", "negative", "ca", "tls"],
+)
+def test_bad_flags_are_usage_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(rack_controller, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_token_file_and_environment_together_are_refused(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"{TOKEN}\n")
+    result = CliRunner().invoke(
+        rack_controller,
+        ["--token-file", str(token_file)],
+        env={"RACKCRON_CONTROLLER_TOKEN": TOKEN},
+    )
+    assert result.exit_code == 2
+    assert "not both" in result.output

@@ -1,0 +1,363 @@
+"""The task runner end to end: real stores, the simulator and the HTTP controller over loopback.
+
+SEMANTICS.md "Tasks" and issue 4: pending -> running -> completed|failed with
+timestamps, CancelTask reaching the controller, at most one active task per rack
+with waiting tasks promoted in order, queue timeouts, per-scope skip, and
+controller faults (down, slow, erroring) confined to their own racks.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from dispatcher.controllers.registry import Controllers
+from dispatcher.controllers.server import ControllerServer
+from dispatcher.controllers.simulator import Simulator
+from dispatcher.loop import Dispatcher
+from dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
+from rackcron.service import Service
+from rackcron.store import open_engine, transaction
+from tests.integration.helpers import create, rack_spec
+
+SIM_DURATION = 30.0  # seconds of the test clock
+
+
+@pytest.fixture
+def simulator(clock) -> Simulator:
+    return Simulator(default_duration=SIM_DURATION, clock=lambda: clock.now.timestamp())
+
+
+@pytest.fixture
+def runner(service, simulator) -> TaskRunner:
+    runner = TaskRunner(
+        service, Controllers(simulator), retry=RetryPolicy(attempts=3), status_interval=5.0
+    )
+    yield runner
+    runner.close()
+
+
+def rounds(runner: TaskRunner, clock, n: int = 1, *, step: float = 0.0) -> None:
+    """``n`` runner rounds, each waited for, the clock moving ``step`` seconds after each."""
+    for _ in range(n):
+        runner.tick()
+        runner.drain()
+        if step:
+            clock.advance(seconds=step)
+
+
+def task_of(service: Service, task_id: uuid.UUID) -> Task:
+    (found,) = service.get_tasks([task_id])
+    return found
+
+
+def set_controller(service: Service, rack_id: uuid.UUID, setting: dict | None) -> None:
+    """Point a rack at a controller, as applying its Rack document does."""
+    (found,) = [r for r in service.list_racks() if r.id == rack_id]
+    controller = None if setting is None else ControllerSpec.model_validate(setting)
+    service.upsert_rack(found.model_copy(update={"controller": controller}))
+
+
+def test_a_task_runs_to_completion_with_its_timestamps(service, fleet, clock, runner, simulator):
+    schedule = create(service, [fleet.racks[0]])
+    (task_id,) = service.trigger(schedule.id).task_ids
+    created = clock.now
+    clock.advance(seconds=1)
+    rounds(runner, clock)
+    running = task_of(service, task_id)
+    assert running.status == TaskStatus.RUNNING
+    assert running.started_at == clock.now and running.finished_at is None
+    assert simulator.started == 1
+    clock.advance(seconds=SIM_DURATION)
+    rounds(runner, clock)
+    done = task_of(service, task_id)
+    assert done.status == TaskStatus.COMPLETED and done.message == "done"
+    assert done.finished_at == clock.now == done.updated_at
+    assert done.created_at == created < done.started_at < done.finished_at
+    rounds(runner, clock, 3, step=10)  # nothing more happens to a finished task
+    assert task_of(service, task_id) == done and simulator.started == 1
+
+
+def test_a_failing_operation_fails_the_task_with_the_controllers_message(
+    service, fleet, clock, runner, simulator
+):
+    simulator.failure_rate = 1.0
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    rounds(runner, clock, step=SIM_DURATION)
+    rounds(runner, clock)
+    failed = task_of(service, task_id)
+    assert (failed.status, failed.message) == (TaskStatus.FAILED, "simulated failure")
+
+
+def test_cancelling_a_running_task_tells_its_controller(service, fleet, clock, runner, simulator):
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    rounds(runner, clock)
+    assert simulator.status(task_id).state == "running"
+    service.cancel_task(task_id)
+    rounds(runner, clock)
+    assert simulator.status(task_id).state == "cancelled"
+    cancelled = task_of(service, task_id)
+    assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
+    clock.advance(seconds=SIM_DURATION)
+    rounds(runner, clock, 2)
+    assert task_of(service, task_id).status == TaskStatus.TERMINATED
+
+
+def test_a_queued_task_runs_after_the_active_one_ends(service, fleet, clock, runner, simulator):
+    r0 = fleet.racks[0]
+    schedule = create(service, [r0], policy=OverlapPolicy.QUEUE)
+    first = service.trigger(schedule.id).task_ids[0]
+    rounds(runner, clock)
+    second = service.trigger(schedule.id).task_ids[0]
+    third = service.trigger(schedule.id).task_ids[0]
+    assert [task_of(service, t).status for t in (first, second, third)] == [
+        TaskStatus.RUNNING, TaskStatus.WAITING, TaskStatus.WAITING
+    ]  # fmt: skip
+    rounds(runner, clock, 2, step=1)
+    assert simulator.started == 1  # one active task per rack
+    clock.advance(seconds=SIM_DURATION)
+    rounds(runner, clock, 2, step=1)
+    assert task_of(service, first).status == TaskStatus.COMPLETED
+    assert task_of(service, second).status == TaskStatus.RUNNING
+    assert task_of(service, third).status == TaskStatus.WAITING
+    clock.advance(seconds=SIM_DURATION)
+    rounds(runner, clock, 2, step=1)
+    assert [o.id for o in simulator.started_on(r0)] == [first, second, third]
+
+
+def test_a_queued_task_fails_when_its_queue_timeout_expires(service, fleet, clock, runner):
+    r0 = fleet.racks[0]
+    blocker = service.trigger(create(service, [r0], name="long").id).task_ids[0]
+    rounds(runner, clock)
+    queued = create(
+        service, [r0], name="queued", policy=OverlapPolicy.QUEUE,
+        queue_options=QueueOptions(queue_timeout_seconds=10),
+    )  # fmt: skip
+    waiting = service.trigger(queued.id).task_ids[0]
+    assert task_of(service, waiting).queue_expires_at == clock.now + timedelta(seconds=10)
+    clock.advance(seconds=9)
+    rounds(runner, clock)
+    assert task_of(service, waiting).status == TaskStatus.WAITING
+    clock.advance(seconds=2)
+    rounds(runner, clock)
+    expired = task_of(service, waiting)
+    assert expired.status == TaskStatus.FAILED and "queue timeout" in expired.message
+    assert task_of(service, blocker).status == TaskStatus.RUNNING
+
+
+def test_a_long_task_makes_the_next_firing_skip_its_rack_only(
+    service, fleet, clock, runner, simulator
+):
+    r0, r1 = fleet.racks[:2]
+    schedule = create(service, [r0], name="minutely", spec="1m")
+    clock.advance(minutes=1)
+    assert dict(Dispatcher(service).poll().results) == {"submitted": 1}
+    (long_task,) = [t.id for t in service.list_tasks(rack_id=r0).items]
+    rounds(runner, clock)
+    service.add_scope(schedule.id, rack_spec(r1))
+    clock.advance(minutes=1)  # the task on r0 runs for 30 s, but no runner has looked yet
+    summary = Dispatcher(service).poll()
+    assert (summary.fired, dict(summary.results)) == (1, {"skipped": 1, "submitted": 1})
+    assert [t.id for t in service.list_tasks(rack_id=r0).items] == [long_task]
+    (minutely_task,) = service.list_tasks(rack_id=r1).items
+    rounds(runner, clock)
+    assert task_of(service, minutely_task.id).status == TaskStatus.RUNNING
+    clock.advance(seconds=SIM_DURATION)
+    rounds(runner, clock)
+    clock.advance(minutes=1)  # both racks free again: both scopes fire
+    assert dict(Dispatcher(service).poll().results) == {"submitted": 2}
+
+
+def test_a_controller_that_is_down_fails_only_its_racks_tasks(service, fleet, clock, simulator):
+    r0, r1 = fleet.racks[:2]
+    set_controller(service, r0, {"kind": "http", "url": "http://127.0.0.1:9"})  # discard port
+    runner = TaskRunner(service, Controllers(simulator), retry=RetryPolicy(attempts=3))
+    try:
+        down, up = service.trigger(create(service, [r0, r1]).id).task_ids
+        rounds(runner, clock)
+        assert task_of(service, up).status == TaskStatus.RUNNING
+        retrying = task_of(service, down)
+        assert retrying.status == TaskStatus.PENDING
+        assert "controller call 1 of 3 failed" in retrying.message
+        assert "127.0.0.1:9" in retrying.message
+        rounds(runner, clock, 4, step=5)
+        failed = task_of(service, down)
+        assert failed.status == TaskStatus.FAILED
+        assert "did not accept the task after 3 attempts" in failed.message
+    finally:
+        runner.close()
+
+
+# --- the HTTP controller over loopback, on real time ------------------------------------------
+
+
+@pytest.fixture
+def live_service(store_url) -> Service:
+    svc = Service(open_engine(store_url))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def controller_server():
+    server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=0.3))
+    server.start()
+    yield server
+    server.shutdown()
+
+
+def wait_for(check: Callable[[], bool], runner: TaskRunner, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        runner.tick()
+        time.sleep(0.05)
+
+
+def statuses(service: Service, ids: list[uuid.UUID]) -> list[TaskStatus]:
+    return [t.status for t in service.get_tasks(ids)]
+
+
+def live_fleet(service: Service) -> list[uuid.UUID]:
+    from rackcron.models import Rack
+
+    racks = [uuid.uuid4() for _ in range(3)]
+    for i, r in enumerate(racks):
+        service.upsert_rack(Rack(id=r, name=f"live-{i}"))
+    return racks
+
+
+def fast_runner(service: Service, simulator: Simulator | None = None, **kwargs) -> TaskRunner:
+    return TaskRunner(
+        service,
+        Controllers(simulator or Simulator(default_duration=0.3)),
+        retry=kwargs.pop("retry", RetryPolicy(attempts=3, backoff=0.05)),
+        status_interval=0.05,
+        **kwargs,
+    )
+
+
+def test_http_controller_runs_tasks_end_to_end(live_service, controller_server):
+    racks = live_fleet(live_service)
+    for r in racks:
+        set_controller(live_service, r, {"kind": "http", "url": controller_server.url})
+    runner = fast_runner(live_service)
+    try:
+        ids = live_service.trigger(create(live_service, racks).id).task_ids
+        wait_for(lambda: statuses(live_service, ids) == [TaskStatus.COMPLETED] * 3, runner)
+        assert controller_server.simulator.started == 3
+    finally:
+        runner.close()
+
+
+def test_a_retried_submit_never_runs_an_operation_twice(live_service, controller_server):
+    (r0, *_) = live_fleet(live_service)
+    set_controller(live_service, r0, {"kind": "http", "url": controller_server.url})
+    controller_server.faults.fail_after_accept = True
+    runner = fast_runner(live_service)
+    try:
+        (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+        wait_for(lambda: "failed" in task_of(live_service, task_id).message, runner)
+        controller_server.faults.fail_after_accept = False
+        wait_for(lambda: statuses(live_service, [task_id]) == [TaskStatus.COMPLETED], runner)
+        assert controller_server.simulator.started == 1
+    finally:
+        runner.close()
+
+
+def test_a_slow_controller_holds_up_only_its_own_racks(live_service, controller_server):
+    slow, fast, _ = live_fleet(live_service)
+    set_controller(
+        live_service, slow, {"kind": "http", "url": controller_server.url, "timeout": "2s"}
+    )
+    controller_server.faults.delay = 1.5
+    runner = fast_runner(live_service)
+    try:
+        slow_task, fast_task = live_service.trigger(create(live_service, [slow, fast]).id).task_ids
+        started = time.monotonic()
+        wait_for(lambda: statuses(live_service, [fast_task]) == [TaskStatus.COMPLETED], runner)
+        assert time.monotonic() - started < 1.5  # never waited for the slow controller
+        wait_for(lambda: statuses(live_service, [slow_task]) == [TaskStatus.COMPLETED], runner)
+    finally:
+        runner.close()
+
+
+def test_an_erroring_controller_fails_its_task_and_later_tasks_get_through(
+    live_service, controller_server
+):
+    (r0, r1, _) = live_fleet(live_service)
+    set_controller(live_service, r0, {"kind": "http", "url": controller_server.url})
+    controller_server.faults.error_status = 503
+    runner = fast_runner(live_service)
+    try:
+        schedule = create(live_service, [r0, r1])
+        bad, good = live_service.trigger(schedule.id).task_ids
+        wait_for(lambda: statuses(live_service, [bad]) == [TaskStatus.FAILED], runner)
+        assert "503" in task_of(live_service, bad).message
+        wait_for(lambda: statuses(live_service, [good]) == [TaskStatus.COMPLETED], runner)
+        controller_server.faults.error_status = None  # the controller is back
+        later, _ = live_service.trigger(schedule.id).task_ids
+        wait_for(lambda: statuses(live_service, [later]) == [TaskStatus.COMPLETED], runner)
+        assert controller_server.simulator.started == 1
+    finally:
+        runner.close()
+
+
+def test_skip_and_queue_behave_the_same_through_the_http_controller(
+    live_service, controller_server
+):
+    r0, r1, _ = live_fleet(live_service)
+    for r in (r0, r1):
+        set_controller(live_service, r, {"kind": "http", "url": controller_server.url})
+    controller_server.simulator.default_duration = 2.0
+    runner = fast_runner(live_service)
+    try:
+        skip = create(live_service, [r0], name="skip", spec="1s")
+        queue = create(live_service, [r0], name="queue", spec="1h", policy=OverlapPolicy.QUEUE)
+        time.sleep(1.1)
+        (first,) = live_service.fire_due()[0].task_ids
+        wait_for(lambda: statuses(live_service, [first]) == [TaskStatus.RUNNING], runner)
+        live_service.add_scope(skip.id, rack_spec(r1))
+        (queued,) = live_service.trigger(queue.id).task_ids
+        assert statuses(live_service, [queued]) == [TaskStatus.WAITING]
+        time.sleep(1.1)
+        (fired,) = live_service.fire_due()
+        assert [o.result for o in fired.outcomes] == ["skipped", "submitted"]
+        wait_for(lambda: statuses(live_service, [queued]) == [TaskStatus.COMPLETED], runner)
+        order = [o.id for o in controller_server.simulator.started_on(r0)]
+        assert order == [first, queued]
+    finally:
+        runner.close()
+
+
+def test_no_rack_controller_setting_means_the_default_controller(live_service, controller_server):
+    racks = live_fleet(live_service)
+    simulator = Simulator(default_duration=0.1)
+    runner = TaskRunner(
+        live_service,
+        Controllers(simulator, default={"kind": "http", "url": controller_server.url}),
+        status_interval=0.05,
+    )
+    try:
+        ids = live_service.trigger(create(live_service, racks[:1]).id).task_ids
+        wait_for(lambda: statuses(live_service, ids) == [TaskStatus.COMPLETED], runner)
+        assert (controller_server.simulator.started, simulator.started) == (1, 0)
+    finally:
+        runner.close()
+
+
+def test_claimed_work_is_leased_so_a_second_runner_leaves_it_alone(service, fleet, clock):
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    first = service.claim_work(10, lease=60)
+    assert [w.task_id for w in first] == [task_id]
+    assert service.claim_work(10, lease=60) == []
+    clock.advance(seconds=61)  # the first runner died: the lease runs out
+    assert [w.task_id for w in service.claim_work(10, lease=60)] == [task_id]
+    with transaction(service.engine, write=False) as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM task")).scalar_one() == 1

@@ -1,0 +1,161 @@
+"""``rackcron serve`` as a real process: fires, delivers, reports, and stops cleanly.
+
+Also the daemons' flags (bad values are usage errors naming the flag) and their logs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dispatcher.logs import configure, event
+from rackcron.cli import main
+from rackcron.models import Rack, TaskStatus
+from rackcron.service import Service
+from tests.integration.helpers import create
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    service = Service.open(url)
+    racks = [uuid.uuid4(), uuid.uuid4()]
+    for i, r in enumerate(racks):
+        service.upsert_rack(Rack(id=r, name=f"serve-{i}"))
+    create(service, racks, name="every-second", spec="1s")
+    service.close()
+    port = free_port()
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
+         "--poll-interval", "500ms", "--runner-interval", "200ms", "--status-interval", "200ms",
+         "--sim-default-duration", "1500ms", "--metrics-listen", f"127.0.0.1:{port}",
+         "--log-format", "json"],
+        stderr=log.open("w"), env={**os.environ, "RACKCRON_FAULT": ""},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                _, text = scrape(port, "/metrics")
+            except OSError:
+                text = ""
+            done = 'rackcron_tasks{status="completed"}' in text
+            if done and metric(text, "rackcron_scopes_skipped_total") >= 1:
+                break
+            assert time.monotonic() < deadline, text or log.read_text()
+            time.sleep(0.2)
+        assert scrape(port, "/healthz") == (200, "ok\n")
+        assert metric(text, "rackcron_schedules_fired_total") >= 2
+        assert scrape(port, "/nope")[0] == 404
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    events = [line["event"] for line in lines]
+    assert events[0] == "serving" and events[-1] == "stopped"
+    assert {"fired", "task started", "task ended"} <= set(events)
+    assert not [line for line in lines if line["level"] == "ERROR"]
+    fired = next(line for line in lines if line["event"] == "fired")
+    assert fired["schedule"] == "every-second" and fired["lag"] >= 0
+    service = Service.open(url)  # the store is free: nothing left locked or half done
+    try:
+        tasks = service.list_tasks().items
+        assert any(t.status == TaskStatus.COMPLETED and t.finished_at for t in tasks)
+        service.pause_schedule(service.find_schedule("every-second").id)
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["serve", "--poll-interval", "0s"], "--poll-interval"),
+        (["serve", "--poll-interval", "soon"], "invalid duration"),
+        (["serve", "--metrics-listen", "9464"], "HOST:PORT"),
+        (["serve", "--default-controller", "ftp://rc"], "--default-controller"),
+        (["serve", "--sim-duration", "POWER_ON"], "TYPE=DURATION"),
+        (["serve", "--sim-failure-rate", "2"], "--sim-failure-rate"),
+        (["dispatch", "--batch-size", "0"], "--batch-size"),
+    ],
+)
+def test_bad_daemon_flags_are_usage_errors_naming_the_flag(args, message, tmp_path) -> None:
+    result = CliRunner().invoke(main, [*args, "--database-url", f"sqlite:///{tmp_path}/x.db"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_a_taken_metrics_port_is_one_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "rackcron.cli", "serve", "--database-url",
+             f"sqlite:///{tmp_path / 'x.db'}", "--metrics-listen", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert "Address already in use" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_log_lines_carry_their_fields(fmt: str) -> None:
+    stream = io.StringIO()
+    configure(fmt, stream=stream)  # type: ignore[arg-type]
+    try:
+        event(logging.INFO, "fired", schedule="nightly power", submitted=4, lag=0.25)
+        event(logging.DEBUG, "hidden")
+    finally:
+        configure("text")
+    (line,) = stream.getvalue().splitlines()
+    if fmt == "json":
+        record = json.loads(line)
+        assert record["level"] == "INFO" and record["event"] == "fired"
+        assert (record["schedule"], record["submitted"], record["lag"]) == (
+            "nightly power",
+            4,
+            0.25,
+        )
+        assert record["ts"].endswith("Z")
+    else:
+        assert re.fullmatch(
+            r'\S+Z INFO fired schedule="nightly power" submitted=4 lag=0\.250', line
+        ), line
