@@ -48,13 +48,7 @@ from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, tas
 __all__ = ["Firing", "FiringOps", "FiringScope", "ScopeOutcome"]
 
 _scope = task_schedule_scope
-_SCOPES = sa.select(
-    _scope.c.id,
-    _scope.c.schedule_id,
-    _scope.c.rack_id,
-    _scope.c.component_filter,
-    _scope.c.last_task_id,
-)
+_SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
 
 
 def _filter(stored: Any) -> ComponentFilter | None:
@@ -90,7 +84,6 @@ class FiringScope(NamedTuple):
     id: uuid.UUID
     rack_id: uuid.UUID
     component_filter: ComponentFilter | None
-    last_task_id: uuid.UUID | None
 
 
 @dataclass(frozen=True)
@@ -146,10 +139,8 @@ class FiringOps(ScheduleOps, TaskOps):
         scopes: dict[uuid.UUID, list[FiringScope]] = {i: [] for i in ids}
         for chunk in chunked(ids):
             query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
-            for scope_id, schedule_id, rack_id, stored, last_task_id in self.conn.execute(query):
-                scopes[schedule_id].append(
-                    FiringScope(scope_id, rack_id, _filter(stored), last_task_id)
-                )
+            for scope_id, schedule_id, rack_id, stored in self.conn.execute(query):
+                scopes[schedule_id].append(FiringScope(scope_id, rack_id, _filter(stored)))
         busy = self._busy_scopes([s for found in scopes.values() for s in found])
         firings = []
         updates = []

@@ -69,6 +69,9 @@ def new_task_id() -> uuid.UUID:
     )
 
 
+#: Each existing rack's components as (id text, type), in id order.
+RackComponents = dict[uuid.UUID, list[tuple[str, str]]]
+
 _MILLIS = (1 << 48) - 1
 _RAND_B = (1 << 62) - 1
 
@@ -216,7 +219,7 @@ class TaskOps(OpsBase):
         request = TaskRequest(
             rack_id, component_filter, template, policy, description, schedule_id, scope_id
         )
-        (submitted,) = self._submit_locked([request], self.lock_racks([rack_id]))
+        (submitted,) = self._submit_locked([request], self._lock_racks_with_components([rack_id]))
         if submitted.error is not None:
             raise SubmissionRefused(submitted.error)
         assert submitted.task_id is not None
@@ -234,42 +237,43 @@ class TaskOps(OpsBase):
         """
         if not requests:
             return []
-        existing = self.lock_racks(r.rack_id for r in requests)
+        on_rack = self._lock_racks_with_components(r.rack_id for r in requests)
         try:
             with self.conn.begin_nested():
-                return self._submit_locked(requests, existing)
+                return self._submit_locked(requests, on_rack)
         except Exception:  # the batch's insert failed: find the bad requests one by one
-            return self._submit_one_by_one(requests, existing)
+            return self._submit_one_by_one(requests, on_rack)
 
     def _submit_one_by_one(
-        self, requests: Sequence[TaskRequest], existing: set[uuid.UUID]
+        self, requests: Sequence[TaskRequest], on_rack: RackComponents
     ) -> list[Submission]:
         submissions = []
         for request in requests:
             try:
                 with self.conn.begin_nested():
-                    (submitted,) = self._submit_locked([request], existing)
+                    (submitted,) = self._submit_locked([request], on_rack)
             except Exception as exc:  # one request's failure never stops the others
                 submitted = Submission(error=_describe(exc))
             submissions.append(submitted)
         return submissions
 
     def _submit_locked(
-        self, requests: Sequence[TaskRequest], existing: set[uuid.UUID]
+        self, requests: Sequence[TaskRequest], on_rack: RackComponents
     ) -> list[Submission]:
-        """Decide every request in memory, then insert the accepted ones: two statements."""
-        racks = sorted({r.rack_id for r in requests if r.rack_id in existing}, key=str)
-        on_rack = self._rack_components(racks)
-        blocking = self._active_task_per_rack(racks)
+        """Decide every request in memory, then insert the accepted ones: a read of the
+        racks' active tasks, and an insert per status."""
+        blocking = self._active_task_per_rack(
+            sorted({r.rack_id for r in requests if r.rack_id in on_rack}, key=str)
+        )
         operations: dict[int, str] = {}  # the operation text of each template
-        task_rows: list[dict[str, Any]] = []
+        task_rows: dict[TaskStatus, list[dict[str, Any]]] = {}
         submissions = []
         for request in requests:
             rack_id = request.rack_id
-            if rack_id not in existing:
+            if rack_id not in on_rack:
                 submissions.append(Submission(error=f"rack {rack_id} no longer exists"))
                 continue
-            components = select_components(request.component_filter, on_rack.get(rack_id, ()))
+            components = select_components(request.component_filter, on_rack[rack_id])
             if components is None:
                 message = f"no component of rack {rack_id} matches the scope's filter"
                 submissions.append(Submission(error=message))
@@ -289,7 +293,7 @@ class TaskOps(OpsBase):
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
-            task_rows.append(
+            task_rows.setdefault(status, []).append(
                 {
                     "id": task_id,
                     "schedule_id": request.schedule_id,
@@ -301,40 +305,56 @@ class TaskOps(OpsBase):
                     "operation_information": template.information,
                     "component_uuids": components,
                     "description": request.description,
-                    "status": status.value,
-                    "message": "",
                     "queue_expires_at": expires,
-                    # A pending task is the runner's to deliver from now on.
-                    "next_check_at": self.now if status == TaskStatus.PENDING else None,
-                    "created_at": self.now,
-                    "updated_at": self.now,
                 }
             )
             submissions.append(Submission(task_id=task_id, status=status))
-        if task_rows:
-            self.conn.execute(task.insert(), task_rows)
+        for status, rows in task_rows.items():
+            # What every row of the batch shares is bound once per statement, not per row.
+            shared = task.insert().values(
+                status=status.value,
+                message="",
+                # A pending task is the runner's to deliver from now on.
+                next_check_at=self.now if status == TaskStatus.PENDING else None,
+                created_at=self.now,
+                updated_at=self.now,
+            )
+            self.conn.execute(shared, rows)
         return submissions
 
-    def _rack_components(
-        self, rack_ids: Sequence[uuid.UUID]
-    ) -> dict[uuid.UUID, list[tuple[str, str]]]:
-        """Each rack's components as (id, type), in id order, ids as UUID text.
+    def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:
+        """Lock the racks as :meth:`lock_racks` does, and read their components.
 
-        The ids are read as text (they go into JSON as text): a firing reads every
-        component of every rack it targets, and building UUID objects for them
-        would cost more than the rest of the read.
+        Returns each existing rack's components as (id, type), in id order, ids as
+        UUID text: they go into JSON as text. A firing reads every component of
+        every rack it targets, so they come packed, one row per rack, and no UUID
+        object is built for them.
         """
-        as_text = _uuid_text(self.conn.dialect.name)
-        found: dict[uuid.UUID, list[tuple[str, str]]] = {}
-        for chunk in chunked(rack_ids):
+        ids = sorted(set(rack_ids), key=str)
+        dialect = self.conn.dialect.name
+        if dialect == "postgresql":
+            self.lock_racks(ids)  # SQLite: the write transaction already excludes others
+        as_text = _uuid_text(dialect)
+        entry = as_text(component.c.id) + ":" + component.c.type
+        packed = (
+            sa.func.string_agg(entry, ",")
+            if dialect == "postgresql"
+            else sa.func.group_concat(entry, ",")
+        )
+        found: RackComponents = {}
+        for chunk in chunked(ids):
             racks = {str(r): r for r in chunk}
             query = (
-                sa.select(as_text(component.c.rack_id), as_text(component.c.id), component.c.type)
-                .where(component.c.rack_id.in_(chunk))
-                .order_by(component.c.id)
+                sa.select(as_text(rack.c.id), packed)
+                .select_from(rack.outerjoin(component, component.c.rack_id == rack.c.id))
+                .where(rack.c.id.in_(chunk))
+                .group_by(rack.c.id)
             )
-            for rack_id, component_id, kind in self.conn.execute(query):
-                found.setdefault(racks[rack_id], []).append((component_id, kind))
+            for rack_id, entries in self.conn.execute(query):
+                # Canonical UUID text sorts as the ids do.
+                found[racks[rack_id]] = (
+                    sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []
+                )
         return found
 
     def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:

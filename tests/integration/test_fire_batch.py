@@ -118,7 +118,8 @@ def test_many_schedules_fire_in_one_call_with_one_task_per_scope(service, fleet,
 
 
 def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) -> None:
-    """Each phase runs a fixed number of statements, however many schedules it fires."""
+    """Each phase runs a fixed number of statements, however many schedules it fires
+    (tasks are inserted with one statement per status: pending, and waiting)."""
 
     def statements_to_fire(count: int) -> int:
         schedules = [
@@ -141,7 +142,9 @@ def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) ->
             service.delete_schedule(schedule.id)
         return len(seen)
 
-    assert statements_to_fire(1) == statements_to_fire(30)
+    one = statements_to_fire(1)  # its task is pending: one insert
+    assert statements_to_fire(30) == one + 1  # pending and waiting tasks: two inserts
+    assert statements_to_fire(90) == one  # every rack busy by now: all waiting, one insert
 
 
 def test_a_failing_batch_insert_is_redone_scope_by_scope(service, fleet, clock) -> None:
@@ -170,10 +173,10 @@ def test_the_fallback_decides_like_the_batch(service, fleet, clock, monkeypatch)
     clock.advance(hours=1)
     batch_insert = Operations._submit_locked
 
-    def fail_batches(self, requests, existing):  # type: ignore[no-untyped-def]
+    def fail_batches(self, requests, on_rack):  # type: ignore[no-untyped-def]
         if len(requests) > 1:
             raise sa.exc.OperationalError("INSERT", {}, Exception("injected"))
-        return batch_insert(self, requests, existing)
+        return batch_insert(self, requests, on_rack)
 
     monkeypatch.setattr(Operations, "_submit_locked", fail_batches)
     first, second = service.fire_due()
