@@ -8,7 +8,7 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    (PostgreSQL ``FOR UPDATE``, ``SKIP LOCKED`` for the dispatcher; SQLite's
    ``BEGIN IMMEDIATE``), re-check they are due, read their scopes and the busy
    scopes (one query each), apply the overlap policy and advance every schedule
-   with one executemany, then the caller commits. From here the tick is spent:
+   with one statement (``rackcron.store.bulk``), then the caller commits. From here the tick is spent:
    a crash later loses at most this tick's tasks, never fires it twice.
 2. :meth:`FiringOps.submit_batch` hands every eligible scope of the batch to the
    task manager (:meth:`TaskOps.submit_tasks`): racks locked once, decisions in
@@ -16,7 +16,7 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    the batch insert fails, it is redone scope by scope in savepoints, so one
    scope's failure still does not stop the others.
 3. :meth:`FiringOps.write_back` records each scope's ``last_task_id`` (one
-   executemany).
+   statement).
 
 A crash between phases is safe: the claim commits before anything is submitted,
 and the write-back is only a shortcut for the overlap check.
@@ -43,6 +43,7 @@ from rackcron.models import Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import TaskOps, TaskRequest, chunked
+from rackcron.store.bulk import update_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
 
 __all__ = ["Firing", "FiringOps", "FiringScope", "ScopeOutcome"]
@@ -53,18 +54,6 @@ _SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.
 
 def _filter(stored: Any) -> ComponentFilter | None:
     return None if stored is None else from_stored(stored)
-
-
-# Phase 1 moves every claimed schedule on with this one statement (an executemany).
-_ADVANCE = (
-    task_schedule.update()
-    .where(task_schedule.c.id == sa.bindparam("b_id"))
-    .values(
-        next_run_at=sa.bindparam("b_next"),
-        last_run_at=sa.bindparam("b_last"),
-        enabled=sa.bindparam("b_enabled"),
-    )
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,16 +147,16 @@ class FiringOps(ScheduleOps, TaskOps):
                 now=self.now,
                 fired=bool(submit) or manual,
             )
-            updates.append(
-                {
-                    "b_id": row.id,
-                    "b_next": step.next_run_at,
-                    "b_last": step.last_run_at,
-                    "b_enabled": step.enabled,
-                }
-            )
+            updates.append((row.id, step.next_run_at, step.last_run_at, step.enabled))
             firings.append(Firing(schedule, self.now, manual, scopes[row.id], submit))
-        self.conn.execute(_ADVANCE.values(updated_at=self.now), updates)
+        update_rows(
+            self.conn,
+            task_schedule,
+            "id",
+            ("next_run_at", "last_run_at", "enabled"),
+            updates,
+            same={"updated_at": self.now},
+        )
         return firings
 
     def _busy_scopes(self, scopes: Sequence[FiringScope]) -> set[uuid.UUID]:
@@ -236,13 +225,5 @@ class FiringOps(ScheduleOps, TaskOps):
 
     def write_back(self, outcomes: Sequence[ScopeOutcome]) -> None:
         """Phase 3: each submitted scope's last_task_id (scopes deleted meanwhile are ignored)."""
-        rows = [
-            {"b_scope": o.scope_id, "b_task": o.task_id} for o in outcomes if o.task_id is not None
-        ]
-        if rows:
-            self.conn.execute(
-                _scope.update()
-                .where(_scope.c.id == sa.bindparam("b_scope"))
-                .values(last_task_id=sa.bindparam("b_task")),
-                rows,
-            )
+        rows = [(o.scope_id, o.task_id) for o in outcomes if o.task_id is not None]
+        update_rows(self.conn, _scope, "id", ("last_task_id",), rows)

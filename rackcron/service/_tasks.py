@@ -39,6 +39,7 @@ from rackcron.models import (
 )
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_page, paged, parse_id
+from rackcron.store.bulk import insert_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
 from rackcron.templates import task_operation_text
 
@@ -68,6 +69,13 @@ def new_task_id() -> uuid.UUID:
         | rand & _RAND_B
     )
 
+
+#: The columns of a new task's row that differ from task to task, in insert order.
+_TASK_COLUMNS = (
+    "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
+    "operation_code", "operation_information", "component_uuids", "description",
+    "queue_expires_at",
+)  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
 RackComponents = dict[uuid.UUID, list[tuple[str, str]]]
@@ -266,7 +274,7 @@ class TaskOps(OpsBase):
             sorted({r.rack_id for r in requests if r.rack_id in on_rack}, key=str)
         )
         operations: dict[int, str] = {}  # the operation text of each template
-        task_rows: dict[TaskStatus, list[dict[str, Any]]] = {}
+        task_rows: dict[TaskStatus, list[tuple[Any, ...]]] = {}
         submissions = []
         for request in requests:
             rack_id = request.rack_id
@@ -294,32 +302,23 @@ class TaskOps(OpsBase):
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
             task_rows.setdefault(status, []).append(
-                {
-                    "id": task_id,
-                    "schedule_id": request.schedule_id,
-                    "scope_id": request.scope_id,
-                    "rack_id": rack_id,
-                    "operation": operation,
-                    "operation_type": template.type,
-                    "operation_code": template.code,
-                    "operation_information": template.information,
-                    "component_uuids": components,
-                    "description": request.description,
-                    "queue_expires_at": expires,
-                }
-            )
+                (
+                    task_id, request.schedule_id, request.scope_id, rack_id, operation,
+                    template.type, template.code, template.information, components,
+                    request.description, expires,
+                )
+            )  # fmt: skip
             submissions.append(Submission(task_id=task_id, status=status))
         for status, rows in task_rows.items():
-            # What every row of the batch shares is bound once per statement, not per row.
-            shared = task.insert().values(
-                status=status.value,
-                message="",
+            shared = {
+                "status": status.value,
+                "message": "",
                 # A pending task is the runner's to deliver from now on.
-                next_check_at=self.now if status == TaskStatus.PENDING else None,
-                created_at=self.now,
-                updated_at=self.now,
-            )
-            self.conn.execute(shared, rows)
+                "next_check_at": self.now if status == TaskStatus.PENDING else None,
+                "created_at": self.now,
+                "updated_at": self.now,
+            }
+            insert_rows(self.conn, task, _TASK_COLUMNS, rows, same=shared)
         return submissions
 
     def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:
@@ -358,17 +357,15 @@ class TaskOps(OpsBase):
         return found
 
     def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
-        """One active task of each busy rack: one row per rack, however long its queue."""
-        one_active = (
-            sa.select(task.c.id)
-            .where(task.c.rack_id == rack.c.id, task.c.status.in_(ACTIVE_STATUS_VALUES))
-            .limit(1)
-            .scalar_subquery()
-        )
+        """One active task of each busy rack: a row per busy rack, however long its queue."""
+        active = task.c.rack_id == rack.c.id, task.c.status.in_(ACTIVE_STATUS_VALUES)
+        one_active = sa.select(task.c.id).where(*active).limit(1).scalar_subquery()
         found: dict[uuid.UUID, uuid.UUID] = {}
         for chunk in chunked(rack_ids):
-            query = sa.select(rack.c.id, one_active).where(rack.c.id.in_(chunk))
-            found.update((r, t) for r, t in self.conn.execute(query) if t is not None)
+            query = sa.select(rack.c.id, one_active).where(
+                rack.c.id.in_(chunk), sa.exists().where(*active)
+            )
+            found.update(self.conn.execute(query).all())
         return found
 
 

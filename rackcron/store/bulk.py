@@ -1,0 +1,137 @@
+"""Writing many rows in as few statements, and as little Python per row, as the backend allows.
+
+A batch of firings writes thousands of rows. SQLAlchemy's executemany builds and
+converts a parameter dictionary per row, and PostgreSQL runs it as one statement per
+row (pipelined, but each parsed, planned and executed on its own). Here each column's
+values go through the column type's own bind conversion in one pass, then:
+
+* PostgreSQL gets one statement of fixed text per call, whatever the number of rows:
+  ``INSERT ... SELECT * FROM unnest(<arrays>)`` or ``UPDATE ... FROM unnest(<arrays>)``,
+  each column's values sent as one array parameter;
+* SQLite, which runs statements in-process, gets the driver's executemany directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+__all__ = ["insert_rows", "update_rows"]
+
+
+def insert_rows(
+    conn: Connection,
+    table: sa.Table,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    same: Mapping[str, Any] | None = None,
+) -> None:
+    """Insert ``rows`` (values of ``columns``, in that order), each also taking the
+    values of ``same``. Values are the columns' Python types (aware datetimes, UUIDs...)."""
+    if not rows:
+        return
+    same = dict(same or {})
+    names = [*columns, *same]
+    quote = conn.dialect.identifier_preparer.quote
+    into = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)})"
+    if conn.dialect.name == "postgresql":
+        selected = ", ".join(["given.*", *_constants(same)])
+        sql = f"{into} SELECT {selected} FROM unnest({_arrays(conn, table, columns)}) AS given"
+        conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
+                     {**_array_values(conn, table, columns, rows), **_constant_values(same)})  # fmt: skip
+        return
+    marks = ", ".join("?" * len(names))
+    conn.exec_driver_sql(
+        f"{into} VALUES ({marks})", list(_driver_rows(conn, table, names, rows, same))
+    )
+
+
+def update_rows(
+    conn: Connection,
+    table: sa.Table,
+    key: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    same: Mapping[str, Any] | None = None,
+) -> None:
+    """For each row ``(key value, *column values)``: set ``columns`` (and the values
+    in ``same``, shared by every row) on the row of ``table`` whose ``key`` matches."""
+    if not rows:
+        return
+    same = dict(same or {})
+    quote = conn.dialect.identifier_preparer.quote
+    names = [key, *columns]
+    if conn.dialect.name == "postgresql":
+        sets = [f"{quote(c)} = given.{quote(c)}" for c in columns]
+        sets += [f"{quote(c)} = {v}" for c, v in zip(same, _constants(same), strict=True)]
+        sql = (
+            f"UPDATE {quote(table.name)} SET {', '.join(sets)}"
+            f" FROM unnest({_arrays(conn, table, names)})"
+            f" AS given({', '.join(quote(n) for n in names)})"
+            f" WHERE {quote(table.name)}.{quote(key)} = given.{quote(key)}"
+        )
+        conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
+                     {**_array_values(conn, table, names, rows), **_constant_values(same)})  # fmt: skip
+        return
+    sets = ", ".join(f"{quote(c)} = ?" for c in [*columns, *same])
+    sql = f"UPDATE {quote(table.name)} SET {sets} WHERE {quote(key)} = ?"
+    # The key is bound last: rotate each row (key, *columns) to (*columns, *same, key).
+    values = _driver_rows(conn, table, [*columns, key], [(*r[1:], r[0]) for r in rows], {})
+    if same:
+        constants = tuple(_convert(conn, table, c, [v])[0] for c, v in same.items())
+        values = ((*r[:-1], *constants, r[-1]) for r in values)
+    conn.exec_driver_sql(sql, list(values))
+
+
+def _convert(conn: Connection, table: sa.Table, name: str, values: Sequence[Any]) -> list[Any]:
+    """``values`` of column ``name`` as the driver takes them (the type's bind conversion)."""
+    process = table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
+    return list(values) if process is None else [process(v) for v in values]
+
+
+def _driver_rows(
+    conn: Connection,
+    table: sa.Table,
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    same: Mapping[str, Any],
+) -> Iterator[tuple[Any, ...]]:
+    columns = [
+        _convert(conn, table, n, c) for n, c in zip(names, zip(*rows, strict=True), strict=False)
+    ]
+    constants = tuple(_convert(conn, table, c, [v])[0] for c, v in same.items())
+    return (row + constants for row in zip(*columns, strict=True))
+
+
+def _arrays(conn: Connection, table: sa.Table, names: Sequence[str]) -> str:
+    return ", ".join(
+        f"CAST(:a{i} AS {table.c[n].type.compile(dialect=conn.dialect)}[])"
+        for i, n in enumerate(names)
+    )
+
+
+def _array_values(
+    conn: Connection, table: sa.Table, names: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> dict[str, list[Any]]:
+    columns = zip(*rows, strict=True)
+    return {
+        f"a{i}": _convert(conn, table, n, c)
+        for i, (n, c) in enumerate(zip(names, columns, strict=True))
+    }
+
+
+def _constants(same: Mapping[str, Any]) -> list[str]:
+    return [f":s_{c}" for c in same]
+
+
+def _constant_binds(table: sa.Table, same: Mapping[str, Any]) -> list[sa.BindParameter[Any]]:
+    return [sa.bindparam(f"s_{c}", type_=table.c[c].type) for c in same]
+
+
+def _constant_values(same: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"s_{c}": v for c, v in same.items()}

@@ -1,0 +1,59 @@
+"""rackcron.store.bulk: many rows per statement, converted by the columns' own types."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+
+from rackcron.store import open_engine, transaction
+from rackcron.store.bulk import insert_rows, update_rows
+from rackcron.store.tables import rack
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def racks(conn: sa.Connection) -> list[tuple]:
+    query = sa.select(rack.c.id, rack.c.name, rack.c.external_id, rack.c.controller,
+                      rack.c.updated_at).order_by(rack.c.name)  # fmt: skip
+    return [tuple(r) for r in conn.execute(query)]
+
+
+def test_rows_round_trip_with_nulls_json_and_shared_values(store_url) -> None:
+    engine = open_engine(store_url)
+    ids = [uuid.uuid4() for _ in range(3)]
+    controller = {"kind": "http", "url": "http://rc:1"}
+    with transaction(engine) as conn:
+        insert_rows(conn, rack, [], [])  # nothing to write: no statement
+        insert_rows(
+            conn, rack, ("id", "name", "external_id", "controller"),
+            [(ids[0], "r0", None, None), (ids[1], "r1", "x1", controller),
+             (ids[2], "r2", None, None)],
+            same={"created_at": T0, "updated_at": T0},
+        )  # fmt: skip
+        update_rows(
+            conn, rack, "id", ("external_id", "controller"),
+            [(ids[0], None, None), (ids[2], "x2", None)],  # a column of NULLs only
+            same={"updated_at": T0 + timedelta(hours=1)},
+        )  # fmt: skip
+        update_rows(conn, rack, "id", ("name",), [])
+    with transaction(engine, write=False) as conn:
+        assert racks(conn) == [
+            (ids[0], "r0", None, None, T0 + timedelta(hours=1)),
+            (ids[1], "r1", "x1", controller, T0),
+            (ids[2], "r2", "x2", None, T0 + timedelta(hours=1)),
+        ]
+    engine.dispose()
+
+
+def test_many_rows_in_one_call(store_url) -> None:
+    engine = open_engine(store_url)
+    rows = [(uuid.uuid4(), f"rack-{i:05d}") for i in range(12_000)]
+    with transaction(engine) as conn:
+        insert_rows(conn, rack, ("id", "name"), rows, same={"created_at": T0, "updated_at": T0})
+        update_rows(conn, rack, "id", ("external_id",), [(i, f"ext-{n}") for i, n in rows])
+    with transaction(engine, write=False) as conn:
+        found = conn.execute(sa.select(rack.c.id, rack.c.external_id)).all()
+    assert sorted(found) == sorted((i, f"ext-{n}") for i, n in rows)
+    engine.dispose()
