@@ -38,7 +38,7 @@ run: $(STAMP)
 	$(BIN)/rackcron apply examples/fleet --auto-approve --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron serve --database-url sqlite:///$(RUN_DB) --poll-interval 2s \
-		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=3s \
+		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=2s --sim-duration POWER_OFF=2s \
 		--metrics-listen 127.0.0.1:9464 $(RUN_ARGS)
 
 bench: $(STAMP)

@@ -3,9 +3,12 @@
 A poll drains the whole backlog (``Service.fire_batches``: batches of
 ``batch_size`` claimed with ``FOR UPDATE SKIP LOCKED``, each fired in the three
 phases of SEMANTICS.md "Dispatch"), so replicas on one PostgreSQL database share
-the work and a due schedule fires once per tick. It logs one line per firing and
-feeds the metrics. A stop request is honoured between batches: the batch in
-progress finishes its three phases, so no claim is left half done.
+the work and a due schedule fires once per tick. Within one process, ``workers``
+threads drain the backlog side by side the same way (on PostgreSQL, where a batch
+spends much of its time waiting on the server; SQLite has one writer at a time, so
+one worker). It logs one line per firing and feeds the metrics. A stop request is
+honoured between batches: the batch in progress finishes its three phases, so no
+claim is left half done.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.service import FireResult, Service
 
-__all__ = ["Dispatcher", "PollSummary"]
+__all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
+
+#: Threads draining a poll's backlog on PostgreSQL (measured: 2 give 1.45x, 3 no more).
+DEFAULT_POSTGRES_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -45,25 +51,55 @@ class Dispatcher:
         metrics: Metrics | None = None,
         health: HealthCheck | None = None,
         hook: Callable[[str], None] | None = None,
+        workers: int | None = None,
     ) -> None:
         self.service = service
         self.batch_size = batch_size
+        postgres = service.engine.dialect.name == "postgresql"
+        self.workers = workers or (DEFAULT_POSTGRES_WORKERS if postgres else 1)
         self.metrics = metrics
         self.health = health
         self.hook = hook
 
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
-        """Fire everything due now (stopping early, between batches, if ``stop`` is set)."""
+        """Fire everything due now (stopping early, between batches, if ``stop`` is set).
+
+        :raises RackcronError: the store failed (the first worker's error).
+        """
         started = time.monotonic()
-        fired = 0
         totals: Counter[str] = Counter()
-        for batch in self.service.fire_batches(batch_size=self.batch_size, hook=self.hook):
-            for result in batch:
-                totals.update(self._report(result))
-            fired += len(batch)
-            if stop is not None and stop.is_set():
-                break
-        return PollSummary(fired, totals, time.monotonic() - started)
+        fired = [0]
+        errors: list[RackcronError] = []
+        lock = threading.Lock()
+
+        def drain() -> None:
+            try:
+                for batch in self.service.fire_batches(batch_size=self.batch_size, hook=self.hook):
+                    counts = Counter[str]()
+                    for result in batch:
+                        counts.update(self._report(result))
+                    with lock:
+                        totals.update(counts)
+                        fired[0] += len(batch)
+                    if stop is not None and stop.is_set():
+                        return
+            except RackcronError as exc:
+                errors.append(exc)
+
+        if self.workers == 1:
+            drain()
+        else:
+            threads = [
+                threading.Thread(target=drain, name=f"rackcron-dispatch-{i}")
+                for i in range(self.workers)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if errors:
+            raise errors[0]
+        return PollSummary(fired[0], totals, time.monotonic() - started)
 
     def run(self, stop: threading.Event, *, interval: float = 10.0) -> None:
         """Poll at once, then every ``interval`` seconds, until ``stop`` is set."""

@@ -224,7 +224,7 @@ class TaskRunner:
         )
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
-        racks = {w.task_id: w.rack_id for w in share}
+        racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}
         for update in updates:
             if update.kind == "ended":
                 level = logging.INFO if update.status == "completed" else logging.WARNING
@@ -232,7 +232,7 @@ class TaskRunner:
                     level,
                     "task ended",
                     task=str(update.task_id),
-                    rack=str(racks[update.task_id]),
+                    rack=racks[update.task_id],
                     status=update.status,
                     message=update.message,
                 )
@@ -243,13 +243,13 @@ class TaskRunner:
                     logging.INFO,
                     "task started",
                     task=str(update.task_id),
-                    rack=str(racks[update.task_id]),
+                    rack=racks[update.task_id],
                 )
             elif update.kind == "retry":
                 event(
                     logging.WARNING,
                     "controller call failed",
                     task=str(update.task_id),
-                    rack=str(racks[update.task_id]),
+                    rack=racks[update.task_id],
                     error=update.message,
                 )

@@ -33,6 +33,7 @@ class ServeConfig:
 
     poll_interval: float = 10.0
     batch_size: int = 500
+    workers: int | None = None  # None: the dispatcher's default for the backend
     runner: bool = True
     runner_interval: float = 1.0
     status_interval: float = 2.0
@@ -48,7 +49,12 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     metrics = Metrics(service.task_counts)
     health = HealthCheck(max_age=max(3 * config.poll_interval, 60.0))
     dispatcher = Dispatcher(
-        service, batch_size=config.batch_size, metrics=metrics, health=health, hook=fault_hook()
+        service,
+        batch_size=config.batch_size,
+        metrics=metrics,
+        health=health,
+        hook=fault_hook(),
+        workers=config.workers,
     )
     loops = [
         threading.Thread(

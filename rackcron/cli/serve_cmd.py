@@ -38,6 +38,12 @@ def _daemon_options(func: F) -> F:
                 help="Schedules claimed per transaction.",
             ),
             click.option(
+                "--workers",
+                type=click.IntRange(1, 16),
+                help="Threads draining a poll's backlog side by side (default: 2 on "
+                "PostgreSQL, 1 on SQLite, which has one writer at a time).",
+            ),
+            click.option(
                 "--log-format",
                 type=click.Choice(["text", "json"]),
                 default="text",
@@ -76,6 +82,7 @@ def dispatch(
     database_url: str | None,
     poll_interval: float,
     batch_size: int,
+    workers: int | None,
     log_format: str,
     log_level: str,
     once: bool,
@@ -98,7 +105,9 @@ def dispatch(
     with cli_errors():
         service = open_service(database_url)
         try:
-            dispatcher = Dispatcher(service, batch_size=batch_size, hook=fault_hook())
+            dispatcher = Dispatcher(
+                service, batch_size=batch_size, hook=fault_hook(), workers=workers
+            )
             if once:
                 summary = dispatcher.poll()
                 counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.results.items()))
@@ -189,6 +198,7 @@ def serve(
     database_url: str | None,
     poll_interval: float,
     batch_size: int,
+    workers: int | None,
     log_format: str,
     log_level: str,
     metrics_listen: tuple[str, int] | None,
@@ -227,6 +237,7 @@ def serve(
     config = ServeConfig(
         poll_interval=poll_interval,
         batch_size=batch_size,
+        workers=workers,
         runner=not no_runner,
         runner_interval=runner_interval,
         status_interval=status_interval,

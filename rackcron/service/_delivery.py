@@ -50,6 +50,7 @@ class Work(NamedTuple):
     component_uuids: list[str]
     description: str
     controller: dict[str, Any] | None  # the rack's controller setting; None: the default
+    rack_name: str | None  # None: the rack is no longer in the inventory
 
 
 class Update(NamedTuple):
@@ -83,6 +84,7 @@ _WORK = sa.select(
     task.c.component_uuids,
     task.c.description,
     rack.c.controller,
+    rack.c.name,
 ).select_from(task.outerjoin(rack, rack.c.id == task.c.rack_id))
 
 

@@ -82,7 +82,7 @@ def test_examples_load_with_their_declared_state(loaded: str) -> None:
 def test_schedules_list_get_json(loaded: str) -> None:
     listed = _run("schedules", "list", "--format", "json", url=loaded)
     data = json.loads(listed.output)
-    assert data["total"] == len(data["task_schedules"]) == 11
+    assert data["total"] == len(data["task_schedules"]) == 12
     first = data["task_schedules"][0]
     assert {"id", "name", "operation_type", "description", "next_run_at"} <= set(first)
     got = _run("schedules", "get", "nightly-compute-firmware", url=loaded)
@@ -90,7 +90,7 @@ def test_schedules_list_get_json(loaded: str) -> None:
     assert "Upgrade Firmware to 2.3.1 [UPGRADE_FIRMWARE]" in got.output
     assert got.output.count("types: COMPUTE") == 2
     paged = _run("schedules", "list", "--limit", "2", url=loaded)
-    assert "(2 of 11)" in paged.output
+    assert "(2 of 12)" in paged.output
 
 
 def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:
