@@ -27,6 +27,8 @@ from rackcron.service import FireResult, Service
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
+_RESULTS = ("submitted", "queued", "skipped", "failed")
+
 #: Threads draining a poll's backlog on PostgreSQL (measured: 2 give 1.45x, 3 no more).
 DEFAULT_POSTGRES_WORKERS = 2
 
@@ -75,9 +77,7 @@ class Dispatcher:
         def drain() -> None:
             try:
                 for batch in self.service.fire_batches(batch_size=self.batch_size, hook=self.hook):
-                    counts = Counter[str]()
-                    for result in batch:
-                        counts.update(self._report(result))
+                    counts = self._report(batch)
                     with lock:
                         totals.update(counts)
                         fired[0] += len(batch)
@@ -128,28 +128,34 @@ class Dispatcher:
                     )
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
-    def _report(self, result: FireResult) -> Counter[str]:
-        firing = result.firing
-        counts = Counter(o.result for o in result.outcomes)
-        errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.error)
-        fields = {
-            "schedule": firing.schedule.name,
-            "id": str(firing.schedule.id),
-            "submitted": counts["submitted"],
-            "queued": counts["queued"],
-            "skipped": counts["skipped"],
-            "failed": counts["failed"],
-            "lag": firing.lag_seconds,
-        }
-        if errors:
-            fields["errors"] = errors
-        event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
-        if self.metrics is not None:
+    def _report(self, batch: list[FireResult]) -> Counter[str]:
+        """Log one line per firing and feed the metrics; the batch's scope outcomes."""
+        totals: Counter[str] = Counter()
+        for result in batch:
+            firing = result.firing
+            counts = dict.fromkeys(_RESULTS, 0)
+            for outcome in result.outcomes:
+                counts[outcome.result] += 1
+            lag = firing.lag_seconds
+            fields: dict[str, object] = {
+                "schedule": firing.schedule.name,
+                "id": str(firing.schedule.id),
+                **counts,
+                "lag": lag,
+            }
+            if counts["failed"]:
+                fields["errors"] = "; ".join(
+                    f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.error
+                )
+            event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
+            if self.metrics is not None:
+                self.metrics.lag.observe(lag)
+            totals.update(counts)
+        if self.metrics is not None:  # once per batch: each counter takes a lock
             m = self.metrics
-            m.fired.inc()
-            m.lag.observe(firing.lag_seconds)
-            m.tasks_submitted.inc(counts["submitted"] + counts["queued"])
-            m.scopes_queued.inc(counts["queued"])
-            m.scopes_skipped.inc(counts["skipped"])
-            m.submissions_failed.inc(counts["failed"])
-        return counts
+            m.fired.inc(len(batch))
+            m.tasks_submitted.inc(totals["submitted"] + totals["queued"])
+            m.scopes_queued.inc(totals["queued"])
+            m.scopes_skipped.inc(totals["skipped"])
+            m.submissions_failed.inc(totals["failed"])
+        return +totals

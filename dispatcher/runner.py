@@ -45,6 +45,13 @@ _FINAL = {
 }
 
 
+#: Why a task fails when its controller calls keep failing, by the task's status.
+_GAVE_UP = {
+    TaskStatus.PENDING.value: "the rack controller did not accept the task",
+    TaskStatus.RUNNING.value: "lost contact with the rack controller",
+}
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently a failing controller call is retried."""
@@ -203,25 +210,11 @@ class TaskRunner:
         if failures < self.retry.attempts:
             message = f"controller call {failures} of {self.retry.attempts} failed: {error}"
             return Update(work.task_id, "retry", message=message, delay=self.retry.delay(failures))
-        if work.status == TaskStatus.PENDING.value:
-            return Update(
-                work.task_id,
-                "ended",
-                TaskStatus.FAILED.value,
-                f"the rack controller did not accept the task after {failures} attempts: {error}",
-            )
-        if work.status == TaskStatus.RUNNING.value:
-            return Update(
-                work.task_id,
-                "ended",
-                TaskStatus.FAILED.value,
-                f"lost contact with the rack controller after {failures} attempts: {error}",
-            )
-        return Update(
-            work.task_id,
-            "cancel_sent",
-            message=f"cancelled; the rack controller could not be told: {error}",
-        )
+        if work.status in _GAVE_UP:
+            reason = f"{_GAVE_UP[work.status]} after {failures} attempts: {error}"
+            return Update(work.task_id, "ended", TaskStatus.FAILED.value, reason)
+        reason = f"cancelled; the rack controller could not be told: {error}"
+        return Update(work.task_id, "cancel_sent", message=reason)
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
         racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}

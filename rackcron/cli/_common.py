@@ -8,6 +8,7 @@ keep status 2). Nothing a user types can produce a traceback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,11 +26,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DURATION",
     "LISTEN",
+    "Duration",
     "cli_errors",
     "database_option",
     "echo_json",
     "format_option",
     "open_service",
+    "operation_durations",
     "page_options",
     "print_table",
     "when",
@@ -38,10 +41,14 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Duration(click.ParamType):
-    """A positive Go-style duration (``500ms``, ``10s``, ``1m30s``), as seconds."""
+class Duration(click.ParamType):
+    """A Go-style duration (``500ms``, ``10s``, ``1m30s``), as seconds: positive, or
+    not negative with ``zero_ok``."""
 
     name = "duration"
+
+    def __init__(self, *, zero_ok: bool = False) -> None:
+        self.zero_ok = zero_ok
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -54,8 +61,9 @@ class _Duration(click.ParamType):
             seconds = parse_duration(str(value)) / 1e9
         except SpecError as exc:
             self.fail(f"{exc} (use e.g. 500ms, 10s, 1m30s)", param, ctx)
-        if seconds <= 0:
-            self.fail(f"{value!r} must be a positive duration", param, ctx)
+        if seconds < 0 or (seconds == 0 and not self.zero_ok):
+            kind = "a duration that is not negative" if self.zero_ok else "a positive duration"
+            self.fail(f"{value!r}: expected {kind}", param, ctx)
         return seconds
 
 
@@ -71,12 +79,30 @@ class _Listen(click.ParamType):
             return value
         host, sep, port = str(value).rpartition(":")
         if not sep or not host or not port.isdigit() or int(port) > 65535:
-            self.fail(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9464)", param, ctx)
+            self.fail(f"expected HOST:PORT, e.g. 127.0.0.1:9464, got {value!r}", param, ctx)
         return host.strip("[]"), int(port)
 
 
-DURATION = _Duration()
+DURATION = Duration()
 LISTEN = _Listen()
+_OPERATION_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def operation_durations(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, float]:
+    """Callback for a repeatable ``TYPE=DURATION`` option: operation type -> seconds."""
+    durations = {}
+    for value in values:
+        kind, sep, text = value.partition("=")
+        kind = kind.strip().upper()
+        if not sep or not _OPERATION_TYPE.fullmatch(kind):
+            raise click.BadParameter(f"expected TYPE=DURATION, e.g. POWER_ON=30s, got {value!r}")
+        try:
+            durations[kind] = Duration(zero_ok=True).convert(text, None, None)
+        except click.BadParameter as exc:
+            raise click.BadParameter(f"{kind}: {exc.message}") from None
+    return durations
 
 
 def database_option(func: F) -> F:

@@ -10,14 +10,13 @@ imported in the callback, so ``--help`` stays cheap.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from rackcron.timing import SpecError, parse_duration
+from rackcron.cli._common import LISTEN, Duration, operation_durations
 
 if TYPE_CHECKING:
     from dispatcher.controllers.server import ControllerServer
@@ -26,53 +25,15 @@ __all__ = ["rack_controller"]
 
 TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
 
-_OPERATION_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-
-
-def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")  # [::1]:8470
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"expected HOST:PORT, e.g. 127.0.0.1:8470, got {value!r}")
-    return host, int(port)
-
-
-def _seconds(text: str, prefix: str = "") -> float:
-    """A Go duration (``90s``, ``1m30s``, ``250ms``) in seconds; never negative."""
-    try:
-        nanoseconds = parse_duration(text)
-    except SpecError as exc:
-        raise click.BadParameter(f"{prefix}{exc}") from exc
-    if nanoseconds < 0:
-        raise click.BadParameter(f"{prefix}duration must not be negative, got {text!r}")
-    return nanoseconds / 1e9
-
-
-def _default_duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    return _seconds(value)
-
-
-def _durations(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, float]:
-    durations = {}
-    for value in values:
-        kind, sep, duration = value.partition("=")
-        kind = kind.strip().upper()
-        if not sep or not _OPERATION_TYPE.fullmatch(kind):
-            raise click.BadParameter(f"expected TYPE=DURATION, e.g. POWER_ON=30s, got {value!r}")
-        durations[kind] = _seconds(duration, f"{kind}: ")
-    return durations
 
 
 @click.command("rack-controller")
 @click.option(
     "--listen",
+    type=LISTEN,
     default="127.0.0.1:8470",
     show_default=True,
-    metavar="HOST:PORT",
-    callback=_listen,
     help="Address to serve on (port 0: any free port).",
 )
 @click.option(
@@ -93,15 +54,14 @@ def _durations(
     "durations",
     multiple=True,
     metavar="TYPE=DURATION",
-    callback=_durations,
+    callback=operation_durations,
     help="How long one operation type runs, e.g. POWER_ON=30s (repeatable).",
 )
 @click.option(
     "--default-duration",
+    type=Duration(zero_ok=True),
     default="5s",
     show_default=True,
-    metavar="DURATION",
-    callback=_default_duration,
     help="How long other operation types run (a Go duration).",
 )
 @click.option(

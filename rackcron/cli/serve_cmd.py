@@ -11,7 +11,14 @@ from typing import Any, TypeVar
 
 import click
 
-from rackcron.cli._common import DURATION, LISTEN, cli_errors, database_option, open_service
+from rackcron.cli._common import (
+    DURATION,
+    LISTEN,
+    cli_errors,
+    database_option,
+    open_service,
+    operation_durations,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,18 +128,6 @@ def dispatch(
             service.close()
 
 
-def _durations(values: tuple[str, ...]) -> dict[str, float]:
-    found = {}
-    for value in values:
-        kind, sep, text = value.partition("=")
-        if not sep or not kind:
-            raise click.BadParameter(
-                f"{value!r} is not TYPE=DURATION (e.g. POWER_ON=3s)", param_hint="--sim-duration"
-            )
-        found[kind.strip().upper()] = DURATION.convert(text, None, None)
-    return found
-
-
 def _controller(value: str | None) -> dict[str, Any] | None:
     from rackcron.errors import InvalidArgument
     from rackcron.models import ControllerSpec
@@ -181,7 +176,7 @@ def _controller(value: str | None) -> dict[str, Any] | None:
     f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}).",
 )
 @click.option(
-    "--sim-duration", multiple=True, metavar="TYPE=DURATION",
+    "--sim-duration", multiple=True, metavar="TYPE=DURATION", callback=operation_durations,
     help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
 )  # fmt: skip
 @click.option(
@@ -208,7 +203,7 @@ def serve(
     delivery_attempts: int,
     retry_backoff: float,
     default_controller: str | None,
-    sim_duration: tuple[str, ...],
+    sim_duration: dict[str, float],
     sim_default_duration: float,
     sim_failure_rate: float,
     sim_seed: int | None,
@@ -243,7 +238,7 @@ def serve(
         status_interval=status_interval,
         retry=RetryPolicy(attempts=delivery_attempts, backoff=retry_backoff),
         simulator=Simulator(
-            durations=_durations(sim_duration),
+            durations=sim_duration,
             default_duration=sim_default_duration,
             failure_rate=sim_failure_rate,
             seed=sim_seed,

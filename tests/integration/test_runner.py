@@ -361,3 +361,53 @@ def test_claimed_work_is_leased_so_a_second_runner_leaves_it_alone(service, flee
     assert [w.task_id for w in service.claim_work(10, lease=60)] == [task_id]
     with transaction(service.engine, write=False) as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM task")).scalar_one() == 1
+
+
+def test_a_running_task_whose_controller_goes_away_fails_with_lost_contact(live_service):
+    server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=60))
+    server.start()
+    (r0, *_) = live_fleet(live_service)
+    set_controller(live_service, r0, {"kind": "http", "url": server.url, "timeout": "1s"})
+    runner = fast_runner(live_service)
+    try:
+        (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+        wait_for(lambda: statuses(live_service, [task_id]) == [TaskStatus.RUNNING], runner)
+        server.shutdown()
+        wait_for(lambda: statuses(live_service, [task_id]) == [TaskStatus.FAILED], runner)
+        message = task_of(live_service, task_id).message
+        assert message.startswith("lost contact with the rack controller after 3 attempts")
+    finally:
+        runner.close()
+
+
+def test_a_task_its_controller_forgot_fails(service, fleet, clock, simulator) -> None:
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    first = TaskRunner(service, Controllers(simulator), status_interval=5.0)
+    rounds(first, clock)
+    first.close()
+    restarted = TaskRunner(service, Controllers(Simulator(clock=lambda: clock.now.timestamp())))
+    try:  # a restarted simulator has forgotten the tasks it ran
+        clock.advance(seconds=5)
+        rounds(restarted, clock)
+        forgot = task_of(service, task_id)
+        assert forgot.status == TaskStatus.FAILED
+        assert forgot.message == "the rack controller no longer knows this task"
+    finally:
+        restarted.close()
+
+
+def test_a_cancellation_that_cannot_be_delivered_is_given_up_with_a_message(live_service):
+    server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=60))
+    server.start()
+    (r0, *_) = live_fleet(live_service)
+    set_controller(live_service, r0, {"kind": "http", "url": server.url, "timeout": "1s"})
+    runner = fast_runner(live_service)
+    try:
+        (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+        wait_for(lambda: statuses(live_service, [task_id]) == [TaskStatus.RUNNING], runner)
+        server.shutdown()
+        live_service.cancel_task(task_id)
+        wait_for(lambda: "could not be told" in task_of(live_service, task_id).message, runner)
+        assert task_of(live_service, task_id).status == TaskStatus.TERMINATED
+    finally:
+        runner.close()
