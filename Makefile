@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_DB := $(CURDIR)/.run/rackcron.db
 
-.PHONY: install test lint format run bench clean
+.PHONY: install test lint format run bench bench-deps soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,10 +41,18 @@ run: $(STAMP)
 		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=2s --sim-duration POWER_OFF=2s \
 		--metrics-listen 127.0.0.1:9464 $(RUN_ARGS)
 
-bench: $(STAMP)
+## bench: the benchmark scripts (peers installed with the bench extra)
+bench: bench-deps
 	$(BIN)/python bench/timing.py
 	$(BIN)/python bench/plan.py
 	$(BIN)/python bench/dispatch.py
+
+bench-deps: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+
+## soak: rackcron serve over examples/fleet for ten minutes (memory, health, errors)
+soak: bench-deps
+	$(BIN)/python bench/soak.py
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .ruff_cache .hypothesis
