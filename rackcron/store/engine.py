@@ -173,6 +173,24 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` in one transaction."""
-    with transaction(engine) as conn:
-        command.upgrade(_alembic_config(conn), revision)
+    """Apply migrations up to ``revision`` in one transaction.
+
+    On SQLite, foreign keys are off while migrating (the documented way for Alembic's
+    batch mode): a batch migration rebuilds a table, and dropping the old copy with
+    foreign keys on would run their ON DELETE actions — cascading or nulling the rows
+    that point at it. The keys are checked before the transaction commits.
+
+    :raises StoreError: the migrated data breaks a foreign key (SQLite).
+    """
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:  # outside any transaction, where SQLite ignores the pragma
+            conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = OFF")  # type: ignore[union-attr]
+        try:
+            with conn.begin():
+                command.upgrade(_alembic_config(conn), revision)
+                if sqlite and (broken := conn.exec_driver_sql("PRAGMA foreign_key_check").first()):
+                    raise StoreError(f"migrating broke a foreign key of table {broken[0]}")
+        finally:
+            if sqlite:
+                conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = ON")  # type: ignore[union-attr]

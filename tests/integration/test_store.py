@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from helpers import create, scope_rows
 from rackcron.errors import StoreError
 from rackcron.models import SpecType
 from rackcron.service import Service
-from rackcron.store import current_revision, head_revision, open_engine, transaction
+from rackcron.store import current_revision, head_revision, open_engine, transaction, upgrade
 from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata, task_schedule
 
 
@@ -141,3 +142,42 @@ def test_database_at_another_revision_is_refused(store_url) -> None:
 def test_bad_urls_raise_store_error(url, match) -> None:
     with pytest.raises(StoreError, match=match):
         open_engine(url)
+
+
+def test_upgrading_keeps_the_data_that_points_at_rebuilt_tables(store_url) -> None:
+    """Migrations that rebuild a table on SQLite (0002, 0003) keep the rows pointing at it:
+    the scopes of a schedule and a scope's last task survive."""
+    from rackcron.store.engine import _create_engine  # an engine that does not migrate
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0001")
+    sqlite = engine.dialect.name == "sqlite"
+
+    def key(value: uuid.UUID) -> object:  # how each backend stores a UUID
+        return value.hex if sqlite else value
+
+    ids = {name: uuid.uuid4() for name in ("rack", "schedule", "scope", "task")}
+    now = "2026-06-01 12:00:00" if sqlite else datetime(2026, 6, 1, 12, tzinfo=UTC)
+    with engine.begin() as conn:
+        for statement in [
+            "INSERT INTO rack (id, name, created_at, updated_at) VALUES (:rack, 'r', :t, :t)",
+            "INSERT INTO task_schedule (id, name, spec_type, spec, timezone, operation_type,"
+            " operation_code, operation_information, overlap_policy, enabled, created_at,"
+            " updated_at) VALUES (:schedule, 's', 'interval', '1h', 'UTC', 'power_control',"
+            " 'power_on', '{}', 'skip', true, :t, :t)",
+            "INSERT INTO task (id, schedule_id, scope_id, rack_id, operation, operation_type,"
+            " operation_code, operation_information, component_uuids, description, status,"
+            " message, created_at, updated_at) VALUES (:task, :schedule, :scope, :rack, 'op',"
+            " 'power_control', 'power_on', '{}', '[]', 'd', 'pending', '', :t, :t)",
+            "INSERT INTO task_schedule_scope (id, schedule_id, rack_id, last_task_id, ordinal,"
+            " created_at) VALUES (:scope, :schedule, :rack, :task, 0, :t)",
+        ]:  # fmt: skip
+            conn.execute(sa.text(statement), {k: key(v) for k, v in ids.items()} | {"t": now})
+    upgrade(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT id, last_task_id FROM task_schedule_scope")).all()
+        pending = conn.execute(sa.text("SELECT next_check_at FROM task")).scalar_one()
+    engine.dispose()
+    assert rows == [(key(ids["scope"]), key(ids["task"]))]
+    assert pending is not None  # a task pending before the runner existed is its to deliver
