@@ -44,7 +44,7 @@ class _TextFormatter(logging.Formatter):
         parts = [_timestamp(record), record.levelname, record.getMessage()]
         parts += [f"{k}={_text_value(v)}" for k, v in fields.items()]
         if record.exc_info:
-            parts.append("error=" + _text_value(self.formatException(record.exc_info)))
+            parts.append("traceback=" + _text_value(self.formatException(record.exc_info)))
         return " ".join(parts)
 
 
@@ -53,7 +53,7 @@ class _JsonFormatter(logging.Formatter):
         line = {"ts": _timestamp(record), "level": record.levelname, "event": record.getMessage()}
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
-            line["error"] = self.formatException(record.exc_info)
+            line["traceback"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
 
 

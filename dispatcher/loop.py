@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dispatcher.logs import event
+from dispatcher.logs import LOGGER, event
 from dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.service import FireResult, Service
@@ -66,12 +66,13 @@ class Dispatcher:
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
         """Fire everything due now (stopping early, between batches, if ``stop`` is set).
 
-        :raises RackcronError: the store failed (the first worker's error).
+        :raises RackcronError: the store failed (the first worker's error; any other
+            error of a worker is raised the same way).
         """
         started = time.monotonic()
         totals: Counter[str] = Counter()
         fired = [0]
-        errors: list[RackcronError] = []
+        errors: list[Exception] = []
         lock = threading.Lock()
 
         def drain() -> None:
@@ -83,7 +84,7 @@ class Dispatcher:
                         fired[0] += len(batch)
                     if stop is not None and stop.is_set():
                         return
-            except RackcronError as exc:
+            except Exception as exc:  # reported by poll, whichever worker it was
                 errors.append(exc)
 
         if self.workers == 1:
@@ -107,12 +108,14 @@ class Dispatcher:
             started = time.monotonic()
             try:
                 summary = self.poll(stop)
-            except RackcronError as exc:
-                event(logging.ERROR, "poll failed", error=exc.message)
+            except Exception as exc:  # the loop outlives any poll; /healthz reports it
+                message = exc.message if isinstance(exc, RackcronError) else repr(exc)
+                LOGGER.error("poll failed", exc_info=not isinstance(exc, RackcronError),
+                             extra={"fields": {"error": message}})  # fmt: skip
                 if self.metrics is not None:
                     self.metrics.poll_errors.inc()
                 if self.health is not None:
-                    self.health.failed(exc.message)
+                    self.health.failed(message)
             else:
                 if self.metrics is not None:
                     self.metrics.polls.inc()

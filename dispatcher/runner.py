@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from dispatcher.controllers.base import Controller, ControllerError, ControllerState, TaskOrder
+from dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
 from dispatcher.controllers.registry import Controllers
-from dispatcher.logs import event
+from dispatcher.logs import LOGGER, event
 from dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
 from rackcron.models import TaskStatus
@@ -47,7 +47,7 @@ _FINAL = {
 
 #: Why a task fails when its controller calls keep failing, by the task's status.
 _GAVE_UP = {
-    TaskStatus.PENDING.value: "the rack controller did not accept the task",
+    TaskStatus.PENDING.value: "the rack controller did not confirm it took the task",
     TaskStatus.RUNNING.value: "lost contact with the rack controller",
 }
 
@@ -90,7 +90,7 @@ class TaskRunner:
         batch_size: int = 500,
         lease: float = 300.0,
         budget: float = 5.0,
-        workers: int = 8,
+        workers: int = 32,
         metrics: Metrics | None = None,
     ) -> None:
         self.service = service
@@ -146,8 +146,10 @@ class TaskRunner:
                 started = time.monotonic()
                 try:
                     self.tick()
-                except RackcronError as exc:
-                    event(logging.ERROR, "runner round failed", error=exc.message)
+                except Exception as exc:  # the loop outlives any round
+                    message = exc.message if isinstance(exc, RackcronError) else repr(exc)
+                    LOGGER.error("runner round failed", exc_info=not isinstance(exc, RackcronError),
+                                 extra={"fields": {"error": message}})  # fmt: skip
                 stop.wait(max(0.0, interval - (time.monotonic() - started)))
         finally:
             self.close()
@@ -155,9 +157,8 @@ class TaskRunner:
     def _work_share(self, key: str, share: list[Work]) -> None:
         try:
             deadline = time.monotonic() + self.budget
-            controller = self.controllers.get(share[0].controller)
             updates = [
-                self._call(key, controller, item)
+                self._call(key, item)
                 if time.monotonic() < deadline
                 else Update(item.task_id, "release")
                 for item in share
@@ -167,20 +168,23 @@ class TaskRunner:
         except RackcronError as exc:  # the leases expire and the tasks come due again
             event(logging.ERROR, "recording task results failed", controller=key, error=exc.message)
         except Exception:
-            logging.getLogger("rackcron").exception("runner worker failed")
+            LOGGER.exception("runner worker failed", extra={"fields": {"controller": key}})
         finally:
             with self._lock:
                 self._busy.pop(key, None)
 
-    def _call(self, key: str, controller: Controller, work: Work) -> Update:
+    def _call(self, key: str, work: Work) -> Update:
         """One controller call for one task, and what it means for the task."""
+        if work.rack_name is None:  # its rack left the inventory, and its controller with it
+            return self._rack_gone(work)
+        controller = self.controllers.get(work.controller)  # one driver per distinct setting
         try:
             if work.status == TaskStatus.PENDING.value:
                 return self._after_submit(controller.submit(_order(work)), work)
             if work.status == TaskStatus.RUNNING.value:
                 return self._after_status(controller.status(work.task_id), work)
             controller.cancel(work.task_id)
-            return Update(work.task_id, "cancel_sent")
+            return Update(work.task_id, "cancel_sent", was=work.status)
         except ControllerError as exc:
             if self.metrics is not None:
                 self.metrics.controller_errors.labels(key).inc()
@@ -207,19 +211,34 @@ class TaskRunner:
 
     def _after_failure(self, key: str, work: Work, error: str) -> Update:
         failures = work.failures + 1
+        delivering = work.status in _GAVE_UP
         if failures < self.retry.attempts:
+            # A task being cancelled keeps its message until the runner gives up.
             message = f"controller call {failures} of {self.retry.attempts} failed: {error}"
-            return Update(work.task_id, "retry", message=message, delay=self.retry.delay(failures))
-        if work.status in _GAVE_UP:
+            return Update(
+                work.task_id, "retry", message=message if delivering else "",
+                delay=self.retry.delay(failures), was=work.status,
+            )  # fmt: skip
+        if delivering:
+            # The operation may be running all the same (accepted, answer lost): the task
+            # fails, and its controller is told to stop it, as after a cancellation.
             reason = f"{_GAVE_UP[work.status]} after {failures} attempts: {error}"
+            return Update(work.task_id, "abandoned", TaskStatus.FAILED.value, reason)
+        reason = f"the rack controller could not be told to stop it: {error}"
+        if work.status == TaskStatus.TERMINATED.value:
+            reason = f"cancelled; {reason}"
+        return Update(work.task_id, "cancel_sent", message=reason, was=work.status)
+
+    def _rack_gone(self, work: Work) -> Update:
+        reason = f"rack {work.rack_id} is no longer in the inventory"
+        if work.status in _GAVE_UP:
             return Update(work.task_id, "ended", TaskStatus.FAILED.value, reason)
-        reason = f"cancelled; the rack controller could not be told: {error}"
-        return Update(work.task_id, "cancel_sent", message=reason)
+        return Update(work.task_id, "cancel_sent", message=reason, was=work.status)
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
         racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}
         for update in updates:
-            if update.kind == "ended":
+            if update.kind in ("ended", "abandoned"):
                 level = logging.INFO if update.status == "completed" else logging.WARNING
                 event(
                     level,

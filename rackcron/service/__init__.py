@@ -175,7 +175,12 @@ class Service:
                 return outcomes
         except StoreError as exc:
             return [
-                [ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message) for s in f.scopes]
+                [
+                    ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message)
+                    if s in f.submit
+                    else ScopeOutcome(s.id, s.rack_id, "skipped")
+                    for s in f.scopes
+                ]
                 for f in firings
             ]
 

@@ -5,7 +5,8 @@ the runner itself lives in ``dispatcher.runner``):
 
 * ``pending``: deliver it to its rack's controller;
 * ``running``: ask its controller how it is doing;
-* ``terminated`` with ``cancel_pending``: tell its controller it was cancelled.
+* ``cancel_pending`` (a cancelled task, or one failed after its controller stopped
+  answering): tell its controller to stop it.
 
 :meth:`DeliveryOps.claim_work` takes due tasks (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL) and moves their ``next_check_at`` a lease ahead, so no other runner
@@ -34,6 +35,7 @@ from rackcron.store.tables import rack, task
 __all__ = ["DeliveryOps", "Update", "Work"]
 
 _PENDING, _RUNNING = TaskStatus.PENDING.value, TaskStatus.RUNNING.value
+_CANDIDATES = 4  # due tasks read per task claimed, at most
 _WAITING, _TERMINATED = TaskStatus.WAITING.value, TaskStatus.TERMINATED.value
 
 
@@ -60,17 +62,23 @@ class Update(NamedTuple):
 
     * ``started``: delivered, now running (pending -> running);
     * ``ended``: finished with ``status`` (completed, failed, terminated) and ``message``;
-    * ``retry``: the call failed; ``message`` says why, try again in ``delay`` seconds;
+    * ``abandoned``: failed with ``message`` after the controller stopped answering; the
+      operation may still run, so the controller is to be told to stop it, as after a
+      cancellation;
+    * ``retry``: the call made for a task in status ``was`` failed; ``message`` says why
+      (empty: keep the task's message), try again in ``delay`` seconds;
     * ``polled``: still running, look again in ``delay`` seconds;
-    * ``cancel_sent``: the controller was told of the cancellation (or given up on);
+    * ``cancel_sent``: the controller was told to stop the task (or given up on, with
+      ``message``);
     * ``release``: not handled this time, due again now.
     """
 
     task_id: uuid.UUID
-    kind: Literal["started", "ended", "retry", "polled", "cancel_sent", "release"]
+    kind: Literal["started", "ended", "abandoned", "retry", "polled", "cancel_sent", "release"]
     status: str = ""
     message: str = ""
     delay: float = 0.0
+    was: str = ""  # the task's status when the call was decided (retry, cancel_sent)
 
 
 _WORK = sa.select(
@@ -109,15 +117,16 @@ class DeliveryOps(TaskOps):
 
         ``take`` can leave a task alone (its controller is still busy with an
         earlier call): it stays due, for this runner's next round or another runner.
+        Candidates are read four times over, so the tasks of a busy controller do not
+        crowd out the others'.
         """
         query = (
             _WORK.where(task.c.next_check_at.is_not(None), task.c.next_check_at <= self.now)
             .order_by(task.c.next_check_at)
-            .limit(limit)
+            .limit(limit * _CANDIDATES)
             .with_for_update(skip_locked=True, of=task)
         )
-        work = [Work(*row) for row in self.conn.execute(query)]
-        work = [w for w in work if take(w)]
+        work = [w for w in (Work(*row) for row in self.conn.execute(query)) if take(w)][:limit]
         if work:
             self.conn.execute(
                 _by_id(task.update()).values(next_check_at=self.now + timedelta(seconds=lease)),
@@ -164,13 +173,29 @@ class DeliveryOps(TaskOps):
         )  # fmt: skip
         run(
             _by_id(task.update())
-            .where(_status_is(_PENDING, _RUNNING, _TERMINATED))
+            .where(_status_is(_PENDING, _RUNNING))
             .values(
-                failures=task.c.failures + 1, message=sa.bindparam("b_message"),
+                status=sa.bindparam("b_status"), message=sa.bindparam("b_message"),
+                finished_at=now, updated_at=now, failures=0, cancel_pending=True,
+                next_check_at=now, started_at=sa.func.coalesce(task.c.started_at, now),
+            ),
+            [
+                {"b_id": u.task_id, "b_status": u.status, "b_message": u.message}
+                for u in groups.get("abandoned", [])
+            ],
+        )  # fmt: skip
+        run(
+            # Only while the task is as it was when the call was decided: a delivery's
+            # late failure never touches a task cancelled meanwhile.
+            _by_id(task.update())
+            .where(task.c.status == sa.bindparam("b_was"))
+            .values(
+                failures=task.c.failures + 1,
+                message=sa.func.coalesce(sa.bindparam("b_message"), task.c.message),
                 updated_at=now, next_check_at=later,
             ),
             [
-                {"b_id": u.task_id, "b_message": u.message,
+                {"b_id": u.task_id, "b_was": u.was, "b_message": u.message or None,
                  "b_at": now + timedelta(seconds=u.delay)}
                 for u in groups.get("retry", [])
             ],
@@ -186,7 +211,7 @@ class DeliveryOps(TaskOps):
         )
         run(
             _by_id(task.update())
-            .where(task.c.status == _TERMINATED)
+            .where(task.c.cancel_pending)
             .values(
                 cancel_pending=False, next_check_at=None, failures=0, updated_at=now,
                 message=sa.func.coalesce(sa.bindparam("b_message"), task.c.message),

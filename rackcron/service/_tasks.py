@@ -185,6 +185,7 @@ class TaskOps(OpsBase):
                 finished_at=self.now,
                 updated_at=self.now,
                 cancel_pending=reached,
+                failures=0,
                 next_check_at=self.now if reached else None,
             )
         )

@@ -46,3 +46,43 @@ def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock) -
     with pytest.raises(StoreError, match="database error"):
         Dispatcher(service, workers=2).poll()
     service.close()
+
+
+def test_the_poll_loop_outlives_a_schedule_it_cannot_fire(service, fleet, clock) -> None:
+    """A row no rackcron wrote (a time zone this machine does not know) fails each poll
+    with an ERROR line and an unhealthy /healthz; the loop itself keeps running."""
+    import io
+    import threading
+    import time
+
+    from dispatcher.logs import configure
+    from dispatcher.metrics import HealthCheck
+    from rackcron.store import transaction
+    from rackcron.store.tables import task_schedule
+
+    schedule = create(service, fleet.racks[:1])
+    with transaction(service.engine) as conn:
+        conn.execute(task_schedule.update().values(timezone="Mars/Olympus_Mons"))
+    clock.advance(hours=1)
+    stream = io.StringIO()
+    configure("json", stream=stream)
+    health = HealthCheck(max_age=0.0)
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=Dispatcher(service, health=health).run, args=(stop,), kwargs={"interval": 0.05}
+    )
+    try:
+        loop.start()
+        deadline = time.monotonic() + 10
+        while stream.getvalue().count('"poll failed"') < 2:
+            assert time.monotonic() < deadline, stream.getvalue()
+            stop.wait(0.05)
+        assert loop.is_alive()
+        healthy, reason = health.status()
+        assert not healthy and "Mars/Olympus_Mons" in reason
+    finally:
+        stop.set()
+        loop.join(timeout=10)
+        configure("text")
+    assert not loop.is_alive()
+    assert service.get_schedule(schedule.id).last_run_at is None  # nothing half done

@@ -189,7 +189,7 @@ def test_a_controller_that_is_down_fails_only_its_racks_tasks(service, fleet, cl
         rounds(runner, clock, 4, step=5)
         failed = task_of(service, down)
         assert failed.status == TaskStatus.FAILED
-        assert "did not accept the task after 3 attempts" in failed.message
+        assert "did not confirm it took the task after 3 attempts" in failed.message
     finally:
         runner.close()
 
@@ -411,3 +411,78 @@ def test_a_cancellation_that_cannot_be_delivered_is_given_up_with_a_message(live
         assert task_of(live_service, task_id).status == TaskStatus.TERMINATED
     finally:
         runner.close()
+
+
+def test_a_delivery_given_up_is_stopped_on_the_controller(live_service, controller_server):
+    """The controller takes the task but every answer is lost: the runner gives up, the
+    task fails, and the controller is told to stop it, so the rack is not double-booked."""
+    (r0, *_) = live_fleet(live_service)
+    set_controller(live_service, r0, {"kind": "http", "url": controller_server.url})
+    controller_server.simulator.default_duration = 60
+    controller_server.faults.fail_after_accept = True
+    runner = fast_runner(live_service, retry=RetryPolicy(attempts=2, backoff=0.05))
+    try:
+        (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+        wait_for(lambda: statuses(live_service, [task_id]) == [TaskStatus.FAILED], runner)
+        assert "did not confirm it took the task after 2 attempts" in (
+            task_of(live_service, task_id).message
+        )
+        wait_for(lambda: controller_server.simulator.status(task_id).state == "cancelled", runner)
+        assert controller_server.simulator.started == 1
+    finally:
+        runner.close()
+
+
+def test_racks_behind_one_url_use_their_own_settings(live_service, controller_server):
+    a, b, _ = live_fleet(live_service)
+    set_controller(live_service, a, {"kind": "http", "url": controller_server.url})
+    unset = f"RACKCRON_TEST_UNSET_{uuid.uuid4().hex[:8].upper()}"
+    set_controller(
+        live_service, b, {"kind": "http", "url": controller_server.url, "token_env": unset}
+    )
+    runner = fast_runner(live_service, retry=RetryPolicy(attempts=2, backoff=0.05))
+    try:
+        good, bad = live_service.trigger(create(live_service, [a, b]).id).task_ids
+        wait_for(lambda: statuses(live_service, [good, bad]) == [TaskStatus.COMPLETED,
+                                                                  TaskStatus.FAILED], runner)  # fmt: skip
+        assert unset in task_of(live_service, bad).message
+    finally:
+        runner.close()
+
+
+def test_a_busy_controllers_backlog_does_not_crowd_out_other_racks(service, fleet, clock):
+    busy, free = fleet.racks[:2]
+    set_controller(service, busy, {"kind": "http", "url": "http://127.0.0.1:9"})
+    for i in range(6):
+        service.trigger(create(service, [busy], name=f"busy-{i}", policy=OverlapPolicy.QUEUE).id)
+    clock.advance(seconds=1)
+    (other,) = service.trigger(create(service, [free], name="free").id).task_ids
+    busy_key = Controllers(Simulator()).key({"kind": "http", "url": "http://127.0.0.1:9"})
+    claimed = service.claim_work(
+        2, lease=60, take=lambda w: Controllers(Simulator()).key(w.controller) != busy_key
+    )
+    assert [w.task_id for w in claimed] == [other]
+
+
+def test_a_task_whose_rack_left_the_inventory_fails(service, fleet, clock, runner, simulator):
+    r0 = fleet.racks[0]
+    (task_id,) = service.trigger(create(service, [r0]).id).task_ids
+    service.delete_schedule(service.find_schedule("nightly").id)
+    service.delete_rack(r0)
+    rounds(runner, clock)
+    gone = task_of(service, task_id)
+    assert gone.status == TaskStatus.FAILED and "no longer in the inventory" in gone.message
+    assert simulator.started == 0
+
+
+def test_a_late_delivery_failure_leaves_a_cancelled_task_alone(service, fleet, clock):
+    from rackcron.service import Update
+
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    (work,) = service.claim_work(1, lease=60)
+    service.cancel_task(task_id)
+    service.record([Update(task_id, "cancel_sent", was="terminated")])
+    service.record([Update(task_id, "retry", message="late failure", delay=5, was=work.status)])
+    cancelled = task_of(service, task_id)
+    assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
+    assert service.claim_work(10, lease=60) == []  # nothing left to do for it
