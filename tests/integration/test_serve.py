@@ -81,6 +81,14 @@ def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> No
             time.sleep(0.2)
         assert scrape(port, "/healthz") == (200, "ok\n")
         assert metric(text, "rackcron_schedules_fired_total") >= 2
+        assert metric(text, "rackcron_dispatch_lag_seconds_count") >= 2
+        for family in (
+            "rackcron_submissions_failed_total",
+            "rackcron_controller_errors",
+            "rackcron_tasks_ended",
+            "rackcron_dispatch_polls_total",
+        ):
+            assert f"# TYPE {family.removesuffix('_total')}" in text, family  # fmt: skip
         assert scrape(port, "/nope")[0] == 404
     finally:
         proc.send_signal(signal.SIGTERM)
