@@ -78,10 +78,15 @@ class Dispatcher:
         def drain() -> None:
             try:
                 for batch in self.service.fire_batches(batch_size=self.batch_size, hook=self.hook):
-                    counts = self._report(batch)
+                    counts = self._report(batch.results)
+                    for schedule in batch.unfireable:
+                        event(logging.ERROR, "cannot fire", schedule=schedule.name,
+                              id=str(schedule.schedule_id), error=schedule.error)  # fmt: skip
+                    if batch.unfireable:
+                        counts["unfireable"] += len(batch.unfireable)
                     with lock:
                         totals.update(counts)
-                        fired[0] += len(batch)
+                        fired[0] += len(batch.results)
                     if stop is not None and stop.is_set():
                         return
             except Exception as exc:  # reported by poll, whichever worker it was

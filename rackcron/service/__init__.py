@@ -33,7 +33,7 @@ from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
 from rackcron.service._applies import ApplyLocked, ApplyOps
 from rackcron.service._delivery import DeliveryOps, Update, Work
-from rackcron.service._firing import Firing, FiringOps, ScopeOutcome
+from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import UPDATE_MASK_PATHS
 from rackcron.service._scopes import ScopeOps
@@ -42,10 +42,12 @@ from rackcron.store import default_database_url, open_engine, transaction
 __all__ = [
     "UPDATE_MASK_PATHS",
     "ApplyLocked",
+    "Batch",
     "FireResult",
     "Operations",
     "ScopeOutcome",
     "Service",
+    "Unfireable",
     "Update",
     "Work",
 ]
@@ -53,6 +55,14 @@ __all__ = [
 
 class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps, DeliveryOps):
     """Every service operation, bound to one open transaction."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a drain: its firings' results, and the due schedules that cannot fire."""
+
+    results: list[FireResult]
+    unfireable: list[Unfireable]
 
 
 @dataclass(frozen=True)
@@ -234,9 +244,13 @@ class Service:
 
     def fire_batches(
         self, *, batch_size: int = 500, hook: Callable[[str], None] | None = None
-    ) -> Iterator[list[FireResult]]:
+    ) -> Iterator[Batch]:
         """Fire every schedule due now, ``batch_size`` at a time, yielding each batch's
         results: each batch is claimed, submitted and written back in three transactions.
+
+        A due schedule whose row cannot be fired (rackcron did not write it: a time zone
+        this host lacks, say) is reported in ``Batch.unfireable`` and left as it is; the
+        rest of its batch fires, and it is not claimed again in this call.
 
         ``hook`` is called at the phase boundaries of a non-empty batch: ``claimed``
         (phase 1 committed), ``submitting`` (inside phase 2, tasks written, not yet
@@ -244,17 +258,20 @@ class Service:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        unfireable: set[uuid.UUID] = set()
         while True:
             with gc_paused():
-                firings = self.claim_due(batch_size)
-                if firings and hook is not None:
+                with self.transaction() as ops:
+                    claim = ops.claim_batch(batch_size, exclude=unfireable)
+                if claim.firings and hook is not None:
                     hook("claimed")
-                results = self._finish(firings, hook) if firings else []
-            if results:
-                yield results
-            if len(firings) < batch_size:
+                results = self._finish(claim.firings, hook) if claim.firings else []
+            unfireable.update(u.schedule_id for u in claim.unfireable)
+            if results or claim.unfireable:
+                yield Batch(results, claim.unfireable)
+            if len(claim.firings) + len(claim.unfireable) < batch_size:
                 return
 
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
         """Fire every schedule due now (:meth:`fire_batches`); all the results."""
-        return [r for batch in self.fire_batches(batch_size=batch_size) for r in batch]
+        return [r for batch in self.fire_batches(batch_size=batch_size) for r in batch.results]

@@ -29,7 +29,7 @@ never written back (a crash before phase 3) still blocks the next firing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -42,11 +42,11 @@ from rackcron.firing import advance, select_scopes, task_description
 from rackcron.models import Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._schedules import ScheduleOps
-from rackcron.service._tasks import TaskOps, TaskRequest, chunked
+from rackcron.service._tasks import TaskOps, TaskRequest, chunked, describe_error
 from rackcron.store.bulk import update_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
 
-__all__ = ["Firing", "FiringOps", "FiringScope", "ScopeOutcome"]
+__all__ = ["Claim", "Firing", "FiringOps", "FiringScope", "ScopeOutcome", "Unfireable"]
 
 _scope = task_schedule_scope
 _SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
@@ -75,6 +75,21 @@ class FiringScope(NamedTuple):
     component_filter: ComponentFilter | None
 
 
+class Unfireable(NamedTuple):
+    """A due schedule whose stored row cannot be fired; it is left as it is."""
+
+    schedule_id: uuid.UUID
+    name: str
+    error: str
+
+
+class Claim(NamedTuple):
+    """Phase 1's result: the claimed firings, and the due schedules that cannot fire."""
+
+    firings: list[Firing]
+    unfireable: list[Unfireable]
+
+
 @dataclass(frozen=True)
 class Firing:
     """A claimed firing: the schedule as it was when due, and the scopes to submit."""
@@ -95,6 +110,11 @@ class Firing:
 class FiringOps(ScheduleOps, TaskOps):
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""
+        return self.claim_batch(limit).firings
+
+    def claim_batch(self, limit: int, exclude: Collection[uuid.UUID] = ()) -> Claim:
+        """:meth:`claim_due`, also returning the due schedules that cannot be fired
+        (left as they are); ``exclude`` leaves those ids out."""
         query = (
             sa.select(task_schedule)
             .where(
@@ -106,6 +126,8 @@ class FiringOps(ScheduleOps, TaskOps):
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
+        if exclude:
+            query = query.where(task_schedule.c.id.not_in(list(exclude)))
         return self._claim(list(self.conn.execute(query)), manual=False)
 
     def claim(self, schedule_id: uuid.UUID | str) -> Firing:
@@ -119,36 +141,44 @@ class FiringOps(ScheduleOps, TaskOps):
             raise FailedPrecondition(
                 f"task schedule {row.id} is a one-time schedule that has already fired; create a new one"
             )
-        return self._claim([row], manual=True)[0]
+        claim = self._claim([row], manual=True)
+        if claim.unfireable:
+            raise FailedPrecondition(claim.unfireable[0].error)
+        return claim.firings[0]
 
-    def _claim(self, rows: Sequence[Any], *, manual: bool) -> list[Firing]:
+    def _claim(self, rows: Sequence[Any], *, manual: bool) -> Claim:
         if not rows:
-            return []
+            return Claim([], [])
         ids = [r.id for r in rows]
-        scopes: dict[uuid.UUID, list[FiringScope]] = {i: [] for i in ids}
+        stored: dict[uuid.UUID, list[tuple[uuid.UUID, uuid.UUID, Any]]] = {i: [] for i in ids}
         for chunk in chunked(ids):
             query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
-            for scope_id, schedule_id, rack_id, stored in self.conn.execute(query):
-                scopes[schedule_id].append(FiringScope(scope_id, rack_id, _filter(stored)))
-        busy = self._busy_scopes([s for found in scopes.values() for s in found])
-        firings = []
-        updates = []
+            for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
+                stored[schedule_id].append((scope_id, rack_id, component_filter))
+        busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
+        firings, unfireable, updates = [], [], []
         for row in rows:
-            schedule = _rows.schedule(row)
-            submit, _skipped = select_scopes(
-                scopes[row.id], busy, schedule.overlap_policy, manual=manual
-            )
-            step = advance(
-                schedule.spec_type,
-                schedule.spec,
-                schedule.timezone,
-                enabled=schedule.enabled,
-                last_run_at=schedule.last_run_at,
-                now=self.now,
-                fired=bool(submit) or manual,
-            )
+            try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
+                schedule = _rows.schedule(row)
+                scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
+                submit, _skipped = select_scopes(
+                    scopes, busy, schedule.overlap_policy, manual=manual
+                )
+                step = advance(
+                    schedule.spec_type,
+                    schedule.spec,
+                    schedule.timezone,
+                    enabled=schedule.enabled,
+                    last_run_at=schedule.last_run_at,
+                    now=self.now,
+                    fired=bool(submit) or manual,
+                )
+            except Exception as exc:
+                error = f"task schedule {row.id} cannot be fired: {describe_error(exc)}"
+                unfireable.append(Unfireable(row.id, row.name, error))
+                continue
             updates.append((row.id, step.next_run_at, step.last_run_at, step.enabled))
-            firings.append(Firing(schedule, self.now, manual, scopes[row.id], submit))
+            firings.append(Firing(schedule, self.now, manual, scopes, submit))
         update_rows(
             self.conn,
             task_schedule,
@@ -157,9 +187,9 @@ class FiringOps(ScheduleOps, TaskOps):
             updates,
             same={"updated_at": self.now},
         )
-        return firings
+        return Claim(firings, unfireable)
 
-    def _busy_scopes(self, scopes: Sequence[FiringScope]) -> set[uuid.UUID]:
+    def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or any task
         carrying their scope id (one never written back). One row per busy scope,
         however many tasks are queued behind it."""
@@ -167,7 +197,7 @@ class FiringOps(ScheduleOps, TaskOps):
         by_scope = sa.exists().where(task.c.scope_id == _scope.c.id, active)
         by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
         busy: set[uuid.UUID] = set()
-        for chunk in chunked([s.id for s in scopes]):
+        for chunk in chunked(scope_ids):
             query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_scope | by_last)
             busy.update(self.conn.execute(query).scalars())
         return busy

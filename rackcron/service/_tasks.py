@@ -45,7 +45,15 @@ from rackcron.templates import task_operation_text
 
 T = TypeVar("T")
 
-__all__ = ["Submission", "SubmissionRefused", "TaskOps", "TaskRequest", "chunked", "new_task_id"]
+__all__ = [
+    "Submission",
+    "SubmissionRefused",
+    "TaskOps",
+    "TaskRequest",
+    "chunked",
+    "describe_error",
+    "new_task_id",
+]
 
 #: At most this many values in one ``IN (...)`` list: SQLite allows 32,766 bound
 #: parameters per statement, and a claimed batch may be larger than that.
@@ -262,7 +270,7 @@ class TaskOps(OpsBase):
                 with self.conn.begin_nested():
                     (submitted,) = self._submit_locked([request], on_rack)
             except Exception as exc:  # one request's failure never stops the others
-                submitted = Submission(error=_describe(exc))
+                submitted = Submission(error=describe_error(exc))
             submissions.append(submitted)
         return submissions
 
@@ -391,5 +399,6 @@ def _uuid_text(dialect: str) -> Callable[[sa.ColumnElement[Any]], sa.ColumnEleme
 _UUID_PARTS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
 
-def _describe(exc: Exception) -> str:
+def describe_error(exc: Exception) -> str:
+    """An exception as one line: a rackcron error's message, else its type and text."""
     return exc.message if isinstance(exc, RackcronError) else f"{type(exc).__name__}: {exc}"

@@ -48,41 +48,37 @@ def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock) -
     service.close()
 
 
-def test_the_poll_loop_outlives_a_schedule_it_cannot_fire(service, fleet, clock) -> None:
-    """A row no rackcron wrote (a time zone this machine does not know) fails each poll
-    with an ERROR line and an unhealthy /healthz; the loop itself keeps running."""
+def test_a_schedule_that_cannot_fire_is_reported_and_the_rest_fire(service, fleet, clock):
+    """A row no rackcron wrote (a time zone this host does not know) gets an ERROR line
+    each poll and is left as it is; the schedules claimed with it fire."""
     import io
-    import threading
-    import time
 
     from dispatcher.logs import configure
-    from dispatcher.metrics import HealthCheck
+    from rackcron.errors import FailedPrecondition
     from rackcron.store import transaction
     from rackcron.store.tables import task_schedule
 
-    schedule = create(service, fleet.racks[:1])
+    bad = create(service, fleet.racks[:1], name="bad")
+    good = [create(service, fleet.racks[1:2], name=f"good-{i}") for i in range(3)]
     with transaction(service.engine) as conn:
-        conn.execute(task_schedule.update().values(timezone="Mars/Olympus_Mons"))
+        conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == bad.id)
+            .values(timezone="Mars/Olympus_Mons")
+        )
     clock.advance(hours=1)
     stream = io.StringIO()
     configure("json", stream=stream)
-    health = HealthCheck(max_age=0.0)
-    stop = threading.Event()
-    loop = threading.Thread(
-        target=Dispatcher(service, health=health).run, args=(stop,), kwargs={"interval": 0.05}
-    )
     try:
-        loop.start()
-        deadline = time.monotonic() + 10
-        while stream.getvalue().count('"poll failed"') < 2:
-            assert time.monotonic() < deadline, stream.getvalue()
-            stop.wait(0.05)
-        assert loop.is_alive()
-        healthy, reason = health.status()
-        assert not healthy and "Mars/Olympus_Mons" in reason
+        summary = Dispatcher(service, batch_size=2, workers=1).poll()
     finally:
-        stop.set()
-        loop.join(timeout=10)
         configure("text")
-    assert not loop.is_alive()
-    assert service.get_schedule(schedule.id).last_run_at is None  # nothing half done
+    assert summary.fired == 3 and summary.results["unfireable"] == 1
+    (line,) = [line for line in stream.getvalue().splitlines() if "cannot fire" in line]
+    assert '"level": "ERROR"' in line and "Mars/Olympus_Mons" in line and '"bad"' in line
+    with transaction(service.engine, write=False) as conn:
+        row = conn.execute(sa.select(task_schedule).where(task_schedule.c.id == bad.id)).one()
+    assert row.last_run_at is None and row.next_run_at == bad.next_run_at  # left as it was
+    assert all(service.get_schedule(g.id).last_run_at == clock.now for g in good)
+    with pytest.raises(FailedPrecondition, match="cannot be fired"):
+        service.trigger(bad.id)
