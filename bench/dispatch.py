@@ -1,4 +1,4 @@
-"""Dispatch throughput: rackcron's ``Service.fire_due``, the SQL floor and APScheduler, in one run.
+"""Dispatch throughput: rackcron's dispatcher, the SQL floor and APScheduler, in one run.
 
 The backlog (issue 4, "Throughput"): ``--schedules`` due interval schedules (default
 10,000), each scoped to 4 racks of its own (so the default skip policy submits every
