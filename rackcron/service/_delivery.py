@@ -127,11 +127,9 @@ class DeliveryOps(TaskOps):
             .with_for_update(skip_locked=True, of=task)
         )
         work = [w for w in (Work(*row) for row in self.conn.execute(query)) if take(w)][:limit]
-        if work:
-            self.conn.execute(
-                _by_id(task.update()).values(next_check_at=self.now + timedelta(seconds=lease)),
-                [{"b_id": w.task_id} for w in work],
-            )
+        until = self.now + timedelta(seconds=lease)
+        for chunk in chunked([w.task_id for w in work]):
+            self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=until))
         return work
 
     def record(self, updates: Sequence[Update]) -> list[uuid.UUID]:
@@ -274,12 +272,11 @@ class DeliveryOps(TaskOps):
         # its tasks are promoted too, and the runner fails them.
         promote = self._free_racks_with_waiting(list(candidates))
         ids = list(promote.values())
-        if ids:
+        for chunk in chunked(ids):
             self.conn.execute(
-                _by_id(task.update())
-                .where(task.c.status == _WAITING)
-                .values(status=_PENDING, updated_at=self.now, next_check_at=self.now),
-                [{"b_id": i} for i in ids],
+                task.update()
+                .where(task.c.id.in_(chunk), task.c.status == _WAITING)
+                .values(status=_PENDING, updated_at=self.now, next_check_at=self.now)
             )
         return ids
 
