@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_DB := $(CURDIR)/.run/rackcron.db
 
-.PHONY: install test lint format run bench bench-deps soak clean
+.PHONY: install test lint format proto run bench bench-deps soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+## proto: regenerate rackcron_proto/ from schemas/proto/ (checked in; a unit test fails when stale)
+proto: $(STAMP)
+	$(BIN)/python scripts/gen_proto.py
 
 ## run: a fresh SQLite store: validate and apply examples/fleet, then serve it with the
 ##      built-in simulated rack controllers until Ctrl-C (RUN_ARGS="--stop-after 60s" to stop)

@@ -1,0 +1,437 @@
+"""The checked-in Flow contract matches flow-wire.md and its generated modules are fresh.
+
+``docs/spec/flow-wire.md`` (the product's wire specification, kept in the repository) is the
+source of truth for the wire:
+this test parses its tables (section 1: the RPCs; section 1.2: messages and enums) into a
+``Spec`` and compares it with the descriptors that ``rackcron_proto.v1.flow_pb2`` registers,
+field by field, in both directions (nothing missing, nothing extra). The comparison is the
+pure function ``contract_errors(file, spec)``; ``test_checker_catches_drift`` feeds it mutated
+descriptors to prove that a renumbered, renamed or relabelled field cannot slip through.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    empty_pb2,
+    field_mask_pb2,
+    timestamp_pb2,
+)
+from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
+
+from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "docs" / "spec" / "flow-wire.md"
+PACKAGE = "v1"
+
+_SCALARS = {
+    "string": FieldDescriptor.TYPE_STRING,
+    "bool": FieldDescriptor.TYPE_BOOL,
+    "int32": FieldDescriptor.TYPE_INT32,
+    "int64": FieldDescriptor.TYPE_INT64,
+    "uint32": FieldDescriptor.TYPE_UINT32,
+    "uint64": FieldDescriptor.TYPE_UINT64,
+    "bytes": FieldDescriptor.TYPE_BYTES,
+    "double": FieldDescriptor.TYPE_DOUBLE,
+    "float": FieldDescriptor.TYPE_FLOAT,
+}
+
+
+# ---- the spec, parsed ----
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    name: str
+    number: int
+    type: str  # a scalar name or a full message/enum name
+    label: str  # "", "optional", "repeated" or "oneof <name>"
+
+
+@dataclass
+class Spec:
+    package: str = ""
+    service: str = ""
+    imports: set[str] = field(default_factory=set)
+    rpcs: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (request, response)
+    messages: dict[str, dict[str, FieldRow]] = field(default_factory=dict)  # full name -> fields
+    enums: dict[str, dict[str, int]] = field(default_factory=dict)  # full name -> values
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """Every markdown table in ``text`` as rows of stripped cells, header first, separator dropped."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+                current.append(cells)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text[text.index(start) : text.index(end)]
+
+
+def _full_name(type_name: str) -> str:
+    if type_name in _SCALARS or "." in type_name:
+        return type_name
+    return f"{PACKAGE}.{type_name}"
+
+
+def _message_names(cell: str) -> list[str]:
+    # Irregular cells: "X and Y (same layout)", "A, B, C" and "X (defined but not used by ...)".
+    cell = re.sub(r"\s*\(.*\)", "", cell)
+    return [_full_name(name.strip()) for name in re.split(r",| and ", cell) if name.strip()]
+
+
+def _add_message_rows(spec: Spec, rows: list[list[str]]) -> None:
+    owners: list[str] = []
+    for message_cell, field_cell, number_cell, type_cell, label_cell in rows:
+        if message_cell:  # an empty first column continues the previous message(s)
+            owners = _message_names(message_cell)
+            for owner in owners:
+                spec.messages.setdefault(owner, {})
+        if field_cell == "(no fields)":  # google.protobuf.Empty
+            continue
+        # "compute / nvswitch / powershelf | 1 / 2 / 3 | string" declares several fields in one
+        # row; the type column lists one type per field or one type for all of them.
+        names = [name.strip() for name in field_cell.split("/")]
+        numbers = [int(number) for number in number_cell.split("/")]
+        # "StringQueryInfo (patterns=1 repeated string, ...)" declares a nested message inline.
+        inline = re.fullmatch(r"(\w+) \((.*)\)", type_cell)
+        if inline:
+            type_cell = inline.group(1)
+            nested = spec.messages.setdefault(_full_name(type_cell), {})
+            for name, number, repeated, type_name in re.findall(
+                r"(\w+)=(\d+) (repeated )?([\w.]+)", inline.group(2)
+            ):
+                nested[name] = FieldRow(
+                    name, int(number), _full_name(type_name), "repeated" if repeated else ""
+                )
+        types = [_full_name(type_name.strip()) for type_name in type_cell.split("/")]
+        if len(types) == 1:
+            types *= len(names)
+        # "optional (each)" applies the label to every field of the row; "—" is no label.
+        label = re.sub(r"\s*\(each\)", "", label_cell).replace("—", "").strip()
+        assert len(names) == len(numbers) == len(types), f"irregular row: {field_cell}"
+        for owner in owners:
+            for name, number, type_name in zip(names, numbers, types, strict=True):
+                spec.messages[owner][name] = FieldRow(name, number, type_name, label)
+
+
+def _add_enum_rows(spec: Spec, rows: list[list[str]]) -> None:
+    for enum_cell, values_cell in rows:
+        names = [_full_name(name.strip()) for name in enum_cell.split("/")]
+        if len(names) == 1:
+            spec.enums[names[0]] = {
+                name: int(number) for name, number in re.findall(r"(\w+)=(\d+)", values_cell)
+            }
+            continue
+        # The filter-field row is prose: "prefix `A_` / `B_`, then X=0, Y=1; B also has Z=4. ..."
+        prefixes = re.findall(r"`(\w+)`", values_cell)
+        shared, _, rest = values_cell.partition(";")
+        common = re.findall(r"(\w+)=(\d+)", shared)
+        assert len(prefixes) == len(names) and common, f"irregular enum row: {enum_cell}"
+        for name, prefix in zip(names, prefixes, strict=True):
+            values = dict(common)
+            for owner, extra in re.findall(r"(\w+) also has ((?:\w+=\d+(?:, )?)+)", rest):
+                if _full_name(owner) == name:
+                    values.update(re.findall(r"(\w+)=(\d+)", extra))
+            spec.enums[name] = {prefix + value: int(number) for value, number in values.items()}
+
+
+def parse_spec(text: str) -> Spec:
+    """Read the wire contract out of flow-wire.md's sections 1 and 1.2."""
+    spec = Spec()
+    interface = _section(text, "## 1. Wire interface", "### 1.2")
+    for table in _tables(interface):
+        header, rows = table[0], table[1:]
+        if header == ["item", "value"]:
+            items = {item: value for item, value in rows}
+            spec.package = items["package"].strip("`")
+            spec.service = items["service"].strip("`")
+            # "`google/protobuf/empty.proto`, `field_mask.proto`, ..." abbreviates the directory.
+            spec.imports = {
+                name if "/" in name else f"google/protobuf/{name}"
+                for name in re.findall(r"`([\w/.]+\.proto)`", items["well-known imports"])
+            }
+        elif header == ["RPC", "Request", "Response"]:
+            spec.rpcs.update(
+                {
+                    rpc: (_full_name(request), _full_name(response))
+                    for rpc, request, response in rows
+                }
+            )
+    # The task RPCs are given in prose, not in the table.
+    for rpc, request, response in re.findall(r"`(\w+)\((\w+)\) → (\w+)`", interface):
+        spec.rpcs[rpc] = (_full_name(request), _full_name(response))
+
+    messages = _section(text, "### 1.2", "## 2.")
+    for table in _tables(messages):
+        header, rows = table[0], table[1:]
+        if header == ["Message", "Field", "#", "Type", "Label"]:
+            _add_message_rows(spec, rows)
+        elif header == ["Enum", "Values"]:
+            _add_enum_rows(spec, rows)
+        else:
+            raise AssertionError(f"unknown table in flow-wire.md 1.2: {header}")
+    return spec
+
+
+# ---- the comparison ----
+
+
+def _field_errors(
+    where: str, actual: FieldDescriptor, proto3_optional: bool, row: FieldRow
+) -> list[str]:
+    errors = []
+    if actual.number != row.number:
+        errors.append(f"{where}: number {actual.number}, spec says {row.number}")
+    if row.type in _SCALARS:
+        type_ok = actual.type == _SCALARS[row.type]
+    elif actual.type == FieldDescriptor.TYPE_MESSAGE:
+        type_ok = actual.message_type.full_name == row.type
+    elif actual.type == FieldDescriptor.TYPE_ENUM:
+        type_ok = actual.enum_type.full_name == row.type
+    else:
+        type_ok = False
+    if not type_ok:
+        errors.append(f"{where}: type is not {row.type}")
+    oneof = actual.containing_oneof
+    real_oneof = None if oneof is None or proto3_optional else oneof.name
+    is_message = actual.type == FieldDescriptor.TYPE_MESSAGE
+    expected = {
+        "": (False, is_message, False, None),
+        "optional": (False, True, True, None),
+        "repeated": (True, False, False, None),
+    }.get(row.label)
+    if expected is None:
+        assert row.label.startswith("oneof "), f"unknown label in flow-wire.md: {row.label!r}"
+        expected = (False, True, False, row.label.removeprefix("oneof "))
+    got = (actual.is_repeated, actual.has_presence, proto3_optional, real_oneof)
+    if got != expected:
+        keys = ("repeated", "has_presence", "proto3_optional", "oneof")
+        errors.append(
+            f"{where}: label {dict(zip(keys, got, strict=True))}, spec says {row.label or '—'!r}"
+        )
+    return errors
+
+
+def contract_errors(file: FileDescriptor, spec: Spec) -> list[str]:
+    """Every difference between a compiled ``flow.proto`` and the parsed spec, as messages."""
+    errors: list[str] = []
+    proto = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(proto)
+    if proto.syntax != "proto3":
+        errors.append(f"syntax {proto.syntax!r}, spec says proto3")
+    if file.package != spec.package:
+        errors.append(f"package {file.package!r}, spec says {spec.package!r}")
+    if set(proto.dependency) != spec.imports:
+        errors.append(f"imports {sorted(proto.dependency)}, spec says {sorted(spec.imports)}")
+
+    services = list(file.services_by_name.values())
+    if [service.full_name for service in services] != [f"{spec.package}.{spec.service}"]:
+        errors.append(f"services {[s.full_name for s in services]}, spec says one: {spec.service}")
+    else:
+        methods = {method.name: method for method in services[0].methods}
+        for missing in spec.rpcs.keys() - methods.keys():
+            errors.append(f"RPC {missing}: missing")
+        for extra in methods.keys() - spec.rpcs.keys():
+            errors.append(f"RPC {extra}: not in the spec")
+        for name in spec.rpcs.keys() & methods.keys():
+            method = methods[name]
+            actual = (method.input_type.full_name, method.output_type.full_name)
+            if actual != spec.rpcs[name]:
+                errors.append(f"RPC {name}: {actual}, spec says {spec.rpcs[name]}")
+            if method.client_streaming or method.server_streaming:
+                errors.append(f"RPC {name}: streaming, spec says unary")
+
+    ours = {name for name in spec.messages if name.startswith(f"{spec.package}.")}
+    declared = {f"{file.package}.{name}" for name in file.message_types_by_name}
+    errors += [f"message {name}: not in the spec" for name in sorted(declared - ours)]
+    for full_name, rows in spec.messages.items():
+        try:
+            message = file.pool.FindMessageTypeByName(full_name)
+        except KeyError:
+            errors.append(f"message {full_name}: missing")
+            continue
+        message_proto = descriptor_pb2.DescriptorProto()
+        message.CopyToProto(message_proto)
+        optional = {f.name: f.proto3_optional for f in message_proto.field}
+        for extra in message.fields_by_name.keys() - rows.keys():
+            errors.append(f"{full_name}.{extra}: not in the spec")
+        for name, row in rows.items():
+            actual = message.fields_by_name.get(name)
+            if actual is None:
+                errors.append(f"{full_name}.{name}: missing")
+            else:
+                errors += _field_errors(f"{full_name}.{name}", actual, optional[name], row)
+
+    declared_enums = {f"{file.package}.{name}" for name in file.enum_types_by_name}
+    errors += [
+        f"enum {name}: not in the spec" for name in sorted(declared_enums - spec.enums.keys())
+    ]
+    for full_name, values in spec.enums.items():
+        try:
+            enum = file.pool.FindEnumTypeByName(full_name)
+        except KeyError:
+            errors.append(f"enum {full_name}: missing")
+            continue
+        actual_values = {value.name: value.number for value in enum.values}
+        if actual_values != values:
+            errors.append(f"enum {full_name}: {actual_values}, spec says {values}")
+    return errors
+
+
+# ---- tests ----
+
+
+@pytest.fixture(scope="module")
+def spec() -> Spec:
+    assert SPEC.is_file(), f"{SPEC} is missing"
+    return parse_spec(SPEC.read_text(encoding="utf-8"))
+
+
+def test_spec_tables_parse_completely(spec: Spec) -> None:
+    """Guards the parser: a table it silently skipped would make the comparison vacuous."""
+    assert len(spec.rpcs) == 16
+    assert {"v1.PowerResetRackRequest", "v1.TriggerTaskScheduleRequest", "v1.StringQueryInfo"} <= (
+        spec.messages.keys()
+    )
+    assert spec.messages["v1.PerComponentFirmwareAuthenticationData"]["powershelf"] == FieldRow(
+        "powershelf", 3, "string", "optional"
+    )
+    assert spec.messages["v1.Filter"]["component_field"] == FieldRow(
+        "component_field", 2, "v1.ComponentFilterField", "oneof field"
+    )
+    assert spec.enums["v1.ComponentFilterField"]["COMPONENT_FILTER_FIELD_TYPE"] == 4
+    assert "RACK_FILTER_FIELD_TYPE" not in spec.enums["v1.RackFilterField"]
+    assert len(spec.enums) == 8
+
+
+def test_descriptors_match_flow_wire_tables(spec: Spec) -> None:
+    assert contract_errors(flow_pb2.DESCRIPTOR, spec) == []
+
+
+class _RecordingChannel:
+    """Stands in for ``grpc.Channel``: records the method paths the stub registers."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def unary_unary(self, path: str, **_: object) -> None:
+        self.paths.append(path)
+
+
+def test_stub_uses_the_wire_method_paths(spec: Spec) -> None:
+    channel = _RecordingChannel()
+    flow_pb2_grpc.FlowStub(channel)
+    assert sorted(channel.paths) == sorted(
+        f"/{spec.package}.{spec.service}/{rpc}" for rpc in spec.rpcs
+    )
+
+
+def _load_generator() -> ModuleType:
+    loaded = importlib.util.spec_from_file_location("gen_proto", ROOT / "scripts" / "gen_proto.py")
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+def test_generated_modules_are_fresh() -> None:
+    stale = _load_generator().stale_files()
+    assert stale == [], f"regenerate with `make proto`: {stale}"
+
+
+# ---- the checker itself catches drift ----
+
+
+def _field(proto: descriptor_pb2.FileDescriptorProto, message: str, name: str):
+    found = next(m for m in proto.message_type if m.name == message)
+    return next(f for f in found.field if f.name == name)
+
+
+def _renumber(proto):
+    _field(proto, "TaskSchedule", "enabled").number = 12
+
+
+def _rename(proto):
+    _field(proto, "ListTasksRequest", "with_report").name = "include_report"
+
+
+def _drop_optional(proto):
+    # Turning `optional` into a plain field: unset the flag and drop the synthetic oneof.
+    field = _field(proto, "ListTaskSchedulesRequest", "enabled_only")
+    field.proto3_optional = False
+    field.ClearField("oneof_index")
+    message = next(m for m in proto.message_type if m.name == "ListTaskSchedulesRequest")
+    del message.oneof_decl[2]
+
+
+def _rename_oneof(proto):
+    next(m for m in proto.message_type if m.name == "RackTarget").oneof_decl[0].name = "target"
+
+
+def _make_repeated(proto):
+    _field(
+        proto, "CancelTaskRequest", "task_id"
+    ).label = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+
+
+def _renumber_enum_value(proto):
+    enum = next(e for e in proto.enum_type if e.name == "TaskStatus")
+    next(v for v in enum.value if v.name == "TASK_STATUS_WAITING").number = 7
+
+
+def _swap_response(proto):
+    method = next(m for m in proto.service[0].method if m.name == "TriggerTaskSchedule")
+    method.output_type = ".v1.TaskSchedule"
+
+
+def _extra_field(proto):
+    message = next(m for m in proto.message_type if m.name == "UUID")
+    message.field.add(name="extra", number=2, type=9, label=1)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (_renumber, "v1.TaskSchedule.enabled: number 12"),
+        (_rename, "v1.ListTasksRequest.with_report: missing"),
+        (_drop_optional, "v1.ListTaskSchedulesRequest.enabled_only: label"),
+        (_rename_oneof, "v1.RackTarget.id: label"),
+        (_make_repeated, "v1.CancelTaskRequest.task_id: label"),
+        (_renumber_enum_value, "enum v1.TaskStatus"),
+        (_swap_response, "RPC TriggerTaskSchedule"),
+        (_extra_field, "v1.UUID.extra: not in the spec"),
+    ],
+    ids=lambda value: value.__name__.strip("_") if callable(value) else None,
+)
+def test_checker_catches_drift(spec: Spec, mutate: Callable, expected: str) -> None:
+    proto = descriptor_pb2.FileDescriptorProto()
+    flow_pb2.DESCRIPTOR.CopyToProto(proto)
+    mutate(proto)
+    pool = descriptor_pool.DescriptorPool()
+    for dependency in (empty_pb2, field_mask_pb2, timestamp_pb2):
+        dependency_proto = descriptor_pb2.FileDescriptorProto()
+        dependency.DESCRIPTOR.CopyToProto(dependency_proto)
+        pool.Add(dependency_proto)
+    pool.Add(proto)
+    errors = contract_errors(pool.FindFileByName(proto.name), spec)
+    assert any(error.startswith(expected) for error in errors), errors
