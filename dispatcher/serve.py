@@ -1,11 +1,13 @@
-"""``rackcron serve``: the dispatcher, the task runner and the metrics endpoint, together.
+"""``rackcron serve``: the dispatcher, the task runner, the gRPC shim and metrics, together.
 
 One process, one configuration: the poll loop and the runner each run in a thread
-of their own, over the same store; ``/metrics`` and ``/healthz`` are served when
-a listen address is given. :func:`serve` returns once ``stop`` is set (SIGTERM,
-SIGINT, or ``stop_after``) and both loops have finished what they were doing: the
-firing batch in progress completes its three phases, and the controller calls in
-progress are recorded.
+of their own, over the same store, and the Flow gRPC shim serves on its own
+thread pool when given an address (alone with ``dispatch=False``); ``/metrics``
+and ``/healthz`` are served when a listen address is given. :func:`serve`
+returns once ``stop`` is set (SIGTERM, SIGINT, or ``stop_after``) and everything
+has finished what it was doing: RPCs in flight complete (up to the shim's grace
+period), the firing batch in progress completes its three phases, and the
+controller calls in progress are recorded.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from math import inf
 from typing import Any
 
 from dispatcher.controllers.registry import Controllers
@@ -23,6 +26,7 @@ from dispatcher.loop import Dispatcher
 from dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.service import Service
+from shim.server import ShimConfig, ShimServer
 
 __all__ = ["ServeConfig", "serve"]
 
@@ -34,6 +38,7 @@ class ServeConfig:
     poll_interval: float = 10.0
     batch_size: int = 500
     workers: int | None = None  # None: the dispatcher's default for the backend
+    dispatch: bool = True  # False: no dispatcher and no runner (the shim alone)
     runner: bool = True
     runner_interval: float = 1.0
     status_interval: float = 2.0
@@ -41,13 +46,65 @@ class ServeConfig:
     simulator: Simulator = field(default_factory=Simulator)
     default_controller: dict[str, Any] | None = None
     metrics_listen: tuple[str, int] | None = None
+    grpc: ShimConfig | None = None
     stop_after: float | None = None
 
 
 def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
-    """Run until ``stop`` is set (or ``config.stop_after`` seconds have passed)."""
+    """Run until ``stop`` is set (or ``config.stop_after`` seconds have passed).
+
+    :raises UnusableConfig: the gRPC shim cannot start (a TLS file, its address).
+    """
     metrics = Metrics(service.task_counts)
-    health = HealthCheck(max_age=max(3 * config.poll_interval, 60.0))
+    # Without a dispatcher there is no poll to be late: the process is healthy while up.
+    health = HealthCheck(max_age=max(3 * config.poll_interval, 60.0) if config.dispatch else inf)
+    loops = _loops(service, config, metrics, health, stop) if config.dispatch else []
+    shim = server = timer = None
+    try:
+        if config.grpc is not None:
+            shim = ShimServer(service, config.grpc)
+            shim.start()
+        if config.metrics_listen is not None:
+            server = MetricsServer(*config.metrics_listen, metrics, health)
+            server.start()
+        if config.stop_after is not None:
+            timer = threading.Timer(config.stop_after, stop.set)
+            timer.daemon = True
+            timer.start()
+        event(
+            logging.INFO,
+            "serving",
+            dispatch=config.dispatch,
+            poll_interval=config.poll_interval,
+            runner=config.dispatch and config.runner,
+            grpc=shim.address if shim else "off",
+            metrics=f"http://{config.metrics_listen[0]}:{server.port}/metrics" if server else "off",
+        )
+        for loop in loops:
+            loop.start()
+        stop.wait()
+    finally:
+        stop.set()
+        if shim is not None and shim.port is not None:
+            shim.stop()  # drains the RPCs in flight
+        for loop in loops:
+            if loop.is_alive():
+                loop.join()
+        if server is not None:
+            server.stop()
+        if timer is not None:
+            timer.cancel()
+        event(logging.INFO, "stopped")
+
+
+def _loops(
+    service: Service,
+    config: ServeConfig,
+    metrics: Metrics,
+    health: HealthCheck,
+    stop: threading.Event,
+) -> list[threading.Thread]:
+    """The dispatcher's thread and, unless turned off, the task runner's."""
     dispatcher = Dispatcher(
         service,
         batch_size=config.batch_size,
@@ -81,32 +138,4 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
                 name="rackcron-runner",
             )
         )
-    server = None
-    if config.metrics_listen is not None:
-        server = MetricsServer(*config.metrics_listen, metrics, health)
-        server.start()
-    timer = None
-    if config.stop_after is not None:
-        timer = threading.Timer(config.stop_after, stop.set)
-        timer.daemon = True
-        timer.start()
-    event(
-        logging.INFO,
-        "serving",
-        poll_interval=config.poll_interval,
-        runner=config.runner,
-        metrics=f"http://{config.metrics_listen[0]}:{server.port}/metrics" if server else "off",
-    )
-    for loop in loops:
-        loop.start()
-    try:
-        stop.wait()
-    finally:
-        stop.set()
-        for loop in loops:
-            loop.join()
-        if server is not None:
-            server.stop()
-        if timer is not None:
-            timer.cancel()
-        event(logging.INFO, "stopped")
+    return loops

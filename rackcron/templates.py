@@ -23,7 +23,14 @@ from rackcron.models import (
     UpgradeFirmware,
 )
 
-__all__ = ["describe", "operation_type", "task_operation_text", "to_template"]
+__all__ = [
+    "describe",
+    "from_visible",
+    "operation_type",
+    "task_operation_text",
+    "to_template",
+    "visible",
+]
 
 # PowerOperation integers of the information JSON.
 _POWER_OPS = {
@@ -188,6 +195,44 @@ def operation_type(template: OperationTemplate | None) -> str:
 def describe(template: OperationTemplate | None) -> str:
     """The response's human ``description`` (``Power Off (forced)``, ...)."""
     return _derive(template)[1]
+
+
+# The template each (operation_type, description) a rackcron operation can have comes from.
+_VISIBLE = {
+    ("POWER_ON", "Power On"): ("power_control", "power_on"),
+    ("POWER_OFF", "Power Off"): ("power_control", "power_off"),
+    ("POWER_OFF", "Power Off (forced)"): ("power_control", "force_power_off"),
+    ("POWER_RESET", "Power Reset"): ("power_control", "restart"),
+    ("POWER_RESET", "Power Reset (forced)"): ("power_control", "force_restart"),
+    ("BRING_UP", "Bring Up"): ("bring_up", "bring_up"),
+    ("INGEST", "Ingest"): ("bring_up", "ingest"),
+}
+
+
+def from_visible(kind: str, description: str) -> OperationTemplate:
+    """The template as far as a TaskSchedule response shows it (its ``operation_type`` and
+    ``description``): type, code and firmware target version; other parameters are not shown.
+
+    ``operation_type`` and ``describe`` of the result give ``kind`` and ``description``
+    back for every operation rackcron stores.
+    """
+    if (kind, description) in _VISIBLE:
+        return OperationTemplate(
+            type=_VISIBLE[kind, description][0], code=_VISIBLE[kind, description][1]
+        )
+    if kind == "UPGRADE_FIRMWARE":
+        version = description.removeprefix("Upgrade Firmware").removeprefix(" to ")
+        return OperationTemplate(
+            type="firmware_control",
+            code="upgrade",
+            information={"target_version": version} if version else {},
+        )
+    return OperationTemplate(type=kind.lower(), code=description)
+
+
+def visible(template: OperationTemplate) -> OperationTemplate:
+    """``template`` reduced to what a TaskSchedule response shows of it (:func:`from_visible`)."""
+    return from_visible(*_derive(template))
 
 
 def task_operation_text(template: OperationTemplate) -> str:

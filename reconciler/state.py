@@ -26,6 +26,8 @@ from rackcron.models import (
     OperationTemplate,
     OverlapPolicy,
     Rack,
+    Schedule,
+    Scope,
     SpecType,
 )
 from rackcron.templates import to_template
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from rackcron.service import Operations
     from reconciler.declared import Declared
 
-__all__ = ["ScheduleState", "State", "declared_state", "store_state"]
+__all__ = ["ScheduleState", "State", "declared_state", "store_state", "stored_schedule"]
 
 ScopeRow = tuple[uuid.UUID, ComponentFilter | None]
 
@@ -132,29 +134,32 @@ def store_state(ops: Operations) -> State:
 
 
 def _store_state(ops: Operations) -> State:
-    schedules = {}
-    stored = ops.list_schedules().items
     all_scopes = ops.scopes_by_schedule()  # one query, not one per schedule
-    for schedule in stored:
-        scopes = all_scopes.get(schedule.id, [])
-        schedules[schedule.name] = ScheduleState(
-            name=schedule.name,
-            spec_type=schedule.spec_type,
-            spec=schedule.spec,
-            timezone=schedule.timezone or "UTC",
-            overlap_policy=schedule.overlap_policy,
-            # A consumed one-time schedule is disabled by firing, not by a person.
-            enabled=schedule.enabled or schedule.consumed,
-            template=schedule.template or OperationTemplate(type="", code=""),
-            scope=tuple((s.rack_id, s.component_filter) for s in scopes),
-            management=schedule.management,
-            consumed=schedule.consumed,
-            next_run_at=schedule.next_run_at,
-            scope_ids={s.rack_id: s.id for s in scopes},
-        )
+    schedules = {
+        s.name: stored_schedule(s, all_scopes.get(s.id, [])) for s in ops.list_schedules().items
+    }
     return State(
         racks={r.id: r for r in ops.list_racks()},
         components={c.id: c for c in ops.list_components()},
         domains={d.id: d for d in ops.list_nvl_domains()},
         schedules=schedules,
+    )
+
+
+def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
+    """A stored schedule and its scope entries, as a plan compares them."""
+    return ScheduleState(
+        name=schedule.name,
+        spec_type=schedule.spec_type,
+        spec=schedule.spec,
+        timezone=schedule.timezone or "UTC",
+        overlap_policy=schedule.overlap_policy,
+        # A consumed one-time schedule is disabled by firing, not by a person.
+        enabled=schedule.enabled or schedule.consumed,
+        template=schedule.template or OperationTemplate(type="", code=""),
+        scope=tuple((s.rack_id, s.component_filter) for s in scopes),
+        management=schedule.management,
+        consumed=schedule.consumed,
+        next_run_at=schedule.next_run_at,
+        scope_ids={s.rack_id: s.id for s in scopes},
     )

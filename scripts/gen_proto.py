@@ -1,17 +1,19 @@
-"""Regenerate the checked-in Python modules for the Flow wire contract.
+"""Regenerate the checked-in Python modules for the Flow wire contract and rackcron's own service.
 
-``schemas/proto/v1/flow.proto`` is compiled with grpcio-tools (the ``protoc`` it bundles,
-so the output depends only on the installed grpcio-tools version) into the package
-``rackcron_proto``::
+Each ``schemas/proto/v1/<name>.proto`` is compiled with grpcio-tools (the ``protoc`` it
+bundles, so the output depends only on the installed grpcio-tools version) into the
+package ``rackcron_proto``::
 
     schemas/proto/v1/flow.proto  ->  rackcron_proto/v1/flow_pb2.py
                                      rackcron_proto/v1/flow_pb2.pyi
                                      rackcron_proto/v1/flow_pb2_grpc.py
+    schemas/proto/v1/reconciler.proto  ->  rackcron_proto/v1/reconciler_pb2*.py(i)
 
 The include root is ``schemas/proto``, so the descriptor's file name stays ``v1/flow.proto``
 (what server reflection reports). protoc's gRPC plugin then writes the absolute import
 ``from v1 import flow_pb2``, which only resolves with ``rackcron_proto`` on ``sys.path``; the one
-post-processing step rewrites that line to ``from . import flow_pb2``. Nothing else is edited.
+post-processing step rewrites that line to ``from . import flow_pb2`` (likewise for each
+proto). Nothing else is edited.
 
 Usage::
 
@@ -31,12 +33,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_ROOT = ROOT / "schemas" / "proto"
-PROTOS = ("v1/flow.proto",)
+STEMS = ("flow", "reconciler")
+PROTOS = tuple(f"v1/{stem}.proto" for stem in STEMS)
 PACKAGE = "rackcron_proto"
-GENERATED = ("v1/flow_pb2.py", "v1/flow_pb2.pyi", "v1/flow_pb2_grpc.py")
+GENERATED = tuple(
+    f"v1/{stem}_pb2{suffix}" for stem in STEMS for suffix in (".py", ".pyi", "_grpc.py")
+)
 
-_ABSOLUTE_IMPORT = "from v1 import flow_pb2 as v1_dot_flow__pb2\n"
-_RELATIVE_IMPORT = "from . import flow_pb2 as v1_dot_flow__pb2\n"
+
+def _imports(stem: str) -> tuple[str, str]:
+    """The import line protoc's gRPC plugin writes for ``stem``, and what it becomes."""
+    alias = f"v1_dot_{stem}__pb2"
+    return f"from v1 import {stem}_pb2 as {alias}\n", f"from . import {stem}_pb2 as {alias}\n"
 
 
 def generate(out_root: Path) -> list[Path]:
@@ -60,11 +68,13 @@ def generate(out_root: Path) -> list[Path]:
     ]
     if protoc.main(args) != 0:
         raise RuntimeError(f"protoc failed: {' '.join(args[1:])}")
-    grpc_module = out / "v1" / "flow_pb2_grpc.py"
-    text = grpc_module.read_text(encoding="utf-8")
-    if _ABSOLUTE_IMPORT not in text:
-        raise RuntimeError(f"{grpc_module}: expected line not found: {_ABSOLUTE_IMPORT.strip()}")
-    grpc_module.write_text(text.replace(_ABSOLUTE_IMPORT, _RELATIVE_IMPORT), encoding="utf-8")
+    for stem in STEMS:
+        grpc_module = out / "v1" / f"{stem}_pb2_grpc.py"
+        text = grpc_module.read_text(encoding="utf-8")
+        absolute, relative = _imports(stem)
+        if absolute not in text:
+            raise RuntimeError(f"{grpc_module}: expected line not found: {absolute.strip()}")
+        grpc_module.write_text(text.replace(absolute, relative), encoding="utf-8")
     return [out / name for name in GENERATED]
 
 

@@ -7,12 +7,15 @@ keep status 2). Nothing a user types can produce a traceback.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,12 +24,16 @@ import click
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
+    import grpc
+
     from rackcron.service import Service
 
 __all__ = [
     "DURATION",
+    "GRPC_TOKEN_ENV",
     "LISTEN",
     "Duration",
+    "Server",
     "cli_errors",
     "database_option",
     "echo_json",
@@ -35,6 +42,7 @@ __all__ = [
     "operation_durations",
     "page_options",
     "print_table",
+    "server_options",
     "when",
 ]
 
@@ -148,11 +156,93 @@ def cli_errors() -> Iterator[None]:
         sys.exit(1)
 
 
-def open_service(database_url: str | None) -> Service:
+#: A bearer token for the gRPC API (serve accepts it; --server clients send it).
+GRPC_TOKEN_ENV = "RACKCRON_GRPC_TOKEN"
+
+
+@dataclass(frozen=True)
+class Server:
+    """A gRPC server to talk to instead of the local store (``--server`` and friends)."""
+
+    address: str
+    ca_file: str | None
+    client_cert: str | None
+    client_key: str | None
+    server_name: str | None
+    tls: bool
+    token: str | None
+
+    def channel(self) -> grpc.Channel:
+        """:raises RackcronError: a TLS file cannot be read."""
+        from shim.client import ClientTls, connect
+
+        tls = None
+        if self.tls:
+            tls = ClientTls(self.ca_file, self.client_cert, self.client_key, self.server_name)
+        try:
+            return connect(self.address, tls, self.token)
+        except OSError as exc:
+            raise RackcronError(f"cannot read {exc.filename}: {exc.strerror}") from None
+
+
+def _token(token_file: str | None) -> str | None:
+    if token_file is None:
+        return os.environ.get(GRPC_TOKEN_ENV) or None
+    try:
+        lines = open(token_file, encoding="utf-8").read().splitlines()  # noqa: SIM115
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read {token_file}: {exc.strerror}", param_hint="--token-file"
+        ) from None
+    tokens = [t.strip() for t in lines if t.strip() and not t.strip().startswith("#")]
+    if not tokens:
+        raise click.BadParameter(f"{token_file} holds no token", param_hint="--token-file")
+    return tokens[0]
+
+
+def server_options(func: F) -> F:
+    """``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``."""
+
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        names = ("tls", "ca_file", "client_cert", "client_key", "server_name", "token_file")
+        given = {name: kwargs.pop(name) for name in names}
+        address = kwargs.pop("server")
+        if address is None:
+            extra = [f"--{n.replace('_', '-')}" for n, v in given.items() if v]
+            if extra:
+                raise click.UsageError(f"{extra[0]} needs --server")
+            return func(*args, server=None, **kwargs)
+        if (given["client_cert"] is None) != (given["client_key"] is None):
+            raise click.UsageError("--client-cert and --client-key go together")
+        tls = given["tls"] or any(given[n] for n in ("ca_file", "client_cert", "server_name"))
+        server = Server(
+            address, given["ca_file"], given["client_cert"], given["client_key"],
+            given["server_name"], tls, _token(given["token_file"]),
+        )  # fmt: skip
+        return func(*args, server=server, **kwargs)
+
+    path = click.Path(dir_okay=False)
+    for option in reversed([
+        click.option("--server", metavar="HOST:PORT", envvar="RACKCRON_SERVER", show_envvar=True,
+                     help="Use this gRPC server (rackcron serve, or Flow) instead of the store."),
+        click.option("--tls", is_flag=True, help="Use TLS to --server (implied by the options below)."),
+        click.option("--ca-file", type=path, help="PEM CA bundle to verify --server (default: the system's)."),
+        click.option("--client-cert", type=path, help="PEM client certificate for mTLS, with --client-key."),
+        click.option("--client-key", type=path, help="PEM private key of --client-cert."),
+        click.option("--server-name", help="The name --server's certificate must carry, if not its host."),
+        click.option("--token-file", type=path,
+                     help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
+    ]):  # fmt: skip
+        command = option(command)
+    return command  # type: ignore[return-value]
+
+
+def open_service(database_url: str | None, *, pool_size: int | None = None) -> Service:
     """The service over ``database_url`` (or the default store)."""
     from rackcron.service import Service
 
-    return Service.open(database_url)
+    return Service.open(database_url, pool_size=pool_size)
 
 
 def echo_json(value: Any) -> None:

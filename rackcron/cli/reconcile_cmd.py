@@ -12,17 +12,22 @@ from typing import TYPE_CHECKING
 import click
 
 from rackcron.cli._common import (
+    Server,
     cli_errors,
     database_option,
     echo_json,
     open_service,
     print_table,
+    server_options,
     when,
 )
 
 if TYPE_CHECKING:
+    from reconciler.apply import Provenance
     from reconciler.declared import Declared
     from reconciler.plan import Plan
+    from reconciler.remote import RemoteStore
+    from reconciler.state import State
     from reconciler.validate import Validation
 
 __all__ = ["apply", "diff", "history", "plan", "sync"]
@@ -120,20 +125,34 @@ def _desired_plan(
     created: the plan is made against an empty store, as the first apply will see it.
     """
     from reconciler.apply import plan_against_store
-    from reconciler.state import declared_state
-    from reconciler.validate import validate_sources
 
-    sources, origin = _tree(path, rev)
-    declared = _require_valid(validate_sources(sources))
+    desired, origin = _desired_state(path, rev, owner)
     missing = None if create_store else _missing_sqlite_file(database_url)
     if missing:
         click.echo(f"note: {missing} does not exist yet; planning against an empty store", err=True)
         database_url = "sqlite://"
     with cli_errors():
         service = open_service(database_url)
-        return plan_against_store(
-            service, declared_state(declared, owner), owner=owner, source=origin
-        )
+        return plan_against_store(service, desired, owner=owner, source=origin)
+
+
+def _desired_state(path: Path, rev: str | None, owner: str) -> tuple[State, dict[str, object]]:
+    """The validated tree's desired state (exit 1 on errors) and where it comes from."""
+    from reconciler.state import declared_state
+    from reconciler.validate import validate_sources
+
+    sources, origin = _tree(path, rev)
+    return declared_state(_require_valid(validate_sources(sources)), owner), origin
+
+
+def _remote_plan(
+    remote: RemoteStore, path: Path, rev: str | None, owner: str
+) -> tuple[Plan, State]:
+    """Validate the tree and plan it against a gRPC server; the plan and the desired state."""
+    desired, origin = _desired_state(path, rev, owner)
+    with cli_errors():
+        result = remote.plan(desired, owner=owner, now=datetime.now(UTC), source=origin)
+    return result, desired
 
 
 def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
@@ -188,6 +207,7 @@ rev_option = click.option(
 @rev_option
 @owner_option
 @database_option
+@server_options
 def plan(
     path: Path,
     fmt: str,
@@ -196,14 +216,26 @@ def plan(
     rev: str | None,
     owner: str,
     database_url: str | None,
+    server: Server | None,
 ) -> None:
     """Show what applying PATH (default: the current directory) would change in the store.
 
+    With --server, the plan is made against a gRPC server (rackcron serve, or Flow)
+    from its RPCs instead of the store.
+
     Example: rackcron plan examples/ --format markdown -o plan.json
+
+    Example: rackcron plan examples/ --server 127.0.0.1:50051
     """
+    from reconciler.remote import RemoteStore
     from reconciler.render import render_json
 
-    result = _desired_plan(path, rev, owner, database_url, create_store=False)
+    if server is not None:
+        with cli_errors():
+            channel = server.channel()
+        result, _ = _remote_plan(RemoteStore(channel), path, rev, owner)
+    else:
+        result = _desired_plan(path, rev, owner, database_url, create_store=False)
     if out:
         out.write_text(render_json(result.to_json()) + "\n")
     _show(result, fmt, detailed_exitcode)
@@ -220,6 +252,7 @@ def plan(
 @rev_option
 @owner_option
 @database_option
+@server_options
 def apply(
     source: Path,
     auto_approve: bool,
@@ -227,6 +260,7 @@ def apply(
     rev: str | None,
     owner: str,
     database_url: str | None,
+    server: Server | None,
 ) -> None:
     """Apply SOURCE to the store: a tree (planned now) or a plan saved with `plan -o`.
 
@@ -234,12 +268,19 @@ def apply(
     transaction: all of it is applied, or none. A saved plan is refused if the
     store changed since it was made.
 
+    With --server, the tree is planned and applied through a gRPC server's RPCs
+    (rackcron serve, or Flow). That is not one transaction: the apply stops at the
+    first step the server refuses and lists what was applied and what was not.
+
     Example: rackcron apply examples/ --auto-approve
+
+    Example: rackcron apply examples/ --server 127.0.0.1:50051 --token-file token
     """
-    from reconciler.apply import Provenance, apply_plan
-    from reconciler.git import author
+    if server is not None:
+        _apply_remote(server, source, rev, owner, auto_approve, break_lock)
+        return
+    from reconciler.apply import apply_plan
     from reconciler.plan import Plan
-    from reconciler.render import render_text
 
     if break_lock:
         with cli_errors():
@@ -256,31 +297,80 @@ def apply(
             sys.exit(1)
     else:
         planned = _desired_plan(source, rev, owner, database_url, create_store=True)
+    provenance = _approved(planned, source, auto_approve)
+    with cli_errors():
+        record = apply_plan(open_service(database_url), planned, provenance, progress=_progress)
+    _complete(record.summary, record.id)
+
+
+def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
+    """Show the plan and ask (unless ``auto_approve``); exit when there is nothing to apply
+    or the user says no. Where the applied tree comes from, for the apply log."""
+    from reconciler.apply import Provenance
+    from reconciler.git import author
+    from reconciler.render import render_text
+
     click.echo(render_text(planned.to_json(), colour=_colour()))
     if planned.errors:
         sys.exit(1)
     if not planned.changes:
-        return
+        sys.exit(0)
     if not auto_approve and not click.confirm("\nApply these changes?", default=False):
         click.echo("Apply cancelled; nothing was changed.")
         sys.exit(1)
-
-    def progress(number: int, total: int, change) -> None:  # type: ignore[no-untyped-def]
-        if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
-            click.echo(f"  [{number}/{total}] {change.kind} {change.name}", err=True)
-
     origin = planned.source or {}
-    provenance = Provenance(
+    return Provenance(
         source=str(origin.get("path", source)), revision=origin.get("revision"),
         dirty=bool(origin.get("dirty")), author=author(source),
     )  # fmt: skip
-    with cli_errors():
-        record = apply_plan(open_service(database_url), planned, provenance, progress=progress)
-    counts = record.summary
+
+
+def _complete(counts: dict[str, int], apply_id: int | None) -> None:
+    logged = f" (apply #{apply_id})" if apply_id is not None else ""
     click.echo(
         f"\nApply complete: {counts['create']} created, {counts['update']} updated,"
-        f" {counts['replace']} replaced, {counts['delete']} destroyed (apply #{record.id})."
+        f" {counts['replace']} replaced, {counts['delete']} destroyed{logged}."
     )
+
+
+def _progress(number: int, total: int, change) -> None:  # type: ignore[no-untyped-def]
+    if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
+        click.echo(f"  [{number}/{total}] {change.kind} {change.name}", err=True)
+
+
+def _apply_remote(
+    server: Server, source: Path, rev: str | None, owner: str, auto_approve: bool, break_lock: bool
+) -> None:
+    """``apply --server``: plan the tree against the server, confirm, apply step by step."""
+    from reconciler.remote import RemoteStore
+
+    if break_lock or source.is_file():
+        raise click.UsageError(
+            "with --server, apply takes a tree (a saved plan or --break-lock needs the store)"
+        )
+    with cli_errors():
+        remote = RemoteStore(server.channel())
+    planned, desired = _remote_plan(remote, source, rev, owner)
+    provenance = _approved(planned, source, auto_approve)
+    with cli_errors():
+        report = remote.apply(planned, desired, provenance=provenance, progress=_progress)
+    if report.ok:
+        _complete(planned.counts(), report.apply_id)
+        return
+    change, step, error = report.failed  # type: ignore[misc]
+    click.echo(f'\nerror: {change.kind} "{change.name}": {step.rpc} failed: {error}', err=True)
+    click.echo(f"Applied before the failure ({len(report.applied)} steps):", err=True)
+    for done, done_step in report.applied:
+        click.echo(f'  {done.kind} "{done.name}": {done_step.rpc}', err=True)
+    click.echo(
+        f"Not applied ({len(report.not_applied) + 1} steps, the failed one first):", err=True
+    )
+    for left, left_step in [(change, step), *report.not_applied]:
+        click.echo(f'  {left.kind} "{left.name}": {left_step.rpc}', err=True)
+    click.echo(
+        "Fix the cause and run apply again: it plans from what the server has now.", err=True
+    )
+    sys.exit(1)
 
 
 @click.command()

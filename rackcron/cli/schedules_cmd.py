@@ -1,4 +1,9 @@
-"""``rackcron schedules``: inspect and control the schedules in the local store."""
+"""``rackcron schedules``: inspect and control the schedules, in the store or over gRPC.
+
+Each command works on the local store, or with ``--server`` on a gRPC server
+(``rackcron serve --grpc-listen``, or Flow) through :class:`shim.client.FlowClient`,
+which offers the same operations with the same shapes.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rackcron.cli._common import (
+    Server,
     cli_errors,
     database_option,
     echo_json,
@@ -15,17 +21,28 @@ from rackcron.cli._common import (
     open_service,
     page_options,
     print_table,
+    server_options,
     when,
 )
 
 if TYPE_CHECKING:
     from rackcron.models import Schedule
     from rackcron.service import Service
+    from shim.client import FlowClient
 
 __all__ = ["schedules"]
 
 
-def _lookup(service: Service, ref: str) -> Schedule:
+def _backend(database_url: str | None, server: Server | None) -> Service | FlowClient:
+    """The local store, or the gRPC server when ``--server`` is given."""
+    if server is None:
+        return open_service(database_url)
+    from shim.client import FlowClient
+
+    return FlowClient(server.channel())
+
+
+def _lookup(service: Service | FlowClient, ref: str) -> Schedule:
     """A schedule by UUID or by name."""
     try:
         return service.get_schedule(uuid.UUID(ref))
@@ -62,9 +79,12 @@ def _show(schedules: list[Schedule], fmt: str) -> None:
 
 @click.group()
 def schedules() -> None:
-    """Inspect and control the schedules in the store.
+    """Inspect and control the schedules in the store, or on a gRPC server (--server).
 
-    A SCHEDULE argument is a schedule's name or its UUID.
+    A SCHEDULE argument is a schedule's name or its UUID. With --server HOST:PORT
+    every command goes through the Flow RPCs of that server (rackcron serve
+    --grpc-listen, or Flow itself); add --ca-file/--client-cert/--client-key for
+    TLS and mTLS, and --token-file (or $RACKCRON_GRPC_TOKEN) for a bearer token.
     """
 
 
@@ -74,6 +94,7 @@ def schedules() -> None:
 @page_options
 @format_option
 @database_option
+@server_options
 def list_command(
     rack_id: str | None,
     enabled_only: bool,
@@ -81,13 +102,16 @@ def list_command(
     limit: int,
     fmt: str,
     database_url: str | None,
+    server: Server | None,
 ) -> None:
     """List schedules, oldest first.
 
     Example: rackcron schedules list --enabled-only --format json
+
+    Example: rackcron schedules list --server flow.example.net:50051 --ca-file ca.pem
     """
     with cli_errors():
-        page = open_service(database_url).list_schedules(
+        page = _backend(database_url, server).list_schedules(
             rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
         )
     if fmt == "json":
@@ -102,13 +126,14 @@ def list_command(
 @click.argument("schedule")
 @format_option
 @database_option
-def get_command(schedule: str, fmt: str, database_url: str | None) -> None:
+@server_options
+def get_command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
     """Show one schedule and its scope.
 
     Example: rackcron schedules get nightly-compute-firmware
     """
     with cli_errors():
-        service = open_service(database_url)
+        service = _backend(database_url, server)
         found = _lookup(service, schedule)
         scopes = service.list_scopes(found.id)
     if fmt == "json":
@@ -137,9 +162,10 @@ def _single(verb: str, help_text: str) -> click.Command:
     @click.argument("schedule")
     @format_option
     @database_option
-    def command(schedule: str, fmt: str, database_url: str | None) -> None:
+    @server_options
+    def command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
         with cli_errors():
-            service = open_service(database_url)
+            service = _backend(database_url, server)
             target = _lookup(service, schedule)
             result = getattr(service, f"{verb}_schedule")(target.id)
         _show([result], fmt)
@@ -162,33 +188,50 @@ _single(
 @click.argument("schedule")
 @format_option
 @database_option
-def trigger_command(schedule: str, fmt: str, database_url: str | None) -> None:
+@server_options
+def trigger_command(
+    schedule: str, fmt: str, database_url: str | None, server: Server | None
+) -> None:
     """Fire a schedule now on every rack of its scope (overlap policy ignored).
+
+    Over --server, the ids of the tasks submitted are printed, in scope order.
 
     Example: rackcron schedules trigger nightly-reset
     """
     with cli_errors():
-        service = open_service(database_url)
-        result = service.trigger(_lookup(service, schedule).id)
+        backend = _backend(database_url, server)
+        target = _lookup(backend, schedule).id
+        if server is not None:  # Flow answers with the task ids only
+            task_ids = backend.trigger_ids(target)  # type: ignore[union-attr]
+            lines = [f"task {t}" for t in task_ids]
+        else:
+            result = backend.trigger(target)  # type: ignore[union-attr]
+            task_ids = result.task_ids
+            lines = [
+                f"rack {o.rack_id}: {o.result} {o.task_id or o.error or ''}".rstrip()
+                for o in result.outcomes
+            ]
     if fmt == "json":
-        echo_json({"task_ids": [str(t) for t in result.task_ids]})
+        echo_json({"task_ids": [str(t) for t in task_ids]})
         return
-    for outcome in result.outcomes:
-        detail = outcome.task_id or outcome.error or ""
-        click.echo(f"rack {outcome.rack_id}: {outcome.result} {detail}".rstrip())
+    for line in lines:
+        click.echo(line)
 
 
 @schedules.command("delete")
 @click.argument("schedule")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @database_option
-def delete_command(schedule: str, yes: bool, database_url: str | None) -> None:
+@server_options
+def delete_command(
+    schedule: str, yes: bool, database_url: str | None, server: Server | None
+) -> None:
     """Delete a schedule and its scope (tasks already submitted keep running).
 
     Example: rackcron schedules delete old-firmware-rollout --yes
     """
     with cli_errors():
-        service = open_service(database_url)
+        service = _backend(database_url, server)
         target = _lookup(service, schedule)
         if not yes:
             click.confirm(f"Delete schedule {target.name!r} ({target.id})?", abort=True)

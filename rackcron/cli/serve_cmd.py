@@ -7,18 +7,22 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from rackcron.cli._common import (
     DURATION,
+    GRPC_TOKEN_ENV,
     LISTEN,
     cli_errors,
     database_option,
     open_service,
     operation_durations,
 )
+
+if TYPE_CHECKING:
+    from shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -188,6 +192,43 @@ def _controller(value: str | None) -> dict[str, Any] | None:
     help="Share of simulated operations that fail.",
 )  # fmt: skip
 @click.option("--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs).")
+@click.option(
+    "--grpc-listen",
+    type=LISTEN,
+    help="Serve the Flow gRPC API here, e.g. 127.0.0.1:50051 (default: off). Off loopback, "
+    "use TLS and tokens.",
+)
+@click.option(
+    "--grpc-tls-cert", type=click.Path(dir_okay=False),
+    help="PEM certificate (chain) of the gRPC server; turns TLS on, with --grpc-tls-key.",
+)  # fmt: skip
+@click.option("--grpc-tls-key", type=click.Path(dir_okay=False), help="PEM private key for TLS.")
+@click.option(
+    "--grpc-client-ca", type=click.Path(dir_okay=False),
+    help="PEM CA bundle: clients must present a certificate it signed (mTLS).",
+)  # fmt: skip
+@click.option(
+    "--grpc-token-file", type=click.Path(dir_okay=False),
+    help="File of bearer tokens, one per line: gRPC calls must carry one (also accepted: "
+    f"${GRPC_TOKEN_ENV}). Health checks need none.",
+)  # fmt: skip
+@click.option(
+    "--grpc-workers", type=click.IntRange(1, 256), default=8, show_default=True,
+    help="Threads serving RPCs; the database connection pool is sized to match.",
+)  # fmt: skip
+@click.option(
+    "--grpc-max-message-size", type=click.IntRange(1024, 64 * 1024 * 1024),
+    default=4 * 1024 * 1024, show_default=True, metavar="BYTES",
+    help="Largest request accepted; bigger ones get RESOURCE_EXHAUSTED.",
+)  # fmt: skip
+@click.option(
+    "--grpc-grace", type=DURATION, default="10s", show_default=True,
+    help="On stop, how long RPCs in flight get to finish.",
+)  # fmt: skip
+@click.option(
+    "--no-dispatch", is_flag=True,
+    help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
+)  # fmt: skip
 @click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
 def serve(
     database_url: str | None,
@@ -207,9 +248,18 @@ def serve(
     sim_default_duration: float,
     sim_failure_rate: float,
     sim_seed: int | None,
+    grpc_listen: tuple[str, int] | None,
+    grpc_tls_cert: str | None,
+    grpc_tls_key: str | None,
+    grpc_client_ca: str | None,
+    grpc_token_file: str | None,
+    grpc_workers: int,
+    grpc_max_message_size: int,
+    grpc_grace: float,
+    no_dispatch: bool,
     stop_after: float | None,
 ) -> None:
-    """Run the dispatcher and the task runner: fire schedules and deliver their tasks.
+    """Run the dispatcher, the task runner and (with --grpc-listen) the Flow gRPC API.
 
     The dispatcher polls for due schedules (as `rackcron dispatch`); the task runner
     delivers pending tasks to each rack's controller (the `controller:` of its Rack,
@@ -217,18 +267,32 @@ def serve(
     cancellations, promotes queued tasks when their rack frees up and fails those
     whose queue timeout passes. A controller that is down or slow only delays its
     own racks' tasks; its calls are retried with backoff, then the task fails with
-    the error. SIGTERM or SIGINT stops both cleanly after the work in progress.
+    the error.
+
+    With --grpc-listen the same process serves the Flow task-schedule and task
+    RPCs (v1.Flow, with gRPC health checking and reflection) over the same store;
+    --no-dispatch serves them alone. SIGTERM or SIGINT stops everything cleanly:
+    RPCs in flight finish (up to --grpc-grace), then the work in progress.
 
     Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 
+    Example: rackcron serve --grpc-listen 127.0.0.1:50051 --no-dispatch
+
     Example: rackcron serve --database-url postgresql+psycopg://rackcron@db/rackcron
-    --default-controller https://rc.example.net:8470 --log-format json
+    --default-controller https://rc.example.net:8470 --grpc-listen 0.0.0.0:50051
+    --grpc-tls-cert server.pem --grpc-tls-key server.key --grpc-token-file tokens
+    --log-format json
     """
     from dispatcher.controllers.simulator import Simulator
     from dispatcher.runner import RetryPolicy
     from dispatcher.serve import ServeConfig
     from dispatcher.serve import serve as run_server
+    from shim.server import UnusableConfig
 
+    grpc = _grpc_config(
+        grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca, grpc_token_file,
+        grpc_workers, grpc_max_message_size, grpc_grace, no_dispatch,
+    )  # fmt: skip
     config = ServeConfig(
         poll_interval=poll_interval,
         batch_size=batch_size,
@@ -245,15 +309,68 @@ def serve(
         ),
         default_controller=_controller(default_controller),
         metrics_listen=metrics_listen,
+        dispatch=not no_dispatch,
+        grpc=grpc,
         stop_after=stop_after,
     )
     _start_logs(log_format, log_level)
     stop = _stop_on_signals()
+    # Each RPC thread may hold a connection, next to the dispatcher's and the runner's.
+    pool_size = grpc_workers + 4 if config.grpc else None
     with cli_errors():
-        service = open_service(database_url)
+        service = open_service(database_url, pool_size=pool_size)
         try:
             run_server(service, config, stop)
-        except OSError as exc:  # the metrics port is taken, say
+        except (OSError, UnusableConfig) as exc:  # a port is taken, a TLS file unreadable
             raise click.ClickException(str(exc)) from None
         finally:
             service.close()
+
+
+def _grpc_config(
+    listen: tuple[str, int] | None,
+    cert: str | None,
+    key: str | None,
+    client_ca: str | None,
+    token_file: str | None,
+    workers: int,
+    max_message_size: int,
+    grace: float,
+    no_dispatch: bool,
+) -> ShimConfig | None:
+    """The shim's configuration from serve's --grpc-* options (None: no gRPC).
+
+    :raises click.UsageError: options that do not go together.
+    """
+    from shim.server import ShimConfig, TlsFiles, UnusableConfig, load_tokens
+
+    given = [
+        name
+        for name, value in (
+            ("--grpc-tls-cert", cert), ("--grpc-tls-key", key),
+            ("--grpc-client-ca", client_ca), ("--grpc-token-file", token_file),
+            ("--no-dispatch", no_dispatch or None),
+        )
+        if value is not None
+    ]  # fmt: skip
+    if listen is None:
+        if given:
+            raise click.UsageError(f"{given[0]} needs --grpc-listen")
+        return None
+    if (cert is None) != (key is None):
+        raise click.UsageError("--grpc-tls-cert and --grpc-tls-key go together")
+    if client_ca is not None and cert is None:
+        raise click.UsageError("--grpc-client-ca needs TLS (--grpc-tls-cert and --grpc-tls-key)")
+    try:
+        tokens = load_tokens(token_file, os.environ.get(GRPC_TOKEN_ENV))
+    except UnusableConfig as exc:
+        raise click.BadParameter(str(exc), param_hint="--grpc-token-file") from None
+    return ShimConfig(
+        host=listen[0],
+        port=listen[1],
+        tls=TlsFiles(cert, key, client_ca) if cert and key else None,
+        tokens=tokens,
+        workers=workers,
+        max_message_bytes=max_message_size,
+        grace=grace,
+    )

@@ -101,9 +101,11 @@ class Service:
         self.clock = clock
 
     @classmethod
-    def open(cls, url: str | None = None, **kwargs: Any) -> Service:
+    def open(
+        cls, url: str | None = None, *, pool_size: int | None = None, **kwargs: Any
+    ) -> Service:
         """Open the store at ``url`` (default: ``default_database_url()``)."""
-        return cls(open_engine(url or default_database_url()), **kwargs)
+        return cls(open_engine(url or default_database_url(), pool_size=pool_size), **kwargs)
 
     def close(self) -> None:
         self.engine.dispose()

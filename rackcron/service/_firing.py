@@ -139,7 +139,7 @@ class FiringOps(ScheduleOps, TaskOps):
         row = self.schedule_row(schedule_id, lock=True)
         if _rows.schedule(row).consumed:
             raise FailedPrecondition(
-                f"task schedule {row.id} is a one-time schedule that has already fired; create a new one"
+                f"id: task schedule {row.id} is a one-time schedule that has already fired; create a new one"
             )
         claim = self._claim([row], manual=True)
         if claim.unfireable:

@@ -236,7 +236,7 @@ class ScheduleOps(TargetOps):
         if "schedule.spec" in update_mask:
             if current.consumed:
                 raise FailedPrecondition(
-                    f"task schedule {row.id} is a consumed one-time schedule: its spec cannot"
+                    f"schedule.spec: task schedule {row.id} is a consumed one-time schedule: its spec cannot"
                     " change; create a new schedule"
                 )
             spec = _spec(config, timezone)
@@ -286,7 +286,7 @@ class ScheduleOps(TargetOps):
         if current.consumed:
             verb = "pause" if not enabled else "resume"
             raise FailedPrecondition(
-                f"task schedule {row.id} is a one-time schedule that has already fired: nothing to {verb}"
+                f"id: task schedule {row.id} is a one-time schedule that has already fired: nothing to {verb}"
             )
         if not enabled and not current.enabled:
             return current  # pausing a paused schedule is a no-op; resume always restarts

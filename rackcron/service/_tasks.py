@@ -181,7 +181,7 @@ class TaskOps(OpsBase):
             raise NotFound(f"task_id: task {task_id} not found")
         if TaskStatus(row.status) not in ACTIVE_STATUSES:
             raise FailedPrecondition(
-                f"task {task_id} has already ended ({row.status}): nothing to cancel"
+                f"task_id: task {task_id} has already ended ({row.status}): nothing to cancel"
             )
         reached = row.status != TaskStatus.WAITING.value
         self.conn.execute(

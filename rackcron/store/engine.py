@@ -54,15 +54,16 @@ def default_database_url() -> str:
     return f"sqlite:///{base / 'rackcron' / 'rackcron.db'}"
 
 
-def _create_engine(url: str) -> Engine:
+def _create_engine(url: str, pool_size: int | None = None) -> Engine:
     try:
         url_obj = sa.make_url(url)
     except sa.exc.ArgumentError as exc:
         raise StoreError(f"invalid database URL {url!r}: {exc}") from exc
     if url_obj.get_backend_name() == "sqlite":
         return _sqlite_engine(url_obj)
+    pool = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": pool_size // 2}
     try:
-        return sa.create_engine(url_obj, pool_pre_ping=True)
+        return sa.create_engine(url_obj, pool_pre_ping=True, **pool)
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StoreError(f"cannot use database URL {url_obj!r}: {exc}") from exc
 
@@ -81,16 +82,18 @@ def _store_errors(engine: Engine) -> Iterator[None]:
         raise
 
 
-def open_engine(url: str, *, migrate: bool | None = None) -> Engine:
+def open_engine(url: str, *, migrate: bool | None = None, pool_size: int | None = None) -> Engine:
     """Create an engine for ``url`` and check (or bring) its schema to the newest revision.
 
     ``migrate`` None means: migrate automatically only a SQLite database that has
-    no schema yet. True always migrates; False never does.
+    no schema yet. True always migrates; False never does. ``pool_size`` is the
+    number of PostgreSQL connections kept open (half as many again may be opened
+    under load); None keeps SQLAlchemy's default (5).
 
     :raises StoreError: the URL is invalid, the database is unreachable, or its
         schema is not at the newest revision.
     """
-    engine = _create_engine(url)
+    engine = _create_engine(url, pool_size)
     with _store_errors(engine):
         revision = current_revision(engine)
         if migrate or (migrate is None and revision is None and engine.dialect.name == "sqlite"):

@@ -1,0 +1,271 @@
+"""A remote store: planning against, and applying to, a server that speaks the Flow RPCs.
+
+``rackcron plan|apply --server`` reads the current state through ``v1.Flow``
+(ListTaskSchedules, ListTaskScheduleScopes) and applies a plan's steps through
+the same RPCs, so one repository can drive rackcron's shim or a Flow deployment.
+
+The Flow RPCs carry less than the store holds. When the server also offers
+``rackcron.v1.Reconciler`` (rackcron's shim does), the rest comes from there:
+the inventory, each schedule's full operation template and its management, and
+the inventory and management steps run there, so the store ends up as a local
+apply leaves it. Without it (a Flow server), only schedules are managed: each
+operation is compared as the server shows it (type, code, firmware version; see
+:func:`rackcron.templates.visible`), the declared inventory is taken to exist on
+the server, no schedule is marked with its repository, and so none is ever
+deleted (the plan lists them as unmanaged).
+
+An apply through RPCs is not one transaction: it stops at the first step that
+fails and reports what was applied and what was not (:class:`RemoteApply`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import grpc
+import pydantic
+
+from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.models import (
+    Component,
+    Management,
+    NVLDomain,
+    Operation,
+    OperationTemplate,
+    Rack,
+    ScheduleConfig,
+    TargetSpec,
+)
+from rackcron.templates import visible
+from rackcron_proto.v1 import flow_pb2 as pb
+from rackcron_proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
+from rackcron_proto.v1 import reconciler_pb2 as rpb
+from reconciler.apply import StalePlan
+from reconciler.diff import diff
+from reconciler.plan import Change, Plan, Step
+from reconciler.state import State, stored_schedule
+from shim.client import TIMEOUT, RemoteError, call
+from shim.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
+
+__all__ = ["RemoteApply", "RemoteStore"]
+
+_operation = pydantic.TypeAdapter(Operation)
+_PAGE = 500
+
+
+@dataclass
+class RemoteApply:
+    """What an apply through RPCs did: the steps applied, the one that failed, the rest."""
+
+    applied: list[tuple[Change, Step]] = field(default_factory=list)
+    failed: tuple[Change, Step, str] | None = None
+    not_applied: list[tuple[Change, Step]] = field(default_factory=list)
+    apply_id: int | None = None  # the server's apply log entry, when it keeps one
+
+    @property
+    def ok(self) -> bool:
+        return self.failed is None
+
+
+class RemoteStore:
+    """A Flow server (``channel``) as the reconciler's store."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.flow = flow_pb2_grpc.FlowStub(channel)
+        self.extras = reconciler_pb2_grpc.ReconcilerStub(channel)
+        self.extended: bool | None = None  # offers rackcron.v1.Reconciler; known after state()
+        self._ids: dict[str, str] = {}  # schedule name -> id, as last read or written
+
+    def _get_extras(self) -> dict[str, Any] | None:
+        try:
+            reply = self.extras.GetExtras(rpb.GetExtrasRequest(), timeout=TIMEOUT)
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return None
+            raise RemoteError("GetExtras", exc) from None
+        return json.loads(reply.extras_json)
+
+    def _schedules(self) -> Iterator[pb.TaskSchedule]:
+        offset = 0
+        while True:
+            request = pb.ListTaskSchedulesRequest(
+                pagination=pb.Pagination(offset=offset, limit=_PAGE)
+            )
+            page = call(self.flow, "ListTaskSchedules", request)
+            yield from page.task_schedules
+            offset += len(page.task_schedules)
+            if not page.task_schedules or offset >= page.total:
+                return
+
+    def state(self, declared: State) -> State:
+        """The server's state as a plan compares it (``declared``: the inventory assumed
+        when the server cannot show its own)."""
+        extras = self._get_extras()
+        self.extended = extras is not None
+        templates = (extras or {}).get("schedules", {})
+        schedules, self._ids = {}, {}
+        for message in self._schedules():
+            extra = templates.get(message.id.id, {})
+            template = extra.get("template")
+            schedule = to_schedule(
+                message,
+                OperationTemplate.model_validate(template) if template else None,
+                Management.model_validate(extra["management"]) if extra else None,
+            )
+            request = pb.ListTaskScheduleScopesRequest(schedule_id=message.id)
+            scopes = [
+                to_scope(s) for s in call(self.flow, "ListTaskScheduleScopes", request).scopes
+            ]
+            self._ids[schedule.name] = str(schedule.id)
+            schedules[schedule.name] = stored_schedule(schedule, scopes)
+        if extras is None:
+            return replace(declared, schedules=schedules)
+        return State(
+            racks={r.id: r for r in map(Rack.model_validate, extras["racks"])},
+            components={c.id: c for c in map(Component.model_validate, extras["components"])},
+            domains={d.id: d for d in map(NVLDomain.model_validate, extras["nvl_domains"])},
+            schedules=schedules,
+        )
+
+    def plan(self, desired: State, *, owner: str, now: Any, source: dict[str, Any]) -> Plan:
+        """The plan that makes the server match ``desired``."""
+        current = self.state(desired)
+        if not self.extended:
+            desired = _as_flow_shows(desired)
+        result = diff(current, desired, owner=owner, now=now, source=source)
+        if self.extended:
+            return result
+        note = (
+            "this server does not offer rackcron.v1.Reconciler (a Flow server): only schedules"
+            " are managed, operations are compared by type and firmware version, the declared"
+            " inventory is assumed to exist there, and no schedule is ever deleted"
+        )
+        return replace(result, warnings=(*result.warnings, note))
+
+    # --- apply --------------------------------------------------------------------------------
+
+    def apply(
+        self,
+        plan: Plan,
+        desired: State,
+        *,
+        provenance: Any,
+        progress: Callable[[int, int, Change], None] | None = None,
+    ) -> RemoteApply:
+        """Apply ``plan`` step by step, stopping at the first failure.
+
+        :raises StalePlan: the server changed since the plan was made.
+        :raises FailedPrecondition: the plan has errors.
+        """
+        if plan.errors:
+            raise FailedPrecondition(
+                "the plan has errors and cannot be applied: " + "; ".join(plan.errors)
+            )
+        current = self.state(desired)
+        if current.fingerprint() != plan.fingerprint:
+            raise StalePlan("the server has changed since this plan was made; plan again")
+        report = RemoteApply()
+        pending = [(c, s) for c in plan.changes for s in c.steps]
+        for number, change in enumerate(plan.changes, start=1):
+            if progress:
+                progress(number, len(plan.changes), change)
+            for step in change.steps:
+                pending.pop(0)
+                try:
+                    self._run(step)
+                except (RackcronError, pydantic.ValidationError, KeyError) as exc:
+                    message = exc.message if isinstance(exc, RackcronError) else str(exc)
+                    report.failed = (change, step, message)
+                    report.not_applied = pending
+                    return report
+                report.applied.append((change, step))
+        if self.extended:
+            request = rpb.RecordApplyRequest(
+                revision=provenance.revision or "", dirty=provenance.dirty,
+                source=provenance.source, author=provenance.author,
+                summary_json=json.dumps(plan.counts()),
+            )  # fmt: skip
+            report.apply_id = call(self.extras, "RecordApply", request).id
+        return report
+
+    def _id(self, name: str) -> pb.UUID:
+        if name not in self._ids:
+            self._ids = {s.name: s.id.id for s in self._schedules()}
+        if name not in self._ids:
+            raise FailedPrecondition(f'no task schedule named "{name}" on the server')
+        return pb.UUID(id=self._ids[name])
+
+    def _run(self, step: Step) -> None:
+        """Run one step through the RPC that carries it.
+
+        :raises RemoteError: the server refused it.
+        """
+        a, flow = step.args, self.flow
+        match step.rpc:
+            case "CreateTaskSchedule":
+                config = ScheduleConfig.model_validate(a["schedule"])
+                request = pb.CreateTaskScheduleRequest(
+                    schedule=pb_config(config),
+                    operation=pb_operation(_operation.validate_python(a["operation"])),
+                )
+                created = call(flow, step.rpc, request)
+                self._ids[created.name] = created.id.id
+                if self.extended and a.get("management"):
+                    self._extra(
+                        Step("SetManagement", {"name": created.name, "management": a["management"]})
+                    )
+            case "UpdateTaskSchedule":
+                config = ScheduleConfig.model_validate(a["schedule"])
+                request = pb.UpdateTaskScheduleRequest(
+                    id=self._id(a["name"]), schedule=pb_config(config)
+                )
+                request.update_mask.paths.extend(a["update_mask"])
+                updated = call(flow, step.rpc, request)
+                self._ids[updated.name] = updated.id.id
+            case "PauseTaskSchedule" | "ResumeTaskSchedule":
+                request_type = getattr(pb, f"{step.rpc}Request")
+                call(flow, step.rpc, request_type(id=self._id(a["name"])))
+            case "DeleteTaskSchedule":
+                request = pb.DeleteTaskScheduleRequest(id=self._id(a["name"]))
+                call(flow, step.rpc, request)
+                self._ids.pop(a["name"], None)
+            case "AddTaskScheduleScope":
+                request = pb.AddTaskScheduleScopeRequest(
+                    schedule_id=self._id(a["name"]),
+                    target_spec=pb_target_spec(TargetSpec.model_validate(a["target_spec"])),
+                )
+                call(flow, step.rpc, request)
+            case "UpdateTaskScheduleScope":
+                request = pb.UpdateTaskScheduleScopeRequest(
+                    schedule_id=self._id(a["name"]),
+                    desired_scope=pb_target_spec(TargetSpec.model_validate(a["desired_scope"])),
+                )
+                call(flow, step.rpc, request)
+            case "RemoveTaskScheduleScope":
+                request = pb.RemoveTaskScheduleScopeRequest(scope_id=pb.UUID(id=a["scope_id"]))
+                call(flow, step.rpc, request)
+            case _:
+                self._extra(step)
+
+    def _extra(self, step: Step) -> None:
+        if not self.extended:
+            raise FailedPrecondition(
+                f"{step.rpc} needs rackcron.v1.Reconciler, which this server does not offer"
+            )
+        request = rpb.RunStepRequest(rpc=step.rpc, args_json=json.dumps(step.args))
+        call(self.extras, "RunStep", request)
+
+
+def _as_flow_shows(desired: State) -> State:
+    """``desired`` as a Flow server can show it: operations reduced to what a TaskSchedule
+    says of them, and no management."""
+    return replace(
+        desired,
+        schedules={
+            name: replace(s, template=visible(s.template), management=Management())
+            for name, s in desired.schedules.items()
+        },
+    )

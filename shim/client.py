@@ -1,0 +1,170 @@
+"""Talking to a Flow server (rackcron's shim or Flow itself): channels, errors, a client.
+
+Used by the CLI's ``--server`` options and by the tests::
+
+    with connect("flow.example:50051", ClientTls(ca="ca.pem"), token="...") as channel:
+        client = FlowClient(channel)
+        client.pause_schedule(client.find_schedule("nightly").id)
+
+:func:`call` makes one RPC and turns a failed one into the core's error of the
+same status code (:class:`RemoteError`), so the CLI reports a remote refusal as
+it reports a local one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from rackcron.errors import NotFound, RackcronError
+from rackcron.models import Page, Schedule, Scope
+from rackcron_proto.v1 import flow_pb2 as pb
+from rackcron_proto.v1 import flow_pb2_grpc
+from shim.convert import to_schedule, to_scope
+
+__all__ = ["ClientTls", "FlowClient", "RemoteError", "call", "connect"]
+
+TIMEOUT = 30.0  # seconds per call
+
+
+@dataclass(frozen=True)
+class ClientTls:
+    """TLS for a client: a CA bundle (None: the system's), and a certificate for mTLS."""
+
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    server_name: str | None = None  # the name the server's certificate must carry
+
+
+class _Bearer(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    """Adds ``authorization: Bearer <token>`` to every call, streaming ones included."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
+        metadata = [*(details.metadata or ()), self._header]
+        return continuation(details._replace(metadata=metadata), request)
+
+    intercept_unary_unary = _with_token
+    intercept_unary_stream = _with_token
+    intercept_stream_unary = _with_token
+    intercept_stream_stream = _with_token
+
+
+def _read(path: str | None) -> bytes | None:
+    return None if path is None else Path(path).read_bytes()
+
+
+def connect(address: str, tls: ClientTls | None = None, token: str | None = None) -> grpc.Channel:
+    """A channel to ``address`` (HOST:PORT): plaintext unless ``tls`` is given.
+
+    :raises OSError: a TLS file cannot be read.
+    """
+    options = []
+    if tls is None:
+        channel = grpc.insecure_channel(address)
+    else:
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=_read(tls.ca),
+            private_key=_read(tls.key),
+            certificate_chain=_read(tls.cert),
+        )
+        if tls.server_name:
+            options.append(("grpc.ssl_target_name_override", tls.server_name))
+        channel = grpc.secure_channel(address, credentials, options=options)
+    if token:
+        channel = grpc.intercept_channel(channel, _Bearer(token))
+    return channel
+
+
+class RemoteError(RackcronError):
+    """An RPC failed; ``code`` is its gRPC status code name."""
+
+    def __init__(self, rpc: str, error: grpc.RpcError) -> None:
+        code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
+        details = error.details() if isinstance(error, grpc.Call) else str(error)
+        super().__init__(f"{rpc}: {code.name}: {details}")
+        self.code = code.name
+
+
+def call(stub: Any, rpc: str, request: Any) -> Any:
+    """``stub.<rpc>(request)``. :raises RemoteError: the call failed."""
+    try:
+        return getattr(stub, rpc)(request, timeout=TIMEOUT)
+    except grpc.RpcError as exc:
+        raise RemoteError(rpc, exc) from None
+
+
+class FlowClient:
+    """The schedule admin operations over ``v1.Flow``, with the service's shapes.
+
+    Operations appear as the server shows them (``rackcron.templates.from_visible``).
+    """
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.stub = flow_pb2_grpc.FlowStub(channel)
+
+    def _schedule(self, rpc: str, request: Any) -> Schedule:
+        return to_schedule(call(self.stub, rpc, request))
+
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        return self._schedule("GetTaskSchedule", pb.GetTaskScheduleRequest(id=_uuid(schedule_id)))
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]:
+        request = pb.ListTaskSchedulesRequest(
+            pagination=pb.Pagination(offset=offset, limit=limit), enabled_only=enabled_only
+        )
+        if rack_id is not None:
+            request.rack_id.id = rack_id
+        page = call(self.stub, "ListTaskSchedules", request)
+        return Page[Schedule](items=[to_schedule(s) for s in page.task_schedules], total=page.total)
+
+    def find_schedule(self, name: str) -> Schedule:
+        """The schedule named ``name`` (Flow has no lookup by name: a listing is scanned)."""
+        for schedule in self.list_schedules().items:
+            if schedule.name == name:
+                return schedule
+        raise NotFound(f'task schedule "{name}" not found')
+
+    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]:
+        request = pb.ListTaskScheduleScopesRequest(schedule_id=_uuid(schedule_id))
+        return [to_scope(s) for s in call(self.stub, "ListTaskScheduleScopes", request).scopes]
+
+    def pause_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        request = pb.PauseTaskScheduleRequest(id=_uuid(schedule_id))
+        return self._schedule("PauseTaskSchedule", request)
+
+    def resume_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+        request = pb.ResumeTaskScheduleRequest(id=_uuid(schedule_id))
+        return self._schedule("ResumeTaskSchedule", request)
+
+    def trigger_ids(self, schedule_id: uuid.UUID | str) -> list[uuid.UUID]:
+        """TriggerTaskSchedule: the ids of the tasks submitted, in scope order."""
+        request = pb.TriggerTaskScheduleRequest(id=_uuid(schedule_id))
+        return [uuid.UUID(t.id) for t in call(self.stub, "TriggerTaskSchedule", request).task_ids]
+
+    def delete_schedule(self, schedule_id: uuid.UUID | str) -> None:
+        call(self.stub, "DeleteTaskSchedule", pb.DeleteTaskScheduleRequest(id=_uuid(schedule_id)))
+
+
+def _uuid(value: uuid.UUID | str) -> pb.UUID:
+    return pb.UUID(id=str(value))

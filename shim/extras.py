@@ -1,0 +1,96 @@
+"""``rackcron.v1.Reconciler``: what a plan needs that the Flow RPCs cannot carry.
+
+A Flow TaskSchedule shows its operation only as ``operation_type`` and
+``description``, and Flow has no RPCs for rackcron's inventory or for which
+repository manages a schedule. ``rackcron plan|apply --server`` reads and writes
+schedules and scopes through ``v1.Flow``; when the server also offers this
+service (rackcron's shim does, Flow does not) it reads the rest here and runs
+the plan's inventory and management steps here, so a remote apply leaves the
+same store a local one does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rackcron.errors import InvalidArgument
+from rackcron.service import Service
+from rackcron_proto.v1 import reconciler_pb2 as pb
+from rackcron_proto.v1 import reconciler_pb2_grpc
+from reconciler.apply import run_step
+from reconciler.plan import Step
+from shim.errors import rpc_method
+
+__all__ = ["EXTRA_STEPS", "ReconcilerServicer"]
+
+#: The plan steps that go through RunStep; every other step is a Flow RPC.
+EXTRA_STEPS = frozenset(
+    {
+        "UpsertRack",
+        "UpsertComponent",
+        "UpsertNVLDomain",
+        "DeleteRack",
+        "DeleteComponent",
+        "DeleteNVLDomain",
+        "SetManagement",
+    }
+)
+
+
+def _json(value: Any, field: str) -> Any:
+    try:
+        return json.loads(value) if value else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"{field}: not JSON: {exc}") from None
+
+
+class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
+    """``rackcron.v1.Reconciler`` over one :class:`~rackcron.service.Service`."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    @rpc_method
+    def GetExtras(self, request: pb.GetExtrasRequest) -> pb.GetExtrasResponse:
+        with self.service.transaction(write=False) as ops:
+            extras = {
+                "racks": [r.model_dump(mode="json") for r in ops.list_racks()],
+                "components": [c.model_dump(mode="json") for c in ops.list_components()],
+                "nvl_domains": [d.model_dump(mode="json") for d in ops.list_nvl_domains()],
+                "schedules": {
+                    str(s.id): {
+                        "template": s.template.model_dump(mode="json") if s.template else None,
+                        "management": s.management.model_dump(mode="json"),
+                    }
+                    for s in ops.list_schedules().items
+                },
+            }
+        return pb.GetExtrasResponse(extras_json=json.dumps(extras))
+
+    @rpc_method
+    def RunStep(self, request: pb.RunStepRequest) -> pb.RunStepResponse:
+        if request.rpc not in EXTRA_STEPS:
+            raise InvalidArgument(
+                f"rpc: {request.rpc!r} is not run here; expected one of"
+                f" {', '.join(sorted(EXTRA_STEPS))} (schedules go through v1.Flow)"
+            )
+        args = _json(request.args_json, "args_json")
+        if not isinstance(args, dict):
+            raise InvalidArgument("args_json: expected a JSON object")
+        with self.service.transaction() as ops:
+            run_step(ops, Step(request.rpc, args))
+        return pb.RunStepResponse()
+
+    @rpc_method
+    def RecordApply(self, request: pb.RecordApplyRequest) -> pb.RecordApplyResponse:
+        summary = _json(request.summary_json, "summary_json")
+        with self.service.transaction() as ops:
+            record = ops.record_apply(
+                revision=request.revision or None,
+                dirty=request.dirty,
+                source=request.source,
+                author=request.author,
+                summary=summary if isinstance(summary, dict) else {},
+            )
+        return pb.RecordApplyResponse(id=record.id)

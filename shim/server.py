@@ -1,0 +1,242 @@
+"""The gRPC server: ``v1.Flow`` plus health checking and reflection, with TLS and tokens.
+
+:class:`ShimServer` binds one address (127.0.0.1 unless told otherwise), serves
+the Flow servicer (and rackcron's own ``rackcron.v1.Reconciler``, see
+``shim.extras``) on a thread pool of ``workers`` threads (the store's
+connection pool is sized to match by the caller: see ``rackcron serve``), and
+answers ``grpc.health.v1.Health`` and server reflection so generic clients such
+as ``grpcurl`` work without the ``.proto`` files.
+
+Security, all optional and combinable: TLS with a server certificate; client
+certificates verified against a CA (mTLS), refused in the handshake otherwise;
+bearer tokens (``authorization: Bearer <token>`` metadata) compared in
+constant time, a request without a valid one being UNAUTHENTICATED before any
+handler runs. Health checks stay open so load balancers can probe. Requests
+larger than ``max_message_bytes`` are refused by gRPC (RESOURCE_EXHAUSTED).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from dispatcher.logs import event
+from rackcron.service import Service
+from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
+from shim.extras import ReconcilerServicer
+from shim.servicer import FlowServicer
+
+__all__ = ["FLOW_SERVICE", "ShimConfig", "ShimServer", "TlsFiles", "UnusableConfig", "load_tokens"]
+
+FLOW_SERVICE = flow_pb2.DESCRIPTOR.services_by_name["Flow"].full_name  # "v1.Flow"
+RECONCILER_SERVICE = reconciler_pb2.DESCRIPTOR.services_by_name["Reconciler"].full_name
+_HEALTH_METHODS = ("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch")
+
+
+class UnusableConfig(Exception):
+    """The server cannot start as configured (unreadable file, address in use, ...)."""
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files: the server's certificate and key; ``client_ca`` turns on mTLS."""
+
+    cert: str
+    key: str
+    client_ca: str | None = None
+
+
+@dataclass(frozen=True)
+class ShimConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    tls: TlsFiles | None = None
+    tokens: tuple[str, ...] = ()  # empty: no token needed
+    workers: int = 8
+    max_message_bytes: int = 4 * 1024 * 1024
+    grace: float = 10.0  # seconds in-flight RPCs get to finish on stop
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise UnusableConfig(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def load_tokens(path: str | None, env_value: str | None) -> tuple[str, ...]:
+    """Tokens from a file (one per line; blank lines and ``#`` comments skipped) and an env value.
+
+    :raises UnusableConfig: the file cannot be read or holds no token.
+    """
+    tokens = []
+    if path is not None:
+        lines = _read(path, "token file").decode("utf-8", "replace").splitlines()
+        found = [t.strip() for t in lines if t.strip() and not t.strip().startswith("#")]
+        if not found:
+            raise UnusableConfig(f"token file: {path} holds no token")
+        tokens += found
+    if env_value and env_value.strip():
+        tokens.append(env_value.strip())
+    return tuple(tokens)
+
+
+class _TokenAuth(grpc.ServerInterceptor):
+    """Refuses every call but health checks unless it carries one of the tokens."""
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self._tokens = [t.encode() for t in tokens]
+
+    def _valid(self, metadata: Iterable[tuple[str, Any]] | None) -> bool:
+        for key, value in metadata or ():
+            if key == "authorization" and isinstance(value, str):
+                scheme, _, token = value.partition(" ")
+                if scheme.lower() != "bearer":
+                    return False
+                given = token.strip().encode()
+                # Compare with every token, always: the time taken says nothing.
+                return sum(hmac.compare_digest(given, t) for t in self._tokens) > 0
+        return False
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(details)
+        if handler is None or details.method in _HEALTH_METHODS:
+            return handler
+        if self._valid(details.invocation_metadata):
+            return handler
+        event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
+        return _refusal(handler)
+
+
+def _refusal(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as ``handler`` that answers UNAUTHENTICATED."""
+
+    def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+    shapes = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }
+    make = shapes[(handler.request_streaming, handler.response_streaming)]
+    return make(
+        refuse,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ShimServer:
+    """``v1.Flow``, health and reflection on one address; :meth:`start`, then :meth:`stop`."""
+
+    def __init__(self, service: Service, config: ShimConfig) -> None:
+        self.config = config
+        self.port: int | None = None
+        interceptors = [_TokenAuth(config.tokens)] if config.tokens else []
+        self._server = grpc.server(
+            ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="rackcron-grpc"),
+            interceptors=interceptors,
+            options=[
+                ("grpc.max_receive_message_length", config.max_message_bytes),
+                ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared listener
+            ],
+            maximum_concurrent_rpcs=config.workers * 16,
+        )
+        flow_pb2_grpc.add_FlowServicer_to_server(FlowServicer(service), self._server)
+        reconciler_pb2_grpc.add_ReconcilerServicer_to_server(
+            ReconcilerServicer(service), self._server
+        )
+        self._health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        names = (FLOW_SERVICE, RECONCILER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(names, self._server)
+
+    @property
+    def address(self) -> str:
+        host = self.config.host
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
+    def _credentials(self) -> grpc.ServerCredentials | None:
+        tls = self.config.tls
+        if tls is None:
+            return None
+        pair = (_read(tls.key, "TLS key"), _read(tls.cert, "TLS certificate"))
+        client_ca = _read(tls.client_ca, "client CA") if tls.client_ca else None
+        return grpc.ssl_server_credentials(
+            [pair], root_certificates=client_ca, require_client_auth=client_ca is not None
+        )
+
+    def start(self) -> int:
+        """Bind and serve; the port bound (useful when the config says 0).
+
+        :raises UnusableConfig: a TLS file cannot be read, or the address cannot be bound.
+        """
+        config = self.config
+        credentials = self._credentials()
+        target = (
+            f"[{config.host}]:{config.port}"
+            if ":" in config.host
+            else f"{config.host}:{config.port}"
+        )
+        try:
+            if credentials is None:
+                port = self._server.add_insecure_port(target)
+            else:
+                port = self._server.add_secure_port(target, credentials)
+        except RuntimeError as exc:
+            raise UnusableConfig(f"cannot listen on {target}: {exc}") from None
+        if port == 0:
+            raise UnusableConfig(f"cannot listen on {target} (address in use or not local?)")
+        self.port = port
+        self._server.start()
+        for name in ("", FLOW_SERVICE):
+            self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if not _loopback(config.host) and (config.tls is None or not config.tokens):
+            event(
+                logging.WARNING,
+                "grpc exposed",
+                address=self.address,
+                tls=config.tls is not None,
+                tokens=bool(config.tokens),
+                hint="off loopback, use TLS and tokens (docs/grpc.md)",
+            )
+        event(
+            logging.INFO,
+            "grpc serving",
+            address=self.address,
+            tls="mtls" if config.tls and config.tls.client_ca else bool(config.tls),
+            tokens=len(config.tokens),
+            workers=config.workers,
+        )
+        return port
+
+    def stop(self, grace: float | None = None) -> None:
+        """Refuse new RPCs, let those in flight finish (up to ``grace`` seconds), then stop."""
+        self._health.enter_graceful_shutdown()
+        self._server.stop(self.config.grace if grace is None else grace).wait()
+        event(logging.INFO, "grpc stopped", address=self.address)

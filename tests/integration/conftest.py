@@ -1,0 +1,34 @@
+"""Fixtures for the gRPC shim: a real server on a loopback port, and a stub talking to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from rackcron.service import Service
+from rackcron_proto.v1 import flow_pb2_grpc
+from shim.client import connect
+from shim.server import ShimConfig, ShimServer
+
+
+@pytest.fixture
+def shim(service: Service) -> Iterator[ShimServer]:
+    """The shim over the test's service (every backend), on a free 127.0.0.1 port."""
+    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def channel(shim: ShimServer) -> Iterator[grpc.Channel]:
+    with connect(shim.address) as chan:
+        yield chan
+
+
+@pytest.fixture
+def flow(channel: grpc.Channel) -> flow_pb2_grpc.FlowStub:
+    """A Flow client stub on a plaintext loopback channel to :func:`shim`."""
+    return flow_pb2_grpc.FlowStub(channel)

@@ -1,0 +1,217 @@
+"""``plan|apply --server`` and ``schedules --server``: the reconciler and admin CLI over gRPC."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+from click.testing import CliRunner
+
+from rackcron.cli import main
+from rackcron.errors import FailedPrecondition
+from rackcron.service import Service
+from rackcron_proto.v1 import flow_pb2_grpc
+from reconciler.state import store_state
+from shim.server import ShimServer
+from shim.servicer import FlowServicer
+from tests.integration.test_serve_grpc import free_port
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+OWNER = "fleet-repo"
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [*args, "--owner", OWNER])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+def fingerprint(service: Service) -> str:
+    """Everything a plan compares: inventory, schedules, templates, scope, management."""
+    with service.transaction(write=False) as ops:
+        return store_state(ops).fingerprint()
+
+
+def test_apply_through_a_running_serve_matches_a_local_apply(tmp_path: Path) -> None:
+    remote_url = f"sqlite:///{tmp_path / 'remote.db'}"
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", remote_url,
+         "--grpc-listen", f"127.0.0.1:{port}", "--poll-interval", "1s"],
+        stderr=(tmp_path / "serve.log").open("w"),
+    )  # fmt: skip
+    server = f"127.0.0.1:{port}"
+    try:
+        with grpc.insecure_channel(server) as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+        fleet = str(EXAMPLES / "fleet")
+        code, out = cli("apply", fleet, "--server", server, "--auto-approve")
+        assert code == 0 and "Apply complete: 93 created" in out, out
+        code, out = cli("plan", fleet, "--server", server, "--detailed-exitcode")
+        assert code == 0 and "No changes." in out, out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    local_url = f"sqlite:///{tmp_path / 'local.db'}"
+    code, out = cli("apply", fleet, "--database-url", local_url, "--auto-approve")
+    assert code == 0, out
+    remote, local = Service.open(remote_url), Service.open(local_url)
+    try:
+        assert fingerprint(remote) == fingerprint(local)
+        assert [a.summary for a in remote.list_applies(5)] == [
+            a.summary for a in local.list_applies(5)
+        ]
+    finally:
+        remote.close()
+        local.close()
+
+
+@pytest.fixture
+def served(shim: ShimServer) -> str:
+    return shim.address
+
+
+def _changes(plan_json: str) -> list[tuple]:
+    import json
+
+    changes = json.loads(plan_json[plan_json.index("{") :])["changes"]
+    return [(c["kind"], c["name"], c["action"], json.dumps(c["scope"])) for c in changes]
+
+
+def test_a_change_plans_and_applies_through_grpc_as_through_the_store(
+    served: str, service: Service, tmp_path: Path
+) -> None:
+    """fleet -> fleet-v2 (updates, scope changes, deletes) on both backends of the server."""
+    local = f"sqlite:///{tmp_path / 'local.db'}"
+    for tree in ("fleet", "fleet-v2"):
+        path = str(EXAMPLES / tree)
+        code, remote_plan = cli("plan", path, "--server", served, "--format", "json")
+        assert code == 0, remote_plan
+        code, local_plan = cli("plan", path, "--database-url", local, "--format", "json")
+        assert code == 0, local_plan
+        assert _changes(remote_plan) == _changes(local_plan)
+        assert cli("apply", path, "--server", served, "--auto-approve")[0] == 0
+        assert cli("apply", path, "--database-url", local, "--auto-approve")[0] == 0
+        code, out = cli("plan", path, "--server", served, "--detailed-exitcode")
+        assert code == 0 and "No changes." in out, out
+    assert {"update", "delete"} <= {c[2] for c in _changes(remote_plan)}
+    stored = Service.open(local)
+    try:
+        assert fingerprint(service) == fingerprint(stored)
+    finally:
+        stored.close()
+
+
+def test_an_apply_stops_at_the_first_refused_step_and_says_what_was_applied(
+    served: str, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create = service.create_schedule
+    calls = []
+
+    def refuse_third(config, operation, **kwargs):
+        calls.append(config.name)
+        if len(calls) == 3:
+            raise FailedPrecondition("schedule.name: refused for the test")
+        return create(config, operation, **kwargs)
+
+    monkeypatch.setattr(service, "create_schedule", refuse_third)
+    code, out = cli("apply", str(EXAMPLES / "fleet"), "--server", served, "--auto-approve")
+    assert code == 1
+    assert (
+        f'"{calls[2]}": CreateTaskSchedule failed: CreateTaskSchedule: FAILED_PRECONDITION' in out
+    )
+    assert "Applied before the failure" in out and "Not applied" in out
+    stored = {s.name for s in service.list_schedules().items}
+    assert set(calls[:2]) <= stored and calls[2] not in stored
+    monkeypatch.setattr(service, "create_schedule", create)
+    code, out = cli("apply", str(EXAMPLES / "fleet"), "--server", served, "--auto-approve")
+    assert code == 0 and "Apply complete" in out, out
+    assert cli("plan", str(EXAMPLES / "fleet"), "--server", served, "--detailed-exitcode")[0] == 0
+
+
+@pytest.fixture
+def flow_only(service: Service) -> Iterator[str]:
+    """A server with v1.Flow alone, as a Flow deployment offers (no rackcron.v1.Reconciler)."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+    flow_pb2_grpc.add_FlowServicer_to_server(FlowServicer(service), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(1).wait()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_flow_server_gets_schedules_only_and_nothing_is_deleted(
+    flow_only: str, service: Service, tmp_path: Path
+) -> None:
+    fleet = str(EXAMPLES / "fleet")
+    url = str(service.engine.url)
+    assert cli("apply", fleet, "--database-url", url, "--auto-approve")[0] == 0
+    for schedule in service.list_schedules().items:  # Flow already has the racks, no schedules
+        service.delete_schedule(schedule.id)
+    before = fingerprint(service)
+    code, out = cli("plan", fleet, "--server", flow_only)
+    assert code == 0 and "does not offer rackcron.v1.Reconciler" in out, out
+    assert "0 to destroy" in out
+    code, out = cli("apply", fleet, "--server", flow_only, "--auto-approve")
+    assert code == 0 and "created" in out, out
+    assert fingerprint(service) != before
+    schedules = service.list_schedules().items
+    assert schedules and all(s.management.owner is None for s in schedules)
+    assert cli("plan", fleet, "--server", flow_only, "--detailed-exitcode")[0] == 0
+    code, out = cli("plan", str(EXAMPLES / "fleet-v2"), "--server", flow_only)
+    assert code == 0 and "0 to destroy" in out, out
+
+
+def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet) -> None:
+    from tests.integration.helpers import create
+
+    schedule = create(service, fleet.racks[:2], name="remote-admin")
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(main, ["schedules", *args, "--server", served])
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        return result.output
+
+    assert "remote-admin" in run("list")
+    assert str(schedule.id) in run("get", "remote-admin")
+    assert "paused" in run("pause", "remote-admin")
+    assert "enabled" in run("resume", str(schedule.id))
+    triggered = run("trigger", "remote-admin").split()
+    task_ids = [uuid.UUID(t) for t in triggered if t != "task"]
+    assert [t.id for t in service.get_tasks(task_ids)] == task_ids
+    assert "deleted remote-admin" in run("delete", "remote-admin", "--yes")
+    missing = runner.invoke(main, ["schedules", "get", "remote-admin", "--server", served])
+    assert missing.exit_code == 1 and "not found" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["schedules", "list", "--tls"], "--tls needs --server"),
+        (["schedules", "list", "--server", "h:1", "--client-cert", "c"], "go together"),
+        (["plan", ".", "--server", "h:1", "--token-file", "/missing"], "cannot read /missing"),
+        (["apply", "plan.json", "--server", "h:1"], None),
+    ],
+)
+def test_bad_server_flags_are_clear_errors(args, message, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.json").write_text("{}")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2) and "Traceback" not in result.output, result.output
+    if message:
+        assert message in result.output
+    else:
+        assert "takes a tree" in result.output
+
+
+def test_an_unreachable_server_is_one_line() -> None:
+    result = CliRunner().invoke(main, ["schedules", "list", "--server", f"127.0.0.1:{free_port()}"])
+    assert result.exit_code == 1 and "UNAVAILABLE" in result.output, result.output
