@@ -54,6 +54,8 @@ __all__ = ["RemoteApply", "RemoteStore"]
 
 _operation = pydantic.TypeAdapter(Operation)
 _PAGE = 500
+#: Status codes after which a call may or may not have been applied.
+_UNCERTAIN = frozenset({"DEADLINE_EXCEEDED", "UNAVAILABLE", "CANCELLED"})
 
 
 @dataclass
@@ -63,6 +65,7 @@ class RemoteApply:
     applied: list[tuple[Change, Step]] = field(default_factory=list)
     failed: tuple[Change, Step, str] | None = None
     not_applied: list[tuple[Change, Step]] = field(default_factory=list)
+    uncertain: bool = False  # the failed call may have been applied (its answer was lost)
     apply_id: int | None = None  # the server's apply log entry, when it keeps one
 
     @property
@@ -133,17 +136,29 @@ class RemoteStore:
     def plan(self, desired: State, *, owner: str, now: Any, source: dict[str, Any]) -> Plan:
         """The plan that makes the server match ``desired``."""
         current = self.state(desired)
-        if not self.extended:
-            desired = _as_flow_shows(desired)
-        result = diff(current, desired, owner=owner, now=now, source=source)
         if self.extended:
-            return result
+            return diff(current, desired, owner=owner, now=now, source=source)
+        result = diff(current, _as_flow_shows(desired), owner=owner, now=now, source=source)
+        # The server cannot record `protect`: the tree's word is the one to keep.
+        protected = [
+            f'schedule "{c.name}" is protected: the plan would replace it (delete and create);'
+            " remove `protect: true` first if that is intended"
+            for c in result.changes
+            if c.kind == "schedule"
+            and c.action == "replace"
+            and desired.schedules[c.name].management.protect
+        ]
         note = (
-            "this server does not offer rackcron.v1.Reconciler (a Flow server): only schedules"
-            " are managed, operations are compared by type and firmware version, the declared"
-            " inventory is assumed to exist there, and no schedule is ever deleted"
+            "this server does not offer rackcron.v1.Reconciler (Flow, or rackcron serve without"
+            " --grpc-reconciler): only schedules are managed, operations are compared by type"
+            " and firmware version, the declared inventory is assumed to exist there, and no"
+            " schedule is deleted except to be replaced"
         )
-        return replace(result, warnings=(*result.warnings, note))
+        return replace(
+            result,
+            errors=(*result.errors, *protected),
+            warnings=(*result.warnings, note),
+        )
 
     # --- apply --------------------------------------------------------------------------------
 
@@ -168,28 +183,46 @@ class RemoteStore:
         if current.fingerprint() != plan.fingerprint:
             raise StalePlan("the server has changed since this plan was made; plan again")
         report = RemoteApply()
-        pending = [(c, s) for c in plan.changes for s in c.steps]
-        for number, change in enumerate(plan.changes, start=1):
-            if progress:
-                progress(number, len(plan.changes), change)
-            for step in change.steps:
-                pending.pop(0)
-                try:
-                    self._run(step)
-                except (RackcronError, pydantic.ValidationError, KeyError) as exc:
-                    message = exc.message if isinstance(exc, RackcronError) else str(exc)
-                    report.failed = (change, step, message)
-                    report.not_applied = pending
-                    return report
-                report.applied.append((change, step))
-        if self.extended:
+        pending = [(c, s) for c in plan.changes for s in self._calls(c)]
+        started: list[Change] = []
+        while pending:
+            change, step = pending.pop(0)
+            if not started or started[-1] is not change:
+                started.append(change)
+                if progress:
+                    progress(len(started), len(plan.changes), change)
+            try:
+                self._run(step)
+            except (RackcronError, pydantic.ValidationError, KeyError) as exc:
+                message = exc.message if isinstance(exc, RackcronError) else str(exc)
+                report.failed = (change, step, message)
+                report.uncertain = getattr(exc, "code", "") in _UNCERTAIN
+                report.not_applied = pending
+                return report
+            report.applied.append((change, step))
+        if self.extended and plan.changes:
             request = rpb.RecordApplyRequest(
                 revision=provenance.revision or "", dirty=provenance.dirty,
                 source=provenance.source, author=provenance.author,
                 summary_json=json.dumps(plan.counts()),
             )  # fmt: skip
-            report.apply_id = call(self.extras, "RecordApply", request).id
+            try:
+                report.apply_id = call(self.extras, "RecordApply", request).id
+            except RemoteError as exc:
+                report.failed = (plan.changes[-1], Step("RecordApply", {}), exc.message)
         return report
+
+    def _calls(self, change: Change) -> list[Step]:
+        """The change's steps as RPCs: a create that records its management is two calls
+        here (CreateTaskSchedule, then SetManagement), each reported on its own."""
+        calls = []
+        for step in change.steps:
+            management = step.args.get("management") if step.rpc == "CreateTaskSchedule" else None
+            calls.append(step)
+            if management and self.extended:
+                name = step.args["schedule"]["name"]
+                calls.append(Step("SetManagement", {"name": name, "management": management}))
+        return calls
 
     def _id(self, name: str) -> pb.UUID:
         if name not in self._ids:
@@ -213,10 +246,6 @@ class RemoteStore:
                 )
                 created = call(flow, step.rpc, request)
                 self._ids[created.name] = created.id.id
-                if self.extended and a.get("management"):
-                    self._extra(
-                        Step("SetManagement", {"name": created.name, "management": a["management"]})
-                    )
             case "UpdateTaskSchedule":
                 config = ScheduleConfig.model_validate(a["schedule"])
                 request = pb.UpdateTaskScheduleRequest(

@@ -72,9 +72,10 @@ def connect(address: str, tls: ClientTls | None = None, token: str | None = None
 
     :raises OSError: a TLS file cannot be read.
     """
-    options = []
+    # Replies may be large (a big fleet's inventory for `plan --server`); requests stay small.
+    options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", 256 * 1024 * 1024)]
     if tls is None:
-        channel = grpc.insecure_channel(address)
+        channel = grpc.insecure_channel(address, options=options)
     else:
         credentials = grpc.ssl_channel_credentials(
             root_certificates=_read(tls.ca),

@@ -1,5 +1,9 @@
 """``rackcron.v1.Reconciler``: what a plan needs that the Flow RPCs cannot carry.
 
+Served only when asked for (``rackcron serve --grpc-reconciler``): its callers can
+write the inventory, including each rack's controller (where its tasks, and the
+bearer token named for it, are sent), as anyone who runs ``rackcron apply`` can.
+
 A Flow TaskSchedule shows its operation only as ``operation_type`` and
 ``description``, and Flow has no RPCs for rackcron's inventory or for which
 repository manages a schedule. ``rackcron plan|apply --server`` reads and writes
@@ -38,11 +42,18 @@ EXTRA_STEPS = frozenset(
 )
 
 
-def _json(value: Any, field: str) -> Any:
+def _json(value: Any, field: str) -> dict[str, Any]:
+    """``value`` parsed as a JSON object. :raises InvalidArgument: it is not one."""
     try:
-        return json.loads(value) if value else {}
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(f"{field}: not JSON: {exc}") from None
+        parsed = json.loads(value) if value else {}
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidArgument(f"{field}: not JSON: {type(exc).__name__}") from None
+    if not isinstance(parsed, dict):
+        raise InvalidArgument(f"{field}: expected a JSON object")
+    for key in ("name", "id"):  # how a step names its object: text, never a structure
+        if key in parsed and not isinstance(parsed[key], str):
+            raise InvalidArgument(f"{field}.{key}: expected a string")
+    return parsed
 
 
 class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
@@ -76,8 +87,6 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 f" {', '.join(sorted(EXTRA_STEPS))} (schedules go through v1.Flow)"
             )
         args = _json(request.args_json, "args_json")
-        if not isinstance(args, dict):
-            raise InvalidArgument("args_json: expected a JSON object")
         with self.service.transaction() as ops:
             run_step(ops, Step(request.rpc, args))
         return pb.RunStepResponse()
@@ -91,6 +100,6 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 dirty=request.dirty,
                 source=request.source,
                 author=request.author,
-                summary=summary if isinstance(summary, dict) else {},
+                summary=summary,
             )
         return pb.RecordApplyResponse(id=record.id)

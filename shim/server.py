@@ -1,8 +1,8 @@
 """The gRPC server: ``v1.Flow`` plus health checking and reflection, with TLS and tokens.
 
 :class:`ShimServer` binds one address (127.0.0.1 unless told otherwise), serves
-the Flow servicer (and rackcron's own ``rackcron.v1.Reconciler``, see
-``shim.extras``) on a thread pool of ``workers`` threads (the store's
+the Flow servicer (and, when configured, rackcron's own ``rackcron.v1.Reconciler``,
+see ``shim.extras``) on a thread pool of ``workers`` threads (the store's
 connection pool is sized to match by the caller: see ``rackcron serve``), and
 answers ``grpc.health.v1.Health`` and server reflection so generic clients such
 as ``grpcurl`` work without the ``.proto`` files.
@@ -20,9 +20,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,23 @@ from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconcile
 from shim.extras import ReconcilerServicer
 from shim.servicer import FlowServicer
 
-__all__ = ["FLOW_SERVICE", "ShimConfig", "ShimServer", "TlsFiles", "UnusableConfig", "load_tokens"]
+__all__ = [
+    "FLOW_SERVICE",
+    "ShimConfig",
+    "ShimServer",
+    "TlsFiles",
+    "UnusableConfig",
+    "default_workers",
+    "load_tokens",
+]
 
 FLOW_SERVICE = flow_pb2.DESCRIPTOR.services_by_name["Flow"].full_name  # "v1.Flow"
 RECONCILER_SERVICE = reconciler_pb2.DESCRIPTOR.services_by_name["Reconciler"].full_name
-_HEALTH_METHODS = ("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch")
+_HEALTH_METHODS = (
+    "/grpc.health.v1.Health/Check",
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.health.v1.Health/List",
+)
 
 
 class UnusableConfig(Exception):
@@ -56,14 +69,23 @@ class TlsFiles:
     client_ca: str | None = None
 
 
+def default_workers() -> int:
+    """RPC threads for this machine: two per CPU, 4 to 32 (one GIL serves them all, so
+    more threads only add hand-offs; measured in bench/grpc.py)."""
+    return min(32, max(4, 2 * (os.cpu_count() or 1)))
+
+
 @dataclass(frozen=True)
 class ShimConfig:
     host: str = "127.0.0.1"
     port: int = 50051
     tls: TlsFiles | None = None
     tokens: tuple[str, ...] = ()  # empty: no token needed
-    workers: int = 8
+    workers: int = field(default_factory=default_workers)
     max_message_bytes: int = 4 * 1024 * 1024
+    # Serve rackcron.v1.Reconciler (shim.extras): callers may then write the inventory,
+    # rack controller settings included, as `rackcron apply` does. Off unless asked for.
+    reconciler: bool = False
     grace: float = 10.0  # seconds in-flight RPCs get to finish on stop
 
 
@@ -89,6 +111,52 @@ def load_tokens(path: str | None, env_value: str | None) -> tuple[str, ...]:
     if env_value and env_value.strip():
         tokens.append(env_value.strip())
     return tuple(tokens)
+
+
+class _Health(health.HealthServicer):
+    """grpcio's health servicer, sending Watch responses after releasing its lock.
+
+    Upstream sends them while holding it, and a send can block on a stream that is
+    closing (whose close callback wants the same lock): the server's stop then
+    deadlocks. Here the lock only guards the tables.
+    """
+
+    def Watch(
+        self, request: Any, context: grpc.ServicerContext, send_response_callback: Any = None
+    ) -> Any:
+        if send_response_callback is None:  # a blocking server: upstream's generator
+            return super().Watch(request, context)
+        service = request.service
+        unknown = health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+        with self._lock:
+            status = self._server_status.get(service, unknown)
+            self._send_response_callbacks.setdefault(service, set()).add(send_response_callback)
+            context.add_callback(self._on_close_callback(send_response_callback, service))
+        send_response_callback(health_pb2.HealthCheckResponse(status=status))
+        with self._lock:  # a change sent while this one went out must stay the last word
+            latest = self._server_status.get(service, unknown)
+        if latest != status:
+            send_response_callback(health_pb2.HealthCheckResponse(status=latest))
+        return None
+
+    def set(self, service: str, status: Any) -> None:
+        with self._lock:
+            if self._gracefully_shutting_down:
+                return
+            self._server_status[service] = status
+            callbacks = list(self._send_response_callbacks.get(service, ()))
+        for send in callbacks:
+            send(health_pb2.HealthCheckResponse(status=status))
+
+    def enter_graceful_shutdown(self) -> None:
+        with self._lock:
+            if self._gracefully_shutting_down:
+                return
+            services = list(self._server_status)
+        for service in services:
+            self.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        with self._lock:
+            self._gracefully_shutting_down = True
 
 
 class _TokenAuth(grpc.ServerInterceptor):
@@ -154,7 +222,14 @@ def _loopback(host: str) -> bool:
 class ShimServer:
     """``v1.Flow``, health and reflection on one address; :meth:`start`, then :meth:`stop`."""
 
-    def __init__(self, service: Service, config: ShimConfig) -> None:
+    def __init__(
+        self,
+        service: Service,
+        config: ShimConfig,
+        *,
+        flow: flow_pb2_grpc.FlowServicer | None = None,
+    ) -> None:
+        """``flow`` replaces the Flow servicer (benchmarks measure the stack's ceiling so)."""
         self.config = config
         self.port: int | None = None
         interceptors = [_TokenAuth(config.tokens)] if config.tokens else []
@@ -167,13 +242,15 @@ class ShimServer:
             ],
             maximum_concurrent_rpcs=config.workers * 16,
         )
-        flow_pb2_grpc.add_FlowServicer_to_server(FlowServicer(service), self._server)
-        reconciler_pb2_grpc.add_ReconcilerServicer_to_server(
-            ReconcilerServicer(service), self._server
-        )
-        self._health = health.HealthServicer()
+        flow_pb2_grpc.add_FlowServicer_to_server(flow or FlowServicer(service), self._server)
+        names = [FLOW_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
+        if config.reconciler:
+            reconciler_pb2_grpc.add_ReconcilerServicer_to_server(
+                ReconcilerServicer(service), self._server
+            )
+            names.append(RECONCILER_SERVICE)
+        self._health = _Health()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        names = (FLOW_SERVICE, RECONCILER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)
         reflection.enable_server_reflection(names, self._server)
 
     @property
@@ -231,6 +308,7 @@ class ShimServer:
             address=self.address,
             tls="mtls" if config.tls and config.tls.client_ca else bool(config.tls),
             tokens=len(config.tokens),
+            reconciler=config.reconciler,
             workers=config.workers,
         )
         return port

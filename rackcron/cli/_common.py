@@ -137,12 +137,13 @@ def format_option(func: F) -> F:
 
 
 def page_options(func: F) -> F:
-    """``--offset`` and ``--limit`` (0 = everything)."""
+    """``--offset`` and ``--limit`` (0 = everything), within the RPCs' int32 range."""
+    count = click.IntRange(0, 2**31 - 1)
     func = click.option(
-        "--limit", type=int, default=0, show_default=True, help="At most this many (0: all)."
+        "--limit", type=count, default=0, show_default=True, help="At most this many (0: all)."
     )(func)
     return click.option(
-        "--offset", type=int, default=0, show_default=True, help="Skip this many first."
+        "--offset", type=count, default=0, show_default=True, help="Skip this many first."
     )(func)
 
 
@@ -197,6 +198,10 @@ def _token(token_file: str | None) -> str | None:
     tokens = [t.strip() for t in lines if t.strip() and not t.strip().startswith("#")]
     if not tokens:
         raise click.BadParameter(f"{token_file} holds no token", param_hint="--token-file")
+    if not tokens[0].isascii() or not tokens[0].isprintable():
+        raise click.BadParameter(
+            f"the token in {token_file} must be printable ASCII", param_hint="--token-file"
+        )
     return tokens[0]
 
 

@@ -359,6 +359,8 @@ def _apply_remote(
         return
     change, step, error = report.failed  # type: ignore[misc]
     click.echo(f'\nerror: {change.kind} "{change.name}": {step.rpc} failed: {error}', err=True)
+    if report.uncertain:
+        click.echo(f"(its answer was lost: {step.rpc} may or may not have been applied)", err=True)
     click.echo(f"Applied before the failure ({len(report.applied)} steps):", err=True)
     for done, done_step in report.applied:
         click.echo(f'  {done.kind} "{done.name}": {done_step.rpc}', err=True)

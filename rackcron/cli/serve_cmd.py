@@ -213,8 +213,9 @@ def _controller(value: str | None) -> dict[str, Any] | None:
     f"${GRPC_TOKEN_ENV}). Health checks need none.",
 )  # fmt: skip
 @click.option(
-    "--grpc-workers", type=click.IntRange(1, 256), default=8, show_default=True,
-    help="Threads serving RPCs; the database connection pool is sized to match.",
+    "--grpc-workers", type=click.IntRange(1, 256),
+    help="Threads serving RPCs (default: two per CPU, 4 to 32); the database connection"
+    " pool is sized to match.",
 )  # fmt: skip
 @click.option(
     "--grpc-max-message-size", type=click.IntRange(1024, 64 * 1024 * 1024),
@@ -224,6 +225,12 @@ def _controller(value: str | None) -> dict[str, Any] | None:
 @click.option(
     "--grpc-grace", type=DURATION, default="10s", show_default=True,
     help="On stop, how long RPCs in flight get to finish.",
+)  # fmt: skip
+@click.option(
+    "--grpc-reconciler", is_flag=True,
+    help="Also serve rackcron.v1.Reconciler, so `apply --server` can write the inventory "
+    "(rack controller settings included) and record applies: give its callers the trust "
+    "`rackcron apply` needs.",
 )  # fmt: skip
 @click.option(
     "--no-dispatch", is_flag=True,
@@ -253,9 +260,10 @@ def serve(
     grpc_tls_key: str | None,
     grpc_client_ca: str | None,
     grpc_token_file: str | None,
-    grpc_workers: int,
+    grpc_workers: int | None,
     grpc_max_message_size: int,
     grpc_grace: float,
+    grpc_reconciler: bool,
     no_dispatch: bool,
     stop_after: float | None,
 ) -> None:
@@ -291,7 +299,7 @@ def serve(
 
     grpc = _grpc_config(
         grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca, grpc_token_file,
-        grpc_workers, grpc_max_message_size, grpc_grace, no_dispatch,
+        grpc_workers, grpc_max_message_size, grpc_grace, grpc_reconciler, no_dispatch,
     )  # fmt: skip
     config = ServeConfig(
         poll_interval=poll_interval,
@@ -316,7 +324,7 @@ def serve(
     _start_logs(log_format, log_level)
     stop = _stop_on_signals()
     # Each RPC thread may hold a connection, next to the dispatcher's and the runner's.
-    pool_size = grpc_workers + 4 if config.grpc else None
+    pool_size = config.grpc.workers + 4 if config.grpc else None
     with cli_errors():
         service = open_service(database_url, pool_size=pool_size)
         try:
@@ -333,23 +341,24 @@ def _grpc_config(
     key: str | None,
     client_ca: str | None,
     token_file: str | None,
-    workers: int,
+    workers: int | None,
     max_message_size: int,
     grace: float,
+    reconciler: bool,
     no_dispatch: bool,
 ) -> ShimConfig | None:
     """The shim's configuration from serve's --grpc-* options (None: no gRPC).
 
     :raises click.UsageError: options that do not go together.
     """
-    from shim.server import ShimConfig, TlsFiles, UnusableConfig, load_tokens
+    from shim.server import ShimConfig, TlsFiles, UnusableConfig, default_workers, load_tokens
 
     given = [
         name
         for name, value in (
             ("--grpc-tls-cert", cert), ("--grpc-tls-key", key),
             ("--grpc-client-ca", client_ca), ("--grpc-token-file", token_file),
-            ("--no-dispatch", no_dispatch or None),
+            ("--grpc-reconciler", reconciler or None), ("--no-dispatch", no_dispatch or None),
         )
         if value is not None
     ]  # fmt: skip
@@ -370,7 +379,8 @@ def _grpc_config(
         port=listen[1],
         tls=TlsFiles(cert, key, client_ca) if cert and key else None,
         tokens=tokens,
-        workers=workers,
+        workers=workers or default_workers(),
         max_message_bytes=max_message_size,
         grace=grace,
+        reconciler=reconciler,
     )

@@ -37,7 +37,7 @@ from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import UPDATE_MASK_PATHS
 from rackcron.service._scopes import ScopeOps
-from rackcron.store import default_database_url, open_engine, transaction
+from rackcron.store import default_database_url, open_engine, open_reader, transaction
 
 __all__ = [
     "UPDATE_MASK_PATHS",
@@ -81,11 +81,26 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _in_transaction(name: str, *, write: bool = True) -> Callable[..., Any]:
+def _in_transaction(
+    name: str, *, write: bool = True, single_read: bool = False
+) -> Callable[..., Any]:
+    """Operation ``name`` in a transaction of its own; ``single_read``: it runs one SELECT,
+    on the store's reader (``rackcron.store.open_reader``), retried once if the connection
+    it got was dead."""
     method = getattr(Operations, name)
 
     def call(self: Service, *args: Any, **kwargs: Any) -> Any:
-        with self.transaction(write=write) as ops:
+        if not single_read:
+            with self.transaction(write=write) as ops:
+                return getattr(ops, name)(*args, **kwargs)
+        try:
+            with self.transaction(write=False, engine=self.reader) as ops:
+                return getattr(ops, name)(*args, **kwargs)
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, sa.exc.DBAPIError) and cause.connection_invalidated):
+                raise
+        with self.transaction(write=False, engine=self.reader) as ops:
             return getattr(ops, name)(*args, **kwargs)
 
     call.__name__ = name
@@ -98,6 +113,7 @@ class Service:
 
     def __init__(self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow) -> None:
         self.engine = engine
+        self.reader = open_reader(engine)
         self.clock = clock
 
     @classmethod
@@ -109,15 +125,19 @@ class Service:
 
     def close(self) -> None:
         self.engine.dispose()
+        self.reader.dispose()
 
     @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[Operations]:
-        """Operations in one transaction: committed at the end, rolled back on any error.
+    def transaction(
+        self, *, write: bool = True, engine: Engine | None = None
+    ) -> Iterator[Operations]:
+        """Operations in one transaction on ``engine`` (default: the store's): committed at
+        the end, rolled back on any error.
 
         :raises StoreError: the database failed (the driver error is chained).
         """
         try:
-            with transaction(self.engine, write=write) as conn:
+            with transaction(engine or self.engine, write=write) as conn:
                 yield Operations(conn, self.clock())
         except sa.exc.SQLAlchemyError as exc:
             # The driver's own message, first line only: no SQL text or parameters.
@@ -127,7 +147,7 @@ class Service:
 
     # Schedules
     create_schedule = _in_transaction("create_schedule")
-    get_schedule = _in_transaction("get_schedule", write=False)
+    get_schedule = _in_transaction("get_schedule", write=False, single_read=True)
     find_schedule = _in_transaction("find_schedule", write=False)
     list_schedules = _in_transaction("list_schedules", write=False)
     update_schedule = _in_transaction("update_schedule")
@@ -144,7 +164,7 @@ class Service:
     scopes_by_schedule = _in_transaction("scopes_by_schedule", write=False)
     # Tasks
     list_tasks = _in_transaction("list_tasks", write=False)
-    get_tasks = _in_transaction("get_tasks", write=False)
+    get_tasks = _in_transaction("get_tasks", write=False, single_read=True)
     cancel_task = _in_transaction("cancel_task")
     # Inventory
     upsert_rack = _in_transaction("upsert_rack")

@@ -26,6 +26,10 @@ from rackcron.templates import to_template
 
 __all__ = ["UPDATE_MASK_PATHS", "ScheduleOps"]
 
+# Built once: the hottest statement (GetTaskSchedule, and every write by id).
+_BY_ID = sa.select(task_schedule).where(task_schedule.c.id == sa.bindparam("id"))
+_BY_ID_LOCKED = _BY_ID.with_for_update()
+
 UPDATE_MASK_PATHS = frozenset(
     {"schedule.name", "schedule.overlap_policy", "schedule.spec", "schedule.spec.timezone"}
 )
@@ -160,8 +164,8 @@ class ScheduleOps(TargetOps):
         :raises NotFound: no such schedule.
         """
         schedule_id = parse_id(schedule_id, field)
-        query = sa.select(task_schedule).where(task_schedule.c.id == schedule_id)
-        row = self.conn.execute(query.with_for_update() if lock else query).first()
+        query = _BY_ID_LOCKED if lock else _BY_ID
+        row = self.conn.execute(query, {"id": schedule_id}).first()
         if row is None:
             raise NotFound(f"{field}: task schedule {schedule_id} not found")
         return row

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
-from rackcron.errors import FailedPrecondition, NotFound, RackcronError
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound, RackcronError
 from rackcron.filters import ComponentFilter
 from rackcron.firing import admit, select_components
 from rackcron.models import (
@@ -124,6 +124,10 @@ class Submission:
     error: str | None = None
 
 
+#: GetTasksByIDs asks for at most this many (one IN list: SQLite allows 32,766 parameters).
+MAX_TASK_IDS = 10_000
+
+
 class TaskOps(OpsBase):
     def list_tasks(
         self,
@@ -155,7 +159,14 @@ class TaskOps(OpsBase):
         return sa.exists().where(elements.c.value == str(component_id))
 
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]:
-        """GetTasksByIDs: the tasks that exist, in the order asked."""
+        """GetTasksByIDs: the tasks that exist, in the order asked.
+
+        :raises InvalidArgument: a malformed id, or more than ``MAX_TASK_IDS`` of them.
+        """
+        if len(task_ids) > MAX_TASK_IDS:
+            raise InvalidArgument(
+                f"task_ids: at most {MAX_TASK_IDS} ids per request, got {len(task_ids)}"
+            )
         ids = [parse_id(t, f"task_ids[{i}]") for i, t in enumerate(task_ids)]
         if not ids:
             return []

@@ -6,6 +6,7 @@ from rackcron.store.engine import (
     default_database_url,
     head_revision,
     open_engine,
+    open_reader,
     transaction,
     upgrade,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "default_database_url",
     "head_revision",
     "open_engine",
+    "open_reader",
     "transaction",
     "upgrade",
 ]

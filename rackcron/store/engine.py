@@ -38,6 +38,7 @@ __all__ = [
     "default_database_url",
     "head_revision",
     "open_engine",
+    "open_reader",
     "transaction",
     "upgrade",
 ]
@@ -61,7 +62,9 @@ def _create_engine(url: str, pool_size: int | None = None) -> Engine:
         raise StoreError(f"invalid database URL {url!r}: {exc}") from exc
     if url_obj.get_backend_name() == "sqlite":
         return _sqlite_engine(url_obj)
-    pool = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": pool_size // 2}
+    pool = {}
+    if pool_size is not None:  # never below SQLAlchemy's default (5, and 10 more under load)
+        pool = {"pool_size": max(5, pool_size), "max_overflow": max(10, pool_size // 2)}
     try:
         return sa.create_engine(url_obj, pool_pre_ping=True, **pool)
     except (sa.exc.ArgumentError, ImportError) as exc:
@@ -87,8 +90,8 @@ def open_engine(url: str, *, migrate: bool | None = None, pool_size: int | None 
 
     ``migrate`` None means: migrate automatically only a SQLite database that has
     no schema yet. True always migrates; False never does. ``pool_size`` is the
-    number of PostgreSQL connections kept open (half as many again may be opened
-    under load); None keeps SQLAlchemy's default (5).
+    number of PostgreSQL connections kept open (at least 5; half as many again, at
+    least 10, may be opened under load); None keeps SQLAlchemy's default (5 and 10).
 
     :raises StoreError: the URL is invalid, the database is unreachable, or its
         schema is not at the newest revision.
@@ -137,10 +140,32 @@ def _sqlite_engine(url: sa.URL) -> Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        mode = "IMMEDIATE" if conn.get_execution_options().get("rackcron_write", True) else ""
+        options = conn.get_execution_options()
+        if options.get("rackcron_autocommit"):  # a single read (open_reader)
+            return
+        mode = "IMMEDIATE" if options.get("rackcron_write", True) else ""
         conn.exec_driver_sql(f"BEGIN {mode}".strip())
 
     return engine
+
+
+def open_reader(engine: Engine) -> Engine:
+    """The engine for operations that run ONE SELECT (GetTaskSchedule, GetTasksByIDs).
+
+    A lone SELECT is its own transaction, so these run in autocommit: no BEGIN and
+    COMMIT. On PostgreSQL that saves two round trips: the reader is a pool of its own
+    whose connections stay in autocommit and are not pinged before each use (the
+    caller retries a read once on a connection found dead). On SQLite it saves two
+    driver calls, each a hand-off of the GIL under load: ``engine`` sharing its pool,
+    with BEGIN left out (the driver is in autocommit mode already).
+    """
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(rackcron_autocommit=True)
+    pool = engine.pool
+    size = pool.size() if isinstance(pool, sa.pool.QueuePool) else 5
+    return sa.create_engine(
+        engine.url, isolation_level="AUTOCOMMIT", pool_size=size, max_overflow=max(10, size // 2)
+    )
 
 
 @contextmanager

@@ -15,8 +15,9 @@ from shim.server import ShimConfig, ShimServer
 
 @pytest.fixture
 def shim(service: Service) -> Iterator[ShimServer]:
-    """The shim over the test's service (every backend), on a free 127.0.0.1 port."""
-    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0))
+    """The shim over the test's service (every backend), on a free 127.0.0.1 port, with
+    rackcron.v1.Reconciler on."""
+    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=True))
     server.start()
     yield server
     server.stop()

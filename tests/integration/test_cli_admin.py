@@ -121,7 +121,9 @@ def test_delete_asks_and_errors_are_one_line(loaded: str) -> None:
     assert missing.exit_code == 1
     assert missing.output == 'error: task schedule "daily-ingest" not found\n'
     bad_page = _run("schedules", "list", "--offset", "-1", url=loaded)
-    assert bad_page.exit_code == 1 and "pagination.offset must not be negative" in bad_page.output
+    assert bad_page.exit_code == 2 and "--offset" in bad_page.output
+    too_far = _run("schedules", "list", "--limit", str(2**31), url=loaded)
+    assert too_far.exit_code == 2 and "--limit" in too_far.output
     bad_id = _run("tasks", "list", "--rack", "not-a-uuid", url=loaded)
     assert bad_id.exit_code == 1 and 'rack_id: invalid UUID "not-a-uuid"' in bad_id.output
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -16,10 +16,8 @@ from click.testing import CliRunner
 from rackcron.cli import main
 from rackcron.errors import FailedPrecondition
 from rackcron.service import Service
-from rackcron_proto.v1 import flow_pb2_grpc
 from reconciler.state import store_state
-from shim.server import ShimServer
-from shim.servicer import FlowServicer
+from shim.server import ShimConfig, ShimServer
 from tests.integration.test_serve_grpc import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -43,7 +41,7 @@ def test_apply_through_a_running_serve_matches_a_local_apply(tmp_path: Path) -> 
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", remote_url,
-         "--grpc-listen", f"127.0.0.1:{port}", "--poll-interval", "1s"],
+         "--grpc-listen", f"127.0.0.1:{port}", "--grpc-reconciler", "--poll-interval", "1s"],
         stderr=(tmp_path / "serve.log").open("w"),
     )  # fmt: skip
     server = f"127.0.0.1:{port}"
@@ -137,13 +135,11 @@ def test_an_apply_stops_at_the_first_refused_step_and_says_what_was_applied(
 
 @pytest.fixture
 def flow_only(service: Service) -> Iterator[str]:
-    """A server with v1.Flow alone, as a Flow deployment offers (no rackcron.v1.Reconciler)."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
-    flow_pb2_grpc.add_FlowServicer_to_server(FlowServicer(service), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    """rackcron serve's default: v1.Flow without rackcron.v1.Reconciler, as Flow offers it."""
+    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0))
     server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(1).wait()
+    yield server.address
+    server.stop()
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
@@ -167,6 +163,51 @@ def test_a_flow_server_gets_schedules_only_and_nothing_is_deleted(
     assert cli("plan", fleet, "--server", flow_only, "--detailed-exitcode")[0] == 0
     code, out = cli("plan", str(EXAMPLES / "fleet-v2"), "--server", flow_only)
     assert code == 0 and "0 to destroy" in out, out
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_flow_server_never_replaces_a_schedule_the_tree_protects(
+    flow_only: str, service: Service, tmp_path: Path
+) -> None:
+    tree = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES / "fleet", tree)
+    url = str(service.engine.url)
+    assert cli("apply", str(tree), "--database-url", url, "--auto-approve")[0] == 0
+    firmware = tree / "schedules" / "firmware.yaml"
+    text = firmware.read_text()
+    assert "protect: true" in text and "target_version: 31.2.0" in text
+    firmware.write_text(text.replace("target_version: 31.2.0", "target_version: 31.3.0"))
+    code, out = cli("plan", str(tree), "--server", flow_only)
+    assert code == 1 and "is protected: the plan would replace it" in out, out
+    code, out = cli("apply", str(tree), "--server", flow_only, "--auto-approve")
+    assert code == 1 and "Apply complete" not in out
+
+
+def _refuse_management(*args, **kwargs):
+    raise FailedPrecondition("management: refused for the test")
+
+
+def test_a_create_and_its_management_are_reported_apart(
+    served: str, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schedule created before its SetManagement failed is reported as applied."""
+    from rackcron.service import Operations
+
+    with monkeypatch.context() as patch:  # RunStep runs plan steps on Operations
+        patch.setattr(Operations, "set_management", _refuse_management)
+        code, out = cli("apply", str(EXAMPLES / "fleet"), "--server", served, "--auto-approve")
+    assert code == 1, out
+    failed = out[out.index("error: schedule") :].splitlines()[0]
+    assert "SetManagement failed" in failed
+    name = failed.split('"')[1]
+    applied = out[out.index("Applied before") : out.index("Not applied")]
+    assert f'schedule "{name}": CreateTaskSchedule' in applied
+    not_applied = out[out.index("Not applied") :]
+    assert f'schedule "{name}": CreateTaskSchedule' not in not_applied
+    assert service.find_schedule(name).management.owner is None
+    code, out = cli("apply", str(EXAMPLES / "fleet"), "--server", served, "--auto-approve")
+    assert code == 0, out
+    assert service.find_schedule(name).management.owner == OWNER
 
 
 def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet) -> None:

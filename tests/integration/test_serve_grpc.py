@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -192,3 +193,63 @@ def test_a_grpc_listener_that_cannot_start_is_one_clear_error(problem, tmp_path)
     assert result.returncode == 1, result.stderr
     expected = "cannot listen on" if problem == "port taken" else "cannot read"
     assert expected in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_stop_never_hangs_on_health_watch_streams_closing(service: Service) -> None:
+    """Health Watch streams opening and closing while the server stops (a deadlock in
+    grpcio-health-checking's servicer, which sends updates holding its lock)."""
+    for _ in range(3):
+        server = ShimServer(service, ShimConfig(port=0, workers=4, grace=0.5))
+        server.start()
+        done = threading.Event()
+
+        def churn(address: str = server.address, done: threading.Event = done) -> None:
+            with connect(address) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                while not done.is_set():
+                    stream = stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=5)
+                    with contextlib.suppress(grpc.RpcError, StopIteration):
+                        next(stream)
+                    stream.cancel()
+
+        churners = [threading.Thread(target=churn, daemon=True) for _ in range(4)]
+        for thread in churners:
+            thread.start()
+        time.sleep(0.3)
+        stopper = threading.Thread(target=server.stop, daemon=True)
+        stopper.start()
+        stopper.join(30)
+        done.set()
+        assert not stopper.is_alive(), "ShimServer.stop() hung"
+
+
+def test_the_reconciler_service_is_off_unless_asked_for(service: Service) -> None:
+    from rackcron_proto.v1 import reconciler_pb2, reconciler_pb2_grpc
+
+    for enabled in (False, True):
+        server = ShimServer(service, ShimConfig(port=0, workers=2, reconciler=enabled))
+        server.start()
+        try:
+            with connect(server.address) as channel:
+                stub = reconciler_pb2_grpc.ReconcilerStub(channel)
+                request = reconciler_pb2.RunStepRequest(
+                    rpc="SetManagement", args_json='{"name": ["x"]}'
+                )
+                with pytest.raises(grpc.RpcError) as refused:
+                    stub.RunStep(request, timeout=5)
+                expected = (
+                    grpc.StatusCode.INVALID_ARGUMENT if enabled else grpc.StatusCode.UNIMPLEMENTED
+                )
+                assert refused.value.code() == expected, refused.value.details()
+                if enabled:
+                    deep = reconciler_pb2.RunStepRequest(rpc="UpsertRack", args_json="[" * 100_000)
+                    with pytest.raises(grpc.RpcError) as nested:
+                        stub.RunStep(deep, timeout=5)
+                    assert nested.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    upsert = reconciler_pb2.RunStepRequest(rpc="CreateTaskSchedule", args_json="{}")
+                    with pytest.raises(grpc.RpcError) as flow_step:
+                        stub.RunStep(upsert, timeout=5)
+                    assert "schedules go through v1.Flow" in flow_step.value.details()
+        finally:
+            server.stop()

@@ -216,3 +216,29 @@ def test_writers_take_the_row_lock(service, fleet, locked: str, operation) -> No
         assert not out  # still waiting while the lock is held
     worker.join(timeout=30)
     assert len(out) == 1
+
+
+@POSTGRES_ONLY
+def test_a_single_read_survives_a_connection_the_server_killed(service: Service, fleet) -> None:
+    """The reader's pool is not pinged before use: a dead connection is retried once."""
+    schedule = create(service, fleet.racks[:1])
+    assert service.get_schedule(schedule.id) == schedule  # the reader now pools a connection
+    with service.reader.connect() as conn:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    with transaction(service.engine) as conn:
+        conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+    assert service.get_schedule(schedule.id) == schedule
+    assert service.get_tasks([uuid.uuid4()]) == []
+
+
+def test_single_reads_run_in_autocommit_on_postgresql(service: Service) -> None:
+    """GetTaskSchedule and GetTasksByIDs need no BEGIN/COMMIT round trips on PostgreSQL."""
+    if service.engine.dialect.name == "sqlite":
+        assert service.reader.pool is service.engine.pool
+        with service.reader.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            assert not conn.connection.driver_connection.in_transaction
+    else:
+        assert service.reader.dialect.name == "postgresql"
+        with service.reader.connect() as conn:
+            assert conn.connection.driver_connection.autocommit is True
