@@ -50,6 +50,7 @@ bench: bench-deps
 	$(BIN)/python bench/timing.py
 	$(BIN)/python bench/plan.py
 	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/grpc.py
 
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
