@@ -21,23 +21,28 @@ and the share of the host's CPUs that other processes took meanwhile (Linux: fro
   happens) on the server of ``--postgres-url`` (default ``$RACKCRON_BENCH_POSTGRES_URL``,
   else ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``, an administrative
   database); skipped with a message when it cannot be reached. Its connection pool is
-  sized as ``rackcron serve --grpc-workers`` sizes it (workers + 4).
+  sized as ``rackcron serve --grpc-workers`` sizes it (workers + 4);
+* (d) for GetTaskSchedule only, each backend again through a ``Service`` that keeps no
+  memo (``Service(engine, memo=0)``): every call builds its response ("no memo").
 
 Each store holds 100 schedules (interval and cron specs, PowerOn on 1-2 of 8 racks,
 created through ``Service.create_schedule``). GetTaskSchedule asks for a random one of
-the 100 each call; ListTaskSchedules for all 100 (no pagination). Every server is checked
-before it is measured (the right schedule comes back; the list holds all 100).
+the 100 each call, so after the warm-up each is answered from the service's memo of
+responses by row version (one SELECT; what clients polling unchanged schedules get),
+and by (d) every call is a miss. ListTaskSchedules asks for all 100 (no
+pagination). Every server is checked before it is measured (the right schedule comes
+back; the list holds all 100).
 
 Prints a table backend x RPC -> req/s, p50, p99, CPU per call and % of the ceiling for
 the same RPC (measured next to each other, RPC by RPC), then the target: GetTaskSchedule
->= 50% of the empty-handler ceiling with 4 concurrent clients, met or not per backend,
-and a warning when other processes took more than 10% of the CPUs meanwhile (the ceiling
+>= 50% of the empty-handler ceiling with 4 concurrent clients, met or not per backend
+(with the memo), the no-memo shares, and a warning when other processes took more than 10% of the CPUs meanwhile (the ceiling
 is bound by the host's CPU, the shim by its server's GIL: a busy host flatters the shim).
 ``--profile`` then times one GetTaskSchedule and one ListTaskSchedules handler call, in
 this process without gRPC, step by step (SQL and its floor on the driver connection, rows
 to models, models to messages), and prints a cProfile of the first.
 
-Run: ``.venv/bin/python bench/grpc.py`` (about 45 s on a 2-core host with PostgreSQL),
+Run: ``.venv/bin/python bench/grpc.py`` (about a minute on a 2-core host with PostgreSQL),
 ``--backends sqlite`` for SQLite alone, ``--repeats 3`` for medians of three rounds.
 
 (This file is named ``grpc.py``: run as a script, its directory would come first on
@@ -76,7 +81,9 @@ import sqlalchemy as sa  # noqa: E402
 
 from rackcron.models import PowerOn, Rack, RackTarget, ScheduleConfig, TargetSpec  # noqa: E402
 from rackcron.service import Service, _rows  # noqa: E402
+from rackcron.service._schedules import BY_ID  # noqa: E402
 from rackcron.store import open_engine, transaction  # noqa: E402
+from rackcron.store.lookup import Lookup  # noqa: E402
 from rackcron.store.tables import task_schedule  # noqa: E402
 from rackcron.timing import SpecType  # noqa: E402
 from rackcron_proto.v1 import flow_pb2 as pb  # noqa: E402
@@ -93,6 +100,7 @@ RACKS = 8
 RPCS = ("GetTaskSchedule", "ListTaskSchedules")
 BACKENDS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 TARGET = 0.5  # GetTaskSchedule >= 50% of the ceiling
+COLD = "-cold"  # a server name's suffix: its Service keeps no memo (every call a miss)
 NOISY = 0.1  # warn when other processes took more than this share of the CPUs
 
 
@@ -410,6 +418,10 @@ def driver_floor(
     return pooled, get, listing
 
 
+def _same(row: Any) -> Any:
+    return row
+
+
 def profile(label: str, service: Service, ids: list[str], show: int) -> None:
     """Time one handler call of each RPC step by step, then cProfile GetTaskSchedule."""
     servicer = FlowServicer(service)
@@ -417,7 +429,6 @@ def profile(label: str, service: Service, ids: list[str], show: int) -> None:
     requests = [pb.GetTaskScheduleRequest(id=pb.UUID(id=i)) for i in ids]
     listing_request = pb.ListTaskSchedulesRequest()
     engine = service.engine
-    schedule = service.get_schedule(ids[0])
     page = service.list_schedules()
 
     def one_row() -> Any:
@@ -440,17 +451,20 @@ def profile(label: str, service: Service, ids: list[str], show: int) -> None:
 
     pooled, raw_get, raw_list = driver_floor(service, ids)
     row, rows = one_row(), all_rows()
+    bare = Lookup(service.reader, BY_ID, memo=0)
     steps = [
         ("GetTaskSchedule handler (FlowServicer, no gRPC)",
          lambda: servicer.GetTaskSchedule(choose(requests), None)),
         ("  check_strings(request)", lambda: check_strings(choose(requests))),
-        ("  service.get_schedule (transaction + SQL + model)",
-         lambda: service.get_schedule(choose(ids))),
-        ("    transaction + SELECT one row (SQLAlchemy Core)", one_row),
-        ("      of which an empty transaction (pool, BEGIN, COMMIT)", empty_transaction),
-        ("      floor: the same SQL on the driver connection", raw_get),
-        ("    row -> Schedule (rackcron.service._rows, pydantic)", lambda: _rows.schedule(row)),
-        ("  pb_schedule(schedule) (Schedule -> message)", lambda: pb_schedule(schedule)),
+        ("  service.get_schedule(id, pb_schedule): SELECT, memo hit",
+         lambda: service.get_schedule(choose(ids), pb_schedule)),
+        ("    the SELECT alone (rackcron.store.lookup, no memo)",
+         lambda: bare.one(_same, id=uuid.UUID(choose(ids)))),
+        ("      floor: the same SQL on the driver, with BEGIN and COMMIT", raw_get),
+        ("    a memo miss adds: row -> Schedule -> message",
+         lambda: pb_schedule(_rows.schedule(row))),
+        ("  for comparison: transaction + SELECT through SQLAlchemy Core", one_row),
+        ("    of which an empty transaction (pool, BEGIN, COMMIT)", empty_transaction),
         ("ListTaskSchedules handler (100 items, no gRPC)",
          lambda: servicer.ListTaskSchedules(listing_request, None)),
         ("  service.list_schedules (transaction + 2 SQL + models)",
@@ -529,6 +543,9 @@ def main() -> None:
         servers = {"ceiling": (ceiling_server(constant, first, config), first_ids)}
         for backend, (service, ids) in services.items():
             servers[backend] = (ShimServer(service, config), ids)
+            cold = Service(service.engine, memo=0)  # every GetTaskSchedule a memo miss
+            stack.callback(cold.reader.dispose)
+            servers[f"{backend}{COLD}"] = (ShimServer(cold, config), ids)
         addresses, sizes = {}, {}
         for name, (server, ids) in servers.items():
             addresses[name] = stack.enter_context(serving(server))
@@ -541,6 +558,8 @@ def main() -> None:
         for _ in range(args.repeats):
             for rpc in RPCS:  # the ceiling next to the backends, RPC by RPC
                 for name, (_server, ids) in servers.items():
+                    if name.endswith(COLD) and rpc != "GetTaskSchedule":
+                        continue  # no memo there: the same as with one
                     result = measure(clients, addresses[name], rpc, ids, args)
                     results.setdefault((name, rpc), []).append(result)
         report(results, list(servers), sizes, args)
@@ -555,32 +574,41 @@ def report(results: dict[tuple[str, str], list[Result]], names: list[str],
            sizes: dict[str, tuple[int, int]], args: argparse.Namespace) -> None:  # fmt: skip
     median = {key: median_result(runs) for key, runs in results.items()}
     label = {"ceiling": "empty handler", **BACKENDS}
+    label.update({f"{b}{COLD}": f"{name}, no memo" for b, name in BACKENDS.items()})
     rounds = f", median of {args.repeats} rounds" if args.repeats > 1 else ""
     get_size, list_size = sizes["ceiling"]
     print(f"\ngRPC shim, 127.0.0.1: {args.clients} client processes, {args.workers} server"
           f" threads, {args.duration:g} s per measurement after {args.warmup:g} s of warm-up"
           f"{rounds}; {SCHEDULES} schedules; responses of {get_size} and {list_size:,}"
           f" bytes\n")  # fmt: skip
-    print(f"{'backend':<15}{'RPC':<19}{'req/s':>8}{'p50 ms':>9}{'p99 ms':>9}"
+    print(f"{'backend':<21}{'RPC':<19}{'req/s':>8}{'p50 ms':>9}{'p99 ms':>9}"
           f"{'CPU/call: server':>18}{'clients':>10}{'others':>8}{'% ceiling':>11}")  # fmt: skip
     for rpc in RPCS:
         ceiling = median[("ceiling", rpc)].rps
         for name in names:
+            if (name, rpc) not in median:
+                continue
             r = median[(name, rpc)]
-            print(f"{label[name]:<15}{rpc:<19}{r.rps:8,.0f}{r.p50 * 1e3:9.2f}{r.p99 * 1e3:9.2f}"
+            print(f"{label[name]:<21}{rpc:<19}{r.rps:8,.0f}{r.p50 * 1e3:9.2f}{r.p99 * 1e3:9.2f}"
                   f"{r.server_cpu * 1e6:15,.0f} µs{r.client_cpu * 1e6:7,.0f} µs"
                   f"{r.others:8.0%}{r.rps / ceiling:11.0%}")  # fmt: skip
     print(f"(CPU/call: CPU time per completed call of the server process and of the client"
           f" processes; others: the share of the host's {os.cpu_count()} CPUs that other"
           f" processes took meanwhile: noise, and on PostgreSQL its server)")  # fmt: skip
-    verdicts = []
+    verdicts, misses = [], []
     ceiling = median[("ceiling", "GetTaskSchedule")].rps
     for name in names[1:]:
         share = median[(name, "GetTaskSchedule")].rps / ceiling
-        verdicts.append(f"{label[name]} {share:.0%} ({'met' if share >= TARGET else 'NOT MET'})")
+        if name.endswith(COLD):
+            misses.append(f"{label[name].split(',')[0]} {share:.0%}")
+        else:
+            verdicts.append(
+                f"{label[name]} {share:.0%} ({'met' if share >= TARGET else 'NOT MET'})"
+            )
     print(f"\nsummary: GetTaskSchedule >= {TARGET:.0%} of the empty-handler ceiling"
           f" ({ceiling:,.0f} req/s) with {args.clients} concurrent clients: "
           + "; ".join(verdicts))  # fmt: skip
+    print("with every call a memo miss (no memo): " + "; ".join(misses))
     noise = statistics.mean(median[("ceiling", rpc)].others for rpc in RPCS)
     if noise > NOISY:
         print(f"warning: other processes took {noise:.0%} of the host's CPUs while the ceiling"

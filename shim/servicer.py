@@ -54,7 +54,7 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
 
     @rpc_method
     def GetTaskSchedule(self, request: pb.GetTaskScheduleRequest) -> pb.TaskSchedule:
-        return pb_schedule(self.service.get_schedule(request.id.id))
+        return self.service.get_schedule(request.id.id, pb_schedule)
 
     @rpc_method
     def ListTaskSchedules(

@@ -19,25 +19,30 @@ run the three phases in three transactions (see ``_firing``).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
+from rackcron.models import Schedule
+from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, ApplyOps
+from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
 from rackcron.service._inventory import InventoryOps
-from rackcron.service._schedules import UPDATE_MASK_PATHS
+from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
+from rackcron.store.lookup import Lookup, store_error
 
 __all__ = [
     "UPDATE_MASK_PATHS",
@@ -81,6 +86,19 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+T = TypeVar("T")
+
+
+def _same(schedule: Schedule) -> Schedule:
+    return schedule
+
+
+@functools.lru_cache(maxsize=64)
+def _from_row(view: Callable[[Schedule], T]) -> Callable[[Any], T]:
+    """``view`` of a schedule's row: one function object per view (the memo's key)."""
+    return lambda row: view(_rows.schedule(row))
+
+
 def _in_transaction(
     name: str, *, write: bool = True, single_read: bool = False
 ) -> Callable[..., Any]:
@@ -111,10 +129,14 @@ def _in_transaction(
 class Service:
     """The service over one database; each public operation is one transaction."""
 
-    def __init__(self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow) -> None:
+    def __init__(
+        self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow, memo: int = 4096
+    ) -> None:
+        """``memo``: how many schedule rows :meth:`get_schedule` keeps its views of (0: none)."""
         self.engine = engine
         self.reader = open_reader(engine)
         self.clock = clock
+        self._schedule_by_id = Lookup(self.reader, BY_ID, memo=memo)
 
     @classmethod
     def open(
@@ -140,14 +162,28 @@ class Service:
             with transaction(engine or self.engine, write=write) as conn:
                 yield Operations(conn, self.clock())
         except sa.exc.SQLAlchemyError as exc:
-            # The driver's own message, first line only: no SQL text or parameters.
-            cause = getattr(exc, "orig", None) or exc
-            detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-            raise StoreError(f"database error: {type(cause).__name__}: {detail}") from exc
+            raise store_error(exc) from exc
 
     # Schedules
     create_schedule = _in_transaction("create_schedule")
-    get_schedule = _in_transaction("get_schedule", write=False, single_read=True)
+
+    def get_schedule(
+        self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], T] = _same
+    ) -> T:
+        """GetTaskSchedule: ``view`` of the schedule (default: the Schedule itself).
+
+        The hottest read: one SELECT on the reader's driver connection, and ``view``
+        (a pure function, the same object every call; its result is shared, not to be
+        modified) applied once per version of the row (``rackcron.store.lookup``).
+
+        :raises NotFound: no such schedule.
+        """
+        schedule_id = parse_id(schedule_id, "id")
+        found = self._schedule_by_id.one(_from_row(view), id=schedule_id)
+        if found is None:
+            raise not_found(schedule_id)
+        return found
+
     find_schedule = _in_transaction("find_schedule", write=False)
     list_schedules = _in_transaction("list_schedules", write=False)
     update_schedule = _in_transaction("update_schedule")

@@ -24,11 +24,11 @@ from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
 from rackcron.templates import to_template
 
-__all__ = ["UPDATE_MASK_PATHS", "ScheduleOps"]
+__all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
 
 # Built once: the hottest statement (GetTaskSchedule, and every write by id).
-_BY_ID = sa.select(task_schedule).where(task_schedule.c.id == sa.bindparam("id"))
-_BY_ID_LOCKED = _BY_ID.with_for_update()
+BY_ID = sa.select(task_schedule).where(task_schedule.c.id == sa.bindparam("id"))
+_BY_ID_LOCKED = BY_ID.with_for_update()
 
 UPDATE_MASK_PATHS = frozenset(
     {"schedule.name", "schedule.overlap_policy", "schedule.spec", "schedule.spec.timezone"}
@@ -66,6 +66,10 @@ def _management_values(management: Management) -> dict[str, Any]:
         "protect": management.protect,
         "labels": management.labels or None,
     }
+
+
+def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
+    return NotFound(f"{field}: task schedule {schedule_id} not found")
 
 
 def _name(config: ScheduleConfig) -> str:
@@ -164,10 +168,10 @@ class ScheduleOps(TargetOps):
         :raises NotFound: no such schedule.
         """
         schedule_id = parse_id(schedule_id, field)
-        query = _BY_ID_LOCKED if lock else _BY_ID
+        query = _BY_ID_LOCKED if lock else BY_ID
         row = self.conn.execute(query, {"id": schedule_id}).first()
         if row is None:
-            raise NotFound(f"{field}: task schedule {schedule_id} not found")
+            raise not_found(schedule_id, field)
         return row
 
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:

@@ -164,7 +164,11 @@ def open_reader(engine: Engine) -> Engine:
     pool = engine.pool
     size = pool.size() if isinstance(pool, sa.pool.QueuePool) else 5
     return sa.create_engine(
-        engine.url, isolation_level="AUTOCOMMIT", pool_size=size, max_overflow=max(10, size // 2)
+        engine.url,
+        isolation_level="AUTOCOMMIT",
+        pool_reset_on_return=None,  # autocommit: no transaction to roll back on check-in
+        pool_size=size,
+        max_overflow=max(10, size // 2),
     )
 
 

@@ -136,10 +136,10 @@ def test_stop_lets_rpcs_in_flight_finish_and_refuses_new_ones(
     entered = threading.Event()
     get = service.get_schedule
 
-    def slow_get(schedule_id):
+    def slow_get(schedule_id, *view):
         entered.set()
         time.sleep(1.0)
-        return get(schedule_id)
+        return get(schedule_id, *view)
 
     monkeypatch.setattr(service, "get_schedule", slow_get)
     server = ShimServer(service, ShimConfig(port=0, workers=2, grace=10.0))
