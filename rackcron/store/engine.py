@@ -163,13 +163,25 @@ def open_reader(engine: Engine) -> Engine:
         return engine.execution_options(rackcron_autocommit=True)
     pool = engine.pool
     size = pool.size() if isinstance(pool, sa.pool.QueuePool) else 5
-    return sa.create_engine(
+    reader = sa.create_engine(
         engine.url,
         isolation_level="AUTOCOMMIT",
         pool_reset_on_return=None,  # autocommit: no transaction to roll back on check-in
         pool_size=size,
         max_overflow=max(10, size // 2),
     )
+
+    @sa.event.listens_for(reader, "connect")
+    def _in_utc(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        # Times come back in UTC, whatever the server's TimeZone: in a zone with daylight
+        # saving two instants an hour apart can read as equal datetimes (``fold`` does not
+        # count in comparisons), and rackcron.store.lookup keys its memo on raw rows.
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET TIME ZONE 'UTC'")
+        cursor.close()
+        dbapi_connection.commit()
+
+    return reader
 
 
 @contextmanager

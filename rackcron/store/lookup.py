@@ -17,8 +17,9 @@ function of it, and is kept in an LRU memo keyed by that row. A row read again
 unchanged costs one SELECT; any change to any column is a different key.
 
 The connection comes from the engine's pool as ``Engine.raw_connection`` hands it
-out (connect events and isolation level applied); one found dead is dropped from the
-pool and the read tried once more on another.
+out (connect events and isolation level applied). One found dead is dropped with the
+rest of the pool (``Engine.dispose``: after a server restart they are all dead) and the
+read tried once more on a new connection.
 """
 
 from __future__ import annotations
@@ -118,9 +119,14 @@ class Lookup:
             cursor.close()
             return found
         except self._errors as exc:
-            if not (retry and self._dialect.is_disconnect(exc, connection.dbapi_connection, None)):
+            if not self._dialect.is_disconnect(exc, connection.dbapi_connection, None):
                 raise
+            # As SQLAlchemy does on a lost connection: the pool's others are likely lost
+            # too (a server restart), so none of them is used again.
             connection.invalidate(exc)
+            self._engine.dispose()
+            if not retry:
+                raise
         finally:
             connection.close()
         return self._fetch(params, retry=False)

@@ -192,3 +192,49 @@ def test_a_database_failure_is_a_store_error(service: Service, schedules) -> Non
         service.get_schedule(schedules[0].id)
     assert "SELECT" not in str(failed.value)
     assert failed.value.__cause__ is not None
+
+
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+@POSTGRES_ONLY
+def test_an_hour_apart_is_a_change_where_the_server_keeps_daylight_saving(
+    service: Service, schedules
+) -> None:
+    """In Europe/Berlin 00:30Z and 01:30Z on 2026-10-25 are both 02:30 local time, and
+    Python compares same-zone datetimes by wall time: the reader reads in UTC."""
+    schedule = schedules[0]
+    with transaction(service.engine) as conn:
+        name = conn.exec_driver_sql("SELECT current_database()").scalar_one()
+        conn.exec_driver_sql(f"ALTER DATABASE \"{name}\" SET timezone = 'Europe/Berlin'")
+    service.reader.dispose()  # new connections, in the database's new zone
+    for hour in (0, 1):
+        moment = datetime(2026, 10, 25, hour, 30, tzinfo=UTC)
+        with transaction(service.engine) as conn:
+            conn.execute(
+                task_schedule.update()
+                .where(task_schedule.c.id == schedule.id)
+                .values(next_run_at=moment)
+            )
+        assert service.get_schedule(schedule.id).next_run_at == moment
+        assert service.get_schedule(schedule.id, pb_schedule).next_run_at.seconds == int(
+            moment.timestamp()
+        )
+
+
+@POSTGRES_ONLY
+def test_reads_survive_every_pooled_connection_killed(service: Service, schedules) -> None:
+    """After a server restart every pooled connection is dead: none is used again."""
+    held = [service.reader.raw_connection() for _ in range(5)]
+    for connection in held:
+        connection.close()  # the reader's pool now holds five connections
+    with transaction(service.engine) as conn:
+        killed = conn.exec_driver_sql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).scalar_one()
+    assert killed >= 5
+    for schedule in schedules * 2:
+        assert service.get_schedule(schedule.id) == schedule

@@ -105,7 +105,9 @@ def test_serve_answers_rpcs_on_the_store_it_dispatches(tmp_path: Path) -> None:
     assert proc.returncode == 0
     events = [e["event"] for e in _events(log)]
     assert events.index("grpc serving") < events.index("serving")
-    assert "fired" in events and events[-2:] == ["grpc stopped", "stopped"]
+    assert "fired" in events and events[-1] == "stopped"
+    # The shim drains first; the runner may still start a task meanwhile, then stops.
+    assert events.index("grpc stopped") < events.index("stopped")
 
 
 def test_no_dispatch_serves_rpcs_and_fires_nothing(tmp_path: Path) -> None:
