@@ -49,6 +49,7 @@ __all__ = [
 
 FLOW_SERVICE = flow_pb2.DESCRIPTOR.services_by_name["Flow"].full_name  # "v1.Flow"
 RECONCILER_SERVICE = reconciler_pb2.DESCRIPTOR.services_by_name["Reconciler"].full_name
+STOP_SLACK = 5.0  # seconds stop() waits past the grace period for grpcio's shutdown
 _HEALTH_METHODS = (
     "/grpc.health.v1.Health/Check",
     "/grpc.health.v1.Health/Watch",
@@ -314,7 +315,18 @@ class ShimServer:
         return port
 
     def stop(self, grace: float | None = None) -> None:
-        """Refuse new RPCs, let those in flight finish (up to ``grace`` seconds), then stop."""
+        """Refuse new RPCs, let those in flight finish (up to ``grace`` seconds), then stop.
+
+        Returns at most ``STOP_SLACK`` seconds after the grace period, logging a warning if
+        grpcio's shutdown has not finished by then (a stop must never hang a process)."""
+        grace = self.config.grace if grace is None else grace
         self._health.enter_graceful_shutdown()
-        self._server.stop(self.config.grace if grace is None else grace).wait()
+        if not self._server.stop(grace).wait(timeout=grace + STOP_SLACK):
+            event(
+                logging.WARNING,
+                "grpc stop timed out",
+                address=self.address,
+                waited=grace + STOP_SLACK,
+            )
+            return
         event(logging.INFO, "grpc stopped", address=self.address)

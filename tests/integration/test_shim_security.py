@@ -43,6 +43,7 @@ from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron_proto.v1 import flow_pb2 as pb
 from rackcron_proto.v1 import flow_pb2_grpc
+from shim import server as shim_server
 from shim.client import ClientTls, connect
 from shim.server import FLOW_SERVICE, ShimConfig, ShimServer, TlsFiles, UnusableConfig, load_tokens
 from tests.integration.helpers import create, snapshot
@@ -571,6 +572,22 @@ class TestHealthAndStop:
             watch.cancel()
             stopping.join(timeout=TIMEOUT * 2)
         assert not stopping.is_alive()
+
+    def test_a_stop_that_does_not_finish_returns_after_the_slack(
+        self, start_shim, monkeypatch, rackcron_log
+    ):
+        """grpcio's shutdown has been seen not to finish under load: stop never hangs."""
+        server = start_shim(grace=0.1)
+        monkeypatch.setattr(shim_server, "STOP_SLACK", 0.2)
+        stop = server._server.stop
+        monkeypatch.setattr(
+            server._server, "stop", lambda grace: (stop(grace), threading.Event())[1]
+        )
+        stopping = threading.Thread(target=server.stop, daemon=True)
+        stopping.start()
+        stopping.join(TIMEOUT)
+        assert not stopping.is_alive()
+        assert [r.getMessage() for r in rackcron_log.records][-1] == "grpc stop timed out"
 
     def test_stop_drains_an_rpc_in_flight_and_refuses_new_ones(
         self, start_shim, open_channel, service, fleet, monkeypatch
