@@ -21,6 +21,7 @@ import hmac
 import ipaddress
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -114,12 +115,26 @@ def load_tokens(path: str | None, env_value: str | None) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+def _one_at_a_time(send: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``send`` serialised: callers on other threads wait for the one in progress."""
+    lock = threading.Lock()
+
+    def serialised(response: Any) -> Any:
+        with lock:
+            return send(response)
+
+    return serialised
+
+
 class _Health(health.HealthServicer):
     """grpcio's health servicer, sending Watch responses after releasing its lock.
 
     Upstream sends them while holding it, and a send can block on a stream that is
     closing (whose close callback wants the same lock): the server's stop then
-    deadlocks. Here the lock only guards the tables.
+    deadlocks. Here the lock only guards the tables, and each stream has a lock of its
+    own for its sends: grpcio's call state allows one send at a time (two at once, as
+    Watch's first answer and a status change can be, kill its server thread with a
+    KeyError, and the server never stops).
     """
 
     def Watch(
@@ -129,15 +144,16 @@ class _Health(health.HealthServicer):
             return super().Watch(request, context)
         service = request.service
         unknown = health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+        send = _one_at_a_time(send_response_callback)
         with self._lock:
             status = self._server_status.get(service, unknown)
-            self._send_response_callbacks.setdefault(service, set()).add(send_response_callback)
-            context.add_callback(self._on_close_callback(send_response_callback, service))
-        send_response_callback(health_pb2.HealthCheckResponse(status=status))
+            self._send_response_callbacks.setdefault(service, set()).add(send)
+            context.add_callback(self._on_close_callback(send, service))
+        send(health_pb2.HealthCheckResponse(status=status))
         with self._lock:  # a change sent while this one went out must stay the last word
             latest = self._server_status.get(service, unknown)
         if latest != status:
-            send_response_callback(health_pb2.HealthCheckResponse(status=latest))
+            send(health_pb2.HealthCheckResponse(status=latest))
         return None
 
     def set(self, service: str, status: Any) -> None:
