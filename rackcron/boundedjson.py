@@ -1,0 +1,54 @@
+"""JSON from outside, parsed with a bound on nesting.
+
+``json.loads`` recurses once per level of nesting, so a document of a few
+kilobytes (``[[[[...]]]]``) raises ``RecursionError`` or worse, whatever size
+cap the caller applied. Every JSON document rackcron did not write itself (a
+controller's answer, a controller's request body, a saved plan, an RPC field)
+is parsed by :func:`loads`, which counts the nesting first, in one linear pass
+with no recursion, and refuses a document deeper than ``max_depth`` before
+``json`` sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "JSONTooDeep", "depth", "loads"]
+
+#: Deeper than any document rackcron reads (a plan nests 7 levels).
+MAX_DEPTH = 64
+
+# A JSON string literal (escapes included), or one bracket outside any string.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_OPEN = frozenset("[{")
+
+
+class JSONTooDeep(ValueError):
+    """The document nests deeper than allowed (a ``ValueError``, as bad JSON is)."""
+
+
+def depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in ``text`` (brackets in strings ignored)."""
+    level = deepest = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in _OPEN:
+            level += 1
+            deepest = max(deepest, level)
+        elif token in "]}":
+            level -= 1
+    return deepest
+
+
+def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(data)``, refusing nesting deeper than ``max_depth`` first.
+
+    :raises JSONTooDeep: the document nests too deep.
+    :raises ValueError: ``data`` is not JSON (``json.JSONDecodeError``) or not UTF-8.
+    """
+    text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
+    if (found := depth(text)) > max_depth:
+        raise JSONTooDeep(f"JSON nests {found} levels deep; at most {max_depth} are allowed")
+    return json.loads(text)

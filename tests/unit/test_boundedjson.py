@@ -1,0 +1,64 @@
+"""rackcron.boundedjson: nesting is counted before json parses, with no recursion."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rackcron import boundedjson
+from rackcron.boundedjson import JSONTooDeep, depth, loads
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1", 0),
+        ("[]", 1),
+        ('{"a": [1, {"b": []}]}', 4),
+        ('["[[[[", "]"]', 1),
+        (r'["\"[[[", "\\"]', 1),
+        ("[" * 5 + "]" * 5, 5),
+    ],
+    ids=["scalar", "empty-array", "mixed", "brackets-in-strings", "escaped-quotes", "five"],
+)
+def test_depth(text: str, expected: int) -> None:
+    assert depth(text) == expected
+
+
+@pytest.mark.parametrize("levels", [65, 10_000, 1_000_000], ids=["just-over", "deep", "huge"])
+def test_deep_documents_are_refused_not_recursed(levels: int) -> None:
+    text = "[" * levels + "]" * levels
+    with pytest.raises(JSONTooDeep, match=f"nests {levels} levels deep; at most 64"):
+        loads(text)
+    with pytest.raises(ValueError):  # callers catching bad JSON catch this too
+        loads(text.encode())
+
+
+def test_the_limit_itself_parses() -> None:
+    text = "[" * boundedjson.MAX_DEPTH + "]" * boundedjson.MAX_DEPTH
+    assert loads(text) is not None
+    with pytest.raises(JSONTooDeep):
+        loads(text, max_depth=boundedjson.MAX_DEPTH - 1)
+
+
+def test_bad_json_and_bad_utf8_are_value_errors() -> None:
+    with pytest.raises(ValueError):
+        loads("{")
+    with pytest.raises(ValueError):
+        loads(b"\xff")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+def test_same_as_json_loads(value: object) -> None:
+    text = json.dumps(value)
+    assert loads(text) == json.loads(text)
