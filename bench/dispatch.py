@@ -82,6 +82,8 @@ try:
 except ImportError:  # the peer is optional: pip install -e '.[bench]'
     BackgroundScheduler = None
 
+from _postgres import admin, database_url
+
 from dispatcher.logs import configure
 from dispatcher.loop import Dispatcher
 from rackcron.firing import task_description
@@ -496,19 +498,6 @@ def sqlite_stores(workdir: Path, shape: Shape) -> Iterator[Fresh]:
     yield fresh
 
 
-def _admin(admin_url: str, statement: str) -> None:
-    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(statement)
-    finally:
-        engine.dispose()
-
-
-def _database_url(admin_url: str, name: str) -> str:
-    return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-
-
 @contextmanager
 def postgres_stores(admin_url: str, shape: Shape) -> Iterator[Fresh]:
     """Seed one PostgreSQL database; each fresh store is ``CREATE DATABASE ... TEMPLATE`` it.
@@ -517,9 +506,9 @@ def postgres_stores(admin_url: str, shape: Shape) -> Iterator[Fresh]:
     """
     prefix = f"rackcron_bench_{uuid.uuid4().hex[:8]}"
     seeded = f"{prefix}_seeded"
-    _admin(admin_url, f'CREATE DATABASE "{seeded}"')
+    admin(admin_url, f'CREATE DATABASE "{seeded}"')
     try:
-        engine = open_engine(_database_url(admin_url, seeded), migrate=True)
+        engine = open_engine(database_url(admin_url, seeded), migrate=True)
         try:
             seed(engine, shape, datetime.now(UTC))
         finally:
@@ -528,21 +517,21 @@ def postgres_stores(admin_url: str, shape: Shape) -> Iterator[Fresh]:
         @contextmanager
         def fresh() -> Iterator[Engine]:
             name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-            _admin(admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{seeded}"')
+            admin(admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{seeded}"')
             engine = None
             try:
-                engine = open_engine(_database_url(admin_url, name))
+                engine = open_engine(database_url(admin_url, name))
                 with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                     conn.exec_driver_sql("VACUUM ANALYZE")
                 yield engine
             finally:
                 if engine is not None:
                     engine.dispose()
-                _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
         yield fresh
     finally:
-        _admin(admin_url, f'DROP DATABASE IF EXISTS "{seeded}" WITH (FORCE)')
+        admin(admin_url, f'DROP DATABASE IF EXISTS "{seeded}" WITH (FORCE)')
 
 
 # --- the run ----------------------------------------------------------------------------------

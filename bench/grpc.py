@@ -93,6 +93,9 @@ from shim.convert import check_strings, pb_schedule  # noqa: E402
 from shim.server import ShimConfig, ShimServer  # noqa: E402
 from shim.servicer import FlowServicer  # noqa: E402
 
+sys.path.insert(0, str(_HERE))  # grpc is imported: the helpers beside this file are safe now
+from _postgres import admin, database_url  # noqa: E402
+
 POSTGRES_ENV = "RACKCRON_BENCH_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 SCHEDULES = 100
@@ -232,15 +235,6 @@ def seed(service: Service) -> list[str]:
     return ids
 
 
-def _admin(admin_url: str, statement: str) -> None:
-    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql(statement)
-    finally:
-        engine.dispose()
-
-
 @contextmanager
 def sqlite_service(workdir: str) -> Iterator[Service]:
     service = Service(open_engine(f"sqlite:///{workdir}/bench.db", migrate=True))
@@ -254,9 +248,9 @@ def sqlite_service(workdir: str) -> Iterator[Service]:
 def postgres_service(admin_url: str, workers: int) -> Iterator[Service]:
     """A fresh database on ``admin_url``'s server, dropped at the end whatever happens."""
     name = f"rackcron_bench_grpc_{uuid.uuid4().hex[:8]}"
-    _admin(admin_url, f'CREATE DATABASE "{name}"')
+    admin(admin_url, f'CREATE DATABASE "{name}"')
     try:
-        url = sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        url = database_url(admin_url, name)
         # As `rackcron serve --grpc-workers N` opens it: a pool of N + 4 connections.
         service = Service(open_engine(url, migrate=True, pool_size=workers + 4))
         try:
@@ -264,7 +258,7 @@ def postgres_service(admin_url: str, workers: int) -> Iterator[Service]:
         finally:
             service.close()
     finally:
-        _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _reachable(admin_url: str) -> str | None:
