@@ -21,7 +21,10 @@ The media, and the rule of each:
     bidi embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069,
     marks such as U+200E, zero-width characters, the BOM) is shown as a visible
     Python-style escape (``\\x1b``, ``\\n``, ``\\u202e``). A value is one line:
-    ``\\n`` is escaped too, unless ``multiline`` (then ``\\n`` and ``\\t`` stay).
+    ``\\n`` is escaped too, unless ``multiline`` (then ``\\n`` stays, nothing else).
+    A line that would begin (after spaces) with ``::`` shows its first colon as
+    ``\\x3a``: CI logs read such a line as a GitHub workflow command, and a value
+    (a file name, a schedule name) may start a line of text output.
     Backslashes are not doubled: ``\\x1b`` on screen may be an escape or the
     four characters; that is ambiguous to read, never dangerous.
 ``markdown_code`` / ``markdown_html_code`` (GitHub-flavoured Markdown, PR comments)
@@ -84,6 +87,8 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Categories shown escaped: controls, invisible format characters (bidi, zero-width),
 # line and paragraph separators, lone surrogates.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# A workflow command: "::" at the start of a line, after spaces (the runner trims them).
+_COMMAND_START = re.compile(r"^( *)::", re.MULTILINE)
 
 
 def _hidden(char: str) -> bool:
@@ -104,12 +109,14 @@ def _visible(char: str) -> str:
 def terminal(text: str, *, multiline: bool = False) -> str:
     """``text`` with every control, bidi and invisible format character shown as an escape.
 
-    One line unless ``multiline`` (which keeps ``\\n`` and ``\\t``).
+    One line unless ``multiline`` (which keeps ``\\n``); no line starts with ``::``.
     """
-    keep = "\n\t" if multiline else ""
-    if text.isprintable():
-        return text  # the common case: no control, format or separator character but space
-    return "".join(_visible(c) if _hidden(c) and c not in keep else c for c in text)
+    if not text.isprintable():  # else no control, format or separator character but space
+        keep = "\n" if multiline else ""
+        text = "".join(_visible(c) if _hidden(c) and c not in keep else c for c in text)
+    if "::" in text:
+        text = _COMMAND_START.sub(r"\1\\x3a:", text)
+    return text
 
 
 def _code_span(text: str) -> str:

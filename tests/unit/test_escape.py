@@ -103,14 +103,36 @@ def test_terminal_shows_controls_as_escapes(text: str, shown: str) -> None:
     assert terminal(text) == shown
 
 
-def test_terminal_multiline_keeps_newlines_and_tabs_only() -> None:
-    assert terminal("a\nb\tc\r\x1b", multiline=True) == "a\nb\tc\\r\\x1b"
+def test_terminal_multiline_keeps_newlines_only() -> None:
+    assert terminal("a\nb\tc\r\x1b", multiline=True) == "a\nb\\tc\\r\\x1b"
+
+
+@pytest.mark.parametrize(
+    ("text", "multiline", "shown"),
+    [
+        ("::error::x", False, "\\x3a:error::x"),
+        ("  ::warning file=a::b", False, "  \\x3a:warning file=a::b"),
+        ("ok\n::error::x\n ::b", True, "ok\n\\x3a:error::x\n \\x3a:b"),
+        ("ok\n::error::x", False, "ok\\n::error::x"),
+        ("rack a::b", False, "rack a::b"),
+    ],
+    ids=["start", "after-spaces", "each-line", "one-line-mid", "mid-line"],
+)
+def test_terminal_starts_no_line_with_a_workflow_command(
+    text: str, multiline: bool, shown: str
+) -> None:
+    assert terminal(text, multiline=multiline) == shown
 
 
 @given(st.text())
 def test_terminal_leaves_no_hidden_character(text: str) -> None:
     assert not _hidden(terminal(text))
-    assert not _hidden(terminal(text, multiline=True), keep="\n\t")
+    assert not _hidden(terminal(text, multiline=True), keep="\n")
+    assert not [
+        line
+        for line in terminal(text, multiline=True).split("\n")
+        if line.lstrip(" ").startswith("::")
+    ]
 
 
 # --- Markdown ------------------------------------------------------------------------------
@@ -251,7 +273,7 @@ def test_chat_forms_no_link_or_mention(text: str) -> None:
     assert "<" not in shown and ">" not in shown
     for word in ("@here", "@channel", "@everyone", "@user", "@U123", "@org"):
         assert word not in shown
-    assert not _hidden(shown.replace("\u200b", ""), keep="\n\t")
+    assert not _hidden(shown.replace("\u200b", ""), keep="\n")
 
 
 @pytest.mark.parametrize(
