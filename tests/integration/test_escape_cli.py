@@ -183,3 +183,50 @@ def test_a_file_name_forges_no_line_in_text_diagnostics(
     for line in _lines(result.output):
         assert not line.startswith("::"), result.output
         assert "\x1b" not in line
+
+
+GRPC_NAME = "evil\x1b[2J\n::error file=x::forged\u202e|<!--"
+
+
+def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
+    tmp_path: Path, store_url: str
+) -> None:
+    # Names that come over gRPC are not held to the YAML name pattern: the store keeps
+    # any text without NUL, so every view of the store must escape them.
+    from rackcron.models import PowerOn, RackTarget, ScheduleConfig, SpecType, TargetSpec
+    from rackcron.service import Service
+    from rackcron.store import open_engine
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(RACK.format(name="r1", n=1, external_id="A1", component="c1"))
+    applied = _cli("apply", str(tree), "--auto-approve", "--database-url", store_url)
+    assert applied.exit_code == 0, applied.output
+    service = Service(open_engine(store_url))
+    try:
+        operation = PowerOn(target_spec=TargetSpec(racks=[RackTarget(name="r1")]))
+        config = ScheduleConfig(name=GRPC_NAME, spec_type=SpecType.INTERVAL, spec="1h")
+        created = service.create_schedule(config, operation)
+    finally:
+        service.close()
+    db = ["--database-url", store_url]
+    views = {
+        "list": _cli("schedules", "list", *db, tty=True),
+        "get": _cli("schedules", "get", str(created.id), *db, tty=True),
+        "trigger": _cli("schedules", "trigger", str(created.id), *db, tty=True),
+        "tasks": _cli("tasks", "list", *db, tty=True),
+        "plan": _cli("plan", str(tree), *db, tty=True),
+        "pause": _cli("schedules", "pause", str(created.id), *db, tty=True),
+        "delete": _cli("schedules", "delete", str(created.id), "--yes", *db, tty=True),
+    }
+    for view, result in views.items():
+        assert result.exit_code == 0, (view, result.output)
+        for char in ("\x1b", "\u202e"):
+            assert char not in result.output, (view, result.output)
+        assert not [ln for ln in result.output.splitlines() if ln.lstrip().startswith("::")], (
+            view,
+            result.output,
+        )
+    assert "evil\\x1b[2J\\n::error" in views["list"].output  # shown, escaped
+    markdown = _cli("plan", str(tree), "--format", "markdown", *db)
+    assert "<!--" not in _visible_html(markdown.stdout)

@@ -27,45 +27,10 @@ from rackcron.escape import (
     mermaid_label,
     terminal,
 )
+from tests.support.hostile import HOSTILE
 
-ATTACKS = {
-    "html-comment": "AAA-1 |\n\n<!--",
-    "close-comment": "-->",
-    "script": "<script>alert(1)</script>",
-    "details": "</summary></details><b>x</b>",
-    "link": "[x](http://e.example)",
-    "image": "![i](http://e.example/i.png)",
-    "autolink": "<http://e.example>",
-    "bare-url": "see www.example.com and http://e.example",
-    "mention": "@user",
-    "team-mention": "@org/team",
-    "issue-ref": "#1 GH-2",
-    "backticks": "``a`b```",
-    "leading-backtick": "`a",
-    "pipe": "a|b",
-    "backslash-pipe": "a\\|b\\\\|c",
-    "emphasis": "**b** _i_",
-    "heading": "x\n# h",
-    "list": "x\n- item",
-    "table-row": "|---|\n| a | b |",
-    "entity": "&lt;b&gt; &#124;",
-    "esc-clear": "\x1b[2J",
-    "osc-title": "\x1b]0;pwned\x07",
-    "cr-overwrite": "safe\rEVIL",
-    "c1-csi": "\x9b2J",
-    "bidi-override": "\u202eevil\u202c",
-    "bidi-isolate": "\u2066a\u2069",
-    "zero-width": "a\u200bb\ufeff",
-    "line-separator": "a\u2028b\u2029c",
-    "gh-command": "::error file=x::forged",
-    "gh-percent": "100%0A::error::x",
-    "nul-del": "a\x00b\x7f",
-    "empty": "",
-    "spaces": "  ",
-    "non-ascii": "Zürich 東京",
-}
-IDS = list(ATTACKS)
-VALUES = list(ATTACKS.values())
+IDS = list(HOSTILE)
+VALUES = list(HOSTILE.values())
 
 _HIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 
