@@ -219,6 +219,9 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
         "pause": _cli("schedules", "pause", str(created.id), *db, tty=True),
         "delete": _cli("schedules", "delete", str(created.id), "--yes", *db, tty=True),
     }
+    missing = _cli("schedules", "get", GRPC_NAME, *db, tty=True)  # cli_errors quotes it
+    assert missing.exit_code == 1 and "error: " in missing.output
+    assert "\x1b" not in missing.output and len(missing.output.splitlines()) == 1
     for view, result in views.items():
         assert result.exit_code == 0, (view, result.output)
         for char in ("\x1b", "\u202e"):

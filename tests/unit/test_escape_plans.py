@@ -155,3 +155,31 @@ def test_hostile_diagnostics_are_one_line_each(diagnostics: list[Diagnostic]) ->
     assert json.loads(render(diagnostics, "json"))["diagnostics"][0]["file"] in {
         d.file for d in diagnostics
     }
+
+
+def _party(name: str, text: str, origin: str) -> dict[str, Any]:
+    return {
+        "name": name, "origin": origin, "source": text, "line": 3, "owner": text or None,
+        "operation": "power_on", "spec_type": "cron", "spec": text, "timezone": "UTC",
+    }  # fmt: skip
+
+
+@given(st.lists(st.tuples(hostile_text(), hostile_text(), hostile_text()), min_size=1, max_size=4))
+def test_a_hostile_conflict_report_keeps_its_lines(names: list[tuple[str, str, str]]) -> None:
+    from reconciler.conflicts import render_text as render_conflicts
+
+    data = {
+        "mode": "coarse", "durations": None, "with_store": True, "count": len(names),
+        "checked": {"declared": 2, "stored": 1},
+        "conflicts": [
+            {
+                "schedules": [_party(a, c, "declared"), _party(b, c, "store")],
+                "racks": [{"name": c, "components": [{"name": a}, {"name": b}]}, {"name": b}],
+            }
+            for a, b, c in names
+        ],
+    }  # fmt: skip
+    lines = render_conflicts(data).split("\n")
+    assert len(lines) == 3 * len(names) + 2  # a headline and two parties each; "", the count
+    assert not _hidden("\n".join(lines))
+    assert not [line for line in lines if line.lstrip(" ").startswith("::")]
