@@ -5,6 +5,11 @@ fields in ``extra={"fields": {...}}``; :func:`configure` installs the formatter:
 
     2026-11-29T12:00:00.120Z INFO fired schedule=nightly-power-off submitted=4 skipped=1 lag=0.120
     {"ts": "2026-11-29T12:00:00.120Z", "level": "INFO", "event": "fired", "schedule": ...}
+
+Field values are data (schedule names, controller answers, errors): in text, a
+value is bare only when it holds nothing to misread (:func:`rackcron.escape.logfmt_value`),
+else a JSON string, so no value can add a line, a field or a terminal escape. JSON
+lines are ``json.dumps`` with ASCII output: controls are escaped and a line stays one.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
+
+from rackcron.escape import logfmt_value, terminal
 
 __all__ = ["LOGGER", "configure", "event"]
 
@@ -34,14 +41,13 @@ def _timestamp(record: logging.LogRecord) -> str:
 def _text_value(value: Any) -> str:
     if isinstance(value, float):
         value = f"{value:.3f}"
-    text = str(value)
-    return json.dumps(text) if (not text or any(c in text for c in ' "=\n')) else text
+    return logfmt_value(str(value))
 
 
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields: dict[str, Any] = getattr(record, "fields", {})
-        parts = [_timestamp(record), record.levelname, record.getMessage()]
+        parts = [_timestamp(record), record.levelname, terminal(record.getMessage())]
         parts += [f"{k}={_text_value(v)}" for k, v in fields.items()]
         if record.exc_info:
             parts.append("traceback=" + _text_value(self.formatException(record.exc_info)))

@@ -4,6 +4,12 @@ Every stage of validation (YAML, schema, semantics) reports problems as
 :class:`Diagnostic` values and keeps going, so a user sees every problem at
 once. Renderers turn a list of them into text (``file:line:col: severity:
 message [path]``), JSON, or GitHub Actions annotations.
+
+A file name (a git path may hold a newline) and a message (it may quote a YAML
+value) are data: the text form shows each through :func:`rackcron.escape.terminal`,
+so one diagnostic is one line; the GitHub form also escapes the file as a
+workflow-command property and the message as its message, so an annotation
+cannot end early or forge another. The JSON form carries them as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
+
+from rackcron.escape import github_message, github_property, terminal
 
 __all__ = ["Diagnostic", "Severity", "json_path", "render"]
 
@@ -37,19 +45,21 @@ class Diagnostic:
     path: str = ""  # JSON path inside the document, "" for file-level problems
 
     def text(self) -> str:
+        """``file:line:col: severity: message [path]``, one line whatever the values hold."""
         where = f" [{self.path}]" if self.path else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}{where}"
-
-
-def _escape(text: str, *, property: bool = False) -> str:
-    """GitHub workflow-command escaping (a property also escapes ':' and ',')."""
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property else text
+        # Escaped as a whole: no newline in a value starts a line, and no value (a file
+        # named "::error ...") makes the line a workflow command in a CI log.
+        return terminal(
+            f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}{where}"
+        )
 
 
 def _github(d: Diagnostic) -> str:
-    message = d.message + (f" [{d.path}]" if d.path else "")
-    return f"::{d.severity} file={_escape(d.file, property=True)},line={d.line},col={d.column}::{_escape(message)}"
+    # Controls become visible escapes first (the job log would interpret ANSI codes);
+    # a newline in the message stays one, percent-encoded, so the annotation shows it.
+    message = terminal(d.message, multiline=True) + (f" [{terminal(d.path)}]" if d.path else "")
+    file = github_property(terminal(d.file))
+    return f"::{d.severity} file={file},line={d.line},col={d.column}::{github_message(message)}"
 
 
 def render(diagnostics: Sequence[Diagnostic], fmt: str) -> str:

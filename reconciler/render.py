@@ -3,12 +3,22 @@
 Both are rendered from the plan's JSON form (``Plan.to_json()``), the same
 document ``--format json`` prints and ``-o`` saves, so what a reviewer reads and
 what a program reads cannot disagree.
+
+Every value taken from the plan (names, reasons, field values, rack names,
+filters, sources, warnings, errors) is data from a tree, a store or a server,
+and goes through :mod:`rackcron.escape` for the medium where it is placed:
+``terminal`` for text, code spans (``markdown_code``, ``markdown_html_code``
+inside the ``<summary>`` HTML) for Markdown. Only the renderer's own words,
+symbols, colours and tags are written as they are.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+from rackcron.escape import markdown_code, markdown_html_code, terminal
 
 __all__ = ["render_json", "render_markdown", "render_text"]
 
@@ -25,6 +35,25 @@ _COLOURS = {"+": "32", "~": "33", "-/+": "35", "-": "31"}
 
 def _value(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _shown(value: Any) -> str:
+    """A value for a terminal: JSON unless a string, one line, no control characters."""
+    return terminal(_value(value))
+
+
+# A field name (ours: external_id, overlap_policy) in Markdown: plain when it is an
+# identifier, whose inner underscores cannot start emphasis; else a code span.
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
+
+
+def _md_field(name: str) -> str:
+    return name if _IDENTIFIER.fullmatch(name) else markdown_code(name, table=True)
+
+
+def _md(value: Any) -> str:
+    """A value in a Markdown table cell: a code span."""
+    return markdown_code(_value(value), table=True)
 
 
 def _paint(text: str, symbol: str, colour: bool) -> str:
@@ -50,25 +79,27 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         lines += ["rackcron will perform the following actions:", ""]
     for change in plan["changes"]:
         symbol = _SYMBOL[change["action"]]
-        title = f'{change["kind"]} "{change["name"]}"'
+        title = f'{terminal(change["kind"])} "{terminal(change["name"])}"'
         lines.append(
             f"  # {title} {_VERB[change['action']]}"
-            + (f" ({change['reason']})" if change["reason"] else "")
+            + (f" ({terminal(change['reason'])})" if change["reason"] else "")
         )
         if change["kind"] != "schedule" and change["action"] == "create":
             details = ", ".join(
-                f"{f['field']} {_value(f['new'])}" for f in change["fields"] if f["field"] != "name"
+                f"{terminal(f['field'])} {_shown(f['new'])}"
+                for f in change["fields"]
+                if f["field"] != "name"
             )
             lines += [_paint(f"{symbol:>3} {title} ({details})", symbol, colour), ""]
             continue
         lines.append(_paint(f"{symbol:>3} {title}", symbol, colour))
         for field in change["fields"]:
             if field["old"] is None:
-                lines.append(f"      {field['field']}: {_value(field['new'])}")
+                lines.append(f"      {terminal(field['field'])}: {_shown(field['new'])}")
             else:
                 lines.append(
                     _paint(
-                        f"    ~ {field['field']}: {_value(field['old'])} -> {_value(field['new'])}",
+                        f"    ~ {terminal(field['field'])}: {_shown(field['old'])} -> {_shown(field['new'])}",
                         "~",
                         colour,
                     )
@@ -76,13 +107,13 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         for entry in change["scope"]:
             mark = _SCOPE_SYMBOL[entry["change"]]
             what = {
-                "add": entry["new"],
-                "remove": entry["old"],
-                "refilter": f"{entry['old']} -> {entry['new']}",
+                "add": _shown(entry["new"]),
+                "remove": _shown(entry["old"]),
+                "refilter": f"{_shown(entry['old'])} -> {_shown(entry['new'])}",
             }[entry["change"]]
             lines.append(
                 _paint(
-                    f"    {mark} rack {entry['rack']} ({what})",
+                    f"    {mark} rack {terminal(entry['rack'])} ({what})",
                     "-" if mark == "-" else mark,
                     colour,
                 )
@@ -90,12 +121,12 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         lines.append("")
     for name in plan["unmanaged"]:
         lines.append(
-            f'  unmanaged: schedule "{name}" is not declared here and not owned by this repository; left alone'
+            f'  unmanaged: schedule "{terminal(name)}" is not declared here and not owned by this repository; left alone'
         )
     for warning in plan["warnings"]:
-        lines.append(f"  warning: {warning}")
+        lines.append(f"  warning: {terminal(warning)}")
     for error in plan["errors"]:
-        lines.append(f"  error: {error}")
+        lines.append(f"  error: {terminal(error)}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
         lines.append("")
     if plan["errors"]:
@@ -111,51 +142,54 @@ def _times_table(times: dict[str, Any]) -> list[str]:
         return []
     out = [
         "",
-        f"| next fire times | before ({times['timezone']}) | after ({times['timezone']}) |",
+        f"| next fire times | before ({_md(times['timezone'])}) | after ({_md(times['timezone'])}) |",
         "|---|---|---|",
     ]
     for i in range(rows):
         cells = []
         for side in ("before", "after"):
             pair = times[side][i] if i < len(times[side]) else None
-            cells.append(f"{pair[1]} (`{pair[0]}`)" if pair else "—")
+            cells.append(f"{_md(pair[1])} ({_md(pair[0])})" if pair else "—")
         out.append(f"| {i + 1} | {cells[0]} | {cells[1]} |")
     return out
 
 
 def _inventory_row(change: dict[str, Any]) -> str:
     if change["action"] == "delete":
-        what = change["reason"]
+        what = _md(change["reason"]) if change["reason"] else ""
     elif change["action"] == "create":
         skip = ("id", "name", "owner")
         what = ", ".join(
-            f"{f['field']} {_value(f['new'])}" for f in change["fields"] if f["field"] not in skip
+            f"{_md_field(f['field'])} {_md(f['new'])}"
+            for f in change["fields"]
+            if f["field"] not in skip
         )
     else:
         what = "; ".join(
-            f"{f['field']}: {_value(f['old'])} → {_value(f['new'])}" for f in change["fields"]
+            f"{_md_field(f['field'])}: {_md(f['old'])} → {_md(f['new'])}" for f in change["fields"]
         )
-    return (
-        f"| `{_SYMBOL[change['action']]}` | {change['kind']} | {change['name']} | {what or '—'} |"
-    )
+    kind, name = _md_field(change["kind"]), _md(change["name"])
+    return f"| `{_SYMBOL[change['action']]}` | {kind} | {name} | {what or '—'} |"
 
 
 def _schedule_block(change: dict[str, Any]) -> list[str]:
-    summary = f"<code>{_SYMBOL[change['action']]}</code> <b>{change['name']}</b> {_VERB[change['action']]}"
+    name = markdown_html_code(change["name"])  # raw HTML: Markdown is not parsed here
+    summary = f"<code>{_SYMBOL[change['action']]}</code> <b>{name}</b> {_VERB[change['action']]}"
     lines = ["<details>", f"<summary>{summary}</summary>", ""]
     if change["reason"]:
-        lines.append(f"Reason: {change['reason']}  ")
+        lines.append(f"Reason: {markdown_code(change['reason'])}  ")
     if change.get("source"):
-        lines.append(f"Declared in `{change['source']}`")
+        lines.append(f"Declared in {markdown_code(change['source'])}")
     if change["fields"]:
         lines += ["", "| field | before | after |", "|---|---|---|"]
         for f in change["fields"]:
-            before = "—" if f["old"] is None else f"`{_value(f['old'])}`"
-            lines.append(f"| {f['field']} | {before} | `{_value(f['new'])}` |")
+            before = "—" if f["old"] is None else _md(f["old"])
+            lines.append(f"| {_md_field(f['field'])} | {before} | {_md(f['new'])} |")
     if change["scope"]:
         lines += ["", "| rack | scope change | before | after |", "|---|---|---|---|"]
         lines += [
-            f"| {e['rack']} | {e['change']} | {e['old'] or '—'} | {e['new'] or '—'} |"
+            f"| {_md(e['rack'])} | {_md_field(e['change'])} | {_md(e['old']) if e['old'] else '—'}"
+            f" | {_md(e['new']) if e['new'] else '—'} |"
             for e in change["scope"]
         ]
     if change.get("fire_times"):
@@ -180,7 +214,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
-    lines += [f"> **Error:** {error}" for error in plan["errors"]]
+    lines += [f"> **Error:** {markdown_code(error)}" for error in plan["errors"]]
     if plan["errors"]:
         lines.append("")
     if plan["warnings"]:
@@ -189,7 +223,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
             f"<summary>⚠️ {len(plan['warnings'])} warnings: schedules that share racks</summary>",
             "",
         ]
-        lines += [f"- {w}" for w in plan["warnings"]]
+        lines += [f"- {markdown_code(w)}" for w in plan["warnings"]]
         lines += ["", "</details>", ""]
     inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
     if inventory:
@@ -202,6 +236,6 @@ def render_markdown(plan: dict[str, Any]) -> str:
         for change in schedules:
             lines += _schedule_block(change)
     if plan["unmanaged"]:
-        names = ", ".join(f"`{n}`" for n in plan["unmanaged"])
+        names = ", ".join(markdown_code(n) for n in plan["unmanaged"])
         lines += [f"Unmanaged schedules left alone: {names}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -3,6 +3,12 @@
 The one translation of core errors for the CLI lives here: a ``RackcronError``
 becomes ``error: <message>`` on stderr and exit status 1 (click's usage errors
 keep status 2). Nothing a user types can produce a traceback.
+
+Output for people goes through :mod:`rackcron.escape`: every value from a tree,
+the store or a server is escaped where it is placed (a table cell, a message),
+so a newline in it cannot forge a line, and :func:`echo_text` is the last guard
+at the point of printing: no control character but a newline, a tab and our own
+colour codes reaches the terminal.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from rackcron.errors import RackcronError
+from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     import grpc
@@ -37,6 +44,7 @@ __all__ = [
     "cli_errors",
     "database_option",
     "echo_json",
+    "echo_text",
     "format_option",
     "open_service",
     "operation_durations",
@@ -153,7 +161,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except RackcronError as exc:
-        click.echo(f"error: {exc.message}", err=True)
+        click.echo(f"error: {terminal(exc.message)}", err=True)
         sys.exit(1)
 
 
@@ -271,8 +279,23 @@ def when(value: datetime | None) -> str:
     return format_rfc3339(value)
 
 
+# Our own colour codes (reconciler.render's _paint): the only escape sequences let through.
+_SGR = re.compile(r"(\x1b\[[0-9;]*m)")
+
+
+def echo_text(text: str, *, err: bool = False, colour: bool = False) -> None:
+    """Print text for people: values in it are escaped already; this escapes whatever
+    control characters are left (keeping newlines, tabs and, with ``colour``, SGR codes)."""
+    parts = _SGR.split(text) if colour else [text]
+    click.echo(
+        "".join(p if i % 2 else terminal(p, multiline=True) for i, p in enumerate(parts)),
+        err=err,
+    )
+
+
 def print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """Left-aligned columns, two spaces apart."""
+    """Left-aligned columns, two spaces apart; each cell one line, controls escaped."""
+    rows = [[terminal(cell) for cell in row] for row in rows]
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
     ]

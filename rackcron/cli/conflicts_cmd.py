@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rackcron.cli._common import cli_errors, database_option, open_service
+from rackcron.cli._common import cli_errors, database_option, echo_text, open_service
 from rackcron.cli.reconcile_cmd import owner_option
 
 if TYPE_CHECKING:
@@ -196,5 +196,5 @@ def conflicts(
         if output:
             click.echo(output)
     else:
-        click.echo(check.render_text(report.to_json()))
+        echo_text(check.render_text(report.to_json()))
     sys.exit(1 if strict and report.conflicts else 0)

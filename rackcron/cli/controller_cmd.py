@@ -158,5 +158,7 @@ def _serve_until_signalled(server: ControllerServer) -> None:
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    from rackcron.escape import terminal
+
+    click.echo(f"error: {terminal(message)}", err=True)
     raise click.exceptions.Exit(1)

@@ -119,5 +119,7 @@ def _rows(spec: Spec, start: datetime, count: int) -> list[tuple[str, str, str]]
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    from rackcron.escape import terminal
+
+    click.echo(f"error: {terminal(message)}", err=True)
     raise click.exceptions.Exit(1)

@@ -16,11 +16,13 @@ from rackcron.cli._common import (
     cli_errors,
     database_option,
     echo_json,
+    echo_text,
     open_service,
     print_table,
     server_options,
     when,
 )
+from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     from reconciler.apply import Provenance
@@ -65,7 +67,7 @@ def _require_valid(checked: Validation, label: str = "") -> Declared:
     from reconciler.diagnostics import render
 
     if not checked.ok:
-        click.echo(render(checked.errors, "text"), err=True)
+        echo_text(render(checked.errors, "text"), err=True)
         click.echo(f"{label}{checked.summary()}", err=True)
         sys.exit(1)
     return checked.declared
@@ -129,7 +131,10 @@ def _desired_plan(
     desired, origin = _desired_state(path, rev, owner)
     missing = None if create_store else _missing_sqlite_file(database_url)
     if missing:
-        click.echo(f"note: {missing} does not exist yet; planning against an empty store", err=True)
+        click.echo(
+            f"note: {terminal(missing)} does not exist yet; planning against an empty store",
+            err=True,
+        )
         database_url = "sqlite://"
     with cli_errors():
         service = open_service(database_url)
@@ -165,7 +170,8 @@ def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
     elif fmt == "markdown":
         click.echo(render_markdown(data))
     else:
-        click.echo(render_text(data, colour=_colour()))
+        colour = _colour()
+        echo_text(render_text(data, colour=colour), colour=colour)
     if result.errors:
         sys.exit(1)
     sys.exit(EXIT_CHANGES if detailed_exitcode and result.changes else 0)
@@ -286,14 +292,16 @@ def apply(
         with cli_errors():
             holder = open_service(database_url).break_apply_lock()
         click.echo(
-            f"broke the apply lock held by {holder}" if holder else "the apply lock was not held"
+            f"broke the apply lock held by {terminal(holder)}"
+            if holder
+            else "the apply lock was not held"
         )
         return
     if source.is_file() and source.suffix == ".json":
         try:
             planned = Plan.from_json(json.loads(source.read_text()))
         except (ValueError, KeyError, TypeError) as exc:
-            click.echo(f"error: {source}: not a saved plan: {exc}", err=True)
+            click.echo(f"error: {terminal(f'{source}: not a saved plan: {exc}')}", err=True)
             sys.exit(1)
     else:
         planned = _desired_plan(source, rev, owner, database_url, create_store=True)
@@ -310,7 +318,8 @@ def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
     from reconciler.git import author
     from reconciler.render import render_text
 
-    click.echo(render_text(planned.to_json(), colour=_colour()))
+    colour = _colour()
+    echo_text(render_text(planned.to_json(), colour=colour), colour=colour)
     if planned.errors:
         sys.exit(1)
     if not planned.changes:
@@ -335,7 +344,7 @@ def _complete(counts: dict[str, int], apply_id: int | None) -> None:
 
 def _progress(number: int, total: int, change) -> None:  # type: ignore[no-untyped-def]
     if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
-        click.echo(f"  [{number}/{total}] {change.kind} {change.name}", err=True)
+        click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}", err=True)
 
 
 def _apply_remote(
@@ -358,17 +367,20 @@ def _apply_remote(
         _complete(planned.counts(), report.apply_id)
         return
     change, step, error = report.failed  # type: ignore[misc]
-    click.echo(f'\nerror: {change.kind} "{change.name}": {step.rpc} failed: {error}', err=True)
+    click.echo(
+        f'\nerror: {change.kind} "{terminal(change.name)}": {step.rpc} failed: {terminal(str(error))}',
+        err=True,
+    )
     if report.uncertain:
         click.echo(f"(its answer was lost: {step.rpc} may or may not have been applied)", err=True)
     click.echo(f"Applied before the failure ({len(report.applied)} steps):", err=True)
     for done, done_step in report.applied:
-        click.echo(f'  {done.kind} "{done.name}": {done_step.rpc}', err=True)
+        click.echo(f'  {done.kind} "{terminal(done.name)}": {done_step.rpc}', err=True)
     click.echo(
         f"Not applied ({len(report.not_applied) + 1} steps, the failed one first):", err=True
     )
     for left, left_step in [(change, step), *report.not_applied]:
-        click.echo(f'  {left.kind} "{left.name}": {left_step.rpc}', err=True)
+        click.echo(f'  {left.kind} "{terminal(left.name)}": {left_step.rpc}', err=True)
     click.echo(
         "Fix the cause and run apply again: it plans from what the server has now.", err=True
     )
@@ -523,7 +535,8 @@ def sync(
 
     def report(result) -> None:  # type: ignore[no-untyped-def]
         click.echo(
-            f"{datetime.now(UTC).isoformat(timespec='seconds')} {result.line()}", err=not result.ok
+            f"{datetime.now(UTC).isoformat(timespec='seconds')} {terminal(result.line())}",
+            err=not result.ok,
         )
 
     last = sync_loop(

@@ -24,6 +24,7 @@ from rackcron.cli._common import (
     server_options,
     when,
 )
+from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     from rackcron.models import Schedule
@@ -149,13 +150,13 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ("next run", when(found.next_run_at)),
         ("last run", when(found.last_run_at)),
     ]:
-        click.echo(f"{label + ':':16}{value}")
+        click.echo(f"{label + ':':16}{terminal(value)}")
     click.echo("scope:")
     for scope in scopes:
         filt = scope.component_filter
         what = "all components" if filt is None else f"{filt.kind}: {', '.join(filt.items)}"
         last = f", last task {scope.last_task_id}" if scope.last_task_id else ""
-        click.echo(f"  rack {scope.rack_id} ({what}{last})")
+        click.echo(terminal(f"  rack {scope.rack_id} ({what}{last})"))
 
 
 def _single(verb: str, help_text: str) -> click.Command:
@@ -215,7 +216,7 @@ def trigger_command(
         echo_json({"task_ids": [str(t) for t in task_ids]})
         return
     for line in lines:
-        click.echo(line)
+        click.echo(terminal(line))  # a controller's error text is data
 
 
 @schedules.command("delete")
@@ -234,6 +235,6 @@ def delete_command(
         service = _backend(database_url, server)
         target = _lookup(service, schedule)
         if not yes:
-            click.confirm(f"Delete schedule {target.name!r} ({target.id})?", abort=True)
+            click.confirm(f"Delete schedule '{terminal(target.name)}' ({target.id})?", abort=True)
         service.delete_schedule(target.id)
-    click.echo(f"deleted {target.name}")
+    click.echo(f"deleted {terminal(target.name)}")

@@ -51,7 +51,7 @@ def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
         result.diagnostics += to_diagnostics(coarse_conflicts(result.declared))
     output = render(result.diagnostics, fmt)
     if output:
-        click.echo(output)
+        click.echo(output)  # each diagnostic escaped for its format (reconciler.diagnostics)
     if fmt == "text":
         click.echo(result.summary(), err=True)
     raise SystemExit(0 if result.ok else 1)

@@ -5,6 +5,11 @@ the analysis, so the text, the ``--format json`` output and the ``file:line``
 diagnostics (the ``github`` format and ``rackcron validate --conflicts``) always
 say the same thing. Functions take values and return strings or diagnostics; the
 CLI does the printing.
+
+Names, racks, components, sources and specs are data: each line of the terminal
+report is built whole and then passed through :func:`rackcron.escape.terminal`
+(one line, no control characters), so a value cannot start a line of its own;
+diagnostics are escaped when they are rendered (``reconciler.diagnostics``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from rackcron.escape import terminal
 from reconciler.conflicts._report import ConflictReport
 from reconciler.diagnostics import Diagnostic, Severity
 
@@ -59,18 +65,19 @@ def render_text(data: Mapping[str, Any]) -> str:
     lengths = data["durations"] or {}
     lines: list[str] = []
     for conflict in data["conflicts"]:
-        lines.append(f"warning: {_headline(conflict, mode)}")
+        lines.append(terminal(f"warning: {_headline(conflict, mode)}"))
         hit = conflict.get("first_collision")
         if hit:
             zones = {f["zone"]: f["local_at"] for f in hit["firings"] if f["zone"] != "UTC"}
             local = "".join(f" = {at} in {zone}" for zone, at in zones.items())
-            lines.append(f"  first collision at {hit['at']}{local}")
+            lines.append(terminal(f"  first collision at {hit['at']}{local}"))
         for i, party in enumerate(conflict["schedules"]):
-            lines.append(f"  - {_describe(party, lengths.get(party['operation']))}")
+            lines.append(terminal(f"  - {_describe(party, lengths.get(party['operation']))}"))
             if hit:
                 firing = hit["firings"][i]
                 local = f" ({firing['local_start']})" if firing["zone"] != "UTC" else ""
-                lines.append(f"      fires {firing['start']}{local}, runs until {firing['end']}")
+                line = f"      fires {firing['start']}{local}, runs until {firing['end']}"
+                lines.append(terminal(line))
     checked = data["checked"]
     compared = f"{checked['declared']} declared schedules"
     if data["with_store"]:
@@ -81,7 +88,7 @@ def render_text(data: Mapping[str, Any]) -> str:
     found = "no conflicts" if not count else f"{count} conflict{'s' if count != 1 else ''}"
     if lines:
         lines.append("")
-    lines.append(f"{mode.capitalize()} check of {compared}: {found}.")
+    lines.append(terminal(f"{mode.capitalize()} check of {compared}: {found}."))
     return "\n".join(lines)
 
 

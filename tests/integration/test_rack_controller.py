@@ -221,7 +221,7 @@ def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     assert f"      controller: {json.dumps(new)}" in text.output
     assert "Plan: 0 to create, 1 to update in-place, 0 to replace, 0 to destroy." in text.output
     markdown = repo.cli("plan", str(repo.path), "--format", "markdown").output
-    assert f"| `~` | rack | r1 | controller: null → {json.dumps(new)} |" in markdown
+    assert f"| `~` | rack | `r1` | controller: `null` → `{json.dumps(new)}` |" in markdown
     repo.apply()
     service = repo.service()
     assert {r.name: r.controller for r in service.list_racks()} == {

@@ -428,10 +428,12 @@ def test_markdown_shows_counts_first_and_fire_times(repo: Repo) -> None:
     assert lines[0] == "### rackcron plan" and lines[4].startswith(
         "| 7 | 0 | 0 | 0 | ready to apply |"
     )
-    assert "<summary><code>+</code> <b>a</b> will be created</summary>" in result.output
-    assert "#### Inventory" in result.output and "| `+` | rack | r1 |" in result.output
     assert (
-        "| next fire times | before (America/New_York) | after (America/New_York) |"
+        "<summary><code>+</code> <b><code>a</code></b> will be created</summary>" in result.output
+    )
+    assert "#### Inventory" in result.output and "| `+` | rack | `r1` |" in result.output
+    assert (
+        "| next fire times | before (`America/New_York`) | after (`America/New_York`) |"
         in result.output
     )
 

@@ -167,3 +167,23 @@ def test_log_lines_carry_their_fields(fmt: str) -> None:
         assert re.fullmatch(
             r'\S+Z INFO fired schedule="nightly power" submitted=4 lag=0\.250', line
         ), line
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_hostile_field_value_stays_one_inert_log_line(fmt: str) -> None:
+    # A controller's answer or a schedule name with ESC and no space used to pass raw.
+    hostile = "x\x1b[2J\x1b]0;pwned\x07\u202e\rforged=1\nlevel=ERROR"
+    stream = io.StringIO()
+    configure(fmt, stream=stream)  # type: ignore[arg-type]
+    try:
+        event(logging.WARNING, "delivery_failed", error=hostile, schedule="a\x1bb")
+    finally:
+        configure("text")
+    (line,) = stream.getvalue().splitlines()
+    assert not [c for c in line if not c.isprintable() and c != " "], line
+    if fmt == "json":
+        record = json.loads(line)
+        assert (record["error"], record["schedule"]) == (hostile, "a\x1bb")
+    else:
+        name = json.dumps("a\x1bb")
+        assert line.endswith(f" error={json.dumps(hostile)} schedule={name}"), line

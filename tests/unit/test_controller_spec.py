@@ -178,7 +178,7 @@ def test_text_and_markdown_show_the_controller_like_other_fields() -> None:
     assert text.endswith("Plan: 0 to create, 1 to update in-place, 0 to replace, 0 to destroy.")
     markdown = render_markdown(changed)
     assert (
-        f'| `~` | rack | r1 | controller: {{"kind": "simulator"}} → {{"kind": "http", "url": "{url}"}} |'
+        f'| `~` | rack | `r1` | controller: `{{"kind": "simulator"}}` → `{{"kind": "http", "url": "{url}"}}` |'
         in markdown
     )
     added = render_text(_plan(_state(None), _state(simulator)))
@@ -196,7 +196,7 @@ def test_a_created_rack_lists_its_controller_only_when_it_has_one() -> None:
     assert with_one["changes"][0]["fields"][-1] == {
         "field": "controller", "old": None, "new": {"kind": "simulator"},
     }  # fmt: skip
-    assert '| `+` | rack | r1 | external_id EXT-1, controller {"kind": "simulator"} |' in (
+    assert '| `+` | rack | `r1` | external_id `EXT-1`, controller `{"kind": "simulator"}` |' in (
         render_markdown(with_one)
     )
 
