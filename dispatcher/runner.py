@@ -24,8 +24,9 @@ its share, down with it.
 Stopping: the workers make no new call once :meth:`TaskRunner.close` starts, and
 the calls in flight get ``stop_grace`` seconds to end and be recorded. A call still
 running then is abandoned (the workers are daemon threads, so it cannot hold the
-process either): its task keeps its lease and comes due again when the lease runs
-out, and the call is made again then, which is safe for the same reason.
+process either), and a share still queued for a worker is dropped: their tasks keep
+their leases and come due again when the leases run out, and the calls are made
+again then, which is safe for the same reason.
 """
 
 from __future__ import annotations
