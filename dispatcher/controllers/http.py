@@ -193,8 +193,8 @@ class HttpController:
 class _Bounded(http.client.HTTPConnection):
     """A connection whose every socket operation ends by ``deadline`` (set per call).
 
-    ``connect`` (and the TLS handshake of the HTTPS subclass, which ``ssl`` bounds by
-    the socket timeout as a whole) gets the time left; each ``send`` sets the socket
+    The TCP connect gets the time left, and so does the TLS handshake after it (``ssl``
+    bounds a handshake by the socket timeout as a whole); each ``send`` sets the socket
     timeout to the time left; the answer is read through a
     :class:`~dispatcher.deadline.DeadlineReader`, so ``http.client``'s line-by-line
     header reads are bounded too.
@@ -202,9 +202,20 @@ class _Bounded(http.client.HTTPConnection):
 
     deadline = Deadline(0.0)
 
-    def connect(self) -> None:
-        self.timeout = self.deadline.remaining()
-        super().connect()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = self._open_socket  # what connect() calls to open the socket
+
+    def _open_socket(
+        self, address: tuple[str, int], timeout: Any, source_address: Any = None
+    ) -> socket.socket:
+        sock = socket.create_connection(address, self.deadline.remaining(), source_address)
+        try:
+            sock.settimeout(self.deadline.remaining())  # what is left for the TLS handshake
+        except TimeoutError:
+            sock.close()
+            raise
+        return sock
 
     def send(self, data: Any) -> None:
         if self.sock is None:
