@@ -178,7 +178,7 @@ class _Handler(WSGIRequestHandler):
         limits = self.server.limits
         self.connection = self.request
         self.deadline = Deadline(limits.request_timeout)
-        self._exchange_ends = self.deadline.at - limits.request_timeout + limits.exchange_timeout
+        self._exchange_ends = Deadline(limits.exchange_timeout).at
         self.rfile = reader(self.connection, self.deadline)
         self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
 
