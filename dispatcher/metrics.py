@@ -4,21 +4,40 @@
 dispatcher polls on time and 503 (with the reason) when its last good poll is too
 old. Each :class:`Metrics` has its own registry, so several servers (or tests) in
 one process never share counters.
+
+The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
+server, so more pages can join it as WSGI routes. What a client can hold is bounded
+(:class:`Limits`): each connection has its own daemon thread, at most
+``max_connections`` at once (more are answered 503 and closed without a thread);
+the request line and headers must arrive within ``request_timeout`` and the whole
+exchange end within ``exchange_timeout``, whatever the pace of the bytes (reads and
+writes go through :mod:`dispatcher.deadline`). :meth:`MetricsServer.stop` stops
+accepting, cuts the open connections and returns without waiting for any client.
 """
 
 from __future__ import annotations
 
+import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+from wsgiref.types import WSGIApplication
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["HealthCheck", "Metrics", "MetricsServer"]
+from dispatcher.deadline import Deadline, DeadlineWriter, reader
+
+__all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
+
+logger = logging.getLogger(__name__)
 
 #: Dispatch lag buckets (seconds): on time, within a poll, a few polls late, very late.
 LAG_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 900, 3600)
@@ -113,39 +132,149 @@ class HealthCheck:
         return True, "ok"
 
 
-class _QuietHandler(WSGIRequestHandler):
+@dataclass(frozen=True)
+class Limits:
+    """What one client may hold of the metrics server (seconds, connections)."""
+
+    max_connections: int = 16
+    request_timeout: float = 5.0  # to send the request line and headers
+    exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
+
+
+#: The answer to a connection over ``max_connections``, sent without waiting.
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\nContent-Length: 24\r\n\r\nbusy: too many clients\r\n"
+)
+
+
+def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
+    """The WSGI application: ``/metrics``, ``/healthz``, and 404 for anything else."""
+    prometheus = make_wsgi_app(metrics.registry)
+
+    def app(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":
+            healthy, reason = health.status()
+            start(
+                "200 OK" if healthy else "503 Service Unavailable",
+                [("Content-Type", "text/plain; charset=utf-8")],
+            )
+            return [reason.encode() + b"\n"]
+        if environ.get("PATH_INFO") == "/metrics":
+            return prometheus(environ, start)
+        start("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: try /metrics or /healthz\n"]
+
+    return app  # type: ignore[return-value]
+
+
+class _Handler(WSGIRequestHandler):
+    """One exchange, its reads and writes bounded by the server's :class:`Limits`."""
+
+    server: _Server
+
+    def setup(self) -> None:
+        # Not StreamRequestHandler.setup: its files would read and write without a deadline.
+        limits = self.server.limits
+        self.connection = self.request
+        self.deadline = Deadline(limits.request_timeout)
+        self._exchange_ends = Deadline(limits.exchange_timeout).at
+        self.rfile = reader(self.connection, self.deadline)
+        self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.deadline.at = self._exchange_ends  # the headers are in: the rest of the exchange
+        return parsed
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a client never holds the process
+    block_on_close = False  # nor server_close()
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], limits: Limits) -> None:
+        self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.max_connections)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with suppress(OSError):
+                request.setblocking(False)
+                request.send(_BUSY)
+            self.shutdown_request(request)
+            return
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._done(request)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(request)
+
+    def _done(self, request: socket.socket) -> None:
+        with self._open_lock:
+            if request not in self._open:
+                return
+            self._open.discard(request)
+        self._slots.release()
+
+    def cut_connections(self) -> None:
+        """Wake every connection's thread so it ends (its socket reads EOF)."""
+        with self._open_lock:
+            requests = list(self._open)
+        for request in requests:
+            with suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client too slow or gone: not worth a traceback on stderr.
+        logger.debug("metrics connection from %s ended with an error", client_address,
+                     exc_info=True)  # fmt: skip
+
+
 class MetricsServer:
-    """``/metrics`` and ``/healthz`` on ``host:port`` in a background thread."""
+    """``/metrics`` and ``/healthz`` on ``host:port`` (port 0: any free port), served
+    from a background thread within ``limits`` (see the module docstring).
 
-    def __init__(self, host: str, port: int, metrics: Metrics, health: HealthCheck) -> None:
-        prometheus = make_wsgi_app(metrics.registry)
+    :raises OSError: the address cannot be bound.
+    """
 
-        def app(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") == "/healthz":
-                healthy, reason = health.status()
-                start(
-                    "200 OK" if healthy else "503 Service Unavailable",
-                    [("Content-Type", "text/plain; charset=utf-8")],
-                )
-                return [reason.encode() + b"\n"]
-            if environ.get("PATH_INFO") == "/metrics":
-                return prometheus(environ, start)
-            start("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"not found: try /metrics or /healthz\n"]
-
-        self._server: WSGIServer = make_server(host, port, app, handler_class=_QuietHandler)
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Metrics,
+        health: HealthCheck,
+        *,
+        limits: Limits = Limits(),
+    ) -> None:
+        self._server = _Server((host, port), limits)
+        self._server.set_app(metrics_app(metrics, health))
         self.port = self._server.server_port
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="rackcron-metrics", daemon=True
+            target=self._server.serve_forever, args=(0.1,), name="rackcron-metrics", daemon=True
         )
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop accepting, close the listening socket and cut the open connections;
+        waits for no client (at most one accept-loop poll, 0.1 s)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
+        self._server.cut_connections()

@@ -15,17 +15,32 @@ for it, and its tasks are not claimed again until its worker is done. A call tha
 fails is retried with exponential backoff; after ``RetryPolicy.attempts`` failures
 in a row the task fails with the last error in its message. A retried submit is
 safe: controllers key submissions by task id.
+
+A driver that raises anything else than ``ControllerError`` (a bug, an answer it
+did not expect) fails that call the same way, with the exception named in the
+task's message: one task's poison never takes its worker, or the other tasks of
+its share, down with it.
+
+Stopping: the workers make no new call once :meth:`TaskRunner.close` starts, and
+the calls in flight get ``stop_grace`` seconds to end and be recorded. A call still
+running then is abandoned (the workers are daemon threads, so it cannot hold the
+process either), and a share still queued for a worker is dropped: their tasks keep
+their leases and come due again when the leases run out, and the calls are made
+again then, which is safe for the same reason.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
+from functools import partial
 
 from dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
 from dispatcher.controllers.registry import Controllers
@@ -45,6 +60,9 @@ _FINAL = {
 }
 
 
+#: How much of an unexpected exception's text goes into a task's message.
+_MAX_ERROR = 300
+
 #: Why a task fails when its controller calls keep failing, by the task's status.
 _GAVE_UP = {
     TaskStatus.PENDING.value: "the rack controller did not confirm it took the task",
@@ -63,6 +81,58 @@ class RetryPolicy:
     def delay(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""
         return min(self.backoff * 2 ** (failures - 1), self.max_backoff)
+
+
+class _Workers:
+    """Up to ``size`` daemon threads running the calls handed to :meth:`submit` in order.
+
+    Not a ``ThreadPoolExecutor``: its threads are joined when the interpreter exits,
+    so a call hung in a controller would keep a stopped process alive.
+    """
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size, self._name = size, name
+        self._queue: queue.SimpleQueue[tuple[Future[None], Callable[[], None]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads: list[threading.Thread] = []
+        self._idle = threading.Semaphore(0)  # released by each thread waiting for a call
+
+    def submit(self, call: Callable[[], None]) -> Future[None]:
+        """Run ``call`` on a worker thread (a new one if none is idle, up to ``size``)."""
+        future: Future[None] = Future()
+        self._queue.put((future, call))
+        if not self._idle.acquire(blocking=False) and len(self._threads) < self._size:
+            thread = threading.Thread(
+                target=self._serve, name=f"{self._name}-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def shutdown(self) -> None:
+        """Cancel the calls not started; each thread ends after its current call."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in self._threads:
+            self._queue.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, call = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    call()
+                except BaseException as exc:  # handed to whoever waits on the future
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+            self._idle.release()
 
 
 def _order(work: Work) -> TaskOrder:
@@ -92,6 +162,7 @@ class TaskRunner:
         budget: float = 5.0,
         workers: int = 32,
         metrics: Metrics | None = None,
+        stop_grace: float = 5.0,
     ) -> None:
         self.service = service
         self.controllers = controllers
@@ -101,9 +172,11 @@ class TaskRunner:
         self.lease = lease
         self.budget = budget  # seconds a worker spends on one controller's share per round
         self.metrics = metrics
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rackcron-runner")
+        self.stop_grace = stop_grace  # seconds close() waits for the calls in flight
+        self._pool = _Workers(workers, "rackcron-runner")
         self._busy: dict[str, Future[None]] = {}  # controller key -> its worker
         self._lock = threading.Lock()
+        self._closing = threading.Event()
 
     def tick(self) -> int:
         """One round; returns how many tasks were handed to workers."""
@@ -124,7 +197,7 @@ class TaskRunner:
             shares.setdefault(self.controllers.key(item.controller), []).append(item)
         with self._lock:
             for key, share in shares.items():
-                self._busy[key] = self._pool.submit(self._work_share, key, share)
+                self._busy[key] = self._pool.submit(partial(self._work_share, key, share))
         return len(work)
 
     def drain(self) -> None:
@@ -135,12 +208,23 @@ class TaskRunner:
             future.result()
 
     def close(self) -> None:
-        """Finish the calls in progress and stop the workers."""
-        self._pool.shutdown(wait=True)
+        """Stop the workers: no new call starts, and the calls in flight get
+        ``stop_grace`` seconds to end and be recorded; a call still running then is
+        abandoned (logged), its task left leased. Returns within about ``stop_grace``.
+        """
+        self._closing.set()
+        with self._lock:
+            running = dict(self._busy)
+        pending = wait_for(running.values(), timeout=self.stop_grace).not_done
+        self._pool.shutdown()
+        hung = sorted(key for key, future in running.items() if future in pending)
+        if hung:
+            event(logging.WARNING, "abandoned controller calls on stop", grace=self.stop_grace,
+                  controllers=", ".join(hung))  # fmt: skip
 
     def run(self, stop: threading.Event, *, interval: float = 1.0) -> None:
-        """Rounds every ``interval`` seconds until ``stop`` is set; then the calls in
-        progress finish (their results are recorded) and the workers stop."""
+        """Rounds every ``interval`` seconds until ``stop`` is set; then :meth:`close`
+        (the calls in flight get ``stop_grace`` seconds to end and be recorded)."""
         try:
             while not stop.is_set():
                 started = time.monotonic()
@@ -159,7 +243,7 @@ class TaskRunner:
             deadline = time.monotonic() + self.budget
             updates = [
                 self._call(key, item)
-                if time.monotonic() < deadline
+                if time.monotonic() < deadline and not self._closing.is_set()
                 else Update(item.task_id, "release")
                 for item in share
             ]
@@ -177,8 +261,8 @@ class TaskRunner:
         """One controller call for one task, and what it means for the task."""
         if work.rack_name is None:  # its rack left the inventory, and its controller with it
             return self._rack_gone(work)
-        controller = self.controllers.get(work.controller)  # one driver per distinct setting
         try:
+            controller = self.controllers.get(work.controller)  # one per distinct setting
             if work.status == TaskStatus.PENDING.value:
                 return self._after_submit(controller.submit(_order(work)), work)
             if work.status == TaskStatus.RUNNING.value:
@@ -186,9 +270,14 @@ class TaskRunner:
             controller.cancel(work.task_id)
             return Update(work.task_id, "cancel_sent", was=work.status)
         except ControllerError as exc:
-            if self.metrics is not None:
-                self.metrics.controller_errors.labels(key).inc()
-            return self._after_failure(key, work, str(exc))
+            error = str(exc)
+        except Exception as exc:  # a driver's bug: this task's call failed, not the worker
+            LOGGER.exception("controller driver failed", extra={"fields": {
+                "controller": key, "task": str(work.task_id)}})  # fmt: skip
+            error = f"{key}: the driver failed: {type(exc).__name__}: {exc}"[:_MAX_ERROR]
+        if self.metrics is not None:
+            self.metrics.controller_errors.labels(key).inc()
+        return self._after_failure(key, work, error)
 
     def _after_submit(self, answer: ControllerState, work: Work) -> Update:
         if answer.state == "running":

@@ -5,9 +5,12 @@ of their own, over the same store, and the Flow gRPC shim serves on its own
 thread pool when given an address (alone with ``dispatch=False``); ``/metrics``
 and ``/healthz`` are served when a listen address is given. :func:`serve`
 returns once ``stop`` is set (SIGTERM, SIGINT, or ``stop_after``) and everything
-has finished what it was doing: RPCs in flight complete (up to the shim's grace
-period), the firing batch in progress completes its three phases, and the
-controller calls in progress are recorded.
+has finished what it was doing, each wait bounded: RPCs in flight complete (up to
+the shim's grace period), the firing batch in progress completes its three phases,
+and the controller calls in progress are recorded if they end within the runner's
+``stop_grace`` (5 s; a hung one is abandoned, its task left leased). The metrics
+server waits for no client. So a hung controller or an idle metrics client never
+holds a stop (docs/dispatch.md "Stopping").
 """
 
 from __future__ import annotations

@@ -13,11 +13,19 @@ translation happens in one place, :func:`_translated`. Connections are kept aliv
 small pool (one per concurrent caller, at most); a request takes an idle one, puts it
 back after a good exchange, and drops it on any failure. A pooled connection the server
 closed while idle is reopened once.
+
+``timeout`` bounds a whole call, not each read: connecting (with the TLS handshake),
+sending, and reading the status line, the headers and the body all end by one
+:class:`~dispatcher.deadline.Deadline` (the reopened connection included), so a
+controller trickling its answer a byte at a time fails the call with "timed out after
+Ns" like a silent one. Answers are parsed with :func:`rackcron.boundedjson.loads`: a
+document nested too deep is a malformed answer, not a ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import ssl
@@ -29,6 +37,8 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
+from dispatcher.deadline import Deadline, reader
+from rackcron import boundedjson
 
 __all__ = ["HttpController"]
 
@@ -76,7 +86,7 @@ class HttpController:
         self._headers = {"Accept": "application/json"}
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[_HTTPConnection | _HTTPSConnection] = []
         self._lock = threading.Lock()
 
     def submit(self, order: TaskOrder) -> ControllerState:
@@ -122,6 +132,7 @@ class HttpController:
             headers["Content-Type"] = "application/json"
         with _translated(self.url, self.timeout):
             connection = self._checkout()
+            connection.deadline = Deadline(self.timeout)
             reused = connection.sock is not None
             try:
                 answer = self._exchange(connection, method, self._prefix + path, payload, headers)
@@ -136,7 +147,7 @@ class HttpController:
 
     def _exchange(
         self,
-        connection: http.client.HTTPConnection,
+        connection: _HTTPConnection | _HTTPSConnection,
         method: str,
         target: str,
         payload: bytes | None,
@@ -154,22 +165,22 @@ class HttpController:
             raise ControllerError(f"{self.url}: answer larger than {_MAX_ANSWER} bytes")
         return response.status, body
 
-    def _checkout(self) -> http.client.HTTPConnection:
+    def _checkout(self) -> _HTTPConnection | _HTTPSConnection:
         """An idle kept-alive connection, or a new one (connected on first use)."""
         with self._lock:
             if self._idle:
                 return self._idle.pop()
         if self._tls is None:
-            return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
-        return http.client.HTTPSConnection(
-            self._host, self._port, timeout=self.timeout, context=self._tls
-        )
+            return _HTTPConnection(self._host, self._port, timeout=self.timeout)
+        return _HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
 
     def _answer(self, status: int, body: bytes, *, ok: tuple[int, ...]) -> ControllerState:
         if status not in ok:
             raise ControllerError(f"{self.url}: HTTP {status}: {_detail(body)}")
         try:
-            data = json.loads(body)
+            data = boundedjson.loads(body)
+        except boundedjson.JSONTooDeep as exc:
+            raise ControllerError(f"{self.url}: malformed answer: {exc}") from None
         except ValueError:
             data = None
         state = data.get("state") if isinstance(data, dict) else None
@@ -177,6 +188,66 @@ class HttpController:
             raise ControllerError(f"{self.url}: malformed answer: {_detail(body)}")
         message = data.get("message", "")
         return ControllerState(state, message if isinstance(message, str) else str(message))
+
+
+class _Bounded(http.client.HTTPConnection):
+    """A connection whose every socket operation ends by ``deadline`` (set per call).
+
+    The TCP connect gets the time left, and so does the TLS handshake after it (``ssl``
+    bounds a handshake by the socket timeout as a whole); each ``send`` sets the socket
+    timeout to the time left; the answer is read through a
+    :class:`~dispatcher.deadline.DeadlineReader`, so ``http.client``'s line-by-line
+    header reads are bounded too.
+    """
+
+    deadline = Deadline(0.0)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = self._open_socket  # what connect() calls to open the socket
+
+    def _open_socket(
+        self, address: tuple[str, int], timeout: Any, source_address: Any = None
+    ) -> socket.socket:
+        sock = socket.create_connection(address, self.deadline.remaining(), source_address)
+        try:
+            sock.settimeout(self.deadline.remaining())  # what is left for the TLS handshake
+        except TimeoutError:
+            sock.close()
+            raise
+        return sock
+
+    def send(self, data: Any) -> None:
+        if self.sock is None:
+            self.connect()
+        assert self.sock is not None
+        self.sock.settimeout(self.deadline.remaining())
+        super().send(data)
+
+    def response_class(  # type: ignore[override]
+        self, sock: socket.socket, *args: Any, **kwargs: Any
+    ) -> http.client.HTTPResponse:
+        # http.client builds the answer with ``response_class(self.sock, ...)``, which
+        # reads through ``sock.makefile("rb")``: hand it a bounded file instead.
+        return http.client.HTTPResponse(_BoundedFile(sock, self.deadline), *args, **kwargs)  # type: ignore[arg-type]
+
+
+class _HTTPConnection(_Bounded):
+    pass
+
+
+class _HTTPSConnection(_Bounded, http.client.HTTPSConnection):
+    pass
+
+
+class _BoundedFile:
+    """Stands in for the socket given to ``HTTPResponse``: its file reads under a deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return reader(self._sock, self._deadline)
 
 
 def _split_url(url: str) -> SplitResult:
@@ -213,7 +284,7 @@ def _detail(body: bytes) -> str:
     """An error body as one short line: its JSON ``error`` if it has one, else the text."""
     text = body.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text)
+        data = boundedjson.loads(text)
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("error"), str):

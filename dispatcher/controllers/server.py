@@ -10,8 +10,10 @@ in the connection's thread, so a silent client cannot stall the accept loop.
 server answers nothing more.
 
 A PUT decides "created" (201) or "already known" (200) under one lock, so two racing
-submits of one id start one operation. Every answer is JSON; every request is logged at
-DEBUG on this module's logger, and nothing is printed.
+submits of one id start one operation. Bodies are parsed with a nesting bound
+(:func:`rackcron.boundedjson.loads`): a document nested too deep is a 400 like any bad
+body. Every answer is JSON; every request is logged at DEBUG on this module's logger,
+and nothing is printed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from dispatcher.controllers.base import ControllerState, TaskOrder
 from dispatcher.controllers.simulator import Simulator
+from rackcron import boundedjson
 
 __all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults"]
 
@@ -302,7 +305,9 @@ def _token_matches(header: str, token: str) -> bool:
 def _order(task_id: uuid.UUID, body: bytes) -> TaskOrder:
     """The task order in a PUT body, checked field by field."""
     try:
-        document = json.loads(body)
+        document = boundedjson.loads(body)
+    except boundedjson.JSONTooDeep as exc:
+        raise _Reject(400, f"body: {exc}") from None
     except ValueError:
         raise _Reject(400, "body is not JSON") from None
     if not isinstance(document, dict):

@@ -280,7 +280,8 @@ def serve(
     With --grpc-listen the same process serves the Flow task-schedule and task
     RPCs (v1.Flow, with gRPC health checking and reflection) over the same store;
     --no-dispatch serves them alone. SIGTERM or SIGINT stops everything cleanly:
-    RPCs in flight finish (up to --grpc-grace), then the work in progress.
+    RPCs in flight finish (up to --grpc-grace), then the work in progress
+    (controller calls in flight get 5 seconds; a hung one is abandoned).
 
     Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 

@@ -14,13 +14,16 @@ takes them while the calls are made; a runner that dies loses its lease, and the
 tasks come due again (a retried submit is safe: controllers key it by task id).
 :meth:`DeliveryOps.record` writes what the calls gave, each kind of result with
 one statement guarded by the status it expects, so a task cancelled meanwhile is
-never overwritten. The queue moves in :meth:`DeliveryOps.expire_queued` (a
+never overwritten. Messages come from controllers, so :func:`storable` makes each one
+fit every backend first (a NUL or a lone surrogate would fail the whole write, and the
+same answer would fail it again every lease). The queue moves in :meth:`DeliveryOps.expire_queued` (a
 waiting task past its queue timeout fails) and :meth:`DeliveryOps.promote_waiting`
 (the oldest waiting task of a rack with no pending or running task becomes pending).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -32,11 +35,25 @@ from rackcron.models import TaskStatus
 from rackcron.service._tasks import TaskOps, chunked
 from rackcron.store.tables import rack, task
 
-__all__ = ["DeliveryOps", "Update", "Work"]
+__all__ = ["MAX_MESSAGE", "DeliveryOps", "Update", "Work", "storable"]
 
 _PENDING, _RUNNING = TaskStatus.PENDING.value, TaskStatus.RUNNING.value
 _CANDIDATES = 4  # due tasks read per task claimed, at most
 _WAITING, _TERMINATED = TaskStatus.WAITING.value, TaskStatus.TERMINATED.value
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: Longest task message stored (characters); a longer one is cut, ending in an ellipsis.
+MAX_MESSAGE = 4096
+
+
+def storable(message: str) -> str:
+    """``message`` as every backend can store it: NUL characters (PostgreSQL refuses
+    them) and lone surrogates (not encodable as UTF-8) become U+FFFD, and it is cut to
+    :data:`MAX_MESSAGE` characters."""
+    message = _UNSTORABLE.sub("\ufffd", message)
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    return message
 
 
 class Work(NamedTuple):
@@ -139,6 +156,7 @@ class DeliveryOps(TaskOps):
         now = self.now
         groups: dict[str, list[Update]] = {}
         for update in updates:
+            update = update._replace(message=storable(update.message))
             groups.setdefault(update.kind, []).append(update)
         later = sa.bindparam("b_at")
 

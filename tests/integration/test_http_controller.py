@@ -8,13 +8,18 @@ the ``openssl`` command-line tool (skipped without it).
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +32,7 @@ from dispatcher.controllers.http import HttpController
 from dispatcher.controllers.server import ControllerServer
 from dispatcher.controllers.simulator import Simulator
 from rackcron.cli.controller_cmd import rack_controller
+from tests.integration.peers import Canned, Trickler, deep_json
 
 TOKEN = "s3cret-token"
 
@@ -190,6 +196,55 @@ def test_a_slow_controller_times_out(server: ControllerServer) -> None:
     for client in _client(server.url, token=TOKEN, timeout=0.2):
         with pytest.raises(ControllerError, match=r": timed out after 0.2s$"):
             client.submit(_order())
+
+
+def _call_in_thread(
+    call: Callable[..., object], *args: object, limit: float
+) -> BaseException | None:
+    """``call(*args)`` in a daemon thread: its exception (None if it returned); a test
+    failure, not a hang, if it outlives ``limit`` seconds."""
+    raised: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call(*args)
+        except BaseException as exc:  # handed to the test
+            raised.append(exc)
+        else:
+            raised.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert not thread.is_alive(), f"the call still runs after {limit}s"
+    return raised[0]
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
+def test_a_trickling_controller_times_out_within_its_deadline(headers: bool) -> None:
+    # One byte every 0.5 s: each read is quick, so only a deadline for the whole call ends it.
+    with Trickler(headers=headers, interval=0.5) as trickler:
+        for client in _client(trickler.url, timeout=1.5):
+            started = time.monotonic()
+            error = _call_in_thread(client.submit, _order(), limit=10.0)
+            elapsed = time.monotonic() - started
+            assert isinstance(error, ControllerError), error
+            assert str(error) == f"{trickler.url}: timed out after 1.5s"
+            assert 1.4 < elapsed < 3.0
+
+
+@pytest.mark.parametrize("status", [200, 500], ids=["ok", "error"])
+def test_a_deeply_nested_answer_is_a_clear_error(status: int) -> None:
+    with Canned(status, deep_json(100_000)) as canned:
+        for client in _client(canned.url, timeout=5.0):
+            error = _call_in_thread(client.submit, _order(), limit=10.0)
+    assert isinstance(error, ControllerError), repr(error)
+    if status == 200:
+        assert str(error) == (
+            f"{canned.url}: malformed answer: JSON nests 100000 levels deep; at most 64 are allowed"
+        )
+    else:
+        assert str(error).startswith(f"{canned.url}: HTTP 500: [[[[")
 
 
 def test_an_error_status_is_reported(server: ControllerServer, client: HttpController) -> None:
@@ -389,3 +444,34 @@ def test_token_file_and_environment_together_are_refused(tmp_path: Path) -> None
     )
     assert result.exit_code == 2
     assert "not both" in result.output
+
+
+def test_the_rack_controller_answers_400_to_a_deeply_nested_body(tmp_path: Path) -> None:
+    log = tmp_path / "controller.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "rack-controller", "--listen", "127.0.0.1:0"],
+        stderr=log.open("w"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"listening on (http://\S+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        url = found.group(1)
+        task_id = uuid.uuid4()
+        request = urllib.request.Request(
+            f"{url}/v1/tasks/{task_id}", data=deep_json(100_000), method="PUT",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(request, timeout=10)
+        assert answer.value.code == 400
+        assert json.loads(answer.value.read()) == {
+            "error": "body: JSON nests 100000 levels deep; at most 64 are allowed"
+        }
+        for client in _client(url):  # the server is still well
+            assert client.submit(_order(id=task_id)).state == "running"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "Traceback" not in log.read_text()

@@ -8,6 +8,8 @@ controller faults (down, slow, erroring) confined to their own racks.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -16,6 +18,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from dispatcher.controllers.base import ControllerState, TaskOrder
 from dispatcher.controllers.registry import Controllers
 from dispatcher.controllers.server import ControllerServer
 from dispatcher.controllers.simulator import Simulator
@@ -25,6 +28,7 @@ from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, T
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from tests.integration.helpers import create, rack_spec
+from tests.integration.peers import Canned, Trickler, deep_json
 
 SIM_DURATION = 30.0  # seconds of the test clock
 
@@ -486,3 +490,118 @@ def test_a_late_delivery_failure_leaves_a_cancelled_task_alone(service, fleet, c
     cancelled = task_of(service, task_id)
     assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
     assert service.claim_work(10, lease=60) == []  # nothing left to do for it
+
+
+# --- hostile and broken controllers ---------------------------------------------------------
+
+
+class _Buggy(Simulator):
+    """A driver with a bug: submitting a task of ``rack`` raises a TypeError."""
+
+    def __init__(self, rack: uuid.UUID, **options) -> None:
+        super().__init__(**options)
+        self.rack = rack
+
+    def submit(self, order: TaskOrder) -> ControllerState:
+        if order.rack_id == self.rack:
+            raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+        return super().submit(order)
+
+
+def test_a_driver_raising_anything_fails_its_task_and_the_runner_goes_on(service, fleet, clock):
+    bad_rack, good_rack = fleet.racks[:2]
+    buggy = _Buggy(bad_rack, default_duration=SIM_DURATION, clock=lambda: clock.now.timestamp())
+    runner = TaskRunner(service, Controllers(buggy), retry=RetryPolicy(attempts=3))
+    try:  # both tasks go to one controller, in one worker's share
+        bad, good = service.trigger(create(service, [bad_rack, good_rack]).id).task_ids
+        rounds(runner, clock)
+        assert task_of(service, good).status == TaskStatus.RUNNING
+        retrying = task_of(service, bad)
+        assert retrying.status == TaskStatus.PENDING
+        assert retrying.message == (
+            "controller call 1 of 3 failed: simulator: the driver failed: TypeError: "
+            "unsupported operand type(s) for +: 'int' and 'str'"
+        )
+        rounds(runner, clock, 4, step=5)
+        failed = task_of(service, bad)
+        assert failed.status == TaskStatus.FAILED
+        assert failed.message.startswith(
+            "the rack controller did not confirm it took the task after 3 attempts: "
+            "simulator: the driver failed: TypeError"
+        )
+        clock.advance(seconds=SIM_DURATION)
+        rounds(runner, clock)
+        assert task_of(service, good).status == TaskStatus.COMPLETED
+        (later,) = service.trigger(create(service, [good_rack], name="later").id).task_ids
+        rounds(runner, clock)
+        assert task_of(service, later).status == TaskStatus.RUNNING
+    finally:
+        runner.close()
+
+
+def test_a_deeply_nested_answer_fails_its_task_and_others_get_through(
+    live_service, controller_server
+):
+    deep, fine, _ = live_fleet(live_service)
+    set_controller(live_service, fine, {"kind": "http", "url": controller_server.url})
+    with Canned(200, deep_json(100_000)) as canned:
+        set_controller(live_service, deep, {"kind": "http", "url": canned.url})
+        runner = fast_runner(live_service)
+        try:
+            schedule = create(live_service, [deep, fine])
+            bad, good = live_service.trigger(schedule.id).task_ids
+            wait_for(lambda: statuses(live_service, [bad, good]) == [TaskStatus.FAILED,
+                                                                     TaskStatus.COMPLETED], runner)  # fmt: skip
+            assert task_of(live_service, bad).message == (
+                "the rack controller did not confirm it took the task after 3 attempts: "
+                f"{canned.url}: malformed answer: JSON nests 100000 levels deep; "
+                "at most 64 are allowed"
+            )
+            _, later = live_service.trigger(schedule.id).task_ids
+            wait_for(lambda: statuses(live_service, [later]) == [TaskStatus.COMPLETED], runner)
+        finally:
+            runner.close()
+
+
+def test_stopping_waits_for_a_hung_controller_call_at_most_the_grace(live_service):
+    (r0, *_) = live_fleet(live_service)
+    with Trickler(interval=0.5) as trickler:
+        # The call's own deadline (60 s) is far beyond the runner's stop grace.
+        set_controller(live_service, r0, {"kind": "http", "url": trickler.url, "timeout": "60s"})
+        runner = fast_runner(live_service, stop_grace=1.0)
+        (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+        stop = threading.Event()
+        loop = threading.Thread(target=runner.run, args=(stop,), kwargs={"interval": 0.05})
+        loop.daemon = True
+        loop.start()
+        assert trickler.accepted.wait(10), "the runner never called the controller"
+        time.sleep(0.2)  # the call is under way
+        stop.set()
+        started = time.monotonic()
+        loop.join(10)
+        assert not loop.is_alive(), "the runner still waits for the hung call"
+        assert time.monotonic() - started < 2.0
+    # The call never ended: the task stays leased, and comes due again after its lease.
+    assert task_of(live_service, task_id).status == TaskStatus.PENDING
+
+
+def test_a_controller_message_the_store_cannot_hold_is_made_storable(
+    live_service, controller_server
+):
+    """A NUL (PostgreSQL refuses it) or a lone surrogate (not UTF-8) in a controller's
+    message used to fail the whole share's write, every lease, forever."""
+    odd, fine, _ = live_fleet(live_service)
+    set_controller(live_service, fine, {"kind": "http", "url": controller_server.url})
+    answer = {"state": "failed", "message": "fan\x00tray \ud800 broke " + "x" * 10_000}
+    with Canned(201, json.dumps(answer).encode()) as canned:
+        set_controller(live_service, odd, {"kind": "http", "url": canned.url})
+        runner = fast_runner(live_service)
+        try:
+            bad, good = live_service.trigger(create(live_service, [odd, fine]).id).task_ids
+            wait_for(lambda: statuses(live_service, [bad, good]) == [TaskStatus.FAILED,
+                                                                     TaskStatus.COMPLETED], runner)  # fmt: skip
+        finally:
+            runner.close()
+    message = task_of(live_service, bad).message
+    assert message.startswith("fan\ufffdtray \ufffd broke xxx")
+    assert len(message) == 4096 and message.endswith("x…")

@@ -25,9 +25,10 @@ from click.testing import CliRunner
 
 from dispatcher.logs import configure, event
 from rackcron.cli import main
-from rackcron.models import Rack, TaskStatus
+from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from tests.integration.helpers import create
+from tests.integration.peers import Trickler
 
 
 def free_port() -> int:
@@ -187,3 +188,90 @@ def test_a_hostile_field_value_stays_one_inert_log_line(fmt: str) -> None:
     else:
         name = json.dumps("a\x1bb")
         assert line.endswith(f" error={json.dumps(hostile)} schedule={name}"), line
+
+
+# --- stopping on time, whatever the peers do ----------------------------------------------------
+
+#: How long ``serve`` may take to stop after SIGTERM (docs/dispatch.md "Stopping": the
+#: runner's 5 s grace for calls in flight), plus slack for a loaded test machine.
+STOP_WITHIN = 5.0 + 5.0
+
+
+def _start_serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path, int]:
+    """``rackcron serve`` with metrics on 127.0.0.1 port 0; the process, its log, the port
+    (read from its ``serving`` line)."""
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url",
+         f"sqlite:///{tmp_path / 'serve.db'}", "--metrics-listen", "127.0.0.1:0",
+         "--log-format", "json", *args],
+        stderr=log.open("w"), env={**os.environ, "RACKCRON_FAULT": ""},
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not (found := re.search(r'"metrics": "http://127\.0\.0\.1:(\d+)/', log.read_text())):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"serve did not start: {log.read_text()}")
+        time.sleep(0.1)
+    return proc, log, int(found.group(1))
+
+
+def _stop(proc: subprocess.Popen[bytes], log: Path) -> float:
+    """SIGTERM; how long ``serve`` took to exit (killed, and the test failed, past the limit)."""
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_WITHIN)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"serve ignored SIGTERM for {STOP_WITHIN}s: {log.read_text()}")
+    assert proc.returncode == 0, log.read_text()
+    return time.monotonic() - started
+
+
+def test_an_idle_metrics_connection_stops_neither_healthz_nor_sigterm(tmp_path: Path) -> None:
+    proc, log, port = _start_serve(tmp_path, "--poll-interval", "500ms")
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port)) as idle,
+            socket.create_connection(("127.0.0.1", port)) as trickling,
+        ):
+            trickling.sendall(b"GET /healthz HTTP/1.1\r\n")  # then headers that never end
+            time.sleep(0.5)
+            assert scrape(port, "/healthz") == (200, "ok\n")
+            assert scrape(port, "/metrics")[0] == 200
+            _stop(proc, log)
+            assert idle.recv(1) == b""  # the idle client was let go
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads(log.read_text().splitlines()[-1])["event"] == "stopped"
+
+
+def test_sigterm_stops_serve_within_its_grace_with_a_hung_controller(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    service = Service.open(url)
+    rack = uuid.uuid4()
+    with Trickler(interval=0.5) as trickler:
+        # A controller timeout (60 s) far beyond the grace: only the grace can end the wait.
+        controller = ControllerSpec(kind="http", url=trickler.url, timeout="60s")
+        service.upsert_rack(Rack(id=rack, name="hung", controller=controller))
+        service.trigger(create(service, [rack], name="now", spec="1h").id)
+        service.close()
+        proc, log, _ = _start_serve(tmp_path, "--poll-interval", "200ms", "--runner-interval",
+                                    "200ms")  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while not trickler.accepted.wait(0.2):  # the runner is in the call
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(1.0)
+            took = _stop(proc, log)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert took < STOP_WITHIN
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    (abandoned,) = [e for e in events if e["event"] == "abandoned controller calls on stop"]
+    assert abandoned["controllers"] == trickler.url
+    assert events[-1]["event"] == "stopped"

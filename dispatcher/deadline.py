@@ -1,0 +1,83 @@
+"""Deadlines for socket exchanges: a limit on the whole exchange, not on each read.
+
+A socket timeout bounds one ``recv`` or ``send``: a peer that sends one byte just
+before each timeout keeps an exchange going forever, and whatever waits for that
+exchange (a shutdown) waits with it. A :class:`Deadline` is one instant on the
+monotonic clock. :class:`DeadlineReader` and :class:`DeadlineWriter` wrap a socket
+and set its timeout to the time left before every read and write, so everything a
+parser reads through them — a status line, headers line by line, a body in chunks —
+ends by the deadline, with ``TimeoutError`` once it has passed. Both the ``http``
+controller driver (``dispatcher.controllers.http``) and the metrics server
+(``dispatcher.metrics``) read and write their sockets through them.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import time
+from collections.abc import Callable
+
+__all__ = ["Deadline", "DeadlineReader", "DeadlineWriter", "reader"]
+
+
+class Deadline:
+    """``seconds`` from now on ``clock``; ``at`` may be moved (an exchange's next phase)."""
+
+    def __init__(self, seconds: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.at = clock() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left, always positive.
+
+        :raises TimeoutError: the deadline has passed.
+        """
+        left = self.at - self._clock()
+        if left <= 0:
+            raise TimeoutError("the deadline has passed")
+        return left
+
+
+class DeadlineReader(io.RawIOBase):
+    """Reads ``sock`` with its timeout set to what is left of ``deadline`` each time.
+
+    Closing the reader leaves the socket open: its owner closes it.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
+        super().__init__()
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        self._sock.settimeout(self._deadline.remaining())
+        return self._sock.recv_into(buffer)
+
+
+class DeadlineWriter(io.RawIOBase):
+    """Writes all of each buffer to ``sock`` before ``deadline`` (``sendall`` bounds the
+    whole write by the socket timeout, not each send)."""
+
+    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
+        super().__init__()
+        self._sock = sock
+        self._deadline = deadline
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self._sock.settimeout(self._deadline.remaining())
+        self._sock.sendall(data)
+        with memoryview(data) as view:
+            return view.nbytes
+
+
+def reader(sock: socket.socket, deadline: Deadline) -> io.BufferedReader:
+    """A buffered file reading ``sock`` under ``deadline`` (what ``makefile("rb")`` gives,
+    bounded)."""
+    return io.BufferedReader(DeadlineReader(sock, deadline))
