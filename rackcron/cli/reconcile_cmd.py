@@ -270,11 +270,11 @@ def apply(
     store changed since it was made.
 
     An apply lock keeps two applies from interleaving. If the database fails during
-    an apply, the error names the change and the cause; the lock is released once
-    the database answers again by the same process (the next round of
-    `rackcron sync`); a one-off apply that could not release it says so. An apply
-    that is killed (SIGKILL, power loss) leaves the lock held: every later apply
-    is refused, naming the holder's host, pid and start time, until
+    an apply, the error names the change and the cause. A lock the apply could not
+    release then is released by the same process before its next apply (the next
+    round of `rackcron sync`); a one-off apply says so instead. An apply that is
+    killed (SIGKILL, power loss) leaves the lock held: every later apply is
+    refused, naming the holder's host, pid and start time, until
     `rackcron apply --break-lock`.
 
     With --server, the tree is planned and applied through a gRPC server's RPCs
