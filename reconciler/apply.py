@@ -4,7 +4,10 @@ An apply takes the store's apply lock (in a transaction of its own, so a second
 apply sees it at once), then, in ONE transaction: re-reads the store and refuses
 the plan if the store changed since the plan was made (its fingerprint), runs
 every step through the service, and records the apply in the log. Any failure
-rolls everything back and names the change and step that failed.
+rolls everything back and names the change and step that failed, and for a
+database failure its cause (``rackcron.store.failures``). The lock is released
+afterwards whatever happened; a release the database refuses never replaces the
+apply's own error (``Service.release_apply_lock``).
 """
 
 from __future__ import annotations
@@ -12,12 +15,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import pydantic
 
-from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.errors import FailedPrecondition, RackcronError, StoreError
 from rackcron.models import (
     ApplyRecord,
     Component,
@@ -43,7 +45,8 @@ class StalePlan(FailedPrecondition):
 
 
 class ApplyFailed(RackcronError):
-    """A step of the plan failed; nothing was applied."""
+    """A step of the plan failed, or the database failed while it ran; nothing was
+    applied. The message names the change, the step and the cause."""
 
     def __init__(self, change: Change, step: Step, cause: RackcronError) -> None:
         super().__init__(
@@ -138,17 +141,41 @@ def apply_plan(
     """Apply ``plan`` all or nothing and log it.
 
     ``fail_at`` (tests only) makes the step with that index fail, to prove rollback.
+    The lock is released however the apply ends; if the database is down by then, the
+    Service keeps it and releases it before its next apply (``Service.release_apply_lock``),
+    and the apply's own error is the one raised.
 
     :raises ApplyLocked: another apply is running.
     :raises StalePlan: the store changed since the plan was made.
-    :raises ApplyFailed: a step failed; the transaction was rolled back.
+    :raises ApplyFailed: a step failed, or the database failed during it (the message
+        names the change, the step and the cause); the transaction was rolled back.
+    :raises StoreError: the database failed before the first step or while committing.
     """
     if plan.errors:
         raise FailedPrecondition(
             "the plan has errors and cannot be applied: " + "; ".join(plan.errors)
         )
-    holder = f"{provenance.author} at {datetime.now().astimezone().isoformat(timespec='seconds')}"
-    service.acquire_apply_lock(holder)
+    try:
+        holder = service.acquire_apply_lock(provenance.author)
+    except StoreError as exc:
+        raise _not_started(plan, exc) from exc
+    try:
+        return _apply_locked(service, plan, provenance, progress, fail_at)
+    finally:
+        service.release_apply_lock(holder)
+
+
+def _apply_locked(
+    service: Service,
+    plan: Plan,
+    provenance: Provenance,
+    progress: Callable[[int, int, Change], None] | None,
+    fail_at: int | None,
+) -> ApplyRecord:
+    """:func:`apply_plan`'s transaction, the lock held; a database failure names where it
+    happened."""
+    running: tuple[Change, Step] | None = None
+    committing = False
     try:
         with service.transaction() as ops:
             if store_state(ops).fingerprint() != plan.fingerprint:
@@ -160,6 +187,7 @@ def apply_plan(
                 if progress:
                     progress(number, len(plan.changes), change)
                 for step in change.steps:
+                    running = (change, step)
                     try:
                         if index == fail_at:
                             raise FailedPrecondition("injected failure")
@@ -167,9 +195,24 @@ def apply_plan(
                     except RackcronError as exc:
                         raise ApplyFailed(change, step, exc) from exc
                     index += 1
+            running, committing = None, True
             return ops.record_apply(
                 revision=provenance.revision, dirty=provenance.dirty, source=provenance.source,
                 author=provenance.author, summary=plan.counts(),
             )  # fmt: skip
-    finally:
-        service.release_apply_lock(holder)
+    except StoreError as exc:  # the database failed (Service.transaction translated it)
+        if running is not None:
+            raise ApplyFailed(*running, exc) from exc
+        if committing:
+            raise StoreError(
+                f"the apply of {len(plan.changes)} changes failed while committing: {exc.message}."
+                " The apply log (`rackcron history`) shows whether it was applied."
+            ) from exc
+        raise _not_started(plan, exc) from exc
+
+
+def _not_started(plan: Plan, exc: StoreError) -> StoreError:
+    return StoreError(
+        f"the apply of {len(plan.changes)} changes did not start: {exc.message}."
+        " Nothing was applied."
+    )

@@ -253,7 +253,8 @@ def plan(
 @click.option(
     "--break-lock",
     is_flag=True,
-    help="Remove a stale apply lock left by a crashed apply, then exit.",
+    help="Remove the apply lock left by an apply that died (the refusal names its host, pid"
+    " and start time: check that process is gone first), then exit.",
 )
 @rev_option
 @owner_option
@@ -273,6 +274,14 @@ def apply(
     Shows the plan and asks before changing anything. Every change is made in one
     transaction: all of it is applied, or none. A saved plan is refused if the
     store changed since it was made.
+
+    An apply lock keeps two applies from interleaving. If the database fails during
+    an apply, the error names the change and the cause. A lock the apply could not
+    release then is released by the same process before its next apply (the next
+    round of `rackcron sync`); a one-off apply says so instead. An apply that is
+    killed (SIGKILL, power loss) leaves the lock held: every later apply is
+    refused, naming the holder's host, pid and start time, until
+    `rackcron apply --break-lock`.
 
     With --server, the tree is planned and applied through a gRPC server's RPCs
     (rackcron serve, or Flow). That is not one transaction: the apply stops at the
@@ -307,7 +316,17 @@ def apply(
         planned = _desired_plan(source, rev, owner, database_url, create_store=True)
     provenance = _approved(planned, source, auto_approve)
     with cli_errors():
-        record = apply_plan(open_service(database_url), planned, provenance, progress=_progress)
+        service = open_service(database_url)
+    try:
+        with cli_errors():
+            record = apply_plan(service, planned, provenance, progress=_progress)
+    finally:
+        for holder, error in service.unreleased_apply_locks.items():
+            click.echo(
+                f"warning: the apply lock could not be released: {error.message}. It is held"
+                f" by {holder}: once the database is back, run `rackcron apply --break-lock`.",
+                err=True,
+            )
     _complete(record.summary, record.id)
 
 

@@ -20,11 +20,15 @@ run the three phases in three transactions (see ``_firing``).
 from __future__ import annotations
 
 import functools
+import os
+import secrets
+import socket
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -34,7 +38,7 @@ from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
 from rackcron.models import Schedule
 from rackcron.service import _rows
-from rackcron.service._applies import ApplyLocked, ApplyOps
+from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
@@ -42,7 +46,8 @@ from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
-from rackcron.store.lookup import Lookup, store_error
+from rackcron.store.failures import store_error
+from rackcron.store.lookup import Lookup
 
 __all__ = [
     "UPDATE_MASK_PATHS",
@@ -137,6 +142,7 @@ class Service:
         self.reader = open_reader(engine)
         self.clock = clock
         self._schedule_by_id = Lookup(self.reader, BY_ID, memo=memo)
+        self._unreleased: dict[str, StoreError] = {}
 
     @classmethod
     def open(
@@ -212,9 +218,56 @@ class Service:
     upsert_nvl_domain = _in_transaction("upsert_nvl_domain")
     delete_nvl_domain = _in_transaction("delete_nvl_domain")
     list_nvl_domains = _in_transaction("list_nvl_domains", write=False)
+
     # Apply lock and log (the reconciler)
-    acquire_apply_lock = _in_transaction("acquire_apply_lock")
-    release_apply_lock = _in_transaction("release_apply_lock")
+    def acquire_apply_lock(self, who: str) -> str:
+        """Take the apply lock as ``who``; return the holder to release it with: ``who``,
+        this host and process, and a token unique to this acquisition.
+
+        The locks this Service could not release (:attr:`unreleased_apply_locks`) are
+        removed first, in the same transaction: after an outage, the next apply of the
+        same process is not refused by its own lock.
+
+        :raises ApplyLocked: another apply holds the lock (the message names its holder,
+            host and pid, and since when).
+        :raises StoreError: the database failed.
+        """
+        holder = lock_holder(who, socket.gethostname(), os.getpid(), secrets.token_hex(8))
+        stale = list(self._unreleased)
+        try:
+            with self.transaction() as ops:
+                ops.acquire_apply_lock(holder, stale=stale)
+        except ApplyLocked:
+            self._forget(stale)  # the lock is another holder's: none of ours is left
+            raise
+        self._forget(stale)
+        return holder
+
+    def release_apply_lock(self, holder: str) -> None:
+        """Release the lock if ``holder`` still holds it.
+
+        Never raises for a database failure, so it cannot hide the error of the apply it
+        ends: the holder is kept in :attr:`unreleased_apply_locks` (with the error) and
+        released by this Service's next :meth:`acquire_apply_lock`.
+        """
+        try:
+            with self.transaction() as ops:
+                ops.release_apply_lock(holder)
+        except StoreError as exc:
+            self._unreleased[holder] = exc
+        except BaseException:  # interrupted: the row may be there still
+            self._unreleased[holder] = StoreError("the release was interrupted")
+            raise
+
+    @property
+    def unreleased_apply_locks(self) -> Mapping[str, StoreError]:
+        """The apply locks this Service took and could not release, with the error."""
+        return MappingProxyType(self._unreleased)
+
+    def _forget(self, holders: Iterable[str]) -> None:
+        for holder in holders:
+            self._unreleased.pop(holder, None)
+
     break_apply_lock = _in_transaction("break_apply_lock")
     list_applies = _in_transaction("list_applies", write=False)
     # The task runner

@@ -1,12 +1,21 @@
 """The apply lock and the apply log (provenance of every reconciler apply).
 
 The lock is one row in ``apply_lock``, taken and released in transactions of
-their own around an apply, so two applies never interleave; a crashed apply
-leaves its row behind, which ``break_apply_lock`` removes on purpose.
+their own around an apply, so two applies never interleave. Its holder names who
+applies, from which host and process, and a token drawn for that acquisition
+(:func:`lock_holder`), so the holder is unique: a process can remove its own lock
+and nobody else's, and an operator can tell whether the holder is still running.
+
+A process that dies holding the lock (SIGKILL, a power cut) leaves the row
+behind: it blocks every apply until ``break_apply_lock`` removes it on purpose
+(``rackcron apply --break-lock``). A lock whose release failed because the
+database was down is not left to that: the ``Service`` remembers it and removes
+it before its own next acquisition (``stale``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,7 +25,7 @@ from rackcron.models import ApplyRecord
 from rackcron.service._base import OpsBase
 from rackcron.store.tables import apply_lock, apply_log
 
-__all__ = ["ApplyLocked", "ApplyOps"]
+__all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
 
 _LOCK = "apply"
 
@@ -25,15 +34,28 @@ class ApplyLocked(FailedPrecondition):
     """Another apply holds the lock."""
 
 
+def lock_holder(who: str, host: str, pid: int, token: str) -> str:
+    """The holder of one acquisition of the apply lock: ``who`` applies, on which host,
+    in which process, and ``token``, unique to the acquisition."""
+    return f"{who} (host {host}, pid {pid}, lock {token})"
+
+
 class ApplyOps(OpsBase):
     def _lock_holder(self) -> Any:
         return self.conn.execute(sa.select(apply_lock).where(apply_lock.c.name == _LOCK)).first()
 
-    def acquire_apply_lock(self, holder: str) -> None:
-        """Take the apply lock for ``holder``.
+    def acquire_apply_lock(self, holder: str, *, stale: Collection[str] = ()) -> None:
+        """Take the apply lock for ``holder``, first removing it if a holder in ``stale``
+        has it (the caller's own acquisitions whose release failed).
 
         :raises ApplyLocked: naming the holder and since when.
         """
+        if stale:
+            self.conn.execute(
+                apply_lock.delete().where(
+                    apply_lock.c.name == _LOCK, apply_lock.c.holder.in_(sorted(stale))
+                )
+            )
         try:
             with self.conn.begin_nested():
                 self.conn.execute(

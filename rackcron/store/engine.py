@@ -8,7 +8,9 @@ supported backends. Both give the service the same guarantees:
   transactions with ``BEGIN IMMEDIATE`` (one writer at a time, so a
   read-then-write never races and never fails late with "database is locked");
 * SQLite runs in WAL mode with foreign keys enforced and a busy timeout, so
-  readers never block the writer and concurrent processes wait instead of failing.
+  readers never block the writer and concurrent processes wait instead of failing:
+  30 seconds, or the URL's ``timeout`` parameter (``sqlite:///rackcron.db?timeout=5``,
+  in seconds; the name is the one pysqlite's ``connect`` and SQLAlchemy's URLs use).
 
 The schema is owned by Alembic (``rackcron/store/migrations``). A fresh SQLite
 file is migrated automatically; any other database must be at the newest
@@ -30,6 +32,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from rackcron.errors import StoreError
+from rackcron.store.failures import describe
 
 __all__ = [
     "DEFAULT_DATABASE_ENV",
@@ -45,6 +48,7 @@ __all__ = [
 
 DEFAULT_DATABASE_ENV = "RACKCRON_DATABASE_URL"
 _MIGRATIONS = Path(__file__).with_name("migrations")
+BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits for another writer, unless the URL says
 
 
 def default_database_url() -> str:
@@ -77,9 +81,7 @@ def _store_errors(engine: Engine) -> Iterator[None]:
         yield
     except sa.exc.SQLAlchemyError as exc:
         engine.dispose()
-        raise StoreError(
-            f"cannot open database {engine.url!r}: {exc.__class__.__name__}: {exc}"
-        ) from exc
+        raise StoreError(f"cannot open database {engine.url!r}: {describe(exc)}") from exc
     except StoreError:
         engine.dispose()
         raise
@@ -121,13 +123,32 @@ def database_revision(url: str) -> str | None:
     return revision
 
 
+def _busy_timeout(url: sa.URL) -> float:
+    """The URL's ``timeout`` (seconds), else :data:`BUSY_TIMEOUT`.
+
+    :raises StoreError: not a number of seconds from 0 to a day.
+    """
+    text = url.query.get("timeout", BUSY_TIMEOUT)
+    try:
+        seconds = float(text if isinstance(text, str | float) else text[-1])
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 86_400:
+        raise StoreError(
+            f"invalid database URL {url!r}: timeout must be a number of seconds"
+            f" from 0 to 86400, got {text!r}"
+        )
+    return seconds
+
+
 def _sqlite_engine(url: sa.URL) -> Engine:
     database = url.database or ""
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    timeout = _busy_timeout(url)
     # Take over transaction control from pysqlite so BEGIN can be IMMEDIATE
     # (SQLAlchemy's documented recipe for SQLite transactions).
-    engine = sa.create_engine(url, connect_args={"timeout": 30, "isolation_level": None})
+    engine = sa.create_engine(url, connect_args={"timeout": timeout, "isolation_level": None})
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -135,7 +156,7 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")

@@ -33,19 +33,11 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from rackcron.errors import StoreError
+from rackcron.store.failures import store_error
 
-__all__ = ["Lookup", "store_error"]
+__all__ = ["Lookup"]
 
 T = TypeVar("T")
-
-
-def store_error(exc: BaseException) -> StoreError:
-    """The StoreError for a database failure: the driver's own message, first line only
-    (no SQL text or parameters)."""
-    cause = getattr(exc, "orig", None) or exc
-    detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-    return StoreError(f"database error: {type(cause).__name__}: {detail}")
 
 
 def _identity(value: Any) -> Any:
