@@ -242,8 +242,9 @@ class TreeBudget:
     """What is left of one tree read's budget: bytes and values, all documents together."""
 
     def __init__(self, nodes: int = MAX_TREE_NODES, size: int = MAX_TREE_BYTES) -> None:
-        self.nodes = nodes
-        self.bytes = size
+        self.total_nodes, self.total_bytes = nodes, size
+        self.nodes = nodes  # left
+        self.bytes = size  # left
         self.exhausted = False
 
 
@@ -265,22 +266,23 @@ class _Walker:
     """Builds plain data from a node tree, refusing sharp edges; records positions into ``doc``."""
 
     def __init__(
-        self, root: yaml.Node, doc: SourceDocument | None = None, tree_nodes: int | None = None
+        self, root: yaml.Node, doc: SourceDocument | None = None, budget: TreeBudget | None = None
     ) -> None:
         self.root = root
         self.nodes = 0
+        self.budget = budget
         # The walk stops at the smaller of the document's and the tree's budgets.
-        self.limit = MAX_NODES if tree_nodes is None else min(MAX_NODES, tree_nodes)
+        self.limit = MAX_NODES if budget is None else min(MAX_NODES, budget.nodes)
         # The merges being built, outermost first: (the << key, its source).
         self.merging: list[tuple[yaml.Node, yaml.Node]] = []
         self.positions = doc._positions if doc is not None else None
         self.key_positions = doc._key_positions if doc is not None else None
 
     def _over(self) -> None:
-        if self.limit < MAX_NODES:
+        if self.budget is not None and self.limit < MAX_NODES:
             raise _OverBudget(
                 self.root,
-                f"the tree expands to more than {MAX_TREE_NODES} values in all;"
+                f"the tree expands to more than {self.budget.total_nodes} values in all;"
                 " this document and the files after it were not read",
             )
         message = (
@@ -379,7 +381,7 @@ def read_documents(
         if budget.bytes < 0:
             budget.exhausted = True
             message = (
-                f"the tree holds more than {MAX_TREE_BYTES} bytes of YAML in all;"
+                f"the tree holds more than {budget.total_bytes} bytes of YAML in all;"
                 " this file and the files after it were not read"
             )
             return [], [Diagnostic(file, 1, 1, "error", message)]
@@ -402,7 +404,7 @@ def read_documents(
             if node is None:
                 continue
             doc = SourceDocument(file, index, None, _mark(node), source)
-            walker = _Walker(node, tree_nodes=None if budget is None else budget.nodes)
+            walker = _Walker(node, budget=budget)
             try:
                 doc.data = walker.value(node, ())
             except _Refused as exc:
