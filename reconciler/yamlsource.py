@@ -77,20 +77,23 @@ _COMPOSE_DEPTH = 1000
 
 @functools.cache
 def _parser_limits_nesting() -> bool:
-    """Whether the parser refuses nesting deeper than :data:`_COMPOSE_DEPTH` itself.
+    """Whether the parser itself refuses nesting deeper than :data:`_COMPOSE_DEPTH`,
+    flow and block alike.
 
-    Recent libyaml builds refuse more than 1,000 flow levels and 1,000 block levels,
-    so a document they compose nests at most 2,000 deep, well within any stack;
-    older builds and the pure-Python parser need :func:`_first_too_deep`.
+    Recent libyaml builds refuse documents nesting past 1,000 levels, so whatever
+    they compose is well within any stack; older builds, and the pure-Python parser
+    (whose composer raises ``RecursionError`` instead), need :func:`_first_too_deep`.
     """
     deep = _COMPOSE_DEPTH + 100
-    try:
-        yaml.compose("[" * deep + "]" * deep, Loader=_Loader)
-    except yaml.YAMLError:
-        return True
-    except RecursionError:
-        pass
-    return False
+    for probe in ("[" * deep + "]" * deep, "- " * deep + "x"):
+        try:
+            yaml.compose(probe, Loader=_Loader)
+        except yaml.YAMLError:
+            continue
+        except RecursionError:
+            pass
+        return False
+    return True
 
 
 def _may_nest_deeper(text: str, depth: int) -> bool:
