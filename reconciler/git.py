@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
 import socket
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rackcron.errors import InvalidArgument
+from reconciler.links import Entry, Kind, LinkRefused, resolve
+from reconciler.yamlsource import Unreadable
 
 __all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "repo_root", "tree_source"]
 
 _SUFFIXES = (".yaml", ".yml")
+_LINK_MODE = 0o120000
 
 
 def tree_source(path: Path) -> dict[str, Any]:
@@ -97,7 +101,13 @@ def read_revision(path: Path, rev: str, *, missing_ok: bool = False) -> Revision
 
 def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = False) -> Revision:
     """The YAML files under ``relative`` (a path inside the repository) at ``rev``,
-    whether or not the working copy has it (hidden directories skipped)."""
+    whether or not the working copy has it (hidden files and directories skipped).
+
+    Symbolic links follow :mod:`reconciler.links`, as a read from the working copy
+    does: a link (a blob of mode 0o120000 holding its target) to a file inside the
+    tree reads as that file, a link to a directory is skipped, and any other link is
+    listed as :class:`~reconciler.yamlsource.Unreadable`.
+    """
     import git
 
     repo = _repo(repo_dir)
@@ -115,15 +125,47 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
         if missing_ok:
             return Revision(commit.hexsha, relative, [])
         raise InvalidArgument(f"{relative}: does not exist at {rev}") from None
+    if tree.type == "blob" and tree.mode == _LINK_MODE:
+        raise InvalidArgument(
+            f"{relative}: is a symbolic link at {rev}; name the tree it points to"
+        )
     if tree.type == "blob":
         return Revision(commit.hexsha, relative, [(relative, tree.data_stream.read())])
-    sources = []
+
+    def lookup(inner: PurePosixPath) -> Entry | None:
+        try:
+            item = tree / inner.as_posix()
+        except (KeyError, TypeError, ValueError):
+            return None
+        if item.type == "tree":
+            return Entry(Kind.DIRECTORY)
+        if item.type != "blob":
+            return None  # a submodule
+        if item.mode == _LINK_MODE:
+            return Entry(Kind.LINK, os.fsdecode(item.data_stream.read()))
+        return Entry(Kind.FILE)
+
+    sources: list[tuple[str, bytes]] = []
     for item in tree.traverse():
-        inner = Path(item.path).relative_to(relative) if relative != "." else Path(item.path)
+        inner = (
+            PurePosixPath(item.path).relative_to(relative)
+            if relative != "."
+            else PurePosixPath(item.path)
+        )
         hidden = any(p.startswith(".") for p in inner.parts)
-        if item.type == "blob" and item.path.endswith(_SUFFIXES) and not hidden:
+        if item.type != "blob" or not item.path.endswith(_SUFFIXES) or hidden:
+            continue
+        if item.mode != _LINK_MODE:
             sources.append((item.path, item.data_stream.read()))
-    return Revision(commit.hexsha, relative, sorted(sources))
+            continue
+        try:
+            target = resolve(inner, lookup)
+        except LinkRefused as exc:
+            sources.append((item.path, Unreadable(str(exc))))
+            continue
+        if target is not None:
+            sources.append((item.path, (tree / target.as_posix()).data_stream.read()))
+    return Revision(commit.hexsha, relative, sorted(sources, key=lambda source: source[0]))
 
 
 def fetch(path: Path, remote: str, branch: str) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 import pydantic
 
+from rackcron import boundedjson
 from rackcron.errors import FailedPrecondition, RackcronError
 from rackcron.models import (
     Component,
@@ -89,7 +90,15 @@ class RemoteStore:
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.UNIMPLEMENTED:
                 return None
             raise RemoteError("GetExtras", exc) from None
-        return json.loads(reply.extras_json)
+        try:  # the server's answer is outside input: bounded, and refused when malformed
+            extras = boundedjson.loads(reply.extras_json)
+        except ValueError as exc:
+            raise RackcronError(
+                f"GetExtras: the server's extras_json is not usable: {exc}"
+            ) from None
+        if not isinstance(extras, dict):
+            raise RackcronError("GetExtras: the server's extras_json is not a JSON object")
+        return extras
 
     def _schedules(self) -> Iterator[pb.TaskSchedule]:
         offset = 0

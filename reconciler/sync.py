@@ -1,7 +1,8 @@
 """The continuous GitOps loop: fetch, read the branch's tree, plan, apply when it changed.
 
 Each round is independent: a failure (unreachable remote, invalid tree, a plan
-with errors, a failed apply) is reported and the next round tries again. The
+with errors, a failed apply, or any exception at all: a bug must not stop the
+loop that would apply the fix) is reported and the next round tries again. The
 tree is read from the fetched commit itself, so the working copy is never
 touched and a half-written checkout is never applied.
 """
@@ -43,7 +44,12 @@ class Round:
 def run_round(
     service: Service, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
 ) -> Round:
-    """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once."""
+    """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once.
+
+    Never raises (but for ``KeyboardInterrupt`` and ``SystemExit``): any failure is
+    the round's ``failed`` outcome, with the exception's type and message for one
+    log line.
+    """
     revision = None
     try:
         ref = fetch(repo, remote, branch)
@@ -67,6 +73,9 @@ def run_round(
         return Round(revision, "applied", f"{counts} (apply #{record.id})")
     except RackcronError as exc:
         return Round(revision, "failed", exc.message)
+    except Exception as exc:  # the loop outlives any one bad round
+        message = " ".join(str(exc).split())[:500] or "(no message)"
+        return Round(revision, "failed", f"internal error: {type(exc).__name__}: {message}")
 
 
 def sync_loop(

@@ -1,20 +1,25 @@
 """Validating a declared tree: YAML, then schema, then semantics, every problem at once.
 
 Sources are (display name, bytes) pairs, so the same pipeline validates files
-on disk and files read from a git revision.
+on disk and files read from a git revision. Both readers treat symbolic links
+by one rule (:mod:`reconciler.links`), and one tree read has one work budget
+(:class:`~reconciler.yamlsource.TreeBudget`).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rackcron.gcpause import gc_paused
 from reconciler.declared import Declared, build_declared
 from reconciler.diagnostics import Diagnostic
+from reconciler.links import Entry, Kind, LinkRefused, resolve
 from reconciler.schema import check_schema
-from reconciler.yamlsource import SourceDocument, read_documents
+from reconciler.yamlsource import SourceDocument, TreeBudget, Unreadable, read_documents
 
 __all__ = ["Validation", "tree_sources", "validate_sources", "validate_tree"]
 
@@ -47,25 +52,62 @@ class Validation:
 
 
 def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
-    """Every YAML file under ``paths`` (hidden directories skipped), sorted, with its bytes.
+    """Every YAML file under ``paths`` (hidden files and directories skipped), sorted, with
+    its bytes.
 
-    A path that does not exist becomes a source with no content and is reported
-    by :func:`validate_sources`.
+    Symbolic links follow :mod:`reconciler.links`, as a read from git does: a link to
+    a file inside the tree is read as that file, a link to a directory is not
+    descended, and any other link is listed as :class:`Unreadable` (reported at its
+    ``file:1:1``). A path that does not exist raises.
+
+    :raises FileNotFoundError: a path does not exist.
     """
     sources: list[tuple[str, bytes]] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files = sorted(
-                p for p in path.rglob("*")
-                if p.suffix in _SUFFIXES and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )  # fmt: skip
-            sources += [(str(p), p.read_bytes()) for p in files]
+            sources += _directory_sources(path)
         elif path.is_file():
             sources.append((str(path), path.read_bytes()))
         else:
             raise FileNotFoundError(f"{path}: no such file or directory")
     return sources
+
+
+def _directory_sources(root: Path) -> list[tuple[str, bytes]]:
+    def lookup(relative: PurePosixPath) -> Entry | None:
+        try:
+            mode = os.lstat(root / relative).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(mode):
+            return Entry(Kind.LINK, os.fsdecode(os.readlink(root / relative)))
+        if stat.S_ISDIR(mode):
+            return Entry(Kind.DIRECTORY)
+        return Entry(Kind.FILE) if stat.S_ISREG(mode) else None  # no FIFOs, no devices
+
+    found: list[tuple[str, bytes]] = []
+    # os.walk lists a link to a directory among the files' directories but does not enter it.
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        inner = PurePosixPath(Path(directory).relative_to(root).as_posix())
+        for name in names:
+            if not name.endswith(_SUFFIXES) or name.startswith("."):
+                continue
+            file = Path(directory) / name
+            entry = lookup(inner / name)
+            if entry is None:
+                continue
+            if entry.kind is Kind.FILE:
+                found.append((str(file), file.read_bytes()))
+                continue
+            try:
+                target = resolve(inner / name, lookup)
+            except LinkRefused as exc:
+                found.append((str(file), Unreadable(str(exc))))
+                continue
+            if target is not None:
+                found.append((str(file), (root / target).read_bytes()))
+    return sorted(found, key=lambda source: Path(source[0]))
 
 
 def validate_sources(sources: Iterable[tuple[str, bytes]]) -> Validation:
@@ -78,17 +120,21 @@ def _validate(sources: Iterable[tuple[str, bytes]]) -> Validation:
     diagnostics: list[Diagnostic] = []
     valid: list[SourceDocument] = []
     files = documents = 0
+    budget = TreeBudget()
     for name, content in sources:
         files += 1
-        docs, problems = read_documents(name, content)
+        docs, problems = read_documents(name, content, budget)
         documents += len(docs)
         diagnostics += problems
+        if budget.exhausted:
+            break  # the rest of the tree is not read: the diagnostic says so
         for doc in docs:
             schema_problems = check_schema(doc)
             diagnostics += schema_problems
             if not schema_problems:
                 valid.append(doc)
-    declared, semantic = build_declared(valid)
+    # A tree read only in part has no meaning to check: its references would dangle.
+    declared, semantic = build_declared([] if budget.exhausted else valid)
     if not documents and not diagnostics:
         # An empty tree would plan the deletion of everything this repository owns:
         # far more often a wrong path than an intent, so it is refused.

@@ -14,10 +14,25 @@ duplicate keys, tags other than the core schema's, alias expansion beyond
 :data:`MAX_NODES` nodes (a "billion laughs" document), nesting deeper than
 :data:`MAX_DEPTH`, and files over :data:`MAX_FILE_BYTES`. Timestamps stay
 strings (the schema checks them); keys are read as text.
+
+The work of a read is bounded whatever the input's shape. The walk counts one
+step for every value it produces and for every merge source (``<<: *a``) it
+enters, an empty mapping included: aliases and merge keys share one budget, so
+``<<: [*e, *e, ...]`` nested over empty mappings stops at :data:`MAX_NODES` as
+a list of aliases does. A merge source that is being built (``a: &a {<<: *a}``)
+is a cycle and is refused; merges nested in merges count against
+:data:`MAX_DEPTH` as nesting does, so the walk never recurses past a few hundred
+frames. Across a whole tree, a :class:`TreeBudget` bounds the bytes read and the
+values produced by all its documents together (:data:`MAX_TREE_BYTES`,
+:data:`MAX_TREE_NODES`), so many files each under the per-document limit cannot
+add up to unbounded work either. ``RecursionError`` from the parser (a parser
+without libyaml's nesting limit) is reported as a diagnostic, never raised.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +40,28 @@ import yaml
 
 from reconciler.diagnostics import Diagnostic, Path, json_path
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "SourceDocument", "read_documents"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "MAX_TREE_BYTES",
+    "MAX_TREE_NODES",
+    "SourceDocument",
+    "TreeBudget",
+    "Unreadable",
+    "read_documents",
+]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+#: Values (and merge sources) one document may expand to.
 MAX_NODES = 200_000
+#: Levels of nesting, merge keys nested in merge keys included.
 MAX_DEPTH = 64
+#: Bytes of YAML one tree read may hold, all files together.
+MAX_TREE_BYTES = 32 * 1024 * 1024
+#: Values one tree read may expand to, all documents together (bench/plan.py's tree
+#: of 10,000 schedules in 4.3 MB is about 263,000).
+MAX_TREE_NODES = 2_000_000
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
@@ -38,6 +70,82 @@ _TEXT = {f"{_TAG}str", f"{_TAG}timestamp"}
 _SEQ, _MAP, _MERGE = f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge"
 _constructor = yaml.constructor.SafeConstructor()
 _construct = _constructor.yaml_constructors
+#: Nesting that libyaml's composer, which recurses in C once per level, survives
+#: on any thread's stack (it crashes the process somewhere past 10,000).
+_COMPOSE_DEPTH = 1000
+
+
+@functools.cache
+def _parser_limits_nesting() -> bool:
+    """Whether the parser itself refuses nesting deeper than :data:`_COMPOSE_DEPTH`,
+    flow and block alike.
+
+    Recent libyaml builds refuse documents nesting past 1,000 levels, so whatever
+    they compose is well within any stack; older builds, and the pure-Python parser
+    (whose composer raises ``RecursionError`` instead), need :func:`_first_too_deep`.
+    """
+    deep = _COMPOSE_DEPTH + 100
+    for probe in ("[" * deep + "]" * deep, "- " * deep + "x"):
+        try:
+            yaml.compose(probe, Loader=_Loader)
+        except yaml.YAMLError:
+            continue
+        except RecursionError:
+            pass
+        return False
+    return True
+
+
+def _may_nest_deeper(text: str, depth: int) -> bool:
+    """False when ``text`` cannot nest deeper than ``depth`` (cheap and conservative).
+
+    Each level needs a character of its own, each flow level a ``[`` or ``{``, and
+    each two block levels at least one more column of indentation, so the nesting is
+    at most the length, and at most the flow openers plus twice the longest line.
+    """
+    if len(text) <= depth:
+        return False
+    flow = text.count("[") + text.count("{")
+    return flow + 2 * max(map(len, text.splitlines())) + 2 > depth
+
+
+def _first_too_deep(text: str) -> tuple[int, yaml.Mark] | None:
+    """The first document nesting deeper than :data:`_COMPOSE_DEPTH` (its 1-based index)
+    and where it first nests deeper than :data:`MAX_DEPTH`; found from the parser's
+    events, which libyaml makes without recursion."""
+    index = 0
+    # Per open collection: None for a sequence; for a mapping, whether its next node is a key.
+    stack: list[bool | None] = []
+    over: yaml.Mark | None = None
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.NodeEvent):
+                parent = stack[-1] if stack else None
+                if parent is not None:
+                    stack[-1] = not parent
+                if parent is not True and len(stack) > MAX_DEPTH and over is None:
+                    over = event.start_mark  # as the walk reports it: the first value too deep
+                if isinstance(event, yaml.CollectionStartEvent):
+                    stack.append(True if isinstance(event, yaml.MappingStartEvent) else None)
+                    if len(stack) > _COMPOSE_DEPTH:
+                        return index, over or event.start_mark
+            elif isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+            elif isinstance(event, yaml.DocumentStartEvent):
+                index, stack, over = index + 1, [], None
+    except yaml.YAMLError:
+        pass  # composing reports it, at its place
+    return None
+
+
+def _compose(text: str, stop: int | None) -> Iterator[yaml.Node | None]:
+    """The documents of ``text``, up to (not including) the ``stop``-th."""
+    if stop == 1:
+        return
+    for index, node in enumerate(yaml.compose_all(text, Loader=_Loader), 1):
+        yield node
+        if index + 1 == stop:
+            return
 
 
 class _File:
@@ -51,14 +159,16 @@ class _File:
     def __init__(self, text: str) -> None:
         self.text = text
         self.nodes: list[yaml.Node | None] | None = None
+        self.documents = 0  # how many documents the first read composed
 
     def node(self, index: int) -> yaml.Node | None:
         if self.nodes is None:
             self.nodes = []
+            # Only the documents the first read composed: those after them were not.
             try:
-                for node in yaml.compose_all(self.text, Loader=_Loader):
+                for node in _compose(self.text, self.documents + 1):
                     self.nodes.append(node)
-            except yaml.YAMLError:
+            except (yaml.YAMLError, RecursionError):
                 pass  # documents before a syntax error were read; nothing after it was
         return self.nodes[index - 1] if index <= len(self.nodes) else None
 
@@ -116,10 +226,39 @@ class SourceDocument:
         return Diagnostic(self.file, line, column, severity, message, json_path(path))  # type: ignore[arg-type]
 
 
+class Unreadable(bytes):
+    """A source whose content could not be read (empty bytes), and why.
+
+    A reader that refuses a file (a symbolic link leaving the tree) still lists it,
+    so validation reports it at ``file:1:1`` like any other problem.
+    """
+
+    reason: str
+
+    def __new__(cls, reason: str) -> Unreadable:
+        self = super().__new__(cls, b"")
+        self.reason = reason
+        return self
+
+
+class TreeBudget:
+    """What is left of one tree read's budget: bytes and values, all documents together."""
+
+    def __init__(self, nodes: int = MAX_TREE_NODES, size: int = MAX_TREE_BYTES) -> None:
+        self.total_nodes, self.total_bytes = nodes, size
+        self.nodes = nodes  # left
+        self.bytes = size  # left
+        self.exhausted = False
+
+
 class _Refused(Exception):
     def __init__(self, node: yaml.Node, message: str) -> None:
         super().__init__(message)
         self.mark = node.start_mark
+
+
+class _OverBudget(_Refused):
+    """The tree's budget (not the document's) ran out."""
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:
@@ -129,17 +268,35 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 class _Walker:
     """Builds plain data from a node tree, refusing sharp edges; records positions into ``doc``."""
 
-    def __init__(self, root: yaml.Node, doc: SourceDocument | None = None) -> None:
+    def __init__(
+        self, root: yaml.Node, doc: SourceDocument | None = None, budget: TreeBudget | None = None
+    ) -> None:
         self.root = root
         self.nodes = 0
+        self.budget = budget
+        # The walk stops at the smaller of the document's and the tree's budgets.
+        self.limit = MAX_NODES if budget is None else min(MAX_NODES, budget.nodes)
+        # The merges being built, outermost first: (the << key, its source).
+        self.merging: list[tuple[yaml.Node, yaml.Node]] = []
         self.positions = doc._positions if doc is not None else None
         self.key_positions = doc._key_positions if doc is not None else None
 
+    def _over(self) -> None:
+        if self.budget is not None and self.limit < MAX_NODES:
+            raise _OverBudget(
+                self.root,
+                f"the tree expands to more than {self.budget.total_nodes} values in all;"
+                " this document and the files after it were not read",
+            )
+        message = (
+            f"document expands to more than {MAX_NODES} values (anchors, aliases and merge keys)"
+        )
+        raise _Refused(self.root, message)
+
     def value(self, node: yaml.Node, path: Path) -> Any:
         self.nodes += 1
-        if self.nodes > MAX_NODES:
-            message = f"document expands to more than {MAX_NODES} values (anchors and aliases)"
-            raise _Refused(self.root, message)
+        if self.nodes > self.limit:
+            self._over()
         if len(path) > MAX_DEPTH:
             raise _Refused(node, f"document nests deeper than {MAX_DEPTH} levels")
         if self.positions is not None:
@@ -162,13 +319,14 @@ class _Walker:
         if node.tag != _MAP:
             raise _Refused(node, f"unsupported tag {node.tag!r}")
         result: dict[str, Any] = {}
-        merged: list[yaml.MappingNode] = []
+        merged: list[tuple[yaml.Node, yaml.Node]] = []  # (the << key, a source)
         key_positions = self.key_positions
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                merged += (
+                sources = (
                     value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 )
+                merged += [(key_node, source) for source in sources]
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Refused(key_node, "mapping keys must be plain text")
@@ -178,21 +336,58 @@ class _Walker:
             if key_positions is not None:
                 key_positions[(*path, key)] = _mark(key_node)
             result[key] = self.value(value_node, (*path, key))
-        for source in merged:  # `<<: *defaults` fills in keys the mapping does not set
+        for key_node, source in merged:  # `<<: *defaults` fills in keys the mapping does not set
             if not isinstance(source, yaml.MappingNode):
                 raise _Refused(source, "a merge key (<<) must refer to a mapping")
-            for key, value in self.mapping(source, path).items():
+            for key, value in self.merge(key_node, source, node, path).items():
                 result.setdefault(key, value)
         return result
 
+    def merge(
+        self, key_node: yaml.Node, source: yaml.MappingNode, into: yaml.Node, path: Path
+    ) -> dict[str, Any]:
+        """``source`` built for a merge into ``into``: one step of the budget, even when
+        empty, and one level of depth; a source already being built is a cycle."""
+        self.nodes += 1
+        if self.nodes > self.limit:
+            self._over()
+        if source is into or any(source is outer for _, outer in self.merging):
+            raise _Refused(
+                key_node, "a merge key (<<) refers to a mapping that contains it (a cycle)"
+            )
+        if len(path) + len(self.merging) >= MAX_DEPTH:
+            outermost = self.merging[0][0] if self.merging else key_node
+            raise _Refused(outermost, f"merge keys (<<) nest deeper than {MAX_DEPTH} levels")
+        self.merging.append((key_node, source))
+        try:
+            return self.mapping(source, path)
+        finally:
+            self.merging.pop()
 
-def read_documents(file: str, content: bytes) -> tuple[list[SourceDocument], list[Diagnostic]]:
+
+def read_documents(
+    file: str, content: bytes, budget: TreeBudget | None = None
+) -> tuple[list[SourceDocument], list[Diagnostic]]:
     """Parse every document of ``content``; problems come back as diagnostics.
 
-    Documents before a syntax error are kept; nothing after it is read.
+    Documents before a syntax error are kept; nothing after it is read. With
+    ``budget``, the file's bytes and values are taken from it; when it runs out, the
+    document that crossed it is refused and ``budget.exhausted`` is set, so the caller
+    stops reading the tree.
     """
+    if isinstance(content, Unreadable):
+        return [], [Diagnostic(file, 1, 1, "error", content.reason)]
     if len(content) > MAX_FILE_BYTES:
         return [], [Diagnostic(file, 1, 1, "error", f"file is larger than {MAX_FILE_BYTES} bytes")]
+    if budget is not None:
+        budget.bytes -= len(content)
+        if budget.bytes < 0:
+            budget.exhausted = True
+            message = (
+                f"the tree holds more than {budget.total_bytes} bytes of YAML in all;"
+                " this file and the files after it were not read"
+            )
+            return [], [Diagnostic(file, 1, 1, "error", message)]
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -203,19 +398,30 @@ def read_documents(file: str, content: bytes) -> tuple[list[SourceDocument], lis
     problems: list[Diagnostic] = []
     index = 0
     source = _File(text)
+    too_deep = None
+    if not _parser_limits_nesting() and _may_nest_deeper(text, _COMPOSE_DEPTH):
+        too_deep = _first_too_deep(text)  # composed, it would crash the process
     try:
-        for node in yaml.compose_all(text, Loader=_Loader):
+        for node in _compose(text, too_deep and too_deep[0]):
             index += 1
             if node is None:
                 continue
             doc = SourceDocument(file, index, None, _mark(node), source)
+            walker = _Walker(node, budget=budget)
             try:
-                doc.data = _Walker(node).value(node, ())
+                doc.data = walker.value(node, ())
             except _Refused as exc:
                 problems.append(
                     Diagnostic(file, exc.mark.line + 1, exc.mark.column + 1, "error", str(exc))
                 )
+                if isinstance(exc, _OverBudget):
+                    assert budget is not None
+                    budget.exhausted = True
+                    break
                 continue
+            finally:
+                if budget is not None:
+                    budget.nodes -= walker.nodes
             documents.append(doc)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -231,4 +437,14 @@ def read_documents(file: str, content: bytes) -> tuple[list[SourceDocument], lis
         problems.append(Diagnostic(file, line, column, "error", message))
     except yaml.YAMLError as exc:
         problems.append(Diagnostic(file, 1, 1, "error", f"YAML: {exc}"))
+    except RecursionError:
+        # A parser without libyaml's nesting limit recurses once per level while composing.
+        message = f"YAML: document {index + 1} nests too deep to read (at most {MAX_DEPTH} levels)"
+        problems.append(Diagnostic(file, 1, 1, "error", message))
+    else:
+        if too_deep is not None and index == too_deep[0] - 1:
+            line, column = too_deep[1].line + 1, too_deep[1].column + 1
+            message = f"document nests deeper than {MAX_DEPTH} levels"
+            problems.append(Diagnostic(file, line, column, "error", message))
+    source.documents = index
     return documents, problems

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rackcron import boundedjson
 from rackcron.errors import InvalidArgument
 from rackcron.service import Service
 from rackcron_proto.v1 import reconciler_pb2 as pb
@@ -45,8 +46,10 @@ EXTRA_STEPS = frozenset(
 def _json(value: Any, field: str) -> dict[str, Any]:
     """``value`` parsed as a JSON object. :raises InvalidArgument: it is not one."""
     try:
-        parsed = json.loads(value) if value else {}
-    except (json.JSONDecodeError, RecursionError) as exc:
+        parsed = boundedjson.loads(value) if value else {}
+    except boundedjson.JSONTooDeep as exc:
+        raise InvalidArgument(f"{field}: {exc}") from None
+    except ValueError as exc:  # json.JSONDecodeError, or bytes that are not UTF-8
         raise InvalidArgument(f"{field}: not JSON: {type(exc).__name__}") from None
     if not isinstance(parsed, dict):
         raise InvalidArgument(f"{field}: expected a JSON object")

@@ -5,17 +5,28 @@ by name and imports it only when that command runs (or its help is shown), so
 ``rackcron next`` never imports SQLAlchemy and ``rackcron validate`` never
 imports grpc. Errors from the core are turned into one clear line on stderr by
 ``rackcron.cli._common``; nothing here prints a traceback for bad input.
+
+As a last resort, any other exception a command raises (a bug) becomes one line,
+``error: internal error: <type>: <message>``, and exit status 1; the traceback
+is printed too when ``RACKCRON_DEBUG=1``. click's own exits, usage errors and
+aborts pass through untouched.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+import traceback
 
 import click
 
 from rackcron import __version__
 
-__all__ = ["main"]
+__all__ = ["DEBUG_ENV", "main"]
+
+#: Set to 1 to print the traceback of an internal error.
+DEBUG_ENV = "RACKCRON_DEBUG"
 
 # command name -> "module:attribute"; the module is imported on first use.
 _COMMANDS: dict[str, tuple[str, str]] = {
@@ -57,6 +68,18 @@ class _LazyGroup(click.Group):
             return None
         module_name, _, attr = _COMMANDS[cmd_name][0].partition(":")
         return getattr(importlib.import_module(module_name), attr)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:  # the last resort: a bug never shows a user a traceback
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                traceback.print_exc()
+            message = " ".join(str(exc).split())[:1000]
+            click.echo(f"error: internal error: {type(exc).__name__}: {message}", err=True)
+            sys.exit(1)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help comes from the table, so `rackcron --help` imports nothing.

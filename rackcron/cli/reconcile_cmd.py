@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from datetime import UTC, datetime
@@ -92,8 +91,10 @@ def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[st
         sources = tree_sources(path)
         root = repo_root(path)
         if root is not None:
+            # The directory is resolved, not the file: a link keeps its own name, as in git.
             sources = [
-                (Path(os.path.relpath(Path(n).resolve(), root)).as_posix(), c) for n, c in sources
+                (Path(os.path.relpath(Path(n).parent.resolve() / Path(n).name, root)).as_posix(), c)
+                for n, c in sources
             ]
         return sources, tree_source(path)
 
@@ -307,8 +308,10 @@ def apply(
         )
         return
     if source.is_file() and source.suffix == ".json":
+        from rackcron import boundedjson
+
         try:
-            planned = Plan.from_json(json.loads(source.read_text()))
+            planned = Plan.from_json(boundedjson.loads(source.read_bytes()))
         except (ValueError, KeyError, TypeError) as exc:
             click.echo(f"error: {terminal(f'{source}: not a saved plan: {exc}')}", err=True)
             sys.exit(1)

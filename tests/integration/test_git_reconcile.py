@@ -163,3 +163,73 @@ def test_sync_reads_a_tree_the_clone_does_not_have_yet(tmp_path: Path, store_url
     )
     assert result.exit_code == 0, result.output
     assert [s.name for s in remote.work.service().list_schedules().items] == ["b"]
+
+
+def test_a_sync_process_survives_a_self_merging_commit(tmp_path: Path) -> None:
+    """A commit whose YAML merges a mapping into itself (``a: &a {<<: *a}``) is one failed
+    round: the same process applies the next good commit."""
+    import queue
+    import threading
+
+    url = f"sqlite:///{tmp_path / 'sync.db'}"
+    remote = Remote(tmp_path, url)
+    remote.push(schedule("a"))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "sync", "--repo", str(remote.deploy), "--interval", "1s",
+         "--database-url", url],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    seen: list[str] = []
+
+    def wait_for(text: str) -> str:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                assert process.poll() is None, "sync exited:\n" + "".join(seen)
+                continue
+            seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no line with {text!r} in:\n" + "".join(seen))
+
+    try:
+        wait_for("applied: 7 create")
+        bad = remote.push(schedule("a"), "---\nloop: &loop {<<: *loop}\n")
+        line = wait_for(f"revision {bad[:12]}: invalid")
+        assert "schedules.yaml:11:14: error: a merge key (<<) refers to a mapping" in line, line
+        good = remote.push(schedule("a"), schedule("b"))
+        wait_for(f"revision {good[:12]}: applied: 1 create")
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    assert "Traceback" not in "".join(seen)
+    assert sorted(s.name for s in remote.work.service().list_schedules().items) == ["a", "b"]
+
+
+def test_a_round_that_raises_anything_is_one_failed_line(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a round (any exception, not only rackcron's) is reported, type and
+    message on one line, and the loop goes on."""
+    import reconciler.sync
+
+    def broken(sources):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug\nover two lines")
+
+    remote = Remote(tmp_path, store_url)
+    revision = remote.push(schedule("a"))
+    monkeypatch.setattr(reconciler.sync, "validate_sources", broken)
+    result = remote.sync_once()
+    assert result.exit_code == 1, result.output
+    assert (
+        f"sync: revision {revision[:12]}: failed: internal error: RuntimeError: a bug over two lines"
+        in result.output
+    ), result.output

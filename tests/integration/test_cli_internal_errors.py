@@ -1,0 +1,43 @@
+"""The CLI's last resort: an unexpected exception is one line and exit status 1.
+
+Bad input is reported by each command as a diagnostic or ``error: <message>``; a
+bug that escapes a command anyway still never shows a user a traceback, unless
+``RACKCRON_DEBUG=1`` asks for it. click's own exits and usage errors are untouched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import reconciler.validate
+from rackcron.cli import DEBUG_ENV, main
+
+
+def _broken(*paths: object) -> None:
+    raise RuntimeError("a bug\nin two lines")
+
+
+@pytest.mark.parametrize("debug", ["", "1"], ids=["quiet", "debug"])
+def test_an_unexpected_exception_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, debug: str
+) -> None:
+    monkeypatch.setattr(reconciler.validate, "validate_tree", _broken)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path)], env={DEBUG_ENV: debug})
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)
+    assert "error: internal error: RuntimeError: a bug in two lines\n" in result.stderr
+    assert ("Traceback" in result.stderr) == bool(debug), result.stderr
+    if not debug:
+        assert result.stderr.count("\n") == 1
+
+
+def test_click_exits_and_usage_errors_are_untouched(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["--version"]).exit_code == 0
+    missing = runner.invoke(main, ["validate", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "internal error" not in missing.output
+    assert runner.invoke(main, ["no-such-command"]).exit_code == 2
+    assert runner.invoke(main, ["next", "--help"]).exit_code == 0

@@ -1,0 +1,126 @@
+"""Hostile YAML through the real CLI: every read is bounded and ends in a diagnostic.
+
+Each tree is written to a temp dir and checked with ``rackcron validate`` in a
+subprocess under a timeout of a few seconds: a merge-key bomb, a self-merge, merges
+nested past the depth limit, nesting 100,000 deep, and a tree whose files are each
+under the per-document budget but together exceed the tree's. The expected outcome
+is always exit status 1, a diagnostic at ``file:line:column`` and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.yamlsource import MAX_DEPTH, MAX_NODES, MAX_TREE_NODES
+
+#: A valid document, so a tree fails only for the hostile part.
+RACK = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r1}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+"""
+
+
+def merge_bomb(levels: int = 10, width: int = 10) -> str:
+    """``<<: [*e, *e, ...]`` nested ``levels`` deep over an empty mapping: width**levels steps."""
+    lines = ["e0: &e0 {}"]
+    for level in range(1, levels + 1):
+        sources = ", ".join([f"*e{level - 1}"] * width)
+        lines.append(f"e{level}: &e{level} {{<<: [{sources}]}}")
+    return "\n".join(lines) + "\n"
+
+
+def run_validate(tree: Path, timeout: float = 10) -> tuple[int, str, float]:
+    """``rackcron validate tree`` in a subprocess: exit status, stdout+stderr, seconds taken."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "rackcron.cli", "validate", str(tree)],
+        capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "RACKCRON_DEBUG": ""},
+    )  # fmt: skip
+    return result.returncode, result.stdout + result.stderr, time.monotonic() - started
+
+
+def write(tmp_path: Path, content: str, name: str = "hostile.yaml") -> Path:
+    (tmp_path / "racks.yaml").write_text(RACK)
+    (tmp_path / name).write_text(content)
+    return tmp_path / name
+
+
+def test_a_merge_key_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    content = merge_bomb()
+    assert len(content) < 800  # 10**10 merges from 0.7 kB
+    target = write(tmp_path, content)
+    code, output, seconds = run_validate(tmp_path)
+    assert code == 1, output
+    assert f"{target}:1:1: error: document expands to more than {MAX_NODES} values" in output
+    assert "Traceback" not in output
+    assert seconds < 8, f"took {seconds:.1f} s"
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "message"),
+    [
+        ("a: &a {<<: *a}\n", "1:8", "a merge key (<<) refers to a mapping that contains it"),
+        ("a: &a [{<<: *a}]\n", "1:9", "a merge key (<<) refers to a mapping that contains it"),
+        (
+            "m0: &m0 {k: v}\n"
+            + "".join(f"m{i}: &m{i} {{<<: *m{i - 1}}}\n" for i in range(1, 2000)),
+            "65:12",
+            f"merge keys (<<) nest deeper than {MAX_DEPTH} levels",
+        ),
+        ("a: " + "[" * 100_000 + "]" * 100_000 + "\n", "", "nest"),
+        ("a: " + "{k: " * 50_000 + "x" + "}" * 50_000 + "\n", "", "nest"),
+        ("".join(" " * i + "k:\n" for i in range(3000)), "", "nest"),
+    ],
+    ids=["self-merge", "merge-of-a-list", "merge-chain", "deep-flow", "deep-flow-maps", "deep-block"],
+)  # fmt: skip
+def test_recursive_and_deep_documents_are_diagnostics(
+    tmp_path: Path, content: str, where: str, message: str
+) -> None:
+    target = write(tmp_path, content)
+    code, output, seconds = run_validate(tmp_path)
+    assert code == 1, output
+    assert "Traceback" not in output and "internal error" not in output, output
+    assert f"{target}:{where}" in output and message in output, output
+    assert seconds < 8, f"took {seconds:.1f} s"
+
+
+def test_a_tree_has_one_budget_across_its_files(tmp_path: Path) -> None:
+    # Each file expands to 160,000 values (under the document's budget of 200,000);
+    # 13 of them exceed the tree's 2,000,000.
+    each = "a: &a [" + ", ".join(["x"] * 400) + "]\nb: [" + ", ".join(["*a"] * 399) + "]\n"
+    files = MAX_TREE_NODES // 160_000 + 1
+    assert files * 160_000 > MAX_TREE_NODES and MAX_NODES > 160_000
+    (tmp_path / "racks.yaml").write_text(RACK)
+    for i in range(files):
+        (tmp_path / f"part-{i:02}.yaml").write_text(each)
+    code, output, seconds = run_validate(tmp_path, timeout=30)
+    assert code == 1, output
+    assert "Traceback" not in output
+    last = tmp_path / f"part-{files - 1:02}.yaml"
+    assert (
+        f"{last}:1:1: error: the tree expands to more than {MAX_TREE_NODES} values in all;"
+        " this document and the files after it were not read"
+    ) in output, output
+    assert output.count("the tree expands") == 1 and "racks.yaml" not in output, output
+    assert seconds < 20, f"took {seconds:.1f} s"
+
+
+def test_an_ordinary_merge_still_reads(tmp_path: Path) -> None:
+    content = RACK.replace("r1", "r2").replace("000000000001", "000000000002") + (
+        "  components:\n"
+        "    - &c {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE}\n"
+        "    - {<<: *c, id: 00000000-0000-4000-8000-0000000000c2}\n"
+    )
+    write(tmp_path, content)
+    code, output, _ = run_validate(tmp_path)
+    assert code == 0, output
