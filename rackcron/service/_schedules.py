@@ -23,6 +23,7 @@ from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
 from rackcron.templates import to_template
+from rackcron.text import check_line
 
 __all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
 
@@ -36,6 +37,7 @@ UPDATE_MASK_PATHS = frozenset(
 
 
 def _timezone(name: str) -> str:
+    check_line(name, "schedule.spec.timezone")
     try:
         timing.parse_timezone(name)
     except timing.SpecError as exc:
@@ -43,11 +45,14 @@ def _timezone(name: str) -> str:
     return name or "UTC"
 
 
-def _spec(config: ScheduleConfig, timezone: str) -> timing.Spec:
+def _spec(config: ScheduleConfig, timezone: str, *, stored: bool = False) -> timing.Spec:
+    """The parsed spec; a ``stored`` one (re-read for a new zone) is not judged as text again."""
     if config.spec_type is None:
         raise InvalidArgument("schedule.spec.type is required")
     if not config.spec:
         raise InvalidArgument("schedule.spec.spec is required")
+    if not stored:
+        check_line(config.spec, "schedule.spec.spec")
     try:
         return timing.parse_spec(config.spec_type, config.spec, timezone)
     except timing.SpecError as exc:
@@ -251,7 +256,8 @@ class ScheduleOps(TargetOps):
             values.update(spec_type=config.spec_type.value, spec=config.spec)  # type: ignore[union-attr]
             values["next_run_at"] = timing.first_run(spec, self.now)
         elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
-            spec = _spec(ScheduleConfig(spec_type=row.spec_type, spec=row.spec), timezone)
+            stored = ScheduleConfig(spec_type=row.spec_type, spec=row.spec)
+            spec = _spec(stored, timezone, stored=True)
             values["next_run_at"] = timing.first_run(spec, self.now)
         taken = "name" in values and values["name"] != row.name
         if taken and self._schedule_id_by_name(values["name"]) is not None:
