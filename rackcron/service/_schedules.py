@@ -8,7 +8,7 @@ is how "changes nothing" is kept (a rename collision included).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,6 +33,14 @@ _BY_ID_LOCKED = BY_ID.with_for_update()
 
 UPDATE_MASK_PATHS = frozenset(
     {"schedule.name", "schedule.overlap_policy", "schedule.spec", "schedule.spec.timezone"}
+)
+
+
+#: The text an update writes, by mask path: (path, the field its message names, the value).
+_MASKED_TEXT: tuple[tuple[str, str, Callable[[ScheduleConfig], str]], ...] = (
+    ("schedule.name", "schedule.name", lambda c: c.name),
+    ("schedule.spec", "schedule.spec.spec", lambda c: c.spec),
+    ("schedule.spec.timezone", "schedule.spec.timezone", lambda c: c.timezone),
 )
 
 
@@ -236,6 +244,9 @@ class ScheduleOps(TargetOps):
             raise InvalidArgument(
                 f"update_mask: unsupported path {unknown[0]!r}; allowed: {', '.join(sorted(UPDATE_MASK_PATHS))}"
             )
+        for path, field, text in _MASKED_TEXT:  # before the row is read and locked
+            if path in update_mask:
+                check_line(text(config), field)
         row = self.schedule_row(schedule_id, lock=True)
         current = _rows.schedule(row)
         values: dict[str, Any] = {}
@@ -329,11 +340,12 @@ class ScheduleOps(TargetOps):
 
         :raises NotFound: no such schedule.
         """
+        values = _management_values(management)  # checked before the row is read and locked
         row = self.schedule_row(schedule_id, lock=True)
         self.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
-            .values(**_management_values(management), updated_at=self.now)
+            .values(**values, updated_at=self.now)
         )
         return self.get_schedule(row.id)
 

@@ -88,23 +88,20 @@ def power_on(rack_id: uuid.UUID, description: str = "") -> pb.ScheduledOperation
 
 @pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
 @pytest.mark.parametrize(
-    ("field", "make"),
+    ("field", "text", "make"),
     [
-        ("schedule.name", lambda v: {"schedule": config(name=v)}),
-        ("schedule.spec.spec", lambda v: {"schedule": config(spec=f"1h{v}")}),
-        ("schedule.spec.timezone", lambda v: {"schedule": config(timezone=f"UTC{v}")}),
+        ("schedule.name", "{}", lambda t: config(name=t)),
+        ("schedule.spec.spec", "1h{}", lambda t: config(spec=t)),
+        ("schedule.spec.timezone", "UTC{}", lambda t: config(timezone=t)),
     ],
     ids=["name", "spec", "timezone"],
 )
 def test_create_refuses_control_characters_in_the_schedule(
-    flow, fleet, service, field, make, value
+    flow, fleet, service, field, text, make, value
 ) -> None:
-    fields = {"operation": power_on(fleet.racks[0]), **make(value)}
-    sent = fields["schedule"]
-    text = {"schedule.name": sent.name, "schedule.spec.spec": sent.spec.spec}.get(
-        field, sent.spec.timezone
-    )
-    refused(flow.CreateTaskSchedule, pb.CreateTaskScheduleRequest(**fields), service, field, text)
+    sent = text.format(value)
+    request = pb.CreateTaskScheduleRequest(schedule=make(sent), operation=power_on(fleet.racks[0]))
+    refused(flow.CreateTaskSchedule, request, service, field, sent)
 
 
 @pytest.mark.parametrize(
@@ -128,32 +125,52 @@ def test_create_refuses_control_characters_in_firmware_fields(
     refused(flow.CreateTaskSchedule, request, service, field, value)
 
 
+_RACK = "invalid target_spec: convert rack target: "
+_DOMAIN = "invalid target_spec: convert NVLink domain target: "
+# (target_spec, the hostile value, the message before the character's description)
+TARGETS = {
+    "rack-name": (rack_target(name="rack-a01\x1b[2J"), "rack-a01\x1b[2J", _RACK + "rack target name: "),
+    "rack-external-id": (rack_target(external_id="ext\n"), "ext\n", _RACK + "rack target external_id: "),
+    "component-external-id": (
+        pb.OperationTargetSpec(components=pb.ComponentTargets(targets=[
+            pb.ComponentTarget(external=pb.ExternalRef(id="rack-a01-c0\u202e"))])),
+        "rack-a01-c0\u202e", "invalid target_spec: convert component target: external component id: ",
+    ),
+    "domain-name": (
+        pb.OperationTargetSpec(nvl_domains=pb.NVLDomainTargets(targets=[pb.NVLDomainTarget(name="nvl-1\r")])),
+        "nvl-1\r", _DOMAIN + "NVLink domain target name: ",
+    ),
+    "domain-external-id": (
+        pb.OperationTargetSpec(nvl_domains=pb.NVLDomainTargets(targets=[
+            pb.NVLDomainTarget(external_id="ext-nvl-1\x9b")])),
+        "ext-nvl-1\x9b", _DOMAIN + "NVLink domain external id: ",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TARGETS)
 @pytest.mark.parametrize(
-    ("target", "message"),
-    [
-        (
-            {"name": "rack-a01\x1b[2J"},
-            "invalid target_spec: convert rack target: rack target name: ",
-        ),
-        (
-            {"external_id": "ext\n"},
-            "invalid target_spec: convert rack target: rack target external_id: ",
-        ),
-    ],
-    ids=["rack-name", "rack-external-id"],
+    "rpc", ["CreateTaskSchedule", "AddTaskScheduleScope", "UpdateTaskScheduleScope"]
 )
 def test_targets_refuse_control_characters_before_any_lookup(
-    flow, fleet, service, target, message
+    flow, fleet, service, rpc, case
 ) -> None:
-    value = next(iter(target.values()))
-    operation = pb.ScheduledOperation(
-        power_on=pb.PowerOnRackRequest(target_spec=rack_target(**target))
+    """A target's name or external id is printed (in NOT_FOUND, in plans): refused, after the
+    reference's own checks (a blank external id keeps its message)."""
+    target, value, message = TARGETS[case]
+    schedule = flow.CreateTaskSchedule(
+        pb.CreateTaskScheduleRequest(
+            schedule=config(name="other"), operation=power_on(fleet.racks[4])
+        )
     )
+    operation = pb.ScheduledOperation(power_on=pb.PowerOnRackRequest(target_spec=target))
+    request = {
+        "CreateTaskSchedule": pb.CreateTaskScheduleRequest(schedule=config(), operation=operation),
+        "AddTaskScheduleScope": pb.AddTaskScheduleScopeRequest(schedule_id=schedule.id, target_spec=target),
+        "UpdateTaskScheduleScope": pb.UpdateTaskScheduleScopeRequest(schedule_id=schedule.id, desired_scope=target),
+    }[rpc]  # fmt: skip
     before = snapshot(service)
-    error = failure(
-        flow.CreateTaskSchedule,
-        pb.CreateTaskScheduleRequest(schedule=config(), operation=operation),
-    )
+    error = failure(getattr(flow, rpc), request)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error.details() == message + _position(value)
     assert snapshot(service) == before
@@ -175,6 +192,12 @@ def test_update_refuses_a_masked_name_and_ignores_an_unmasked_one(flow, fleet, s
             "schedule.spec.spec", "2h\t")  # fmt: skip
     refused(flow.UpdateTaskSchedule, update(["schedule.spec.timezone"], timezone="UTC\n"),
             service, "schedule.spec.timezone", "UTC\n")  # fmt: skip
+    # Checked before the schedule is looked up: an unknown id is not even read.
+    unknown = pb.UpdateTaskScheduleRequest(
+        id=pb.UUID(id=str(uuid.uuid4())), schedule=config(name="n\x1b[2J"),
+        update_mask={"paths": ["schedule.name"]},
+    )  # fmt: skip
+    refused(flow.UpdateTaskSchedule, unknown, service, "schedule.name", "n\x1b[2J")
     # The reference ignores fields the mask leaves out: so does rackcron.
     updated = flow.UpdateTaskSchedule(update(["schedule.spec"], name="n\x1b[2J", spec="2h"))
     assert (updated.name, updated.spec.spec) == ("nightly", "2h")
