@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from rackcron.text import line_problem
-from reconciler.diagnostics import Diagnostic
+from reconciler.diagnostics import Diagnostic, json_path
 from reconciler.yamlsource import SourceDocument
 
 __all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "schema_for"]
@@ -414,7 +414,12 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
                 )
             ]
         case "pattern" if isinstance(instance, str) and (problem := line_problem(instance)):
-            return [doc.diagnostic(path, problem)]  # whatever else the pattern asks for
+            # Whatever else the pattern asks for, this is what to fix first.
+            if "propertyNames" in error.absolute_schema_path:  # a key: shown escaped, at the key
+                line, column = doc.at((*path, instance), key=True)
+                message = f"key {instance!r}: {problem}"
+                return [Diagnostic(doc.file, line, column, "error", message, json_path(path))]
+            return [doc.diagnostic(path, problem)]
         case "pattern" if error.validator_value in _PATTERN_MEANING:
             return [
                 doc.diagnostic(

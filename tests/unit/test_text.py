@@ -163,3 +163,13 @@ def test_schema_diagnostic_names_the_character_and_the_field(
     assert diagnostic.path == "$." + ".".join(
         f"{p}" if isinstance(p, str) else f"[{p}]" for p in path
     ).replace(".[", "[")
+
+
+def test_a_label_key_is_reported_escaped_at_the_key() -> None:
+    data: Any = {**RACK, "metadata": {"name": "r1", "labels": {"ok": "x", "t\x1b[2J": "x"}}}
+    doc = SourceDocument("racks.yaml", 1, data)
+    (diagnostic,) = schema.check_schema(doc)
+    assert diagnostic.message == (
+        "key 't\\x1b[2J': must not contain control characters (U+001B at position 2)"
+    )
+    assert diagnostic.path == "$.metadata.labels"
