@@ -173,3 +173,11 @@ def test_a_label_key_is_reported_escaped_at_the_key() -> None:
         "key 't\\x1b[2J': must not contain control characters (U+001B at position 2)"
     )
     assert diagnostic.path == "$.metadata.labels"
+
+
+def test_schema_patterns_use_nothing_python_and_ecma_262_read_differently() -> None:
+    """``ecma_pattern`` translates ``$`` only: the class escapes below differ between the two
+    (Unicode in Python, ASCII in ECMA-262 without the ``u`` flag, or other sets of spaces)."""
+    for kind in schema.KINDS:
+        for where, node in string_schemas(schema.schema_for(kind)):
+            assert not re.search(r"\\[dDwWbBsS]", node.get("pattern", "")), (kind, where)
