@@ -30,6 +30,7 @@ from pydantic import (
 
 from rackcron.errors import InvalidArgument
 from rackcron.filters import ComponentFilter, ComponentType
+from rackcron.text import single_line
 from rackcron.timing import SpecError, SpecType, parse_duration
 
 __all__ = [
@@ -193,13 +194,16 @@ class FirmwareAuthentication(_Model):
     powershelf: str | None = None
 
 
+_FIRMWARE = "operation.upgrade_firmware"  # the request field its messages name
+
+
 class UpgradeFirmware(_Operation):
     kind: Literal["upgrade_firmware"] = "upgrade_firmware"
-    target_version: str | None = None
+    target_version: Annotated[str, single_line(f"{_FIRMWARE}.target_version")] | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
     queue_options: QueueOptions | None = None
-    sub_targets: list[str] = []
+    sub_targets: Annotated[list[str], single_line(f"{_FIRMWARE}.sub_targets")] = []
     override_readiness_check: bool = False
     override_version_check: bool = False
     authentication_data: FirmwareAuthentication | None = None

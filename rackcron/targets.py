@@ -33,6 +33,7 @@ from typing import Literal, NamedTuple, Protocol
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import ComponentFilter, ComponentType
 from rackcron.models import ComponentTarget, NVLDomainTarget, RackTarget, TargetSpec
+from rackcron.text import line_problem
 
 __all__ = [
     "CheckedTarget",
@@ -92,6 +93,15 @@ def _parse_uuid(value: str, what: str, prefix: str) -> uuid.UUID:
         raise InvalidArgument(f'{prefix}invalid {what} "{value}": {exc}') from None
 
 
+def _line(value: str, prefix: str, what: str) -> str:
+    """``value``, a name or external id to look up, if it is one line of text (rackcron.text):
+    the reference's own checks come first, so their messages are unchanged."""
+    problem = line_problem(value)
+    if problem is not None:
+        raise InvalidArgument(f"{prefix}{what}: {problem}")
+    return value
+
+
 def _one_identifier(target: RackTarget | NVLDomainTarget, prefix: str, missing: str) -> None:
     set_fields = [f for f in ("id", "name", "external_id") if getattr(target, f) is not None]
     if len(set_fields) > 1:
@@ -111,10 +121,12 @@ def _rack(target: RackTarget) -> CheckedTarget:
     if target.external_id is not None:
         if not target.external_id:
             raise InvalidArgument(prefix + "rack target external_id must not be empty")
-        return CheckedTarget("external_id", target.external_id, types)
+        return CheckedTarget(
+            "external_id", _line(target.external_id, prefix, "rack target external_id"), types
+        )
     if not target.name:
         raise InvalidArgument(prefix + "rack target name must not be empty")
-    return CheckedTarget("name", target.name, types)
+    return CheckedTarget("name", _line(target.name, prefix, "rack target name"), types)
 
 
 def _component(target: ComponentTarget) -> CheckedTarget:
@@ -126,7 +138,8 @@ def _component(target: ComponentTarget) -> CheckedTarget:
     if target.external is not None:
         if not target.external.id:
             raise InvalidArgument(prefix + "external component id must not be empty")
-        return CheckedTarget("external", target.external.id, external_type=target.external.type)
+        ident = _line(target.external.id, prefix, "external component id")
+        return CheckedTarget("external", ident, external_type=target.external.type)
     raise InvalidArgument(prefix + "component target must have either uuid or external set")
 
 
@@ -137,12 +150,13 @@ def _nvl_domain(target: NVLDomainTarget) -> CheckedTarget:
     if target.external_id is not None:
         if not target.external_id.strip():
             raise InvalidArgument(prefix + "NVLink domain external id must not be blank")
-        return CheckedTarget("external_id", target.external_id, types)
+        ident = _line(target.external_id, prefix, "NVLink domain external id")
+        return CheckedTarget("external_id", ident, types)
     if target.id is not None:
         return CheckedTarget("id", _parse_uuid(target.id, "NVLink domain id", prefix), types)
     if not target.name:
         raise InvalidArgument(prefix + "NVLink domain target name must not be empty")
-    return CheckedTarget("name", target.name, types)
+    return CheckedTarget("name", _line(target.name, prefix, "NVLink domain target name"), types)
 
 
 # --- resolution ----------------------------------------------------------------------------

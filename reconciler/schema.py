@@ -16,13 +16,14 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
-from reconciler.diagnostics import Diagnostic
+from rackcron.text import line_problem
+from reconciler.diagnostics import Diagnostic, json_path
 from reconciler.yamlsource import SourceDocument
 
-__all__ = ["API_VERSION", "KINDS", "check_schema", "schema_for"]
+__all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "schema_for"]
 
 # What each pattern of the schemas means, for messages.
 _PATTERN_MEANING = {
@@ -47,9 +48,53 @@ def schema_for(kind: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def ecma_pattern(pattern: str) -> str:
+    """``pattern`` for Python's ``re``, with every ``$`` meaning the end of the text.
+
+    JSON Schema patterns are ECMA-262, where ``$`` (without the multiline flag) matches
+    only at the end; Python's ``$`` also matches before a final newline, so
+    ``^[a-z]+$`` would accept ``"rack\\n"``. Each ``$`` outside a character class and
+    not escaped becomes ``\\Z``. Our schemas use no other construct the two read
+    differently (no ``\\d``, ``\\w``, ``\\b`` or ``\\s``).
+    """
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = "\\Z"
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    """jsonschema's ``pattern`` keyword, reading the pattern as ECMA-262 does (``$``)."""
+    if validator.is_type(instance, "string") and not _search(pattern)(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 @cache
-def _validator(kind: str) -> Draft202012Validator:
-    return Draft202012Validator(schema_for(kind))
+def _search(pattern: str) -> Callable[[str], Any]:
+    return re.compile(ecma_pattern(pattern)).search
+
+
+#: Draft 2020-12 with ECMA-262's ``$`` in ``pattern``: what editors check, Python checks.
+_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
+@cache
+def _validator(kind: str) -> Any:
+    return _Validator(schema_for(kind))
 
 
 # --- the fast acceptance check ---------------------------------------------------------------
@@ -58,7 +103,8 @@ def _validator(kind: str) -> Draft202012Validator:
 # a tree of 10,000 schedules spends most of its validation there (docs/benchmarks.md).
 # So each schema is also compiled into plain Python checks, one closure per keyword,
 # that accept a document only if jsonschema would: every keyword is implemented as
-# jsonschema's Draft 2020-12 implements it (the same type checks, ``re.search``, ...),
+# our jsonschema validator implements it (Draft 2020-12's type checks, ``pattern`` as
+# ``_pattern`` searches, ...),
 # and a schema using anything else (another keyword, a remote reference, asserted
 # formats) gets no fast check at all. A document the fast check does not accept goes
 # to jsonschema, which finds its errors: diagnostics are the same either way, and
@@ -181,7 +227,7 @@ class _Compiler:
         return (lambda v: isinstance(v, str) and v == value), True
 
     def k_pattern(self, pattern: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
-        search = re.compile(pattern).search  # jsonschema: re.search(pattern, instance)
+        search = _search(pattern)  # as _pattern, the keyword of our jsonschema validator
         return (lambda v: not isinstance(v, str) or search(v) is not None), True
 
     def k_minLength(self, n: Any, schema: dict[str, Any]) -> tuple[_Check | None, bool]:
@@ -367,6 +413,13 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
                     path, f"{instance!r} is not one of: {_options(error.validator_value)}"
                 )
             ]
+        case "pattern" if isinstance(instance, str) and (problem := line_problem(instance)):
+            # Whatever else the pattern asks for, this is what to fix first.
+            if "propertyNames" in error.absolute_schema_path:  # a key: shown escaped, at the key
+                line, column = doc.at((*path, instance), key=True)
+                message = f"key {instance!r}: {problem}"
+                return [Diagnostic(doc.file, line, column, "error", message, json_path(path))]
+            return [doc.diagnostic(path, problem)]
         case "pattern" if error.validator_value in _PATTERN_MEANING:
             return [
                 doc.diagnostic(

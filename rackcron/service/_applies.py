@@ -24,6 +24,7 @@ from rackcron.errors import FailedPrecondition
 from rackcron.models import ApplyRecord
 from rackcron.service._base import OpsBase
 from rackcron.store.tables import apply_lock, apply_log
+from rackcron.text import check_line
 
 __all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
 
@@ -91,7 +92,13 @@ class ApplyOps(OpsBase):
         author: str,
         summary: dict[str, Any],
     ) -> ApplyRecord:
-        """Append an apply to the log."""
+        """Append an apply to the log.
+
+        :raises InvalidArgument: ``revision``, ``source`` or ``author`` is not one line of text.
+        """
+        for field, value in (("revision", revision), ("source", source), ("author", author)):
+            if value is not None:
+                check_line(value, field)
         result = self.conn.execute(
             apply_log.insert().values(
                 revision=revision,

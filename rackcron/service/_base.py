@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rackcron.errors import InvalidArgument
+from rackcron.text import check_line
 
 __all__ = ["INT32_MAX", "OpsBase", "check_page", "check_text", "paged", "parse_id"]
 
@@ -42,10 +43,11 @@ def check_page(offset: int, limit: int) -> None:
 
 
 def check_text(value: str | None, field: str, *, max_length: int = 255) -> str | None:
-    """``value`` unchanged, if the store can hold it on every backend.
+    """``value`` unchanged, if the store can hold it on every backend and it is one line.
 
-    :raises InvalidArgument: longer than ``max_length`` or holding a NUL character
-        (PostgreSQL refuses it; SQLite would silently accept it).
+    :raises InvalidArgument: longer than ``max_length``, holding a NUL character
+        (PostgreSQL refuses it; SQLite would silently accept it), or any other
+        control character (``rackcron.text``: stored text is printed).
     """
     if value is None:
         return None
@@ -53,7 +55,7 @@ def check_text(value: str | None, field: str, *, max_length: int = 255) -> str |
         raise InvalidArgument(f"{field} must be at most {max_length} characters, got {len(value)}")
     if "\x00" in value:
         raise InvalidArgument(f"{field} must not contain NUL characters")
-    return value
+    return check_line(value, field)
 
 
 def paged(query: sa.Select[Any], offset: int, limit: int) -> sa.Select[Any]:

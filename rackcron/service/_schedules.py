@@ -8,7 +8,7 @@ is how "changes nothing" is kept (a rename collision included).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,6 +23,7 @@ from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
 from rackcron.templates import to_template
+from rackcron.text import check_line
 
 __all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
 
@@ -35,7 +36,16 @@ UPDATE_MASK_PATHS = frozenset(
 )
 
 
+#: The text an update writes, by mask path: (path, the field its message names, the value).
+_MASKED_TEXT: tuple[tuple[str, str, Callable[[ScheduleConfig], str]], ...] = (
+    ("schedule.name", "schedule.name", lambda c: c.name),
+    ("schedule.spec", "schedule.spec.spec", lambda c: c.spec),
+    ("schedule.spec.timezone", "schedule.spec.timezone", lambda c: c.timezone),
+)
+
+
 def _timezone(name: str) -> str:
+    check_line(name, "schedule.spec.timezone")
     try:
         timing.parse_timezone(name)
     except timing.SpecError as exc:
@@ -43,11 +53,14 @@ def _timezone(name: str) -> str:
     return name or "UTC"
 
 
-def _spec(config: ScheduleConfig, timezone: str) -> timing.Spec:
+def _spec(config: ScheduleConfig, timezone: str, *, stored: bool = False) -> timing.Spec:
+    """The parsed spec; a ``stored`` one (re-read for a new zone) is not judged as text again."""
     if config.spec_type is None:
         raise InvalidArgument("schedule.spec.type is required")
     if not config.spec:
         raise InvalidArgument("schedule.spec.spec is required")
+    if not stored:
+        check_line(config.spec, "schedule.spec.spec")
     try:
         return timing.parse_spec(config.spec_type, config.spec, timezone)
     except timing.SpecError as exc:
@@ -231,6 +244,9 @@ class ScheduleOps(TargetOps):
             raise InvalidArgument(
                 f"update_mask: unsupported path {unknown[0]!r}; allowed: {', '.join(sorted(UPDATE_MASK_PATHS))}"
             )
+        for path, field, text in _MASKED_TEXT:  # before the row is read and locked
+            if path in update_mask:
+                check_line(text(config), field)
         row = self.schedule_row(schedule_id, lock=True)
         current = _rows.schedule(row)
         values: dict[str, Any] = {}
@@ -251,7 +267,8 @@ class ScheduleOps(TargetOps):
             values.update(spec_type=config.spec_type.value, spec=config.spec)  # type: ignore[union-attr]
             values["next_run_at"] = timing.first_run(spec, self.now)
         elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
-            spec = _spec(ScheduleConfig(spec_type=row.spec_type, spec=row.spec), timezone)
+            stored = ScheduleConfig(spec_type=row.spec_type, spec=row.spec)
+            spec = _spec(stored, timezone, stored=True)
             values["next_run_at"] = timing.first_run(spec, self.now)
         taken = "name" in values and values["name"] != row.name
         if taken and self._schedule_id_by_name(values["name"]) is not None:
@@ -323,11 +340,12 @@ class ScheduleOps(TargetOps):
 
         :raises NotFound: no such schedule.
         """
+        values = _management_values(management)  # checked before the row is read and locked
         row = self.schedule_row(schedule_id, lock=True)
         self.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
-            .values(**_management_values(management), updated_at=self.now)
+            .values(**values, updated_at=self.now)
         )
         return self.get_schedule(row.id)
 

@@ -1,0 +1,88 @@
+"""Single-line text: the one rule for names, labels, ids and versions that rackcron stores or prints.
+
+Such a value reaches terminals, Markdown pull-request comments, GitHub annotations and
+logs. A control character in it can clear a screen (``ESC [2J``), forge a second line
+of output or a log record (``\\n``, ``\\r``, U+2028), or make text read in another
+order than it is stored (the bidi overrides and isolates). So a single-line text field
+refuses:
+
+* the C0 controls U+0000-U+001F (tab, line feed and carriage return included) and DEL
+  U+007F,
+* the C1 controls U+0080-U+009F,
+* the line and paragraph separators U+2028 and U+2029,
+* the bidi embeddings and overrides U+202A-U+202E and isolates U+2066-U+2069.
+
+Everything else is accepted, spaces and any script included. The rule is checked where
+a value enters: the service before it writes a row, target resolution before a lookup,
+the operation models as they are built, and the YAML schemas through
+:data:`SCHEMA_PATTERN`. Rows written before the rule stay readable: results built from
+the store are never checked. Multi-line text (a task's message from a controller) is
+not this rule's business: it is escaped where it is printed.
+
+Every failure is :class:`~rackcron.errors.InvalidArgument` naming the field and the
+first offending character with its 1-based position, e.g.
+``schedule.name: must not contain control characters (U+000A at position 5)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import AfterValidator
+
+from rackcron.errors import InvalidArgument
+
+__all__ = ["SCHEMA_PATTERN", "check_line", "line_problem", "single_line"]
+
+#: The refused characters, as one regular-expression character class.
+_REFUSED_CLASS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+_REFUSED = re.compile(f"[{_REFUSED_CLASS}]")
+
+#: The same rule as a JSON Schema ``pattern`` (ECMA-262, as editors read it). Python's
+#: ``$`` also matches before a final newline, so ``reconciler.schema`` reads every schema
+#: pattern's ``$`` as the end of the text, as ECMA-262 does.
+SCHEMA_PATTERN = f"^[^{_REFUSED_CLASS}]*$"
+
+
+def line_problem(value: str) -> str | None:
+    """Why ``value`` is not single-line text (``must not contain ...``); None when it is."""
+    found = _REFUSED.search(value)
+    if found is None:
+        return None
+    return (
+        f"must not contain control characters"
+        f" (U+{ord(found.group()):04X} at position {found.start() + 1})"
+    )
+
+
+def check_line(value: str, field: str) -> str:
+    """``value`` unchanged when it is single-line text.
+
+    :raises InvalidArgument: ``<field>: must not contain control characters (...)``.
+    """
+    problem = line_problem(value)
+    if problem is not None:
+        raise InvalidArgument(f"{field}: {problem}")
+    return value
+
+
+def single_line(field: str) -> AfterValidator:
+    """Pydantic metadata checking a ``str`` (or each item of a ``list[str]``, as
+    ``field[i]``) by :func:`check_line`:
+    ``target_version: Annotated[str, single_line("operation.upgrade_firmware.target_version")]``.
+
+    Pydantic lets :class:`~rackcron.errors.InvalidArgument` through unwrapped, so every
+    front sees the core's message. Only for models that requests build: a model that is
+    also read back from the store would refuse rows written before the rule.
+    """
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            check_line(value, field)
+        else:
+            for index, item in enumerate(value):
+                check_line(item, f"{field}[{index}]")
+        return value
+
+    return AfterValidator(check)
