@@ -45,7 +45,7 @@ def _summary(plan: dict[str, Any]) -> str:
 
 def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
     """The plan as a terminal shows it (ANSI colour when ``colour``)."""
-    lines: list[str] = []
+    lines: list[str] = _security_text(plan)
     if plan["changes"]:
         lines += ["rackcron will perform the following actions:", ""]
     for change in plan["changes"]:
@@ -55,6 +55,8 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
             f"  # {title} {_VERB[change['action']]}"
             + (f" ({change['reason']})" if change["reason"] else "")
         )
+        if change.get("security_sensitive"):
+            lines.append(f"  ! SECURITY-SENSITIVE: {change.get('security_reason', '')}")
         if change["kind"] != "schedule" and change["action"] == "create":
             details = ", ".join(
                 f"{f['field']} {_value(f['new'])}" for f in change["fields"] if f["field"] != "name"
@@ -105,6 +107,37 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _sensitive(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes a plan marks security-sensitive (absent before format 1.2: none)."""
+    return [c for c in plan["changes"] if c.get("security_sensitive")]
+
+
+def _security_text(plan: dict[str, Any]) -> list[str]:
+    """A warning above a text plan listing its security-sensitive changes."""
+    sensitive = _sensitive(plan)
+    if not sensitive:
+        return []
+    lines = [
+        f"WARNING: {len(sensitive)} security-sensitive change(s): review them before applying."
+    ]
+    lines += [f'  ! {c["kind"]} "{c["name"]}": {c.get("security_reason", "")}' for c in sensitive]
+    return [*lines, ""]
+
+
+def _security_callout(plan: dict[str, Any]) -> list[str]:
+    """A Markdown callout near the top of a PR comment listing the sensitive changes."""
+    sensitive = _sensitive(plan)
+    if not sensitive:
+        return []
+    lines = [
+        "> [!CAUTION]",
+        f"> **{len(sensitive)} security-sensitive change(s)**: review where tasks and"
+        " controller credentials go before applying.",
+    ]
+    lines += [f"> - {c['kind']} {c['name']}: {c.get('security_reason', '')}" for c in sensitive]
+    return [*lines, ""]
+
+
 def _times_table(times: dict[str, Any]) -> list[str]:
     rows = max(len(times["before"]), len(times["after"]))
     if not rows:
@@ -135,6 +168,8 @@ def _inventory_row(change: dict[str, Any]) -> str:
         what = "; ".join(
             f"{f['field']}: {_value(f['old'])} → {_value(f['new'])}" for f in change["fields"]
         )
+    if change.get("security_sensitive"):
+        what = f"**⚠️ security-sensitive** {what}"
     return (
         f"| `{_SYMBOL[change['action']]}` | {change['kind']} | {change['name']} | {what or '—'} |"
     )
@@ -180,6 +215,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
+    lines += _security_callout(plan)
     lines += [f"> **Error:** {error}" for error in plan["errors"]]
     if plan["errors"]:
         lines.append("")
