@@ -86,6 +86,8 @@ def parse_pattern(text: str) -> Pattern:
     raw = text.strip()
     if not raw:
         raise ValueError("an empty pattern")
+    if "/" in raw and "://" in raw:
+        raise ValueError(f"{raw!r}: expected a host, not a URL (e.g. rc.example.com:8443)")
     try:
         return Pattern(raw, network=ipaddress.ip_network(raw, strict=False))
     except ValueError:

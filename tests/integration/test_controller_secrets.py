@@ -13,6 +13,10 @@ and never the database URL.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -334,3 +338,93 @@ def test_a_token_in_both_places_and_half_a_client_certificate_are_refused(tmp_pa
 
 def test_the_variable_of_a_credential() -> None:
     assert env_name("dc1-rc_a01") == "RACKCRON_CONTROLLER_SECRET_DC1_RC_A01"
+
+
+# --- the real `rackcron serve` --------------------------------------------------------------------
+
+
+def test_serve_logs_refused_racks_fails_their_tasks_and_sends_only_held_tokens(
+    tmp_path: Path, listener: Listener
+) -> None:
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    other = Listener()  # on loopback too, but not on the allow-list
+    secrets = tmp_path / "secrets"
+    (secrets / "dc1").mkdir(parents=True)
+    (secrets / "dc1" / "token").write_text("dir-token\n")
+    service = Service.open(url)
+    allowed = _rack(service, {"kind": "http", "url": listener.url, "credential": "dc1"})
+    refused = _rack(service, {"kind": "http", "url": other.url, "credential": "dc1"})
+    tasks = {
+        rack_id: service.trigger(create(service, [rack_id], name=f"s{i}").id).task_ids[0]
+        for i, rack_id in enumerate((allowed, refused))
+    }
+    service.close()
+    log = tmp_path / "serve.log"
+    port = listener.url.rsplit(":", 1)[1]
+    env = {**os.environ, "RACKCRON_DATABASE_URL": DATABASE_SECRET, "RACKCRON_FAULT": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
+         "--poll-interval", "1h", "--runner-interval", "100ms", "--status-interval", "100ms",
+         "--controller-allow", f"127.0.0.1:{port}", "--controller-secrets", str(secrets),
+         "--log-format", "json"],
+        stderr=log.open("w"), env=env,
+    )  # fmt: skip
+    try:
+        service = Service.open(url)
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, log.read_text()
+            found = {t.id: t for t in service.get_tasks(list(tasks.values()))}
+            if all(t.status in (TaskStatus.COMPLETED, TaskStatus.FAILED) for t in found.values()):
+                break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        service.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        other.close()
+    assert proc.returncode == 0, log.read_text()
+    assert found[tasks[allowed]].status == TaskStatus.COMPLETED
+    failed = found[tasks[refused]]
+    assert failed.status == TaskStatus.FAILED
+    assert failed.message.startswith(f"not delivered: {other.url}: controller 127.0.0.1:")
+    assert "is not allowed on this server" in failed.message
+    assert other.requests == []
+    assert {r["headers"]["Authorization"] for r in listener.requests} == {"Bearer dir-token"}
+    assert DATABASE_SECRET not in listener.everything()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (warning,) = [line for line in lines if line["event"] == "rack controller refused"]
+    assert warning["rack"] == f"r-{refused.hex[:6]}"
+    assert warning["reason"] in failed.message
+
+
+def test_serve_refuses_a_default_controller_that_is_not_allowed(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [
+        "serve", "--database-url", f"sqlite:///{tmp_path}/x.db",
+        "--default-controller", "https://rc.example.net:8470",
+    ])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "--default-controller" in result.output
+    assert "controller rc.example.net:8470 is not allowed on this server" in result.output
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--controller-allow", "rc*.example.com"], "'*' may only stand for the first labels"),
+        (["--controller-allow", "rc.example.com:http"], "the port must be a number"),
+        (["--controller-secrets", "/nonexistent/secrets"], "not a directory"),
+    ],
+    ids=["glob-inside-a-label", "named-port", "missing-secrets-directory"],
+)
+def test_bad_controller_flags_are_usage_errors(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        main, ["serve", "--database-url", f"sqlite:///{tmp_path}/x.db", *args]
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "x.db").exists()
