@@ -248,6 +248,8 @@ class TaskRunner:
         if work.status == TaskStatus.RUNNING.value:
             message = f"{_GAVE_UP[work.status]}: {reason}"
             return Update(work.task_id, "abandoned", TaskStatus.FAILED.value, message)
+        if work.status == TaskStatus.FAILED.value:  # failed just above: its message says why
+            return Update(work.task_id, "cancel_sent", was=work.status)
         message = f"the rack controller could not be told to stop it: {reason}"
         if work.status == TaskStatus.TERMINATED.value:
             message = f"cancelled; {message}"

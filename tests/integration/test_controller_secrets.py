@@ -32,6 +32,7 @@ from dispatcher.controllers.allowlist import AllowList
 from dispatcher.controllers.base import ControllerRefused
 from dispatcher.controllers.credentials import CredentialStore, env_name
 from dispatcher.controllers.registry import Controllers
+from dispatcher.controllers.server import ControllerServer
 from dispatcher.controllers.simulator import Simulator
 from dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.cli import main
@@ -429,3 +430,36 @@ def test_bad_controller_flags_are_usage_errors(
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_running_task_whose_controller_is_no_longer_allowed_fails_at_once(
+    live_service: Service,
+) -> None:
+    """A server restarted with a narrower allow-list: the running task fails with the
+    reason instead of retrying, and nothing more is sent to that controller."""
+    server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=60))
+    server.start()
+    try:
+        rack_id = _rack(live_service, {"kind": "http", "url": server.url})
+        (task_id,) = live_service.trigger(create(live_service, [rack_id]).id).task_ids
+        first = TaskRunner(live_service, Controllers(Simulator()), status_interval=0.05)
+        first.tick()
+        first.drain()
+        first.close()
+        assert live_service.get_tasks([task_id])[0].status == TaskStatus.RUNNING
+        narrower = Controllers(Simulator(), allow=AllowList.parse(["rc.example.com"]))
+        second = TaskRunner(live_service, narrower, status_interval=0.05)
+        try:
+            for _ in range(3):
+                time.sleep(0.1)
+                second.tick()
+                second.drain()
+        finally:
+            second.close()
+        (task,) = live_service.get_tasks([task_id])
+        assert task.status == TaskStatus.FAILED
+        assert task.message.startswith(f"lost contact with the rack controller: {server.url}: ")
+        assert "is not allowed on this server" in task.message
+        assert server.simulator.status(task_id).state == "running"  # never told: not allowed
+    finally:
+        server.shutdown()

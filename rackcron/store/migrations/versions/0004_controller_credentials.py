@@ -19,6 +19,7 @@ Revises: 0003
 Create Date: 2026-12-01
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,7 +38,7 @@ _RETIRED = ("token_env", "token_file", "ca_file", "client_cert", "client_key")
 _rack = sa.table("rack", sa.column("id", sa.Uuid), sa.column("controller", JSON))
 
 
-def _rewrite(change: Any) -> None:
+def _rewrite(change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Replace each stored setting with ``change(setting)`` where that differs."""
     conn = op.get_bind()
     rows = conn.execute(sa.select(_rack.c.id, _rack.c.controller)).all()
