@@ -42,7 +42,12 @@ from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from functools import partial
 
-from dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
+from dispatcher.controllers.base import (
+    ControllerError,
+    ControllerRefused,
+    ControllerState,
+    TaskOrder,
+)
 from dispatcher.controllers.registry import Controllers
 from dispatcher.logs import LOGGER, event
 from dispatcher.metrics import Metrics
@@ -269,6 +274,10 @@ class TaskRunner:
                 return self._after_status(controller.status(work.task_id), work)
             controller.cancel(work.task_id)
             return Update(work.task_id, "cancel_sent", was=work.status)
+        except ControllerRefused as exc:
+            if self.metrics is not None:
+                self.metrics.controller_errors.labels(key).inc()
+            return self._refused(work, str(exc))
         except ControllerError as exc:
             error = str(exc)
         except Exception as exc:  # a driver's bug: this task's call failed, not the worker
@@ -317,6 +326,23 @@ class TaskRunner:
         if work.status == TaskStatus.TERMINATED.value:
             reason = f"cancelled; {reason}"
         return Update(work.task_id, "cancel_sent", message=reason, was=work.status)
+
+    def _refused(self, work: Work, reason: str) -> Update:
+        """The server will not call the rack's controller: retrying cannot help, so the
+        task fails at once (a pending one was never sent anywhere)."""
+        if work.status == TaskStatus.PENDING.value:
+            return Update(
+                work.task_id, "ended", TaskStatus.FAILED.value, f"not delivered: {reason}"
+            )
+        if work.status == TaskStatus.RUNNING.value:
+            message = f"{_GAVE_UP[work.status]}: {reason}"
+            return Update(work.task_id, "abandoned", TaskStatus.FAILED.value, message)
+        if work.status == TaskStatus.FAILED.value:  # failed just above: its message says why
+            return Update(work.task_id, "cancel_sent", was=work.status)
+        message = f"the rack controller could not be told to stop it: {reason}"
+        if work.status == TaskStatus.TERMINATED.value:
+            message = f"cancelled; {message}"
+        return Update(work.task_id, "cancel_sent", message=message, was=work.status)
 
     def _rack_gone(self, work: Work) -> Update:
         reason = f"rack {work.rack_id} is no longer in the inventory"

@@ -11,6 +11,10 @@ and the controller calls in progress are recorded if they end within the runner'
 ``stop_grace`` (5 s; a hung one is abandoned, its task left leased). The metrics
 server waits for no client. So a hung controller or an idle metrics client never
 holds a stop (docs/dispatch.md "Stopping").
+
+At start, with a task runner, every rack whose controller the server will not call
+(a host off ``--controller-allow``, a credential it cannot resolve) is logged once,
+as ``rack controller refused``; its tasks fail with the same reason.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass, field
 from math import inf
 from typing import Any
 
+from dispatcher.controllers.allowlist import AllowList
+from dispatcher.controllers.credentials import CredentialStore
 from dispatcher.controllers.registry import Controllers
 from dispatcher.controllers.simulator import Simulator
 from dispatcher.faults import fault_hook
@@ -48,6 +54,9 @@ class ServeConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     simulator: Simulator = field(default_factory=Simulator)
     default_controller: dict[str, Any] | None = None
+    default_controller_token: str | None = None  # RACKCRON_CONTROLLER_TOKEN
+    controller_allow: AllowList = field(default_factory=AllowList.parse)  # loopback only
+    controller_credentials: CredentialStore = field(default_factory=CredentialStore)
     metrics_listen: tuple[str, int] | None = None
     grpc: ShimConfig | None = None
     stop_after: float | None = None
@@ -125,9 +134,17 @@ def _loops(
         )
     ]
     if config.runner:
+        controllers = Controllers(
+            config.simulator,
+            default=config.default_controller,
+            allow=config.controller_allow,
+            credentials=config.controller_credentials,
+            default_token=config.default_controller_token,
+        )
+        _log_refused(service, controllers)
         runner = TaskRunner(
             service,
-            Controllers(config.simulator, default=config.default_controller),
+            controllers,
             retry=config.retry,
             status_interval=config.status_interval,
             batch_size=config.batch_size,
@@ -142,3 +159,11 @@ def _loops(
             )
         )
     return loops
+
+
+def _log_refused(service: Service, controllers: Controllers) -> None:
+    """One warning per rack whose tasks the runner will not deliver, and why."""
+    for rack in service.list_racks():
+        setting = rack.controller.model_dump(mode="json") if rack.controller else None
+        if reason := controllers.refusal(setting):
+            event(logging.WARNING, "rack controller refused", rack=rack.name, reason=reason)

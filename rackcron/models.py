@@ -35,6 +35,8 @@ from rackcron.timing import SpecError, SpecType, parse_duration
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "CREDENTIAL_NAME",
+    "RETIRED_CONTROLLER_FIELDS",
     "ApplyRecord",
     "BringUp",
     "Component",
@@ -66,6 +68,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "UpgradeFirmware",
+    "retired_field_message",
 ]
 
 
@@ -332,7 +335,28 @@ class Task(_Model):
         return self.status in ACTIVE_STATUSES
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: How a rack names its controller credential: a name, never a variable or a path.
+CREDENTIAL_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+#: Fields of rackcron 0.x that let a tree name any variable or file of the server (removed:
+#: a PR could send the server's secrets to a controller of its choosing) -> what to use now.
+RETIRED_CONTROLLER_FIELDS = {
+    "token_env": "the bearer token",
+    "token_file": "the bearer token",
+    "ca_file": "the CA bundle (ca.pem)",
+    "client_cert": "the client certificate (client.pem)",
+    "client_key": "the client key (client.key)",
+}
+
+
+def retired_field_message(name: str) -> str:
+    """Why a retired controller field (a key of RETIRED_CONTROLLER_FIELDS) is refused."""
+    return (
+        "no longer supported (a rack may not name the server's variables or files);"
+        f" declare `credential: <name>` and give the server {RETIRED_CONTROLLER_FIELDS[name]}"
+        " under that name (docs/dispatch.md, section 'Controller credentials')"
+    )
+
+
 _NS_PER_SECOND = 1_000_000_000
 _MAX_TIMEOUT_NS = 300 * _NS_PER_SECOND  # 5m: a longer call would hold up the runner's round
 
@@ -343,18 +367,29 @@ class ControllerSpec(_Model):
     Constructing one checks it: an inconsistent spec raises
     :class:`~rackcron.errors.InvalidArgument` naming the field (``controller.url: ...``),
     which pydantic lets through unwrapped, so every front (YAML, RPC, CLI) sees the
-    same error. Secrets are never inline: the bearer token is named by ``token_env``
-    or ``token_file``, read where the task runner runs. Dumps leave out unset fields.
+    same error. Secrets never come from the tree: ``credential`` only *names* a
+    credential that the server resolves from places its operator configured
+    (docs/dispatch.md "Controller credentials"). The retired fields that named a
+    variable or a file (``token_env``, ``token_file``, ``ca_file``, ``client_cert``,
+    ``client_key``) are refused with what to use instead. ``removed_fields`` is
+    written only by store migration 0004 on a setting that had them: its tasks fail
+    until the rack is declared again. Dumps leave out unset fields.
     """
 
     kind: Literal["simulator", "http"]
     url: str | None = None  # http only, required: http:// or https:// base URL
-    token_env: str | None = None  # http: name of the environment variable holding the bearer token
-    token_file: str | None = None  # http: path of a file holding the bearer token
-    ca_file: str | None = None  # https: CA bundle to verify the controller
-    client_cert: str | None = None  # https: client certificate (mTLS), with client_key
-    client_key: str | None = None
+    credential: str | None = None  # http: the name of a credential the server holds
     timeout: str | None = None  # Go duration per call, e.g. "5s" (default 5s)
+    removed_fields: str | None = None  # set by migration 0004 only, e.g. "token_env, ca_file"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_retired(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in RETIRED_CONTROLLER_FIELDS:
+                if name in data:
+                    raise InvalidArgument(f"controller.{name}: {retired_field_message(name)}")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ControllerSpec:
@@ -370,19 +405,13 @@ class ControllerSpec(_Model):
                     f"controller.{settings[0]}: kind simulator takes no other field"
                 )
             return self
-        https = self._check_url()
-        if self.token_env is not None and not _ENV_NAME.fullmatch(self.token_env):
+        self._check_url()
+        if self.credential is not None and not CREDENTIAL_NAME.fullmatch(self.credential):
             raise InvalidArgument(
-                f"controller.token_env: {self.token_env!r} is not an environment variable name"
+                f"controller.credential: {self.credential!r} is not a credential name"
+                " (lower-case letters, digits, '_' and '-', starting with a letter or digit,"
+                " at most 63 characters)"
             )
-        if self.token_env is not None and self.token_file is not None:
-            raise InvalidArgument("controller.token_file: set only one of token_env and token_file")
-        for one, other in (("client_cert", "client_key"), ("client_key", "client_cert")):
-            if getattr(self, one) is not None and getattr(self, other) is None:
-                raise InvalidArgument(f"controller.{one}: needs {other} as well (mTLS takes both)")
-        for name in ("ca_file", "client_cert", "client_key"):
-            if getattr(self, name) is not None and not https:
-                raise InvalidArgument(f"controller.{name}: only for an https:// url")
         if self.timeout is not None:
             self._check_timeout(self.timeout)
         return self
@@ -401,7 +430,7 @@ class ControllerSpec(_Model):
             raise InvalidArgument(f"controller.url: {url!r} has no host")
         if parts.username is not None or parts.password is not None:
             raise InvalidArgument(
-                "controller.url: must not hold credentials; name the token with token_env or token_file"
+                "controller.url: must not hold credentials; name a credential with `credential`"
             )
         try:
             parts.port  # noqa: B018 - urlsplit checks the port only when it is read

@@ -23,6 +23,7 @@ from rackcron import timing
 from rackcron.errors import RackcronError
 from rackcron.filters import ComponentType, canonical_type
 from rackcron.models import (
+    RETIRED_CONTROLLER_FIELDS,
     Component,
     ControllerSpec,
     NVLDomain,
@@ -33,6 +34,7 @@ from rackcron.models import (
     ScheduleConfig,
     SpecType,
     TargetSpec,
+    retired_field_message,
 )
 from rackcron.targets import ComponentRef, Identifier, Resolved, normalize_mac, resolve_targets
 from rackcron.templates import to_template
@@ -181,6 +183,12 @@ class _Builder:
         declared, so the schedules that target it are not reported too."""
         raw = doc.data["spec"].get("controller")
         if raw is None:
+            return None
+        retired = [name for name in RETIRED_CONTROLLER_FIELDS if name in raw]
+        for name in retired:  # each one at its line: they named the server's secrets
+            path = ("spec", "controller", name)
+            self.problems.append(doc.diagnostic(path, f"{name}: {retired_field_message(name)}"))
+        if retired:
             return None
         try:
             return ControllerSpec.model_validate(raw)

@@ -44,6 +44,20 @@ def plain(value: Any) -> Any:
     return value.value if hasattr(value, "value") else value
 
 
+def _security_reason(fields: tuple[FieldChange, ...]) -> str:
+    """Why an upsert needs a security review ("" when it does not): a rack's controller
+    decides where its tasks, and the credential the server sends with them, go."""
+    for f in fields:
+        if f.field != "controller":
+            continue
+        if f.old is None:
+            return "sets the rack's controller: where its tasks and the credential they carry go"
+        if f.new is None:
+            return "removes the rack's controller: its tasks go to the server's default controller"
+        return "changes the rack's controller: where its tasks and the credential they carry go"
+    return ""
+
+
 class InventoryDiffer:
     """The inventory half of a diff; the schedule half extends it."""
 
@@ -76,9 +90,11 @@ class InventoryDiffer:
                 )
                 step = Step(rpc, {kind: want.model_dump(mode="json")})
                 action = "create" if have is None else "update"
-                changes.append(
-                    Change(kind, want.name or str(item_id), action, fields=fields, steps=(step,))
-                )  # type: ignore[arg-type]
+                sensitive = _security_reason(fields)
+                changes.append(Change(
+                    kind, want.name or str(item_id), action, fields=fields, steps=(step,),  # type: ignore[arg-type]
+                    security_sensitive=bool(sensitive), security_reason=sensitive,
+                ))  # fmt: skip
         return changes
 
     def _owner_of(self, kind: str, have: Any) -> str | None:

@@ -19,7 +19,9 @@ from typing import Any, Literal
 __all__ = ["FORMAT", "FORMAT_VERSION", "Change", "FieldChange", "Plan", "ScopeChange", "Step"]
 
 FORMAT = "rackcron.plan/v1"
-FORMAT_VERSION = "1.1"  # 1.1: a rack's controller (UpsertRack args, field changes)
+# 1.1: a rack's controller (UpsertRack args, field changes)
+# 1.2: security_sensitive on a change (and its count at the top level)
+FORMAT_VERSION = "1.2"
 
 Kind = Literal["rack", "component", "nvl_domain", "schedule"]
 Action = Literal["create", "update", "replace", "delete"]
@@ -63,6 +65,10 @@ class Change:
     source: str | None = None
     # For schedules: the next fire times before and after, as {"timezone", "before", "after"}.
     fire_times: dict[str, Any] | None = None
+    # A change a reviewer must look at for security (a rack's controller: where its tasks,
+    # and the credential they carry, are sent), and why; in the JSON only when true.
+    security_sensitive: bool = False
+    security_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,8 @@ class Plan:
             "applyable": self.applyable,
             "errored": bool(self.errors),
             "summary": self.counts(),
-            "changes": [asdict(c) for c in self.changes],
+            "security_sensitive": sum(c.security_sensitive for c in self.changes),
+            "changes": [_change_json(c) for c in self.changes],
             "unmanaged": list(self.unmanaged),
             "errors": list(self.errors),
             "warnings": list(self.warnings),
@@ -120,6 +127,13 @@ class Plan:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
 
 
+def _change_json(change: Change) -> dict[str, Any]:
+    data = asdict(change)
+    if not change.security_sensitive:  # as in 1.1: a plan without any reads as before
+        del data["security_sensitive"], data["security_reason"]
+    return data
+
+
 def _change(c: dict[str, Any]) -> Change:
     if c["kind"] not in ("rack", "component", "nvl_domain", "schedule"):
         raise ValueError(f"unknown kind {c['kind']!r}")
@@ -131,4 +145,6 @@ def _change(c: dict[str, Any]) -> Change:
         scope=tuple(ScopeChange(**s) for s in c.get("scope", ())),
         steps=tuple(Step(rpc=str(s["rpc"]), args=dict(s["args"])) for s in c.get("steps", ())),
         source=c.get("source"), fire_times=c.get("fire_times"),
+        security_sensitive=bool(c.get("security_sensitive", False)),
+        security_reason=str(c.get("security_reason", "")),
     )  # fmt: skip

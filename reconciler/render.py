@@ -74,7 +74,7 @@ def _summary(plan: dict[str, Any]) -> str:
 
 def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
     """The plan as a terminal shows it (ANSI colour when ``colour``)."""
-    lines: list[str] = []
+    lines: list[str] = _security_text(plan)
     if plan["changes"]:
         lines += ["rackcron will perform the following actions:", ""]
     for change in plan["changes"]:
@@ -84,6 +84,8 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
             f"  # {title} {_VERB[change['action']]}"
             + (f" ({terminal(change['reason'])})" if change["reason"] else "")
         )
+        if change.get("security_sensitive"):
+            lines.append(f"  ! SECURITY-SENSITIVE: {terminal(change.get('security_reason', ''))}")
         if change["kind"] != "schedule" and change["action"] == "create":
             details = ", ".join(
                 f"{terminal(f['field'])} {_shown(f['new'])}"
@@ -136,6 +138,44 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _sensitive(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes a plan marks security-sensitive (absent before format 1.2: none)."""
+    return [c for c in plan["changes"] if c.get("security_sensitive")]
+
+
+def _security_text(plan: dict[str, Any]) -> list[str]:
+    """A warning above a text plan listing its security-sensitive changes."""
+    sensitive = _sensitive(plan)
+    if not sensitive:
+        return []
+    lines = [
+        f"WARNING: {len(sensitive)} security-sensitive change(s): review them before applying."
+    ]
+    lines += [
+        f'  ! {terminal(c["kind"])} "{terminal(c["name"])}": {terminal(c.get("security_reason", ""))}'
+        for c in sensitive
+    ]
+    return [*lines, ""]
+
+
+def _security_callout(plan: dict[str, Any]) -> list[str]:
+    """A Markdown callout near the top of a PR comment listing the sensitive changes."""
+    sensitive = _sensitive(plan)
+    if not sensitive:
+        return []
+    lines = [
+        "> [!CAUTION]",
+        f"> **{len(sensitive)} security-sensitive change(s)**: review where tasks and"
+        " controller credentials go before applying.",
+    ]
+    lines += [
+        f"> - {_md_field(c['kind'])} {markdown_code(c['name'])}:"
+        f" {markdown_code(c.get('security_reason', ''))}"
+        for c in sensitive
+    ]
+    return [*lines, ""]
+
+
 def _times_table(times: dict[str, Any]) -> list[str]:
     rows = max(len(times["before"]), len(times["after"]))
     if not rows:
@@ -168,6 +208,8 @@ def _inventory_row(change: dict[str, Any]) -> str:
         what = "; ".join(
             f"{_md_field(f['field'])}: {_md(f['old'])} → {_md(f['new'])}" for f in change["fields"]
         )
+    if change.get("security_sensitive"):
+        what = f"**⚠️ security-sensitive** {what}"
     kind, name = _md_field(change["kind"]), _md(change["name"])
     return f"| `{_SYMBOL[change['action']]}` | {kind} | {name} | {what or '—'} |"
 
@@ -214,6 +256,7 @@ def render_markdown(plan: dict[str, Any]) -> str:
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
+    lines += _security_callout(plan)
     lines += [f"> **Error:** {markdown_code(error)}" for error in plan["errors"]]
     if plan["errors"]:
         lines.append("")

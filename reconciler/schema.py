@@ -32,8 +32,9 @@ _PATTERN_MEANING = {
         "a valid name: letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
     ),
     "^[0-9A-Fa-f]{2}([:-]?)([0-9A-Fa-f]{2}\\1){4}[0-9A-Fa-f]{2}$": "a MAC address",
-    "^[A-Za-z_][A-Za-z0-9_]*$": (
-        "an environment variable name: letters, digits and '_', not starting with a digit"
+    "^[a-z0-9][a-z0-9_-]{0,62}$": (
+        "a credential name: lower-case letters, digits, '_' and '-', starting with a letter"
+        " or digit, at most 63 characters (never a variable or a path)"
     ),
 }
 

@@ -2,7 +2,8 @@
 
 Served only when asked for (``rackcron serve --grpc-reconciler``): its callers can
 write the inventory, including each rack's controller (where its tasks, and the
-bearer token named for it, are sent), as anyone who runs ``rackcron apply`` can.
+credential the server holds under the name it gives, are sent, among the hosts the
+server allows), as anyone who runs ``rackcron apply`` can.
 
 A Flow TaskSchedule shows its operation only as ``operation_type`` and
 ``description``, and Flow has no RPCs for rackcron's inventory or for which

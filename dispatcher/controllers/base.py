@@ -3,7 +3,10 @@
 A driver implements :class:`Controller`: ``submit`` (idempotent: submitting a task
 id the controller already has returns its state and runs nothing again), ``status``
 and ``cancel``. Any failure to get an answer (connection refused, timeout, an error
-reply) raises :class:`ControllerError`; the runner retries with backoff.
+reply) raises :class:`ControllerError`; the runner retries with backoff. A controller
+the server will not call at all (its host is not allowed, its credential cannot be
+resolved) raises :class:`ControllerRefused`: nothing was sent, and retrying cannot help,
+so the runner fails the task at once with the message.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-__all__ = ["Controller", "ControllerError", "ControllerState", "TaskOrder"]
+__all__ = ["Controller", "ControllerError", "ControllerRefused", "ControllerState", "TaskOrder"]
 
 #: What a controller says of a task. ``unknown``: it has no such task.
 State = Literal["running", "completed", "failed", "cancelled", "unknown"]
@@ -20,6 +23,10 @@ State = Literal["running", "completed", "failed", "cancelled", "unknown"]
 
 class ControllerError(Exception):
     """The controller could not be reached or refused the call; the message says why."""
+
+
+class ControllerRefused(ControllerError):
+    """The server will not call this controller (configuration): nothing left the process."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,8 @@ from rackcron.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from dispatcher.controllers.allowlist import AllowList
+    from dispatcher.controllers.credentials import CredentialStore
     from shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,20 +134,40 @@ def dispatch(
             service.close()
 
 
-def _controller(value: str | None) -> dict[str, Any] | None:
+def _controller_allow(patterns: tuple[str, ...]) -> AllowList:
+    from dispatcher.controllers.allowlist import AllowList
+
+    try:
+        return AllowList.parse(patterns)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--controller-allow") from None
+
+
+def _controller_secrets(directory: str | None) -> CredentialStore:
+    from dispatcher.controllers.credentials import CredentialStore
+
+    try:
+        return CredentialStore(directory)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--controller-secrets") from None
+
+
+def _controller(value: str | None, allow: AllowList) -> dict[str, Any] | None:
+    """--default-controller as a setting; its host must be allowed like any rack's."""
     from rackcron.errors import InvalidArgument
     from rackcron.models import ControllerSpec
 
     if value is None or value == "simulator":
         return None
-    token_env = TOKEN_ENV if os.environ.get(TOKEN_ENV) else None
     try:
-        spec = ControllerSpec(kind="http", url=value, token_env=token_env)
+        spec = ControllerSpec(kind="http", url=value)
     except InvalidArgument as exc:
         raise click.BadParameter(
             f"{exc.message} (expected 'simulator' or an http(s):// URL)",
             param_hint="--default-controller",
         ) from None
+    if reason := allow.refusal(value):
+        raise click.BadParameter(reason, param_hint="--default-controller")
     return spec.model_dump()
 
 
@@ -177,8 +199,22 @@ def _controller(value: str | None) -> dict[str, Any] | None:
     "--default-controller",
     metavar="simulator|URL",
     help="The controller of racks that name none: the built-in simulator (default) or an "
-    f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}).",
+    f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}); its "
+    "host must be allowed by --controller-allow.",
 )
+@click.option(
+    "--controller-allow", multiple=True, metavar="PATTERN",
+    help="A controller host the task runner may call (repeatable): an IP network "
+    "(10.0.0.0/8), a host (rc.example.com), a glob (*.bmc.example.com), any of them "
+    "with :PORT. Tasks of racks whose controller is not allowed fail without a request. "
+    "Default: loopback only (127.0.0.0/8, ::1, localhost).",
+)  # fmt: skip
+@click.option(
+    "--controller-secrets", type=click.Path(file_okay=False), metavar="DIR",
+    help="Directory of controller credentials: DIR/NAME/token, ca.pem, client.pem, "
+    "client.key for a rack's `credential: NAME` (links may not lead out of DIR). "
+    "Tokens may also come from $RACKCRON_CONTROLLER_SECRET_<NAME>.",
+)  # fmt: skip
 @click.option(
     "--sim-duration", multiple=True, metavar="TYPE=DURATION", callback=operation_durations,
     help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
@@ -251,6 +287,8 @@ def serve(
     delivery_attempts: int,
     retry_backoff: float,
     default_controller: str | None,
+    controller_allow: tuple[str, ...],
+    controller_secrets: str | None,
     sim_duration: dict[str, float],
     sim_default_duration: float,
     sim_failure_rate: float,
@@ -277,6 +315,12 @@ def serve(
     own racks' tasks; its calls are retried with backoff, then the task fails with
     the error.
 
+    Controllers are called only on hosts --controller-allow allows (loopback by
+    default), with credentials the server holds: a rack's `credential: NAME` is
+    looked up in $RACKCRON_CONTROLLER_SECRET_<NAME> and under --controller-secrets
+    DIR/NAME/. Racks whose controller is refused are logged at start; their tasks
+    fail with the reason.
+
     With --grpc-listen the same process serves the Flow task-schedule and task
     RPCs (v1.Flow, with gRPC health checking and reflection) over the same store;
     --no-dispatch serves them alone. SIGTERM or SIGINT stops everything cleanly:
@@ -288,7 +332,8 @@ def serve(
     Example: rackcron serve --grpc-listen 127.0.0.1:50051 --no-dispatch
 
     Example: rackcron serve --database-url postgresql+psycopg://rackcron@db/rackcron
-    --default-controller https://rc.example.net:8470 --grpc-listen 0.0.0.0:50051
+    --default-controller https://rc.example.net:8470 --controller-allow '*.example.net'
+    --controller-secrets /etc/rackcron/controllers --grpc-listen 0.0.0.0:50051
     --grpc-tls-cert server.pem --grpc-tls-key server.key --grpc-token-file tokens
     --log-format json
     """
@@ -302,6 +347,7 @@ def serve(
         grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca, grpc_token_file,
         grpc_workers, grpc_max_message_size, grpc_grace, grpc_reconciler, no_dispatch,
     )  # fmt: skip
+    allow = _controller_allow(controller_allow)
     config = ServeConfig(
         poll_interval=poll_interval,
         batch_size=batch_size,
@@ -316,7 +362,10 @@ def serve(
             failure_rate=sim_failure_rate,
             seed=sim_seed,
         ),
-        default_controller=_controller(default_controller),
+        default_controller=_controller(default_controller, allow),
+        default_controller_token=os.environ.get(TOKEN_ENV) or None,
+        controller_allow=allow,
+        controller_credentials=_controller_secrets(controller_secrets),
         metrics_listen=metrics_listen,
         dispatch=not no_dispatch,
         grpc=grpc,

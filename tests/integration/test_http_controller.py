@@ -27,8 +27,10 @@ import pytest
 from click.testing import CliRunner
 
 from dispatcher.controllers import server as server_module
-from dispatcher.controllers.base import ControllerError, TaskOrder
+from dispatcher.controllers.base import ControllerError, ControllerRefused, TaskOrder
+from dispatcher.controllers.credentials import CredentialStore
 from dispatcher.controllers.http import HttpController
+from dispatcher.controllers.registry import Controllers
 from dispatcher.controllers.server import ControllerServer
 from dispatcher.controllers.simulator import Simulator
 from rackcron.cli.controller_cmd import rack_controller
@@ -409,6 +411,26 @@ def test_mutual_tls_without_a_client_certificate_is_refused(
         with pytest.raises(ControllerError, match=rf"^{mtls_server.url}: "):
             client.submit(_order())
     assert simulator.started == 0
+
+
+def test_tls_files_and_token_come_from_the_credential_directory(
+    mtls_server: ControllerServer, pki: Pki, simulator: Simulator, tmp_path: Path
+) -> None:
+    """A rack's ``credential:`` names DIR/<name>/ca.pem, client.pem and client.key."""
+    directory = tmp_path / "secrets" / "dc1"
+    directory.mkdir(parents=True)
+    for source, name in ((pki.ca, "ca.pem"), (pki.client_cert, "client.pem"),
+                         (pki.client_key, "client.key")):  # fmt: skip
+        shutil.copy(source, directory / name)
+    controllers = Controllers(Simulator(), credentials=CredentialStore(tmp_path / "secrets"))
+    setting = {"kind": "http", "url": mtls_server.url, "credential": "dc1"}
+    assert controllers.get(setting).submit(_order()).state == "running"
+    assert simulator.started == 1
+    (directory / "client.key").unlink()  # half a client certificate: nothing is sent
+    again = Controllers(Simulator(), credentials=CredentialStore(tmp_path / "secrets"))
+    with pytest.raises(ControllerRefused, match=r"client\.pem and client\.key go together"):
+        again.get(setting).submit(_order())
+    assert simulator.started == 1
 
 
 # --- the command's flags ---------------------------------------------------------------------

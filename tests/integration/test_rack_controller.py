@@ -29,8 +29,7 @@ from reconciler.validate import validate_tree
 HTTPS = ControllerSpec(
     kind="http",
     url="https://rc-a01.dc1.example.com:8443",
-    token_env="RC_A01_TOKEN",
-    ca_file="/etc/rackcron/dc1-ca.pem",
+    credential="rc-a01",
     timeout="10s",
 )
 
@@ -51,15 +50,12 @@ def test_controller_round_trips(service: Service) -> None:
     (stored,) = service.list_racks()
     assert stored.controller == HTTPS
     assert _stored(service, rack_id) == {
-        "kind": "http", "url": "https://rc-a01.dc1.example.com:8443", "token_env": "RC_A01_TOKEN",
-        "ca_file": "/etc/rackcron/dc1-ca.pem", "timeout": "10s",
+        "kind": "http", "url": "https://rc-a01.dc1.example.com:8443", "credential": "rc-a01",
+        "timeout": "10s",
     }  # fmt: skip
-    mtls = ControllerSpec(
-        kind="http", url="https://rc.example", token_file="/run/secrets/rc",
-        client_cert="/etc/rc/c.pem", client_key="/etc/rc/k.pem",
-    )  # fmt: skip
-    service.upsert_rack(Rack(id=rack_id, name="r1", controller=mtls))
-    assert service.list_racks()[0].controller == mtls
+    other = ControllerSpec(kind="http", url="https://rc.example", credential="dc2")
+    service.upsert_rack(Rack(id=rack_id, name="r1", controller=other))
+    assert service.list_racks()[0].controller == other
     service.upsert_rack(Rack(id=rack_id, name="r1", controller=ControllerSpec(kind="simulator")))
     assert _stored(service, rack_id) == {"kind": "simulator"}
     service.upsert_rack(Rack(id=rack_id, name="r1"))  # back to the server's default
@@ -82,14 +78,14 @@ def test_bad_controllers_are_invalid_arguments_naming_the_field(service: Service
         service.upsert_rack(
             Rack.model_validate({"id": rack_id, "name": "r1", "controller": {"kind": "http"}})
         )
-    with pytest.raises(InvalidArgument, match=r"^controller\.token_file must not contain NUL"):
+    with pytest.raises(InvalidArgument, match=r"^controller\.token_file: no longer supported"):
+        service.upsert_rack(Rack.model_validate({"id": rack_id, "name": "r1", "controller": {
+            "kind": "http", "url": "https://rc.example", "token_file": "/etc/rackcron/tokens",
+        }}))  # fmt: skip
+    long_url = "https://rc.example/" + "d" * 2048
+    with pytest.raises(InvalidArgument, match=r"^controller\.url must be at most 2048"):
         service.upsert_rack(Rack(id=rack_id, name="r1", controller=ControllerSpec(
-            kind="http", url="https://rc.example", token_file="/run/x\x00y",
-        )))  # fmt: skip
-    long_path = "/" + "d" * 2048
-    with pytest.raises(InvalidArgument, match=r"^controller\.ca_file must be at most 2048"):
-        service.upsert_rack(Rack(id=rack_id, name="r1", controller=ControllerSpec(
-            kind="http", url="https://rc.example", ca_file=long_path,
+            kind="http", url=long_url,
         )))  # fmt: skip
     assert snapshot(service) == before
 
@@ -116,8 +112,12 @@ CASES = [
      "$.spec.controller.kind"),
     ("inline-token", HTTP + "    token: s3cret\n", 9, 5, "unknown field 'token'",
      "$.spec.controller.token"),
-    ("token-env-not-a-name", HTTP + "    token_env: rc-token\n", 9, 16,
-     "'rc-token' is not an environment variable name", "$.spec.controller.token_env"),
+    ("credential-not-a-name", HTTP + "    credential: ../rc\n", 9, 17,
+     "'../rc' is not a credential name", "$.spec.controller.credential"),
+    ("credential-a-variable", HTTP + "    credential: RACKCRON_DATABASE_URL\n", 9, 17,
+     "is not a credential name", "$.spec.controller.credential"),
+    ("credential-a-path", HTTP + "    credential: /etc/rackcron/grpc-tokens\n", 9, 17,
+     "is not a credential name", "$.spec.controller.credential"),
     ("timeout-not-text", HTTP + "    timeout: 5\n", 9, 14, "expected text, got an integer (5)",
      "$.spec.controller.timeout"),
     ("bad-timeout", HTTP + "    timeout: 5 s\n", 9, 14, 'timeout: unknown unit " s" in duration "5 s"', "$.spec.controller.timeout"),
@@ -130,12 +130,14 @@ CASES = [
      "url: must not hold credentials", "$.spec.controller.url"),
     ("simulator-with-url", "    kind: simulator\n    url: https://rc.example\n", 8, 10,
      "url: kind simulator takes no other field", "$.spec.controller.url"),
-    ("two-tokens", HTTP.replace("https", "http") + "    token_env: T\n    token_file: /t\n", 10, 17,
-     "token_file: set only one of token_env and token_file", "$.spec.controller.token_file"),
-    ("ca-file-over-http", HTTP.replace("https", "http") + "    ca_file: /ca.pem\n", 9, 14,
-     "ca_file: only for an https:// url", "$.spec.controller.ca_file"),
-    ("cert-without-key", HTTP + "    client_cert: /c.pem\n", 9, 18,
-     "client_cert: needs client_key as well", "$.spec.controller.client_cert"),
+    ("token-env-retired", HTTP + "    token_env: RC_TOKEN\n", 9, 16,
+     "token_env: no longer supported", "$.spec.controller.token_env"),
+    ("token-file-retired", HTTP + "    token_file: /run/secrets/rc\n", 9, 17,
+     "token_file: no longer supported", "$.spec.controller.token_file"),
+    ("ca-file-retired", HTTP + "    ca_file: /ca.pem\n", 9, 14,
+     "ca_file: no longer supported", "$.spec.controller.ca_file"),
+    ("client-cert-retired", HTTP + "    client_cert: /c.pem\n", 9, 18,
+     "client_cert: no longer supported", "$.spec.controller.client_cert"),
 ]  # fmt: skip
 
 
@@ -208,12 +210,12 @@ def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     repo.apply()
 
     repo.write(schedule("a"), racks=with_controller(
-        "    kind: http\n    url: https://rc.example:8443\n    token_env: RC_TOKEN\n"
+        "    kind: http\n    url: https://rc.example:8443\n    credential: rc\n"
     ))  # fmt: skip
     plan = repo.plan()
     assert actions(plan) == [("rack", "r1", "update")]
     (change,) = plan["changes"]
-    new = {"kind": "http", "url": "https://rc.example:8443", "token_env": "RC_TOKEN"}
+    new = {"kind": "http", "url": "https://rc.example:8443", "credential": "rc"}
     assert change["fields"] == [{"field": "controller", "old": None, "new": new}]
     assert change["steps"][0]["args"]["rack"]["controller"] == new
     text = repo.cli("plan", str(repo.path))
@@ -221,7 +223,11 @@ def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     assert f"      controller: {json.dumps(new)}" in text.output
     assert "Plan: 0 to create, 1 to update in-place, 0 to replace, 0 to destroy." in text.output
     markdown = repo.cli("plan", str(repo.path), "--format", "markdown").output
-    assert f"| `~` | rack | `r1` | controller: `null` → `{json.dumps(new)}` |" in markdown
+    assert (
+        f"| `~` | rack | `r1` | **⚠️ security-sensitive** controller: `null` → `{json.dumps(new)}` |"
+        in markdown
+    )
+    assert "> [!CAUTION]" in markdown and "SECURITY-SENSITIVE" in text.output
     repo.apply()
     service = repo.service()
     assert {r.name: r.controller for r in service.list_racks()} == {
@@ -231,7 +237,7 @@ def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     assert again.exit_code == 0 and "No changes." in again.output
 
     repo.write(schedule("a"), racks=with_controller(
-        "    kind: http\n    url: https://rc.example:8443\n    token_env: RC_TOKEN\n    timeout: 30s\n"
+        "    kind: http\n    url: https://rc.example:8443\n    credential: rc\n    timeout: 30s\n"
     ))  # fmt: skip
     (change,) = repo.plan()["changes"]
     assert change["fields"] == [

@@ -440,16 +440,16 @@ def test_a_delivery_given_up_is_stopped_on_the_controller(live_service, controll
 def test_racks_behind_one_url_use_their_own_settings(live_service, controller_server):
     a, b, _ = live_fleet(live_service)
     set_controller(live_service, a, {"kind": "http", "url": controller_server.url})
-    unset = f"RACKCRON_TEST_UNSET_{uuid.uuid4().hex[:8].upper()}"
+    unset = f"test-unset-{uuid.uuid4().hex[:8]}"  # a credential this server does not hold
     set_controller(
-        live_service, b, {"kind": "http", "url": controller_server.url, "token_env": unset}
+        live_service, b, {"kind": "http", "url": controller_server.url, "credential": unset}
     )
     runner = fast_runner(live_service, retry=RetryPolicy(attempts=2, backoff=0.05))
     try:
         good, bad = live_service.trigger(create(live_service, [a, b]).id).task_ids
         wait_for(lambda: statuses(live_service, [good, bad]) == [TaskStatus.COMPLETED,
                                                                   TaskStatus.FAILED], runner)  # fmt: skip
-        assert unset in task_of(live_service, bad).message
+        assert f"credential {unset!r} is not configured" in task_of(live_service, bad).message
     finally:
         runner.close()
 

@@ -181,3 +181,74 @@ def test_upgrading_keeps_the_data_that_points_at_rebuilt_tables(store_url) -> No
     engine.dispose()
     assert rows == [(key(ids["scope"]), key(ids["task"]))]
     assert pending is not None  # a task pending before the runner existed is its to deliver
+
+
+def test_0004_removes_the_controller_fields_that_named_the_servers_secrets(store_url) -> None:
+    """Settings stored by 0.x keep no token_env, token_file or TLS path: nothing can read
+    them any more, and the rack's tasks fail, saying what to declare, until it is applied
+    again. The downgrade drops what 0003 does not know."""
+    from alembic import command
+
+    from dispatcher.controllers.registry import Controllers
+    from dispatcher.controllers.simulator import Simulator
+    from rackcron.store.engine import _alembic_config, _create_engine
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0003")
+    url = "http://127.0.0.1:1"
+    settings = {
+        "old": {"kind": "http", "url": url, "token_env": "RACKCRON_DATABASE_URL",
+                "token_file": "/etc/rackcron/grpc-tokens", "client_cert": "/c.pem",
+                "client_key": "/etc/ssh/ssh_host_ed25519_key", "timeout": "5s"},
+        "plain": {"kind": "http", "url": url},
+        "sim": {"kind": "simulator"},
+        "default": None,
+    }  # fmt: skip
+    ids = {name: uuid.uuid4() for name in settings}
+    rack = sa.table(
+        "rack", sa.column("id", sa.Uuid), sa.column("name", sa.String),
+        sa.column("controller", sa.JSON), sa.column("created_at", sa.DateTime),
+        sa.column("updated_at", sa.DateTime),
+    )  # fmt: skip
+    now = datetime(2026, 6, 1, 12)
+    with engine.begin() as conn:
+        for name, setting in settings.items():
+            conn.execute(rack.insert().values(
+                id=ids[name], name=name, controller=setting, created_at=now, updated_at=now,
+            ))  # fmt: skip
+    upgrade(engine)
+    read = sa.select(rack.c.name, rack.c.controller)
+    with engine.connect() as conn:
+        stored = dict(conn.execute(read).all())
+    assert stored == {
+        "old": {"kind": "http", "url": url, "timeout": "5s",
+                "removed_fields": "token_env, token_file, client_cert, client_key"},
+        "plain": settings["plain"], "sim": settings["sim"], "default": None,
+    }  # fmt: skip
+    assert "RACKCRON_DATABASE_URL" not in str(stored) and "/etc/" not in str(stored)
+    engine.dispose()
+
+    service = Service(open_engine(store_url))
+    try:
+        racks = {r.name: r for r in service.list_racks()}  # every stored setting still reads
+        controllers = Controllers(Simulator())
+        old = racks["old"].controller.model_dump(mode="json")
+        assert controllers.refusal(old) == (
+            f"{url}: this rack's controller named token_env, token_file, client_cert, client_key,"
+            " which rackcron no longer reads; declare `credential: <name>` on the rack and apply"
+            " it (docs/dispatch.md, 'Upgrading')"
+        )
+        assert controllers.refusal(racks["plain"].controller.model_dump(mode="json")) is None
+    finally:
+        service.close()
+
+    engine = _create_engine(store_url)
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0003")
+        assert dict(conn.execute(read).all())["old"] == {
+            "kind": "http",
+            "url": url,
+            "timeout": "5s",
+        }
+    engine.dispose()

@@ -25,9 +25,9 @@ HTTPS = {"kind": "http", "url": "https://rc-a01.dc1.example.com:8443/api"}
 VALID = [
     ("simulator", {"kind": "simulator"}),
     ("http-minimal", {"kind": "http", "url": "http://10.0.0.7"}),
-    ("https-token-env-ca", {**HTTPS, "token_env": "RC_TOKEN", "ca_file": "/etc/rc/ca.pem"}),
-    ("https-token-file-mtls", {**HTTPS, "token_file": "/run/secrets/rc", "client_cert": "/c.pem",
-                               "client_key": "/k.pem"}),
+    ("https-credential", {**HTTPS, "credential": "dc1-rc_a01"}),
+    ("http-credential-one-char", {"kind": "http", "url": "http://10.0.0.7", "credential": "a"}),
+    ("credential-63-chars", {**HTTPS, "credential": "a" * 63}),
     ("ipv6-host", {"kind": "http", "url": "https://[2001:db8::1]:8443"}),
     ("upper-case-scheme", {"kind": "http", "url": "HTTPS://rc.example"}),
     ("timeout-smallest", {**HTTPS, "timeout": "1ns"}),
@@ -51,17 +51,27 @@ INVALID = [
      "kind simulator takes no other field"),
     ("simulator-with-timeout", {"kind": "simulator", "timeout": "5s"}, "timeout",
      "kind simulator takes no other field"),
-    ("both-tokens", {**HTTPS, "token_env": "RC_TOKEN", "token_file": "/t"}, "token_file",
-     "set only one of token_env and token_file"),
-    ("token-env-not-a-name", {**HTTPS, "token_env": "RC-TOKEN"}, "token_env",
-     "is not an environment variable name"),
-    ("token-file-empty", {**HTTPS, "token_file": ""}, "token_file", "must not be empty"),
-    ("cert-without-key", {**HTTPS, "client_cert": "/c.pem"}, "client_cert", "needs client_key"),
-    ("key-without-cert", {**HTTPS, "client_key": "/k.pem"}, "client_key", "needs client_cert"),
-    ("ca-file-over-http", {"kind": "http", "url": "http://rc.example", "ca_file": "/ca.pem"}, "ca_file",
-     "only for an https:// url"),
-    ("mtls-over-http", {"kind": "http", "url": "http://rc.example", "client_cert": "/c", "client_key": "/k"},
-     "client_cert", "only for an https:// url"),
+    # The retired fields let a tree name any variable or file of the server (finding 4).
+    ("token-env-retired", {**HTTPS, "token_env": "RACKCRON_DATABASE_URL"}, "token_env",
+     "no longer supported (a rack may not name the server's variables or files); declare"
+     " `credential: <name>` and give the server the bearer token under that name"),
+    ("token-file-retired", {**HTTPS, "token_file": "/etc/rackcron/grpc-tokens"}, "token_file",
+     "no longer supported"),
+    ("ca-file-retired", {**HTTPS, "ca_file": "/etc/rc/ca.pem"}, "ca_file", "the CA bundle (ca.pem)"),
+    ("client-cert-retired", {**HTTPS, "client_cert": "/c.pem"}, "client_cert", "client.pem"),
+    ("client-key-retired", {**HTTPS, "client_key": "/etc/ssh/ssh_host_ed25519_key"}, "client_key",
+     "client.key"),
+    ("retired-on-simulator", {"kind": "simulator", "token_env": "X"}, "token_env", "no longer supported"),
+    ("credential-dot-dot", {**HTTPS, "credential": ".."}, "credential", "is not a credential name"),
+    ("credential-path", {**HTTPS, "credential": "a/../../etc"}, "credential", "is not a credential name"),
+    ("credential-absolute", {**HTTPS, "credential": "/etc/passwd"}, "credential", "is not a credential name"),
+    ("credential-variable", {**HTTPS, "credential": "RACKCRON_DATABASE_URL"}, "credential",
+     "is not a credential name"),
+    ("credential-leading-dash", {**HTTPS, "credential": "-rc"}, "credential", "is not a credential name"),
+    ("credential-64-chars", {**HTTPS, "credential": "a" * 64}, "credential", "at most 63 characters"),
+    ("credential-empty", {**HTTPS, "credential": ""}, "credential", "must not be empty"),
+    ("credential-on-simulator", {"kind": "simulator", "credential": "rc"}, "credential",
+     "kind simulator takes no other field"),
     ("timeout-not-a-duration", {**HTTPS, "timeout": "5"}, "timeout", 'missing unit in duration "5"'),
     ("timeout-unknown-unit", {**HTTPS, "timeout": "1d"}, "timeout", 'unknown unit "d"'),
     ("timeout-zero", {**HTTPS, "timeout": "0s"}, "timeout", "must be positive"),
@@ -107,9 +117,9 @@ def test_timeout_seconds() -> None:
 
 
 def test_dumps_leave_out_what_is_unset() -> None:
-    controller = ControllerSpec(**HTTPS, token_env="RC_TOKEN")
+    controller = ControllerSpec(**HTTPS, credential="rc-a01")
     assert controller.model_dump_json() == (
-        '{"kind":"http","url":"https://rc-a01.dc1.example.com:8443/api","token_env":"RC_TOKEN"}'
+        '{"kind":"http","url":"https://rc-a01.dc1.example.com:8443/api","credential":"rc-a01"}'
     )
     rack_id = uuid.UUID(int=1)
     bare = Rack(id=rack_id, name="r1")
@@ -163,7 +173,9 @@ def test_a_controller_change_is_a_rack_update(
     assert step["rpc"] == "UpsertRack"
     assert step["args"]["rack"].get("controller") == new
     assert "controller" in step["args"]["rack"] or after is None
-    assert plan["format_version"] == "1.1"
+    assert plan["format_version"] == "1.2"
+    assert change["security_sensitive"] is True and plan["security_sensitive"] == 1
+    assert "controller" in change["security_reason"]
 
 
 def test_text_and_markdown_show_the_controller_like_other_fields() -> None:
@@ -178,8 +190,8 @@ def test_text_and_markdown_show_the_controller_like_other_fields() -> None:
     assert text.endswith("Plan: 0 to create, 1 to update in-place, 0 to replace, 0 to destroy.")
     markdown = render_markdown(changed)
     assert (
-        f'| `~` | rack | `r1` | controller: `{{"kind": "simulator"}}` → `{{"kind": "http", "url": "{url}"}}` |'
-        in markdown
+        f'| `~` | rack | `r1` | **⚠️ security-sensitive** controller: `{{"kind": "simulator"}}`'
+        f' → `{{"kind": "http", "url": "{url}"}}` |' in markdown
     )
     added = render_text(_plan(_state(None), _state(simulator)))
     assert '      controller: {"kind": "simulator"}' in added
@@ -196,12 +208,54 @@ def test_a_created_rack_lists_its_controller_only_when_it_has_one() -> None:
     assert with_one["changes"][0]["fields"][-1] == {
         "field": "controller", "old": None, "new": {"kind": "simulator"},
     }  # fmt: skip
-    assert '| `+` | rack | `r1` | external_id `EXT-1`, controller `{"kind": "simulator"}` |' in (
-        render_markdown(with_one)
+    assert (
+        "| `+` | rack | `r1` | **⚠️ security-sensitive** external_id `EXT-1`,"
+        ' controller `{"kind": "simulator"}` |' in render_markdown(with_one)
     )
 
 
 def test_same_controller_is_no_change() -> None:
-    spec = ControllerSpec(**HTTPS, token_env="RC_TOKEN")
+    spec = ControllerSpec(**HTTPS, credential="rc")
     same = ControllerSpec.model_validate(spec.model_dump())
     assert _plan(_state(spec), _state(same))["changes"] == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "reason"),
+    [
+        (None, ControllerSpec(**HTTPS, credential="rc"), "sets the rack's controller"),
+        (ControllerSpec(**HTTPS), ControllerSpec(**HTTPS, credential="rc"), "changes the rack's"),
+        (ControllerSpec(**HTTPS), None, "removes the rack's controller"),
+    ],
+    ids=["set", "credential-changed", "removed"],
+)
+def test_a_controller_change_is_security_sensitive_in_every_format(
+    before: ControllerSpec | None, after: ControllerSpec | None, reason: str
+) -> None:
+    plan = _plan(_state(before), _state(after))
+    (change,) = plan["changes"]
+    assert (change["security_sensitive"], plan["security_sensitive"]) == (True, 1)
+    assert change["security_reason"].startswith(reason)
+    text = render_text(plan)
+    assert text.startswith("WARNING: 1 security-sensitive change(s): review them before applying.")
+    assert f'  ! rack "r1": {change["security_reason"]}' in text
+    assert f"  ! SECURITY-SENSITIVE: {change['security_reason']}" in text
+    markdown = render_markdown(plan)
+    callout = markdown.index("> [!CAUTION]")
+    assert callout < markdown.index("#### Inventory")
+    assert f"> - rack r1: {change['security_reason']}" in markdown
+    assert "| `~` | rack | r1 | **⚠️ security-sensitive** controller: " in markdown
+
+
+def test_a_created_rack_with_a_controller_is_security_sensitive() -> None:
+    plan = _plan(State(), _state(ControllerSpec(**HTTPS, credential="rc")))
+    assert plan["changes"][0]["security_sensitive"] is True
+    assert "| `+` | rack | r1 | **⚠️ security-sensitive** " in render_markdown(plan)
+
+
+def test_other_changes_are_not_marked() -> None:
+    plan = _plan(_state(None), _state(None, external_id="EXT-2"))
+    (change,) = plan["changes"]
+    assert "security_sensitive" not in change and plan["security_sensitive"] == 0
+    assert "security" not in render_text(plan).lower()
+    assert "CAUTION" not in render_markdown(plan) and "security" not in render_markdown(plan)

@@ -64,3 +64,17 @@ def test_text_and_markdown_render_from_the_json() -> None:
     assert "| `r1` | refilter | `all components` | `types: COMPUTE` |" in markdown
     assert "| 1 | `2026-01-01T00:00:00+00:00` (`2026-01-01T00:00:00Z`) | — |" in markdown
     assert "Unmanaged schedules left alone: `by-hand`" in markdown
+
+
+def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
+    sensitive = Change("rack", "r1", "update", fields=(FieldChange("controller", None, {"kind": "simulator"}),),
+                       security_sensitive=True, security_reason="sets the rack's controller")  # fmt: skip
+    plan = Plan(owner="fleet", fingerprint="f", changes=(sensitive, *PLAN.changes))
+    data = json.loads(json.dumps(plan.to_json()))
+    assert data["format_version"] == "1.2" and data["security_sensitive"] == 1
+    assert data["changes"][0]["security_sensitive"] is True
+    assert "security_sensitive" not in data["changes"][1]  # only on the changes it marks
+    assert Plan.from_json(data) == plan
+    older = {**data, "format_version": "1.1", "changes": data["changes"][1:]}
+    del older["security_sensitive"]
+    assert Plan.from_json(older).changes == PLAN.changes  # a 1.1 plan reads as unmarked

@@ -71,10 +71,7 @@ spec:
   controller:
     kind: http
     url: https://rc.example:8443
-    token_env: RC_TOKEN
-    ca_file: /etc/rc/ca.pem
-    client_cert: /etc/rc/client.pem
-    client_key: /etc/rc/client.key
+    credential: dc1-rc
     timeout: 10s
 """
 
@@ -268,11 +265,11 @@ def test_if_then_else_as_jsonschema_reads_it(schema_: dict[str, Any], value: Any
         ({"kind": "http"}, "missing required field 'url'"),
         ({"kind": "ftp"}, "'ftp' is not one of: simulator, http"),
         ({"kind": "http", "url": "https://rc", "token": "s3cret"}, "unknown field 'token'"),
-        ({"kind": "http", "url": "https://rc", "token_env": "RC-TOKEN"},
-         "'RC-TOKEN' is not an environment variable name"),
+        ({"kind": "http", "url": "https://rc", "credential": "../RC"},
+         "'../RC' is not a credential name: lower-case letters"),
         ({"url": "https://rc"}, "missing required field 'kind'"),
     ],
-    ids=["http-without-url", "bad-kind", "inline-token", "token-env-pattern", "no-kind"],
+    ids=["http-without-url", "bad-kind", "inline-token", "credential-pattern", "no-kind"],
 )  # fmt: skip
 def test_controller_shape_errors(controller: dict[str, Any], message: str) -> None:
     (doc,) = [d for d in controller_documents() if d.data["metadata"]["name"] == "r-http"]
