@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner, Result
 from markdown_it import MarkdownIt
 
 from rackcron.cli import main
+from rackcron.store import open_engine, tables
 
 RACK = """\
 ---
@@ -68,11 +71,40 @@ def _visible_html(markdown: str) -> str:
     return re.sub(r"<!--.*?(-->|\Z)", "", rendered, flags=re.DOTALL)
 
 
-def test_an_html_comment_in_an_external_id_hides_no_change(tmp_path: Path, store: str) -> None:
+def _plant(store: str, table: sa.Table, where: Any, **values: Any) -> None:
+    """Write ``values`` straight into the store: rows an older rackcron (before text
+    fields refused control characters) or another writer may have left behind."""
+    engine = open_engine(store)
+    try:
+        with engine.begin() as conn:
+            assert conn.execute(table.update().where(where).values(**values)).rowcount == 1
+    finally:
+        engine.dispose()
+
+
+def _markdown_structure(markdown: str) -> tuple[str, list[int]]:
+    """The visible HTML and the row count of each table."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    assert not [t for t in tokens if t.type == "html_block" and "<!--" in t.content]
+    tables: list[int] = []
+    for token in tokens:
+        if token.type == "table_open":
+            tables.append(0)
+        elif token.type == "tr_open":
+            tables[-1] += 1
+    return _visible_html(markdown), tables
+
+
+INLINE_ATTACK = '"AAA-1 | <img src=x onerror=alert(1)> [click](http://e.test) ![i](http://e.test/i.png) @octocat #1 <!--"'
+
+
+def test_markdown_in_an_external_id_hides_no_change(tmp_path: Path, store: str) -> None:
+    # One line (control characters are refused), but HTML, links, images, mentions and a
+    # table pipe: none of them may become structure in the PR comment.
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "racks.yaml").write_text(
-        RACK.format(name="r1", n=1, external_id='"AAA-1 |\\n\\n<!--"', component="c1")
+        RACK.format(name="r1", n=1, external_id=INLINE_ATTACK, component="c1")
         + RACK.format(name="r2", n=2, external_id="BBB-2", component="c2")
     )
     (tree / "schedules.yaml").write_text(
@@ -80,19 +112,38 @@ def test_an_html_comment_in_an_external_id_hides_no_change(tmp_path: Path, store
     )
     result = _cli("plan", str(tree), "--format", "markdown", "--database-url", store)
     assert result.exit_code == 0, result.output
-    html = _visible_html(result.stdout)
+    html, tables = _markdown_structure(result.stdout)
     for name in ("r1", "r2", "c1", "c2", "after-the-comment", "BBB-2"):
         assert name in html, f"{name} is hidden in the rendered comment"
-    tokens = MarkdownIt("commonmark").enable("table").parse(result.stdout)
-    assert not [t for t in tokens if t.type == "html_block" and "<!--" in t.content]
-    # Every inventory change is one row of the second table: 2 racks and 2 components.
-    tables: list[int] = []
-    for token in tokens:
-        if token.type == "table_open":
-            tables.append(0)
-        elif token.type == "tr_open":
-            tables[-1] += 1
-    assert tables[1] == 1 + 4, tables  # the header, then one row per change
+    assert "<img" not in html and "<a " not in html
+    assert tables[1] == 1 + 4, tables  # the header, then one row per change: 2 racks, 2 components
+
+
+def test_an_html_comment_in_a_stored_external_id_hides_no_change(
+    tmp_path: Path, store: str
+) -> None:
+    # The finding's value, with its line breaks, as a row written before the rule: the plan
+    # that changes it shows it as the old value, and every later change stays visible.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(
+        RACK.format(name="r1", n=1, external_id="AAA-1", component="c1")
+    )
+    assert _cli("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
+    _plant(store, tables.rack, tables.rack.c.name == "r1", external_id="AAA-1 |\n\n<!--")
+    (tree / "racks.yaml").write_text(
+        RACK.format(name="r1", n=1, external_id="AAA-1", component="c1")
+        + RACK.format(name="r2", n=2, external_id="BBB-2", component="c2")
+    )
+    (tree / "schedules.yaml").write_text(
+        SCHEDULE.format(name="after-the-comment", label="ops", version="2.3.1", rack="r2")
+    )
+    result = _cli("plan", str(tree), "--format", "markdown", "--database-url", store)
+    assert result.exit_code == 0, result.output
+    html, rows = _markdown_structure(result.stdout)
+    for name in ("r1", "r2", "c2", "after-the-comment", "BBB-2"):
+        assert name in html, f"{name} is hidden in the rendered comment"
+    assert rows[1] == 1 + 3, rows  # r1 updated, r2 and c2 created
 
 
 def _write(tree: Path, values: dict[str, str]) -> None:
@@ -107,30 +158,48 @@ def _write(tree: Path, values: dict[str, str]) -> None:
     )
 
 
+ESCAPES = "x\x1b[2J\x1b]0;pwned\x07\x1b[1A\rmore\u202e"
+
+
+def test_escape_sequences_in_yaml_are_refused(tmp_path: Path, store: str) -> None:
+    benign = {"label": "ops", "version": "2.3.1", "external_id": "AAA-1", "component": "c1"}
+    _write(tmp_path / "tree", dict(benign, label='"x\\e[2J"'))
+    result = _cli("plan", str(tmp_path / "tree"), "--database-url", store, tty=True)
+    assert result.exit_code == 1 and "control characters" in result.output
+    assert "\x1b" not in result.output
+
+
 @pytest.mark.parametrize("where", ["label", "version", "external_id", "component"])
-def test_escape_sequences_in_yaml_never_reach_the_terminal(
+def test_escape_sequences_in_stored_values_never_reach_the_terminal(
     tmp_path: Path, store: str, where: str
 ) -> None:
     benign = {"label": "ops", "version": "2.3.1", "external_id": "AAA-1", "component": "c1"}
-    hostile = dict(benign, **{where: '"x\\e[2J\\e]0;pwned\\a\\e[1A\\rmore\\u202e"'})
     tree = tmp_path / "tree"
-    runs = []
-    _write(tree, hostile)  # created: plan from an empty store
-    runs.append(_cli("plan", str(tree), "--database-url", store, tty=True))
     _write(tree, benign)
     assert _cli("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
-    _write(tree, hostile)  # changed: old -> new
-    runs.append(_cli("plan", str(tree), "--database-url", store, tty=True))
-    runs.append(_cli("apply", str(tree), "--auto-approve", "--database-url", store, tty=True))
-    runs.append(_cli("schedules", "list", "--database-url", store, tty=True))
-    runs.append(_cli("schedules", "get", "s1", "--database-url", store, tty=True))
-    _write(tree, benign)  # and back: the hostile value is the old one
-    runs.append(_cli("plan", str(tree), "--database-url", store, tty=True))
+    schedule = tables.task_schedule
+    plant = {
+        "label": (schedule, schedule.c.name == "s1", {"labels": {"team": ESCAPES}}),
+        "version": (
+            schedule,
+            schedule.c.name == "s1",
+            {"operation_information": {"target_version": ESCAPES}},
+        ),
+        "external_id": (tables.rack, tables.rack.c.name == "r1", {"external_id": ESCAPES}),
+        "component": (tables.component, tables.component.c.name == "c1", {"name": ESCAPES}),
+    }[where]
+    _plant(store, plant[0], plant[1], **plant[2])
+    runs = [
+        _cli("plan", str(tree), "--database-url", store, tty=True),  # the hostile value is old
+        _cli("schedules", "list", "--database-url", store, tty=True),
+        _cli("schedules", "get", "s1", "--database-url", store, tty=True),
+        _cli("apply", str(tree), "--auto-approve", "--database-url", store, tty=True),
+    ]
     for result in runs:
         assert result.exit_code == 0, result.output
         for char in ("\x1b", "\r", "\x07", "\u202e"):
             assert char not in result.output, result.output
-    assert "1 to" in runs[1].output  # the change is shown
+    assert "1 to" in runs[0].output  # the change is shown
 
 
 FORGED = "a\n::error file=x::forged.yaml"
@@ -191,11 +260,10 @@ GRPC_NAME = "evil\x1b[2J\n::error file=x::forged\u202e|<!--"
 def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     tmp_path: Path, store_url: str
 ) -> None:
-    # Names that come over gRPC are not held to the YAML name pattern: the store keeps
-    # any text without NUL, so every view of the store must escape them.
+    # A name an older rackcron accepted over gRPC (or another writer left in the store):
+    # every view of the store must escape it.
     from rackcron.models import PowerOn, RackTarget, ScheduleConfig, SpecType, TargetSpec
     from rackcron.service import Service
-    from rackcron.store import open_engine
 
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -205,10 +273,11 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     service = Service(open_engine(store_url))
     try:
         operation = PowerOn(target_spec=TargetSpec(racks=[RackTarget(name="r1")]))
-        config = ScheduleConfig(name=GRPC_NAME, spec_type=SpecType.INTERVAL, spec="1h")
+        config = ScheduleConfig(name="benign", spec_type=SpecType.INTERVAL, spec="1h")
         created = service.create_schedule(config, operation)
     finally:
         service.close()
+    _plant(store_url, tables.task_schedule, tables.task_schedule.c.id == created.id, name=GRPC_NAME)
     db = ["--database-url", store_url]
     views = {
         "list": _cli("schedules", "list", *db, tty=True),
