@@ -20,6 +20,7 @@ from typing import Any
 import pydantic
 
 from rackcron.errors import FailedPrecondition, RackcronError, StoreError
+from rackcron.escape import terminal
 from rackcron.models import (
     ApplyRecord,
     Component,
@@ -122,12 +123,23 @@ def run_step(ops: Operations, step: Step) -> None:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where the applied tree came from, for the apply log."""
+    """Where the applied tree came from, for the apply log.
+
+    Its texts describe the applier's machine (a path, a git email, a saved plan's
+    source): they are stored one line, with any control character shown as an escape
+    (``rackcron.escape.terminal``), rather than refusing an apply over them.
+    """
 
     source: str
     revision: str | None = None
     dirty: bool = False
     author: str = "unknown"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", terminal(self.source))
+        object.__setattr__(self, "author", terminal(self.author))
+        if self.revision is not None:
+            object.__setattr__(self, "revision", terminal(self.revision))
 
 
 def apply_plan(

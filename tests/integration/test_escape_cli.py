@@ -302,3 +302,21 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     assert "evil\\x1b[2J\\n::error" in views["list"].output  # shown, escaped
     markdown = _cli("plan", str(tree), "--format", "markdown", *db)
     assert "<!--" not in _visible_html(markdown.stdout)
+
+
+def test_an_apply_from_a_hostile_path_and_git_email_is_logged_escaped(
+    tmp_path: Path, store: str
+) -> None:
+    # The apply log's texts describe the applier's machine: stored one line, never refused.
+    repo = tmp_path / "repo\x1b[2J\nx"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "ops\x1b]0;pwned\x07@example.com")
+    _write(repo, {"label": "ops", "version": "2.3.1", "external_id": "A1", "component": "c1"})
+    applied = _cli("apply", str(repo), "--auto-approve", "--database-url", store, tty=True)
+    assert applied.exit_code == 0, applied.output
+    history = _cli("history", "--database-url", store, tty=True)
+    assert history.exit_code == 0, history.output
+    for char in ("\x1b", "\x07"):
+        assert char not in history.output
+    assert "ops\\x1b]0;pwned\\x07@example.com" in history.output
