@@ -17,7 +17,7 @@ from rackcron.cli import DEBUG_ENV, main
 
 
 def _broken(*paths: object) -> None:
-    raise RuntimeError("a bug\nin two lines")
+    raise RuntimeError("a bug\nin two lines\x1b[2J")
 
 
 @pytest.mark.parametrize("debug", ["", "1"], ids=["quiet", "debug"])
@@ -28,7 +28,7 @@ def test_an_unexpected_exception_is_one_line(
     result = CliRunner().invoke(main, ["validate", str(tmp_path)], env={DEBUG_ENV: debug})
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
-    assert "error: internal error: RuntimeError: a bug in two lines\n" in result.stderr
+    assert "error: internal error: RuntimeError: a bug in two lines\\x1b[2J\n" in result.stderr
     assert ("Traceback" in result.stderr) == bool(debug), result.stderr
     if not debug:
         assert result.stderr.count("\n") == 1
