@@ -38,9 +38,11 @@ def test_the_default_workers_follow_the_backend(service) -> None:
     assert Dispatcher(service, workers=4).workers == 4
 
 
-def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock) -> None:
+def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock, tmp_path) -> None:
     url = sa.make_url(store_url)
-    unreachable = url.set(database="/nonexistent/dir/x.db" if url.get_backend_name() == "sqlite"
+    blocker = tmp_path / "a-file"  # a database "inside" a regular file can never be opened
+    blocker.write_text("")
+    unreachable = url.set(database=str(blocker / "x.db") if url.get_backend_name() == "sqlite"
                           else "rackcron_no_such_database")  # fmt: skip
     service = Service(sa.create_engine(unreachable), clock=clock)
     with pytest.raises(StoreError, match="database error"):

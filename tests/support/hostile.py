@@ -113,9 +113,11 @@ def hostile_states(draw: st.DrawFn) -> tuple[State, State]:
     def mgmt(source: str, labels: dict[str, str], **kw) -> Management:  # type: ignore[no-untyped-def]
         return Management(owner=OWNER, source=source, labels=labels, **kw)
 
-    # Operations refuse NUL (PostgreSQL JSON cannot hold it); names and ids may carry it.
-    power, firmware = PowerOn(), UpgradeFirmware(target_version=t[0].replace("\x00", ""))
-    other_firmware = UpgradeFirmware(target_version=t[1].replace("\x00", "") + "x")
+    # Versions with control characters are refused on write now; a store may still hold
+    # them (rows from an older rackcron), so build them unchecked.
+    power = PowerOn()
+    firmware = UpgradeFirmware.model_construct(target_version=t[0].replace("\x00", ""))
+    other_firmware = UpgradeFirmware.model_construct(target_version=t[1].replace("\x00", "") + "x")
     by_names = ComponentFilter("components", (str(c1),))
     types = ComponentFilter.types(["COMPUTE"])
     current = State(

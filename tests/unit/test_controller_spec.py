@@ -243,14 +243,14 @@ def test_a_controller_change_is_security_sensitive_in_every_format(
     markdown = render_markdown(plan)
     callout = markdown.index("> [!CAUTION]")
     assert callout < markdown.index("#### Inventory")
-    assert f"> - rack r1: {change['security_reason']}" in markdown
-    assert "| `~` | rack | r1 | **⚠️ security-sensitive** controller: " in markdown
+    assert f"> - rack `r1`: `{change['security_reason']}`" in markdown
+    assert "| `~` | rack | `r1` | **⚠️ security-sensitive** controller: " in markdown
 
 
 def test_a_created_rack_with_a_controller_is_security_sensitive() -> None:
     plan = _plan(State(), _state(ControllerSpec(**HTTPS, credential="rc")))
     assert plan["changes"][0]["security_sensitive"] is True
-    assert "| `+` | rack | r1 | **⚠️ security-sensitive** " in render_markdown(plan)
+    assert "| `+` | rack | `r1` | **⚠️ security-sensitive** " in render_markdown(plan)
 
 
 def test_other_changes_are_not_marked() -> None:
