@@ -42,12 +42,16 @@ class Deadline:
 class DeadlineReader(io.RawIOBase):
     """Reads ``sock`` with its timeout set to what is left of ``deadline`` each time.
 
-    Closing the reader leaves the socket open: its owner closes it.
+    It reads through ``sock.makefile("rb", buffering=0)``, which holds the socket's
+    descriptor open until this reader is closed, as a plain ``makefile`` does: a
+    parser may close the socket while its answer is still being read (``http.client``
+    does when the answer says ``Connection: close``). Closing the reader then closes it.
     """
 
     def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
         super().__init__()
         self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
         self._deadline = deadline
 
     def readable(self) -> bool:
@@ -55,7 +59,11 @@ class DeadlineReader(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         self._sock.settimeout(self._deadline.remaining())
-        return self._sock.recv_into(buffer)
+        return self._raw.readinto(buffer)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class DeadlineWriter(io.RawIOBase):

@@ -21,13 +21,19 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from dispatcher.controllers import server as server_module
-from dispatcher.controllers.base import ControllerError, ControllerRefused, TaskOrder
+from dispatcher.controllers.base import (
+    ControllerError,
+    ControllerRefused,
+    ControllerState,
+    TaskOrder,
+)
 from dispatcher.controllers.credentials import CredentialStore
 from dispatcher.controllers.http import HttpController
 from dispatcher.controllers.registry import Controllers
@@ -497,3 +503,39 @@ def test_the_rack_controller_answers_400_to_a_deeply_nested_body(tmp_path: Path)
         proc.terminate()
         proc.wait(timeout=30)
     assert "Traceback" not in log.read_text()
+
+
+@pytest.mark.parametrize("version", ["HTTP/1.0", "HTTP/1.1"], ids=["http-1.0", "connection-close"])
+def test_a_controller_that_closes_the_connection_after_answering(version: str) -> None:
+    # http.client closes its socket as soon as the headers say the connection will not be
+    # kept; the body, sent a moment later, must still be read (it once failed with EBADF).
+    body = b'{"state": "running", "message": "slow body"}'
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = version
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            if version == "HTTP/1.1":
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(0.2)  # the headers alone reach the driver first
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.1,), daemon=True)
+    thread.start()
+    try:
+        driver = HttpController(f"http://127.0.0.1:{server.server_address[1]}", timeout=5)
+        for _ in range(3):  # each call on a new connection
+            assert driver.status(uuid.uuid4()) == ControllerState("running", "slow body")
+        driver.close()
+    finally:
+        server.shutdown()
+        server.server_close()
