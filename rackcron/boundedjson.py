@@ -5,7 +5,7 @@ kilobytes (``[[[[...]]]]``) raises ``RecursionError`` or worse, whatever size
 cap the caller applied. Every JSON document rackcron did not write itself (a
 controller's answer, a controller's request body, a saved plan, an RPC field)
 is parsed by :func:`loads`, which counts the nesting first, in one linear pass
-with no recursion, and refuses a document deeper than ``max_depth`` before
+(whatever the text: no regular expression backtracks over it) with no recursion, and refuses a document deeper than ``max_depth`` before
 ``json`` sees it.
 """
 
@@ -20,9 +20,10 @@ __all__ = ["MAX_DEPTH", "JSONTooDeep", "depth", "loads"]
 #: Deeper than any document rackcron reads (a plan nests 7 levels).
 MAX_DEPTH = 64
 
-# A JSON string literal (escapes included), or one bracket outside any string.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_OPEN = frozenset("[{")
+# A JSON string (escapes included; an unterminated one runs to the end of the text), or
+# a bracket outside any string. A string match can always succeed, so no match attempt
+# fails and is retried further on: the scan is linear whatever the text.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\[\s\S])*(?:"|\\?\Z)|[\[\]{}]')
 
 
 class JSONTooDeep(ValueError):
@@ -34,10 +35,10 @@ def depth(text: str) -> int:
     level = deepest = 0
     for match in _TOKENS.finditer(text):
         token = match.group()
-        if token in _OPEN:
+        if token == "[" or token == "{":
             level += 1
             deepest = max(deepest, level)
-        elif token in "]}":
+        elif token == "]" or token == "}":
             level -= 1
     return deepest
 

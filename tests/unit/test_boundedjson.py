@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from hypothesis import given
@@ -62,3 +63,17 @@ json_values = st.recursive(
 def test_same_as_json_loads(value: object) -> None:
     text = json.dumps(value)
     assert loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"' + '\\"' * 500_000, '"' + '\\"' * 500_000 + "\\", "[" + '"\\"' * 300_000],
+    ids=["unterminated-escapes", "trailing-backslash", "many-unterminated"],
+)
+def test_hostile_strings_are_scanned_in_linear_time(text: str) -> None:
+    # A regular expression that retried from every quote took hours on 1 MiB of these.
+    # Not a timing assertion: the limit only tells a linear scan from a runaway one.
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (depth(text), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(timeout=30), "depth() did not finish: quadratic scan"
