@@ -79,7 +79,11 @@ class HttpController:
             raise ValueError("client_key needs client_cert")
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self._host, self._port, self._prefix = parts.hostname, parts.port, parts.path.rstrip("/")
+        # The port is always explicit: given None, http.client would split an unbracketed
+        # IPv6 host at its last colon ("0::0:1" -> host "0::0", port 1), reaching a port
+        # the allow-list never checked.
+        self._host, self._prefix = parts.hostname, parts.path.rstrip("/")
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._tls = (
             _tls_context(ca_file, client_cert, client_key) if parts.scheme == "https" else None
         )

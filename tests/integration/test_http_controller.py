@@ -539,3 +539,24 @@ def test_a_controller_that_closes_the_connection_after_answering(version: str) -
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port"),
+    [
+        ("http://[0::0:1]/", "0::0:1", 80),
+        ("https://[fd00::1:5432]/api", "fd00::1:5432", 443),
+        ("http://[::1]:8470", "::1", 8470),
+        ("http://rc.example.com", "rc.example.com", 80),
+    ],
+    ids=["v6-no-port", "v6-https-no-port", "v6-port", "name"],
+)
+def test_the_driver_connects_where_the_allow_list_looked(url: str, host: str, port: int) -> None:
+    # Without an explicit port http.client split "0::0:1" at its last colon and called
+    # port 1 of "0::0", while the allow-list had checked [::1] port 80.
+    from dispatcher.controllers.allowlist import AllowList
+
+    allowed = AllowList.parse([f"[{host}]:{port}" if ":" in host else f"{host}:{port}"])
+    assert allowed.refusal(url) is None
+    connection = HttpController(url)._checkout()
+    assert (connection.host, connection.port) == (host, port)
