@@ -24,7 +24,9 @@ The media, and the rule of each:
     ``\\n`` is escaped too, unless ``multiline`` (then ``\\n`` stays, nothing else).
     A line that would begin (after spaces) with ``::`` shows its first colon as
     ``\\x3a``: CI logs read such a line as a GitHub workflow command, and a value
-    (a file name, a schedule name) may start a line of text output.
+    (a file name, a schedule name) may start a line of text output. For the
+    same reason ``##[`` (the runner's older command form, ``##[error]...``, read
+    anywhere in a line) is shown as ``#\\x23[``.
     Backslashes are not doubled: ``\\x1b`` on screen may be an escape or the
     four characters; that is ambiguous to read, never dangerous.
 ``markdown_code`` / ``markdown_html_code`` (GitHub-flavoured Markdown, PR comments)
@@ -109,13 +111,16 @@ def _visible(char: str) -> str:
 def terminal(text: str, *, multiline: bool = False) -> str:
     """``text`` with every control, bidi and invisible format character shown as an escape.
 
-    One line unless ``multiline`` (which keeps ``\\n``); no line starts with ``::``.
+    One line unless ``multiline`` (which keeps ``\\n``); no line starts with ``::``,
+    and no ``##[`` is left anywhere.
     """
     if not text.isprintable():  # else no control, format or separator character but space
         keep = "\n" if multiline else ""
         text = "".join(_visible(c) if _hidden(c) and c not in keep else c for c in text)
     if "::" in text:
         text = _COMMAND_START.sub(r"\1\\x3a:", text)
+    if "##[" in text:
+        text = text.replace("##[", "#\\x23[")
     return text
 
 

@@ -320,3 +320,22 @@ def test_an_apply_from_a_hostile_path_and_git_email_is_logged_escaped(
     for char in ("\x1b", "\x07"):
         assert char not in history.output
     assert "ops\\x1b]0;pwned\\x07@example.com" in history.output
+
+
+def test_the_runners_older_command_form_is_broken_everywhere(tmp_path: Path, store: str) -> None:
+    # GitHub's runner reads "##[error]..." anywhere in a log line, not only at its start.
+    tree = tmp_path / "tree"
+    _write(
+        tree, {"label": "ops", "version": '"2.3.1 ##[stop-commands]z"', "external_id": "A1",
+               "component": "c1"},
+    )  # fmt: skip
+    (tree / "##[error]approved by security.yaml").write_text(
+        "apiVersion: rackcron/v1\nkind: Nope\n"
+    )
+    for fmt in ("text", "github"):
+        result = _cli("validate", str(tree), "--format", fmt)
+        assert result.exit_code == 1 and "##[" not in result.output, result.output
+    (tree / "##[error]approved by security.yaml").unlink()
+    for fmt in ("text", "markdown"):
+        planned = _cli("plan", str(tree), "--format", fmt, "--database-url", store)
+        assert planned.exit_code == 0 and "##[" not in planned.output, planned.output

@@ -80,8 +80,10 @@ def test_terminal_multiline_keeps_newlines_only() -> None:
         ("ok\n::error::x\n ::b", True, "ok\n\\x3a:error::x\n \\x3a:b"),
         ("ok\n::error::x", False, "ok\\n::error::x"),
         ("rack a::b", False, "rack a::b"),
+        ("2.3.1 ##[stop-commands]zzz", False, "2.3.1 #\\x23[stop-commands]zzz"),
+        ("###[error]x ##[", False, "##\\x23[error]x #\\x23["),
     ],
-    ids=["start", "after-spaces", "each-line", "one-line-mid", "mid-line"],
+    ids=["start", "after-spaces", "each-line", "one-line-mid", "mid-line", "legacy", "legacy-runs"],
 )
 def test_terminal_starts_no_line_with_a_workflow_command(
     text: str, multiline: bool, shown: str
@@ -98,6 +100,7 @@ def test_terminal_leaves_no_hidden_character(text: str) -> None:
         for line in terminal(text, multiline=True).split("\n")
         if line.lstrip(" ").startswith("::")
     ]
+    assert "##[" not in terminal(text, multiline=True)  # the runner's older command form
 
 
 # --- Markdown ------------------------------------------------------------------------------
