@@ -67,7 +67,9 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
 _SCALARS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
 _TEXT = {f"{_TAG}str", f"{_TAG}timestamp"}
-_SEQ, _MAP, _MERGE = f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge"
+_SEQ, _MAP, _MERGE, _INT = f"{_TAG}seq", f"{_TAG}map", f"{_TAG}merge", f"{_TAG}int"
+#: Longer than any 64-bit integer in any YAML notation (0b, 0o, 0x, _ separators).
+_MAX_INT_CHARS = 100
 _constructor = yaml.constructor.SafeConstructor()
 _construct = _constructor.yaml_constructors
 #: Nesting that libyaml's composer, which recurses in C once per level, survives
@@ -312,8 +314,16 @@ class _Walker:
             return node.value
         if tag not in _SCALARS:
             raise _Refused(node, f"unsupported tag {tag!r}")
+        if tag == _INT and len(node.value) > _MAX_INT_CHARS:
+            raise _Refused(node, f"integer longer than {_MAX_INT_CHARS} characters")
         # The constructor's per-tag function, not construct_object: that one caches every node.
-        return _construct[tag](_constructor, node)
+        try:
+            value = _construct[tag](_constructor, node)
+        except ValueError as exc:
+            raise _Refused(node, f"cannot read the {tag.removeprefix(_TAG)} value: {exc}") from None
+        if tag == _INT and not -(2**63) <= value < 2**63:
+            raise _Refused(node, "integer out of range (more than 64 bits)")
+        return value
 
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
         if node.tag != _MAP:

@@ -238,7 +238,7 @@ def test_a_trickling_controller_times_out_within_its_deadline(headers: bool) -> 
             elapsed = time.monotonic() - started
             assert isinstance(error, ControllerError), error
             assert str(error) == f"{trickler.url}: timed out after 1.5s"
-            assert 1.4 < elapsed < 3.0
+            assert 1.4 < elapsed < 8.0  # the deadline, not the 10 s limit of the call
 
 
 @pytest.mark.parametrize("status", [200, 500], ids=["ok", "error"])
