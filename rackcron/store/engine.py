@@ -20,6 +20,7 @@ revision (``rackcron db upgrade``), or opening it fails with a clear message.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,11 +60,32 @@ def default_database_url() -> str:
     return f"sqlite:///{base / 'rackcron' / 'rackcron.db'}"
 
 
+#: Query parameters whose values are never shown (libpq takes ``?password=``).
+_SECRET_PARAMETER = re.compile(r"pass|secret|token|key", re.IGNORECASE)
+
+
+def shown_url(url: str | sa.URL) -> str:
+    """``url`` as messages show it: no password, in its user part or its query, ever.
+
+    A URL that cannot be parsed is not shown at all: where its password is cannot be told.
+    """
+    try:
+        parsed = sa.make_url(url)
+        query = {
+            key: "redacted" if _SECRET_PARAMETER.search(key) else value
+            for key, value in parsed.query.items()
+        }
+        return repr(parsed.set(query=query).render_as_string(hide_password=True))
+    except (sa.exc.ArgumentError, ValueError, TypeError):
+        return "(a URL that cannot be parsed; not shown, as it may hold a password)"
+
+
 def _create_engine(url: str, pool_size: int | None = None) -> Engine:
     try:
         url_obj = sa.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise StoreError(f"invalid database URL {url!r}: {exc}") from exc
+        url_obj.port  # noqa: B018 (a bad port raises here, not later in a driver)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise StoreError(f"invalid database URL {shown_url(url)}: {_no_url(exc, url)}") from exc
     if url_obj.get_backend_name() == "sqlite":
         return _sqlite_engine(url_obj)
     pool = {}
@@ -72,7 +94,7 @@ def _create_engine(url: str, pool_size: int | None = None) -> Engine:
     try:
         return sa.create_engine(url_obj, pool_pre_ping=True, **pool)
     except (sa.exc.ArgumentError, ImportError) as exc:
-        raise StoreError(f"cannot use database URL {url_obj!r}: {exc}") from exc
+        raise StoreError(f"cannot use database URL {shown_url(url_obj)}: {exc}") from exc
 
 
 @contextmanager
@@ -81,10 +103,15 @@ def _store_errors(engine: Engine) -> Iterator[None]:
         yield
     except sa.exc.SQLAlchemyError as exc:
         engine.dispose()
-        raise StoreError(f"cannot open database {engine.url!r}: {describe(exc)}") from exc
+        raise StoreError(f"cannot open database {shown_url(engine.url)}: {describe(exc)}") from exc
     except StoreError:
         engine.dispose()
         raise
+
+
+def _no_url(exc: Exception, url: str) -> str:
+    """``exc``'s message without the URL it may quote (SQLAlchemy's parse errors do)."""
+    return str(exc).replace(url, "…") if url else str(exc)
 
 
 def open_engine(url: str, *, migrate: bool | None = None, pool_size: int | None = None) -> Engine:
@@ -135,7 +162,7 @@ def _busy_timeout(url: sa.URL) -> float:
         seconds = -1.0
     if not 0 <= seconds <= 86_400:
         raise StoreError(
-            f"invalid database URL {url!r}: timeout must be a number of seconds"
+            f"invalid database URL {shown_url(url)}: timeout must be a number of seconds"
             f" from 0 to 86400, got {text!r}"
         )
     return seconds

@@ -135,3 +135,23 @@ def test_db_upgrade_and_current(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "schema at revision" in result.output
     bad = CliRunner().invoke(main, ["db", "current", "--database-url", "nope://x"])
     assert bad.exit_code == 1 and bad.output.startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://postgres:SECRETPW@127.0.0.1:1/x",
+        "postgresql+psycopg://postgres@127.0.0.1:1/x?password=SECRETPW",
+        "postgresql+psycopg://postgres@127.0.0.1:1/x?sslpassword=SECRETPW",
+        "postgresql+psycopg://postgres:SECRETPW@[::1/x",
+        " postgresql+psycopg://postgres:SECRETPW@127.0.0.1/x",
+        "postgresql+psycopg//postgres:SECRETPW@127.0.0.1/x",
+    ],
+    ids=["user-part", "query", "ssl-query", "bad-port", "leading-space", "no-colon"],
+)
+def test_no_error_shows_the_database_password(url: str) -> None:
+    for args in (["history"], ["schedules", "list"], ["db", "current"]):
+        result = CliRunner().invoke(main, [*args, "--database-url", url])
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith("error: "), result.output
+        assert "SECRETPW" not in result.output and "internal error" not in result.output
