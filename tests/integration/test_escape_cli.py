@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from rackcron.cli import main
 from rackcron.store import open_engine, tables
+from tests.support.markdown import table_rows
 
 RACK = """\
 ---
@@ -86,12 +87,7 @@ def _markdown_structure(markdown: str) -> tuple[str, list[int]]:
     """The visible HTML and the row count of each table."""
     tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
     assert not [t for t in tokens if t.type == "html_block" and "<!--" in t.content]
-    tables: list[int] = []
-    for token in tokens:
-        if token.type == "table_open":
-            tables.append(0)
-        elif token.type == "tr_open":
-            tables[-1] += 1
+    tables = table_rows(tokens)
     return _visible_html(markdown), tables
 
 

@@ -25,6 +25,7 @@ from reconciler.diff import diff
 from reconciler.render import render_json, render_markdown, render_text
 from reconciler.state import State
 from tests.support.hostile import OWNER, hostile_states, hostile_text
+from tests.support.markdown import table_rows
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 # Strings the renderers branch on (closed sets written by the program), kept in the twin.
@@ -118,12 +119,7 @@ def test_a_hostile_plan_keeps_its_structure(states: tuple[State, State]) -> None
     blocks = [t for t in tokens if t.type == "html_block" and t.content.startswith("<details>")]
     schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
     assert len(blocks) == len(schedules) + 1  # and the warnings' block
-    tables: list[int] = []
-    for token in tokens:
-        if token.type == "table_open":
-            tables.append(0)
-        elif token.type == "tr_open":
-            tables[-1] += 1
+    tables = table_rows(tokens)
     inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
     assert tables[1] == 1 + len(inventory)  # the header row, then one row per change
     assert not _hidden(markdown)
