@@ -8,23 +8,23 @@ one process never share counters.
 The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
 server, so more pages can join it as WSGI routes. What a client can hold is bounded
 (:class:`Limits`): each connection has its own daemon thread, at most
-``max_connections`` at once (more are answered 503 and closed without a thread);
-the request line and headers must arrive within ``request_timeout`` and the whole
-exchange end within ``exchange_timeout``, whatever the pace of the bytes (reads and
-writes go through :mod:`dispatcher.deadline`). :meth:`MetricsServer.stop` stops
+``max_connections`` at once and ``max_per_client`` from one client address (more are
+answered 503 and closed without a thread, see :mod:`dispatcher.admission`), so one
+client holding idle connections cannot keep a health probe from another address out;
+a connection must send its first byte within ``idle_timeout``, the request line and
+headers must arrive within ``request_timeout`` and the whole exchange end within
+``exchange_timeout``, whatever the pace of the bytes (reads and writes go through
+:mod:`dispatcher.deadline`). :meth:`MetricsServer.stop` stops
 accepting, cuts the open connections and returns without waiting for any client.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
 from dataclasses import dataclass
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import WSGIApplication
@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from dispatcher.admission import Admission, AdmissionMixIn, Refusal
 from dispatcher.deadline import Deadline, DeadlineWriter, reader
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
@@ -137,15 +138,19 @@ class Limits:
     """What one client may hold of the metrics server (seconds, connections)."""
 
     max_connections: int = 16
+    max_per_client: int = 4  # connections from one client address (dispatcher.admission)
+    idle_timeout: float = 2.0  # to send a first byte
     request_timeout: float = 5.0  # to send the request line and headers
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
 
 
-#: The answer to a connection over ``max_connections``, sent without waiting.
-_BUSY = (
-    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    b"Connection: close\r\nContent-Length: 24\r\n\r\nbusy: too many clients\r\n"
-)
+def _busy(reason: Refusal) -> bytes:
+    """The answer to a connection over a cap, sent without waiting."""
+    body = f"busy: {reason.value}\r\n".encode()
+    return (
+        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
 
 
 def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
@@ -177,10 +182,19 @@ class _Handler(WSGIRequestHandler):
         # Not StreamRequestHandler.setup: its files would read and write without a deadline.
         limits = self.server.limits
         self.connection = self.request
-        self.deadline = Deadline(limits.request_timeout)
+        self.deadline = Deadline(min(limits.idle_timeout, limits.request_timeout))
+        self._head_ends = Deadline(limits.request_timeout).at
         self._exchange_ends = Deadline(limits.exchange_timeout).at
         self.rfile = reader(self.connection, self.deadline)
         self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
+
+    def handle(self) -> None:
+        # A silent connection only holds a slot until idle_timeout; one that has begun
+        # its request gets the rest of request_timeout for the head.
+        if not self.rfile.peek(1):
+            return  # closed without a byte
+        self.deadline.at = self._head_ends
+        super().handle()
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()
@@ -191,53 +205,16 @@ class _Handler(WSGIRequestHandler):
         pass
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True  # a client never holds the process
-    block_on_close = False  # nor server_close()
+class _Server(AdmissionMixIn, WSGIServer):
     request_queue_size = 64
 
     def __init__(self, address: tuple[str, int], limits: Limits) -> None:
         self.limits = limits
-        self._slots = threading.BoundedSemaphore(limits.max_connections)
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        super().__init__(address, _Handler)
+        admission = Admission(limits.max_connections, limits.max_per_client)
+        super().__init__(address, _Handler, admission=admission)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            with suppress(OSError):
-                request.setblocking(False)
-                request.send(_BUSY)
-            self.shutdown_request(request)
-            return
-        with self._open_lock:
-            self._open.add(request)
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._done(request)
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._done(request)
-
-    def _done(self, request: socket.socket) -> None:
-        with self._open_lock:
-            if request not in self._open:
-                return
-            self._open.discard(request)
-        self._slots.release()
-
-    def cut_connections(self) -> None:
-        """Wake every connection's thread so it ends (its socket reads EOF)."""
-        with self._open_lock:
-            requests = list(self._open)
-        for request in requests:
-            with suppress(OSError):
-                request.shutdown(socket.SHUT_RDWR)
+    def refusal(self, reason: Refusal) -> bytes:
+        return _busy(reason)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client too slow or gone: not worth a traceback on stderr.

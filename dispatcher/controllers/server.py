@@ -2,9 +2,22 @@
 
 It answers the protocol of ``docs/controller-protocol.md`` (version 1) so that the
 ``http`` driver, and vendors writing their own controller, have something real to talk
-to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on, and an idle
-connection is closed after :data:`IDLE_TIMEOUT` seconds. With TLS, the handshake happens
-in the connection's thread, so a silent client cannot stall the accept loop.
+to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on.
+
+What a client can hold is bounded (:class:`Limits`): at most ``max_connections``
+connections are served at once and ``max_per_client`` from one client address; one more
+is answered 503 at once and closed, without a thread (:mod:`dispatcher.admission`). A
+connection waits at most ``idle_timeout`` for a request to begin (its first, or the next
+one kept alive); from its first byte, the request (line, headers and body) must arrive
+and its answer be sent within ``request_timeout``, however the bytes are paced (reads and
+writes go through :mod:`dispatcher.deadline`). With TLS, the handshake happens in the
+connection's thread, within ``request_timeout`` of the connection, so a silent client
+cannot stall the accept loop.
+
+The bearer token is checked before a body is read: an unauthenticated client is answered
+401 first, whatever body it announces. A body left unread by an answer is then read past
+if it is small (the connection stays open), and otherwise the answer closes the
+connection.
 
 :meth:`ControllerServer.shutdown` also cuts open keep-alive connections, so a stopped
 server answers nothing more.
@@ -30,25 +43,40 @@ import uuid
 from contextlib import suppress
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
+from dispatcher.admission import Admission, AdmissionMixIn, Refusal
 from dispatcher.controllers.base import ControllerState, TaskOrder
 from dispatcher.controllers.simulator import Simulator
+from dispatcher.deadline import Deadline, DeadlineWriter, reader
 from rackcron import boundedjson
 
-__all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults"]
+__all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
 
 logger = logging.getLogger(__name__)
 
-#: Seconds a keep-alive connection may sit idle (and a TLS handshake may take).
+#: Seconds a connection may wait for a request to begin (the default ``idle_timeout``).
 IDLE_TIMEOUT = 30.0
 #: How often the serving loop checks for shutdown (seconds): what :meth:`shutdown` may wait.
 _POLL_INTERVAL = 0.1
 #: Larger request bodies are refused with 413.
 _MAX_BODY = 1 << 20
+#: A body left unread after its answer (a 401, say) is read past up to this size, so the
+#: connection stays open; a larger one ends the connection instead.
+_DISCARD_MAX = 64 << 10
 
 _TASK_PATH = re.compile(r"/v1/tasks/([^/]+)(/cancel)?")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What clients may hold of the server (connections, seconds); see the module docstring."""
+
+    max_connections: int = 64
+    max_per_client: int = 16  # connections from one client address (dispatcher.admission)
+    idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
+    request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 
 
 @dataclass(slots=True)
@@ -92,6 +120,7 @@ class ControllerServer:
         tls_cert: str | None = None,
         tls_key: str | None = None,
         client_ca: str | None = None,
+        limits: Limits = Limits(),
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
@@ -102,7 +131,7 @@ class ControllerServer:
         self.faults = Faults()
         self._submit_lock = threading.Lock()
         tls = None if tls_cert is None else _server_tls(tls_cert, tls_key, client_ca)
-        self._httpd = _HTTPServer((host, port), self)
+        self._httpd = _HTTPServer((host, port), self, limits)
         if tls is not None:
             self._httpd.socket = tls.wrap_socket(
                 self._httpd.socket, server_side=True, do_handshake_on_connect=False
@@ -138,34 +167,24 @@ class ControllerServer:
         self._httpd.cut_connections()
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+class _HTTPServer(AdmissionMixIn, HTTPServer):
+    request_queue_size = 128  # a burst of connects waits to be accepted (or refused)
 
-    def __init__(self, address: tuple[str, int], controller: ControllerServer) -> None:
+    def __init__(
+        self, address: tuple[str, int], controller: ControllerServer, limits: Limits
+    ) -> None:
         self.controller = controller
+        self.limits = limits
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        super().__init__(address, _Handler)
+        admission = Admission(limits.max_connections, limits.max_per_client)
+        super().__init__(address, _Handler, admission=admission)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def cut_connections(self) -> None:
-        """Wake every connection thread so it ends (its socket reads EOF)."""
-        with self._open_lock:
-            requests = list(self._open)
-        for request in requests:
-            with suppress(OSError):
-                # The plain socket's shutdown: SSLSocket's would drop TLS state under the thread.
-                socket.socket.shutdown(request, socket.SHUT_RDWR)
+    def refusal(self, reason: Refusal) -> bytes:
+        body = json.dumps({"error": f"busy: {reason.value}"}).encode()
+        return (
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client gone mid-answer or a failed TLS handshake: not worth a stderr traceback.
@@ -175,16 +194,37 @@ class _HTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "rackcron-controller/1"
-    timeout = IDLE_TIMEOUT
     # Headers and body go out in two writes; with Nagle on, the second one waits for the
     # client's delayed ACK (about 40 ms per request).
     disable_nagle_algorithm = True
     server: _HTTPServer
 
     def setup(self) -> None:
-        super().setup()
+        # Not StreamRequestHandler.setup: its files would read and write without a deadline.
+        self.connection = self.request
+        self.deadline = Deadline(self.server.limits.request_timeout)
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         if isinstance(self.connection, ssl.SSLSocket):
+            # The ssl module bounds the whole handshake by the timeout, not each read.
+            self.connection.settimeout(self.deadline.remaining())
             self.connection.do_handshake()
+        self.rfile = reader(self.connection, self.deadline)
+        self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
+
+    def handle_one_request(self) -> None:
+        limits = self.server.limits
+        self._body_read = False
+        self.deadline.at = Deadline(limits.idle_timeout).at
+        try:
+            begun = self.rfile.peek(1)
+        except OSError:  # TimeoutError included: idle too long
+            begun = b""
+        if not begun:
+            self.close_connection = True
+            return
+        self.deadline.at = Deadline(limits.request_timeout).at
+        super().handle_one_request()
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -208,13 +248,38 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         try:
-            body = self._read_body()
-            status, answer = self._route(method, body)
+            status, answer = self._route(method)
         except _Reject as reject:
             status, answer = reject.status, {"error": reject.message}
+        unread = 0 if self._body_read else self._announced_length()
+        if unread is None or unread > _DISCARD_MAX:
+            # Not worth waiting for: the connection ends with this answer, unread.
+            self.close_connection = True
         self._reply(status, answer)
+        if unread and not self.close_connection:
+            self._discard(unread)
 
-    def _route(self, method: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    def _announced_length(self) -> int | None:
+        """The body length the headers announce; None if unknown (chunked, malformed)."""
+        if "Transfer-Encoding" in self.headers:
+            return None
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return None
+        return length if length >= 0 else None
+
+    def _discard(self, length: int) -> None:
+        """Read past a small body left unread after its answer, so the connection can
+        carry the next request (within the request's deadline, or the connection ends)."""
+        try:
+            complete = len(self.rfile.read(length)) == length
+        except OSError:  # TimeoutError included
+            complete = False
+        if not complete:
+            self.close_connection = True
+
+    def _route(self, method: str) -> tuple[int, dict[str, Any]]:
         path = self.path.split("?", 1)[0]
         if path == "/v1/healthz":
             _allow(method, "GET")
@@ -229,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         if match[2]:
             controller.simulator.cancel(task_id)
         elif method == "PUT":
-            return self._submit(controller, _order(task_id, body))
+            return self._submit(controller, _order(task_id, self._read_body()))
         state = controller.simulator.status(task_id)
         if state.state == "unknown":
             raise _Reject(404, f"no such task: {task_id}")
@@ -265,7 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= _MAX_BODY:
             self.close_connection = True
             raise _Reject(413 if length > _MAX_BODY else 400, "bad Content-Length")
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        self._body_read = True
+        return body
 
     def _reply(self, status: int, answer: dict[str, Any]) -> None:
         payload = json.dumps(answer).encode()

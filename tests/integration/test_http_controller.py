@@ -78,8 +78,8 @@ def simulator(ticks: Ticks) -> Simulator:
     return Simulator(durations={"POWER_ON": 0.2}, default_duration=1.0, clock=ticks)
 
 
-def _serve(simulator: Simulator, **options: str) -> Iterator[ControllerServer]:
-    server = ControllerServer("127.0.0.1", 0, simulator, **options)
+def _serve(simulator: Simulator, **options: object) -> Iterator[ControllerServer]:
+    server = ControllerServer("127.0.0.1", 0, simulator, **options)  # type: ignore[arg-type]
     server.start()
     yield server
     server.shutdown()
@@ -273,20 +273,22 @@ def test_a_2xx_without_a_state_is_malformed(
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_connection_closed_while_idle_is_reopened(
-    scheme: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    scheme: str, simulator: Simulator, request: pytest.FixtureRequest
 ) -> None:
-    monkeypatch.setattr(server_module._Handler, "timeout", 0.1)
+    idle = server_module.Limits(idle_timeout=0.1)
+    options: dict[str, object] = {}
     if scheme == "http":
-        url, options = request.getfixturevalue("server").url, {}
+        servers = _serve(simulator, token=TOKEN, limits=idle)
     else:
-        url, options = (
-            request.getfixturevalue("tls_server").url,
-            {"ca_file": request.getfixturevalue("pki").ca},
-        )
-    for client in _client(url, token=TOKEN, **options):
-        client.status(uuid.uuid4())
-        time.sleep(0.3)  # the server closes the kept-alive connection meanwhile
-        assert client.status(uuid.uuid4()).state == "unknown"
+        pki = request.getfixturevalue("pki")
+        servers = _serve(simulator, token=TOKEN, tls_cert=pki.server_cert,
+                         tls_key=pki.server_key, limits=idle)  # fmt: skip
+        options = {"ca_file": pki.ca}
+    for server in servers:
+        for client in _client(server.url, token=TOKEN, **options):
+            client.status(uuid.uuid4())
+            time.sleep(0.3)  # the server closes the kept-alive connection meanwhile
+            assert client.status(uuid.uuid4()).state == "unknown"
 
 
 def test_a_stopped_server_answers_nothing_more(
@@ -560,3 +562,20 @@ def test_the_driver_connects_where_the_allow_list_looked(url: str, host: str, po
     assert allowed.refusal(url) is None
     connection = HttpController(url)._checkout()
     assert (connection.host, connection.port) == (host, port)
+
+
+def test_a_trickled_tls_handshake_is_cut_at_the_request_deadline(
+    simulator: Simulator, pki: Pki
+) -> None:
+    limits = server_module.Limits(request_timeout=0.5)
+    for server in _serve(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key,
+                         limits=limits):  # fmt: skip
+        port = int(server.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            client.sendall(b"\x16\x03\x01\x02\x00")  # a ClientHello's record header
+            started = time.monotonic()
+            with pytest.raises(OSError):  # one byte every 0.1 s, until the server lets go
+                while time.monotonic() - started < 5:
+                    time.sleep(0.1)
+                    client.send(b"\x01")
+            assert time.monotonic() - started < limits.request_timeout + 0.5

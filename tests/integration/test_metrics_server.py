@@ -1,13 +1,16 @@
 """The metrics server's limits, over real loopback sockets: what one client can hold.
 
 docs/dispatch.md "Metrics and health": every connection has its own thread, at most
-``max_connections`` at once; the request must arrive within ``request_timeout`` and the
+``max_connections`` at once and ``max_per_client`` from one client address; a first
+byte must come within ``idle_timeout``, the request within ``request_timeout`` and the
 exchange end within ``exchange_timeout``, however the bytes are paced; stopping waits
-for no client. Each test gives every wait a bound, so a regression fails, never hangs.
+for no client. Every test client is 127.0.0.1; a second client address is 127.0.0.2
+(Linux routes all of 127/8 to the loopback interface). Each test gives every wait a bound, so a regression fails, never hangs.
 """
 
 from __future__ import annotations
 
+import http.client
 import socket
 import threading
 import time
@@ -18,7 +21,10 @@ import pytest
 
 from dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 
-LIMITS = Limits(max_connections=3, request_timeout=0.5, exchange_timeout=1.0)
+LIMITS = Limits(
+    max_connections=3, max_per_client=4, idle_timeout=0.3, request_timeout=0.5,
+    exchange_timeout=1.0,
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -34,8 +40,21 @@ def healthz(port: int) -> int:
         return answer.status
 
 
-def connect(port: int) -> socket.socket:
-    client = socket.create_connection(("127.0.0.1", port), timeout=5)
+def healthz_from(source: str, port: int) -> tuple[int, bytes]:
+    """``GET /healthz`` from the client address ``source``: the status and body."""
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", port, timeout=5, source_address=(source, 0)
+    )
+    try:
+        connection.request("GET", "/healthz")
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    client = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
     client.settimeout(5)
     return client
 
@@ -54,7 +73,43 @@ def closed_after(client: socket.socket) -> float:
 def test_idle_clients_do_not_stop_others_and_are_let_go(server: MetricsServer) -> None:
     with connect(server.port) as idle:
         assert healthz(server.port) == 200
-        assert closed_after(idle) < LIMITS.request_timeout + 0.5
+        assert closed_after(idle) < LIMITS.idle_timeout + 0.3
+
+
+def test_a_silent_connection_is_let_go_before_the_request_timeout() -> None:
+    limits = Limits(idle_timeout=0.3, request_timeout=5.0)
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
+    server.start()
+    try:
+        with connect(server.port) as silent, connect(server.port) as talking:
+            talking.sendall(b"GET /healthz HTTP/1.0\r\n")  # has begun: the request timeout
+            assert closed_after(silent) < 1.0
+            talking.sendall(b"\r\n")
+            assert talking.recv(4096).startswith(b"HTTP/1.0 200 OK\r\n")
+    finally:
+        server.stop()
+
+
+def test_one_client_holding_idle_connections_cannot_stop_the_health_check() -> None:
+    # The review's attack with the default limits: one address holds as many idle
+    # connections as the whole server serves, and renews them before any timeout.
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0))
+    server.start()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(3):
+            for client in held:
+                client.close()
+            held = [connect(server.port) for _ in range(Limits().max_connections)]
+            time.sleep(0.3)  # each has its thread, or its answer
+            assert healthz_from("127.0.0.2", server.port) == (200, b"ok\n")
+            refused = held[-1].recv(4096)  # over the per-client cap: told at once
+            assert refused.endswith(b"busy: too many connections from your address\r\n")
+            assert refused.startswith(b"HTTP/1.0 503 Service Unavailable\r\n")
+    finally:
+        for client in held:
+            client.close()
+        server.stop()
 
 
 def test_headers_trickled_byte_by_byte_are_cut_at_the_request_timeout(

@@ -1,0 +1,253 @@
+"""What one client can hold of the reference rack controller, over real loopback sockets.
+
+docs/controller-protocol.md "The reference controller": at most ``max_connections``
+connections are served at once and ``max_per_client`` from one client address (more are
+answered 503 without a thread); the token is checked before a body is read; a request,
+once begun, must arrive and be answered within ``request_timeout`` however its bytes are
+paced. Every test client is 127.0.0.1; a second client address is 127.0.0.2 (Linux
+routes all of 127/8 to the loopback interface). Every wait has a bound, so a regression
+fails, never hangs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from socket import create_connection, socket
+
+import pytest
+
+from dispatcher.controllers.server import ControllerServer, Limits
+from dispatcher.controllers.simulator import Simulator
+
+TOKEN = "s3cret-token"
+#: What the review's attacker sends on each connection: a PUT head promising a body.
+HUGE_PUT = b"PUT /v1/tasks/x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
+
+
+def _serve(**options: object) -> Iterator[ControllerServer]:
+    server = ControllerServer("127.0.0.1", 0, Simulator(), token=TOKEN, **options)  # type: ignore[arg-type]
+    server.start()
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture
+def server() -> Iterator[ControllerServer]:
+    yield from _serve()
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def connect(url: str, source: str = "127.0.0.1") -> socket:
+    client = create_connection(("127.0.0.1", _port(url)), timeout=5, source_address=(source, 0))
+    client.settimeout(5)
+    return client
+
+
+def get(url: str, path: str, source: str, token: str | None = TOKEN) -> tuple[int, dict]:
+    """``GET path`` from the client address ``source``: the status and the JSON answer."""
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", _port(url), timeout=5, source_address=(source, 0)
+    )
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    try:
+        connection.request("GET", path, headers=headers)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
+
+
+def one_answer(client: socket) -> bytes:
+    """One answer on a kept-alive connection: its head and its Content-Length of body."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = client.recv(65536)
+        assert chunk, f"closed after {received!r}"
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = int(re.search(rb"\r\nContent-Length: (\d+)", head)[1])  # type: ignore[index]
+    while len(body) < length:
+        body += client.recv(65536)
+    return received
+
+
+def answer_of(client: socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    received = b""
+    with suppress(ConnectionResetError):
+        while chunk := client.recv(65536):
+            received += chunk
+    return received
+
+
+def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
+    server: ControllerServer,
+) -> None:
+    limits = Limits()
+    threads_before = threading.active_count()
+    with ExitStack() as stack:
+        for i in range(200):  # silent ones, and unauthenticated PUTs promising a large body
+            client = stack.enter_context(connect(server.url))
+            if i % 2:
+                client.sendall(HUGE_PUT)
+        time.sleep(0.5)
+        assert threading.active_count() - threads_before <= limits.max_per_client
+        task = uuid.uuid4()
+        assert get(server.url, f"/v1/tasks/{task}", "127.0.0.2") == (
+            404, {"error": f"no such task: {task}"}
+        )  # fmt: skip
+        assert get(server.url, "/v1/healthz", "127.0.0.2", token=None) == (200, {"status": "ok"})
+
+
+def test_connections_over_the_per_client_cap_are_told_busy_at_once() -> None:
+    for server in _serve(limits=Limits(max_per_client=2)):
+        with connect(server.url) as one, connect(server.url) as two:
+            time.sleep(0.1)  # each has its thread
+            with connect(server.url) as extra:
+                started = time.monotonic()
+                answer = answer_of(extra)
+                assert time.monotonic() - started < 0.5
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+            assert json.loads(body) == {"error": "busy: too many connections from your address"}
+            assert get(server.url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
+            one.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert one_answer(one).startswith(b"HTTP/1.1 200 OK\r\n")  # still served
+            del two
+
+
+@pytest.mark.parametrize("token", [None, "wrong"], ids=["missing", "wrong"])
+def test_an_unauthenticated_put_is_refused_before_its_body_is_sent(
+    server: ControllerServer, token: str | None
+) -> None:
+    authorization = b"" if token is None else f"Authorization: Bearer {token}\r\n".encode()
+    with connect(server.url) as client:
+        client.sendall(HUGE_PUT.replace(b"Host: x\r\n", b"Host: x\r\n" + authorization))
+        started = time.monotonic()
+        answer = answer_of(client)  # the server closes: it will not read the body
+        assert time.monotonic() - started < 1.0
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 401 Unauthorized\r\n")
+    assert b"\r\nConnection: close" in head
+    assert json.loads(body) == {"error": "missing or wrong bearer token"}
+    assert server.simulator.started == 0
+
+
+def test_a_small_unread_body_is_read_past_and_the_connection_kept(
+    server: ControllerServer,
+) -> None:
+    body = b'{"id": "x"}'
+    with connect(server.url) as client:
+        client.sendall(HUGE_PUT.replace(b"1000000", str(len(body)).encode()) + body)
+        assert one_answer(client).startswith(b"HTTP/1.1 401 Unauthorized\r\n")
+        client.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_an_authorised_body_too_large_is_refused_unread(server: ControllerServer) -> None:
+    with connect(server.url) as client:
+        client.sendall(
+            f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
+            f"\r\nContent-Length: {1 << 30}\r\n\r\n".encode()
+        )
+        assert answer_of(client).startswith(b"HTTP/1.1 413 Request Entity Too Large\r\n")
+
+
+def _trickle(client: socket, stop: threading.Event) -> None:
+    while not stop.wait(0.1):  # one byte every 0.1 s: each read is quick
+        try:
+            client.send(b"a")
+        except OSError:
+            return
+
+
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
+    limits = Limits(request_timeout=1.0)
+    head = f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\n".encode()
+    if phase == "body":
+        head += f"Authorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n".encode()
+    else:
+        head += b"X-Slow: "
+    for server in _serve(limits=limits):
+        with connect(server.url) as client:
+            client.sendall(head)
+            stop = threading.Event()
+            dripping = threading.Thread(target=_trickle, args=(client, stop), daemon=True)
+            started = time.monotonic()
+            dripping.start()
+            try:
+                answer = answer_of(client)
+            finally:
+                stop.set()
+                dripping.join(5)
+            assert time.monotonic() - started < limits.request_timeout + 0.5
+            assert not answer.startswith(b"HTTP/1.1 2")
+        assert server.simulator.started == 0
+
+
+def test_a_kept_alive_connection_idles_within_its_own_timeout() -> None:
+    # The request deadline runs from a request's first byte: a client idle between
+    # requests (as the http driver's pool is) is not cut by it, only by idle_timeout.
+    for server in _serve(limits=Limits(idle_timeout=1.0, request_timeout=0.3)):
+        with connect(server.url) as client:
+            request = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+            client.sendall(request)
+            assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+            time.sleep(0.5)  # longer than request_timeout, shorter than idle_timeout
+            client.sendall(request)
+            assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+            started = time.monotonic()
+            assert answer_of(client) == b""
+            assert 0.8 < time.monotonic() - started < 1.5
+
+
+def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
+    # The review's attack on `rackcron rack-controller`: unauthenticated clients each
+    # promising a large body once had a thread each, held until a 30 s read timeout.
+    token_file = tmp_path / "token"
+    token_file.write_text(f"{TOKEN}\n")
+    log = tmp_path / "controller.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "rack-controller", "--listen", "127.0.0.1:0",
+         "--token-file", str(token_file)],
+        stderr=log.open("w"),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"listening on (http://\S+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        url = found.group(1)
+        threads_before = len(os.listdir(f"/proc/{proc.pid}/task"))
+        with ExitStack() as stack:
+            clients = [stack.enter_context(connect(url)) for _ in range(100)]
+            for client in clients:
+                client.sendall(HUGE_PUT)
+            time.sleep(1.0)
+            assert len(os.listdir(f"/proc/{proc.pid}/task")) - threads_before <= 16
+            started = time.monotonic()
+            answers = [answer_of(client) for client in clients]
+            assert time.monotonic() - started < 2.0
+        assert {a.split(b"\r\n", 1)[0] for a in answers} <= {
+            b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 503 Service Unavailable"
+        }  # fmt: skip
+        assert get(url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "Traceback" not in log.read_text()
