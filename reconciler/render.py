@@ -127,6 +127,8 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         )
     for warning in plan["warnings"]:
         lines.append(f"  warning: {terminal(warning)}")
+    if more := _warnings_not_listed(plan):
+        lines.append(f"  warning: {more}")
     for error in plan["errors"]:
         lines.append(f"  error: {terminal(error)}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
@@ -239,6 +241,17 @@ def _schedule_block(change: dict[str, Any]) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
+def _warnings_not_listed(plan: dict[str, Any]) -> str:
+    """The note ending a list of warnings cut at :data:`reconciler.plan.MAX_WARNINGS`."""
+    left = (plan.get("warnings_count") or 0) - len(plan["warnings"])
+    if left <= 0:
+        return ""
+    return (
+        f"… and {left} more pairs of schedules that share racks, not listed"
+        f" (a plan lists the first {len(plan['warnings'])})"
+    )
+
+
 def render_markdown(plan: dict[str, Any]) -> str:
     """The plan as a pull-request comment: counts first, inventory as one table, one
     collapsible block per schedule, warnings folded away."""
@@ -261,12 +274,15 @@ def render_markdown(plan: dict[str, Any]) -> str:
     if plan["errors"]:
         lines.append("")
     if plan["warnings"]:
+        count = plan.get("warnings_count") or len(plan["warnings"])
         lines += [
             "<details>",
-            f"<summary>⚠️ {len(plan['warnings'])} warnings: schedules that share racks</summary>",
+            f"<summary>⚠️ {count} warnings: schedules that share racks</summary>",
             "",
         ]
         lines += [f"- {markdown_code(w)}" for w in plan["warnings"]]
+        if more := _warnings_not_listed(plan):
+            lines.append(f"- {more}")
         lines += ["", "</details>", ""]
     inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
     if inventory:

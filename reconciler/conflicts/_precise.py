@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rackcron import timing
 from reconciler.conflicts._coarse import StoreView, _inventory, _pairs, _Subject, _subjects
-from reconciler.conflicts._report import Collision, Conflict, ConflictReport, Firing
+from reconciler.conflicts._report import MAX_LISTED, Collision, Conflict, ConflictReport, Firing
 from reconciler.conflicts._times import (
     _MICROSECOND,
     _first_overlap,
@@ -112,6 +112,7 @@ def precise_conflicts(
         return lengths.get(subject.party.operation, longest) // _MICROSECOND
 
     conflicts = []
+    total = 0
     for a, b, racks in _pairs(mine, others):
         mine_covers, their_covers = covered(a), covered(b)
         meeting = [
@@ -122,11 +123,14 @@ def precise_conflicts(
         hit = _first_overlap(fire_times(a), length(a), fire_times(b), length(b), _micros(now))
         if hit is None:
             continue
+        total += 1
+        if len(conflicts) >= MAX_LISTED:
+            continue  # counted, not listed
         at = _instant(hit[0])
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both) for rack, both in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
     return ConflictReport(
         "precise", tuple(conflicts), len(mine), len(others) if store else None,
-        now=now, horizon=horizon, durations=lengths,
+        now=now, horizon=horizon, durations=lengths, total=total,
     )  # fmt: skip
