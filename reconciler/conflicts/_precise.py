@@ -111,6 +111,10 @@ def precise_conflicts(
     def length(subject: _Subject) -> int:
         return lengths.get(subject.party.operation, longest) // _MICROSECOND
 
+    # Pairs of the same fire times and lengths meet at the same instants: N schedules of
+    # one spec on one rack are N*(N-1)/2 pairs but one overlap to compute.
+    overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
+    since = _micros(now)
     conflicts = []
     total = 0
     for a, b, racks in _pairs(mine, others):
@@ -120,7 +124,11 @@ def precise_conflicts(
         ]
         if not meeting:
             continue
-        hit = _first_overlap(fire_times(a), length(a), fire_times(b), length(b), _micros(now))
+        times_a, times_b = fire_times(a), fire_times(b)
+        key = (id(times_a), length(a), id(times_b), length(b))
+        if key not in overlaps:
+            overlaps[key] = _first_overlap(times_a, key[1], times_b, key[3], since)
+        hit = overlaps[key]
         if hit is None:
             continue
         total += 1
