@@ -157,3 +157,11 @@ def test_the_working_copy_reads_by_the_same_rule(repo: Path, tmp_path: Path) -> 
         git(repo, "checkout", "-q", "main")
     assert code == 1, output[-2000:]
     assert output.count(f"holds more than {MAX_TREE_BYTES} bytes of YAML in all") == 1, output
+
+
+def test_the_sync_daemon_refuses_the_round_unread(repo: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/db"
+    args = ["sync", "--repo", str(repo), "--path", "fleet", "--branch", "bomb", "--once"]
+    code, output = rackcron(tmp_path, *args, "--database-url", db)
+    assert code == 1 and "Traceback" not in output, output[-2000:]
+    assert f"invalid: 1 errors, first: fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, output  # fmt: skip
