@@ -74,6 +74,7 @@ import re
 import unicodedata
 
 __all__ = [
+    "SHOWN",
     "chat",
     "github_message",
     "github_property",
@@ -82,6 +83,7 @@ __all__ = [
     "markdown_code",
     "markdown_html_code",
     "mermaid_label",
+    "shorten",
     "terminal",
 ]
 
@@ -187,3 +189,19 @@ def logfmt_value(text: str) -> str:
     if text and not any(c in _LOGFMT_QUOTE for c in text) and terminal(text) == text:
         return text
     return json.dumps(text)
+
+
+#: Characters of one value a renderer shows (:func:`shorten`); the rest is counted.
+SHOWN = 200
+
+
+def shorten(text: str, limit: int = SHOWN) -> str:
+    """``text`` cut to its first ``limit`` characters, then ``…(+N characters)``.
+
+    Not a medium's rule but a length one, applied to a value before its medium's
+    function: one 200,000-character version must not bury a plan or a diagnostic.
+    Unchanged when it fits.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…(+{len(text) - limit} characters)"

@@ -12,7 +12,11 @@ refuses:
 * the line and paragraph separators U+2028 and U+2029,
 * the bidi embeddings and overrides U+202A-U+202E and isolates U+2066-U+2069.
 
-Everything else is accepted, spaces and any script included. The rule is checked where
+Everything else is accepted, spaces and any script included, up to :data:`MAX_LENGTH`
+characters (what the store's ``String(255)`` columns hold; a schedule's ``spec``,
+stored as ``Text``, up to :data:`MAX_SPEC_LENGTH`): a value is shown whole in plans,
+diagnostics and PR comments, so a line of 200,000 characters would bury everything
+after it. The rule is checked where
 a value enters: the service before it writes a row, target resolution before a lookup,
 the operation models as they are built, and the YAML schemas through
 :data:`SCHEMA_PATTERN`. Rows written before the rule stay readable: results built from
@@ -21,7 +25,8 @@ not this rule's business: it is escaped where it is printed.
 
 Every failure is :class:`~rackcron.errors.InvalidArgument` naming the field and the
 first offending character with its 1-based position, e.g.
-``schedule.name: must not contain control characters (U+000A at position 5)``.
+``schedule.name: must not contain control characters (U+000A at position 5)``, or the
+limit and the length: ``...target_version: must be at most 255 characters, got 200000``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,19 @@ from pydantic import AfterValidator
 
 from rackcron.errors import InvalidArgument
 
-__all__ = ["SCHEMA_PATTERN", "check_line", "line_problem", "single_line"]
+__all__ = [
+    "MAX_LENGTH",
+    "MAX_SPEC_LENGTH",
+    "SCHEMA_PATTERN",
+    "check_line",
+    "line_problem",
+    "single_line",
+]
+
+#: Characters in a single-line text field (the schemas' ``maxLength``).
+MAX_LENGTH = 255
+#: Characters in a schedule's spec (a ``Text`` column; cron lists can be long).
+MAX_SPEC_LENGTH = 1024
 
 #: The refused characters, as one regular-expression character class.
 _REFUSED_CLASS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
@@ -45,8 +62,11 @@ _REFUSED = re.compile(f"[{_REFUSED_CLASS}]")
 SCHEMA_PATTERN = f"^[^{_REFUSED_CLASS}]*$"
 
 
-def line_problem(value: str) -> str | None:
-    """Why ``value`` is not single-line text (``must not contain ...``); None when it is."""
+def line_problem(value: str, max_length: int | None = MAX_LENGTH) -> str | None:
+    """Why ``value`` is not single-line text of at most ``max_length`` characters (``must
+    ...``); None when it is. ``max_length`` None: any length (text checked elsewhere)."""
+    if max_length is not None and len(value) > max_length:
+        return f"must be at most {max_length} characters, got {len(value)}"
     found = _REFUSED.search(value)
     if found is None:
         return None
@@ -56,18 +76,19 @@ def line_problem(value: str) -> str | None:
     )
 
 
-def check_line(value: str, field: str) -> str:
-    """``value`` unchanged when it is single-line text.
+def check_line(value: str, field: str, *, max_length: int | None = MAX_LENGTH) -> str:
+    """``value`` unchanged when it is single-line text of at most ``max_length`` characters.
 
-    :raises InvalidArgument: ``<field>: must not contain control characters (...)``.
+    :raises InvalidArgument: ``<field>: must not contain control characters (...)``, or
+        ``<field>: must be at most <max_length> characters, got <n>``.
     """
-    problem = line_problem(value)
+    problem = line_problem(value, max_length)
     if problem is not None:
         raise InvalidArgument(f"{field}: {problem}")
     return value
 
 
-def single_line(field: str) -> AfterValidator:
+def single_line(field: str, max_length: int = MAX_LENGTH) -> AfterValidator:
     """Pydantic metadata checking a ``str`` (or each item of a ``list[str]``, as
     ``field[i]``) by :func:`check_line`:
     ``target_version: Annotated[str, single_line("operation.upgrade_firmware.target_version")]``.
@@ -79,10 +100,10 @@ def single_line(field: str) -> AfterValidator:
 
     def check(value: Any) -> Any:
         if isinstance(value, str):
-            check_line(value, field)
+            check_line(value, field, max_length=max_length)
         else:
             for index, item in enumerate(value):
-                check_line(item, f"{field}[{index}]")
+                check_line(item, f"{field}[{index}]", max_length=max_length)
         return value
 
     return AfterValidator(check)

@@ -32,7 +32,7 @@ from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.models import SpecType
 from rackcron.templates import describe
 from reconciler.inventory_diff import InventoryDiffer
-from reconciler.plan import Change, FieldChange, Plan, ScopeChange, Step
+from reconciler.plan import MAX_WARNINGS, Change, FieldChange, Plan, ScopeChange, Step
 from reconciler.state import ScheduleState, ScopeRow, State
 
 __all__ = ["diff", "filter_text", "scope_target_spec"]
@@ -311,25 +311,39 @@ class _Differ(InventoryDiffer):
 
     # --- inventory ---------------------------------------------------------------------------
 
-    def warnings(self, changed: set[str]) -> list[str]:
-        """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one."""
+    def warnings(self, changed: set[str]) -> tuple[list[str], int]:
+        """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one.
+
+        The first :data:`~reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
+        counts every pair. N schedules on one rack are N*(N-1)/2 pairs: each is counted
+        from a set of partner names, and only a listed one becomes a string.
+        """
         enabled = {s.name: s for s in self.desired.schedules.values() if s.enabled}
         by_rack: dict[uuid.UUID, list[str]] = {}
         for schedule in enabled.values():
-            for rack_id, _ in schedule.scope:
+            for rack_id in dict.fromkeys(rack_id for rack_id, _ in schedule.scope):
                 by_rack.setdefault(rack_id, []).append(schedule.name)
-        shared: dict[tuple[str, str], set[uuid.UUID]] = {}
+        listed: dict[tuple[str, str], set[uuid.UUID]] = {}
+        counted: set[str] = set()  # changed schedules whose pairs are all counted
+        total = 0
         for name in (n for n in enabled if n in changed):
-            for rack_id, _ in enabled[name].scope:
+            racks = [rack_id for rack_id, _ in enabled[name].scope]
+            partners = {o for r in racks for o in by_rack[r] if o != name and o not in counted}
+            counted.add(name)
+            total += len(partners)
+            if len(listed) >= MAX_WARNINGS:
+                continue
+            for rack_id in racks:
                 for other in by_rack[rack_id]:
-                    if other != name:
-                        pair = (name, other) if (other, name) not in shared else (other, name)
-                        shared.setdefault(pair, set()).add(rack_id)
+                    if other not in partners:
+                        continue
+                    if (name, other) in listed or len(listed) < MAX_WARNINGS:
+                        listed.setdefault((name, other), set()).add(rack_id)
         return [
             f'schedules "{a}" and "{b}" both target '
             + ", ".join(sorted(self.desired.rack_name(r) for r in racks))
-            for (a, b), racks in shared.items()
-        ]
+            for (a, b), racks in listed.items()
+        ], total
 
 
 def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
@@ -370,9 +384,9 @@ def diff(
     ]
     changes += schedule_changes + deletions
     changes += differ.inventory_deletions([*desired.schedules.values(), *remaining])
-    warnings = differ.warnings({c.name for c in schedule_changes})
+    warnings, shared = differ.warnings({c.name for c in schedule_changes})
     return Plan(
         owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
-        warnings=tuple(warnings), source=source or {},
+        warnings=tuple(warnings), warnings_count=shared, source=source or {},
     )  # fmt: skip

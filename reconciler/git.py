@@ -15,12 +15,14 @@ from typing import Any
 
 from rackcron.errors import InvalidArgument
 from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.yamlsource import Unreadable
+from reconciler.listing import Listed, read_listed
 
 __all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "repo_root", "tree_source"]
 
 _SUFFIXES = (".yaml", ".yml")
 _LINK_MODE = 0o120000
+#: A link's target, at most (Linux's PATH_MAX).
+_MAX_LINK_BYTES = 4096
 
 
 def tree_source(path: Path) -> dict[str, Any]:
@@ -130,7 +132,7 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
             f"{relative}: is a symbolic link at {rev}; name the tree it points to"
         )
     if tree.type == "blob":
-        return Revision(commit.hexsha, relative, [(relative, tree.data_stream.read())])
+        return Revision(commit.hexsha, relative, read_listed([_blob(relative, tree)]))
 
     def lookup(inner: PurePosixPath) -> Entry | None:
         try:
@@ -142,10 +144,12 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
         if item.type != "blob":
             return None  # a submodule
         if item.mode == _LINK_MODE:
+            if item.size > _MAX_LINK_BYTES:  # no file system holds a longer target
+                return Entry(Kind.LINK, "")  # refused as empty
             return Entry(Kind.LINK, os.fsdecode(item.data_stream.read()))
         return Entry(Kind.FILE)
 
-    sources: list[tuple[str, bytes]] = []
+    listed: list[Listed] = []
     for item in tree.traverse():
         inner = (
             PurePosixPath(item.path).relative_to(relative)
@@ -156,16 +160,26 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
         if item.type != "blob" or not item.path.endswith(_SUFFIXES) or hidden:
             continue
         if item.mode != _LINK_MODE:
-            sources.append((item.path, item.data_stream.read()))
+            listed.append(_blob(item.path, item))
             continue
         try:
             target = resolve(inner, lookup)
         except LinkRefused as exc:
-            sources.append((item.path, Unreadable(str(exc))))
+            listed.append(Listed(item.path, refused=str(exc)))
             continue
         if target is not None:
-            sources.append((item.path, (tree / target.as_posix()).data_stream.read()))
-    return Revision(commit.hexsha, relative, sorted(sources, key=lambda source: source[0]))
+            listed.append(_blob(item.path, tree / target.as_posix()))
+    listed.sort(key=lambda entry: entry.name)
+    return Revision(commit.hexsha, relative, read_listed(listed))
+
+
+def _blob(name: str, blob: Any) -> Listed:
+    """A blob listed under ``name``: its size from the object's header, unread."""
+
+    def read(limit: int) -> bytes:
+        return bytes(blob.data_stream.read())
+
+    return Listed(name, int(blob.size), read)
 
 
 def fetch(path: Path, remote: str, branch: str) -> str:

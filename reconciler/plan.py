@@ -16,12 +16,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Change", "FieldChange", "Plan", "ScopeChange", "Step"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_WARNINGS",
+    "Change",
+    "FieldChange",
+    "Plan",
+    "ScopeChange",
+    "Step",
+]
 
 FORMAT = "rackcron.plan/v1"
 # 1.1: a rack's controller (UpsertRack args, field changes)
 # 1.2: security_sensitive on a change (and its count at the top level)
-FORMAT_VERSION = "1.2"
+# 1.3: warnings_count (warnings lists at most MAX_WARNINGS)
+FORMAT_VERSION = "1.3"
+#: Warnings (pairs of schedules sharing racks) a plan lists; ``warnings_count`` counts all.
+MAX_WARNINGS = 100
 
 Kind = Literal["rack", "component", "nvl_domain", "schedule"]
 Action = Literal["create", "update", "replace", "delete"]
@@ -80,6 +92,8 @@ class Plan:
     errors: tuple[str, ...] = ()  # why the plan cannot be applied
     warnings: tuple[str, ...] = ()
     source: dict[str, Any] = field(default_factory=dict)  # path, revision, dirty
+    #: Warnings found in all, listed or not (None: as many as listed).
+    warnings_count: int | None = None
 
     @property
     def applyable(self) -> bool:
@@ -107,6 +121,7 @@ class Plan:
             "unmanaged": list(self.unmanaged),
             "errors": list(self.errors),
             "warnings": list(self.warnings),
+            "warnings_count": max(self.warnings_count or 0, len(self.warnings)),
         }
 
     @classmethod
@@ -122,9 +137,15 @@ class Plan:
                 owner=str(data["owner"]), fingerprint=str(data["fingerprint"]), changes=changes,
                 unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
                 warnings=tuple(data.get("warnings", ())), source=dict(data.get("source") or {}),
+                warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
+
+
+def _more_than(count: Any, listed: int) -> int | None:
+    """A saved ``warnings_count`` when it says more warnings were found than listed."""
+    return int(count) if isinstance(count, int) and count > listed else None
 
 
 def _change_json(change: Change) -> dict[str, Any]:

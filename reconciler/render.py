@@ -9,7 +9,10 @@ filters, sources, warnings, errors) is data from a tree, a store or a server,
 and goes through :mod:`rackcron.escape` for the medium where it is placed:
 ``terminal`` for text, code spans (``markdown_code``, ``markdown_html_code``
 inside the ``<summary>`` HTML) for Markdown. Only the renderer's own words,
-symbols, colours and tags are written as they are.
+symbols, colours and tags are written as they are. A field's value is shown up to
+:data:`rackcron.escape.SHOWN` characters (then ``…(+N characters)``), and a Markdown
+plan longer than GitHub accepts in a comment (:data:`MARKDOWN_LIMIT`) shows the
+blocks that fit and says how many changes it leaves out.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ import json
 import re
 from typing import Any
 
-from rackcron.escape import markdown_code, markdown_html_code, terminal
+from rackcron.escape import markdown_code, markdown_html_code, shorten, terminal
 
-__all__ = ["render_json", "render_markdown", "render_text"]
+__all__ = ["MARKDOWN_LIMIT", "render_json", "render_markdown", "render_text"]
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
 _VERB = {
@@ -34,7 +37,8 @@ _COLOURS = {"+": "32", "~": "33", "-/+": "35", "-": "31"}
 
 
 def _value(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, str) else value
+    """A field's value as text, cut to :data:`rackcron.escape.SHOWN` characters."""
+    return shorten(json.dumps(value) if not isinstance(value, str) else value)
 
 
 def _shown(value: Any) -> str:
@@ -127,6 +131,8 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         )
     for warning in plan["warnings"]:
         lines.append(f"  warning: {terminal(warning)}")
+    if more := _warnings_not_listed(plan):
+        lines.append(f"  warning: {more}")
     for error in plan["errors"]:
         lines.append(f"  error: {terminal(error)}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
@@ -239,16 +245,37 @@ def _schedule_block(change: dict[str, Any]) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def render_markdown(plan: dict[str, Any]) -> str:
+def _warnings_not_listed(plan: dict[str, Any]) -> str:
+    """The note ending a list of warnings cut at :data:`reconciler.plan.MAX_WARNINGS`."""
+    left = (plan.get("warnings_count") or 0) - len(plan["warnings"])
+    if left <= 0:
+        return ""
+    return (
+        f"… and {left} more pairs of schedules that share racks, not listed"
+        f" (a plan lists the first {len(plan['warnings'])})"
+    )
+
+
+#: Characters GitHub accepts in a pull-request comment.
+MARKDOWN_LIMIT = 65_536
+# Room kept for the note that says what was left out.
+_NOTE_ROOM = 1_000
+
+
+def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str:
     """The plan as a pull-request comment: counts first, inventory as one table, one
-    collapsible block per schedule, warnings folded away."""
+    collapsible block per schedule, warnings folded away.
+
+    At most ``limit`` characters: past it, the blocks that fit are shown whole and a
+    closing note says how many changes are not, and where the full plan is.
+    """
     s = plan["summary"]
     status = (
         "❌ cannot be applied"
         if plan["errored"]
         else ("no changes" if not plan["changes"] else "ready to apply")
     )
-    lines = [
+    head = [
         "### rackcron plan",
         "",
         "| create | update | replace | destroy | status |",
@@ -256,29 +283,63 @@ def render_markdown(plan: dict[str, Any]) -> str:
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
-    lines += _security_callout(plan)
-    lines += [f"> **Error:** {markdown_code(error)}" for error in plan["errors"]]
+    # Blocks in order, each with the number of changes it shows: whole or not at all.
+    blocks: list[tuple[list[str], int]] = [(_security_callout(plan), 0)]
+    blocks += [([f"> **Error:** {markdown_code(shorten(e))}"], 0) for e in plan["errors"]]
     if plan["errors"]:
-        lines.append("")
+        blocks.append(([""], 0))
     if plan["warnings"]:
-        lines += [
+        count = plan.get("warnings_count") or len(plan["warnings"])
+        lines = [
             "<details>",
-            f"<summary>⚠️ {len(plan['warnings'])} warnings: schedules that share racks</summary>",
+            f"<summary>⚠️ {count} warnings: schedules that share racks</summary>",
             "",
         ]
-        lines += [f"- {markdown_code(w)}" for w in plan["warnings"]]
-        lines += ["", "</details>", ""]
+        lines += [f"- {markdown_code(shorten(w))}" for w in plan["warnings"]]
+        if more := _warnings_not_listed(plan):
+            lines.append(f"- {more}")
+        blocks.append(([*lines, "", "</details>", ""], 0))
     inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
-    if inventory:
-        lines += ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
-        lines += [_inventory_row(c) for c in inventory]
-        lines.append("")
+    table = ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
+    for i, change in enumerate(inventory):
+        row = [_inventory_row(change)] + ([""] if i == len(inventory) - 1 else [])
+        blocks.append(((table if i == 0 else []) + row, 1))
     schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
-    if schedules:
-        lines += ["#### Schedules", ""]
-        for change in schedules:
-            lines += _schedule_block(change)
+    for i, change in enumerate(schedules):
+        blocks.append(((["#### Schedules", ""] if i == 0 else []) + _schedule_block(change), 1))
     if plan["unmanaged"]:
-        names = ", ".join(markdown_code(n) for n in plan["unmanaged"])
-        lines += [f"Unmanaged schedules left alone: {names}", ""]
+        names = ", ".join(markdown_code(shorten(n)) for n in plan["unmanaged"])
+        blocks.append(([f"Unmanaged schedules left alone: {names}", ""], 0))
+    lines, size = list(head), _size(head)
+    for i, (block, _) in enumerate(blocks):
+        if size + _size(block) > limit - _NOTE_ROOM:
+            left_out = sum(n for _, n in blocks[i:])
+            lines += _cut_note(
+                left_out, len(plan["changes"]), limit, inventory_open=_in_table(lines)
+            )
+            break
+        lines += block
+        size += _size(block)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _size(lines: list[str]) -> int:
+    """Characters as GitHub counts them (UTF-16 code units), newlines included."""
+    return sum(len(line.encode("utf-16-le")) // 2 + 1 for line in lines)
+
+
+def _in_table(lines: list[str]) -> bool:
+    return bool(lines) and lines[-1].startswith("|")
+
+
+def _cut_note(left_out: int, total: int, limit: int, *, inventory_open: bool) -> list[str]:
+    """The closing note of a Markdown plan cut at ``limit`` characters."""
+    return [
+        *([""] if inventory_open else []),
+        "> [!WARNING]",
+        f"> **This plan is cut short: {left_out} of {total} changes are not shown**, and"
+        " nothing after them. A GitHub comment holds at most"
+        f" {limit:,} characters. The full plan is in the CI job's log"
+        " (`rackcron diff` or `rackcron plan` with `--format text`, or `--format json`).",
+        "",
+    ]

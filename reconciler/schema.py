@@ -19,6 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
+from rackcron.escape import SHOWN, shorten
 from rackcron.text import line_problem
 from reconciler.diagnostics import Diagnostic, json_path
 from reconciler.yamlsource import SourceDocument
@@ -369,13 +370,15 @@ def check_schema(doc: SourceDocument) -> list[Diagnostic]:
         return [
             doc.diagnostic(
                 ("apiVersion",),
-                f"apiVersion must be {API_VERSION!r}, got {data.get('apiVersion')!r}",
+                f"apiVersion must be {API_VERSION!r}, got {_quoted(data.get('apiVersion'))}",
             )
         ]
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KINDS:  # a list or mapping is no kind either
         return [
-            doc.diagnostic(("kind",), f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+            doc.diagnostic(
+                ("kind",), f"unknown kind {_quoted(kind)}; expected one of {', '.join(KINDS)}"
+            )
         ]
     fast = _fast_check(kind)
     if fast is not None and fast(data):
@@ -394,7 +397,7 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
             known = list(schema.get("properties", {}))
             return [
                 doc.diagnostic(
-                    (*path, key), f"unknown field {key!r}{_suggest(key, known)}", key=True
+                    (*path, key), f"unknown field {_quoted(key)}{_suggest(key, known)}", key=True
                 )
                 for key in instance
                 if key not in known
@@ -411,26 +414,36 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
         case "enum":
             return [
                 doc.diagnostic(
-                    path, f"{instance!r} is not one of: {_options(error.validator_value)}"
+                    path, f"{_quoted(instance)} is not one of: {_options(error.validator_value)}"
                 )
             ]
-        case "pattern" if isinstance(instance, str) and (problem := line_problem(instance)):
+        case "maxLength" if isinstance(instance, str):
+            limit = error.validator_value
+            return [
+                doc.diagnostic(path, f"must be at most {limit} characters, got {len(instance)}")
+            ]
+        case "pattern" if isinstance(instance, str) and (problem := line_problem(instance, None)):
             # Whatever else the pattern asks for, this is what to fix first.
             if "propertyNames" in error.absolute_schema_path:  # a key: shown escaped, at the key
                 line, column = doc.at((*path, instance), key=True)
-                message = f"key {instance!r}: {problem}"
+                message = f"key {_quoted(instance)}: {problem}"
                 return [Diagnostic(doc.file, line, column, "error", message, json_path(path))]
             return [doc.diagnostic(path, problem)]
         case "pattern" if error.validator_value in _PATTERN_MEANING:
             return [
                 doc.diagnostic(
-                    path, f"{instance!r} is not {_PATTERN_MEANING[error.validator_value]}"
+                    path, f"{_quoted(instance)} is not {_PATTERN_MEANING[error.validator_value]}"
                 )
             ]
         case "type":
             message = f"expected {_expected(error.validator_value)}, got {_actual(instance)}"
             return [doc.diagnostic(path, message)]
-    return [doc.diagnostic(path, error.message)]
+    return [doc.diagnostic(path, shorten(error.message, 2 * SHOWN))]
+
+
+def _quoted(value: Any) -> str:
+    """A value quoted in a message: its repr, cut to :data:`rackcron.escape.SHOWN` characters."""
+    return shorten(repr(value))
 
 
 def _options(values: list[Any]) -> str:

@@ -18,8 +18,9 @@ from rackcron.gcpause import gc_paused
 from reconciler.declared import Declared, build_declared
 from reconciler.diagnostics import Diagnostic
 from reconciler.links import Entry, Kind, LinkRefused, resolve
+from reconciler.listing import Listed, read_listed
 from reconciler.schema import check_schema
-from reconciler.yamlsource import SourceDocument, TreeBudget, Unreadable, read_documents
+from reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
 
 __all__ = ["Validation", "tree_sources", "validate_sources", "validate_tree"]
 
@@ -57,23 +58,35 @@ def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
 
     Symbolic links follow :mod:`reconciler.links`, as a read from git does: a link to
     a file inside the tree is read as that file, a link to a directory is not
-    descended, and any other link is listed as :class:`Unreadable` (reported at its
-    ``file:1:1``). A path that does not exist raises.
+    descended, and any other link is listed as
+    :class:`~reconciler.yamlsource.Unreadable` (reported at its
+    ``file:1:1``). Each file's size is checked (``stat()``) before it is read, by the
+    budgets of :mod:`reconciler.listing`. A path that does not exist raises.
 
     :raises FileNotFoundError: a path does not exist.
     """
-    sources: list[tuple[str, bytes]] = []
+    listed: list[Listed] = []
     for path in map(Path, paths):
         if path.is_dir():
-            sources += _directory_sources(path)
+            listed += _directory_listing(path)
         elif path.is_file():
-            sources.append((str(path), path.read_bytes()))
+            listed.append(_file(str(path), path))
         else:
             raise FileNotFoundError(f"{path}: no such file or directory")
-    return sources
+    return read_listed(listed)
 
 
-def _directory_sources(root: Path) -> list[tuple[str, bytes]]:
+def _file(name: str, path: Path) -> Listed:
+    """``path`` (a regular file, or a link to one) listed under ``name``."""
+
+    def read(limit: int) -> bytes:
+        with open(path, "rb") as file:
+            return file.read(limit + 1)
+
+    return Listed(name, path.stat().st_size, read)
+
+
+def _directory_listing(root: Path) -> list[Listed]:
     def lookup(relative: PurePosixPath) -> Entry | None:
         try:
             mode = os.lstat(root / relative).st_mode
@@ -85,7 +98,7 @@ def _directory_sources(root: Path) -> list[tuple[str, bytes]]:
             return Entry(Kind.DIRECTORY)
         return Entry(Kind.FILE) if stat.S_ISREG(mode) else None  # no FIFOs, no devices
 
-    found: list[tuple[str, bytes]] = []
+    found: list[Listed] = []
     # os.walk lists a link to a directory among the files' directories but does not enter it.
     for directory, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -98,16 +111,16 @@ def _directory_sources(root: Path) -> list[tuple[str, bytes]]:
             if entry is None:
                 continue
             if entry.kind is Kind.FILE:
-                found.append((str(file), file.read_bytes()))
+                found.append(_file(str(file), file))
                 continue
             try:
                 target = resolve(inner / name, lookup)
             except LinkRefused as exc:
-                found.append((str(file), Unreadable(str(exc))))
+                found.append(Listed(str(file), refused=str(exc)))
                 continue
             if target is not None:
-                found.append((str(file), (root / target).read_bytes()))
-    return sorted(found, key=lambda source: Path(source[0]))
+                found.append(_file(str(file), root / target))
+    return sorted(found, key=lambda entry: Path(entry.name))
 
 
 def validate_sources(sources: Iterable[tuple[str, bytes]]) -> Validation:

@@ -49,7 +49,9 @@ __all__ = [
     "SourceDocument",
     "TreeBudget",
     "Unreadable",
+    "file_too_large",
     "read_documents",
+    "tree_too_large",
 ]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -231,16 +233,34 @@ class SourceDocument:
 class Unreadable(bytes):
     """A source whose content could not be read (empty bytes), and why.
 
-    A reader that refuses a file (a symbolic link leaving the tree) still lists it,
-    so validation reports it at ``file:1:1`` like any other problem.
+    A reader that refuses a file (a symbolic link leaving the tree, a file over
+    :data:`MAX_FILE_BYTES`) still lists it, so validation reports it at ``file:1:1``
+    like any other problem. ``exhausts`` marks the file a reader stopped at because
+    the tree's bytes ran out (:func:`reconciler.listing.read_listed`): validation
+    stops there too.
     """
 
     reason: str
+    exhausts: bool
 
-    def __new__(cls, reason: str) -> Unreadable:
+    def __new__(cls, reason: str, *, exhausts: bool = False) -> Unreadable:
         self = super().__new__(cls, b"")
         self.reason = reason
+        self.exhausts = exhausts
         return self
+
+
+def file_too_large(limit: int = MAX_FILE_BYTES) -> str:
+    """The diagnostic for a file over the per-file limit, read or not."""
+    return f"file is larger than {limit} bytes"
+
+
+def tree_too_large(limit: int = MAX_TREE_BYTES) -> str:
+    """The diagnostic for the file that takes a tree read over its byte budget."""
+    return (
+        f"the tree holds more than {limit} bytes of YAML in all;"
+        " this file and the files after it were not read"
+    )
 
 
 class TreeBudget:
@@ -386,18 +406,16 @@ def read_documents(
     stops reading the tree.
     """
     if isinstance(content, Unreadable):
+        if content.exhausts and budget is not None:
+            budget.exhausted = True
         return [], [Diagnostic(file, 1, 1, "error", content.reason)]
     if len(content) > MAX_FILE_BYTES:
-        return [], [Diagnostic(file, 1, 1, "error", f"file is larger than {MAX_FILE_BYTES} bytes")]
+        return [], [Diagnostic(file, 1, 1, "error", file_too_large())]
     if budget is not None:
         budget.bytes -= len(content)
         if budget.bytes < 0:
             budget.exhausted = True
-            message = (
-                f"the tree holds more than {budget.total_bytes} bytes of YAML in all;"
-                " this file and the files after it were not read"
-            )
-            return [], [Diagnostic(file, 1, 1, "error", message)]
+            return [], [Diagnostic(file, 1, 1, "error", tree_too_large(budget.total_bytes))]
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -55,7 +55,7 @@ def check_text(value: str | None, field: str, *, max_length: int = 255) -> str |
         raise InvalidArgument(f"{field} must be at most {max_length} characters, got {len(value)}")
     if "\x00" in value:
         raise InvalidArgument(f"{field} must not contain NUL characters")
-    return check_line(value, field)
+    return check_line(value, field, max_length=max_length)
 
 
 def paged(query: sa.Select[Any], offset: int, limit: int) -> sa.Select[Any]:

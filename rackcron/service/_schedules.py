@@ -23,7 +23,7 @@ from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
 from rackcron.templates import to_template
-from rackcron.text import check_line
+from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
 
 __all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
 
@@ -37,10 +37,10 @@ UPDATE_MASK_PATHS = frozenset(
 
 
 #: The text an update writes, by mask path: (path, the field its message names, the value).
-_MASKED_TEXT: tuple[tuple[str, str, Callable[[ScheduleConfig], str]], ...] = (
-    ("schedule.name", "schedule.name", lambda c: c.name),
-    ("schedule.spec", "schedule.spec.spec", lambda c: c.spec),
-    ("schedule.spec.timezone", "schedule.spec.timezone", lambda c: c.timezone),
+_MASKED_TEXT: tuple[tuple[str, str, Callable[[ScheduleConfig], str], int], ...] = (
+    ("schedule.name", "schedule.name", lambda c: c.name, MAX_LENGTH),
+    ("schedule.spec", "schedule.spec.spec", lambda c: c.spec, MAX_SPEC_LENGTH),
+    ("schedule.spec.timezone", "schedule.spec.timezone", lambda c: c.timezone, MAX_LENGTH),
 )
 
 
@@ -60,7 +60,7 @@ def _spec(config: ScheduleConfig, timezone: str, *, stored: bool = False) -> tim
     if not config.spec:
         raise InvalidArgument("schedule.spec.spec is required")
     if not stored:
-        check_line(config.spec, "schedule.spec.spec")
+        check_line(config.spec, "schedule.spec.spec", max_length=MAX_SPEC_LENGTH)
     try:
         return timing.parse_spec(config.spec_type, config.spec, timezone)
     except timing.SpecError as exc:
@@ -244,9 +244,9 @@ class ScheduleOps(TargetOps):
             raise InvalidArgument(
                 f"update_mask: unsupported path {unknown[0]!r}; allowed: {', '.join(sorted(UPDATE_MASK_PATHS))}"
             )
-        for path, field, text in _MASKED_TEXT:  # before the row is read and locked
+        for path, field, text, length in _MASKED_TEXT:  # before the row is read and locked
             if path in update_mask:
-                check_line(text(config), field)
+                check_line(text(config), field, max_length=length)
         row = self.schedule_row(schedule_id, lock=True)
         current = _rows.schedule(row)
         values: dict[str, Any] = {}

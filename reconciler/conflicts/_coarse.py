@@ -6,11 +6,16 @@ components it covers) and the schedules compared (:class:`_Subject`: the enabled
 declared ones, and the stored ones the tree does not declare and an apply would
 not delete). :func:`_pairs` yields each pair sharing a rack once, a declared
 schedule first; :func:`coarse_conflicts` reports them all, as the service's
-CheckScheduleConflicts would, and the precise check filters the same pairs.
+CheckScheduleConflicts would, and the precise check filters the same pairs. N
+schedules on one rack are N*(N-1)/2 pairs: a report lists the first
+:data:`~reconciler.conflicts._report.MAX_LISTED` and counts the rest
+(:func:`_pair_count`) without making them.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING
 from rackcron import timing
 from rackcron.filters import ComponentFilter
 from reconciler.conflicts._report import (
+    MAX_LISTED,
     Conflict,
     ConflictReport,
     Party,
@@ -198,6 +204,26 @@ def _pairs(
             yield a, b, [rack for rack in a.racks if rack in theirs]
 
 
+def _pair_count(mine: list[_Subject], others: list[_Subject]) -> int:
+    """How many pairs :func:`_pairs` yields, without making them (N schedules on one
+    rack are N*(N-1)/2 pairs: counted in O(N) sets, listed only up to a cap)."""
+    subjects = mine + others
+    by_rack: dict[uuid.UUID, list[int]] = {}
+    for index, subject in enumerate(subjects):
+        for rack in subject.racks:
+            by_rack.setdefault(rack, []).append(index)
+    for indices in by_rack.values():
+        indices[:] = dict.fromkeys(indices)  # a rack twice in one scope is one pair
+    total = 0
+    for i, a in enumerate(mine):
+        if len(set(a.racks)) == 1:  # the common case: the partners are one sorted list
+            indices = by_rack[a.racks[0]]
+            total += len(indices) - bisect.bisect_right(indices, i)
+        else:
+            total += len({j for rack in a.racks for j in by_rack[rack] if j > i})
+    return total
+
+
 # --- coarse ------------------------------------------------------------------------------------
 
 
@@ -213,6 +239,9 @@ def coarse_conflicts(
     mine, others = _subjects(declared, store, owner)
     conflicts = tuple(
         Conflict(a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks))
-        for a, b, racks in _pairs(mine, others)
+        for a, b, racks in itertools.islice(_pairs(mine, others), MAX_LISTED)
     )
-    return ConflictReport("coarse", conflicts, len(mine), len(others) if store else None)
+    return ConflictReport(
+        "coarse", conflicts, len(mine), len(others) if store else None,
+        total=_pair_count(mine, others),
+    )  # fmt: skip

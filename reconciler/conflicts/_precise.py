@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rackcron import timing
 from reconciler.conflicts._coarse import StoreView, _inventory, _pairs, _Subject, _subjects
-from reconciler.conflicts._report import Collision, Conflict, ConflictReport, Firing
+from reconciler.conflicts._report import MAX_LISTED, Collision, Conflict, ConflictReport, Firing
 from reconciler.conflicts._times import (
     _MICROSECOND,
     _first_overlap,
@@ -111,7 +111,12 @@ def precise_conflicts(
     def length(subject: _Subject) -> int:
         return lengths.get(subject.party.operation, longest) // _MICROSECOND
 
+    # Pairs of the same fire times and lengths meet at the same instants: N schedules of
+    # one spec on one rack are N*(N-1)/2 pairs but one overlap to compute.
+    overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
+    since = _micros(now)
     conflicts = []
+    total = 0
     for a, b, racks in _pairs(mine, others):
         mine_covers, their_covers = covered(a), covered(b)
         meeting = [
@@ -119,14 +124,21 @@ def precise_conflicts(
         ]
         if not meeting:
             continue
-        hit = _first_overlap(fire_times(a), length(a), fire_times(b), length(b), _micros(now))
+        times_a, times_b = fire_times(a), fire_times(b)
+        key = (id(times_a), length(a), id(times_b), length(b))
+        if key not in overlaps:
+            overlaps[key] = _first_overlap(times_a, key[1], times_b, key[3], since)
+        hit = overlaps[key]
         if hit is None:
             continue
+        total += 1
+        if len(conflicts) >= MAX_LISTED:
+            continue  # counted, not listed
         at = _instant(hit[0])
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both) for rack, both in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
     return ConflictReport(
         "precise", tuple(conflicts), len(mine), len(others) if store else None,
-        now=now, horizon=horizon, durations=lengths,
+        now=now, horizon=horizon, durations=lengths, total=total,
     )  # fmt: skip

@@ -10,6 +10,10 @@ Names, racks, components, sources and specs are data: each line of the terminal
 report is built whole and then passed through :func:`rackcron.escape.terminal`
 (one line, no control characters), so a value cannot start a line of its own;
 diagnostics are escaped when they are rendered (``reconciler.diagnostics``).
+
+A report lists at most :data:`~reconciler.conflicts._report.MAX_LISTED` conflicts
+(N schedules on one rack are N*(N-1)/2 pairs); every rendering ends a truncated
+list with how many more were found, and the summary gives the full count.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ def render_text(data: Mapping[str, Any]) -> str:
                 local = f" ({firing['local_start']})" if firing["zone"] != "UTC" else ""
                 line = f"      fires {firing['start']}{local}, runs until {firing['end']}"
                 lines.append(terminal(line))
+    if data.get("truncated"):
+        lines.append(terminal(_not_listed(data)))
     checked = data["checked"]
     compared = f"{checked['declared']} declared schedules"
     if data["with_store"]:
@@ -90,6 +96,14 @@ def render_text(data: Mapping[str, Any]) -> str:
         lines.append("")
     lines.append(terminal(f"{mode.capitalize()} check of {compared}: {found}."))
     return "\n".join(lines)
+
+
+def _not_listed(data: Mapping[str, Any]) -> str:
+    left = data["count"] - len(data["conflicts"])
+    return (
+        f"… and {left} more conflict{'s' if left != 1 else ''} not listed"
+        f" (a report lists the first {len(data['conflicts'])} of {data['count']})"
+    )
 
 
 def to_diagnostics(report: ConflictReport, severity: Severity = "warning") -> list[Diagnostic]:
@@ -112,4 +126,8 @@ def to_diagnostics(report: ConflictReport, severity: Severity = "warning") -> li
         diagnostics.append(
             Diagnostic(a["source"], a["line"], 1, severity, message, "$.metadata.name")
         )
+    if data["truncated"]:
+        # At the first conflict's schedule, so the note is one annotation more, not N.
+        a = data["conflicts"][0]["schedules"][0]
+        diagnostics.append(Diagnostic(a["source"], a["line"], 1, severity, _not_listed(data)))
     return diagnostics

@@ -20,7 +20,9 @@ from rackcron import timing
 from reconciler.conflicts._times import _MICROSECOND
 
 FORMAT = "rackcron.conflicts/v1"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
+#: Conflicts one report lists; ``count`` is always the exact total (docs/conflicts.md).
+MAX_LISTED = 100
 
 Mode = Literal["coarse", "precise"]
 Origin = Literal["declared", "store"]
@@ -117,6 +119,13 @@ class ConflictReport:
     now: datetime | None = None  # precise only
     horizon: timedelta | None = None  # precise only
     durations: Mapping[str, timedelta] = field(default_factory=dict)  # precise only
+    #: Conflicts found in all; ``conflicts`` lists the first :data:`MAX_LISTED` of them.
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """How many conflicts were found, listed or not."""
+        return len(self.conflicts) if self.total is None else self.total
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``rackcron.conflicts/v1`` form (docs/conflicts.md)."""
@@ -129,7 +138,8 @@ class ConflictReport:
             "now": _utc(self.now) if self.now else None,
             "horizon": format_duration(self.horizon) if self.horizon else None,
             "durations": {k: format_duration(v) for k, v in self.durations.items()} or None,
-            "count": len(self.conflicts),
+            "count": self.count,
+            "truncated": self.count > len(self.conflicts),
             "conflicts": [_conflict_json(c, self.mode) for c in self.conflicts],
         }
 

@@ -71,7 +71,7 @@ def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
                        security_sensitive=True, security_reason="sets the rack's controller")  # fmt: skip
     plan = Plan(owner="fleet", fingerprint="f", changes=(sensitive, *PLAN.changes))
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.2" and data["security_sensitive"] == 1
+    assert data["format_version"] == "1.3" and data["security_sensitive"] == 1
     assert data["changes"][0]["security_sensitive"] is True
     assert "security_sensitive" not in data["changes"][1]  # only on the changes it marks
     assert Plan.from_json(data) == plan

@@ -1,0 +1,78 @@
+"""A tree's files listed with their sizes, then read within the read budgets.
+
+Both tree readers (the working copy, :func:`reconciler.validate.tree_sources`, and
+a git revision, :func:`reconciler.git.read_tree`) first list the files they would
+read, each with its size as the file system or the object database tells it
+(``stat()``, a blob's header), without reading any. :func:`read_listed` then reads
+them in the order validation parses them, by the rule
+:func:`reconciler.yamlsource.read_documents` applies to bytes already read:
+
+* a file over :data:`~reconciler.yamlsource.MAX_FILE_BYTES` is not read: it is an
+  :class:`~reconciler.yamlsource.Unreadable` source with the diagnostic a read file
+  of that size gets;
+* the files read add up against :data:`~reconciler.yamlsource.MAX_TREE_BYTES` (a
+  link counts its target's size each time it is read): the file that would cross it
+  and every file after it are not read, and that file is an ``Unreadable`` that
+  exhausts the tree's budget, so validation stops there with the same diagnostic.
+
+So a blob of zeros that git stores in a few hundred kilobytes, or a file on disk
+that grows between ``stat()`` and the read, never costs more than the limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from reconciler.yamlsource import (
+    MAX_FILE_BYTES,
+    MAX_TREE_BYTES,
+    Unreadable,
+    file_too_large,
+    tree_too_large,
+)
+
+__all__ = ["Listed", "read_listed"]
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One file a reader would read: its display name, its size, and how to read it.
+
+    ``read(limit)`` returns the file's bytes, at most ``limit + 1`` of them (so a file
+    that grew is seen to be over ``limit``). A listed file that is refused outright (a
+    link leaving the tree) carries ``refused`` instead.
+    """
+
+    name: str
+    size: int = 0
+    read: Callable[[int], bytes] | None = None
+    refused: str | None = None
+
+
+def read_listed(
+    listed: Iterable[Listed], *, file_limit: int = MAX_FILE_BYTES, tree_limit: int = MAX_TREE_BYTES
+) -> list[tuple[str, bytes]]:
+    """The sources of ``listed`` (in its order), each read only when the budgets allow."""
+    sources: list[tuple[str, bytes]] = []
+    left = tree_limit
+    for entry in listed:
+        if entry.refused is not None or entry.read is None:
+            sources.append((entry.name, Unreadable(entry.refused or "could not be read")))
+            continue
+        if entry.size > file_limit:
+            sources.append((entry.name, Unreadable(file_too_large(file_limit))))
+            continue
+        if entry.size > left:
+            sources.append((entry.name, Unreadable(tree_too_large(tree_limit), exhausts=True)))
+            break
+        content = entry.read(file_limit)
+        if len(content) > file_limit:  # grew since it was listed
+            sources.append((entry.name, Unreadable(file_too_large(file_limit))))
+            continue
+        if len(content) > left:
+            sources.append((entry.name, Unreadable(tree_too_large(tree_limit), exhausts=True)))
+            break
+        left -= len(content)
+        sources.append((entry.name, content))
+    return sources

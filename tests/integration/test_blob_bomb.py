@@ -1,0 +1,167 @@
+"""A tree's files are sized before they are read, from git and from disk alike.
+
+A pull request can commit a blob of hundreds of megabytes that git stores in a few
+hundred kilobytes (zeros compress well), or many links to one large file in the
+tree. The readers look at each file's size (the blob's header, ``stat()``) before
+reading it: a file over the per-file limit is reported at its ``file:1:1`` unread,
+and the tree's byte budget (a link counting its target each time) stops the read
+with the same diagnostic :func:`reconciler.yamlsource.read_documents` gives. The
+commands run in a subprocess with a 1 GiB address-space limit, so without the
+budgets they peak far over :data:`MAX_RSS` (or fail with ``MemoryError``) rather
+than eat the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
+
+RACK = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r1}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+"""
+
+#: The blob of zeros: far over the per-file limit, over half the address-space limit.
+BOMB_BYTES = 600 * 1024 * 1024
+#: The address space a command may use (a safety net: the test must not eat the machine).
+LIMIT_AS = 1024 * 1024 * 1024
+#: The resident memory a command may peak at: the tree's budget and some.
+MAX_RSS = 256 * 1024 * 1024
+#: One file just under the per-file limit, and links to it: ten times the tree's limit.
+BIG_BYTES = MAX_FILE_BYTES - 1024
+LINKS = 10 * MAX_TREE_BYTES // BIG_BYTES
+
+
+def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, input=stdin
+    ).stdout.decode()
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
+
+
+def rackcron(cwd: Path, *args: str) -> tuple[int, str]:
+    """Run the CLI; its exit status and output. Fails when it peaked over :data:`MAX_RSS`."""
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rackcron.cli", *args],
+            cwd=cwd, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_limit_memory,
+            env={**os.environ, "RACKCRON_DEBUG": ""},
+        )  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        text = output.read().decode()
+    # ru_maxrss is in KiB on Linux: the child, or its largest waited-for descendant (git).
+    assert usage.ru_maxrss * 1024 < MAX_RSS, f"peaked at {usage.ru_maxrss // 1024} MiB: {args}"
+    return process.returncode, text
+
+
+def _zero_blob(repo: Path, size: int) -> str:
+    """Store ``size`` zero bytes as a blob, streamed: nothing that large is held or written."""
+    process = subprocess.Popen(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    chunk = bytes(1024 * 1024)
+    for _ in range(size // len(chunk)):
+        process.stdin.write(chunk)
+    process.stdin.close()
+    sha = process.stdout.read().decode().strip()
+    assert process.wait() == 0
+    return sha
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """main: a valid tree; bomb: plus the blob of zeros; links: plus many links to one big file."""
+    repo = tmp_path_factory.mktemp("blob-bomb")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ops@example.com")
+    git(repo, "config", "user.name", "Ops")
+    (repo / "fleet").mkdir()
+    (repo / "fleet" / "racks.yaml").write_text(RACK)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "bomb")
+    sha = _zero_blob(repo, BOMB_BYTES)
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},fleet/bomb.yaml")
+    git(repo, "commit", "-qm", "bomb")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-qb", "links")
+    (repo / "fleet" / "big.yaml").write_text("#" + "x" * (BIG_BYTES - 2) + "\n")
+    for i in range(LINKS):
+        os.symlink("big.yaml", repo / "fleet" / f"link-{i:02}.yaml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links")
+    return repo
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "fleet", "--rev", "bomb", "--format", "markdown", "--database-url", "{db}"],
+        ["diff", "fleet", "--base", "main", "--head", "bomb", "--format", "markdown"],
+    ],
+    ids=["plan", "diff"],
+)
+def test_a_blob_bomb_is_refused_unread(repo: Path, tmp_path: Path, args: list[str]) -> None:
+    db = f"sqlite:///{tmp_path}/db"
+    code, output = rackcron(repo, *(arg.format(db=db) for arg in args))
+    assert "MemoryError" not in output and "Traceback" not in output, output[-2000:]
+    assert f"fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, (
+        output[-2000:]
+    )
+    assert code == 1, output[-2000:]
+
+
+def test_links_to_a_big_file_count_against_the_tree(repo: Path) -> None:
+    code, output = rackcron(repo, "diff", "fleet", "--base", "main", "--head", "links")
+    assert code == 1 and "Traceback" not in output, output[-2000:]
+    assert output.count(f"holds more than {MAX_TREE_BYTES} bytes of YAML in all") == 1, output
+
+
+def test_the_working_copy_reads_by_the_same_rule(repo: Path, tmp_path: Path) -> None:
+    # A sparse file of zeros: no disk used, a size far over the limit.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(RACK)
+    with open(tree / "bomb.yaml", "wb") as bomb:
+        bomb.truncate(BOMB_BYTES)
+    code, output = rackcron(tmp_path, "validate", "tree")
+    assert code == 1 and "MemoryError" not in output, output[-2000:]
+    assert f"tree/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output
+    # the same file named alone
+    code, output = rackcron(tmp_path, "validate", "tree/bomb.yaml")
+    assert code == 1 and "MemoryError" not in output, output[-2000:]
+    assert f"file is larger than {MAX_FILE_BYTES} bytes" in output
+    # and the links, checked out
+    git(repo, "checkout", "-q", "links")
+    try:
+        code, output = rackcron(repo, "validate", "fleet")
+    finally:
+        git(repo, "checkout", "-q", "main")
+    assert code == 1, output[-2000:]
+    assert output.count(f"holds more than {MAX_TREE_BYTES} bytes of YAML in all") == 1, output
+
+
+def test_the_sync_daemon_refuses_the_round_unread(repo: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/db"
+    args = ["sync", "--repo", str(repo), "--path", "fleet", "--branch", "bomb", "--once"]
+    code, output = rackcron(tmp_path, *args, "--database-url", db)
+    assert code == 1 and "Traceback" not in output, output[-2000:]
+    assert f"invalid: 1 errors, first: fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, output  # fmt: skip

@@ -1,0 +1,189 @@
+"""Long values: a single-line field has a length limit, renderers show a bounded part of
+any value, and a Markdown plan never exceeds what a GitHub comment holds.
+
+A 200,000-character ``target_version`` used to validate, and its Markdown plan was
+220,000 characters: over GitHub's 65,536-character comment limit, so the comment was
+refused or cut and the changes after the cut were hidden; a diagnostic quoting a 5 MB
+name printed it whole. Through the real entry points: the gRPC shim (every backend)
+and the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from click.testing import CliRunner
+from helpers import snapshot
+
+from rackcron.cli import main
+from rackcron.escape import SHOWN
+from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
+from rackcron_proto.v1 import flow_pb2 as pb
+from reconciler import schema
+from reconciler.render import MARKDOWN_LIMIT
+
+RACK = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r1}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+"""
+
+
+def schedule(name: str, version: str = "2.3.1", spec: str = "0 2 * * 1") -> str:
+    return (
+        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
+        f'  spec_type: cron\n  spec: "{spec}"\n'
+        f'  operation: {{upgrade_firmware: {{target_version: "{version}"}}}}\n'
+        "  targets: {racks: [{name: r1}]}\n"
+    )
+
+
+def write(tmp_path: Path, *documents: str) -> Path:
+    tree = tmp_path / "tree"
+    tree.mkdir(exist_ok=True)
+    (tree / "fleet.yaml").write_text(RACK + "".join(documents))
+    return tree
+
+
+# --- (a) a length limit on single-line text ------------------------------------------------
+
+
+def _firmware(fleet: Any, **fields: Any) -> pb.CreateTaskScheduleRequest:
+    target = pb.OperationTargetSpec(
+        racks=pb.RackTargets(targets=[pb.RackTarget(id=pb.UUID(id=str(fleet.racks[0])))])
+    )
+    return pb.CreateTaskScheduleRequest(
+        schedule=pb.ScheduleConfig(
+            name=fields.pop("name", "nightly"),
+            spec=pb.ScheduleSpec(
+                type=pb.SCHEDULE_SPEC_TYPE_CRON, spec=fields.pop("spec", "0 2 * * 1")
+            ),
+        ),
+        operation=pb.ScheduledOperation(
+            upgrade_firmware=pb.UpgradeFirmwareRequest(target_spec=target, **fields)
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"target_version": "9" * 200_000},
+         f"operation.upgrade_firmware.target_version: must be at most {MAX_LENGTH} characters, got 200000"),
+        ({"sub_targets": ["bmc", "b" * 300]},
+         f"operation.upgrade_firmware.sub_targets[1]: must be at most {MAX_LENGTH} characters, got 300"),
+        ({"spec": "0 2 * * " + ",".join(["1"] * 600)},
+         f"schedule.spec.spec: must be at most {MAX_SPEC_LENGTH} characters, got 1207"),
+    ],
+    ids=["target-version", "sub-target", "spec"],
+)  # fmt: skip
+def test_the_service_refuses_a_long_value_naming_the_field(
+    flow, fleet, service, fields: dict[str, Any], message: str
+) -> None:
+    before = snapshot(service)
+    with pytest.raises(grpc.RpcError) as info:
+        flow.CreateTaskSchedule(_firmware(fleet, **fields))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value.details()
+    assert info.value.details() == message
+    assert snapshot(service) == before
+
+
+def test_a_value_at_the_limit_is_stored(flow, fleet) -> None:
+    flow.CreateTaskSchedule(_firmware(fleet, target_version="9" * MAX_LENGTH))
+
+
+def test_validate_refuses_a_long_version_in_a_short_diagnostic(tmp_path: Path) -> None:
+    tree = write(tmp_path, schedule("nightly", version="9" * 200_000))
+    result = CliRunner().invoke(main, ["validate", str(tree)])
+    assert result.exit_code == 1, result.output[-2000:]
+    assert (
+        f"fleet.yaml:13:50: error: must be at most {MAX_LENGTH} characters, got 200000"
+        " [$.spec.operation.upgrade_firmware.target_version]"
+    ) in result.output, result.output[-2000:]
+    assert len(result.output) < 1_000
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "json"])
+def test_a_diagnostic_quotes_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> None:
+    # A 5 MB name, under the per-file limit: every message about it stays short.
+    tree = write(tmp_path, schedule("x" * 5_000_000 + "!"))
+    result = CliRunner().invoke(main, ["validate", str(tree), "--format", fmt])
+    assert result.exit_code == 1
+    assert len(result.output) < 3_000, len(result.output)
+    assert "metadata.name" in result.output
+
+
+def test_every_single_line_field_in_the_schemas_has_a_max_length() -> None:
+    def fields(node: Any) -> list[dict[str, Any]]:
+        if isinstance(node, dict):
+            found = [node] if node.get("pattern") == SCHEMA_PATTERN else []
+            return found + [f for value in node.values() for f in fields(value)]
+        if isinstance(node, list):
+            return [f for value in node for f in fields(value)]
+        return []
+
+    for kind in schema.KINDS:
+        for field in fields(schema.schema_for(kind)):
+            assert field.get("maxLength") in (MAX_LENGTH, MAX_SPEC_LENGTH), (kind, field)
+
+
+# --- (b) renderers show a bounded part of any value ----------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> None:
+    version = "v" * MAX_LENGTH  # valid: the store holds it; a plan shows its first SHOWN
+    tree = write(tmp_path, schedule("nightly", version=version))
+    db = f"sqlite:///{tmp_path}/db"
+    result = CliRunner().invoke(main, ["plan", str(tree), "--format", fmt, "--database-url", db])
+    assert result.exit_code == 0, result.output
+    # "Upgrade Firmware to vvv...": the operation's text, cut at SHOWN characters
+    assert version not in result.output
+    words = len("Upgrade Firmware to ")
+    left = words + MAX_LENGTH - SHOWN
+    shown = rf"Upgrade Firmware to v{{{SHOWN - words}}}…\(\+{left} characters\)"
+    assert re.search(shown, result.output), result.output[-3000:]
+    saved = CliRunner().invoke(main, ["plan", str(tree), "--format", "json", "--database-url", db])
+    assert version in saved.stdout  # the data itself is whole
+
+
+# --- (c) a Markdown plan fits in a GitHub comment ------------------------------------------
+
+
+def test_a_markdown_plan_longer_than_a_comment_says_what_it_leaves_out(tmp_path: Path) -> None:
+    count = 150
+    versions = [f"{i:03}-" + "v" * (MAX_LENGTH - 4) for i in range(count)]
+    tree = write(tmp_path, *(schedule(f"s{i:03}", v) for i, v in enumerate(versions)))
+    db = f"sqlite:///{tmp_path}/db"
+    args = ["plan", str(tree), "--database-url", db]
+    text = CliRunner().invoke(main, [*args, "--format", "text"])
+    assert text.exit_code == 0 and all(f'"s{i:03}"' in text.output for i in range(count))
+    result = CliRunner().invoke(main, [*args, "--format", "markdown"])
+    assert result.exit_code == 0, result.output[-2000:]
+    output = result.output
+    assert len(output.encode("utf-16-le")) // 2 <= MARKDOWN_LIMIT, len(output)
+    shown = len(re.findall(r"<b><code>s\d{3}</code></b>", output))
+    assert 0 < shown < count
+    assert output.count("<details>") == output.count("</details>")  # whole blocks only
+    assert (
+        f"**This plan is cut short: {count - shown} of {count + 1} changes are not shown**"
+    ) in output
+    assert output.rstrip().endswith("or `--format json`).")
+    plan = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert len(plan["changes"]) == count + 1  # the rack, and every schedule
+
+
+def test_a_markdown_plan_that_fits_is_not_cut(tmp_path: Path) -> None:
+    tree = write(tmp_path, schedule("nightly"))
+    result = CliRunner().invoke(
+        main,
+        ["plan", str(tree), "--format", "markdown", "--database-url", f"sqlite:///{tmp_path}/db"],
+    )
+    assert result.exit_code == 0 and "cut short" not in result.output

@@ -1,0 +1,109 @@
+"""Many schedules on one rack: reports list a bounded number of pairs and count the rest.
+
+N schedules sharing a rack are N*(N-1)/2 pairs. A tree of 1,000 small schedules on
+one rack (far inside every YAML budget) made ``rackcron conflicts --format github``
+write 100 MB and the plan's "schedules that share racks" warnings 27 MB. Through
+the real CLI: every report lists at most 100 pairs, says how many more there are,
+and keeps the exact count in its summary and its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reconciler.conflicts._report import MAX_LISTED
+from reconciler.plan import MAX_WARNINGS
+
+N = 1000
+PAIRS = N * (N - 1) // 2
+
+RACK = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: rack-b01}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+"""
+
+SCHEDULE = """---
+apiVersion: rackcron/v1
+kind: TaskSchedule
+metadata: {{name: q{i}}}
+spec: {{spec_type: interval, spec: 6h, operation: {{power_off: {{}}}}, targets: {{racks: [{{name: rack-b01}}]}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = tmp_path_factory.mktemp("pairs")
+    (tree / "racks.yaml").write_text(RACK)
+    (tree / "schedules.yaml").write_text("".join(SCHEDULE.format(i=i) for i in range(N)))
+    return tree
+
+
+def rackcron(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rackcron.cli", *args],
+        cwd=tree, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "RACKCRON_DEBUG": ""},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fmt", "mode"),
+    [("github", []), ("text", []), ("github", ["--precise"])],
+    ids=["github", "text", "precise"],
+)
+def test_conflicts_list_a_bounded_number_of_pairs(tree: Path, fmt: str, mode: list[str]) -> None:
+    # The schedules fire together on the whole rack: every pair collides in precise mode too.
+    result = rackcron(tree, "conflicts", ".", "--format", fmt, *mode)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-2000:]
+    assert len(output) < 100_000, f"{len(output)} characters"
+    assert len(output.splitlines()) <= 3 * MAX_LISTED + 5  # text: a headline and two lines each
+    more = PAIRS - MAX_LISTED
+    assert f"… and {more} more conflicts not listed (a report lists the first 100 of {PAIRS})" in (
+        output
+    )
+    if fmt == "text":
+        assert f"Coarse check of {N} declared schedules: {PAIRS} conflicts." in output
+
+
+def test_conflicts_json_keeps_the_exact_count(tree: Path) -> None:
+    result = rackcron(tree, "conflicts", ".", "--format", "json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["format_version"] == "1.1"
+    assert data["count"] == PAIRS and data["truncated"] is True
+    assert len(data["conflicts"]) == MAX_LISTED
+
+
+def test_validate_with_conflicts_is_bounded(tree: Path) -> None:
+    result = rackcron(tree, "validate", ".", "--conflicts")
+    output = result.stdout + result.stderr
+    assert len(output) < 100_000 and len(output.splitlines()) <= MAX_LISTED + 5, len(output)
+    assert f"{PAIRS - MAX_LISTED} more conflicts not listed" in output
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
+def test_plan_lists_a_bounded_number_of_warnings(tree: Path, tmp_path: Path, fmt: str) -> None:
+    db = f"sqlite:///{tmp_path}/db"
+    result = rackcron(tree, "plan", ".", "--format", fmt, "--database-url", db)
+    assert result.returncode == 0, result.stderr[-2000:]
+    output = result.stdout
+    if fmt == "json":
+        data = json.loads(output)
+        assert data["format_version"] == "1.3"
+        assert data["warnings_count"] == PAIRS and len(data["warnings"]) == MAX_WARNINGS
+        return
+    # one line or block per schedule created, plus at most MAX_WARNINGS warnings
+    assert output.count("both target") == MAX_WARNINGS
+    assert f"… and {PAIRS - MAX_WARNINGS} more pairs of schedules that share racks" in output
+    if fmt == "markdown":
+        assert f"⚠️ {PAIRS} warnings: schedules that share racks" in output
