@@ -127,7 +127,8 @@ class Provenance:
 
     Its texts describe the applier's machine (a path, a git email, a saved plan's
     source): they are stored one line, with any control character shown as an escape
-    (``rackcron.escape.terminal``), rather than refusing an apply over them.
+    (``rackcron.escape.terminal``) and cut to fit the apply log, rather than refusing
+    an apply over them.
     """
 
     source: str
@@ -136,10 +137,16 @@ class Provenance:
     author: str = "unknown"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source", terminal(self.source))
-        object.__setattr__(self, "author", terminal(self.author))
+        object.__setattr__(self, "source", _fitted(self.source, 4096))
+        object.__setattr__(self, "author", _fitted(self.author, 255))  # the log's columns
         if self.revision is not None:
-            object.__setattr__(self, "revision", terminal(self.revision))
+            object.__setattr__(self, "revision", _fitted(self.revision, 64))
+
+
+def _fitted(text: str, width: int) -> str:
+    """``text`` on one line, escaped, and cut with ``…`` to at most ``width`` characters."""
+    text = terminal(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def apply_plan(

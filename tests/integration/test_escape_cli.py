@@ -9,6 +9,7 @@ validate output of a PR job.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -335,3 +336,20 @@ def test_the_runners_older_command_form_is_broken_everywhere(tmp_path: Path, sto
     for fmt in ("text", "markdown"):
         planned = _cli("plan", str(tree), "--format", fmt, "--database-url", store)
         assert planned.exit_code == 0 and "##[" not in planned.output, planned.output
+
+
+def test_an_apply_with_overlong_provenance_is_logged_cut(tmp_path: Path, store_url: str) -> None:
+    # A saved plan names its own source and revision: they are cut to the log's columns.
+    tree = tmp_path / "tree"
+    _write(tree, {"label": "ops", "version": "2.3.1", "external_id": "A1", "component": "c1"})
+    saved = tmp_path / "plan.json"
+    planned = _cli("plan", str(tree), "-o", str(saved), "--database-url", store_url)
+    assert planned.exit_code == 0, planned.output
+    document = json.loads(saved.read_text())
+    document["source"] = {"path": "p" * 10_000, "revision": "r" * 500, "dirty": False}
+    saved.write_text(json.dumps(document))
+    applied = _cli("apply", str(saved), "--auto-approve", "--database-url", store_url)
+    assert applied.exit_code == 0, applied.output
+    history = _cli("history", "--format", "json", "--database-url", store_url)
+    (record,) = json.loads(history.output)
+    assert (len(record["source"]), len(record["revision"])) == (4096, 64)
