@@ -22,7 +22,7 @@ The media, and the rule of each:
     marks such as U+200E, zero-width characters, the BOM) is shown as a visible
     Python-style escape (``\\x1b``, ``\\n``, ``\\u202e``). A value is one line:
     ``\\n`` is escaped too, unless ``multiline`` (then ``\\n`` stays, nothing else).
-    A line that would begin (after spaces) with ``::`` shows its first colon as
+    A line that would begin (after any white space, Unicode's included) with ``::`` shows its first colon as
     ``\\x3a``: CI logs read such a line as a GitHub workflow command, and a value
     (a file name, a schedule name) may start a line of text output. For the
     same reason ``##[`` (the runner's older command form, ``##[error]...``, read
@@ -91,8 +91,9 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Categories shown escaped: controls, invisible format characters (bidi, zero-width),
 # line and paragraph separators, lone surrogates.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-# A workflow command: "::" at the start of a line, after spaces (the runner trims them).
-_COMMAND_START = re.compile(r"^( *)::", re.MULTILINE)
+# A workflow command: "::" at the start of a line, after any white space (the runner
+# trims every Unicode white-space character, NO-BREAK SPACE and IDEOGRAPHIC SPACE too).
+_COMMAND_START = re.compile(r"^(\s*)::", re.MULTILINE)
 
 
 def _hidden(char: str) -> bool:

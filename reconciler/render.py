@@ -164,8 +164,15 @@ def _security_text(plan: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+#: Security-sensitive changes the callout names; it counts the rest.
+_CALLOUT_LISTED = 20
+
+
 def _security_callout(plan: dict[str, Any]) -> list[str]:
-    """A Markdown callout near the top of a PR comment listing the sensitive changes."""
+    """A Markdown callout near the top of a PR comment listing the sensitive changes.
+
+    Always shown, and small whatever the plan: it names the first few and counts the rest.
+    """
     sensitive = _sensitive(plan)
     if not sensitive:
         return []
@@ -175,10 +182,15 @@ def _security_callout(plan: dict[str, Any]) -> list[str]:
         " controller credentials go before applying.",
     ]
     lines += [
-        f"> - {_md_field(c['kind'])} {markdown_code(c['name'])}:"
-        f" {markdown_code(c.get('security_reason', ''))}"
-        for c in sensitive
+        f"> - {_md_field(c['kind'])} {markdown_code(shorten(c['name']))}:"
+        f" {markdown_code(shorten(c.get('security_reason', '')))}"
+        for c in sensitive[:_CALLOUT_LISTED]
     ]
+    if len(sensitive) > _CALLOUT_LISTED:
+        lines.append(
+            f"> - … and {len(sensitive) - _CALLOUT_LISTED} more, each marked"
+            " **⚠️ security-sensitive** below and in the full plan"
+        )
     return [*lines, ""]
 
 
@@ -256,6 +268,8 @@ def _warnings_not_listed(plan: dict[str, Any]) -> str:
     )
 
 
+#: Unmanaged schedules a Markdown plan names; it counts the rest.
+_UNMANAGED_LISTED = 100
 #: Characters GitHub accepts in a pull-request comment.
 MARKDOWN_LIMIT = 65_536
 # Room kept for the note that says what was left out.
@@ -283,8 +297,9 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         f"| {s['create']} | {s['update']} | {s['replace']} | {s['delete']} | {status} |",
         "",
     ]
+    head += _security_callout(plan)  # never cut: it is what a reviewer must see
     # Blocks in order, each with the number of changes it shows: whole or not at all.
-    blocks: list[tuple[list[str], int]] = [(_security_callout(plan), 0)]
+    blocks: list[tuple[list[str], int]] = []
     blocks += [([f"> **Error:** {markdown_code(shorten(e))}"], 0) for e in plan["errors"]]
     if plan["errors"]:
         blocks.append(([""], 0))
@@ -307,8 +322,10 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
     schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
     for i, change in enumerate(schedules):
         blocks.append(((["#### Schedules", ""] if i == 0 else []) + _schedule_block(change), 1))
-    if plan["unmanaged"]:
-        names = ", ".join(markdown_code(shorten(n)) for n in plan["unmanaged"])
+    if unmanaged := plan["unmanaged"]:
+        names = ", ".join(markdown_code(shorten(n)) for n in unmanaged[:_UNMANAGED_LISTED])
+        if len(unmanaged) > _UNMANAGED_LISTED:
+            names += f" and {len(unmanaged) - _UNMANAGED_LISTED} more"
         blocks.append(([f"Unmanaged schedules left alone: {names}", ""], 0))
     lines, size = list(head), _size(head)
     for i, (block, _) in enumerate(blocks):

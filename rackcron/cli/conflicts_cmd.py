@@ -67,7 +67,10 @@ def _refuse_missing_sqlite(database_url: str | None) -> None:
 
     from rackcron.store import default_database_url
 
-    url = sa.make_url(database_url or default_database_url())
+    try:
+        url = sa.make_url(database_url or default_database_url())
+    except (sa.exc.ArgumentError, ValueError):
+        return  # opening it says what is wrong with it (the store's one message)
     database = url.database or ""
     on_disk = database not in ("", ":memory:") and not database.startswith("file:")
     if url.get_backend_name() == "sqlite" and on_disk and not Path(database).expanduser().exists():

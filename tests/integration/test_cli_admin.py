@@ -155,3 +155,13 @@ def test_no_error_shows_the_database_password(url: str) -> None:
         assert result.exit_code == 1, result.output
         assert result.output.startswith("error: "), result.output
         assert "SECRETPW" not in result.output and "internal error" not in result.output
+
+
+def test_conflicts_with_a_bad_store_url_is_a_clear_error() -> None:
+    url = "postgresql+psycopg//postgres:SECRETPW@127.0.0.1/x"
+    result = CliRunner().invoke(
+        main, ["conflicts", str(EXAMPLES), "--with-store", "--database-url", url]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("error: invalid database URL"), result.output
+    assert "SECRETPW" not in result.output

@@ -259,3 +259,25 @@ def test_other_changes_are_not_marked() -> None:
     assert "security_sensitive" not in change and plan["security_sensitive"] == 0
     assert "security" not in render_text(plan).lower()
     assert "CAUTION" not in render_markdown(plan) and "security" not in render_markdown(plan)
+
+
+def test_the_security_callout_survives_a_plan_cut_to_the_comment_limit() -> None:
+    # 900 sensitive changes once made the callout itself too long, and it was dropped whole.
+    changes = [
+        {
+            "kind": "rack", "name": f"rack-{i:04d}", "action": "update", "reason": "",
+            "fields": [{"field": "controller", "old": "http://a", "new": "http://b"}],
+            "scope": [], "security_sensitive": True,
+            "security_reason": "changes the rack's controller: where its tasks go",
+        }
+        for i in range(900)
+    ]  # fmt: skip
+    plan = {
+        "summary": {"create": 0, "update": 900, "replace": 0, "delete": 0}, "errored": False,
+        "changes": changes, "errors": [], "warnings": [], "unmanaged": [],
+    }  # fmt: skip
+    markdown = render_markdown(plan)
+    assert markdown.index("> [!CAUTION]") < markdown.index("#### Inventory")
+    assert "> **900 security-sensitive change(s)**" in markdown
+    assert "> - … and 880 more, each marked **⚠️ security-sensitive**" in markdown
+    assert "This plan is cut short" in markdown and len(markdown) <= 65_536

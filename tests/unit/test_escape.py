@@ -81,9 +81,21 @@ def test_terminal_multiline_keeps_newlines_only() -> None:
         ("ok\n::error::x", False, "ok\\n::error::x"),
         ("rack a::b", False, "rack a::b"),
         ("2.3.1 ##[stop-commands]zzz", False, "2.3.1 #\\x23[stop-commands]zzz"),
+        ("\u00a0::error::x", False, "\u00a0\\x3a:error::x"),
+        ("\u3000 \u2003::add-mask::x", False, "\u3000 \u2003\\x3a:add-mask::x"),
         ("###[error]x ##[", False, "##\\x23[error]x #\\x23["),
     ],
-    ids=["start", "after-spaces", "each-line", "one-line-mid", "mid-line", "legacy", "legacy-runs"],
+    ids=[
+        "start",
+        "after-spaces",
+        "each-line",
+        "one-line-mid",
+        "mid-line",
+        "legacy",
+        "legacy-runs",
+        "no-break-space",
+        "unicode-spaces",
+    ],
 )
 def test_terminal_starts_no_line_with_a_workflow_command(
     text: str, multiline: bool, shown: str
@@ -98,7 +110,7 @@ def test_terminal_leaves_no_hidden_character(text: str) -> None:
     assert not [
         line
         for line in terminal(text, multiline=True).split("\n")
-        if line.lstrip(" ").startswith("::")
+        if line.lstrip().startswith("::")
     ]
     assert "##[" not in terminal(text, multiline=True)  # the runner's older command form
 

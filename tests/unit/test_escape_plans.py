@@ -178,4 +178,4 @@ def test_a_hostile_conflict_report_keeps_its_lines(names: list[tuple[str, str, s
     lines = render_conflicts(data).split("\n")
     assert len(lines) == 3 * len(names) + 2  # a headline and two parties each; "", the count
     assert not _hidden("\n".join(lines))
-    assert not [line for line in lines if line.lstrip(" ").startswith("::")]
+    assert not [line for line in lines if line.lstrip().startswith("::")]
