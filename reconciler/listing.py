@@ -17,12 +17,22 @@ them in the order validation parses them, by the rule
 
 So a blob of zeros that git stores in a few hundred kilobytes, or a file on disk
 that grows between ``stat()`` and the read, never costs more than the limits.
+
+A file on disk is read by :func:`read_regular`, the one way the working copy is
+read: what was a regular file when it was listed may be something else when it is
+read (a FIFO, whose ``open()`` would wait for a writer forever; a device; a link).
+It is opened without blocking and, where the link rule allows, without following a
+link, and the open descriptor itself must be a regular file, or the file is an
+``Unreadable`` source with a diagnostic.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from reconciler.yamlsource import (
     MAX_FILE_BYTES,
@@ -32,7 +42,42 @@ from reconciler.yamlsource import (
     tree_too_large,
 )
 
-__all__ = ["Listed", "read_listed"]
+__all__ = ["Listed", "NotRegular", "read_listed", "read_regular"]
+
+
+class NotRegular(OSError):
+    """A path that is not a regular file when it is read (a FIFO, a device, a link)."""
+
+
+def read_regular(path: Path | str, limit: int, *, follow: bool = False) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path``, never blocking on
+    a FIFO or a device; a link at ``path`` is followed only when ``follow``.
+
+    :raises NotRegular: ``path`` is not a regular file when opened.
+    :raises OSError: it cannot be opened or read (gone, a link when not ``follow``).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        if not follow and os.path.islink(path):
+            raise NotRegular("it became a symbolic link after the tree was listed") from exc
+        raise
+    with os.fdopen(descriptor, "rb", buffering=0) as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular("not a regular file (a FIFO, a device or a directory?)")
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = file.read(min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 @dataclass(frozen=True)
@@ -66,7 +111,12 @@ def read_listed(
         if entry.size > left:
             sources.append((entry.name, Unreadable(tree_too_large(tree_limit), exhausts=True)))
             break
-        content = entry.read(file_limit)
+        try:
+            content = entry.read(file_limit)
+        except OSError as exc:  # changed since it was listed: gone, a FIFO, a link
+            why = str(exc) if isinstance(exc, NotRegular) else exc.strerror or str(exc)
+            sources.append((entry.name, Unreadable(f"could not be read: {why}")))
+            continue
         if len(content) > file_limit:  # grew since it was listed
             sources.append((entry.name, Unreadable(file_too_large(file_limit))))
             continue

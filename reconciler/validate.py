@@ -12,13 +12,14 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from rackcron.gcpause import gc_paused
 from reconciler.declared import Declared, build_declared
 from reconciler.diagnostics import Diagnostic
 from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.listing import Listed, read_listed
+from reconciler.listing import Listed, read_listed, read_regular
 from reconciler.schema import check_schema
 from reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
 
@@ -70,20 +71,15 @@ def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
         if path.is_dir():
             listed += _directory_listing(path)
         elif path.is_file():
-            listed.append(_file(str(path), path))
+            listed.append(_file(str(path), path, follow=True))  # named: followed
         else:
             raise FileNotFoundError(f"{path}: no such file or directory")
     return read_listed(listed)
 
 
-def _file(name: str, path: Path) -> Listed:
-    """``path`` (a regular file, or a link to one) listed under ``name``."""
-
-    def read(limit: int) -> bytes:
-        with open(path, "rb") as file:
-            return file.read(limit + 1)
-
-    return Listed(name, path.stat().st_size, read)
+def _file(name: str, path: Path, *, follow: bool = False) -> Listed:
+    """``path`` (a regular file; a link to one when ``follow``) listed under ``name``."""
+    return Listed(name, path.stat().st_size, partial(read_regular, path, follow=follow))
 
 
 def _directory_listing(root: Path) -> list[Listed]:
