@@ -553,10 +553,10 @@ def read_documents(
         too_deep = _first_too_deep(text)  # composed, it would crash the process
     # A long file is counted before it is composed; a short one as it is composed.
     stop = _census(text, budget) if len(text) > CENSUS_BYTES else None
-    last = min(x for x in (too_deep and too_deep[0], stop and stop.index, 2**62) if x)
+    refused = [s for s in (too_deep and too_deep[0], stop and stop.index) if s]
     cap, tree_cap = _document_cap(budget)
     try:
-        for node in _compose(text, last):
+        for node in _compose(text, min(refused, default=None)):
             index += 1
             if index > cap:  # a short file's documents, counted as they come
                 mark = node.start_mark if node is not None else None
