@@ -71,15 +71,21 @@ def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
         if path.is_dir():
             listed += _directory_listing(path)
         elif path.is_file():
-            listed.append(_file(str(path), path, follow=True))  # named: followed
+            listed.append(_file(str(path), path))
         else:
             raise FileNotFoundError(f"{path}: no such file or directory")
     return read_listed(listed)
 
 
-def _file(name: str, path: Path, *, follow: bool = False) -> Listed:
-    """``path`` (a regular file; a link to one when ``follow``) listed under ``name``."""
-    return Listed(name, path.stat().st_size, partial(read_regular, path, follow=follow))
+def _file(name: str, path: Path, root: Path | None = None) -> Listed:
+    """``path`` listed under ``name``: a regular file below ``root``, reached without
+    following a link, or (no ``root``) a file named on the command line, link or not."""
+    read = (
+        partial(read_regular, path.relative_to(root), root=root)
+        if root
+        else partial(read_regular, path, follow=True)
+    )
+    return Listed(name, path.stat().st_size, read)
 
 
 def _directory_listing(root: Path) -> list[Listed]:
@@ -107,7 +113,7 @@ def _directory_listing(root: Path) -> list[Listed]:
             if entry is None:
                 continue
             if entry.kind is Kind.FILE:
-                found.append(_file(str(file), file))
+                found.append(_file(str(file), file, root))
                 continue
             try:
                 target = resolve(inner / name, lookup)
@@ -115,7 +121,7 @@ def _directory_listing(root: Path) -> list[Listed]:
                 found.append(Listed(str(file), refused=str(exc)))
                 continue
             if target is not None:
-                found.append(_file(str(file), root / target))
+                found.append(_file(str(file), root / target, root))
     return sorted(found, key=lambda entry: Path(entry.name))
 
 

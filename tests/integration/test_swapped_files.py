@@ -3,8 +3,8 @@
 ``rackcron validate`` lists a tree (``lstat()``: regular files and links inside the
 tree) and reads it afterwards. Whatever a listed path has become by then is read only
 if it is still a regular file: a FIFO (whose plain ``open()`` waits for a writer
-forever), or a link put in its place (which would read a file outside the tree), is a
-diagnostic at the path's ``file:1:1``. The race is made deterministic by swapping the
+forever), or a link put in its place or in place of a directory on its way (which
+would read a file outside the tree), is a diagnostic at the path's ``file:1:1``. The race is made deterministic by swapping the
 file just before the listed files are read; the CLI runs in a thread joined with a
 timeout, so the test fails rather than hangs where a read blocks.
 """
@@ -37,10 +37,18 @@ def _fifo(path: Path) -> None:
 
 
 def _outside_link(path: Path) -> None:
-    outside = path.parent.parent / "outside.yaml"
+    outside = path.parent.parent.parent / "outside.yaml"
     outside.write_text("secret: from outside the tree\n")
     path.unlink()
     path.symlink_to(outside)
+
+
+def _outside_directory(path: Path) -> None:
+    outside = path.parent.parent.parent / "outside"
+    outside.mkdir()
+    (outside / path.name).write_text("secret: from outside the tree\n")
+    path.parent.rename(path.parent.parent / ".moved")
+    path.parent.symlink_to(outside, target_is_directory=True)
 
 
 def _validate_swapping(
@@ -73,8 +81,13 @@ def _validate_swapping(
 
 @pytest.mark.parametrize(
     ("swap", "read_as"),
-    [(_fifo, "b.yaml"), (_fifo, "link.yaml"), (_outside_link, "b.yaml")],
-    ids=["fifo", "fifo-behind-a-link", "link-out-of-the-tree"],
+    [
+        (_fifo, "sub/b.yaml"),
+        (_fifo, "link.yaml"),
+        (_outside_link, "sub/b.yaml"),
+        (_outside_directory, "sub/b.yaml"),
+    ],
+    ids=["fifo", "fifo-behind-a-link", "link-out-of-the-tree", "directory-out-of-the-tree"],
 )
 def test_a_file_swapped_after_listing_is_refused(
     monkeypatch: pytest.MonkeyPatch,
@@ -85,10 +98,11 @@ def test_a_file_swapped_after_listing_is_refused(
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a.yaml").write_text(RACK)
-    (tree / "b.yaml").write_text("{}\n")
+    (tree / "sub").mkdir()
+    (tree / "sub" / "b.yaml").write_text("{}\n")
     if read_as == "link.yaml":
-        (tree / "link.yaml").symlink_to("b.yaml")
-    result = _validate_swapping(monkeypatch, tree, lambda: swap(tree / "b.yaml"))
+        (tree / "link.yaml").symlink_to("sub/b.yaml")
+    result = _validate_swapping(monkeypatch, tree, lambda: swap(tree / "sub" / "b.yaml"))
     assert result.exit_code == 1, result.output
     assert isinstance(result.exception, SystemExit), result.exception  # no traceback
     assert "from outside the tree" not in result.output
