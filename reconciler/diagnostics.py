@@ -3,7 +3,9 @@
 Every stage of validation (YAML, schema, semantics) reports problems as
 :class:`Diagnostic` values and keeps going, so a user sees every problem at
 once. Renderers turn a list of them into text (``file:line:col: severity:
-message [path]``), JSON, or GitHub Actions annotations.
+message [path]``), JSON, or GitHub Actions annotations, listing the first
+:data:`MAX_LISTED` and counting the rest, so a tree of a hundred thousand bad
+documents gives a readable report rather than a hundred megabytes of one.
 
 A file name (a git path may hold a newline) and a message (it may quote a YAML
 value) are data: the text form shows each through :func:`rackcron.escape.terminal`,
@@ -21,7 +23,12 @@ from typing import Literal
 
 from rackcron.escape import github_message, github_property, terminal
 
-__all__ = ["Diagnostic", "Severity", "json_path", "render"]
+__all__ = ["FORMAT_VERSION", "MAX_LISTED", "Diagnostic", "Severity", "json_path", "render"]
+
+#: The JSON report's version: 1.1 added ``omitted``.
+FORMAT_VERSION = "1.1"
+#: Diagnostics one rendering lists; the rest are counted, not listed.
+MAX_LISTED = 1000
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
@@ -62,19 +69,44 @@ def _github(d: Diagnostic) -> str:
     return f"::{d.severity} file={file},line={d.line},col={d.column}::{github_message(message)}"
 
 
-def render(diagnostics: Sequence[Diagnostic], fmt: str) -> str:
-    """Render for ``--format text|json|github`` (sorted by file, line, column)."""
+def _more(errors: int, warnings: int) -> str:
+    """``... and 3 more errors not listed`` for what a capped rendering leaves out."""
+    counts = [
+        f"{n} more {kind}" + ("s" if n != 1 else "")
+        for n, kind in ((errors, "error"), (warnings, "warning"))
+        if n
+    ]
+    return f"... and {' and '.join(counts)} not listed"
+
+
+def render(diagnostics: Sequence[Diagnostic], fmt: str, *, limit: int = MAX_LISTED) -> str:
+    """Render for ``--format text|json|github`` (sorted by file, line, column).
+
+    Only the first ``limit`` are listed; one more line (text, github) or the
+    ``omitted`` count (json, whose ``errors`` and ``warnings`` count them all) says
+    how many were left out.
+    """
     ordered = sorted(diagnostics)
+    listed, rest = ordered[:limit], ordered[limit:]
+    errors = sum(d.severity == "error" for d in rest)
+    warnings = len(rest) - errors
     if fmt == "json":
         return json.dumps(
             {
-                "format_version": "1.0",
+                "format_version": FORMAT_VERSION,
                 "errors": sum(d.severity == "error" for d in ordered),
                 "warnings": sum(d.severity == "warning" for d in ordered),
-                "diagnostics": [asdict(d) for d in ordered],
+                "omitted": len(rest),
+                "diagnostics": [asdict(d) for d in listed],
             },
             indent=2,
         )
     if fmt == "github":
-        return "\n".join(_github(d) for d in ordered)
-    return "\n".join(d.text() for d in ordered)
+        lines = [_github(d) for d in listed]
+        if rest:
+            lines.append(f"::{'error' if errors else 'warning'}::{_more(errors, warnings)}")
+        return "\n".join(lines)
+    lines = [d.text() for d in listed]
+    if rest:
+        lines.append(_more(errors, warnings))
+    return "\n".join(lines)

@@ -17,12 +17,26 @@ them in the order validation parses them, by the rule
 
 So a blob of zeros that git stores in a few hundred kilobytes, or a file on disk
 that grows between ``stat()`` and the read, never costs more than the limits.
+
+A file on disk is read by :func:`read_regular`, the one way the working copy is
+read: what was a regular file when it was listed may be something else when it is
+read (a FIFO, whose ``open()`` would wait for a writer forever; a device; a link).
+It is opened without blocking and, below the tree's root, without following any
+link (each directory on its way is opened relative to the one before, so a
+directory swapped for a link cannot lead outside the tree; links inside the tree
+were resolved by :mod:`reconciler.links` when listed), and the open descriptor
+itself must be a regular file, or the file is an ``Unreadable`` source with a
+diagnostic.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path, PurePath
 
 from reconciler.yamlsource import (
     MAX_FILE_BYTES,
@@ -32,7 +46,68 @@ from reconciler.yamlsource import (
     tree_too_large,
 )
 
-__all__ = ["Listed", "read_listed"]
+__all__ = ["Listed", "NotRegular", "read_listed", "read_regular"]
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+class NotRegular(OSError):
+    """A path that is not a regular file when it is read (a FIFO, a device, a link)."""
+
+
+def read_regular(
+    path: PurePath | str, limit: int, *, root: Path | None = None, follow: bool = False
+) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path``, never blocking on
+    a FIFO or a device.
+
+    With ``root``, ``path`` is relative to it and no link is followed below ``root``:
+    each directory on the way and the file are opened relative to the one before, so
+    one swapped for a link after the tree was listed cannot lead outside it. Without
+    ``root``, ``path`` is opened as named, a link at its end followed only when
+    ``follow``.
+
+    :raises NotRegular: ``path`` (or a directory on its way) is no longer what it was.
+    :raises OSError: it cannot be opened or read (gone, unreadable).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC | (0 if follow else _NOFOLLOW)
+    directory: int | None = None
+    try:
+        if root is not None and os.open in os.supports_dir_fd:
+            parts = PurePath(path).parts
+            directory = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC,
+                                dir_fd=directory)  # fmt: skip
+                os.close(directory)
+                directory = inner
+            descriptor = os.open(parts[-1], flags | _NOFOLLOW, dir_fd=directory)
+        else:
+            descriptor = os.open(Path(root, path) if root else path, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotRegular(
+                "it, or a directory on its way, is no longer what was listed (a symbolic link now?)"
+            ) from exc
+        raise
+    finally:
+        if directory is not None:
+            os.close(directory)
+    with os.fdopen(descriptor, "rb", buffering=0) as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotRegular("not a regular file (a FIFO, a device or a directory?)")
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = file.read(min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 @dataclass(frozen=True)
@@ -66,7 +141,12 @@ def read_listed(
         if entry.size > left:
             sources.append((entry.name, Unreadable(tree_too_large(tree_limit), exhausts=True)))
             break
-        content = entry.read(file_limit)
+        try:
+            content = entry.read(file_limit)
+        except OSError as exc:  # changed since it was listed: gone, a FIFO, a link
+            why = str(exc) if isinstance(exc, NotRegular) else exc.strerror or str(exc)
+            sources.append((entry.name, Unreadable(f"could not be read: {why}")))
+            continue
         if len(content) > file_limit:  # grew since it was listed
             sources.append((entry.name, Unreadable(file_too_large(file_limit))))
             continue

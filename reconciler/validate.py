@@ -12,13 +12,14 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from rackcron.gcpause import gc_paused
 from reconciler.declared import Declared, build_declared
 from reconciler.diagnostics import Diagnostic
 from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.listing import Listed, read_listed
+from reconciler.listing import Listed, read_listed, read_regular
 from reconciler.schema import check_schema
 from reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
 
@@ -76,13 +77,14 @@ def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
     return read_listed(listed)
 
 
-def _file(name: str, path: Path) -> Listed:
-    """``path`` (a regular file, or a link to one) listed under ``name``."""
-
-    def read(limit: int) -> bytes:
-        with open(path, "rb") as file:
-            return file.read(limit + 1)
-
+def _file(name: str, path: Path, root: Path | None = None) -> Listed:
+    """``path`` listed under ``name``: a regular file below ``root``, reached without
+    following a link, or (no ``root``) a file named on the command line, link or not."""
+    read = (
+        partial(read_regular, path.relative_to(root), root=root)
+        if root
+        else partial(read_regular, path, follow=True)
+    )
     return Listed(name, path.stat().st_size, read)
 
 
@@ -111,7 +113,7 @@ def _directory_listing(root: Path) -> list[Listed]:
             if entry is None:
                 continue
             if entry.kind is Kind.FILE:
-                found.append(_file(str(file), file))
+                found.append(_file(str(file), file, root))
                 continue
             try:
                 target = resolve(inner / name, lookup)
@@ -119,7 +121,7 @@ def _directory_listing(root: Path) -> list[Listed]:
                 found.append(Listed(str(file), refused=str(exc)))
                 continue
             if target is not None:
-                found.append(_file(str(file), root / target))
+                found.append(_file(str(file), root / target, root))
     return sorted(found, key=lambda entry: Path(entry.name))
 
 

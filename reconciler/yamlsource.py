@@ -25,7 +25,21 @@ is a cycle and is refused; merges nested in merges count against
 frames. Across a whole tree, a :class:`TreeBudget` bounds the bytes read and the
 values produced by all its documents together (:data:`MAX_TREE_BYTES`,
 :data:`MAX_TREE_NODES`), so many files each under the per-document limit cannot
-add up to unbounded work either. ``RecursionError`` from the parser (a parser
+add up to unbounded work either.
+
+libyaml composes a whole document into nodes before the walk sees any of it, so
+the walk's count alone would come after the memory is spent (an 8 MB flow list
+of 4,000,000 scalars composes to over a gigabyte). A file longer than
+:data:`CENSUS_BYTES` is therefore first counted from the parser's events, which
+libyaml makes one at a time without building anything (:func:`_census`): the
+values of each document (one per scalar, collection or alias that is not a
+mapping key, so never more than the walk counts), and the documents. The first
+document over :data:`MAX_NODES` or over what is left of the tree's values, or
+past :data:`MAX_FILE_DOCUMENTS` or the tree's :data:`MAX_TREE_DOCUMENTS`, is
+refused at its place and is never composed, nor is anything after it in the
+file. A shorter file cannot hold :data:`MAX_NODES` values (each takes at least
+a character), so it is composed at once, as before: only expansion through
+anchors and aliases can take its walk over the budget. ``RecursionError`` from the parser (a parser
 without libyaml's nesting limit) is reported as a diagnostic, never raised.
 """
 
@@ -41,10 +55,13 @@ import yaml
 from reconciler.diagnostics import Diagnostic, Path, json_path
 
 __all__ = [
+    "CENSUS_BYTES",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
+    "MAX_FILE_DOCUMENTS",
     "MAX_NODES",
     "MAX_TREE_BYTES",
+    "MAX_TREE_DOCUMENTS",
     "MAX_TREE_NODES",
     "SourceDocument",
     "TreeBudget",
@@ -64,6 +81,14 @@ MAX_TREE_BYTES = 32 * 1024 * 1024
 #: Values one tree read may expand to, all documents together (bench/plan.py's tree
 #: of 10,000 schedules in 4.3 MB is about 263,000).
 MAX_TREE_NODES = 2_000_000
+#: Documents one file may hold (bench/plan.py's files hold about 100 each).
+MAX_FILE_DOCUMENTS = 20_000
+#: Documents one tree read may hold, all files together (bench/plan.py's tree: ~10,500).
+MAX_TREE_DOCUMENTS = 100_000
+#: Files longer than this (in characters) are counted from the parser's events before
+#: libyaml composes them. Below it, a file cannot hold MAX_NODES values, and composing
+#: it costs a few tens of megabytes at most.
+CENSUS_BYTES = 128 * 1024
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
@@ -137,6 +162,93 @@ def _first_too_deep(text: str) -> tuple[int, yaml.Mark] | None:
                 stack.pop()
             elif isinstance(event, yaml.DocumentStartEvent):
                 index, stack, over = index + 1, [], None
+    except yaml.YAMLError:
+        pass  # composing reports it, at its place
+    return None
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Where a read of a file stops: the document refused (1-based), where, and why."""
+
+    index: int
+    mark: yaml.Mark | None  # None for an empty document
+    message: str
+    exhausts: bool = False  # the tree's budget, not the file's, ran out
+
+
+def _document_cap(budget: TreeBudget | None) -> tuple[int, bool]:
+    """How many documents this file may still hold, and whether the tree's count is the cap."""
+    if budget is not None and budget.documents < MAX_FILE_DOCUMENTS:
+        return max(budget.documents, 0), True
+    return MAX_FILE_DOCUMENTS, False
+
+
+def _too_many_documents(budget: TreeBudget | None, tree: bool) -> str:
+    if tree and budget is not None:
+        return (
+            f"the tree holds more than {budget.total_documents} documents in all;"
+            " this document and the files after it were not read"
+        )
+    return (
+        f"file holds more than {MAX_FILE_DOCUMENTS} documents;"
+        " this document and the rest of the file were not read"
+    )
+
+
+def _census(text: str, budget: TreeBudget | None) -> _Stop | None:
+    """The first document of ``text`` that must not be composed, from the parser's events.
+
+    Counts each document's values as the walk would before any alias is expanded:
+    every scalar, collection and alias that is not a mapping key, except a list of
+    merge sources (``<<: [*a, *b]``), which the walk does not count either. So a
+    document refused here would be refused by the walk. Syntax errors are left for
+    composing to report, at their place.
+    """
+    cap, tree_cap = _document_cap(budget)
+    tree_left = budget.nodes if budget is not None else MAX_TREE_NODES
+    index = values = 0
+    start: yaml.Mark | None = None  # of the current document
+    # Per open collection: None for a sequence; for a mapping, whether its next node is a key.
+    stack: list[bool | None] = []
+    merge_value = False  # the node after a `<<` key
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if index > cap:  # at the refused document's root value, as the walk would say
+                mark = event.start_mark if isinstance(event, yaml.NodeEvent) else None
+                message = _too_many_documents(budget, tree_cap)
+                return _Stop(index, mark or start, message, exhausts=tree_cap)
+            if isinstance(event, yaml.NodeEvent):
+                parent = stack[-1] if stack else None
+                if parent is not None:
+                    stack[-1] = not parent
+                if parent is True:  # a key: the walk reads it as text, not as a value
+                    merge_value = isinstance(event, yaml.ScalarEvent) and (
+                        event.tag == _MERGE
+                        or (event.tag is None and event.implicit[0] and event.value == "<<")
+                    )
+                else:
+                    if not (merge_value and isinstance(event, yaml.SequenceStartEvent)):
+                        values += 1
+                    merge_value = False
+                    if values > MAX_NODES:
+                        message = f"document holds more than {MAX_NODES} values"
+                        return _Stop(index, event.start_mark, message)
+                    if values > tree_left:
+                        assert budget is not None
+                        message = (
+                            f"the tree expands to more than {budget.total_nodes} values in all;"
+                            " this document and the files after it were not read"
+                        )
+                        return _Stop(index, event.start_mark, message, exhausts=True)
+                if isinstance(event, yaml.CollectionStartEvent):
+                    stack.append(True if isinstance(event, yaml.MappingStartEvent) else None)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+            elif isinstance(event, yaml.DocumentStartEvent):
+                index, start = index + 1, event.start_mark
+                tree_left -= values
+                values, stack = 0, []
     except yaml.YAMLError:
         pass  # composing reports it, at its place
     return None
@@ -264,12 +376,19 @@ def tree_too_large(limit: int = MAX_TREE_BYTES) -> str:
 
 
 class TreeBudget:
-    """What is left of one tree read's budget: bytes and values, all documents together."""
+    """What is left of one tree read's budget: bytes, values and documents, all files
+    together."""
 
-    def __init__(self, nodes: int = MAX_TREE_NODES, size: int = MAX_TREE_BYTES) -> None:
-        self.total_nodes, self.total_bytes = nodes, size
+    def __init__(
+        self,
+        nodes: int = MAX_TREE_NODES,
+        size: int = MAX_TREE_BYTES,
+        documents: int = MAX_TREE_DOCUMENTS,
+    ) -> None:
+        self.total_nodes, self.total_bytes, self.total_documents = nodes, size, documents
         self.nodes = nodes  # left
         self.bytes = size  # left
+        self.documents = documents  # left
         self.exhausted = False
 
 
@@ -310,8 +429,11 @@ class _Walker:
                 f"the tree expands to more than {self.budget.total_nodes} values in all;"
                 " this document and the files after it were not read",
             )
+        # Only expansion gets here: a document that holds too many values itself is
+        # refused by _census (or cannot fit in a file short enough to skip it).
         message = (
-            f"document expands to more than {MAX_NODES} values (anchors, aliases and merge keys)"
+            f"document expands to more than {MAX_NODES} values"
+            " through anchors, aliases and merge keys"
         )
         raise _Refused(self.root, message)
 
@@ -429,9 +551,18 @@ def read_documents(
     too_deep = None
     if not _parser_limits_nesting() and _may_nest_deeper(text, _COMPOSE_DEPTH):
         too_deep = _first_too_deep(text)  # composed, it would crash the process
+    # A long file is counted before it is composed; a short one as it is composed.
+    stop = _census(text, budget) if len(text) > CENSUS_BYTES else None
+    refused = [s for s in (too_deep and too_deep[0], stop and stop.index) if s]
+    cap, tree_cap = _document_cap(budget)
     try:
-        for node in _compose(text, too_deep and too_deep[0]):
+        for node in _compose(text, min(refused, default=None)):
             index += 1
+            if index > cap:  # a short file's documents, counted as they come
+                mark = node.start_mark if node is not None else None
+                stop = _Stop(index, mark, _too_many_documents(budget, tree_cap), tree_cap)
+                index -= 1
+                break
             if node is None:
                 continue
             doc = SourceDocument(file, index, None, _mark(node), source)
@@ -474,5 +605,12 @@ def read_documents(
             line, column = too_deep[1].line + 1, too_deep[1].column + 1
             message = f"document nests deeper than {MAX_DEPTH} levels"
             problems.append(Diagnostic(file, line, column, "error", message))
+        elif stop is not None and index == stop.index - 1 and not (budget and budget.exhausted):
+            line, column = (stop.mark.line + 1, stop.mark.column + 1) if stop.mark else (1, 1)
+            problems.append(Diagnostic(file, line, column, "error", stop.message))
+            if stop.exhausts and budget is not None:
+                budget.exhausted = True
     source.documents = index
+    if budget is not None:
+        budget.documents -= index
     return documents, problems

@@ -255,7 +255,7 @@ def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     github = runner.invoke(main, ["validate", str(tmp_path), "--format", "github"])
     assert github.output.startswith(f"::error file={target},line=8,col=21::")
     report = json.loads(runner.invoke(main, ["validate", str(tmp_path), "--format", "json"]).output)
-    assert report["format_version"] == "1.0" and report["errors"] == 1
+    assert report["format_version"] == "1.1" and report["errors"] == 1
     assert report["diagnostics"][0]["path"] == "$.spec.targets.racks[0]"
     target.write_text(schedule(GOOD_SPEC))
     assert runner.invoke(main, ["validate", str(tmp_path)]).exit_code == 0
