@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rackcron import timing
+from rackcron.filters import ComponentFilter
 from reconciler.conflicts._coarse import (
     StoreView,
     _inventory,
@@ -132,10 +133,25 @@ def precise_conflicts(
             times[id(subject)] = by_spec[key]
         return times[id(subject)]
 
+    # One set per distinct scope entry, one intersection per pair of sets: the budget counts
+    # pairs, and N schedules with the same entry on a rack of many components must not cost
+    # N*(N-1)/2 set intersections of that size.
+    entries: dict[tuple[uuid.UUID, ComponentFilter | None], frozenset[uuid.UUID]] = {}
+    meets: dict[tuple[int, int], frozenset[uuid.UUID]] = {}
+
     def covered(subject: _Subject) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
         if id(subject) not in covers:
-            covers[id(subject)] = {r: inventory.covered(r, f) for r, f in subject.scope}
+            for entry in subject.scope:
+                if entry not in entries:
+                    entries[entry] = inventory.covered(*entry)
+            covers[id(subject)] = {r: entries[(r, f)] for r, f in subject.scope}
         return covers[id(subject)]
+
+    def meet(x: frozenset[uuid.UUID], y: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
+        key = (id(x), id(y))
+        if key not in meets:
+            meets[key] = x & y
+        return meets[key]
 
     def length(subject: _Subject) -> int:
         return lengths.get(subject.party.operation, longest) // _MICROSECOND
@@ -157,7 +173,7 @@ def precise_conflicts(
         compared += 1
         mine_covers, their_covers = covered(a), covered(b)
         meeting = [
-            (rack, both) for rack in racks if (both := mine_covers[rack] & their_covers[rack])
+            (rack, both) for rack in racks if (both := meet(mine_covers[rack], their_covers[rack]))
         ]
         if not meeting:
             continue
