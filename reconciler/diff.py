@@ -31,6 +31,7 @@ from rackcron import timing
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.models import SpecType
 from rackcron.templates import describe
+from reconciler.conflicts import PairCount, count_pairs
 from reconciler.inventory_diff import InventoryDiffer
 from reconciler.plan import MAX_WARNINGS, Change, FieldChange, Plan, ScopeChange, Step
 from reconciler.state import ScheduleState, ScopeRow, State
@@ -311,39 +312,45 @@ class _Differ(InventoryDiffer):
 
     # --- inventory ---------------------------------------------------------------------------
 
-    def warnings(self, changed: set[str]) -> tuple[list[str], int]:
+    def warnings(self, changed: set[str]) -> tuple[list[str], PairCount]:
         """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one.
 
         The first :data:`~reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
-        counts every pair. N schedules on one rack are N*(N-1)/2 pairs: each is counted
-        from a set of partner names, and only a listed one becomes a string.
+        counts every pair (``reconciler.conflicts.count_pairs``: linear, or a lower bound
+        when exactness would be quadratic). N schedules on one rack are N*(N-1)/2 pairs:
+        only the listed ones are ever made, and each step of the listing finds one.
         """
         enabled = {s.name: s for s in self.desired.schedules.values() if s.enabled}
+        racks_of = {
+            name: list(dict.fromkeys(rack_id for rack_id, _ in s.scope))
+            for name, s in enabled.items()
+        }
+        count = count_pairs((racks_of[name], name in changed) for name in enabled)
         by_rack: dict[uuid.UUID, list[str]] = {}
-        for schedule in enabled.values():
-            for rack_id in dict.fromkeys(rack_id for rack_id, _ in schedule.scope):
-                by_rack.setdefault(rack_id, []).append(schedule.name)
-        listed: dict[tuple[str, str], set[uuid.UUID]] = {}
-        counted: set[str] = set()  # changed schedules whose pairs are all counted
-        total = 0
-        for name in (n for n in enabled if n in changed):
-            racks = [rack_id for rack_id, _ in enabled[name].scope]
-            partners = {o for r in racks for o in by_rack[r] if o != name and o not in counted}
-            counted.add(name)
-            total += len(partners)
-            if len(listed) >= MAX_WARNINGS:
-                continue
+        for name, racks in racks_of.items():
             for rack_id in racks:
+                by_rack.setdefault(rack_id, []).append(name)
+        listed: dict[tuple[str, str], None] = {}
+        done: set[str] = set()  # changed schedules whose pairs were all listed
+        for name in (n for n in enabled if n in changed):
+            if len(listed) >= MAX_WARNINGS:
+                break
+            for rack_id in racks_of[name]:
                 for other in by_rack[rack_id]:
-                    if other not in partners:
+                    # A skipped partner is a pair already listed from its other side, so
+                    # the scan costs at most one step per listed pair per shared rack.
+                    if other == name or other in done or (name, other) in listed:
                         continue
-                    if (name, other) in listed or len(listed) < MAX_WARNINGS:
-                        listed.setdefault((name, other), set()).add(rack_id)
-        return [
-            f'schedules "{a}" and "{b}" both target '
-            + ", ".join(sorted(self.desired.rack_name(r) for r in racks))
-            for (a, b), racks in listed.items()
-        ], total
+                    if len(listed) >= MAX_WARNINGS:
+                        break
+                    listed[(name, other)] = None
+            done.add(name)
+        lines = []
+        for a, b in listed:
+            theirs = set(racks_of[b])
+            shared = (self.desired.rack_name(r) for r in racks_of[a] if r in theirs)
+            lines.append(f'schedules "{a}" and "{b}" both target ' + ", ".join(sorted(shared)))
+        return lines, count
 
 
 def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
@@ -388,5 +395,6 @@ def diff(
     return Plan(
         owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
-        warnings=tuple(warnings), warnings_count=shared, source=source or {},
+        warnings=tuple(warnings), warnings_count=shared.total,
+        warnings_count_exact=shared.exact, source=source or {},
     )  # fmt: skip

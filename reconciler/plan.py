@@ -31,7 +31,8 @@ FORMAT = "rackcron.plan/v1"
 # 1.1: a rack's controller (UpsertRack args, field changes)
 # 1.2: security_sensitive on a change (and its count at the top level)
 # 1.3: warnings_count (warnings lists at most MAX_WARNINGS)
-FORMAT_VERSION = "1.3"
+# 1.4: warnings_count_exact (false: warnings_count is a lower bound)
+FORMAT_VERSION = "1.4"
 #: Warnings (pairs of schedules sharing racks) a plan lists; ``warnings_count`` counts all.
 MAX_WARNINGS = 100
 
@@ -94,6 +95,8 @@ class Plan:
     source: dict[str, Any] = field(default_factory=dict)  # path, revision, dirty
     #: Warnings found in all, listed or not (None: as many as listed).
     warnings_count: int | None = None
+    #: False: ``warnings_count`` is a lower bound (an exact count would cost N^2).
+    warnings_count_exact: bool = True
 
     @property
     def applyable(self) -> bool:
@@ -122,6 +125,7 @@ class Plan:
             "errors": list(self.errors),
             "warnings": list(self.warnings),
             "warnings_count": max(self.warnings_count or 0, len(self.warnings)),
+            "warnings_count_exact": self.warnings_count_exact,
         }
 
     @classmethod
@@ -138,6 +142,7 @@ class Plan:
                 unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
                 warnings=tuple(data.get("warnings", ())), source=dict(data.get("source") or {}),
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
+                warnings_count_exact=data.get("warnings_count_exact") is not False,
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None

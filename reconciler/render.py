@@ -262,8 +262,9 @@ def _warnings_not_listed(plan: dict[str, Any]) -> str:
     left = (plan.get("warnings_count") or 0) - len(plan["warnings"])
     if left <= 0:
         return ""
+    bound = "" if plan.get("warnings_count_exact", True) else "at least "
     return (
-        f"… and {left} more pairs of schedules that share racks, not listed"
+        f"… and {bound}{left} more pairs of schedules that share racks, not listed"
         f" (a plan lists the first {len(plan['warnings'])})"
     )
 
@@ -305,6 +306,8 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         blocks.append(([""], 0))
     if plan["warnings"]:
         count = plan.get("warnings_count") or len(plan["warnings"])
+        if plan.get("warnings_count_exact") is False:
+            count = f"at least {count}"
         lines = [
             "<details>",
             f"<summary>⚠️ {count} warnings: schedules that share racks</summary>",

@@ -123,7 +123,19 @@ def _read_store(database_url: str | None) -> StoreView:
     metavar="RFC3339",
     help="With --precise: start the horizon at this instant instead of now.",
 )
-@click.option("--strict", is_flag=True, help="Exit 1 when any conflict is found.")
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=1),
+    default=200_000,  # reconciler.conflicts.MAX_PAIRS (not imported: --help stays light)
+    show_default=True,
+    help="With --precise: compare at most this many pairs of schedules sharing racks;"
+    " past it the check stops and reports itself incomplete.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when any conflict is found, or when a precise check is incomplete.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -146,6 +158,7 @@ def conflicts(
     horizon: str,
     durations: tuple[str, ...],
     now_text: str | None,
+    max_pairs: int,
     strict: bool,
     fmt: str,
     with_store: bool,
@@ -161,8 +174,9 @@ def conflicts(
     inventory) and their firings overlap within the horizon, each firing assumed
     to run for its operation's duration; each with its first colliding time.
 
-    Conflicts are warnings: exit 0, or 1 with --strict when any is found. An
-    invalid tree prints its diagnostics and exits 1.
+    Conflicts are warnings: exit 0, or 1 with --strict when any is found or when
+    a precise check stopped at --max-pairs unfinished. An invalid tree prints its
+    diagnostics and exits 1.
 
     Example: rackcron conflicts examples/fleet --precise --duration ingest=1h
     """
@@ -183,8 +197,9 @@ def conflicts(
     if precise:
         try:
             report = check.precise_conflicts(
-                validated.declared, store, now=now, horizon=span, durations=lengths, owner=mine
-            )
+                validated.declared, store, now=now, horizon=span, durations=lengths,
+                owner=mine, max_pairs=max_pairs,
+            )  # fmt: skip
         except OverflowError:
             raise click.BadParameter(
                 "the horizon runs past the year 9999", param_hint="--now/--horizon"
@@ -200,4 +215,5 @@ def conflicts(
             click.echo(output)
     else:
         echo_text(check.render_text(report.to_json()))
-    sys.exit(1 if strict and report.conflicts else 0)
+    # An unfinished check is no pass: a CI gate on --strict must not go green on it.
+    sys.exit(1 if strict and (report.conflicts or not report.complete) else 0)

@@ -50,23 +50,33 @@ The package's modules, each one idea: ``_report`` holds the result values and
 their JSON form, ``_render`` the text, JSON and diagnostic renderings made from
 it, ``_coarse`` the inputs, the inventory, the schedules compared and the pairs
 sharing a rack (the coarse check), ``_times`` fire times over the horizon and the
-first overlap of two schedules' firings, and ``_precise`` the precise check.
+first overlap of two schedules' firings, ``_precise`` the precise check (with its
+work budget), and ``_count`` how many pairs share a rack, counted without making them.
 """
 
 from __future__ import annotations
 
 from reconciler.conflicts._coarse import StoredSchedule, StoreView, coarse_conflicts
-from reconciler.conflicts._precise import DEFAULT_DURATIONS, OPERATIONS, precise_conflicts
+from reconciler.conflicts._count import PairCount, count_pairs
+from reconciler.conflicts._precise import (
+    DEFAULT_DURATIONS,
+    MAX_PAIRS,
+    OPERATIONS,
+    precise_conflicts,
+)
 from reconciler.conflicts._render import render_json, render_text, to_diagnostics
 from reconciler.conflicts._report import ConflictReport, format_duration
 
 __all__ = [
     "DEFAULT_DURATIONS",
+    "MAX_PAIRS",
     "OPERATIONS",
     "ConflictReport",
+    "PairCount",
     "StoreView",
     "StoredSchedule",
     "coarse_conflicts",
+    "count_pairs",
     "format_duration",
     "precise_conflicts",
     "render_json",

@@ -9,7 +9,7 @@ schedule first; :func:`coarse_conflicts` reports them all, as the service's
 CheckScheduleConflicts would, and the precise check filters the same pairs. N
 schedules on one rack are N*(N-1)/2 pairs: a report lists the first
 :data:`~reconciler.conflicts._report.MAX_LISTED` and counts the rest
-(:func:`_pair_count`) without making them.
+(:func:`_pair_count`, linear: ``_count``) without making them.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rackcron import timing
 from rackcron.filters import ComponentFilter
+from reconciler.conflicts._count import PairCount, count_pairs
 from reconciler.conflicts._report import (
     MAX_LISTED,
     Conflict,
@@ -186,42 +187,33 @@ def _subjects(
 
 def _pairs(
     mine: list[_Subject], others: list[_Subject]
-) -> Iterable[tuple[_Subject, _Subject, list[uuid.UUID]]]:
+) -> Iterator[tuple[_Subject, _Subject, list[uuid.UUID]]]:
     """Each pair sharing a rack once, with the racks shared (in ``a``'s scope order).
 
     ``a`` is declared; pairs of two stored schedules are not the tree's business.
+    Lazy, and each step costs what it yields: a schedule's partners are the tails
+    of its racks' (sorted) member lists past it, so a caller that stops early
+    (the first :data:`MAX_LISTED`, or a work budget) never pays for the rest.
     """
     subjects = mine + others
     by_rack: dict[uuid.UUID, list[int]] = {}
     for index, subject in enumerate(subjects):
-        for rack in subject.racks:
+        for rack in dict.fromkeys(subject.racks):  # a rack twice in one scope: once
             by_rack.setdefault(rack, []).append(index)
     for i, a in enumerate(mine):
-        partners = sorted({j for rack in a.racks for j in by_rack[rack] if j > i})
+        racks = list(dict.fromkeys(a.racks))
+        tails = [by_rack[rack][bisect.bisect_right(by_rack[rack], i) :] for rack in racks]
+        partners = tails[0] if len(tails) == 1 else sorted({j for tail in tails for j in tail})
         for j in partners:
             b = subjects[j]
             theirs = set(b.racks)
-            yield a, b, [rack for rack in a.racks if rack in theirs]
+            yield a, b, [rack for rack in racks if rack in theirs]
 
 
-def _pair_count(mine: list[_Subject], others: list[_Subject]) -> int:
-    """How many pairs :func:`_pairs` yields, without making them (N schedules on one
-    rack are N*(N-1)/2 pairs: counted in O(N) sets, listed only up to a cap)."""
-    subjects = mine + others
-    by_rack: dict[uuid.UUID, list[int]] = {}
-    for index, subject in enumerate(subjects):
-        for rack in subject.racks:
-            by_rack.setdefault(rack, []).append(index)
-    for indices in by_rack.values():
-        indices[:] = dict.fromkeys(indices)  # a rack twice in one scope is one pair
-    total = 0
-    for i, a in enumerate(mine):
-        if len(set(a.racks)) == 1:  # the common case: the partners are one sorted list
-            indices = by_rack[a.racks[0]]
-            total += len(indices) - bisect.bisect_right(indices, i)
-        else:
-            total += len({j for rack in a.racks for j in by_rack[rack] if j > i})
-    return total
+def _pair_count(mine: list[_Subject], others: list[_Subject]) -> PairCount:
+    """How many pairs :func:`_pairs` yields, without making them (``_count``)."""
+    flagged = [(s.racks, True) for s in mine] + [(s.racks, False) for s in others]
+    return count_pairs(flagged)
 
 
 # --- coarse ------------------------------------------------------------------------------------
@@ -241,7 +233,8 @@ def coarse_conflicts(
         Conflict(a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks))
         for a, b, racks in itertools.islice(_pairs(mine, others), MAX_LISTED)
     )
+    counted = _pair_count(mine, others)
     return ConflictReport(
         "coarse", conflicts, len(mine), len(others) if store else None,
-        total=_pair_count(mine, others),
+        total=max(counted.total, len(conflicts)), exact=counted.exact,
     )  # fmt: skip

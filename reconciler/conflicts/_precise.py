@@ -7,6 +7,12 @@ components busy for its operation's duration (:data:`DEFAULT_DURATIONS`, which
 the caller may override per operation in :data:`OPERATIONS`). Fire times are
 shared by schedules with the same spec and start, and asked for only for pairs
 whose components intersect.
+
+Every pair sharing a rack is compared, and N schedules on one rack are
+N*(N-1)/2 pairs, so the check has a work budget: after ``max_pairs`` pairs
+(:data:`MAX_PAIRS` by default) it stops and says so: the report is not
+``complete``, its count is a lower bound, and it carries how many pairs sharing a
+rack were not compared (:class:`~reconciler.conflicts._report.Unchecked`).
 """
 
 from __future__ import annotations
@@ -17,8 +23,23 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rackcron import timing
-from reconciler.conflicts._coarse import StoreView, _inventory, _pairs, _Subject, _subjects
-from reconciler.conflicts._report import MAX_LISTED, Collision, Conflict, ConflictReport, Firing
+from rackcron.filters import ComponentFilter
+from reconciler.conflicts._coarse import (
+    StoreView,
+    _inventory,
+    _pair_count,
+    _pairs,
+    _Subject,
+    _subjects,
+)
+from reconciler.conflicts._report import (
+    MAX_LISTED,
+    Collision,
+    Conflict,
+    ConflictReport,
+    Firing,
+    Unchecked,
+)
 from reconciler.conflicts._times import (
     _MICROSECOND,
     _first_overlap,
@@ -41,6 +62,8 @@ DEFAULT_DURATIONS: Mapping[str, timedelta] = {
     "upgrade_firmware": timedelta(hours=2),
 }
 DEFAULT_HORIZON = timedelta(days=14)
+#: Pairs sharing a rack a precise check compares before it stops (about a second's work).
+MAX_PAIRS = 200_000
 
 
 def _firing(subject: _Subject, start: int, length: int, at: datetime) -> Firing:
@@ -72,14 +95,21 @@ def precise_conflicts(
     horizon: timedelta = DEFAULT_HORIZON,
     durations: Mapping[str, timedelta] | None = None,
     owner: str | None = None,
+    max_pairs: int = MAX_PAIRS,
 ) -> ConflictReport:
     """Pairs whose components intersect on a shared rack and whose firings overlap in time.
+
+    At most ``max_pairs`` pairs sharing a rack are compared; past that the report
+    is incomplete (``unchecked``) and its count a lower bound.
 
     ``durations`` overrides :data:`DEFAULT_DURATIONS` per operation; an operation
     not listed (a stored one rackcron does not know) is given the longest.
 
-    :raises ValueError: ``now`` is naive, or the horizon or a duration is not positive.
+    :raises ValueError: ``now`` is naive, the horizon or a duration is not positive, or
+        ``max_pairs`` is below 1.
     """
+    if max_pairs < 1:
+        raise ValueError(f"max_pairs must be at least 1, got {max_pairs}")
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware, got naive {now.isoformat()}")
     now = now.astimezone(UTC)
@@ -103,10 +133,25 @@ def precise_conflicts(
             times[id(subject)] = by_spec[key]
         return times[id(subject)]
 
+    # One set per distinct scope entry, one intersection per pair of sets: the budget counts
+    # pairs, and N schedules with the same entry on a rack of many components must not cost
+    # N*(N-1)/2 set intersections of that size.
+    entries: dict[tuple[uuid.UUID, ComponentFilter | None], frozenset[uuid.UUID]] = {}
+    meets: dict[tuple[int, int], frozenset[uuid.UUID]] = {}
+
     def covered(subject: _Subject) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
         if id(subject) not in covers:
-            covers[id(subject)] = {r: inventory.covered(r, f) for r, f in subject.scope}
+            for entry in subject.scope:
+                if entry not in entries:
+                    entries[entry] = inventory.covered(*entry)
+            covers[id(subject)] = {r: entries[(r, f)] for r, f in subject.scope}
         return covers[id(subject)]
+
+    def meet(x: frozenset[uuid.UUID], y: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
+        key = (id(x), id(y))
+        if key not in meets:
+            meets[key] = x & y
+        return meets[key]
 
     def length(subject: _Subject) -> int:
         return lengths.get(subject.party.operation, longest) // _MICROSECOND
@@ -116,11 +161,19 @@ def precise_conflicts(
     overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
     since = _micros(now)
     conflicts = []
-    total = 0
+    total = compared = 0
+    unchecked: Unchecked | None = None
     for a, b, racks in _pairs(mine, others):
+        if compared == max_pairs:  # another pair is waiting: the check stops unfinished
+            left = _pair_count(mine, others)
+            unchecked = Unchecked(
+                max(left.total - compared, 1), left.exact, compared, stopped_at=a.party
+            )
+            break
+        compared += 1
         mine_covers, their_covers = covered(a), covered(b)
         meeting = [
-            (rack, both) for rack in racks if (both := mine_covers[rack] & their_covers[rack])
+            (rack, both) for rack in racks if (both := meet(mine_covers[rack], their_covers[rack]))
         ]
         if not meeting:
             continue
@@ -141,4 +194,5 @@ def precise_conflicts(
     return ConflictReport(
         "precise", tuple(conflicts), len(mine), len(others) if store else None,
         now=now, horizon=horizon, durations=lengths, total=total,
+        exact=unchecked is None, unchecked=unchecked,
     )  # fmt: skip

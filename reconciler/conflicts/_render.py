@@ -13,7 +13,10 @@ diagnostics are escaped when they are rendered (``reconciler.diagnostics``).
 
 A report lists at most :data:`~reconciler.conflicts._report.MAX_LISTED` conflicts
 (N schedules on one rack are N*(N-1)/2 pairs); every rendering ends a truncated
-list with how many more were found, and the summary gives the full count.
+list with how many more were found, and the summary gives the full count ("at
+least N" when the count is a lower bound). A precise check that stopped at its work
+budget says so in every rendering (:func:`_incomplete`): a CI gate must not read an
+unfinished check as a clean one.
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ def render_text(data: Mapping[str, Any]) -> str:
                 lines.append(terminal(line))
     if data.get("truncated"):
         lines.append(terminal(_not_listed(data)))
+    if not data.get("complete", True):
+        lines.append(terminal(f"warning: {_incomplete(data)}"))
     checked = data["checked"]
     compared = f"{checked['declared']} declared schedules"
     if data["with_store"]:
@@ -92,6 +97,10 @@ def render_text(data: Mapping[str, Any]) -> str:
         compared += f" over {data['horizon']} from {data['now']}"
     count = data["count"]
     found = "no conflicts" if not count else f"{count} conflict{'s' if count != 1 else ''}"
+    if not data.get("count_exact", True):
+        found = f"at least {count} conflict{'s' if count != 1 else ''}"
+        if not data.get("complete", True):
+            found += " (incomplete)"
     if lines:
         lines.append("")
     lines.append(terminal(f"{mode.capitalize()} check of {compared}: {found}."))
@@ -100,9 +109,22 @@ def render_text(data: Mapping[str, Any]) -> str:
 
 def _not_listed(data: Mapping[str, Any]) -> str:
     left = data["count"] - len(data["conflicts"])
+    bound = "" if data.get("count_exact", True) else "at least "
     return (
-        f"… and {left} more conflict{'s' if left != 1 else ''} not listed"
-        f" (a report lists the first {len(data['conflicts'])} of {data['count']})"
+        f"… and {bound}{left} more conflict{'s' if left != 1 else ''} not listed"
+        f" (a report lists the first {len(data['conflicts'])} of {bound}{data['count']})"
+    )
+
+
+def _incomplete(data: Mapping[str, Any]) -> str:
+    """The note of a precise check stopped by its work budget."""
+    left = data["unchecked"]
+    pairs = f"{'' if left['exact'] else 'at least '}{left['pairs']}"
+    where = left["stopped_at"]
+    return (
+        f"incomplete check: stopped after comparing {left['compared']} pairs of schedules"
+        f' sharing racks (its work budget), at "{where["name"]}"; {pairs} more pairs'
+        " were not compared, so more conflicts may exist (raise --max-pairs or narrow the tree)"
     )
 
 
@@ -130,4 +152,10 @@ def to_diagnostics(report: ConflictReport, severity: Severity = "warning") -> li
         # At the first conflict's schedule, so the note is one annotation more, not N.
         a = data["conflicts"][0]["schedules"][0]
         diagnostics.append(Diagnostic(a["source"], a["line"], 1, severity, _not_listed(data)))
+    if not data["complete"]:
+        # At the declared schedule whose pairs were being compared when the budget ran out.
+        at = data["unchecked"]["stopped_at"]
+        diagnostics.append(
+            Diagnostic(at["source"], at["line"], 1, severity, _incomplete(data), "$.metadata.name")
+        )
     return diagnostics

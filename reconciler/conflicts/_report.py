@@ -20,8 +20,9 @@ from rackcron import timing
 from reconciler.conflicts._times import _MICROSECOND
 
 FORMAT = "rackcron.conflicts/v1"
-FORMAT_VERSION = "1.1"
-#: Conflicts one report lists; ``count`` is always the exact total (docs/conflicts.md).
+# 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget)
+FORMAT_VERSION = "1.2"
+#: Conflicts one report lists; ``count`` counts them all (docs/conflicts.md).
 MAX_LISTED = 100
 
 Mode = Literal["coarse", "precise"]
@@ -109,6 +110,25 @@ class Conflict:
 
 
 @dataclass(frozen=True)
+class Unchecked:
+    """What a precise check left uncompared when it reached its work budget."""
+
+    pairs: int  # pairs sharing a rack not compared (at least this many unless ``exact``)
+    exact: bool
+    compared: int  # pairs compared before it stopped
+    stopped_at: Party  # the declared schedule whose pairs were being compared
+
+    def to_json(self) -> dict[str, Any]:
+        where = self.stopped_at
+        return {
+            "pairs": self.pairs,
+            "exact": self.exact,
+            "compared": self.compared,
+            "stopped_at": {"name": where.name, "source": where.source, "line": where.line},
+        }
+
+
+@dataclass(frozen=True)
 class ConflictReport:
     """The outcome of one check: what was compared and the conflicts found, in tree order."""
 
@@ -121,6 +141,15 @@ class ConflictReport:
     durations: Mapping[str, timedelta] = field(default_factory=dict)  # precise only
     #: Conflicts found in all; ``conflicts`` lists the first :data:`MAX_LISTED` of them.
     total: int | None = None
+    #: False: ``total`` is a lower bound (too costly to count exactly, or an unfinished check).
+    exact: bool = True
+    #: A precise check that stopped at its work budget: what it did not compare.
+    unchecked: Unchecked | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every pair sharing a rack was judged (always, in a coarse check)."""
+        return self.unchecked is None
 
     @property
     def count(self) -> int:
@@ -139,7 +168,10 @@ class ConflictReport:
             "horizon": format_duration(self.horizon) if self.horizon else None,
             "durations": {k: format_duration(v) for k, v in self.durations.items()} or None,
             "count": self.count,
+            "count_exact": self.exact and self.complete,
             "truncated": self.count > len(self.conflicts),
+            "complete": self.complete,
+            "unchecked": self.unchecked.to_json() if self.unchecked else None,
             "conflicts": [_conflict_json(c, self.mode) for c in self.conflicts],
         }
 

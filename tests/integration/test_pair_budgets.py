@@ -1,0 +1,163 @@
+"""Thousands of schedules sharing racks: the work is linear, or budgeted and said to be.
+
+A second review found the pair caps bounded the output but not the work: the plan's
+warnings built every changed schedule's partner set, the coarse count did the same
+for schedules on several racks, and ``conflicts --precise`` compared every one of
+N*(N-1)/2 pairs (4,000 schedules on one rack: 24 s; 20,000: over a minute). Through
+the real CLI, with sizes at which those quadratic paths take minutes (the subprocess
+timeout is the failure, not a wall-clock assertion):
+
+* the coarse count and the plan's ``warnings_count`` stay exact for schedules that
+  target several racks, each pair counted once however many racks it shares;
+* ``--precise`` stops at its work budget (``--max-pairs``, default 200,000 pairs) and
+  says so in every format; ``--strict`` fails an unfinished check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reconciler.conflicts import MAX_PAIRS
+
+# Seconds. Measured on a 2-core host: each run here takes 1-7 s; before the fix the same
+# runs took 33 s (coarse), 35 s (plan) and over a minute (precise).
+TIMEOUT = 25
+
+RACK = """---
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {{name: rack-{i}}}
+spec:
+  id: 00000000-0000-4000-8000-{i:012d}
+"""
+
+SCHEDULE = """---
+apiVersion: rackcron/v1
+kind: TaskSchedule
+metadata: {{name: q{i}}}
+spec: {{spec_type: interval, spec: 6h, operation: {{power_off: {{}}}}, targets: {{racks: [{racks}]}}}}
+"""
+
+
+def write_tree(tree: Path, n: int, racks: int) -> Path:
+    (tree / "racks.yaml").write_text("".join(RACK.format(i=i) for i in range(1, racks + 1)))
+    targets = ", ".join(f"{{{{name: rack-{i}}}}}" for i in range(1, racks + 1))
+    schedule = SCHEDULE.replace("{racks}", targets)
+    (tree / "schedules.yaml").write_text("".join(schedule.format(i=i) for i in range(n)))
+    return tree
+
+
+def rackcron(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rackcron.cli", *args],
+        cwd=tree, capture_output=True, text=True, timeout=TIMEOUT,
+        env={**os.environ, "RACKCRON_DEBUG": ""},
+    )  # fmt: skip
+
+
+# --- several racks each: exact counts in linear time ----------------------------------------
+
+WIDE_N = 8000  # before the fix, each schedule's partner set scanned racks * 8,000 names
+WIDE_PAIRS = WIDE_N * (WIDE_N - 1) // 2
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tree(tmp_path_factory.mktemp("wide"), WIDE_N, racks=8)
+
+
+@pytest.fixture(scope="module")
+def wider(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # The coarse check costs little per schedule: 32 racks make the old scan show.
+    return write_tree(tmp_path_factory.mktemp("wider"), WIDE_N, racks=32)
+
+
+def test_coarse_count_of_multi_rack_schedules_is_exact_and_linear(wider: Path) -> None:
+    result = rackcron(wider, "conflicts", ".", "--format", "json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["format_version"] == "1.2"
+    assert data["count"] == WIDE_PAIRS and data["count_exact"] is True  # once per pair, not 32x
+    assert data["complete"] is True and data["unchecked"] is None
+    assert len(data["conflicts"]) == 100
+    # every listed pair shares all the racks, named once each
+    assert all(len(c["racks"]) == 32 for c in data["conflicts"])
+
+
+def test_plan_warnings_count_of_multi_rack_schedules_is_exact_and_linear(
+    wide: Path, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path}/db"
+    result = rackcron(wide, "plan", ".", "--format", "markdown", "--database-url", db)
+    assert result.returncode == 0, result.stderr[-2000:]
+    output = result.stdout
+    # exact ("at least" when a lower bound): each pair once, however many racks it shares
+    assert f"⚠️ {WIDE_PAIRS} warnings: schedules that share racks" in output
+    assert output.count("both target") == 100
+    racks = ", ".join(sorted(f"rack-{i}" for i in range(1, 9)))
+    assert f'schedules "q0" and "q1" both target {racks}' in output
+    assert f"… and {WIDE_PAIRS - 100} more pairs of schedules that share racks" in output
+
+
+# --- one rack, --precise: a work budget -------------------------------------------------------
+
+ONE_N = 6000  # 17,997,000 pairs: main compared them all (about a minute)
+ONE_PAIRS = ONE_N * (ONE_N - 1) // 2
+
+
+@pytest.fixture(scope="module")
+def one_rack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tree(tmp_path_factory.mktemp("one"), ONE_N, racks=1)
+
+
+def test_precise_check_stops_at_its_budget_and_strict_fails_it(one_rack: Path) -> None:
+    result = rackcron(one_rack, "conflicts", ".", "--precise", "--format", "json", "--strict")
+    assert result.returncode == 1, result.stderr[-2000:]  # an unfinished check never passes
+    data = json.loads(result.stdout)
+    assert data["format_version"] == "1.2"
+    assert data["complete"] is False and data["count_exact"] is False
+    unchecked = data["unchecked"]
+    assert unchecked["compared"] == MAX_PAIRS
+    assert unchecked["pairs"] == ONE_PAIRS - MAX_PAIRS and unchecked["exact"] is True
+    assert unchecked["stopped_at"]["source"] == "schedules.yaml"
+    # every compared pair collides (same spec, whole rack): the count found so far
+    assert data["count"] == MAX_PAIRS and len(data["conflicts"]) == 100
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_precise_check_says_it_is_incomplete_in_every_format(one_rack: Path, fmt: str) -> None:
+    result = rackcron(one_rack, "conflicts", ".", "--precise", "--format", fmt)
+    assert result.returncode == 0, result.stderr[-2000:]  # without --strict: a warning
+    output = result.stdout
+    note = (
+        f"incomplete check: stopped after comparing {MAX_PAIRS} pairs of schedules sharing"
+        f' racks (its work budget), at "q33"; {ONE_PAIRS - MAX_PAIRS} more pairs were not'
+        " compared"
+    )
+    assert note in output
+    if fmt == "text":
+        assert f": at least {MAX_PAIRS} conflicts (incomplete)." in output
+    else:
+        assert f"::warning file=schedules.yaml,line={2 + 5 * 33},col=1::{note}" in output
+    assert len(output) < 100_000
+
+
+def test_the_budget_is_an_option(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path, 20, racks=2)
+    small = rackcron(tree, "conflicts", ".", "--precise", "--max-pairs", "10", "--format", "json")
+    assert small.returncode == 0, small.stderr[-2000:]
+    data = json.loads(small.stdout)
+    assert data["complete"] is False and data["count"] == 10 and data["count_exact"] is False
+    assert data["unchecked"] == {
+        "pairs": 190 - 10, "exact": True, "compared": 10,
+        "stopped_at": {"name": "q0", "source": "schedules.yaml", "line": 2},
+    }  # fmt: skip
+    whole = rackcron(tree, "conflicts", ".", "--precise", "--max-pairs", "190", "--strict")
+    assert whole.returncode == 1 and "incomplete" not in whole.stdout  # 190 conflicts, all found
+    assert ": 190 conflicts." in whole.stdout
