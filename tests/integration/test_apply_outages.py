@@ -26,15 +26,21 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from outages import PostgresOutage, SQLiteWriteLock, fill_pages, once_at, sqlite_page_limit
 from sqlalchemy.engine import Engine
-from test_reconcile import Repo, schedule
 
 from rackcron.cli import main
 from rackcron.errors import StoreError
 from rackcron.service import Service
 from rackcron.store import open_engine
 from reconciler.sync import run_round
+from tests.support.outages import (
+    PostgresOutage,
+    SQLiteWriteLock,
+    fill_pages,
+    once_at,
+    sqlite_page_limit,
+)
+from tests.support.trees import Repo, schedule
 
 BUSY_TIMEOUT = 0.3  # seconds; the store's default is 30
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
+from tests.support.git import git, init_repo
 
 RACK = """\
 apiVersion: rackcron/v1
@@ -41,12 +42,6 @@ MAX_RSS = 256 * 1024 * 1024
 #: One file just under the per-file limit, and links to it: ten times the tree's limit.
 BIG_BYTES = MAX_FILE_BYTES - 1024
 LINKS = 10 * MAX_TREE_BYTES // BIG_BYTES
-
-
-def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, input=stdin
-    ).stdout.decode()
 
 
 def _limit_memory() -> None:
@@ -90,9 +85,7 @@ def _zero_blob(repo: Path, size: int) -> str:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """main: a valid tree; bomb: plus the blob of zeros; links: plus many links to one big file."""
     repo = tmp_path_factory.mktemp("blob-bomb")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ops@example.com")
-    git(repo, "config", "user.name", "Ops")
+    init_repo(repo)
     (repo / "fleet").mkdir()
     (repo / "fleet" / "racks.yaml").write_text(RACK)
     git(repo, "add", "-A")

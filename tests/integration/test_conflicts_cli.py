@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import snapshot
 
 from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
 from rackcron.timing import format_rfc3339
+from tests.support.service import snapshot
 
 RACKS = """\
 apiVersion: rackcron/v1

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import create, snapshot
 
 from dispatcher.controllers.allowlist import AllowList
 from dispatcher.controllers.base import ControllerRefused
@@ -39,6 +38,7 @@ from rackcron.cli import main
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine
+from tests.support.service import create, snapshot
 
 DATABASE_SECRET = "postgresql+psycopg://rackcron:db-password-7f3a@db/rackcron"
 RACK_ID = "00000000-0000-4000-8000-000000000009"

@@ -32,7 +32,7 @@ from rackcron.models import OverlapPolicy, Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule, task_schedule_scope
-from tests.integration.helpers import create, make_operation
+from tests.support.service import create, make_operation
 
 POSTGRES_ONLY = pytest.param("postgres", marks=pytest.mark.postgres)
 

@@ -11,7 +11,7 @@ from dispatcher.loop import DEFAULT_POSTGRES_WORKERS, Dispatcher
 from rackcron.errors import StoreError
 from rackcron.models import OverlapPolicy
 from rackcron.service import Service
-from tests.integration.helpers import create
+from tests.support.service import create
 
 
 @pytest.mark.parametrize("workers", [1, 3])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from rackcron.cli import main
 from rackcron.store import open_engine, tables
+from tests.support.git import git, init_repo
 from tests.support.markdown import table_rows
 
 RACK = """\
@@ -50,10 +50,6 @@ spec:
     upgrade_firmware: {{target_version: {version}}}
   targets: {{racks: [{{name: {rack}}}]}}
 """
-
-
-def _git(path: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
 
 
 def _cli(*args: str, tty: bool = False) -> Result:
@@ -207,15 +203,13 @@ def forged_repo(tmp_path: Path) -> Path:
     """A git repository whose one (invalid) YAML file's name holds a workflow command."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "ops@example.com")
-    _git(repo, "config", "user.name", "Ops")
+    init_repo(repo)
     (repo / FORGED).write_text(
         "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r1}\n"
         'spec: {id: "not a uuid\\n::error::forged-message"}\n'
     )
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "forged")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "forged")
     return repo
 
 
@@ -307,8 +301,8 @@ def test_an_apply_from_a_hostile_path_and_git_email_is_logged_escaped(
     # The apply log's texts describe the applier's machine: stored one line, never refused.
     repo = tmp_path / "repo\x1b[2J\nx"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "ops\x1b]0;pwned\x07@example.com")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ops\x1b]0;pwned\x07@example.com")
     _write(repo, {"label": "ops", "version": "2.3.1", "external_id": "A1", "component": "c1"})
     applied = _cli("apply", str(repo), "--auto-approve", "--database-url", store, tty=True)
     assert applied.exit_code == 0, applied.output

@@ -15,12 +15,12 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
-from helpers import component_spec, create, rack_spec, set_status
 
 from rackcron.gcpause import gc_paused
 from rackcron.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.service._tasks import SubmissionRefused, new_task_id
+from tests.support.service import component_spec, create, rack_spec, set_status
 
 
 def results(result) -> list[str]:

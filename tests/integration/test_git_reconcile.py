@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_reconcile import RACKS, Repo, schedule
 
 from rackcron.cli import main
+from tests.support.trees import RACKS, Repo, schedule
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ from dispatcher.controllers.registry import Controllers
 from dispatcher.controllers.server import ControllerServer
 from dispatcher.controllers.simulator import Simulator
 from rackcron.cli.controller_cmd import rack_controller
-from tests.integration.peers import Canned, Trickler, deep_json
+from tests.support.peers import Canned, Trickler, deep_json
 
 TOKEN = "s3cret-token"
 

@@ -18,7 +18,6 @@ from typing import Any
 import grpc
 import pytest
 from click.testing import CliRunner
-from helpers import snapshot
 
 from rackcron.cli import main
 from rackcron.escape import SHOWN
@@ -26,6 +25,7 @@ from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron_proto.v1 import flow_pb2 as pb
 from reconciler import schema
 from reconciler.render import MARKDOWN_LIMIT
+from tests.support.service import snapshot
 
 RACK = """\
 apiVersion: rackcron/v1

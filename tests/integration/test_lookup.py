@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from helpers import create
 
 from rackcron.errors import NotFound, StoreError
 from rackcron.models import Management, Schedule, ScheduleConfig, SpecType
@@ -24,6 +23,7 @@ from rackcron.store import transaction
 from rackcron.store.lookup import Lookup
 from rackcron.store.tables import task_schedule
 from shim.convert import pb_schedule
+from tests.support.service import create
 
 built: list[uuid.UUID] = []
 

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from helpers import snapshot
-from test_reconcile import RACKS, Repo, actions, schedule
 
 from rackcron.cli import main
 from rackcron.errors import InvalidArgument
@@ -25,6 +23,8 @@ from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron.store.tables import rack as rack_table
 from reconciler.validate import validate_tree
+from tests.support.service import snapshot
+from tests.support.trees import RACKS, Repo, actions, schedule
 
 HTTPS = ControllerSpec(
     kind="http",

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_reconcile import RACKS, Repo, schedule
 
 from rackcron.cli import main
 from rackcron.models import (
@@ -23,6 +22,7 @@ from rackcron.models import (
 )
 from reconciler.diagnostics import Diagnostic, render
 from reconciler.plan import Plan
+from tests.support.trees import RACKS, Repo, schedule
 
 
 @pytest.fixture

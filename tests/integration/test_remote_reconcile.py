@@ -18,7 +18,7 @@ from rackcron.errors import FailedPrecondition
 from rackcron.service import Service
 from reconciler.state import store_state
 from shim.server import ShimConfig, ShimServer
-from tests.integration.test_serve_grpc import free_port
+from tests.support.net import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OWNER = "fleet-repo"
@@ -211,7 +211,7 @@ def test_a_create_and_its_management_are_reported_apart(
 
 
 def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet) -> None:
-    from tests.integration.helpers import create
+    from tests.support.service import create
 
     schedule = create(service, fleet.racks[:2], name="remote-admin")
     runner = CliRunner()

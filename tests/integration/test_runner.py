@@ -27,8 +27,8 @@ from dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
-from tests.integration.helpers import create, rack_spec
-from tests.integration.peers import Canned, Trickler, deep_json
+from tests.support.peers import Canned, Trickler, deep_json
+from tests.support.service import create, rack_spec
 
 SIM_DURATION = 30.0  # seconds of the test clock
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from helpers import component_spec, create, rack_spec
 
 from rackcron.models import ComponentType
 from reconciler.state import store_state
+from tests.support.service import component_spec, create, rack_spec
 
 
 def per_schedule(service, schedules) -> dict:

@@ -27,14 +27,9 @@ from dispatcher.logs import configure, event
 from rackcron.cli import main
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
-from tests.integration.helpers import create
-from tests.integration.peers import Trickler
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.net import free_port
+from tests.support.peers import Trickler
+from tests.support.service import create
 
 
 def scrape(port: int, path: str) -> tuple[int, str]:

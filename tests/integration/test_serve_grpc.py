@@ -26,13 +26,8 @@ from rackcron_proto.v1 import flow_pb2 as pb
 from rackcron_proto.v1 import flow_pb2_grpc
 from shim.client import connect
 from shim.server import ShimConfig, ShimServer
-from tests.integration.helpers import create
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.net import free_port
+from tests.support.service import create
 
 
 def _store(tmp_path: Path) -> tuple[str, uuid.UUID]:

@@ -14,7 +14,6 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from helpers import create, make_operation, rack_spec, set_status, snapshot
 
 from rackcron.cli import main
 from rackcron.errors import AlreadyExists, InvalidArgument
@@ -22,6 +21,7 @@ from rackcron.models import Rack, ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule
+from tests.support.service import create, make_operation, rack_spec, set_status, snapshot
 
 POSTGRES_ONLY = pytest.mark.parametrize(
     "store_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True

@@ -12,7 +12,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import component_spec, create, set_status, snapshot
 
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import (
@@ -26,6 +25,7 @@ from rackcron.models import (
     TaskStatus,
 )
 from rackcron.service import Service
+from tests.support.service import component_spec, create, set_status, snapshot
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 POSTGRES_ONLY = pytest.mark.parametrize(

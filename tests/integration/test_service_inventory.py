@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from helpers import create, domain_spec, rack_spec, snapshot
 
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import Component, ComponentType, NVLDomain, NVLDomainTarget, Rack
+from tests.support.service import create, domain_spec, rack_spec, snapshot
 
 
 def test_fleet_fixture_shape(service, fleet) -> None:

@@ -10,10 +10,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import create, make_operation, scope_rows, snapshot
 
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import OverlapPolicy, PowerOn, ScheduleConfig, SpecType, TaskStatus
+from tests.support.service import create, make_operation, scope_rows, snapshot
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 PAST = "2020-01-01T00:00:00Z"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from helpers import component_spec, create, domain_spec, make_operation, rack_spec, snapshot
 
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import ComponentFilter
@@ -22,6 +21,14 @@ from rackcron.models import (
 )
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule_scope
+from tests.support.service import (
+    component_spec,
+    create,
+    domain_spec,
+    make_operation,
+    rack_spec,
+    snapshot,
+)
 
 COMPUTE, NVSWITCH, POWERSHELF = (
     ComponentType.COMPUTE,

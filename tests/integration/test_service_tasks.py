@@ -6,10 +6,10 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from helpers import create, set_status, snapshot
 
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import OverlapPolicy, QueueOptions, TaskStatus
+from tests.support.service import create, set_status, snapshot
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import empty_pb2
-from helpers import scope_rows, set_status, snapshot
 
 from rackcron.models import Component, ComponentType, NVLDomain, TaskStatus
 from rackcron_proto.v1 import flow_pb2 as pb
+from tests.support.service import scope_rows, set_status, snapshot
 
 Code = grpc.StatusCode
 COMPUTE, NVSWITCH, POWERSHELF = (

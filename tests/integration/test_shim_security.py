@@ -46,7 +46,7 @@ from rackcron_proto.v1 import flow_pb2_grpc
 from shim import server as shim_server
 from shim.client import ClientTls, connect
 from shim.server import FLOW_SERVICE, ShimConfig, ShimServer, TlsFiles, UnusableConfig, load_tokens
-from tests.integration.helpers import create, snapshot
+from tests.support.service import create, snapshot
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 TIMEOUT = 5  # seconds, on every client call: nothing hangs

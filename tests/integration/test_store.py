@@ -10,13 +10,13 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from helpers import create, scope_rows
 
 from rackcron.errors import StoreError
 from rackcron.models import SpecType
 from rackcron.service import Service
 from rackcron.store import current_revision, head_revision, open_engine, transaction, upgrade
 from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata, task_schedule
+from tests.support.service import create, scope_rows
 
 
 def test_migrations_produce_exactly_the_declared_schema(store_url) -> None:

@@ -24,7 +24,6 @@ from typing import Any
 import grpc
 import pytest
 from click.testing import CliRunner
-from helpers import snapshot
 
 from rackcron.cli import main
 from rackcron.models import Management, PowerOn, ScheduleConfig, SpecType
@@ -33,6 +32,7 @@ from rackcron.text import SCHEMA_PATTERN, line_problem
 from rackcron_proto.v1 import flow_pb2 as pb
 from rackcron_proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 from reconciler import schema
+from tests.support.service import snapshot
 
 HOSTILE = {"clear-screen": "\x1b[2J", "newline": "x\ny", "rlo": "a\u202eb"}
 CONTROL = "must not contain control characters"

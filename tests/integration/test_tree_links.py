@@ -10,7 +10,6 @@ sources and the same diagnostics. Nothing outside the tree is ever read.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from rackcron.cli import main
 from reconciler.git import read_revision
 from reconciler.validate import tree_sources, validate_sources
 from reconciler.yamlsource import Unreadable
+from tests.support.git import git, init_repo
 
 RACKS = """\
 apiVersion: rackcron/v1
@@ -51,12 +51,6 @@ LINKS = {
 }
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """tmp/repo (git) with fleet/ as the declared tree, tmp/outside beside it."""
@@ -74,9 +68,7 @@ def repo(tmp_path: Path) -> Path:
         os.symlink(target, fleet / name)
     os.symlink("../other", fleet / "linked-dir")  # a directory link: not descended
     os.symlink("../../outside", fleet / "shared" / "out-dir")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ops@example.com")
-    git(repo, "config", "user.name", "Ops")
+    init_repo(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "tree with links")
     return repo

@@ -7,36 +7,30 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from rackcron.cli import main
+from tests.support.git import git, init_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "walkthrough.md"
 BLOCK = re.compile(r"(<!-- diff-markdown:start -->\n)(.*?)(<!-- diff-markdown:end -->)", re.DOTALL)
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
 def test_walkthrough_diff_markdown_is_real_output(tmp_path: Path) -> None:
     repo = tmp_path / "fleet-repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "ops@example.com")
-    _git(repo, "config", "user.name", "Ops")
+    init_repo(repo)
     shutil.copytree(ROOT / "examples" / "fleet", repo / "fleet")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "v1")
-    _git(repo, "checkout", "-q", "-b", "tune-schedules")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "v1")
+    git(repo, "checkout", "-q", "-b", "tune-schedules")
     shutil.rmtree(repo / "fleet")
     shutil.copytree(ROOT / "examples" / "fleet-v2", repo / "fleet")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "v2")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "v2")
     result = CliRunner().invoke(
         main,
         ["diff", str(repo / "fleet"), "--base", "main", "--head", "HEAD", "--format", "markdown",
