@@ -84,10 +84,10 @@ except ImportError:  # the peer is optional: pip install -e '.[bench]'
 
 from _postgres import admin, database_url
 
-from dispatcher.logs import configure
 from dispatcher.loop import Dispatcher
 from rackcron.firing import task_description
 from rackcron.gcpause import gc_paused
+from rackcron.logs import configure
 from rackcron.models import PowerOn, RackTarget, TargetSpec
 from rackcron.service import Service
 from rackcron.service._tasks import new_task_id

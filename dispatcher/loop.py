@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dispatcher.logs import LOGGER, event
 from dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
+from rackcron.logs import LOGGER, event
 from rackcron.service import FireResult, Service
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]

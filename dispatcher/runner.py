@@ -49,9 +49,9 @@ from dispatcher.controllers.base import (
     TaskOrder,
 )
 from dispatcher.controllers.registry import Controllers
-from dispatcher.logs import LOGGER, event
 from dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
+from rackcron.logs import LOGGER, event
 from rackcron.models import TaskStatus
 from rackcron.service import Service, Update, Work
 

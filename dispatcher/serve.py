@@ -30,10 +30,10 @@ from dispatcher.controllers.credentials import CredentialStore
 from dispatcher.controllers.registry import Controllers
 from dispatcher.controllers.simulator import Simulator
 from dispatcher.faults import fault_hook
-from dispatcher.logs import event
 from dispatcher.loop import Dispatcher
 from dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.logs import event
 from rackcron.service import Service
 from shim.server import ShimConfig, ShimServer
 

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import grpc
 
-from dispatcher.logs import LOGGER
 from rackcron.errors import RackcronError, StoreError
+from rackcron.logs import LOGGER
 from shim.convert import check_strings
 
 __all__ = ["rpc_method", "status_of"]

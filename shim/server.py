@@ -32,7 +32,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from dispatcher.logs import event
+from rackcron.logs import event
 from rackcron.service import Service
 from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
 from shim.extras import ReconcilerServicer

@@ -76,7 +76,7 @@ def _daemon_options(func: F) -> F:
 
 
 def _start_logs(log_format: str, log_level: str) -> None:
-    from dispatcher.logs import configure
+    from rackcron.logs import configure
 
     configure(log_format, level=getattr(logging, log_level.upper()))  # type: ignore[arg-type]
 

@@ -55,8 +55,8 @@ def test_a_schedule_that_cannot_fire_is_reported_and_the_rest_fire(service, flee
     each poll and is left as it is; the schedules claimed with it fire."""
     import io
 
-    from dispatcher.logs import configure
     from rackcron.errors import FailedPrecondition
+    from rackcron.logs import configure
     from rackcron.store import transaction
     from rackcron.store.tables import task_schedule
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dispatcher.logs import configure, event
 from rackcron.cli import main
+from rackcron.logs import configure, event
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from tests.support.net import free_port
