@@ -24,14 +24,7 @@ import pytest
 
 from reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
 from tests.support.git import git, init_repo
-
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+from tests.support.trees import ONE_RACK
 
 #: The blob of zeros: far over the per-file limit, over half the address-space limit.
 BOMB_BYTES = 600 * 1024 * 1024
@@ -87,7 +80,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("blob-bomb")
     init_repo(repo)
     (repo / "fleet").mkdir()
-    (repo / "fleet" / "racks.yaml").write_text(RACK)
+    (repo / "fleet" / "racks.yaml").write_text(ONE_RACK)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
     git(repo, "checkout", "-qb", "bomb")
@@ -132,7 +125,7 @@ def test_the_working_copy_reads_by_the_same_rule(repo: Path, tmp_path: Path) -> 
     # A sparse file of zeros: no disk used, a size far over the limit.
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "racks.yaml").write_text(RACK)
+    (tree / "racks.yaml").write_text(ONE_RACK)
     with open(tree / "bomb.yaml", "wb") as bomb:
         bomb.truncate(BOMB_BYTES)
     code, output = rackcron(tmp_path, "validate", "tree")

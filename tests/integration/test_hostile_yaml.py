@@ -18,15 +18,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.yamlsource import MAX_DEPTH, MAX_NODES, MAX_TREE_NODES
-
-#: A valid document, so a tree fails only for the hostile part.
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+from tests.support.trees import ONE_RACK
 
 
 def merge_bomb(levels: int = 10, width: int = 10) -> str:
@@ -50,7 +42,7 @@ def run_validate(tree: Path, timeout: float = 10) -> tuple[int, str, float]:
 
 
 def write(tmp_path: Path, content: str, name: str = "hostile.yaml") -> Path:
-    (tmp_path / "racks.yaml").write_text(RACK)
+    (tmp_path / "racks.yaml").write_text(ONE_RACK)
     (tmp_path / name).write_text(content)
     return tmp_path / name
 
@@ -98,7 +90,7 @@ def test_a_tree_has_one_budget_across_its_files(tmp_path: Path) -> None:
     each = "a: &a [" + ", ".join(["x"] * 400) + "]\nb: [" + ", ".join(["*a"] * 399) + "]\n"
     files = MAX_TREE_NODES // 160_000 + 1
     assert files * 160_000 > MAX_TREE_NODES and MAX_NODES > 160_000
-    (tmp_path / "racks.yaml").write_text(RACK)
+    (tmp_path / "racks.yaml").write_text(ONE_RACK)
     for i in range(files):
         (tmp_path / f"part-{i:02}.yaml").write_text(each)
     code, output, _ = run_validate(tmp_path, timeout=30)
@@ -113,7 +105,7 @@ def test_a_tree_has_one_budget_across_its_files(tmp_path: Path) -> None:
 
 
 def test_an_ordinary_merge_still_reads(tmp_path: Path) -> None:
-    content = RACK.replace("r1", "r2").replace("000000000001", "000000000002") + (
+    content = ONE_RACK.replace("r1", "r2").replace("000000000001", "000000000002") + (
         "  components:\n"
         "    - &c {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE}\n"
         "    - {<<: *c, id: 00000000-0000-4000-8000-0000000000c2}\n"

@@ -26,14 +26,7 @@ from rackcron_proto.v1 import flow_pb2 as pb
 from reconciler import schema
 from reconciler.render import MARKDOWN_LIMIT
 from tests.support.service import snapshot
-
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+from tests.support.trees import ONE_RACK
 
 
 def schedule(name: str, version: str = "2.3.1", spec: str = "0 2 * * 1") -> str:
@@ -48,7 +41,7 @@ def schedule(name: str, version: str = "2.3.1", spec: str = "0 2 * * 1") -> str:
 def write(tmp_path: Path, *documents: str) -> Path:
     tree = tmp_path / "tree"
     tree.mkdir(exist_ok=True)
-    (tree / "fleet.yaml").write_text(RACK + "".join(documents))
+    (tree / "fleet.yaml").write_text(ONE_RACK + "".join(documents))
     return tree
 
 

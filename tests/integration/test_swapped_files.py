@@ -21,14 +21,7 @@ from click.testing import CliRunner, Result
 
 import reconciler.validate
 from rackcron.cli import main
-
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+from tests.support.trees import ONE_RACK
 
 
 def _fifo(path: Path) -> None:
@@ -97,7 +90,7 @@ def test_a_file_swapped_after_listing_is_refused(
 ) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "a.yaml").write_text(RACK)
+    (tree / "a.yaml").write_text(ONE_RACK)
     (tree / "sub").mkdir()
     (tree / "sub" / "b.yaml").write_text("{}\n")
     if read_as == "link.yaml":

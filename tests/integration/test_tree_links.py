@@ -20,14 +20,7 @@ from reconciler.git import read_revision
 from reconciler.validate import tree_sources, validate_sources
 from reconciler.yamlsource import Unreadable
 from tests.support.git import git, init_repo
-
-RACKS = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+from tests.support.trees import ONE_RACK
 
 
 def schedule(name: str) -> str:
@@ -62,7 +55,7 @@ def repo(tmp_path: Path) -> Path:
     (fleet / "shared").mkdir(parents=True)
     (repo / "other").mkdir()
     (repo / "other" / "other.yaml").write_text(schedule("other"))
-    (fleet / "racks.yaml").write_text(RACKS)
+    (fleet / "racks.yaml").write_text(ONE_RACK)
     (fleet / "shared" / "schedules.txt").write_text(schedule("linked"))
     for name, (target, _) in LINKS.items():
         os.symlink(target, fleet / name)
@@ -90,7 +83,7 @@ def test_the_working_copy_and_git_read_links_alike(repo: Path) -> None:
     at_head = read_revision(fleet, "HEAD").sources
     assert readable(on_disk) == readable(at_head)
     read = dict(readable(at_head))
-    assert read.pop("fleet/racks.yaml") == RACKS
+    assert read.pop("fleet/racks.yaml") == ONE_RACK
     assert read.pop("fleet/inside.yaml") == schedule("linked")
     for name, (target, refusal) in LINKS.items():
         if refusal is not None:

@@ -17,7 +17,16 @@ from rackcron.service import Service
 from rackcron.store import open_engine
 from tests.support.git import git, init_repo
 
-__all__ = ["RACKS", "Repo", "actions", "rpcs", "schedule"]
+__all__ = ["ONE_RACK", "RACKS", "Repo", "actions", "rpcs", "schedule"]
+
+#: The smallest valid tree: one rack, r1, so a test tree fails only for what it adds.
+ONE_RACK = """\
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r1}
+spec:
+  id: 00000000-0000-4000-8000-000000000001
+"""
 
 RACKS = """\
 apiVersion: rackcron/v1
