@@ -20,16 +20,17 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-## lint: ruff lint and format check
+## lint: ruff lint and format check, and the layer rule (import contracts in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-## proto: regenerate rackcron_proto/ from schemas/proto/ (checked in; a unit test fails when stale)
+## proto: regenerate wire/proto/ from schemas/proto/ (checked in; a unit test fails when stale)
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
 

@@ -84,7 +84,7 @@ except ImportError:  # the peer is optional: pip install -e '.[bench]'
 
 from _postgres import admin, database_url
 
-from dispatcher.loop import Dispatcher
+from rackcron.dispatcher.loop import Dispatcher
 from rackcron.firing import task_description
 from rackcron.gcpause import gc_paused
 from rackcron.logs import configure

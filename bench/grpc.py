@@ -2,7 +2,7 @@
 
 Requests per second with ``--clients`` concurrent clients (default 4), each a separate
 process (``multiprocessing``, spawned: the client side shares no GIL with the server)
-with its own channel (``shim.client.connect``), sending unary calls back to back. Every
+with its own channel (``rackcron.wire.client.connect``), sending unary calls back to back. Every
 measurement warms up for ``--warmup`` seconds (default 1), then all clients start
 together (a barrier) and call for ``--duration`` seconds (default 5); req/s = calls
 completed / duration, with the p50 and p99 of every call's latency as the client sees it.
@@ -13,7 +13,7 @@ and the share of the host's CPUs that other processes took meanwhile (Linux: fro
 * (a) ceiling: an empty ``v1.Flow`` servicer whose GetTaskSchedule returns one constant
   ``TaskSchedule`` and ListTaskSchedules one constant 100-item response, both built once
   (from a seeded store, so they are the same bytes the shim returns). It is served by a
-  real :class:`~shim.server.ShimServer` (same thread pool, options, other services, no
+  real :class:`~rackcron.shim.server.ShimServer` (same thread pool, options, other services, no
   interceptors) whose Flow servicer alone is swapped (``ShimServer(..., flow=...)``);
 * (b) rackcron's shim (``ShimServer`` over ``rackcron.service.Service``) on SQLite, a
   temporary file;
@@ -82,16 +82,16 @@ import sqlalchemy as sa  # noqa: E402
 from rackcron.models import PowerOn, Rack, RackTarget, ScheduleConfig, TargetSpec  # noqa: E402
 from rackcron.service import Service, _rows  # noqa: E402
 from rackcron.service._schedules import BY_ID  # noqa: E402
+from rackcron.shim.server import ShimConfig, ShimServer  # noqa: E402
+from rackcron.shim.servicer import FlowServicer  # noqa: E402
 from rackcron.store import open_engine, transaction  # noqa: E402
 from rackcron.store.lookup import Lookup  # noqa: E402
 from rackcron.store.tables import task_schedule  # noqa: E402
 from rackcron.timing import SpecType  # noqa: E402
-from rackcron_proto.v1 import flow_pb2 as pb  # noqa: E402
-from rackcron_proto.v1 import flow_pb2_grpc  # noqa: E402
-from shim.client import connect  # noqa: E402
-from shim.convert import check_strings, pb_schedule  # noqa: E402
-from shim.server import ShimConfig, ShimServer  # noqa: E402
-from shim.servicer import FlowServicer  # noqa: E402
+from rackcron.wire.client import connect  # noqa: E402
+from rackcron.wire.convert import check_strings, pb_schedule  # noqa: E402
+from rackcron.wire.proto.v1 import flow_pb2 as pb  # noqa: E402
+from rackcron.wire.proto.v1 import flow_pb2_grpc  # noqa: E402
 
 sys.path.insert(0, str(_HERE))  # grpc is imported: the helpers beside this file are safe now
 from _postgres import admin, database_url  # noqa: E402

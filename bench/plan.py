@@ -16,7 +16,7 @@ Stages, each printed with its ratio to the floor:
   validator (jsonschema). For reference, the time rackcron's own compiled
   schema check takes over the same documents is printed too: rackcron accepts
   valid documents with it and asks jsonschema only about the others;
-* validate: ``reconciler.validate.validate_tree`` (positions, schema, semantics);
+* validate: ``rackcron.reconciler.validate.validate_tree`` (positions, schema, semantics);
 * plan, no changes: validate + ``declared_state`` + ``plan_against_store``
   against a SQLite store that already holds the same tree;
 * plan, 1% changed: the same after rewriting 1% of the schedules (spec,
@@ -59,13 +59,13 @@ import jsonschema
 import sqlalchemy as sa
 import yaml
 
+from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
+from rackcron.reconciler.plan import Plan
+from rackcron.reconciler.schema import KINDS, _fast_check, schema_for
+from rackcron.reconciler.state import declared_state
+from rackcron.reconciler.validate import Validation, validate_tree
 from rackcron.service import Service
 from rackcron.store.tables import task_schedule, task_schedule_scope
-from reconciler.apply import Provenance, apply_plan, plan_against_store
-from reconciler.plan import Plan
-from reconciler.schema import KINDS, _fast_check, schema_for
-from reconciler.state import declared_state
-from reconciler.validate import Validation, validate_tree
 
 FILES = 100
 RACKS = 400
@@ -250,7 +250,7 @@ def floor(root: Path) -> tuple[int, float, float, float]:
     """Load every file with libyaml (no positions), then schema-validate every document.
 
     Returns the number of documents and the seconds of each half, and for reference the
-    seconds rackcron's compiled schema check (``reconciler.schema._fast_check``, which
+    seconds rackcron's compiled schema check (``rackcron.reconciler.schema._fast_check``, which
     accepts valid documents without jsonschema) takes over the same documents.
     """
     validators = {k: jsonschema.Draft202012Validator(schema_for(k)) for k in KINDS}

@@ -7,8 +7,8 @@ monotonic clock. :class:`DeadlineReader` and :class:`DeadlineWriter` wrap a sock
 and set its timeout to the time left before every read and write, so everything a
 parser reads through them — a status line, headers line by line, a body in chunks —
 ends by the deadline, with ``TimeoutError`` once it has passed. Both the ``http``
-controller driver (``dispatcher.controllers.http``) and the metrics server
-(``dispatcher.metrics``) read and write their sockets through them.
+controller driver (``rackcron.dispatcher.controllers.http``) and the metrics server
+(``rackcron.dispatcher.metrics``) read and write their sockets through them.
 """
 
 from __future__ import annotations

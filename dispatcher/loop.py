@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dispatcher.metrics import HealthCheck, Metrics
+from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.logs import LOGGER, event
 from rackcron.service import FireResult, Service

@@ -9,12 +9,12 @@ The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
 server, so more pages can join it as WSGI routes. What a client can hold is bounded
 (:class:`Limits`): each connection has its own daemon thread, at most
 ``max_connections`` at once and ``max_per_client`` from one client address (more are
-answered 503 and closed without a thread, see :mod:`dispatcher.admission`), so one
+answered 503 and closed without a thread, see :mod:`rackcron.dispatcher.admission`), so one
 client holding idle connections cannot keep a health probe from another address out;
 a connection must send its first byte within ``idle_timeout``, the request line and
 headers must arrive within ``request_timeout`` and the whole exchange end within
 ``exchange_timeout``, whatever the pace of the bytes (reads and writes go through
-:mod:`dispatcher.deadline`). :meth:`MetricsServer.stop` stops
+:mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
 accepting, cuts the open connections and returns without waiting for any client.
 """
 
@@ -33,8 +33,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from dispatcher.admission import Admission, AdmissionMixIn, Refusal
-from dispatcher.deadline import Deadline, DeadlineWriter, reader
+from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
+from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
 
@@ -138,7 +138,7 @@ class Limits:
     """What one client may hold of the metrics server (seconds, connections)."""
 
     max_connections: int = 16
-    max_per_client: int = 4  # connections from one client address (dispatcher.admission)
+    max_per_client: int = 4  # connections from one client address (rackcron.dispatcher.admission)
     idle_timeout: float = 2.0  # to send a first byte
     request_timeout: float = 5.0  # to send the request line and headers
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on

@@ -42,14 +42,14 @@ from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from functools import partial
 
-from dispatcher.controllers.base import (
+from rackcron.dispatcher.controllers.base import (
     ControllerError,
     ControllerRefused,
     ControllerState,
     TaskOrder,
 )
-from dispatcher.controllers.registry import Controllers
-from dispatcher.metrics import Metrics
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
 from rackcron.logs import LOGGER, event
 from rackcron.models import TaskStatus

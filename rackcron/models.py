@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from rackcron import derived
 from rackcron.errors import InvalidArgument
 from rackcron.filters import ComponentFilter, ComponentType
 from rackcron.text import single_line
@@ -273,16 +274,12 @@ class Schedule(_Model):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def operation_type(self) -> str:
-        from rackcron.templates import operation_type
-
-        return operation_type(self.template)
+        return derived.operation_type(self.template)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def description(self) -> str:
-        from rackcron.templates import describe
-
-        return describe(self.template)
+        return derived.describe(self.template)
 
     @property
     def consumed(self) -> bool:

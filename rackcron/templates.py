@@ -1,9 +1,10 @@
-"""Operation templates: how a schedule stores what it runs, and what is derived from it.
+"""Operation templates: how a schedule stores what it runs, and back.
 
 A schedule keeps its operation WITHOUT a target, as ``{type, code, information}``
-(SEMANTICS.md "Operation template", flow-wire.md section 2). From a stored template
-the service derives the response's ``operation_type`` and ``description``
-(flow-wire.md section 4) and the human ``Task.operation`` text. Pure functions.
+(SEMANTICS.md "Operation template", flow-wire.md section 2). Here: an operation to
+its template, the template as far as a response shows it (``visible``), and the
+human ``Task.operation`` text; the response's ``operation_type`` and ``description``
+are derived in ``rackcron.derived``. Pure functions.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from rackcron.derived import derive
 from rackcron.errors import InvalidArgument
 from rackcron.models import (
     BringUp,
@@ -24,9 +26,7 @@ from rackcron.models import (
 )
 
 __all__ = [
-    "describe",
     "from_visible",
-    "operation_type",
     "task_operation_text",
     "to_template",
     "visible",
@@ -140,63 +140,6 @@ def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:
     return info
 
 
-def _words(code: str) -> str:
-    return code.replace("_", " ").replace("-", " ")
-
-
-def _firmware_version_suffix(template: OperationTemplate) -> str:
-    version = template.information.get("target_version") if template.information else None
-    return f" to {version}" if version else ""
-
-
-# (operation_type, description) for fixed (type, code) pairs of flow-wire.md section 4.
-_DERIVED = {
-    ("power_control", "power_on"): ("POWER_ON", "Power On"),
-    ("power_control", "force_power_on"): ("POWER_ON", "Power On"),
-    ("power_control", "power_off"): ("POWER_OFF", "Power Off"),
-    ("power_control", "force_power_off"): ("POWER_OFF", "Power Off (forced)"),
-    ("power_control", "restart"): ("POWER_RESET", "Power Reset"),
-    ("power_control", "warm_reset"): ("POWER_RESET", "Power Reset"),
-    ("power_control", "force_restart"): ("POWER_RESET", "Power Reset (forced)"),
-    ("power_control", "cold_reset"): ("POWER_RESET", "Power Reset (forced)"),
-    ("bring_up", "ingest"): ("INGEST", "Ingest"),
-    ("firmware_control", "rollback"): ("ROLLBACK_FIRMWARE", "Rollback Firmware"),
-}
-
-
-def _derive(template: OperationTemplate | None) -> tuple[str, str]:
-    if template is None:
-        return "", ""
-    kind, code = template.type, template.code
-    if (kind, code) in _DERIVED:
-        return _DERIVED[kind, code]
-    if kind == "power_control":
-        return "POWER_CONTROL", _words(code) or "Power Control"
-    if kind == "bring_up":
-        return "BRING_UP", "Bring Up"
-    if kind == "firmware_control":
-        if code in ("upgrade", "downgrade"):
-            verb = code.capitalize()
-            return (
-                f"{code.upper()}_FIRMWARE",
-                f"{verb} Firmware{_firmware_version_suffix(template)}",
-            )
-        return "FIRMWARE_CONTROL", _words(code) or "Firmware Control"
-    if kind == "inject_expectation":
-        return "INJECT_EXPECTATION", "Inject Expectation"
-    return kind.upper(), _words(code) or kind
-
-
-def operation_type(template: OperationTemplate | None) -> str:
-    """The response's ``operation_type`` (``POWER_OFF``, ``UPGRADE_FIRMWARE``, ...)."""
-    return _derive(template)[0]
-
-
-def describe(template: OperationTemplate | None) -> str:
-    """The response's human ``description`` (``Power Off (forced)``, ...)."""
-    return _derive(template)[1]
-
-
 # The template each (operation_type, description) a rackcron operation can have comes from.
 _VISIBLE = {
     ("POWER_ON", "Power On"): ("power_control", "power_on"),
@@ -213,7 +156,7 @@ def from_visible(kind: str, description: str) -> OperationTemplate:
     """The template as far as a TaskSchedule response shows it (its ``operation_type`` and
     ``description``): type, code and firmware target version; other parameters are not shown.
 
-    ``operation_type`` and ``describe`` of the result give ``kind`` and ``description``
+    ``rackcron.derived.derive`` of the result give ``kind`` and ``description``
     back for every operation rackcron stores.
     """
     if (kind, description) in _VISIBLE:
@@ -232,7 +175,7 @@ def from_visible(kind: str, description: str) -> OperationTemplate:
 
 def visible(template: OperationTemplate) -> OperationTemplate:
     """``template`` reduced to what a TaskSchedule response shows of it (:func:`from_visible`)."""
-    return from_visible(*_derive(template))
+    return from_visible(*derive(template))
 
 
 def task_operation_text(template: OperationTemplate) -> str:

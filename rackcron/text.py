@@ -57,7 +57,7 @@ _REFUSED_CLASS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u
 _REFUSED = re.compile(f"[{_REFUSED_CLASS}]")
 
 #: The same rule as a JSON Schema ``pattern`` (ECMA-262, as editors read it). Python's
-#: ``$`` also matches before a final newline, so ``reconciler.schema`` reads every schema
+#: ``$`` also matches before a final newline, so ``rackcron.reconciler.schema`` reads every schema
 #: pattern's ``$`` as the end of the text, as ECMA-262 does.
 SCHEMA_PATTERN = f"^[^{_REFUSED_CLASS}]*$"
 

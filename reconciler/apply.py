@@ -12,7 +12,6 @@ apply's own error (``Service.release_apply_lock``).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,18 +22,13 @@ from rackcron.errors import FailedPrecondition, RackcronError, StoreError
 from rackcron.escape import terminal
 from rackcron.models import (
     ApplyRecord,
-    Component,
-    Management,
-    NVLDomain,
     Operation,
-    Rack,
-    ScheduleConfig,
-    TargetSpec,
 )
-from rackcron.service import Operations, Service
-from reconciler.diff import diff
-from reconciler.plan import Change, Plan, Step
-from reconciler.state import State, store_state
+from rackcron.reconciler.diff import diff
+from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.state import State, store_state
+from rackcron.service import Service
+from rackcron.steps import Step, run_step
 
 __all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store"]
 
@@ -65,60 +59,6 @@ def plan_against_store(
         current = store_state(ops)
         now = ops.now
     return diff(current, desired, owner=owner, now=now, source=source)
-
-
-def _id(ops: Operations, args: dict[str, Any]) -> uuid.UUID:
-    return ops.find_schedule(args["name"]).id
-
-
-# rpc name -> how to run it on the service
-_RUN: dict[str, Callable[[Operations, dict[str, Any]], Any]] = {
-    "UpsertRack": lambda ops, a: ops.upsert_rack(Rack.model_validate(a["rack"])),
-    "UpsertComponent": lambda ops, a: ops.upsert_component(
-        Component.model_validate(a["component"])
-    ),
-    "UpsertNVLDomain": lambda ops, a: ops.upsert_nvl_domain(
-        NVLDomain.model_validate(a["nvl_domain"])
-    ),
-    "CreateTaskSchedule": lambda ops, a: ops.create_schedule(
-        ScheduleConfig.model_validate(a["schedule"]),
-        _operation.validate_python(a["operation"]),
-        management=Management.model_validate(a["management"]),
-    ),
-    "UpdateTaskSchedule": lambda ops, a: ops.update_schedule(
-        _id(ops, a), ScheduleConfig.model_validate(a["schedule"]), a["update_mask"]
-    ),
-    "PauseTaskSchedule": lambda ops, a: ops.pause_schedule(_id(ops, a)),
-    "ResumeTaskSchedule": lambda ops, a: ops.resume_schedule(_id(ops, a)),
-    "AddTaskScheduleScope": lambda ops, a: ops.add_scope(
-        _id(ops, a), TargetSpec.model_validate(a["target_spec"])
-    ),
-    "RemoveTaskScheduleScope": lambda ops, a: ops.remove_scope(a["scope_id"]),
-    "UpdateTaskScheduleScope": lambda ops, a: ops.update_scope(
-        _id(ops, a), TargetSpec.model_validate(a["desired_scope"])
-    ),
-    "SetManagement": lambda ops, a: ops.set_management(
-        _id(ops, a), Management.model_validate(a["management"])
-    ),
-    "DeleteTaskSchedule": lambda ops, a: ops.delete_schedule(_id(ops, a)),
-    "DeleteComponent": lambda ops, a: ops.delete_component(a["id"]),
-    "DeleteRack": lambda ops, a: ops.delete_rack(a["id"]),
-    "DeleteNVLDomain": lambda ops, a: ops.delete_nvl_domain(a["id"]),
-}
-
-
-def run_step(ops: Operations, step: Step) -> None:
-    """Run one step of a plan on the service.
-
-    :raises RackcronError: the service refused it, or the step is malformed.
-    """
-    runner = _RUN.get(step.rpc)
-    if runner is None:
-        raise FailedPrecondition(f"unknown step {step.rpc!r}")
-    try:
-        runner(ops, step.args)
-    except (pydantic.ValidationError, KeyError, TypeError) as exc:
-        raise FailedPrecondition(f"malformed step arguments: {exc}") from exc
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from rackcron.models import (
     TargetSpec,
     retired_field_message,
 )
+from rackcron.reconciler.diagnostics import Diagnostic, Path
+from rackcron.reconciler.yamlsource import SourceDocument
 from rackcron.targets import ComponentRef, Identifier, Resolved, normalize_mac, resolve_targets
 from rackcron.templates import to_template
-from reconciler.diagnostics import Diagnostic, Path
-from reconciler.yamlsource import SourceDocument
 
 __all__ = ["Declared", "DeclaredInventory", "DeclaredSchedule", "build_declared"]
 

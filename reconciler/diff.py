@@ -28,13 +28,14 @@ from datetime import datetime
 from typing import Any
 
 from rackcron import timing
+from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.models import SpecType
-from rackcron.templates import describe
-from reconciler.conflicts import PairCount, count_pairs
-from reconciler.inventory_diff import InventoryDiffer
-from reconciler.plan import MAX_WARNINGS, Change, FieldChange, Plan, ScopeChange, Step
-from reconciler.state import ScheduleState, ScopeRow, State
+from rackcron.reconciler.conflicts import PairCount, count_pairs
+from rackcron.reconciler.inventory_diff import InventoryDiffer
+from rackcron.reconciler.plan import MAX_WARNINGS, Change, FieldChange, Plan, ScopeChange
+from rackcron.reconciler.state import ScheduleState, ScopeRow, State
+from rackcron.steps import Step
 
 __all__ = ["diff", "filter_text", "scope_target_spec"]
 
@@ -315,8 +316,8 @@ class _Differ(InventoryDiffer):
     def warnings(self, changed: set[str]) -> tuple[list[str], PairCount]:
         """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one.
 
-        The first :data:`~reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
-        counts every pair (``reconciler.conflicts.count_pairs``: linear, or a lower bound
+        The first :data:`~rackcron.reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
+        counts every pair (``rackcron.reconciler.conflicts.count_pairs``: linear, or a lower bound
         when exactness would be quadratic). N schedules on one rack are N*(N-1)/2 pairs:
         only the listed ones are ever made, and each step of the listing finds one.
         """

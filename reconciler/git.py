@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rackcron.errors import InvalidArgument
-from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.listing import Listed, read_listed
+from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.listing import Listed, read_listed
 
 __all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "repo_root", "tree_source"]
 
@@ -105,10 +105,10 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
     """The YAML files under ``relative`` (a path inside the repository) at ``rev``,
     whether or not the working copy has it (hidden files and directories skipped).
 
-    Symbolic links follow :mod:`reconciler.links`, as a read from the working copy
+    Symbolic links follow :mod:`rackcron.reconciler.links`, as a read from the working copy
     does: a link (a blob of mode 0o120000 holding its target) to a file inside the
     tree reads as that file, a link to a directory is skipped, and any other link is
-    listed as :class:`~reconciler.yamlsource.Unreadable`.
+    listed as :class:`~rackcron.reconciler.yamlsource.Unreadable`.
     """
     import git
 

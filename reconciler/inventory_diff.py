@@ -1,4 +1,4 @@
-"""Diffing the inventory: racks, components and NVLink domains (a part of ``reconciler.diff``).
+"""Diffing the inventory: racks, components and NVLink domains (a part of ``rackcron.reconciler.diff``).
 
 Upserts come first in a plan and deletions last. An upsert lists the fields that
 change; a rack's controller is one of them, as an object (null: the server's
@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from reconciler.plan import Change, FieldChange, Step
-from reconciler.state import ScheduleState, State
+from rackcron.reconciler.plan import Change, FieldChange
+from rackcron.reconciler.state import ScheduleState, State
+from rackcron.steps import Step
 
 __all__ = ["InventoryDiffer", "plain"]
 

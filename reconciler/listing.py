@@ -1,16 +1,16 @@
 """A tree's files listed with their sizes, then read within the read budgets.
 
-Both tree readers (the working copy, :func:`reconciler.validate.tree_sources`, and
-a git revision, :func:`reconciler.git.read_tree`) first list the files they would
+Both tree readers (the working copy, :func:`rackcron.reconciler.validate.tree_sources`, and
+a git revision, :func:`rackcron.reconciler.git.read_tree`) first list the files they would
 read, each with its size as the file system or the object database tells it
 (``stat()``, a blob's header), without reading any. :func:`read_listed` then reads
 them in the order validation parses them, by the rule
-:func:`reconciler.yamlsource.read_documents` applies to bytes already read:
+:func:`rackcron.reconciler.yamlsource.read_documents` applies to bytes already read:
 
-* a file over :data:`~reconciler.yamlsource.MAX_FILE_BYTES` is not read: it is an
-  :class:`~reconciler.yamlsource.Unreadable` source with the diagnostic a read file
+* a file over :data:`~rackcron.reconciler.yamlsource.MAX_FILE_BYTES` is not read: it is an
+  :class:`~rackcron.reconciler.yamlsource.Unreadable` source with the diagnostic a read file
   of that size gets;
-* the files read add up against :data:`~reconciler.yamlsource.MAX_TREE_BYTES` (a
+* the files read add up against :data:`~rackcron.reconciler.yamlsource.MAX_TREE_BYTES` (a
   link counts its target's size each time it is read): the file that would cross it
   and every file after it are not read, and that file is an ``Unreadable`` that
   exhausts the tree's budget, so validation stops there with the same diagnostic.
@@ -24,7 +24,7 @@ read (a FIFO, whose ``open()`` would wait for a writer forever; a device; a link
 It is opened without blocking and, below the tree's root, without following any
 link (each directory on its way is opened relative to the one before, so a
 directory swapped for a link cannot lead outside the tree; links inside the tree
-were resolved by :mod:`reconciler.links` when listed), and the open descriptor
+were resolved by :mod:`rackcron.reconciler.links` when listed), and the open descriptor
 itself must be a regular file, or the file is an ``Unreadable`` source with a
 diagnostic.
 """
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from reconciler.yamlsource import (
+from rackcron.reconciler.yamlsource import (
     MAX_FILE_BYTES,
     MAX_TREE_BYTES,
     Unreadable,

@@ -5,7 +5,7 @@ schedule) with the action a reader cares about (create, update, replace,
 delete), why, the fields and scope entries that change, and the :class:`Step`
 calls that carry it out — the same calls the service (and the Flow RPCs)
 offer, with JSON arguments, so a saved plan can be applied later or through
-another backend. Nothing here prints: ``reconciler.render`` does.
+another backend. Nothing here prints: ``rackcron.reconciler.render`` does.
 
 ``format_version`` follows Terraform's rule: a minor bump adds fields readers
 may ignore; a major bump changes or removes something.
@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from rackcron.steps import Step
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -24,7 +26,6 @@ __all__ = [
     "FieldChange",
     "Plan",
     "ScopeChange",
-    "Step",
 ]
 
 FORMAT = "rackcron.plan/v1"
@@ -56,14 +57,6 @@ class ScopeChange:
     change: Literal["add", "remove", "refilter"]
     old: str | None  # the filter, as text ("all components", "types: COMPUTE")
     new: str | None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One service call: ``rpc`` names it, ``args`` are its JSON arguments."""
-
-    rpc: str
-    args: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -40,16 +40,17 @@ from rackcron.models import (
     ScheduleConfig,
     TargetSpec,
 )
+from rackcron.reconciler.apply import StalePlan
+from rackcron.reconciler.diff import diff
+from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.state import State, stored_schedule
+from rackcron.steps import Step
 from rackcron.templates import visible
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
-from rackcron_proto.v1 import reconciler_pb2 as rpb
-from reconciler.apply import StalePlan
-from reconciler.diff import diff
-from reconciler.plan import Change, Plan, Step
-from reconciler.state import State, stored_schedule
-from shim.client import TIMEOUT, RemoteError, call
-from shim.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
+from rackcron.wire.client import TIMEOUT, RemoteError, call
+from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
+from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
 
 __all__ = ["RemoteApply", "RemoteStore"]
 

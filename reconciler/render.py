@@ -258,7 +258,7 @@ def _schedule_block(change: dict[str, Any]) -> list[str]:
 
 
 def _warnings_not_listed(plan: dict[str, Any]) -> str:
-    """The note ending a list of warnings cut at :data:`reconciler.plan.MAX_WARNINGS`."""
+    """The note ending a list of warnings cut at :data:`rackcron.reconciler.plan.MAX_WARNINGS`."""
     left = (plan.get("warnings_count") or 0) - len(plan["warnings"])
     if left <= 0:
         return ""

@@ -20,9 +20,9 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from rackcron.escape import SHOWN, shorten
+from rackcron.reconciler.diagnostics import Diagnostic, json_path
+from rackcron.reconciler.yamlsource import SourceDocument
 from rackcron.text import line_problem
-from reconciler.diagnostics import Diagnostic, json_path
-from reconciler.yamlsource import SourceDocument
 
 __all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "schema_for"]
 
@@ -46,7 +46,7 @@ KINDS = {"Rack": "rack", "NVLDomain": "nvldomain", "TaskSchedule": "taskschedule
 @cache
 def schema_for(kind: str) -> dict[str, Any]:
     """The JSON Schema of ``kind`` (one of :data:`KINDS`)."""
-    path = files("rackcron_schemas") / "v1" / f"{KINDS[kind]}.schema.json"
+    path = files("rackcron.schemas") / "v1" / f"{KINDS[kind]}.schema.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -33,8 +33,8 @@ from rackcron.models import (
 from rackcron.templates import to_template
 
 if TYPE_CHECKING:
+    from rackcron.reconciler.declared import Declared
     from rackcron.service import Operations
-    from reconciler.declared import Declared
 
 __all__ = ["ScheduleState", "State", "declared_state", "store_state", "stored_schedule"]
 

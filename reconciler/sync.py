@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rackcron.errors import RackcronError
+from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
+from rackcron.reconciler.git import fetch, read_tree
+from rackcron.reconciler.state import declared_state
+from rackcron.reconciler.validate import validate_sources
 from rackcron.service import Service
-from reconciler.apply import Provenance, apply_plan, plan_against_store
-from reconciler.git import fetch, read_tree
-from reconciler.state import declared_state
-from reconciler.validate import validate_sources
 
 __all__ = ["Round", "run_round", "sync_loop"]
 

@@ -2,8 +2,8 @@
 
 Sources are (display name, bytes) pairs, so the same pipeline validates files
 on disk and files read from a git revision. Both readers treat symbolic links
-by one rule (:mod:`reconciler.links`), and one tree read has one work budget
-(:class:`~reconciler.yamlsource.TreeBudget`).
+by one rule (:mod:`rackcron.reconciler.links`), and one tree read has one work budget
+(:class:`~rackcron.reconciler.yamlsource.TreeBudget`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 
 from rackcron.gcpause import gc_paused
-from reconciler.declared import Declared, build_declared
-from reconciler.diagnostics import Diagnostic
-from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.listing import Listed, read_listed, read_regular
-from reconciler.schema import check_schema
-from reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
+from rackcron.reconciler.declared import Declared, build_declared
+from rackcron.reconciler.diagnostics import Diagnostic
+from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.listing import Listed, read_listed, read_regular
+from rackcron.reconciler.schema import check_schema
+from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
 
 __all__ = ["Validation", "tree_sources", "validate_sources", "validate_tree"]
 
@@ -57,12 +57,12 @@ def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:
     """Every YAML file under ``paths`` (hidden files and directories skipped), sorted, with
     its bytes.
 
-    Symbolic links follow :mod:`reconciler.links`, as a read from git does: a link to
+    Symbolic links follow :mod:`rackcron.reconciler.links`, as a read from git does: a link to
     a file inside the tree is read as that file, a link to a directory is not
     descended, and any other link is listed as
-    :class:`~reconciler.yamlsource.Unreadable` (reported at its
+    :class:`~rackcron.reconciler.yamlsource.Unreadable` (reported at its
     ``file:1:1``). Each file's size is checked (``stat()``) before it is read, by the
-    budgets of :mod:`reconciler.listing`. A path that does not exist raises.
+    budgets of :mod:`rackcron.reconciler.listing`. A path that does not exist raises.
 
     :raises FileNotFoundError: a path does not exist.
     """

@@ -52,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.diagnostics import Diagnostic, Path, json_path
+from rackcron.reconciler.diagnostics import Diagnostic, Path, json_path
 
 __all__ = [
     "CENSUS_BYTES",
@@ -348,7 +348,7 @@ class Unreadable(bytes):
     A reader that refuses a file (a symbolic link leaving the tree, a file over
     :data:`MAX_FILE_BYTES`) still lists it, so validation reports it at ``file:1:1``
     like any other problem. ``exhausts`` marks the file a reader stopped at because
-    the tree's bytes ran out (:func:`reconciler.listing.read_listed`): validation
+    the tree's bytes ran out (:func:`rackcron.reconciler.listing.read_listed`): validation
     stops there too.
     """
 

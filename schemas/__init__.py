@@ -1,4 +1,4 @@
-"""rackcron's contracts, installed as the package ``rackcron_schemas``.
+"""rackcron's contracts, installed as the package ``rackcron.schemas``.
 
 ``v1/*.schema.json`` are the JSON Schemas (Draft 2020-12) of the declared YAML
 kinds; the reconciler validates every document against them and editors use

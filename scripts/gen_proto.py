@@ -2,22 +2,22 @@
 
 Each ``schemas/proto/v1/<name>.proto`` is compiled with grpcio-tools (the ``protoc`` it
 bundles, so the output depends only on the installed grpcio-tools version) into the
-package ``rackcron_proto``::
+package ``rackcron.wire.proto`` (the folder ``wire/proto/``)::
 
-    schemas/proto/v1/flow.proto  ->  rackcron_proto/v1/flow_pb2.py
-                                     rackcron_proto/v1/flow_pb2.pyi
-                                     rackcron_proto/v1/flow_pb2_grpc.py
-    schemas/proto/v1/reconciler.proto  ->  rackcron_proto/v1/reconciler_pb2*.py(i)
+    schemas/proto/v1/flow.proto  ->  wire/proto/v1/flow_pb2.py
+                                     wire/proto/v1/flow_pb2.pyi
+                                     wire/proto/v1/flow_pb2_grpc.py
+    schemas/proto/v1/reconciler.proto  ->  wire/proto/v1/reconciler_pb2*.py(i)
 
 The include root is ``schemas/proto``, so the descriptor's file name stays ``v1/flow.proto``
 (what server reflection reports). protoc's gRPC plugin then writes the absolute import
-``from v1 import flow_pb2``, which only resolves with ``rackcron_proto`` on ``sys.path``; the one
+``from v1 import flow_pb2``, which only resolves with ``wire/proto`` on ``sys.path``; the one
 post-processing step rewrites that line to ``from . import flow_pb2`` (likewise for each
 proto). Nothing else is edited.
 
 Usage::
 
-    python scripts/gen_proto.py            # rewrite rackcron_proto/v1/*_pb2*
+    python scripts/gen_proto.py            # rewrite wire/proto/v1/*_pb2*
     python scripts/gen_proto.py --check    # exit 1 if the checked-in files are stale
     python scripts/gen_proto.py --out DIR  # write the package tree under DIR instead
 """
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROTO_ROOT = ROOT / "schemas" / "proto"
 STEMS = ("flow", "reconciler")
 PROTOS = tuple(f"v1/{stem}.proto" for stem in STEMS)
-PACKAGE = "rackcron_proto"
+PACKAGE = "wire/proto"  # the folder of the package rackcron.wire.proto
 GENERATED = tuple(
     f"v1/{stem}_pb2{suffix}" for stem in STEMS for suffix in (".py", ".pyi", "_grpc.py")
 )

@@ -18,7 +18,7 @@ import grpc
 
 from rackcron.errors import RackcronError, StoreError
 from rackcron.logs import LOGGER
-from shim.convert import check_strings
+from rackcron.wire.convert import check_strings
 
 __all__ = ["rpc_method", "status_of"]
 

@@ -22,11 +22,10 @@ from typing import Any
 from rackcron import boundedjson
 from rackcron.errors import InvalidArgument
 from rackcron.service import Service
-from rackcron_proto.v1 import reconciler_pb2 as pb
-from rackcron_proto.v1 import reconciler_pb2_grpc
-from reconciler.apply import run_step
-from reconciler.plan import Step
-from shim.errors import rpc_method
+from rackcron.shim.errors import rpc_method
+from rackcron.steps import Step, run_step
+from rackcron.wire.proto.v1 import reconciler_pb2 as pb
+from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 
 __all__ = ["EXTRA_STEPS", "ReconcilerServicer"]
 

@@ -2,7 +2,7 @@
 
 :class:`ShimServer` binds one address (127.0.0.1 unless told otherwise), serves
 the Flow servicer (and, when configured, rackcron's own ``rackcron.v1.Reconciler``,
-see ``shim.extras``) on a thread pool of ``workers`` threads (the store's
+see ``rackcron.shim.extras``) on a thread pool of ``workers`` threads (the store's
 connection pool is sized to match by the caller: see ``rackcron serve``), and
 answers ``grpc.health.v1.Health`` and server reflection so generic clients such
 as ``grpcurl`` work without the ``.proto`` files.
@@ -34,9 +34,9 @@ from grpc_reflection.v1alpha import reflection
 
 from rackcron.logs import event
 from rackcron.service import Service
-from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
-from shim.extras import ReconcilerServicer
-from shim.servicer import FlowServicer
+from rackcron.shim.extras import ReconcilerServicer
+from rackcron.shim.servicer import FlowServicer
+from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
 
 __all__ = [
     "FLOW_SERVICE",
@@ -85,7 +85,7 @@ class ShimConfig:
     tokens: tuple[str, ...] = ()  # empty: no token needed
     workers: int = field(default_factory=default_workers)
     max_message_bytes: int = 4 * 1024 * 1024
-    # Serve rackcron.v1.Reconciler (shim.extras): callers may then write the inventory,
+    # Serve rackcron.v1.Reconciler (rackcron.shim.extras): callers may then write the inventory,
     # rack controller settings included, as `rackcron apply` does. Off unless asked for.
     reconciler: bool = False
     grace: float = 10.0  # seconds in-flight RPCs get to finish on stop

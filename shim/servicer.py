@@ -1,7 +1,7 @@
 """The Flow servicer: each of the 16 RPCs is a conversion around one service call.
 
 Nothing here decides behaviour: the rules live in ``rackcron.service`` and each
-RPC runs in the one transaction the service gives it. :func:`~shim.errors.rpc_method`
+RPC runs in the one transaction the service gives it. :func:`~rackcron.shim.errors.rpc_method`
 refuses a NUL character in any string of a request and turns every error into a
 status.
 """
@@ -13,9 +13,8 @@ from typing import Any
 from google.protobuf import empty_pb2
 
 from rackcron.service import Service
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc
-from shim.convert import (
+from rackcron.shim.errors import rpc_method
+from rackcron.wire.convert import (
     pb_schedule,
     pb_scope,
     pb_scope_update,
@@ -24,7 +23,8 @@ from shim.convert import (
     to_operation,
     to_target_spec,
 )
-from shim.errors import rpc_method
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 
 __all__ = ["FlowServicer"]
 

@@ -16,7 +16,7 @@ looks in two places (docs/dispatch.md, "Controller credentials"):
 
 A token in both places is refused (which one is meant?), and so is a credential with
 nothing in either place. Every refusal raises
-:class:`~dispatcher.controllers.base.ControllerRefused` with the reason, never the secret.
+:class:`~rackcron.dispatcher.controllers.base.ControllerRefused` with the reason, never the secret.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dispatcher.controllers.base import ControllerRefused
+from rackcron.dispatcher.controllers.base import ControllerRefused
 from rackcron.models import CREDENTIAL_NAME
 
 __all__ = ["ENV_PREFIX", "FILES", "Credential", "CredentialStore", "env_name"]

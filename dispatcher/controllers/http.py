@@ -16,7 +16,7 @@ closed while idle is reopened once.
 
 ``timeout`` bounds a whole call, not each read: connecting (with the TLS handshake),
 sending, and reading the status line, the headers and the body all end by one
-:class:`~dispatcher.deadline.Deadline` (the reopened connection included), so a
+:class:`~rackcron.dispatcher.deadline.Deadline` (the reopened connection included), so a
 controller trickling its answer a byte at a time fails the call with "timed out after
 Ns" like a silent one. Answers are parsed with :func:`rackcron.boundedjson.loads`: a
 document nested too deep is a malformed answer, not a ``RecursionError``.
@@ -36,9 +36,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
-from dispatcher.deadline import Deadline, reader
 from rackcron import boundedjson
+from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
+from rackcron.dispatcher.deadline import Deadline, reader
 
 __all__ = ["HttpController"]
 
@@ -52,7 +52,7 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 
 
 class HttpController:
-    """A :class:`~dispatcher.controllers.base.Controller` speaking HTTP(S) to ``url``.
+    """A :class:`~rackcron.dispatcher.controllers.base.Controller` speaking HTTP(S) to ``url``.
 
     :raises ValueError: a malformed URL, token or timeout, TLS options on an ``http``
         URL, or TLS files that cannot be loaded.
@@ -200,7 +200,7 @@ class _Bounded(http.client.HTTPConnection):
     The TCP connect gets the time left, and so does the TLS handshake after it (``ssl``
     bounds a handshake by the socket timeout as a whole); each ``send`` sets the socket
     timeout to the time left; the answer is read through a
-    :class:`~dispatcher.deadline.DeadlineReader`, so ``http.client``'s line-by-line
+    :class:`~rackcron.dispatcher.deadline.DeadlineReader`, so ``http.client``'s line-by-line
     header reads are bounded too.
     """
 

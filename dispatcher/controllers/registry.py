@@ -3,9 +3,9 @@
 A rack without a setting uses the server's default (the built-in simulator unless
 configured). Drivers are built once per distinct controller and shared. Before one is
 built the server checks the setting against what its operator configured: the URL's
-host must be on the allow-list (:mod:`dispatcher.controllers.allowlist`), and a named
+host must be on the allow-list (:mod:`rackcron.dispatcher.controllers.allowlist`), and a named
 credential is resolved from the server's own places
-(:mod:`dispatcher.controllers.credentials`), never from the tree. A setting that fails
+(:mod:`rackcron.dispatcher.controllers.credentials`), never from the tree. A setting that fails
 (a host not allowed, a credential missing, a setting migrated without its old secrets)
 gives a driver whose every call raises :class:`ControllerRefused` with the reason, so the
 rack's tasks fail with that message, nothing leaves the process, and no other rack
@@ -19,17 +19,17 @@ import threading
 import uuid
 from typing import Any
 
-from dispatcher.controllers.allowlist import AllowList
-from dispatcher.controllers.base import (
+from rackcron.dispatcher.controllers.allowlist import AllowList
+from rackcron.dispatcher.controllers.base import (
     Controller,
     ControllerError,
     ControllerRefused,
     ControllerState,
     TaskOrder,
 )
-from dispatcher.controllers.credentials import Credential, CredentialStore
-from dispatcher.controllers.http import HttpController
-from dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.controllers.credentials import Credential, CredentialStore
+from rackcron.dispatcher.controllers.http import HttpController
+from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.errors import RackcronError
 from rackcron.models import ControllerSpec
 

@@ -6,11 +6,11 @@ to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on.
 
 What a client can hold is bounded (:class:`Limits`): at most ``max_connections``
 connections are served at once and ``max_per_client`` from one client address; one more
-is answered 503 at once and closed, without a thread (:mod:`dispatcher.admission`). A
+is answered 503 at once and closed, without a thread (:mod:`rackcron.dispatcher.admission`). A
 connection waits at most ``idle_timeout`` for a request to begin (its first, or the next
 one kept alive); from its first byte, the request (line, headers and body) must arrive
 and its answer be sent within ``request_timeout``, however the bytes are paced (reads and
-writes go through :mod:`dispatcher.deadline`). With TLS, the handshake happens in the
+writes go through :mod:`rackcron.dispatcher.deadline`). With TLS, the handshake happens in the
 connection's thread, within ``request_timeout`` of the connection, so a silent client
 cannot stall the accept loop.
 
@@ -46,11 +46,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from dispatcher.admission import Admission, AdmissionMixIn, Refusal
-from dispatcher.controllers.base import ControllerState, TaskOrder
-from dispatcher.controllers.simulator import Simulator
-from dispatcher.deadline import Deadline, DeadlineWriter, reader
 from rackcron import boundedjson
+from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
+from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
+from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 
 __all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
 
@@ -74,7 +74,7 @@ class Limits:
     """What clients may hold of the server (connections, seconds); see the module docstring."""
 
     max_connections: int = 64
-    max_per_client: int = 16  # connections from one client address (dispatcher.admission)
+    max_per_client: int = 16  # connections from one client address (rackcron.dispatcher.admission)
     idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
     request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 

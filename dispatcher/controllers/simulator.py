@@ -17,9 +17,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dispatcher.controllers.base import ControllerState, TaskOrder
+from rackcron.derived import operation_type
+from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.models import OperationTemplate
-from rackcron.templates import operation_type
 
 __all__ = ["DEFAULT_DURATION", "Simulator"]
 

@@ -32,12 +32,12 @@ The stored schedules compared are the enabled ones the tree does not declare,
 minus those this repository owns without protection: the next apply deletes
 them. A declared schedule always wins over a stored one of the same name.
 
-Fire times are never listed minute by minute (:class:`_Times`): interval and
+Fire times are never listed minute by minute (:class:`Times`): interval and
 ``@every`` schedules are a ``range`` of integer microseconds, so a one-second
 interval costs nothing; a cron schedule's firings are listed lazily, and past
 the listed prefix asked for directly ("the first match after t"). A pair's
 first collision leaps from one firing of the sparser side to the next
-(:func:`_first_overlap`), or walks the shorter of two complete lists and bisects
+(:func:`first_overlap`), or walks the shorter of two complete lists and bisects
 the other. Fire times are shared by schedules with the same (spec, start) and
 asked for only for pairs whose components intersect.
 
@@ -56,16 +56,16 @@ work budget), and ``_count`` how many pairs share a rack, counted without making
 
 from __future__ import annotations
 
-from reconciler.conflicts._coarse import StoredSchedule, StoreView, coarse_conflicts
-from reconciler.conflicts._count import PairCount, count_pairs
-from reconciler.conflicts._precise import (
+from rackcron.reconciler.conflicts._coarse import StoredSchedule, StoreView, coarse_conflicts
+from rackcron.reconciler.conflicts._count import PairCount, count_pairs
+from rackcron.reconciler.conflicts._precise import (
     DEFAULT_DURATIONS,
     MAX_PAIRS,
     OPERATIONS,
     precise_conflicts,
 )
-from reconciler.conflicts._render import render_json, render_text, to_diagnostics
-from reconciler.conflicts._report import ConflictReport, format_duration
+from rackcron.reconciler.conflicts._render import render_json, render_text, to_diagnostics
+from rackcron.reconciler.conflicts._report import ConflictReport, format_duration
 
 __all__ = [
     "DEFAULT_DURATIONS",

@@ -1,15 +1,15 @@
 """What the check compares, and the coarse check: every pair of schedules sharing a rack.
 
 The caller reads the store into a :class:`StoreView`; with the declared tree it
-gives the inventory (:class:`_Inventory`, turning a scope entry into the set of
-components it covers) and the schedules compared (:class:`_Subject`: the enabled
+gives the inventory (:class:`Inventory`, turning a scope entry into the set of
+components it covers) and the schedules compared (:class:`Subject`: the enabled
 declared ones, and the stored ones the tree does not declare and an apply would
-not delete). :func:`_pairs` yields each pair sharing a rack once, a declared
+not delete). :func:`sharing_pairs` yields each pair sharing a rack once, a declared
 schedule first; :func:`coarse_conflicts` reports them all, as the service's
 CheckScheduleConflicts would, and the precise check filters the same pairs. N
 schedules on one rack are N*(N-1)/2 pairs: a report lists the first
-:data:`~reconciler.conflicts._report.MAX_LISTED` and counts the rest
-(:func:`_pair_count`, linear: ``_count``) without making them.
+:data:`~rackcron.reconciler.conflicts._report.MAX_LISTED` and counts the rest
+(:func:`pair_count`, linear: ``_count``) without making them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from rackcron import timing
 from rackcron.filters import ComponentFilter
-from reconciler.conflicts._count import PairCount, count_pairs
-from reconciler.conflicts._report import (
+from rackcron.reconciler.conflicts._count import PairCount, count_pairs
+from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
     Conflict,
     ConflictReport,
@@ -36,7 +36,7 @@ from reconciler.conflicts._report import (
 
 if TYPE_CHECKING:
     from rackcron.models import Component, Rack, Schedule
-    from reconciler.declared import Declared
+    from rackcron.reconciler.declared import Declared
 
 ScopeEntry = tuple[uuid.UUID, ComponentFilter | None]
 
@@ -64,7 +64,7 @@ class StoreView:
 # --- inventory ---------------------------------------------------------------------------------
 
 
-class _Inventory:
+class Inventory:
     """Rack names and the components of each rack, to turn scope entries into component sets."""
 
     def __init__(self, racks: Iterable[Rack], components: Iterable[Component]) -> None:
@@ -102,21 +102,21 @@ class _Inventory:
         )
 
 
-def _inventory(declared: Declared, store: StoreView | None) -> _Inventory:
+def build_inventory(declared: Declared, store: StoreView | None) -> Inventory:
     """The declared inventory; racks only the store knows are added from it."""
     racks, components = list(declared.racks), list(declared.components)
     if store is not None:
         known = {r.id for r in racks}
         racks += [r for r in store.racks if r.id not in known]
         components += [c for c in store.components if c.rack_id not in known]
-    return _Inventory(racks, components)
+    return Inventory(racks, components)
 
 
 # --- subjects: the schedules compared ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Subject:
+class Subject:
     party: Party
     spec: timing.Spec | None  # None: a stored spec this host cannot evaluate (never fires here)
     scope: tuple[ScopeEntry, ...]
@@ -136,12 +136,12 @@ def _same_spec(stored: Schedule, spec_type: str, spec: str, timezone: str) -> bo
     )
 
 
-def _subjects(
+def compared_subjects(
     declared: Declared, store: StoreView | None, owner: str | None
-) -> tuple[list[_Subject], list[_Subject]]:
+) -> tuple[list[Subject], list[Subject]]:
     """The enabled declared schedules, and the stored ones compared with them."""
     stored_by_name = {s.schedule.name: s for s in store.schedules} if store else {}
-    mine: list[_Subject] = []
+    mine: list[Subject] = []
     for item in declared.schedules:
         if not item.enabled:
             continue
@@ -160,9 +160,9 @@ def _subjects(
             elif twin.schedule.enabled:
                 start = twin.schedule.next_run_at
         spec = timing.parse_spec(spec_type, config.spec, config.timezone)
-        mine.append(_Subject(party, spec, tuple(item.scope), start, fires))
+        mine.append(Subject(party, spec, tuple(item.scope), start, fires))
     names = {s.name for s in declared.schedules}
-    others: list[_Subject] = []
+    others: list[Subject] = []
     for stored in store.schedules if store else ():
         schedule, management = stored.schedule, stored.schedule.management
         deleted_by_apply = (
@@ -181,13 +181,13 @@ def _subjects(
             )
         except timing.SpecError:  # e.g. a time zone this host's tzdata does not have
             spec = None
-        others.append(_Subject(party, spec, stored.scope, schedule.next_run_at))
+        others.append(Subject(party, spec, stored.scope, schedule.next_run_at))
     return mine, others
 
 
-def _pairs(
-    mine: list[_Subject], others: list[_Subject]
-) -> Iterator[tuple[_Subject, _Subject, list[uuid.UUID]]]:
+def sharing_pairs(
+    mine: list[Subject], others: list[Subject]
+) -> Iterator[tuple[Subject, Subject, list[uuid.UUID]]]:
     """Each pair sharing a rack once, with the racks shared (in ``a``'s scope order).
 
     ``a`` is declared; pairs of two stored schedules are not the tree's business.
@@ -210,8 +210,8 @@ def _pairs(
             yield a, b, [rack for rack in racks if rack in theirs]
 
 
-def _pair_count(mine: list[_Subject], others: list[_Subject]) -> PairCount:
-    """How many pairs :func:`_pairs` yields, without making them (``_count``)."""
+def pair_count(mine: list[Subject], others: list[Subject]) -> PairCount:
+    """How many pairs :func:`sharing_pairs` yields, without making them (``_count``)."""
     flagged = [(s.racks, True) for s in mine] + [(s.racks, False) for s in others]
     return count_pairs(flagged)
 
@@ -227,13 +227,13 @@ def coarse_conflicts(
     ``store``: also compare the stored schedules the tree does not declare (except
     those ``owner`` manages unprotected: an apply deletes them).
     """
-    inventory = _inventory(declared, store)
-    mine, others = _subjects(declared, store, owner)
+    inventory = build_inventory(declared, store)
+    mine, others = compared_subjects(declared, store, owner)
     conflicts = tuple(
         Conflict(a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks))
-        for a, b, racks in itertools.islice(_pairs(mine, others), MAX_LISTED)
+        for a, b, racks in itertools.islice(sharing_pairs(mine, others), MAX_LISTED)
     )
-    counted = _pair_count(mine, others)
+    counted = pair_count(mine, others)
     return ConflictReport(
         "coarse", conflicts, len(mine), len(others) if store else None,
         total=max(counted.total, len(conflicts)), exact=counted.exact,

@@ -12,7 +12,7 @@ Every pair sharing a rack is compared, and N schedules on one rack are
 N*(N-1)/2 pairs, so the check has a work budget: after ``max_pairs`` pairs
 (:data:`MAX_PAIRS` by default) it stops and says so: the report is not
 ``complete``, its count is a lower bound, and it carries how many pairs sharing a
-rack were not compared (:class:`~reconciler.conflicts._report.Unchecked`).
+rack were not compared (:class:`~rackcron.reconciler.conflicts._report.Unchecked`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING
 
 from rackcron import timing
 from rackcron.filters import ComponentFilter
-from reconciler.conflicts._coarse import (
+from rackcron.reconciler.conflicts._coarse import (
     StoreView,
-    _inventory,
-    _pair_count,
-    _pairs,
-    _Subject,
-    _subjects,
+    Subject,
+    build_inventory,
+    compared_subjects,
+    pair_count,
+    sharing_pairs,
 )
-from reconciler.conflicts._report import (
+from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
     Collision,
     Conflict,
@@ -40,16 +40,16 @@ from reconciler.conflicts._report import (
     Firing,
     Unchecked,
 )
-from reconciler.conflicts._times import (
-    _MICROSECOND,
-    _first_overlap,
-    _instant,
-    _micros,
-    _Times,
+from rackcron.reconciler.conflicts._times import (
+    MICROSECOND,
+    Times,
+    first_overlap,
+    instant,
+    micros,
 )
 
 if TYPE_CHECKING:
-    from reconciler.declared import Declared
+    from rackcron.reconciler.declared import Declared
 
 OPERATIONS = ("power_on", "power_off", "power_reset", "bring_up", "ingest", "upgrade_firmware")
 # How long an operation is assumed to keep its components busy once fired.
@@ -66,13 +66,13 @@ DEFAULT_HORIZON = timedelta(days=14)
 MAX_PAIRS = 200_000
 
 
-def _firing(subject: _Subject, start: int, length: int, at: datetime) -> Firing:
+def _firing(subject: Subject, start: int, length: int, at: datetime) -> Firing:
     assert subject.spec is not None  # only a schedule that fires has a firing
-    begin = _instant(start)
+    begin = instant(start)
     zone = subject.spec.timezone.key if isinstance(subject.spec, timing.Cron) else "UTC"
     return Firing(
         start=begin,
-        end=_instant(start + length),
+        end=instant(start + length),
         zone=zone,
         local_start=timing.describe_local(subject.spec, begin),
         local_at=timing.describe_local(subject.spec, at),
@@ -118,18 +118,18 @@ def precise_conflicts(
     lengths = _durations(durations)
     longest = max(lengths.values())
     end = now + horizon
-    inventory = _inventory(declared, store)
-    mine, others = _subjects(declared, store, owner)
+    inventory = build_inventory(declared, store)
+    mine, others = compared_subjects(declared, store, owner)
     # Per subject (by identity), then per distinct (spec, start): many schedules share a spec.
-    by_spec: dict[tuple[timing.Spec, datetime | None, bool], _Times] = {}
-    times: dict[int, _Times] = {}
+    by_spec: dict[tuple[timing.Spec, datetime | None, bool], Times] = {}
+    times: dict[int, Times] = {}
     covers: dict[int, dict[uuid.UUID, frozenset[uuid.UUID]]] = {}
 
-    def fire_times(subject: _Subject) -> _Times:
+    def fire_times(subject: Subject) -> Times:
         if id(subject) not in times:
             key = (subject.spec, subject.start, subject.fires)
             if key not in by_spec:
-                by_spec[key] = _Times(subject, now, end)
+                by_spec[key] = Times(subject.spec, subject.start, subject.fires, now, end)
             times[id(subject)] = by_spec[key]
         return times[id(subject)]
 
@@ -139,7 +139,7 @@ def precise_conflicts(
     entries: dict[tuple[uuid.UUID, ComponentFilter | None], frozenset[uuid.UUID]] = {}
     meets: dict[tuple[int, int], frozenset[uuid.UUID]] = {}
 
-    def covered(subject: _Subject) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
+    def covered(subject: Subject) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
         if id(subject) not in covers:
             for entry in subject.scope:
                 if entry not in entries:
@@ -153,19 +153,19 @@ def precise_conflicts(
             meets[key] = x & y
         return meets[key]
 
-    def length(subject: _Subject) -> int:
-        return lengths.get(subject.party.operation, longest) // _MICROSECOND
+    def length(subject: Subject) -> int:
+        return lengths.get(subject.party.operation, longest) // MICROSECOND
 
     # Pairs of the same fire times and lengths meet at the same instants: N schedules of
     # one spec on one rack are N*(N-1)/2 pairs but one overlap to compute.
     overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
-    since = _micros(now)
+    since = micros(now)
     conflicts = []
     total = compared = 0
     unchecked: Unchecked | None = None
-    for a, b, racks in _pairs(mine, others):
+    for a, b, racks in sharing_pairs(mine, others):
         if compared == max_pairs:  # another pair is waiting: the check stops unfinished
-            left = _pair_count(mine, others)
+            left = pair_count(mine, others)
             unchecked = Unchecked(
                 max(left.total - compared, 1), left.exact, compared, stopped_at=a.party
             )
@@ -180,14 +180,14 @@ def precise_conflicts(
         times_a, times_b = fire_times(a), fire_times(b)
         key = (id(times_a), length(a), id(times_b), length(b))
         if key not in overlaps:
-            overlaps[key] = _first_overlap(times_a, key[1], times_b, key[3], since)
+            overlaps[key] = first_overlap(times_a, key[1], times_b, key[3], since)
         hit = overlaps[key]
         if hit is None:
             continue
         total += 1
         if len(conflicts) >= MAX_LISTED:
             continue  # counted, not listed
-        at = _instant(hit[0])
+        at = instant(hit[0])
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both) for rack, both in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))

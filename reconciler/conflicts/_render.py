@@ -9,9 +9,9 @@ CLI does the printing.
 Names, racks, components, sources and specs are data: each line of the terminal
 report is built whole and then passed through :func:`rackcron.escape.terminal`
 (one line, no control characters), so a value cannot start a line of its own;
-diagnostics are escaped when they are rendered (``reconciler.diagnostics``).
+diagnostics are escaped when they are rendered (``rackcron.reconciler.diagnostics``).
 
-A report lists at most :data:`~reconciler.conflicts._report.MAX_LISTED` conflicts
+A report lists at most :data:`~rackcron.reconciler.conflicts._report.MAX_LISTED` conflicts
 (N schedules on one rack are N*(N-1)/2 pairs); every rendering ends a truncated
 list with how many more were found, and the summary gives the full count ("at
 least N" when the count is a lower bound). A precise check that stopped at its work
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rackcron.escape import terminal
-from reconciler.conflicts._report import ConflictReport
-from reconciler.diagnostics import Diagnostic, Severity
+from rackcron.reconciler.conflicts._report import ConflictReport
+from rackcron.reconciler.diagnostics import Diagnostic, Severity
 
 
 def render_json(data: Mapping[str, Any]) -> str:

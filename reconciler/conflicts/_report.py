@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from rackcron import timing
-from reconciler.conflicts._times import _MICROSECOND
 
 FORMAT = "rackcron.conflicts/v1"
 # 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget)
@@ -210,7 +209,7 @@ def _conflict_json(conflict: Conflict, mode: Mode) -> dict[str, Any]:
 
 def format_duration(value: timedelta) -> str:
     """A Go-style duration without zero parts: ``2h``, ``1h30m``, ``336h``, ``90s``, ``1.5s``."""
-    micros = value // _MICROSECOND
+    micros = value // timedelta(microseconds=1)
     hours, micros = divmod(micros, 3_600_000_000)
     minutes, micros = divmod(micros, 60_000_000)
     seconds = f"{micros / 1_000_000:g}s" if micros else ""

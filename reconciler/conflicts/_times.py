@@ -1,12 +1,12 @@
 """Fire times over the horizon, in integer microseconds, and when two schedules first overlap.
 
-:class:`_Times` answers one question about a schedule's firings in ``[now, now +
+:class:`Times` answers one question about a schedule's firings in ``[now, now +
 horizon)``, "the first fire time after x", without listing them minute by minute:
 interval and ``@every`` schedules are a ``range``, one-time schedules a tuple, and
 a cron is listed lazily and asked directly past its listed prefix.
-:func:`_first_overlap` finds the earliest instant at which a firing of each of two
+:func:`first_overlap` finds the earliest instant at which a firing of each of two
 schedules runs, each firing lasting its operation's assumed duration. Times are
-microseconds since the epoch (:func:`_micros`, :func:`_instant`) so that ranges
+microseconds since the epoch (:func:`micros`, :func:`instant`) so that ranges
 and bisection work on plain integers.
 """
 
@@ -15,26 +15,22 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from rackcron import timing
 
-if TYPE_CHECKING:
-    from reconciler.conflicts._coarse import _Subject
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
+MICROSECOND = timedelta(microseconds=1)
 
 
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // _MICROSECOND
+def micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // MICROSECOND
 
 
-def _instant(micros: int) -> datetime:
+def instant(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
-class _Times:
+class Times:
     """One schedule's fire times in ``[now, end)``, asked one at a time: the first after ``x``.
 
     Interval and ``@every`` schedules (each firing relative to the previous one) are
@@ -53,17 +49,23 @@ class _Times:
         """Every fire time is listed."""
         return self.cron is None
 
-    def __init__(self, subject: _Subject, now: datetime, end: datetime) -> None:
+    def __init__(
+        self,
+        spec: timing.Spec | None,
+        start: datetime | None,
+        fires: bool,
+        now: datetime,
+        end: datetime,
+    ) -> None:
         self.cron: timing.Cron | None = None
         self.listed: Sequence[int] = ()
-        self.end = _micros(end)
+        self.end = micros(end)
         self.memo: dict[int, int | None] = {}
-        spec, start = subject.spec, subject.start
-        if spec is None or not subject.fires:
+        if spec is None or not fires:
             return
         if isinstance(spec, timing.OneTime):
             at = spec.at if start is None else max(start, now)
-            self.listed = (_micros(at),) if now <= at < end else ()
+            self.listed = (micros(at),) if now <= at < end else ()
             return
         step = spec.delta if isinstance(spec, timing.Interval) else None
         if isinstance(spec, timing.Cron) and spec.every is not None:
@@ -76,15 +78,15 @@ class _Times:
             return
         if step is None:
             assert isinstance(spec, timing.Cron)
-            self.cron, self.listed = spec, [_micros(first)]
-            self._grow(_micros(end))  # a cron firing at most _CHUNK times is complete now
+            self.cron, self.listed = spec, [micros(first)]
+            self._grow(micros(end))  # a cron firing at most _CHUNK times is complete now
             return
         second = timing.next_after(spec, first)
         assert second is not None
         if second - first == step:
-            self.listed = range(_micros(first), self.end, step // _MICROSECOND)
+            self.listed = range(micros(first), self.end, step // MICROSECOND)
         else:  # ``@every`` truncates to whole seconds: only from a fractional start
-            self.listed = [_micros(first), *range(_micros(second), self.end, step // _MICROSECOND)]
+            self.listed = [micros(first), *range(micros(second), self.end, step // MICROSECOND)]
 
     def after(self, x: int) -> int | None:
         """The first fire time strictly after ``x`` (microseconds), or None."""
@@ -100,12 +102,12 @@ class _Times:
         listed, cron = self.listed, self.cron
         assert isinstance(listed, list) and cron is not None
         for _ in range(self._CHUNK):
-            found = timing.next_after(cron, _instant(listed[-1]))
+            found = timing.next_after(cron, instant(listed[-1]))
             assert found is not None
-            if _micros(found) >= self.end:
+            if micros(found) >= self.end:
                 self.cron = None  # complete: bisection answers everything from now on
                 return
-            listed.append(_micros(found))
+            listed.append(micros(found))
             if listed[-1] > x:
                 return
 
@@ -113,14 +115,14 @@ class _Times:
         if self.cron is None:
             return None
         if x not in self.memo:
-            found = timing.next_after(self.cron, _instant(x))
+            found = timing.next_after(self.cron, instant(x))
             assert found is not None
-            self.memo[x] = _micros(found) if _micros(found) < self.end else None
+            self.memo[x] = micros(found) if micros(found) < self.end else None
         return self.memo[x]
 
 
-def _first_overlap(
-    a: _Times, a_length: int, b: _Times, b_length: int, since: int
+def first_overlap(
+    a: Times, a_length: int, b: Times, b_length: int, since: int
 ) -> tuple[int, int, int] | None:
     """The earliest instant from ``since`` at which both run, with the start of each firing then.
 
@@ -151,7 +153,7 @@ def _first_overlap(
 def _first_overlap_listed(
     a: Sequence[int], a_length: int, b: Sequence[int], b_length: int
 ) -> tuple[int, int, int] | None:
-    """:func:`_first_overlap` over two complete lists: walk the shorter, bisect the longer.
+    """:func:`first_overlap` over two complete lists: walk the shorter, bisect the longer.
 
     For a firing at ``s`` the earliest partner is the first start after ``s - d'``:
     running at ``s`` already, or starting before ``s + d``. The walk stops once a

@@ -8,9 +8,9 @@ import grpc
 import pytest
 
 from rackcron.service import Service
-from rackcron_proto.v1 import flow_pb2_grpc
-from shim.client import connect
-from shim.server import ShimConfig, ShimServer
+from rackcron.shim.server import ShimConfig, ShimServer
+from rackcron.wire.client import connect
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 
 
 @pytest.fixture

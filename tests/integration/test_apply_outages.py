@@ -30,9 +30,9 @@ from sqlalchemy.engine import Engine
 
 from rackcron.cli import main
 from rackcron.errors import StoreError
+from rackcron.reconciler.sync import run_round
 from rackcron.service import Service
 from rackcron.store import open_engine
-from reconciler.sync import run_round
 from tests.support.outages import (
     PostgresOutage,
     SQLiteWriteLock,
@@ -152,8 +152,8 @@ def test_a_one_off_apply_that_could_not_release_the_lock_says_so(
 KILLED_APPLY = """\
 import json, os, signal, sys
 from rackcron.service import Service
-from reconciler.apply import Provenance, apply_plan
-from reconciler.plan import Plan
+from rackcron.reconciler.apply import Provenance, apply_plan
+from rackcron.reconciler.plan import Plan
 
 def killed(number, total, change):
     os.kill(os.getpid(), signal.SIGKILL)

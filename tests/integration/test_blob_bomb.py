@@ -5,7 +5,7 @@ hundred kilobytes (zeros compress well), or many links to one large file in the
 tree. The readers look at each file's size (the blob's header, ``stat()``) before
 reading it: a file over the per-file limit is reported at its ``file:1:1`` unread,
 and the tree's byte budget (a link counting its target each time) stops the read
-with the same diagnostic :func:`reconciler.yamlsource.read_documents` gives. The
+with the same diagnostic :func:`rackcron.reconciler.yamlsource.read_documents` gives. The
 commands run in a subprocess with a 1 GiB address-space limit, so without the
 budgets they peak far over :data:`MAX_RSS` (or fail with ``MemoryError``) rather
 than eat the machine.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
+from rackcron.reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
 from tests.support.git import git, init_repo
 from tests.support.trees import ONE_RACK
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import reconciler.validate
+import rackcron.reconciler.validate
 from rackcron.cli import DEBUG_ENV, main
 
 
@@ -24,7 +24,7 @@ def _broken(*paths: object) -> None:
 def test_an_unexpected_exception_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, debug: str
 ) -> None:
-    monkeypatch.setattr(reconciler.validate, "validate_tree", _broken)
+    monkeypatch.setattr(rackcron.reconciler.validate, "validate_tree", _broken)
     result = CliRunner().invoke(main, ["validate", str(tmp_path)], env={DEBUG_ENV: debug})
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)

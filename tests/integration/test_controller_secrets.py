@@ -27,14 +27,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dispatcher.controllers.allowlist import AllowList
-from dispatcher.controllers.base import ControllerRefused
-from dispatcher.controllers.credentials import CredentialStore, env_name
-from dispatcher.controllers.registry import Controllers
-from dispatcher.controllers.server import ControllerServer
-from dispatcher.controllers.simulator import Simulator
-from dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.cli import main
+from rackcron.dispatcher.controllers.allowlist import AllowList
+from rackcron.dispatcher.controllers.base import ControllerRefused
+from rackcron.dispatcher.controllers.credentials import CredentialStore, env_name
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.server import ControllerServer
+from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine

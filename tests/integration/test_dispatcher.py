@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import sqlalchemy as sa
 
-from dispatcher.loop import DEFAULT_POSTGRES_WORKERS, Dispatcher
+from rackcron.dispatcher.loop import DEFAULT_POSTGRES_WORKERS, Dispatcher
 from rackcron.errors import StoreError
 from rackcron.models import OverlapPolicy
 from rackcron.service import Service

@@ -219,14 +219,14 @@ def test_a_round_that_raises_anything_is_one_failed_line(
 ) -> None:
     """A bug in a round (any exception, not only rackcron's) is reported, type and
     message on one line, and the loop goes on."""
-    import reconciler.sync
+    import rackcron.reconciler.sync
 
     def broken(sources):  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug\nover two lines")
 
     remote = Remote(tmp_path, store_url)
     revision = remote.push(schedule("a"))
-    monkeypatch.setattr(reconciler.sync, "validate_sources", broken)
+    monkeypatch.setattr(rackcron.reconciler.sync, "validate_sources", broken)
     result = remote.sync_once()
     assert result.exit_code == 1, result.output
     assert (

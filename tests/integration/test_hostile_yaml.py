@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.yamlsource import MAX_DEPTH, MAX_NODES, MAX_TREE_NODES
+from rackcron.reconciler.yamlsource import MAX_DEPTH, MAX_NODES, MAX_TREE_NODES
 from tests.support.trees import ONE_RACK
 
 

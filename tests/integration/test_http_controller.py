@@ -27,19 +27,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dispatcher.controllers import server as server_module
-from dispatcher.controllers.base import (
+from rackcron.cli.controller_cmd import rack_controller
+from rackcron.dispatcher.controllers import server as server_module
+from rackcron.dispatcher.controllers.base import (
     ControllerError,
     ControllerRefused,
     ControllerState,
     TaskOrder,
 )
-from dispatcher.controllers.credentials import CredentialStore
-from dispatcher.controllers.http import HttpController
-from dispatcher.controllers.registry import Controllers
-from dispatcher.controllers.server import ControllerServer
-from dispatcher.controllers.simulator import Simulator
-from rackcron.cli.controller_cmd import rack_controller
+from rackcron.dispatcher.controllers.credentials import CredentialStore
+from rackcron.dispatcher.controllers.http import HttpController
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.server import ControllerServer
+from rackcron.dispatcher.controllers.simulator import Simulator
 from tests.support.peers import Canned, Trickler, deep_json
 
 TOKEN = "s3cret-token"
@@ -556,7 +556,7 @@ def test_a_controller_that_closes_the_connection_after_answering(version: str) -
 def test_the_driver_connects_where_the_allow_list_looked(url: str, host: str, port: int) -> None:
     # Without an explicit port http.client split "0::0:1" at its last colon and called
     # port 1 of "0::0", while the allow-list had checked [::1] port 80.
-    from dispatcher.controllers.allowlist import AllowList
+    from rackcron.dispatcher.controllers.allowlist import AllowList
 
     allowed = AllowList.parse([f"[{host}]:{port}" if ":" in host else f"{host}:{port}"])
     assert allowed.refusal(url) is None

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from rackcron.cli import main
 from rackcron.escape import SHOWN
+from rackcron.reconciler import schema
+from rackcron.reconciler.render import MARKDOWN_LIMIT
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
-from rackcron_proto.v1 import flow_pb2 as pb
-from reconciler import schema
-from reconciler.render import MARKDOWN_LIMIT
+from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support.service import snapshot
 from tests.support.trees import ONE_RACK
 

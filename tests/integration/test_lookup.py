@@ -22,7 +22,7 @@ from rackcron.service._schedules import BY_ID
 from rackcron.store import transaction
 from rackcron.store.lookup import Lookup
 from rackcron.store.tables import task_schedule
-from shim.convert import pb_schedule
+from rackcron.wire.convert import pb_schedule
 from tests.support.service import create
 
 built: list[uuid.UUID] = []

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.conflicts._report import MAX_LISTED
-from reconciler.plan import MAX_WARNINGS
+from rackcron.reconciler.conflicts._report import MAX_LISTED
+from rackcron.reconciler.plan import MAX_WARNINGS
 
 N = 1000
 PAIRS = N * (N - 1) // 2

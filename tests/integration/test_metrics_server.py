@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
+from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 
 LIMITS = Limits(
     max_connections=3, max_per_client=4, idle_timeout=0.3, request_timeout=0.5,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.conflicts import MAX_PAIRS
+from rackcron.reconciler.conflicts import MAX_PAIRS
 
 # Seconds. Measured on a 2-core host: each run here takes 1-7 s; before the fix the same
 # runs took 33 s (coarse), 35 s (plan) and over a minute (precise).

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 from rackcron.cli import main
 from rackcron.errors import InvalidArgument
 from rackcron.models import ControllerSpec, Rack
+from rackcron.reconciler.validate import validate_tree
 from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron.store.tables import rack as rack_table
-from reconciler.validate import validate_tree
 from tests.support.service import snapshot
 from tests.support.trees import RACKS, Repo, actions, schedule
 

@@ -27,8 +27,8 @@ from socket import create_connection, socket
 
 import pytest
 
-from dispatcher.controllers.server import ControllerServer, Limits
-from dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.controllers.server import ControllerServer, Limits
+from rackcron.dispatcher.controllers.simulator import Simulator
 
 TOKEN = "s3cret-token"
 #: What the review's attacker sends on each connection: a PUT head promising a body.

@@ -12,9 +12,15 @@ from pathlib import Path
 import pytest
 
 from rackcron.models import ScheduleConfig, SpecType
-from reconciler.apply import ApplyFailed, Provenance, StalePlan, apply_plan, plan_against_store
-from reconciler.state import declared_state
-from reconciler.validate import validate_tree
+from rackcron.reconciler.apply import (
+    ApplyFailed,
+    Provenance,
+    StalePlan,
+    apply_plan,
+    plan_against_store,
+)
+from rackcron.reconciler.state import declared_state
+from rackcron.reconciler.validate import validate_tree
 from tests.support.trees import RACKS, Repo, actions, rpcs, schedule
 
 

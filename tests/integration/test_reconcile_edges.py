@@ -20,8 +20,8 @@ from rackcron.models import (
     SpecType,
     TargetSpec,
 )
-from reconciler.diagnostics import Diagnostic, render
-from reconciler.plan import Plan
+from rackcron.reconciler.diagnostics import Diagnostic, render
+from rackcron.reconciler.plan import Plan
 from tests.support.trees import RACKS, Repo, schedule
 
 

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from rackcron.cli import main
 from rackcron.errors import FailedPrecondition
+from rackcron.reconciler.state import store_state
 from rackcron.service import Service
-from reconciler.state import store_state
-from shim.server import ShimConfig, ShimServer
+from rackcron.shim.server import ShimConfig, ShimServer
 from tests.support.net import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -18,12 +18,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from dispatcher.controllers.base import ControllerState, TaskOrder
-from dispatcher.controllers.registry import Controllers
-from dispatcher.controllers.server import ControllerServer
-from dispatcher.controllers.simulator import Simulator
-from dispatcher.loop import Dispatcher
-from dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.server import ControllerServer
+from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.loop import Dispatcher
+from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from rackcron.models import ComponentType
-from reconciler.state import store_state
+from rackcron.reconciler.state import store_state
 from tests.support.service import component_spec, create, rack_spec
 
 

@@ -22,10 +22,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rackcron.cli import main
 from rackcron.models import Rack
 from rackcron.service import Service
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc
-from shim.client import connect
-from shim.server import ShimConfig, ShimServer
+from rackcron.shim.server import ShimConfig, ShimServer
+from rackcron.wire.client import connect
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 from tests.support.net import free_port
 from tests.support.service import create
 
@@ -222,7 +222,7 @@ def test_stop_never_hangs_on_health_watch_streams_closing(service: Service) -> N
 
 
 def test_the_reconciler_service_is_off_unless_asked_for(service: Service) -> None:
-    from rackcron_proto.v1 import reconciler_pb2, reconciler_pb2_grpc
+    from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 
     for enabled in (False, True):
         server = ShimServer(service, ShimConfig(port=0, workers=2, reconciler=enabled))

@@ -58,8 +58,8 @@ from hypothesis import strategies as st
 from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron.store.tables import rack, task_schedule, task_schedule_scope
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 
 #: At least this many requests per backend ...
 MIN_REQUESTS = 5_000

@@ -1,6 +1,6 @@
 """A Flow client built from flow-wire.md alone talks to the shim.
 
-The client side never touches ``rackcron_proto`` or ``schemas/proto``: the message,
+The client side never touches ``rackcron.wire.proto`` or ``schemas/proto``: the message,
 field and enum tables of ``docs/spec/flow-wire.md`` (sections 1 and 1.2) are parsed
 by the same parser as ``tests/unit/test_proto_contract.py`` (loaded from that file),
 turned into a ``FileDescriptorProto`` (package ``v1``, service ``Flow``, oneofs and
@@ -228,7 +228,7 @@ def test_the_schema_comes_from_the_tables_alone(schema: Schema) -> None:
         assert not method.client_streaming and not method.server_streaming
     ours = [name for name in schema.spec.messages if name.startswith("v1.")]
     assert len(ours) == len(schema.file.message_type) > 50
-    with pytest.raises(KeyError):  # nothing of rackcron_proto's file is in this pool
+    with pytest.raises(KeyError):  # nothing of rackcron.wire.proto's file is in this pool
         schema.pool.FindFileByName("v1/flow.proto")
     next_run = schema.pool.FindMessageTypeByName("v1.TaskSchedule").fields_by_name["next_run_at"]
     assert next_run.has_presence and next_run.containing_oneof.name == "_next_run_at"
@@ -534,7 +534,7 @@ def test_independent_client_drives_the_shim(
     assert flow.ListTasks(m.ListTasksRequest(active_only=True)).total == 2
 
     # ---- every response decodes the same under both schemas, with no unknown field ----
-    from rackcron_proto.v1 import flow_pb2
+    from rackcron.wire.proto.v1 import flow_pb2
 
     assert len(flow.responses) > 30
     for full_name, data in flow.responses:
@@ -644,7 +644,7 @@ def _requests(m: SimpleNamespace, e: Callable[[str, str], int]) -> list[Message]
 
 def test_the_bytes_are_the_same(schema: Schema) -> None:
     """Requests encode to the same bytes under both schemas, and decode back, both ways."""
-    from rackcron_proto.v1 import flow_pb2
+    from rackcron.wire.proto.v1 import flow_pb2
 
     requests = _requests(schema.m, schema.enum)
     assert len({type(r) for r in requests}) == len(requests) - 1  # ScheduledOperation twice

@@ -18,7 +18,7 @@ import pytest
 from google.protobuf import empty_pb2
 
 from rackcron.models import Component, ComponentType, NVLDomain, TaskStatus
-from rackcron_proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support.service import scope_rows, set_status, snapshot
 
 Code = grpc.StatusCode

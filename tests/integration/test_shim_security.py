@@ -40,12 +40,19 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from rackcron.service import Service
+from rackcron.shim import server as shim_server
+from rackcron.shim.server import (
+    FLOW_SERVICE,
+    ShimConfig,
+    ShimServer,
+    TlsFiles,
+    UnusableConfig,
+    load_tokens,
+)
 from rackcron.store import transaction
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc
-from shim import server as shim_server
-from shim.client import ClientTls, connect
-from shim.server import FLOW_SERVICE, ShimConfig, ShimServer, TlsFiles, UnusableConfig, load_tokens
+from rackcron.wire.client import ClientTls, connect
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 from tests.support.service import create, snapshot
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

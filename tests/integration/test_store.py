@@ -189,8 +189,8 @@ def test_0004_removes_the_controller_fields_that_named_the_servers_secrets(store
     again. The downgrade drops what 0003 does not know."""
     from alembic import command
 
-    from dispatcher.controllers.registry import Controllers
-    from dispatcher.controllers.simulator import Simulator
+    from rackcron.dispatcher.controllers.registry import Controllers
+    from rackcron.dispatcher.controllers.simulator import Simulator
     from rackcron.store.engine import _alembic_config, _create_engine
 
     _drop_schema(store_url)

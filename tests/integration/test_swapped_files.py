@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import reconciler.validate
+import rackcron.reconciler.validate
 from rackcron.cli import main
 from tests.support.trees import ONE_RACK
 
@@ -48,13 +48,13 @@ def _validate_swapping(
     monkeypatch: pytest.MonkeyPatch, tree: Path, swap: Callable[[], None]
 ) -> Result:
     """``rackcron validate tree``, with ``swap()`` run between the listing and the read."""
-    read_listed = reconciler.validate.read_listed
+    read_listed = rackcron.reconciler.validate.read_listed
 
     def swapped(listed):  # type: ignore[no-untyped-def]
         swap()
         return read_listed(listed)
 
-    monkeypatch.setattr(reconciler.validate, "read_listed", swapped)
+    monkeypatch.setattr(rackcron.reconciler.validate, "read_listed", swapped)
     results: list[Result] = []
     worker = threading.Thread(
         target=lambda: results.append(CliRunner().invoke(main, ["validate", str(tree)])),

@@ -27,11 +27,11 @@ from click.testing import CliRunner
 
 from rackcron.cli import main
 from rackcron.models import Management, PowerOn, ScheduleConfig, SpecType
+from rackcron.reconciler import schema
 from rackcron.service import Service
 from rackcron.text import SCHEMA_PATTERN, line_problem
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import reconciler_pb2, reconciler_pb2_grpc
-from reconciler import schema
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 from tests.support.service import snapshot
 
 HOSTILE = {"clear-screen": "\x1b[2J", "newline": "x\ny", "rlo": "a\u202eb"}

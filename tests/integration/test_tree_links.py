@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from rackcron.cli import main
-from reconciler.git import read_revision
-from reconciler.validate import tree_sources, validate_sources
-from reconciler.yamlsource import Unreadable
+from rackcron.reconciler.git import read_revision
+from rackcron.reconciler.validate import tree_sources, validate_sources
+from rackcron.reconciler.yamlsource import Unreadable
 from tests.support.git import git, init_repo
 from tests.support.trees import ONE_RACK
 

@@ -19,11 +19,11 @@ from click.testing import CliRunner
 
 from rackcron.cli import main
 from rackcron.service import Service
-from rackcron_proto.v1 import reconciler_pb2, reconciler_pb2_grpc
-from shim.client import connect
-from shim.extras import ReconcilerServicer
-from shim.server import ShimServer
-from shim.servicer import FlowServicer
+from rackcron.shim.extras import ReconcilerServicer
+from rackcron.shim.server import ShimServer
+from rackcron.shim.servicer import FlowServicer
+from rackcron.wire.client import connect
+from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -75,7 +75,7 @@ class _DeepExtras(ReconcilerServicer):
 
 @pytest.fixture
 def hostile_server(service: Service) -> Iterator[str]:
-    from rackcron_proto.v1 import flow_pb2_grpc
+    from rackcron.wire.proto.v1 import flow_pb2_grpc
 
     server = grpc.server(ThreadPoolExecutor(max_workers=2))
     flow_pb2_grpc.add_FlowServicer_to_server(FlowServicer(service), server)

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from rackcron.cli import main
-from reconciler.validate import validate_tree
-from reconciler.yamlsource import MAX_FILE_BYTES
+from rackcron.reconciler.validate import validate_tree
+from rackcron.reconciler.yamlsource import MAX_FILE_BYTES
 
 INVENTORY = """\
 apiVersion: rackcron/v1
@@ -274,7 +274,7 @@ def test_examples_are_valid(revision: str) -> None:
 def test_example_files_name_the_schema_of_their_kind() -> None:
     import re
 
-    from reconciler.schema import KINDS
+    from rackcron.reconciler.schema import KINDS
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     for file in sorted(examples.rglob("*.yaml")):

@@ -4,9 +4,9 @@ libyaml composes a whole document into nodes before rackcron's walk counts a val
 and nothing counted documents or diagnostics: two 8 MB files of ``--- 1`` (2,000,000
 documents) took 1.8 GB and printed 100 MB of diagnostics, and one 8 MB flow list of
 4,000,000 scalars took 1.2 GB. A long file is now counted from the parser's events
-before it is composed (:data:`reconciler.yamlsource.CENSUS_BYTES`), documents are
+before it is composed (:data:`rackcron.reconciler.yamlsource.CENSUS_BYTES`), documents are
 capped per file and per tree, and a report lists the first
-:data:`reconciler.diagnostics.MAX_LISTED` diagnostics. Each command runs in a
+:data:`rackcron.reconciler.diagnostics.MAX_LISTED` diagnostics. Each command runs in a
 subprocess with a 1 GiB address-space limit and must peak under :data:`MAX_RSS`.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.diagnostics import MAX_LISTED
-from reconciler.yamlsource import (
+from rackcron.reconciler.diagnostics import MAX_LISTED
+from rackcron.reconciler.yamlsource import (
     CENSUS_BYTES,
     MAX_FILE_BYTES,
     MAX_FILE_DOCUMENTS,

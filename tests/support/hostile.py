@@ -25,8 +25,8 @@ from rackcron.models import (
     SpecType,
     UpgradeFirmware,
 )
+from rackcron.reconciler.state import ScheduleState, State
 from rackcron.templates import to_template
-from reconciler.state import ScheduleState, State
 
 __all__ = ["HOSTILE", "OWNER", "hostile_states", "hostile_text"]
 

@@ -1,10 +1,10 @@
-"""``dispatcher.admission``: the connection caps, and who counts as one client."""
+"""``rackcron.dispatcher.admission``: the connection caps, and who counts as one client."""
 
 from __future__ import annotations
 
 import pytest
 
-from dispatcher.admission import Admission, Refusal, client_key
+from rackcron.dispatcher.admission import Admission, Refusal, client_key
 
 
 def test_a_client_is_held_to_its_own_cap_before_the_total() -> None:

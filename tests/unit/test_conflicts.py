@@ -16,7 +16,7 @@ import pytest
 
 from rackcron.filters import ComponentFilter
 from rackcron.models import Management, OperationTemplate, OverlapPolicy, Schedule, SpecType
-from reconciler.conflicts import (
+from rackcron.reconciler.conflicts import (
     DEFAULT_DURATIONS,
     ConflictReport,
     StoredSchedule,
@@ -27,8 +27,8 @@ from reconciler.conflicts import (
     render_text,
     to_diagnostics,
 )
-from reconciler.declared import Declared
-from reconciler.validate import validate_sources
+from rackcron.reconciler.declared import Declared
+from rackcron.reconciler.validate import validate_sources
 
 R1 = uuid.UUID("00000000-0000-4000-8000-000000000001")
 R2 = uuid.UUID("00000000-0000-4000-8000-000000000002")

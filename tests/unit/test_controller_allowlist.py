@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dispatcher.controllers.allowlist import LOOPBACK, AllowList, parse_pattern
+from rackcron.dispatcher.controllers.allowlist import LOOPBACK, AllowList, parse_pattern
 
 # (id, patterns, url, allowed)
 CASES = [

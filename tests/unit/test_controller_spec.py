@@ -16,9 +16,9 @@ import pytest
 
 from rackcron.errors import InvalidArgument
 from rackcron.models import ControllerSpec, Rack
-from reconciler.diff import diff
-from reconciler.render import render_markdown, render_text
-from reconciler.state import State
+from rackcron.reconciler.diff import diff
+from rackcron.reconciler.render import render_markdown, render_text
+from rackcron.reconciler.state import State
 
 HTTPS = {"kind": "http", "url": "https://rc-a01.dc1.example.com:8443/api"}
 

@@ -1,10 +1,10 @@
-"""``dispatcher.deadline.Deadline``: time left on a clock the test moves, and its end."""
+"""``rackcron.dispatcher.deadline.Deadline``: time left on a clock the test moves, and its end."""
 
 from __future__ import annotations
 
 import pytest
 
-from dispatcher.deadline import Deadline
+from rackcron.dispatcher.deadline import Deadline
 
 
 class Ticks:

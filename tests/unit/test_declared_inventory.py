@@ -7,7 +7,7 @@ import uuid
 
 from rackcron.filters import ComponentType
 from rackcron.models import Component, NVLDomain, Rack
-from reconciler.declared import Declared, DeclaredInventory
+from rackcron.reconciler.declared import Declared, DeclaredInventory
 
 TYPES = [ComponentType.COMPUTE, ComponentType.NVSWITCH, None]
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from reconciler.diagnostics import Diagnostic, render
-from reconciler.diff import diff
-from reconciler.render import render_json, render_markdown, render_text
-from reconciler.state import State
+from rackcron.reconciler.diagnostics import Diagnostic, render
+from rackcron.reconciler.diff import diff
+from rackcron.reconciler.render import render_json, render_markdown, render_text
+from rackcron.reconciler.state import State
 from tests.support.hostile import OWNER, hostile_states, hostile_text
 from tests.support.markdown import table_rows
 
@@ -162,7 +162,7 @@ def _party(name: str, text: str, origin: str) -> dict[str, Any]:
 
 @given(st.lists(st.tuples(hostile_text(), hostile_text(), hostile_text()), min_size=1, max_size=4))
 def test_a_hostile_conflict_report_keeps_its_lines(names: list[tuple[str, str, str]]) -> None:
-    from reconciler.conflicts import render_text as render_conflicts
+    from rackcron.reconciler.conflicts import render_text as render_conflicts
 
     data = {
         "mode": "coarse", "durations": None, "with_store": True, "count": len(names),

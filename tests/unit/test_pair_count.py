@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reconciler.conflicts._count import PairCount, count_pairs
+from rackcron.reconciler.conflicts._count import PairCount, count_pairs
 
 
 def brute(scopes: list[tuple[list[str], bool]]) -> int:

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from reconciler.plan import Change, FieldChange, Plan, ScopeChange, Step
-from reconciler.render import render_markdown, render_text
+from rackcron.reconciler.plan import Change, FieldChange, Plan, ScopeChange
+from rackcron.reconciler.render import render_markdown, render_text
+from rackcron.steps import Step
 
 PLAN = Plan(
     owner="fleet",

@@ -3,7 +3,7 @@
 ``docs/spec/flow-wire.md`` (the product's wire specification, kept in the repository) is the
 source of truth for the wire:
 this test parses its tables (section 1: the RPCs; section 1.2: messages and enums) into a
-``Spec`` and compares it with the descriptors that ``rackcron_proto.v1.flow_pb2`` registers,
+``Spec`` and compares it with the descriptors that ``rackcron.wire.proto.v1.flow_pb2`` registers,
 field by field, in both directions (nothing missing, nothing extra). The comparison is the
 pure function ``contract_errors(file, spec)``; ``test_checker_catches_drift`` feeds it mutated
 descriptors to prove that a renumbered, renamed or relabelled field cannot slip through.
@@ -28,7 +28,7 @@ from google.protobuf import (
 )
 from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
 
-from rackcron_proto.v1 import flow_pb2, flow_pb2_grpc
+from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "docs" / "spec" / "flow-wire.md"

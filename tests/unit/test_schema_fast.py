@@ -1,6 +1,6 @@
 """The fast schema check accepts a document only when jsonschema does, so diagnostics never change.
 
-``reconciler.schema`` compiles each schema into plain checks that accept valid
+``rackcron.reconciler.schema`` compiles each schema into plain checks that accept valid
 documents without jsonschema; anything they do not accept goes to jsonschema.
 These tests break the example documents in every place (and at random) and
 compare: whenever the fast check accepts, jsonschema must find nothing, and the
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from reconciler import schema
-from reconciler.yamlsource import SourceDocument, read_documents
+from rackcron.reconciler import schema
+from rackcron.reconciler.yamlsource import SourceDocument, read_documents
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BAD_VALUES: list[Any] = [None, True, -5, 5.0, "", "x y", "r1\n", ["x"], {"bogus": 1}]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from rackcron.derived import describe, operation_type
 from rackcron.errors import InvalidArgument
 from rackcron.models import (
     BringUp,
@@ -26,7 +27,7 @@ from rackcron.models import (
     TargetSpec,
     UpgradeFirmware,
 )
-from rackcron.templates import describe, operation_type, task_operation_text, to_template
+from rackcron.templates import task_operation_text, to_template
 
 TARGET = TargetSpec(racks=[RackTarget(name="rack-a01")])
 START = datetime(2026, 6, 1, 4, 0, 30, tzinfo=UTC)

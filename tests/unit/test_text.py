@@ -3,7 +3,7 @@
 The rule refuses C0 and C1 controls, DEL, the line and paragraph separators and the
 bidi overrides and isolates in every name, label, id and version rackcron stores or
 prints. The schemas say the same with a ``pattern`` so editors flag it, and
-``reconciler.schema`` reads a pattern's ``$`` as ECMA-262 does (end of text), so
+``rackcron.reconciler.schema`` reads a pattern's ``$`` as ECMA-262 does (end of text), so
 Python and an editor agree: a value with a final newline passes Python's ``$``.
 """
 
@@ -17,9 +17,9 @@ import pytest
 
 from rackcron.errors import InvalidArgument
 from rackcron.models import UpgradeFirmware
+from rackcron.reconciler import schema
+from rackcron.reconciler.yamlsource import SourceDocument
 from rackcron.text import SCHEMA_PATTERN, check_line, line_problem
-from reconciler import schema
-from reconciler.yamlsource import SourceDocument
 
 REFUSED = {
     "nul": "\x00", "tab": "\t", "line-feed": "\n", "carriage-return": "\r", "escape": "\x1b",

@@ -1,7 +1,7 @@
 """A long file is counted from the parser's events before libyaml composes it.
 
-Pure: :func:`reconciler.yamlsource.read_documents` on bytes. Each cap is pinned on
-both paths (a file under :data:`~reconciler.yamlsource.CENSUS_BYTES`, composed at
+Pure: :func:`rackcron.reconciler.yamlsource.read_documents` on bytes. Each cap is pinned on
+both paths (a file under :data:`~rackcron.reconciler.yamlsource.CENSUS_BYTES`, composed at
 once, and a longer one, counted first), and the count never refuses what the walk
 would accept. Through the CLI, with memory bounds: tests/integration/test_yaml_memory.py.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.yamlsource import (
+from rackcron.reconciler.yamlsource import (
     CENSUS_BYTES,
     MAX_FILE_DOCUMENTS,
     MAX_NODES,

@@ -11,9 +11,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-import reconciler.yamlsource as yamlsource
-from reconciler.links import Entry, Kind, LinkRefused, resolve
-from reconciler.yamlsource import MAX_DEPTH, TreeBudget, read_documents
+import rackcron.reconciler.yamlsource as yamlsource
+from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.yamlsource import MAX_DEPTH, TreeBudget, read_documents
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

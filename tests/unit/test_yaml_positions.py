@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.yamlsource import read_documents
+from rackcron.reconciler.yamlsource import read_documents
 
 TEXT = b"""\
 # a comment

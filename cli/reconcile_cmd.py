@@ -24,12 +24,12 @@ from rackcron.cli._common import (
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
-    from reconciler.apply import Provenance
-    from reconciler.declared import Declared
-    from reconciler.plan import Plan
-    from reconciler.remote import RemoteStore
-    from reconciler.state import State
-    from reconciler.validate import Validation
+    from rackcron.reconciler.apply import Provenance
+    from rackcron.reconciler.declared import Declared
+    from rackcron.reconciler.plan import Plan
+    from rackcron.reconciler.remote import RemoteStore
+    from rackcron.reconciler.state import State
+    from rackcron.reconciler.validate import Validation
 
 __all__ = ["apply", "diff", "history", "plan", "sync"]
 
@@ -63,7 +63,7 @@ def owner_option(func):  # type: ignore[no-untyped-def]
 
 def _require_valid(checked: Validation, label: str = "") -> Declared:
     """The declared state of a validated tree; on errors, print them and exit 1."""
-    from reconciler.diagnostics import render
+    from rackcron.reconciler.diagnostics import render
 
     if not checked.ok:
         echo_text(render(checked.errors, "text"), err=True)
@@ -81,8 +81,8 @@ def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[st
     """
     import os
 
-    from reconciler.git import read_revision, repo_root, tree_source
-    from reconciler.validate import tree_sources
+    from rackcron.reconciler.git import read_revision, repo_root, tree_source
+    from rackcron.reconciler.validate import tree_sources
 
     with cli_errors():
         if rev is not None:
@@ -127,7 +127,7 @@ def _desired_plan(
     Without ``create_store`` (``plan``), a SQLite store that does not exist yet is not
     created: the plan is made against an empty store, as the first apply will see it.
     """
-    from reconciler.apply import plan_against_store
+    from rackcron.reconciler.apply import plan_against_store
 
     desired, origin = _desired_state(path, rev, owner)
     missing = None if create_store else _missing_sqlite_file(database_url)
@@ -144,8 +144,8 @@ def _desired_plan(
 
 def _desired_state(path: Path, rev: str | None, owner: str) -> tuple[State, dict[str, object]]:
     """The validated tree's desired state (exit 1 on errors) and where it comes from."""
-    from reconciler.state import declared_state
-    from reconciler.validate import validate_sources
+    from rackcron.reconciler.state import declared_state
+    from rackcron.reconciler.validate import validate_sources
 
     sources, origin = _tree(path, rev)
     return declared_state(_require_valid(validate_sources(sources)), owner), origin
@@ -163,7 +163,7 @@ def _remote_plan(
 
 def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
     """Print a plan in ``fmt`` and exit with plan's convention (0, 2 changes, 1 errors)."""
-    from reconciler.render import render_json, render_markdown, render_text
+    from rackcron.reconciler.render import render_json, render_markdown, render_text
 
     data = result.to_json()
     if fmt == "json":
@@ -234,8 +234,8 @@ def plan(
 
     Example: rackcron plan examples/ --server 127.0.0.1:50051
     """
-    from reconciler.remote import RemoteStore
-    from reconciler.render import render_json
+    from rackcron.reconciler.remote import RemoteStore
+    from rackcron.reconciler.render import render_json
 
     if server is not None:
         with cli_errors():
@@ -295,8 +295,8 @@ def apply(
     if server is not None:
         _apply_remote(server, source, rev, owner, auto_approve, break_lock)
         return
-    from reconciler.apply import apply_plan
-    from reconciler.plan import Plan
+    from rackcron.reconciler.apply import apply_plan
+    from rackcron.reconciler.plan import Plan
 
     if break_lock:
         with cli_errors():
@@ -336,9 +336,9 @@ def apply(
 def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
     """Show the plan and ask (unless ``auto_approve``); exit when there is nothing to apply
     or the user says no. Where the applied tree comes from, for the apply log."""
-    from reconciler.apply import Provenance
-    from reconciler.git import author
-    from reconciler.render import render_text
+    from rackcron.reconciler.apply import Provenance
+    from rackcron.reconciler.git import author
+    from rackcron.reconciler.render import render_text
 
     colour = _colour()
     echo_text(render_text(planned.to_json(), colour=colour), colour=colour)
@@ -373,7 +373,7 @@ def _apply_remote(
     server: Server, source: Path, rev: str | None, owner: str, auto_approve: bool, break_lock: bool
 ) -> None:
     """``apply --server``: plan the tree against the server, confirm, apply step by step."""
-    from reconciler.remote import RemoteStore
+    from rackcron.reconciler.remote import RemoteStore
 
     if break_lock or source.is_file():
         raise click.UsageError(
@@ -458,12 +458,12 @@ def diff(
 
     Example: rackcron diff examples/ --base origin/main --head HEAD --format markdown
     """
+    from rackcron.reconciler.declared import Declared
+    from rackcron.reconciler.diff import diff as diff_states
+    from rackcron.reconciler.git import read_revision
+    from rackcron.reconciler.state import declared_state
+    from rackcron.reconciler.validate import validate_sources
     from rackcron.timing import SpecError, parse_rfc3339
-    from reconciler.declared import Declared
-    from reconciler.diff import diff as diff_states
-    from reconciler.git import read_revision
-    from reconciler.state import declared_state
-    from reconciler.validate import validate_sources
 
     try:
         now = parse_rfc3339(at) if at else datetime.now(UTC)
@@ -539,8 +539,8 @@ def sync(
     import socket
     import threading
 
+    from rackcron.reconciler.sync import run_round, sync_loop
     from rackcron.timing import SpecError, parse_duration
-    from reconciler.sync import run_round, sync_loop
 
     try:
         seconds = parse_duration(interval) / 1e9

@@ -183,7 +183,7 @@ class Server:
 
     def channel(self) -> grpc.Channel:
         """:raises RackcronError: a TLS file cannot be read."""
-        from shim.client import ClientTls, connect
+        from rackcron.wire.client import ClientTls, connect
 
         tls = None
         if self.tls:
@@ -279,7 +279,7 @@ def when(value: datetime | None) -> str:
     return format_rfc3339(value)
 
 
-# Our own colour codes (reconciler.render's _paint): the only escape sequences let through.
+# Our own colour codes (rackcron.reconciler.render's _paint): the only escape sequences let through.
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
 
 

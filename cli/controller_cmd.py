@@ -1,6 +1,6 @@
 """``rackcron rack-controller``: run the reference rack controller.
 
-A thin front over ``dispatcher.controllers.server``: parse the flags into a
+A thin front over ``rackcron.dispatcher.controllers.server``: parse the flags into a
 ``Simulator`` and a ``ControllerServer``, serve until SIGINT or SIGTERM, exit 0. Bad
 flags are click usage errors (exit status 2); an address that cannot be bound or a TLS
 file that cannot be loaded is one ``error:`` line and exit status 1. The server is
@@ -19,7 +19,7 @@ import click
 from rackcron.cli._common import LISTEN, Duration, operation_durations
 
 if TYPE_CHECKING:
-    from dispatcher.controllers.server import ControllerServer
+    from rackcron.dispatcher.controllers.server import ControllerServer
 
 __all__ = ["rack_controller"]
 
@@ -103,8 +103,8 @@ def rack_controller(
     if client_ca is not None and tls_cert is None:
         raise click.UsageError("--client-ca needs --tls-cert and --tls-key")
 
-    from dispatcher.controllers.server import ControllerServer
-    from dispatcher.controllers.simulator import Simulator
+    from rackcron.dispatcher.controllers.server import ControllerServer
+    from rackcron.dispatcher.controllers.simulator import Simulator
 
     simulator = Simulator(
         durations=durations,

@@ -22,9 +22,9 @@ from rackcron.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from dispatcher.controllers.allowlist import AllowList
-    from dispatcher.controllers.credentials import CredentialStore
-    from shim.server import ShimConfig
+    from rackcron.dispatcher.controllers.allowlist import AllowList
+    from rackcron.dispatcher.controllers.credentials import CredentialStore
+    from rackcron.shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,8 +111,8 @@ def dispatch(
     Example: rackcron dispatch --database-url postgresql+psycopg://rackcron@db/rackcron
     --poll-interval 5s --log-format json
     """
-    from dispatcher.faults import fault_hook
-    from dispatcher.loop import Dispatcher
+    from rackcron.dispatcher.faults import fault_hook
+    from rackcron.dispatcher.loop import Dispatcher
 
     _start_logs(log_format, log_level)
     with cli_errors():
@@ -135,7 +135,7 @@ def dispatch(
 
 
 def _controller_allow(patterns: tuple[str, ...]) -> AllowList:
-    from dispatcher.controllers.allowlist import AllowList
+    from rackcron.dispatcher.controllers.allowlist import AllowList
 
     try:
         return AllowList.parse(patterns)
@@ -144,7 +144,7 @@ def _controller_allow(patterns: tuple[str, ...]) -> AllowList:
 
 
 def _controller_secrets(directory: str | None) -> CredentialStore:
-    from dispatcher.controllers.credentials import CredentialStore
+    from rackcron.dispatcher.controllers.credentials import CredentialStore
 
     try:
         return CredentialStore(directory)
@@ -337,11 +337,11 @@ def serve(
     --grpc-tls-cert server.pem --grpc-tls-key server.key --grpc-token-file tokens
     --log-format json
     """
-    from dispatcher.controllers.simulator import Simulator
-    from dispatcher.runner import RetryPolicy
-    from dispatcher.serve import ServeConfig
-    from dispatcher.serve import serve as run_server
-    from shim.server import UnusableConfig
+    from rackcron.cli.serve import ServeConfig
+    from rackcron.cli.serve import serve as run_server
+    from rackcron.dispatcher.controllers.simulator import Simulator
+    from rackcron.dispatcher.runner import RetryPolicy
+    from rackcron.shim.server import UnusableConfig
 
     grpc = _grpc_config(
         grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca, grpc_token_file,
@@ -401,7 +401,13 @@ def _grpc_config(
 
     :raises click.UsageError: options that do not go together.
     """
-    from shim.server import ShimConfig, TlsFiles, UnusableConfig, default_workers, load_tokens
+    from rackcron.shim.server import (
+        ShimConfig,
+        TlsFiles,
+        UnusableConfig,
+        default_workers,
+        load_tokens,
+    )
 
     given = [
         name

@@ -46,7 +46,7 @@ from rackcron.models import (
     UpgradeFirmware,
 )
 from rackcron.templates import from_visible
-from rackcron_proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2 as pb
 
 __all__ = [
     "check_strings",

@@ -25,17 +25,17 @@ from dataclasses import dataclass, field
 from math import inf
 from typing import Any
 
-from dispatcher.controllers.allowlist import AllowList
-from dispatcher.controllers.credentials import CredentialStore
-from dispatcher.controllers.registry import Controllers
-from dispatcher.controllers.simulator import Simulator
-from dispatcher.faults import fault_hook
-from dispatcher.loop import Dispatcher
-from dispatcher.metrics import HealthCheck, Metrics, MetricsServer
-from dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.dispatcher.controllers.allowlist import AllowList
+from rackcron.dispatcher.controllers.credentials import CredentialStore
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.faults import fault_hook
+from rackcron.dispatcher.loop import Dispatcher
+from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
+from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.logs import event
 from rackcron.service import Service
-from shim.server import ShimConfig, ShimServer
+from rackcron.shim.server import ShimConfig, ShimServer
 
 __all__ = ["ServeConfig", "serve"]
 

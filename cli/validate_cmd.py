@@ -38,20 +38,22 @@ def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
 
     Example: rackcron validate examples/ --format github --conflicts
     """
-    from reconciler.diagnostics import render
-    from reconciler.validate import validate_tree
+    from rackcron.reconciler.diagnostics import render
+    from rackcron.reconciler.validate import validate_tree
 
     try:
         result = validate_tree(*(paths or (Path("."),)))
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
     if with_conflicts and result.ok:
-        from reconciler.conflicts import coarse_conflicts, to_diagnostics
+        from rackcron.reconciler.conflicts import coarse_conflicts, to_diagnostics
 
         result.diagnostics += to_diagnostics(coarse_conflicts(result.declared))
     output = render(result.diagnostics, fmt)
     if output:
-        click.echo(output)  # each diagnostic escaped for its format (reconciler.diagnostics)
+        click.echo(
+            output
+        )  # each diagnostic escaped for its format (rackcron.reconciler.diagnostics)
     if fmt == "text":
         click.echo(result.summary(), err=True)
     raise SystemExit(0 if result.ok else 1)

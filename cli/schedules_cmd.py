@@ -1,7 +1,7 @@
 """``rackcron schedules``: inspect and control the schedules, in the store or over gRPC.
 
 Each command works on the local store, or with ``--server`` on a gRPC server
-(``rackcron serve --grpc-listen``, or Flow) through :class:`shim.client.FlowClient`,
+(``rackcron serve --grpc-listen``, or Flow) through :class:`rackcron.wire.client.FlowClient`,
 which offers the same operations with the same shapes.
 """
 
@@ -29,7 +29,7 @@ from rackcron.escape import terminal
 if TYPE_CHECKING:
     from rackcron.models import Schedule
     from rackcron.service import Service
-    from shim.client import FlowClient
+    from rackcron.wire.client import FlowClient
 
 __all__ = ["schedules"]
 
@@ -38,7 +38,7 @@ def _backend(database_url: str | None, server: Server | None) -> Service | FlowC
     """The local store, or the gRPC server when ``--server`` is given."""
     if server is None:
         return open_service(database_url)
-    from shim.client import FlowClient
+    from rackcron.wire.client import FlowClient
 
     return FlowClient(server.channel())
 

@@ -1,7 +1,7 @@
 """``rackcron conflicts``: find declared schedules that can collide, as a CI dry-run.
 
 Reads the store only with ``--with-store``, and then only in a read-only
-transaction; the analysis itself is ``reconciler.conflicts`` (pure).
+transaction; the analysis itself is ``rackcron.reconciler.conflicts`` (pure).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rackcron.cli._common import cli_errors, database_option, echo_text, open_se
 from rackcron.cli.reconcile_cmd import owner_option
 
 if TYPE_CHECKING:
-    from reconciler.conflicts import StoreView
+    from rackcron.reconciler.conflicts import StoreView
 
 __all__ = ["conflicts"]
 
@@ -36,7 +36,7 @@ def _duration(text: str, what: str) -> timedelta:
 
 
 def _durations(values: tuple[str, ...]) -> dict[str, timedelta]:
-    from reconciler.conflicts import OPERATIONS
+    from rackcron.reconciler.conflicts import OPERATIONS
 
     durations = {}
     for value in values:
@@ -79,7 +79,7 @@ def _refuse_missing_sqlite(database_url: str | None) -> None:
 
 def _read_store(database_url: str | None) -> StoreView:
     """Every stored schedule with its scope, and the inventory, in one read-only transaction."""
-    from reconciler.conflicts import StoredSchedule, StoreView
+    from rackcron.reconciler.conflicts import StoredSchedule, StoreView
 
     _refuse_missing_sqlite(database_url)
     with cli_errors():
@@ -126,7 +126,7 @@ def _read_store(database_url: str | None) -> StoreView:
 @click.option(
     "--max-pairs",
     type=click.IntRange(min=1),
-    default=200_000,  # reconciler.conflicts.MAX_PAIRS (not imported: --help stays light)
+    default=200_000,  # rackcron.reconciler.conflicts.MAX_PAIRS (not imported: --help stays light)
     show_default=True,
     help="With --precise: compare at most this many pairs of schedules sharing racks;"
     " past it the check stops and reports itself incomplete.",
@@ -180,9 +180,9 @@ def conflicts(
 
     Example: rackcron conflicts examples/fleet --precise --duration ingest=1h
     """
-    from reconciler import conflicts as check
-    from reconciler.diagnostics import render
-    from reconciler.validate import validate_tree
+    from rackcron.reconciler import conflicts as check
+    from rackcron.reconciler.diagnostics import render
+    from rackcron.reconciler.validate import validate_tree
 
     span = _duration(horizon, "--horizon")
     lengths = _durations(durations)

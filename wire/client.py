@@ -23,9 +23,9 @@ import grpc
 
 from rackcron.errors import NotFound, RackcronError
 from rackcron.models import Page, Schedule, Scope
-from rackcron_proto.v1 import flow_pb2 as pb
-from rackcron_proto.v1 import flow_pb2_grpc
-from shim.convert import to_schedule, to_scope
+from rackcron.wire.convert import to_schedule, to_scope
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 
 __all__ = ["ClientTls", "FlowClient", "RemoteError", "call", "connect"]
 

@@ -1,0 +1,73 @@
+"""What a stored operation template is called: a response's ``operation_type`` and ``description``.
+
+Derived from the template's type, code and information alone (flow-wire.md section 4),
+so :class:`~rackcron.models.Schedule` computes its fields here without importing the
+module that builds templates (``rackcron.templates``). Pure functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rackcron.models import OperationTemplate
+
+__all__ = ["derive", "describe", "operation_type"]
+
+
+def _words(code: str) -> str:
+    return code.replace("_", " ").replace("-", " ")
+
+
+def _firmware_version_suffix(template: OperationTemplate) -> str:
+    version = template.information.get("target_version") if template.information else None
+    return f" to {version}" if version else ""
+
+
+# (operation_type, description) for fixed (type, code) pairs of flow-wire.md section 4.
+_DERIVED = {
+    ("power_control", "power_on"): ("POWER_ON", "Power On"),
+    ("power_control", "force_power_on"): ("POWER_ON", "Power On"),
+    ("power_control", "power_off"): ("POWER_OFF", "Power Off"),
+    ("power_control", "force_power_off"): ("POWER_OFF", "Power Off (forced)"),
+    ("power_control", "restart"): ("POWER_RESET", "Power Reset"),
+    ("power_control", "warm_reset"): ("POWER_RESET", "Power Reset"),
+    ("power_control", "force_restart"): ("POWER_RESET", "Power Reset (forced)"),
+    ("power_control", "cold_reset"): ("POWER_RESET", "Power Reset (forced)"),
+    ("bring_up", "ingest"): ("INGEST", "Ingest"),
+    ("firmware_control", "rollback"): ("ROLLBACK_FIRMWARE", "Rollback Firmware"),
+}
+
+
+def derive(template: OperationTemplate | None) -> tuple[str, str]:
+    """``(operation_type, description)`` of ``template`` (``("", "")`` for none)."""
+    if template is None:
+        return "", ""
+    kind, code = template.type, template.code
+    if (kind, code) in _DERIVED:
+        return _DERIVED[kind, code]
+    if kind == "power_control":
+        return "POWER_CONTROL", _words(code) or "Power Control"
+    if kind == "bring_up":
+        return "BRING_UP", "Bring Up"
+    if kind == "firmware_control":
+        if code in ("upgrade", "downgrade"):
+            verb = code.capitalize()
+            return (
+                f"{code.upper()}_FIRMWARE",
+                f"{verb} Firmware{_firmware_version_suffix(template)}",
+            )
+        return "FIRMWARE_CONTROL", _words(code) or "Firmware Control"
+    if kind == "inject_expectation":
+        return "INJECT_EXPECTATION", "Inject Expectation"
+    return kind.upper(), _words(code) or kind
+
+
+def operation_type(template: OperationTemplate | None) -> str:
+    """The response's ``operation_type`` (``POWER_OFF``, ``UPGRADE_FIRMWARE``, ...)."""
+    return derive(template)[0]
+
+
+def describe(template: OperationTemplate | None) -> str:
+    """The response's human ``description`` (``Power Off (forced)``, ...)."""
+    return derive(template)[1]
