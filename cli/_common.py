@@ -17,13 +17,15 @@ import functools
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -33,11 +35,14 @@ from rackcron.escape import terminal
 if TYPE_CHECKING:
     import grpc
 
+    from rackcron.reconciler.diagnostics import Diagnostic
+    from rackcron.reconciler.validate import Validation
     from rackcron.service import Service
 
 __all__ = [
     "DURATION",
     "GRPC_TOKEN_ENV",
+    "INSTANT",
     "LISTEN",
     "Duration",
     "Server",
@@ -45,12 +50,16 @@ __all__ = [
     "database_option",
     "echo_json",
     "echo_text",
+    "exit_invalid",
     "format_option",
     "open_service",
     "operation_durations",
+    "option_group",
     "page_options",
+    "print_diagnostics",
     "print_table",
     "server_options",
+    "stop_on_signals",
     "when",
 ]
 
@@ -58,29 +67,51 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Duration(click.ParamType):
-    """A Go-style duration (``500ms``, ``10s``, ``1m30s``), as seconds: positive, or
-    not negative with ``zero_ok``."""
+    """The CLI's one duration type: Go-style (``500ms``, ``10s``, ``1m30s``, ``336h``),
+    positive (or, with ``zero_ok``, not negative); as seconds, or with ``as_timedelta`` a
+    timedelta rounded up to whole microseconds."""
 
     name = "duration"
 
-    def __init__(self, *, zero_ok: bool = False) -> None:
+    def __init__(self, *, zero_ok: bool = False, as_timedelta: bool = False) -> None:
         self.zero_ok = zero_ok
+        self.as_timedelta = as_timedelta
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        if isinstance(value, float):
+    ) -> float | timedelta:
+        if isinstance(value, float | timedelta):
             return value
         from rackcron.timing import SpecError, parse_duration
 
         try:
-            seconds = parse_duration(str(value)) / 1e9
+            nanoseconds = parse_duration(str(value))
         except SpecError as exc:
             self.fail(f"{exc} (use e.g. 500ms, 10s, 1m30s)", param, ctx)
-        if seconds < 0 or (seconds == 0 and not self.zero_ok):
-            kind = "a duration that is not negative" if self.zero_ok else "a positive duration"
-            self.fail(f"{value!r}: expected {kind}", param, ctx)
-        return seconds
+        if nanoseconds < 0 or (nanoseconds == 0 and not self.zero_ok):
+            self.fail(f"must be {'not negative' if self.zero_ok else 'positive'}, got {value!r}",
+                      param, ctx)  # fmt: skip
+        if self.as_timedelta:
+            return timedelta(microseconds=-(-nanoseconds // 1000))
+        return nanoseconds / 1e9
+
+
+class _Instant(click.ParamType):
+    """An RFC 3339 instant with its offset (``2026-03-08T07:00:00Z``), as an aware datetime."""
+
+    name = "rfc3339"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        from rackcron.timing import SpecError, parse_rfc3339
+
+        try:
+            return parse_rfc3339(str(value))
+        except SpecError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class _Listen(click.ParamType):
@@ -100,6 +131,7 @@ class _Listen(click.ParamType):
 
 
 DURATION = Duration()
+INSTANT = _Instant()
 LISTEN = _Listen()
 _OPERATION_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")
 
@@ -157,12 +189,39 @@ def page_options(func: F) -> F:
 
 @contextmanager
 def cli_errors() -> Iterator[None]:
-    """Turn core errors into one line on stderr and exit status 1."""
+    """Turn core errors into one line on stderr and exit status 1; a tree with errors
+    (``InvalidTree``) prints its diagnostics instead (:func:`exit_invalid`)."""
     try:
         yield
     except RackcronError as exc:
+        from rackcron.reconciler.validate import InvalidTree  # only on the way out
+
+        if isinstance(exc, InvalidTree):
+            exit_invalid(exc.validation, label=exc.label)
         click.echo(f"error: {terminal(exc.message)}", err=True)
         sys.exit(1)
+
+
+def print_diagnostics(
+    diagnostics: Sequence[Diagnostic], fmt: str, *, summary: str | None, err: bool
+) -> None:
+    """The one way diagnostics are printed: in ``fmt`` (text, github, json; each escaped
+    for its medium by ``rackcron.reconciler.diagnostics``), then ``summary`` on stderr."""
+    from rackcron.reconciler.diagnostics import render
+
+    output = render(list(diagnostics), fmt)
+    if output:
+        echo_text(output, err=err) if fmt == "text" else click.echo(output, err=err)
+    if summary is not None:
+        click.echo(summary, err=True)
+
+
+def exit_invalid(validation: Validation, fmt: str = "text", *, label: str = "") -> NoReturn:
+    """Print an invalid tree's errors (in ``fmt``; text goes to stderr) and exit 1."""
+    print_diagnostics(
+        validation.errors, fmt, summary=f"{label}{validation.summary()}", err=fmt == "text"
+    )
+    sys.exit(1)
 
 
 #: A bearer token for the gRPC API (serve accepts it; --server clients send it).
@@ -213,42 +272,79 @@ def _token(token_file: str | None) -> str | None:
     return tokens[0]
 
 
-def server_options(func: F) -> F:
-    """``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``."""
+def option_group(
+    param: str, build: Callable[..., Any], *options: Callable[[Any], Any]
+) -> Callable[[F], F]:
+    """Options that configure one thing, passed on together: the command gets
+    ``param=build(**their values)`` instead of one parameter per option, and ``build``
+    is where options that depend on each other are checked (raising click's errors)."""
 
-    @functools.wraps(func)
-    def command(*args: Any, **kwargs: Any) -> Any:
-        names = ("tls", "ca_file", "client_cert", "client_key", "server_name", "token_file")
-        given = {name: kwargs.pop(name) for name in names}
-        address = kwargs.pop("server")
-        if address is None:
-            extra = [f"--{n.replace('_', '-')}" for n, v in given.items() if v]
-            if extra:
-                raise click.UsageError(f"{extra[0]} needs --server")
-            return func(*args, server=None, **kwargs)
-        if (given["client_cert"] is None) != (given["client_key"] is None):
-            raise click.UsageError("--client-cert and --client-key go together")
-        tls = given["tls"] or any(given[n] for n in ("ca_file", "client_cert", "server_name"))
-        server = Server(
-            address, given["ca_file"], given["client_cert"], given["client_key"],
-            given["server_name"], tls, _token(given["token_file"]),
-        )  # fmt: skip
-        return func(*args, server=server, **kwargs)
+    def name(option: Callable[[Any], Any]) -> str:
+        def probe() -> None: ...
 
-    path = click.Path(dir_okay=False)
-    for option in reversed([
-        click.option("--server", metavar="HOST:PORT", envvar="RACKCRON_SERVER", show_envvar=True,
-                     help="Use this gRPC server (rackcron serve, or Flow) instead of the store."),
-        click.option("--tls", is_flag=True, help="Use TLS to --server (implied by the options below)."),
-        click.option("--ca-file", type=path, help="PEM CA bundle to verify --server (default: the system's)."),
-        click.option("--client-cert", type=path, help="PEM client certificate for mTLS, with --client-key."),
-        click.option("--client-key", type=path, help="PEM private key of --client-cert."),
-        click.option("--server-name", help="The name --server's certificate must carry, if not its host."),
-        click.option("--token-file", type=path,
-                     help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
-    ]):  # fmt: skip
-        command = option(command)
-    return command  # type: ignore[return-value]
+        option(probe)
+        return str(probe.__click_params__[0].name)  # type: ignore[attr-defined]
+
+    names = [name(option) for option in options]
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            values = {n: kwargs.pop(n) for n in names}
+            return func(*args, **{param: build(**values)}, **kwargs)
+
+        for option in reversed(options):
+            command = option(command)
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+def _server(
+    server: str | None,
+    tls: bool,
+    ca_file: str | None,
+    client_cert: str | None,
+    client_key: str | None,
+    server_name: str | None,
+    token_file: str | None,
+) -> Server | None:
+    given = {"--tls": tls, "--ca-file": ca_file, "--client-cert": client_cert,
+             "--client-key": client_key, "--server-name": server_name, "--token-file": token_file}  # fmt: skip
+    if server is None:
+        extra = [flag for flag, value in given.items() if value]
+        if extra:
+            raise click.UsageError(f"{extra[0]} needs --server")
+        return None
+    if (client_cert is None) != (client_key is None):
+        raise click.UsageError("--client-cert and --client-key go together")
+    tls = tls or any((ca_file, client_cert, server_name))
+    return Server(server, ca_file, client_cert, client_key, server_name, tls, _token(token_file))
+
+
+_PATH = click.Path(dir_okay=False)
+
+#: ``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``.
+server_options = option_group(
+    "server", _server,
+    click.option("--server", metavar="HOST:PORT", envvar="RACKCRON_SERVER", show_envvar=True,
+                 help="Use this gRPC server (rackcron serve, or Flow) instead of the store."),
+    click.option("--tls", is_flag=True, help="Use TLS to --server (implied by the options below)."),
+    click.option("--ca-file", type=_PATH, help="PEM CA bundle to verify --server (default: the system's)."),
+    click.option("--client-cert", type=_PATH, help="PEM client certificate for mTLS, with --client-key."),
+    click.option("--client-key", type=_PATH, help="PEM private key of --client-cert."),
+    click.option("--server-name", help="The name --server's certificate must carry, if not its host."),
+    click.option("--token-file", type=_PATH,
+                 help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
+)  # fmt: skip
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT: how every long-running command is told to stop."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
 
 
 def open_service(database_url: str | None, *, pool_size: int | None = None) -> Service:

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rackcron.cli._common import cli_errors, database_option, echo_text, open_service
+from rackcron.cli._common import (
+    INSTANT,
+    Duration,
+    cli_errors,
+    database_option,
+    echo_text,
+    exit_invalid,
+    open_service,
+    print_diagnostics,
+)
 from rackcron.cli.reconcile_cmd import owner_option
 
 if TYPE_CHECKING:
@@ -22,20 +31,13 @@ if TYPE_CHECKING:
 __all__ = ["conflicts"]
 
 
-def _duration(text: str, what: str) -> timedelta:
-    """A positive Go duration as a timedelta (rounded up to whole microseconds)."""
-    from rackcron.timing import SpecError, parse_duration
-
-    try:
-        nanoseconds = parse_duration(text)
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint=what) from None
-    if nanoseconds <= 0:
-        raise click.BadParameter(f"must be positive, got {text!r}", param_hint=what)
-    return timedelta(microseconds=-(-nanoseconds // 1000))
+_POSITIVE = Duration(as_timedelta=True)
 
 
-def _durations(values: tuple[str, ...]) -> dict[str, timedelta]:
+def _durations(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, timedelta]:
+    """Callback for the repeatable ``--duration OP=DURATION``: operation -> how long it runs."""
     from rackcron.reconciler.conflicts import OPERATIONS
 
     durations = {}
@@ -46,42 +48,17 @@ def _durations(values: tuple[str, ...]) -> dict[str, timedelta]:
                 f"{value!r}: expected OP=DURATION with OP one of {', '.join(OPERATIONS)}",
                 param_hint="--duration",
             )
-        durations[operation] = _duration(text, "--duration")
+        durations[operation] = _POSITIVE.convert(text, param, ctx)
     return durations
-
-
-def _now(text: str | None) -> datetime:
-    if text is None:
-        return datetime.now(UTC)
-    from rackcron.timing import SpecError, parse_rfc3339
-
-    try:
-        return parse_rfc3339(text)
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--now") from None
-
-
-def _refuse_missing_sqlite(database_url: str | None) -> None:
-    """Opening a SQLite path that does not exist would create an empty store: say so instead."""
-    import sqlalchemy as sa
-
-    from rackcron.store import default_database_url
-
-    try:
-        url = sa.make_url(database_url or default_database_url())
-    except (sa.exc.ArgumentError, ValueError):
-        return  # opening it says what is wrong with it (the store's one message)
-    database = url.database or ""
-    on_disk = database not in ("", ":memory:") and not database.startswith("file:")
-    if url.get_backend_name() == "sqlite" and on_disk and not Path(database).expanduser().exists():
-        raise click.UsageError(f"--with-store: no store at {database}")
 
 
 def _read_store(database_url: str | None) -> StoreView:
     """Every stored schedule with its scope, and the inventory, in one read-only transaction."""
     from rackcron.reconciler.conflicts import StoredSchedule, StoreView
+    from rackcron.store import missing_sqlite_file
 
-    _refuse_missing_sqlite(database_url)
+    if missing := missing_sqlite_file(database_url):
+        raise click.UsageError(f"--with-store: no store at {missing}")
     with cli_errors():
         service = open_service(database_url)
         try:
@@ -104,6 +81,7 @@ def _read_store(database_url: str | None) -> StoreView:
 )
 @click.option(
     "--horizon",
+    type=_POSITIVE,
     default="336h",
     show_default=True,
     help="With --precise: how far ahead to compare fire times (a Go duration; 336h = 14 days).",
@@ -113,14 +91,14 @@ def _read_store(database_url: str | None) -> StoreView:
     "durations",
     multiple=True,
     metavar="OP=DURATION",
+    callback=_durations,
     help="With --precise: how long an operation is assumed to run, e.g. upgrade_firmware=3h"
     " (repeatable). Defaults: power_on/power_off/power_reset 10m, ingest 30m,"
     " bring_up and upgrade_firmware 2h.",
 )
 @click.option(
     "--now",
-    "now_text",
-    metavar="RFC3339",
+    type=INSTANT,
     help="With --precise: start the horizon at this instant instead of now.",
 )
 @click.option(
@@ -155,9 +133,9 @@ def _read_store(database_url: str | None) -> StoreView:
 def conflicts(
     path: Path,
     precise: bool,
-    horizon: str,
-    durations: tuple[str, ...],
-    now_text: str | None,
+    horizon: timedelta,
+    durations: dict[str, timedelta],
+    now: datetime | None,
     max_pairs: int,
     strict: bool,
     fmt: str,
@@ -181,23 +159,17 @@ def conflicts(
     Example: rackcron conflicts examples/fleet --precise --duration ingest=1h
     """
     from rackcron.reconciler import conflicts as check
-    from rackcron.reconciler.diagnostics import render
     from rackcron.reconciler.validate import validate_tree
 
-    span = _duration(horizon, "--horizon")
-    lengths = _durations(durations)
-    now = _now(now_text)
     validated = validate_tree(path)
     if not validated.ok:
-        click.echo(render(validated.errors, fmt), err=fmt == "text")
-        click.echo(validated.summary(), err=True)
-        sys.exit(1)
+        exit_invalid(validated, fmt)
     store = _read_store(database_url) if with_store else None
     mine = owner if with_store else None
     if precise:
         try:
             report = check.precise_conflicts(
-                validated.declared, store, now=now, horizon=span, durations=lengths,
+                validated.declared, store, now=now or datetime.now(UTC), horizon=horizon, durations=durations,
                 owner=mine, max_pairs=max_pairs,
             )  # fmt: skip
         except OverflowError:
@@ -210,9 +182,7 @@ def conflicts(
         click.echo(check.render_json(report.to_json()))
     elif fmt == "github":
         severity = "error" if strict else "warning"
-        output = render(check.to_diagnostics(report, severity), "github")
-        if output:
-            click.echo(output)
+        print_diagnostics(check.to_diagnostics(report, severity), "github", summary=None, err=False)
     else:
         echo_text(check.render_text(report.to_json()))
     # An unfinished check is no pass: a CI gate on --strict must not go green on it.

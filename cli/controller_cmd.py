@@ -10,13 +10,12 @@ imported in the callback, so ``--help`` stays cheap.
 from __future__ import annotations
 
 import os
-import signal
-import threading
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
-from rackcron.cli._common import LISTEN, Duration, operation_durations
+from rackcron.cli._common import LISTEN, Duration, cli_errors, operation_durations, stop_on_signals
+from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
     from rackcron.dispatcher.controllers.server import ControllerServer
@@ -112,17 +111,18 @@ def rack_controller(
         failure_rate=failure_rate,
         seed=seed,
     )
-    try:
-        server = ControllerServer(
-            *listen,
-            simulator,
-            token=token,
-            tls_cert=tls_cert,
-            tls_key=tls_key,
-            client_ca=client_ca,
-        )
-    except OSError as exc:
-        _fail(f"cannot serve on {listen[0]}:{listen[1]}: {exc}")
+    with cli_errors():
+        try:
+            server = ControllerServer(
+                *listen,
+                simulator,
+                token=token,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                client_ca=client_ca,
+            )
+        except OSError as exc:
+            raise RackcronError(f"cannot serve on {listen[0]}:{listen[1]}: {exc}") from None
     _serve_until_signalled(server)
 
 
@@ -148,17 +148,8 @@ def _token(token_file: str | None) -> str | None:
 
 
 def _serve_until_signalled(server: ControllerServer) -> None:
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     server.start()
     click.echo(f"rack controller listening on {server.url}", err=True)
     stop.wait()
     server.shutdown()
-
-
-def _fail(message: str) -> NoReturn:
-    from rackcron.escape import terminal
-
-    click.echo(f"error: {terminal(message)}", err=True)
-    raise click.exceptions.Exit(1)

@@ -6,11 +6,13 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from rackcron.cli._common import (
+    DURATION,
+    INSTANT,
     Server,
     cli_errors,
     database_option,
@@ -19,17 +21,15 @@ from rackcron.cli._common import (
     open_service,
     print_table,
     server_options,
+    stop_on_signals,
     when,
 )
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     from rackcron.reconciler.apply import Provenance
-    from rackcron.reconciler.declared import Declared
+    from rackcron.reconciler.backend import Backend, PartlyApplied
     from rackcron.reconciler.plan import Plan
-    from rackcron.reconciler.remote import RemoteStore
-    from rackcron.reconciler.state import State
-    from rackcron.reconciler.validate import Validation
 
 __all__ = ["apply", "diff", "history", "plan", "sync"]
 
@@ -61,104 +61,26 @@ def owner_option(func):  # type: ignore[no-untyped-def]
     )(func)
 
 
-def _require_valid(checked: Validation, label: str = "") -> Declared:
-    """The declared state of a validated tree; on errors, print them and exit 1."""
-    from rackcron.reconciler.diagnostics import render
-
-    if not checked.ok:
-        echo_text(render(checked.errors, "text"), err=True)
-        click.echo(f"{label}{checked.summary()}", err=True)
-        sys.exit(1)
-    return checked.declared
-
-
-def _tree(path: Path, rev: str | None) -> tuple[list[tuple[str, bytes]], dict[str, object]]:
-    """The YAML sources of ``path`` (on disk, or at git revision ``rev``) and where they come from.
-
-    Inside a git repository, files are named relative to its root however ``path`` was
-    spelled, so each schedule's recorded source is the same from any directory, CI
-    checkout or revision.
-    """
-    import os
-
-    from rackcron.reconciler.git import read_revision, repo_root, tree_source
-    from rackcron.reconciler.validate import tree_sources
-
-    with cli_errors():
-        if rev is not None:
-            revision = read_revision(path, rev)
-            return revision.sources, revision.source
-        sources = tree_sources(path)
-        root = repo_root(path)
-        if root is not None:
-            # The directory is resolved, not the file: a link keeps its own name, as in git.
-            sources = [
-                (Path(os.path.relpath(Path(n).parent.resolve() / Path(n).name, root)).as_posix(), c)
-                for n, c in sources
-            ]
-        return sources, tree_source(path)
-
-
-def _missing_sqlite_file(database_url: str | None) -> str | None:
-    """The path of a SQLite store file that does not exist yet (else None)."""
-    import sqlalchemy as sa
-
-    from rackcron.store import default_database_url
-
-    try:
-        url = sa.make_url(database_url or default_database_url())
-    except sa.exc.ArgumentError:
-        return None  # open_service reports it
-    database = url.database or ""
-    if (
-        url.get_backend_name() != "sqlite"
-        or database in ("", ":memory:")
-        or database.startswith("file:")
-    ):
-        return None
-    return None if Path(database).expanduser().exists() else database
-
-
-def _desired_plan(
-    path: Path, rev: str | None, owner: str, database_url: str | None, *, create_store: bool
-) -> Plan:
-    """Validate the tree (exit 1 on errors) and plan it against the store.
+def _backend(database_url: str | None, server: Server | None, *, create_store: bool) -> Backend:
+    """Where to plan and apply: ``--server``, else the store at ``database_url``.
 
     Without ``create_store`` (``plan``), a SQLite store that does not exist yet is not
     created: the plan is made against an empty store, as the first apply will see it.
     """
-    from rackcron.reconciler.apply import plan_against_store
+    from rackcron.reconciler.backend import RemoteBackend, StoreBackend
+    from rackcron.store import missing_sqlite_file
 
-    desired, origin = _desired_state(path, rev, owner)
-    missing = None if create_store else _missing_sqlite_file(database_url)
-    if missing:
-        click.echo(
-            f"note: {terminal(missing)} does not exist yet; planning against an empty store",
-            err=True,
-        )
-        database_url = "sqlite://"
     with cli_errors():
-        service = open_service(database_url)
-        return plan_against_store(service, desired, owner=owner, source=origin)
-
-
-def _desired_state(path: Path, rev: str | None, owner: str) -> tuple[State, dict[str, object]]:
-    """The validated tree's desired state (exit 1 on errors) and where it comes from."""
-    from rackcron.reconciler.state import declared_state
-    from rackcron.reconciler.validate import validate_sources
-
-    sources, origin = _tree(path, rev)
-    return declared_state(_require_valid(validate_sources(sources)), owner), origin
-
-
-def _remote_plan(
-    remote: RemoteStore, path: Path, rev: str | None, owner: str
-) -> tuple[Plan, State]:
-    """Validate the tree and plan it against a gRPC server; the plan and the desired state."""
-    desired, origin = _desired_state(path, rev, owner)
-    with cli_errors():
-        result = remote.plan(desired, owner=owner, now=datetime.now(UTC), source=origin)
-    return result, desired
+        if server is not None:
+            return RemoteBackend(server.channel())
+        missing = None if create_store else missing_sqlite_file(database_url)
+        if missing:
+            click.echo(
+                f"note: {terminal(missing)} does not exist yet; planning against an empty store",
+                err=True,
+            )
+            database_url = "sqlite://"
+        return StoreBackend(open_service(database_url))
 
 
 def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
@@ -234,15 +156,14 @@ def plan(
 
     Example: rackcron plan examples/ --server 127.0.0.1:50051
     """
-    from rackcron.reconciler.remote import RemoteStore
     from rackcron.reconciler.render import render_json
+    from rackcron.reconciler.trees import desired_state
 
-    if server is not None:
-        with cli_errors():
-            channel = server.channel()
-        result, _ = _remote_plan(RemoteStore(channel), path, rev, owner)
-    else:
-        result = _desired_plan(path, rev, owner, database_url, create_store=False)
+    with cli_errors():
+        desired, origin = desired_state(path, rev, owner)
+    backend = _backend(database_url, server, create_store=False)
+    with cli_errors():
+        result = backend.plan(desired, owner=owner, source=origin)
     if out:
         out.write_text(render_json(result.to_json()) + "\n")
     _show(result, fmt, detailed_exitcode)
@@ -292,12 +213,14 @@ def apply(
 
     Example: rackcron apply examples/ --server 127.0.0.1:50051 --token-file token
     """
-    if server is not None:
-        _apply_remote(server, source, rev, owner, auto_approve, break_lock)
-        return
-    from rackcron.reconciler.apply import apply_plan
-    from rackcron.reconciler.plan import Plan
+    from rackcron.reconciler.backend import PartlyApplied
+    from rackcron.reconciler.trees import desired_state, load_plan
 
+    saved = source.is_file() and source.suffix == ".json"
+    if server is not None and (break_lock or source.is_file()):
+        raise click.UsageError(
+            "with --server, apply takes a tree (a saved plan or --break-lock needs the store)"
+        )
     if break_lock:
         with cli_errors():
             holder = open_service(database_url).break_apply_lock()
@@ -307,30 +230,31 @@ def apply(
             else "the apply lock was not held"
         )
         return
-    if source.is_file() and source.suffix == ".json":
-        from rackcron import boundedjson
-
-        try:
-            planned = Plan.from_json(boundedjson.loads(source.read_bytes()))
-        except (ValueError, KeyError, TypeError) as exc:
-            click.echo(f"error: {terminal(f'{source}: not a saved plan: {exc}')}", err=True)
-            sys.exit(1)
-    else:
-        planned = _desired_plan(source, rev, owner, database_url, create_store=True)
-    provenance = _approved(planned, source, auto_approve)
+    desired = None
     with cli_errors():
-        service = open_service(database_url)
+        if saved:
+            planned = load_plan(source)
+        else:
+            desired, origin = desired_state(source, rev, owner)
+    backend = _backend(database_url, server, create_store=True)
+    if not saved:
+        with cli_errors():
+            planned = backend.plan(desired, owner=owner, source=origin)
+    provenance = _approved(planned, source, auto_approve)
     try:
         with cli_errors():
-            record = apply_plan(service, planned, provenance, progress=_progress)
+            try:
+                applied = backend.apply(planned, provenance, desired=desired, progress=_progress)
+            except PartlyApplied as exc:
+                _partly_applied(exc)
     finally:
-        for holder, error in service.unreleased_apply_locks.items():
+        for holder, error in backend.unreleased_apply_locks.items():
             click.echo(
                 f"warning: the apply lock could not be released: {error.message}. It is held"
                 f" by {holder}: once the database is back, run `rackcron apply --break-lock`.",
                 err=True,
             )
-    _complete(record.summary, record.id)
+    _complete(applied.counts, applied.apply_id)
 
 
 def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
@@ -369,26 +293,11 @@ def _progress(number: int, total: int, change) -> None:  # type: ignore[no-untyp
         click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}", err=True)
 
 
-def _apply_remote(
-    server: Server, source: Path, rev: str | None, owner: str, auto_approve: bool, break_lock: bool
-) -> None:
-    """``apply --server``: plan the tree against the server, confirm, apply step by step."""
-    from rackcron.reconciler.remote import RemoteStore
-
-    if break_lock or source.is_file():
-        raise click.UsageError(
-            "with --server, apply takes a tree (a saved plan or --break-lock needs the store)"
-        )
-    with cli_errors():
-        remote = RemoteStore(server.channel())
-    planned, desired = _remote_plan(remote, source, rev, owner)
-    provenance = _approved(planned, source, auto_approve)
-    with cli_errors():
-        report = remote.apply(planned, desired, provenance=provenance, progress=_progress)
-    if report.ok:
-        _complete(planned.counts(), report.apply_id)
-        return
-    change, step, error = report.failed  # type: ignore[misc]
+def _partly_applied(failure: PartlyApplied) -> NoReturn:
+    """``apply --server`` stopped at a refused step: say what was applied and what was not."""
+    report = failure.report
+    assert report.failed is not None
+    change, step, error = report.failed
     click.echo(
         f'\nerror: {change.kind} "{terminal(change.name)}": {step.rpc} failed: {terminal(str(error))}',
         err=True,
@@ -443,12 +352,16 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
 @click.option("--head", default="HEAD", show_default=True, help="The revision with the change.")
 @format_choice
 @detailed_exitcode_option
-@click.option(
-    "--now", "at", metavar="RFC3339", help="Show fire times from this instant (default: now)."
-)
+@click.option("--now", "at", type=INSTANT, help="Show fire times from this instant (default: now).")
 @owner_option
 def diff(
-    path: Path, base: str, head: str, fmt: str, detailed_exitcode: bool, at: str | None, owner: str
+    path: Path,
+    base: str,
+    head: str,
+    fmt: str,
+    detailed_exitcode: bool,
+    at: datetime | None,
+    owner: str,
 ) -> None:
     """Show what a change between two git revisions of PATH would do, without a store.
 
@@ -458,27 +371,10 @@ def diff(
 
     Example: rackcron diff examples/ --base origin/main --head HEAD --format markdown
     """
-    from rackcron.reconciler.declared import Declared
-    from rackcron.reconciler.diff import diff as diff_states
-    from rackcron.reconciler.git import read_revision
-    from rackcron.reconciler.state import declared_state
-    from rackcron.reconciler.validate import validate_sources
-    from rackcron.timing import SpecError, parse_rfc3339
+    from rackcron.reconciler.trees import diff_revisions
 
-    try:
-        now = parse_rfc3339(at) if at else datetime.now(UTC)
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--now") from None
     with cli_errors():
-        before = validate_sources(read_revision(path, base, missing_ok=True).sources)
-        after = read_revision(path, head)
-    # A tree with no documents at BASE (new directory, first commit) compares as empty.
-    base_declared = _require_valid(before, f"{base}: ") if before.files else Declared()
-    head_declared = _require_valid(validate_sources(after.sources), f"{head}: ")
-    result = diff_states(
-        declared_state(base_declared, owner), declared_state(head_declared, owner),
-        owner=owner, now=now, source=after.source,
-    )  # fmt: skip
+        result = diff_revisions(path, base, head, owner=owner, now=at or datetime.now(UTC))
     _show(result, fmt, detailed_exitcode)
 
 
@@ -508,6 +404,7 @@ def diff(
 )
 @click.option(
     "--interval",
+    type=DURATION,
     default="60s",
     show_default=True,
     help="Time between rounds (Go duration: 30s, 5m).",
@@ -522,7 +419,7 @@ def sync(
     tree: str,
     branch: str,
     remote: str,
-    interval: str,
+    interval: float,
     once: bool,
     owner: str,
     database_url: str | None,
@@ -535,24 +432,13 @@ def sync(
 
     Example: rackcron sync --repo /srv/fleet-repo --path fleet --branch main --interval 60s
     """
-    import signal
     import socket
-    import threading
 
     from rackcron.reconciler.sync import run_round, sync_loop
-    from rackcron.timing import SpecError, parse_duration
 
-    try:
-        seconds = parse_duration(interval) / 1e9
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--interval") from None
-    if seconds <= 0:
-        raise click.BadParameter("must be positive", param_hint="--interval")
     with cli_errors():
         service = open_service(database_url)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     author = f"rackcron sync on {socket.gethostname()}"
 
     def report(result) -> None:  # type: ignore[no-untyped-def]
@@ -565,7 +451,7 @@ def sync(
         lambda: run_round(
             service, repo, tree, remote=remote, branch=branch, owner=owner, author=author
         ),
-        report, interval=seconds, stop=stop, once=once,
+        report, interval=interval, stop=stop, once=once,
     )  # fmt: skip
     if once and not last.ok:
         sys.exit(1)

@@ -2,7 +2,7 @@
 
 One process, one configuration: the poll loop and the runner each run in a thread
 of their own, over the same store, and the Flow gRPC shim serves on its own
-thread pool when given an address (alone with ``dispatch=False``); ``/metrics``
+thread pool when given an address (alone with ``dispatch=None``); ``/metrics``
 and ``/healthz`` are served when a listen address is given. :func:`serve`
 returns once ``stop`` is set (SIGTERM, SIGINT, or ``stop_after``) and everything
 has finished what it was doing, each wait bounded: RPCs in flight complete (up to
@@ -23,10 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from math import inf
-from typing import Any
 
-from rackcron.dispatcher.controllers.allowlist import AllowList
-from rackcron.dispatcher.controllers.credentials import CredentialStore
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
@@ -37,28 +34,36 @@ from rackcron.logs import event
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 
-__all__ = ["ServeConfig", "serve"]
+__all__ = ["DispatchConfig", "RunnerConfig", "ServeConfig", "serve"]
 
 
-@dataclass
-class ServeConfig:
-    """Everything ``rackcron serve`` can be told."""
+@dataclass(frozen=True)
+class DispatchConfig:
+    """How the dispatcher polls for due schedules."""
 
     poll_interval: float = 10.0
     batch_size: int = 500
     workers: int | None = None  # None: the dispatcher's default for the backend
-    dispatch: bool = True  # False: no dispatcher and no runner (the shim alone)
-    runner: bool = True
-    runner_interval: float = 1.0
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How the task runner delivers tasks and follows them."""
+
+    interval: float = 1.0
     status_interval: float = 2.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    simulator: Simulator = field(default_factory=Simulator)
-    default_controller: dict[str, Any] | None = None
-    default_controller_token: str | None = None  # RACKCRON_CONTROLLER_TOKEN
-    controller_allow: AllowList = field(default_factory=AllowList.parse)  # loopback only
-    controller_credentials: CredentialStore = field(default_factory=CredentialStore)
-    metrics_listen: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``rackcron serve`` can be told, one object per part it runs."""
+
+    dispatch: DispatchConfig | None = field(default_factory=DispatchConfig)  # None: no poll loop
+    runner: RunnerConfig | None = field(default_factory=RunnerConfig)  # None: no deliveries
+    controllers: Controllers = field(default_factory=lambda: Controllers(Simulator()))
     grpc: ShimConfig | None = None
+    metrics_listen: tuple[str, int] | None = None
     stop_after: float | None = None
 
 
@@ -69,8 +74,9 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     """
     metrics = Metrics(service.task_counts)
     # Without a dispatcher there is no poll to be late: the process is healthy while up.
-    health = HealthCheck(max_age=max(3 * config.poll_interval, 60.0) if config.dispatch else inf)
-    loops = _loops(service, config, metrics, health, stop) if config.dispatch else []
+    dispatch = config.dispatch
+    health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)
+    loops = _loops(service, dispatch, config, metrics, health, stop) if dispatch else []
     shim = server = timer = None
     try:
         if config.grpc is not None:
@@ -86,9 +92,9 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
         event(
             logging.INFO,
             "serving",
-            dispatch=config.dispatch,
-            poll_interval=config.poll_interval,
-            runner=config.dispatch and config.runner,
+            dispatch=dispatch is not None,
+            poll_interval=dispatch.poll_interval if dispatch else DispatchConfig.poll_interval,
+            runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
             metrics=f"http://{config.metrics_listen[0]}:{server.port}/metrics" if server else "off",
         )
@@ -111,6 +117,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
 
 def _loops(
     service: Service,
+    dispatch: DispatchConfig,
     config: ServeConfig,
     metrics: Metrics,
     health: HealthCheck,
@@ -119,42 +126,35 @@ def _loops(
     """The dispatcher's thread and, unless turned off, the task runner's."""
     dispatcher = Dispatcher(
         service,
-        batch_size=config.batch_size,
+        batch_size=dispatch.batch_size,
         metrics=metrics,
         health=health,
         hook=fault_hook(),
-        workers=config.workers,
+        workers=dispatch.workers,
     )
     loops = [
         threading.Thread(
             target=dispatcher.run,
             args=(stop,),
-            kwargs={"interval": config.poll_interval},
+            kwargs={"interval": dispatch.poll_interval},
             name="rackcron-dispatcher",
         )
     ]
-    if config.runner:
-        controllers = Controllers(
-            config.simulator,
-            default=config.default_controller,
-            allow=config.controller_allow,
-            credentials=config.controller_credentials,
-            default_token=config.default_controller_token,
-        )
-        _log_refused(service, controllers)
+    if config.runner is not None:
+        _log_refused(service, config.controllers)
         runner = TaskRunner(
             service,
-            controllers,
-            retry=config.retry,
-            status_interval=config.status_interval,
-            batch_size=config.batch_size,
+            config.controllers,
+            retry=config.runner.retry,
+            status_interval=config.runner.status_interval,
+            batch_size=dispatch.batch_size,
             metrics=metrics,
         )
         loops.append(
             threading.Thread(
                 target=runner.run,
                 args=(stop,),
-                kwargs={"interval": config.runner_interval},
+                kwargs={"interval": config.runner.interval},
                 name="rackcron-runner",
             )
         )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,11 +17,15 @@ from rackcron.cli._common import (
     database_option,
     open_service,
     operation_durations,
+    option_group,
+    stop_on_signals,
 )
 
 if TYPE_CHECKING:
+    from rackcron.cli.serve import DispatchConfig, RunnerConfig
     from rackcron.dispatcher.controllers.allowlist import AllowList
     from rackcron.dispatcher.controllers.credentials import CredentialStore
+    from rackcron.dispatcher.controllers.registry import Controllers
     from rackcron.shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,60 +34,55 @@ F = TypeVar("F", bound=Callable[..., Any])
 TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
 
 
-def _daemon_options(func: F) -> F:
-    """Options the dispatcher's commands share."""
-    for option in reversed(
-        [
-            click.option(
-                "--poll-interval",
-                type=DURATION,
-                default="10s",
-                show_default=True,
-                help="Time between polls for due schedules (the first poll is at start-up).",
-            ),
-            click.option(
-                "--batch-size",
-                type=click.IntRange(1, 10_000),
-                default=500,
-                show_default=True,
-                help="Schedules claimed per transaction.",
-            ),
-            click.option(
-                "--workers",
-                type=click.IntRange(1, 16),
-                help="Threads draining a poll's backlog side by side (default: 2 on "
-                "PostgreSQL, 1 on SQLite, which has one writer at a time).",
-            ),
-            click.option(
-                "--log-format",
-                type=click.Choice(["text", "json"]),
-                default="text",
-                show_default=True,
-                help="One line per event, as key=value text or JSON.",
-            ),
-            click.option(
-                "--log-level",
-                type=click.Choice(["debug", "info", "warning", "error"]),
-                default="info",
-                show_default=True,
-            ),
-        ]
-    ):
-        func = option(func)
-    return database_option(func)
+def _dispatch(poll_interval: float, batch_size: int, workers: int | None) -> DispatchConfig:
+    from rackcron.cli.serve import DispatchConfig
+
+    return DispatchConfig(poll_interval=poll_interval, batch_size=batch_size, workers=workers)
 
 
-def _start_logs(log_format: str, log_level: str) -> None:
+#: How the dispatcher polls: ``dispatch: DispatchConfig``.
+_dispatch_options = option_group(
+    "dispatch", _dispatch,
+    click.option(
+        "--poll-interval", type=DURATION, default="10s", show_default=True,
+        help="Time between polls for due schedules (the first poll is at start-up).",
+    ),
+    click.option(
+        "--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+        help="Schedules claimed per transaction.",
+    ),
+    click.option(
+        "--workers", type=click.IntRange(1, 16),
+        help="Threads draining a poll's backlog side by side (default: 2 on "
+        "PostgreSQL, 1 on SQLite, which has one writer at a time).",
+    ),
+)  # fmt: skip
+
+
+def _logs(log_format: str, log_level: str) -> Callable[[], None]:
+    """What starts the daemon's logs, once its options are all checked."""
     from rackcron.logs import configure
 
-    configure(log_format, level=getattr(logging, log_level.upper()))  # type: ignore[arg-type]
+    return lambda: configure(log_format, level=getattr(logging, log_level.upper()))  # type: ignore[arg-type]
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    return stop
+#: ``start_logs``: call it to send events to stderr, one line each.
+_log_options = option_group(
+    "start_logs", _logs,
+    click.option(
+        "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+        help="One line per event, as key=value text or JSON.",
+    ),
+    click.option(
+        "--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+        default="info", show_default=True,
+    ),
+)  # fmt: skip
+
+
+def _daemon_options(func: F) -> F:
+    """Options the dispatcher's commands share: the store, polling, logs."""
+    return database_option(_dispatch_options(_log_options(func)))
 
 
 @click.command("dispatch")
@@ -93,11 +90,8 @@ def _stop_on_signals() -> threading.Event:
 @click.option("--once", is_flag=True, help="Poll once, print what fired, and exit.")
 def dispatch(
     database_url: str | None,
-    poll_interval: float,
-    batch_size: int,
-    workers: int | None,
-    log_format: str,
-    log_level: str,
+    dispatch: DispatchConfig,
+    start_logs: Callable[[], None],
     once: bool,
 ) -> None:
     """Fire due schedules: the poll loop alone, without delivering tasks.
@@ -114,12 +108,12 @@ def dispatch(
     from rackcron.dispatcher.faults import fault_hook
     from rackcron.dispatcher.loop import Dispatcher
 
-    _start_logs(log_format, log_level)
+    start_logs()
     with cli_errors():
         service = open_service(database_url)
         try:
             dispatcher = Dispatcher(
-                service, batch_size=batch_size, hook=fault_hook(), workers=workers
+                service, batch_size=dispatch.batch_size, hook=fault_hook(), workers=dispatch.workers
             )
             if once:
                 summary = dispatcher.poll()
@@ -129,7 +123,7 @@ def dispatch(
                     + (f": {counts}" if counts else "")
                 )
                 return
-            dispatcher.run(_stop_on_signals(), interval=poll_interval)
+            dispatcher.run(stop_on_signals(), interval=dispatch.poll_interval)
         finally:
             service.close()
 
@@ -171,121 +165,26 @@ def _controller(value: str | None, allow: AllowList) -> dict[str, Any] | None:
     return spec.model_dump()
 
 
-@click.command("serve")
-@_daemon_options
-@click.option(
-    "--metrics-listen",
-    type=LISTEN,
-    help="Serve Prometheus /metrics and /healthz here, e.g. 127.0.0.1:9464 (default: off).",
-)
-@click.option("--no-runner", is_flag=True, help="Fire schedules only; deliver no tasks.")
-@click.option(
-    "--runner-interval", type=DURATION, default="1s", show_default=True,
-    help="Time between the task runner's rounds.",
-)  # fmt: skip
-@click.option(
-    "--status-interval", type=DURATION, default="2s", show_default=True,
-    help="How often a running task's controller is asked how it is doing.",
-)  # fmt: skip
-@click.option(
-    "--delivery-attempts", type=click.IntRange(1, 100), default=5, show_default=True,
-    help="Failed controller calls in a row before a task fails.",
-)  # fmt: skip
-@click.option(
-    "--retry-backoff", type=DURATION, default="1s", show_default=True,
-    help="Wait before the first retry of a failed controller call (doubling, at most 60s).",
-)  # fmt: skip
-@click.option(
-    "--default-controller",
-    metavar="simulator|URL",
-    help="The controller of racks that name none: the built-in simulator (default) or an "
-    f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}); its "
-    "host must be allowed by --controller-allow.",
-)
-@click.option(
-    "--controller-allow", multiple=True, metavar="PATTERN",
-    help="A controller host the task runner may call (repeatable): an IP network "
-    "(10.0.0.0/8), a host (rc.example.com), a glob (*.bmc.example.com), any of them "
-    "with :PORT. Tasks of racks whose controller is not allowed fail without a request. "
-    "Default: loopback only (127.0.0.0/8, ::1, localhost).",
-)  # fmt: skip
-@click.option(
-    "--controller-secrets", type=click.Path(file_okay=False), metavar="DIR",
-    help="Directory of controller credentials: DIR/NAME/token, ca.pem, client.pem, "
-    "client.key for a rack's `credential: NAME` (links may not lead out of DIR). "
-    "Tokens may also come from $RACKCRON_CONTROLLER_SECRET_<NAME>.",
-)  # fmt: skip
-@click.option(
-    "--sim-duration", multiple=True, metavar="TYPE=DURATION", callback=operation_durations,
-    help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
-)  # fmt: skip
-@click.option(
-    "--sim-default-duration", type=DURATION, default="5s", show_default=True,
-    help="How long the simulator runs an operation type without its own duration.",
-)  # fmt: skip
-@click.option(
-    "--sim-failure-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-    help="Share of simulated operations that fail.",
-)  # fmt: skip
-@click.option("--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs).")
-@click.option(
-    "--grpc-listen",
-    type=LISTEN,
-    help="Serve the Flow gRPC API here, e.g. 127.0.0.1:50051 (default: off). Off loopback, "
-    "use TLS and tokens.",
-)
-@click.option(
-    "--grpc-tls-cert", type=click.Path(dir_okay=False),
-    help="PEM certificate (chain) of the gRPC server; turns TLS on, with --grpc-tls-key.",
-)  # fmt: skip
-@click.option("--grpc-tls-key", type=click.Path(dir_okay=False), help="PEM private key for TLS.")
-@click.option(
-    "--grpc-client-ca", type=click.Path(dir_okay=False),
-    help="PEM CA bundle: clients must present a certificate it signed (mTLS).",
-)  # fmt: skip
-@click.option(
-    "--grpc-token-file", type=click.Path(dir_okay=False),
-    help="File of bearer tokens, one per line: gRPC calls must carry one (also accepted: "
-    f"${GRPC_TOKEN_ENV}). Health checks need none.",
-)  # fmt: skip
-@click.option(
-    "--grpc-workers", type=click.IntRange(1, 256),
-    help="Threads serving RPCs (default: two per CPU, 4 to 32); the database connection"
-    " pool is sized to match.",
-)  # fmt: skip
-@click.option(
-    "--grpc-max-message-size", type=click.IntRange(1024, 64 * 1024 * 1024),
-    default=4 * 1024 * 1024, show_default=True, metavar="BYTES",
-    help="Largest request accepted; bigger ones get RESOURCE_EXHAUSTED.",
-)  # fmt: skip
-@click.option(
-    "--grpc-grace", type=DURATION, default="10s", show_default=True,
-    help="On stop, how long RPCs in flight get to finish.",
-)  # fmt: skip
-@click.option(
-    "--grpc-reconciler", is_flag=True,
-    help="Also serve rackcron.v1.Reconciler, so `apply --server` can write the inventory "
-    "(rack controller settings included) and record applies: give its callers the trust "
-    "`rackcron apply` needs.",
-)  # fmt: skip
-@click.option(
-    "--no-dispatch", is_flag=True,
-    help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
-)  # fmt: skip
-@click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
-def serve(
-    database_url: str | None,
-    poll_interval: float,
-    batch_size: int,
-    workers: int | None,
-    log_format: str,
-    log_level: str,
-    metrics_listen: tuple[str, int] | None,
+def _runner(
     no_runner: bool,
     runner_interval: float,
     status_interval: float,
     delivery_attempts: int,
     retry_backoff: float,
+) -> RunnerConfig | None:
+    from rackcron.cli.serve import RunnerConfig
+    from rackcron.dispatcher.runner import RetryPolicy
+
+    if no_runner:
+        return None
+    return RunnerConfig(
+        interval=runner_interval,
+        status_interval=status_interval,
+        retry=RetryPolicy(attempts=delivery_attempts, backoff=retry_backoff),
+    )
+
+
+def _controllers(
     default_controller: str | None,
     controller_allow: tuple[str, ...],
     controller_secrets: str | None,
@@ -293,6 +192,27 @@ def serve(
     sim_default_duration: float,
     sim_failure_rate: float,
     sim_seed: int | None,
+) -> Controllers:
+    """Where the runner sends tasks: the simulator, or the controllers it may call."""
+    from rackcron.dispatcher.controllers.registry import Controllers
+    from rackcron.dispatcher.controllers.simulator import Simulator
+
+    allow = _controller_allow(controller_allow)
+    return Controllers(
+        Simulator(
+            durations=sim_duration,
+            default_duration=sim_default_duration,
+            failure_rate=sim_failure_rate,
+            seed=sim_seed,
+        ),
+        default=_controller(default_controller, allow),
+        allow=allow,
+        credentials=_controller_secrets(controller_secrets),
+        default_token=os.environ.get(TOKEN_ENV) or None,
+    )
+
+
+def _grpc_config(
     grpc_listen: tuple[str, int] | None,
     grpc_tls_cert: str | None,
     grpc_tls_key: str | None,
@@ -302,6 +222,174 @@ def serve(
     grpc_max_message_size: int,
     grpc_grace: float,
     grpc_reconciler: bool,
+) -> ShimConfig | None:
+    """The shim's configuration from serve's --grpc-* options (None: no gRPC).
+
+    :raises click.UsageError: options that do not go together.
+    """
+    from rackcron.shim.server import (
+        ShimConfig,
+        TlsFiles,
+        UnusableConfig,
+        default_workers,
+        load_tokens,
+    )
+
+    listen, cert, key, client_ca = grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca
+    token_file, reconciler = grpc_token_file, grpc_reconciler
+    given = [
+        name
+        for name, value in (
+            ("--grpc-tls-cert", cert), ("--grpc-tls-key", key),
+            ("--grpc-client-ca", client_ca), ("--grpc-token-file", token_file),
+            ("--grpc-reconciler", reconciler or None),
+        )
+        if value is not None
+    ]  # fmt: skip
+    if listen is None:
+        if given:
+            raise click.UsageError(f"{given[0]} needs --grpc-listen")
+        return None
+    if (cert is None) != (key is None):
+        raise click.UsageError("--grpc-tls-cert and --grpc-tls-key go together")
+    if client_ca is not None and cert is None:
+        raise click.UsageError("--grpc-client-ca needs TLS (--grpc-tls-cert and --grpc-tls-key)")
+    try:
+        tokens = load_tokens(token_file, os.environ.get(GRPC_TOKEN_ENV))
+    except UnusableConfig as exc:
+        raise click.BadParameter(str(exc), param_hint="--grpc-token-file") from None
+    return ShimConfig(
+        host=listen[0],
+        port=listen[1],
+        tls=TlsFiles(cert, key, client_ca) if cert and key else None,
+        tokens=tokens,
+        workers=grpc_workers or default_workers(),
+        max_message_bytes=grpc_max_message_size,
+        grace=grpc_grace,
+        reconciler=reconciler,
+    )
+
+
+@click.command("serve")
+@_daemon_options
+@click.option(
+    "--metrics-listen",
+    type=LISTEN,
+    help="Serve Prometheus /metrics and /healthz here, e.g. 127.0.0.1:9464 (default: off).",
+)
+@option_group(
+    "runner", _runner,
+    click.option("--no-runner", is_flag=True, help="Fire schedules only; deliver no tasks."),
+    click.option(
+        "--runner-interval", type=DURATION, default="1s", show_default=True,
+        help="Time between the task runner's rounds.",
+    ),
+    click.option(
+        "--status-interval", type=DURATION, default="2s", show_default=True,
+        help="How often a running task's controller is asked how it is doing.",
+    ),
+    click.option(
+        "--delivery-attempts", type=click.IntRange(1, 100), default=5, show_default=True,
+        help="Failed controller calls in a row before a task fails.",
+    ),
+    click.option(
+        "--retry-backoff", type=DURATION, default="1s", show_default=True,
+        help="Wait before the first retry of a failed controller call (doubling, at most 60s).",
+    )
+)  # fmt: skip
+@option_group(
+    "controllers", _controllers,
+    click.option(
+        "--default-controller",
+        metavar="simulator|URL",
+        help="The controller of racks that name none: the built-in simulator (default) or an "
+        f"http(s) URL speaking the controller protocol (bearer token from ${TOKEN_ENV}); its "
+        "host must be allowed by --controller-allow.",
+    ),
+    click.option(
+        "--controller-allow", multiple=True, metavar="PATTERN",
+        help="A controller host the task runner may call (repeatable): an IP network "
+        "(10.0.0.0/8), a host (rc.example.com), a glob (*.bmc.example.com), any of them "
+        "with :PORT. Tasks of racks whose controller is not allowed fail without a request. "
+        "Default: loopback only (127.0.0.0/8, ::1, localhost).",
+    ),
+    click.option(
+        "--controller-secrets", type=click.Path(file_okay=False), metavar="DIR",
+        help="Directory of controller credentials: DIR/NAME/token, ca.pem, client.pem, "
+        "client.key for a rack's `credential: NAME` (links may not lead out of DIR). "
+        "Tokens may also come from $RACKCRON_CONTROLLER_SECRET_<NAME>.",
+    ),
+    click.option(
+        "--sim-duration", multiple=True, metavar="TYPE=DURATION", callback=operation_durations,
+        help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
+    ),
+    click.option(
+        "--sim-default-duration", type=DURATION, default="5s", show_default=True,
+        help="How long the simulator runs an operation type without its own duration.",
+    ),
+    click.option(
+        "--sim-failure-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+        help="Share of simulated operations that fail.",
+    ),
+    click.option("--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs).")
+)  # fmt: skip
+@option_group(
+    "grpc", _grpc_config,
+    click.option(
+        "--grpc-listen",
+        type=LISTEN,
+        help="Serve the Flow gRPC API here, e.g. 127.0.0.1:50051 (default: off). Off loopback, "
+        "use TLS and tokens.",
+    ),
+    click.option(
+        "--grpc-tls-cert", type=click.Path(dir_okay=False),
+        help="PEM certificate (chain) of the gRPC server; turns TLS on, with --grpc-tls-key.",
+    ),
+    click.option("--grpc-tls-key", type=click.Path(dir_okay=False), help="PEM private key for TLS."),
+    click.option(
+        "--grpc-client-ca", type=click.Path(dir_okay=False),
+        help="PEM CA bundle: clients must present a certificate it signed (mTLS).",
+    ),
+    click.option(
+        "--grpc-token-file", type=click.Path(dir_okay=False),
+        help="File of bearer tokens, one per line: gRPC calls must carry one (also accepted: "
+        f"${GRPC_TOKEN_ENV}). Health checks need none.",
+    ),
+    click.option(
+        "--grpc-workers", type=click.IntRange(1, 256),
+        help="Threads serving RPCs (default: two per CPU, 4 to 32); the database connection"
+        " pool is sized to match.",
+    ),
+    click.option(
+        "--grpc-max-message-size", type=click.IntRange(1024, 64 * 1024 * 1024),
+        default=4 * 1024 * 1024, show_default=True, metavar="BYTES",
+        help="Largest request accepted; bigger ones get RESOURCE_EXHAUSTED.",
+    ),
+    click.option(
+        "--grpc-grace", type=DURATION, default="10s", show_default=True,
+        help="On stop, how long RPCs in flight get to finish.",
+    ),
+    click.option(
+        "--grpc-reconciler", is_flag=True,
+        help="Also serve rackcron.v1.Reconciler, so `apply --server` can write the inventory "
+        "(rack controller settings included) and record applies: give its callers the trust "
+        "`rackcron apply` needs.",
+    )
+)  # fmt: skip
+@click.option(
+    "--no-dispatch",
+    is_flag=True,
+    help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
+)
+@click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
+def serve(
+    database_url: str | None,
+    dispatch: DispatchConfig,
+    start_logs: Callable[[], None],
+    metrics_listen: tuple[str, int] | None,
+    runner: RunnerConfig | None,
+    controllers: Controllers,
+    grpc: ShimConfig | None,
     no_dispatch: bool,
     stop_after: float | None,
 ) -> None:
@@ -339,40 +427,20 @@ def serve(
     """
     from rackcron.cli.serve import ServeConfig
     from rackcron.cli.serve import serve as run_server
-    from rackcron.dispatcher.controllers.simulator import Simulator
-    from rackcron.dispatcher.runner import RetryPolicy
     from rackcron.shim.server import UnusableConfig
 
-    grpc = _grpc_config(
-        grpc_listen, grpc_tls_cert, grpc_tls_key, grpc_client_ca, grpc_token_file,
-        grpc_workers, grpc_max_message_size, grpc_grace, grpc_reconciler, no_dispatch,
-    )  # fmt: skip
-    allow = _controller_allow(controller_allow)
+    if no_dispatch and grpc is None:
+        raise click.UsageError("--no-dispatch needs --grpc-listen")
     config = ServeConfig(
-        poll_interval=poll_interval,
-        batch_size=batch_size,
-        workers=workers,
-        runner=not no_runner,
-        runner_interval=runner_interval,
-        status_interval=status_interval,
-        retry=RetryPolicy(attempts=delivery_attempts, backoff=retry_backoff),
-        simulator=Simulator(
-            durations=sim_duration,
-            default_duration=sim_default_duration,
-            failure_rate=sim_failure_rate,
-            seed=sim_seed,
-        ),
-        default_controller=_controller(default_controller, allow),
-        default_controller_token=os.environ.get(TOKEN_ENV) or None,
-        controller_allow=allow,
-        controller_credentials=_controller_secrets(controller_secrets),
-        metrics_listen=metrics_listen,
-        dispatch=not no_dispatch,
+        dispatch=None if no_dispatch else dispatch,
+        runner=runner,
+        controllers=controllers,
         grpc=grpc,
+        metrics_listen=metrics_listen,
         stop_after=stop_after,
     )
-    _start_logs(log_format, log_level)
-    stop = _stop_on_signals()
+    start_logs()
+    stop = stop_on_signals()
     # Each RPC thread may hold a connection, next to the dispatcher's and the runner's.
     pool_size = config.grpc.workers + 4 if config.grpc else None
     with cli_errors():
@@ -383,60 +451,3 @@ def serve(
             raise click.ClickException(str(exc)) from None
         finally:
             service.close()
-
-
-def _grpc_config(
-    listen: tuple[str, int] | None,
-    cert: str | None,
-    key: str | None,
-    client_ca: str | None,
-    token_file: str | None,
-    workers: int | None,
-    max_message_size: int,
-    grace: float,
-    reconciler: bool,
-    no_dispatch: bool,
-) -> ShimConfig | None:
-    """The shim's configuration from serve's --grpc-* options (None: no gRPC).
-
-    :raises click.UsageError: options that do not go together.
-    """
-    from rackcron.shim.server import (
-        ShimConfig,
-        TlsFiles,
-        UnusableConfig,
-        default_workers,
-        load_tokens,
-    )
-
-    given = [
-        name
-        for name, value in (
-            ("--grpc-tls-cert", cert), ("--grpc-tls-key", key),
-            ("--grpc-client-ca", client_ca), ("--grpc-token-file", token_file),
-            ("--grpc-reconciler", reconciler or None), ("--no-dispatch", no_dispatch or None),
-        )
-        if value is not None
-    ]  # fmt: skip
-    if listen is None:
-        if given:
-            raise click.UsageError(f"{given[0]} needs --grpc-listen")
-        return None
-    if (cert is None) != (key is None):
-        raise click.UsageError("--grpc-tls-cert and --grpc-tls-key go together")
-    if client_ca is not None and cert is None:
-        raise click.UsageError("--grpc-client-ca needs TLS (--grpc-tls-cert and --grpc-tls-key)")
-    try:
-        tokens = load_tokens(token_file, os.environ.get(GRPC_TOKEN_ENV))
-    except UnusableConfig as exc:
-        raise click.BadParameter(str(exc), param_hint="--grpc-token-file") from None
-    return ShimConfig(
-        host=listen[0],
-        port=listen[1],
-        tls=TlsFiles(cert, key, client_ca) if cert and key else None,
-        tokens=tokens,
-        workers=workers or default_workers(),
-        max_message_bytes=max_message_size,
-        grace=grace,
-        reconciler=reconciler,
-    )

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from rackcron.cli._common import print_diagnostics
+
 __all__ = ["validate"]
 
 
@@ -38,7 +40,6 @@ def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
 
     Example: rackcron validate examples/ --format github --conflicts
     """
-    from rackcron.reconciler.diagnostics import render
     from rackcron.reconciler.validate import validate_tree
 
     try:
@@ -49,11 +50,7 @@ def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
         from rackcron.reconciler.conflicts import coarse_conflicts, to_diagnostics
 
         result.diagnostics += to_diagnostics(coarse_conflicts(result.declared))
-    output = render(result.diagnostics, fmt)
-    if output:
-        click.echo(
-            output
-        )  # each diagnostic escaped for its format (rackcron.reconciler.diagnostics)
-    if fmt == "text":
-        click.echo(result.summary(), err=True)
+    print_diagnostics(
+        result.diagnostics, fmt, summary=result.summary() if fmt == "text" else None, err=False
+    )
     raise SystemExit(0 if result.ok else 1)

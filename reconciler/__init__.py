@@ -7,7 +7,9 @@ core's rules (``declared``), with diagnostics at file:line:col (``diagnostics``)
 compares it with the store's into a ``plan`` (pure data), ``render`` prints it,
 ``apply`` runs it in one transaction (``remote`` through a Flow server instead),
 ``conflicts`` finds schedules that can collide, and ``sync`` keeps a store on a
-git branch.
+git branch. The CLI enters through two modules: ``trees`` (a tree, from disk or a
+git revision, to its desired state; a pull request's diff) and ``backend`` (plan
+and apply on the store or a server, one interface).
 """
 
 from rackcron.reconciler.declared import Declared, DeclaredSchedule

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
 
+from rackcron.errors import InvalidArgument
 from rackcron.gcpause import gc_paused
 from rackcron.reconciler.declared import Declared, build_declared
 from rackcron.reconciler.diagnostics import Diagnostic
@@ -23,7 +24,7 @@ from rackcron.reconciler.listing import Listed, read_listed, read_regular
 from rackcron.reconciler.schema import check_schema
 from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
 
-__all__ = ["Validation", "tree_sources", "validate_sources", "validate_tree"]
+__all__ = ["InvalidTree", "Validation", "tree_sources", "validate_sources", "validate_tree"]
 
 _SUFFIXES = (".yaml", ".yml")
 
@@ -51,6 +52,16 @@ class Validation:
             f"{self.files} files, {self.documents} documents:"
             f" {len(self.errors)} errors, {warnings} warnings"
         )
+
+
+class InvalidTree(InvalidArgument):
+    """The tree has errors; ``validation`` holds every diagnostic, ``label`` names the
+    revision it was read at (``"origin/main: "``, or empty for the working copy)."""
+
+    def __init__(self, validation: Validation, label: str = "") -> None:
+        super().__init__(f"{label}{validation.summary()}")
+        self.validation = validation
+        self.label = label
 
 
 def tree_sources(*paths: Path | str) -> list[tuple[str, bytes]]:

@@ -64,6 +64,24 @@ def default_database_url() -> str:
 _SECRET_PARAMETER = re.compile(r"pass|secret|token|key", re.IGNORECASE)
 
 
+def missing_sqlite_file(url: str | None) -> str | None:
+    """The path of the SQLite file ``url`` (default: the default store) names, if it does
+    not exist yet; None for any other store, an in-memory one, or a URL that does not parse
+    (opening it reports that)."""
+    try:
+        parsed = sa.make_url(url or default_database_url())
+    except sa.exc.ArgumentError:
+        return None
+    database = parsed.database or ""
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or database in ("", ":memory:")
+        or database.startswith("file:")
+    ):
+        return None
+    return None if Path(database).expanduser().exists() else database
+
+
 def shown_url(url: str | sa.URL) -> str:
     """``url`` as messages show it: no password, in its user part or its query, ever.
 

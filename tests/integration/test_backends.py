@@ -1,0 +1,133 @@
+"""One plan/apply suite over every backend: the store in-process (SQLite, PostgreSQL) and a
+rackcron shim over gRPC on loopback (the same stores behind it).
+
+Whatever the backend, a tree planned and applied leaves nothing to plan; updates and
+deletions go through; a plan made before the backend changed, or with errors, changes
+nothing; and the apply is logged with where the tree came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from rackcron.errors import FailedPrecondition
+from rackcron.reconciler.apply import Provenance, StalePlan
+from rackcron.reconciler.backend import Backend, RemoteBackend, StoreBackend
+from rackcron.reconciler.state import State, declared_state, store_state
+from rackcron.reconciler.validate import validate_sources
+from rackcron.service import Service
+from rackcron.shim.server import ShimConfig, ShimServer
+from rackcron.wire.client import connect
+from tests.support.trees import RACKS, schedule
+
+OWNER = "fleet-repo"
+SOURCE = {"path": "fleet", "revision": "0123abcd", "dirty": False}
+PROVENANCE = Provenance(source="fleet", revision="0123abcd", author="ops@example.com")
+
+
+@pytest.fixture(params=["store", "remote"])
+def backend(request: pytest.FixtureRequest, service: Service) -> Iterator[Backend]:
+    """Each backend over the test's fresh store (SQLite and PostgreSQL)."""
+    if request.param == "store":
+        yield StoreBackend(service)
+        return
+    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=True))
+    server.start()
+    try:
+        with connect(server.address) as channel:
+            yield RemoteBackend(channel)
+    finally:
+        server.stop()
+
+
+def desired(*schedules: str) -> State:
+    checked = validate_sources(
+        [("racks.yaml", RACKS.encode()), ("s.yaml", "".join(schedules).encode())]
+    )
+    assert checked.ok, [d.message for d in checked.errors]
+    return declared_state(checked.declared, OWNER)
+
+
+def stored(service: Service) -> State:
+    with service.transaction(write=False) as ops:
+        return store_state(ops)
+
+
+def converge(backend: Backend, state: State) -> dict[str, int]:
+    plan = backend.plan(state, owner=OWNER, source=SOURCE)
+    assert not plan.errors, plan.errors
+    return backend.apply(plan, PROVENANCE, desired=state).counts
+
+
+def actions(backend: Backend, state: State) -> list[tuple[str, str, str]]:
+    plan = backend.plan(state, owner=OWNER, source=SOURCE)
+    return [(c.kind, c.name, c.action) for c in plan.changes]
+
+
+TWO = (schedule("nightly"), schedule("weekly", spec='"0 3 * * 0"', racks="[{name: r2}]"))
+
+
+def test_a_tree_applied_leaves_nothing_to_plan(backend: Backend, service: Service) -> None:
+    state = desired(*TWO)
+    planned = actions(backend, state)
+    assert ("schedule", "nightly", "create") in planned
+    counts = converge(backend, state)
+    assert counts["create"] == sum(action == "create" for _, _, action in planned)
+    assert actions(backend, state) == []
+    assert (
+        stored(service).fingerprint() == backend.plan(state, owner=OWNER, source=SOURCE).fingerprint
+    )
+    assert {s.name for s in service.list_schedules().items} == {"nightly", "weekly"}
+
+
+def test_an_update_and_a_deletion_are_applied(backend: Backend, service: Service) -> None:
+    converge(backend, desired(*TWO))
+    changed = desired(schedule("nightly", spec='"30 2 * * 1"'))
+    assert actions(backend, changed) == [
+        ("schedule", "nightly", "update"),
+        ("schedule", "weekly", "delete"),
+    ]
+    counts = converge(backend, changed)
+    assert (counts["update"], counts["delete"]) == (1, 1)
+    assert [(s.name, s.spec) for s in service.list_schedules().items] == [("nightly", "30 2 * * 1")]
+    assert actions(backend, changed) == []
+
+
+def test_a_plan_made_before_the_backend_changed_is_refused(
+    backend: Backend, service: Service
+) -> None:
+    converge(backend, desired(*TWO))
+    state = desired(schedule("nightly", spec='"30 2 * * 1"'), TWO[1])
+    plan = backend.plan(state, owner=OWNER, source=SOURCE)
+    service.pause_schedule(service.find_schedule("weekly").id)  # someone else's change
+    before = stored(service).fingerprint()
+    with pytest.raises(StalePlan):
+        backend.apply(plan, PROVENANCE, desired=state)
+    assert stored(service).fingerprint() == before
+
+
+def test_a_plan_with_errors_changes_nothing(backend: Backend, service: Service) -> None:
+    state = desired(*TWO)
+    plan = dataclasses.replace(
+        backend.plan(state, owner=OWNER, source=SOURCE), errors=("a refused change",)
+    )
+    with pytest.raises(FailedPrecondition, match="the plan has errors"):
+        backend.apply(plan, PROVENANCE, desired=state)
+    assert service.list_schedules().items == []
+    assert service.list_applies() == []
+
+
+def test_the_apply_is_logged_with_its_provenance(backend: Backend, service: Service) -> None:
+    plan = backend.plan(desired(*TWO), owner=OWNER, source=SOURCE)
+    applied = backend.apply(plan, PROVENANCE, desired=desired(*TWO))
+    (record,) = service.list_applies()
+    assert applied.apply_id == record.id
+    assert (record.revision, record.author, record.source) == (
+        "0123abcd",
+        "ops@example.com",
+        "fleet",
+    )
+    assert record.summary == plan.counts()
