@@ -1,8 +1,8 @@
 """Validate, plan and apply a large declared tree against the floor, all measured in one run.
 
 The tree (issue 3, "Acceptance"): ``--schedules`` TaskSchedule documents (default
-10,000) of about 17 lines each (PERF-NOTES.md's ~14-line schedule with its 4 racks
-listed one per line), every one targeting 4 racks, in 100 files, plus
+10,000) of about 17 lines each (the ~14-line schedule of docs/benchmarks.md "YAML and
+schema", with its 4 racks listed one per line), every one targeting 4 racks, in 100 files, plus
 an inventory of 400 racks (4 components each) and 100 NVLink domains. Spec types,
 operations, overlap policies, labels and every target form (racks by name, id
 or external id, with and without component types; NVLink domains; components by

@@ -1,6 +1,6 @@
 """Cron next-fire-time throughput: rackcron.timing against cronsim and croniter, in one run.
 
-Two measurements per expression and zone (PERF-NOTES.md, "Cron evaluation"):
+Two measurements per expression and zone (docs/benchmarks.md "Cron evaluation"):
 
 * create + first: parse the expression and compute the first fire time after a
   fixed instant (rackcron: ``parse_spec`` + ``first_run``; cronsim and croniter:

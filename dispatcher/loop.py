@@ -2,7 +2,7 @@
 
 A poll drains the whole backlog (``Service.fire_batches``: batches of
 ``batch_size`` claimed with ``FOR UPDATE SKIP LOCKED``, each fired in the three
-phases of SEMANTICS.md "Dispatch"), so replicas on one PostgreSQL database share
+phases of docs/spec/SEMANTICS.md "Dispatch"), so replicas on one PostgreSQL database share
 the work and a due schedule fires once per tick. Within one process, ``workers``
 threads drain the backlog side by side the same way (on PostgreSQL, where a batch
 spends much of its time waiting on the server; SQLite has one writer at a time, so

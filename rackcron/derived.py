@@ -1,6 +1,7 @@
 """What a stored operation template is called: a response's ``operation_type`` and ``description``.
 
-Derived from the template's type, code and information alone (flow-wire.md section 4),
+Derived from the template's type, code and information alone (docs/spec/flow-wire.md
+"Derived fields of the TaskSchedule response"),
 so :class:`~rackcron.models.Schedule` computes its fields here without importing the
 module that builds templates (``rackcron.templates``). Pure functions.
 """
@@ -24,7 +25,8 @@ def _firmware_version_suffix(template: OperationTemplate) -> str:
     return f" to {version}" if version else ""
 
 
-# (operation_type, description) for fixed (type, code) pairs of flow-wire.md section 4.
+# (operation_type, description) for fixed (type, code) pairs: docs/spec/flow-wire.md
+# "Derived fields of the TaskSchedule response".
 _DERIVED = {
     ("power_control", "power_on"): ("POWER_ON", "Power On"),
     ("power_control", "force_power_on"): ("POWER_ON", "Power On"),

@@ -1,7 +1,7 @@
 """The one error tree of rackcron's core.
 
 Every outcome a caller can act on is one class, carrying the status code of
-SEMANTICS.md "Error codes" (the gRPC code names, which the CLI and the shim each
+docs/spec/SEMANTICS.md "Error codes" (the gRPC code names, which the CLI and the shim each
 translate once)::
 
     RackcronError                 code

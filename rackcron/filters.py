@@ -1,6 +1,6 @@
 """Component filters: which components of a rack a scope entry covers.
 
-A scope entry's filter is stored as JSON in one of three forms (SEMANTICS.md "Scope")::
+A scope entry's filter is stored as JSON in one of three forms (docs/spec/SEMANTICS.md "Scope")::
 
     null                                              every component of the rack
     {"kind": "types", "types": ["COMPUTE", ...]}      components of these types

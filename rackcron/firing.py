@@ -1,19 +1,20 @@
 """The pure decisions of a firing: which scopes fire, and how the schedule moves on.
 
-A firing (SEMANTICS.md "Dispatch") runs in three phases; the I/O lives in
+A firing (docs/spec/SEMANTICS.md "Dispatch") runs in three phases; the I/O lives in
 ``rackcron.service._firing``. What each phase decides is here, as functions of
 values:
 
 * :func:`select_scopes` applies the overlap policy per scope. Automatic dispatch
   skips a scope whose previous task is active under ``skip``; ``queue`` and a
   manual trigger submit every scope.
-* :func:`advance` gives the schedule's next state from the table "How a schedule
-  moves on": a one-time schedule is consumed; interval and cron move
-  ``next_run_at`` past ``now``, and ``last_run_at`` is set unless every scope was
-  skipped (a manual trigger always sets it).
+* :func:`advance` gives the schedule's next state from the table of
+  docs/spec/SEMANTICS.md "How a schedule moves on": a one-time schedule is
+  consumed; interval and cron move ``next_run_at`` past ``now``, and
+  ``last_run_at`` is set unless every scope was skipped (a manual trigger always
+  sets it).
 * :func:`task_description` is the task's ``<schedule name> — <dispatch time>``.
 
-Phase 2 hands each eligible scope to the task manager (SEMANTICS.md "Tasks"),
+Phase 2 hands each eligible scope to the task manager (docs/spec/SEMANTICS.md "Tasks"),
 whose per-task decisions are here too, so a whole batch of firings can be
 decided in memory between one read and one write:
 
@@ -21,7 +22,8 @@ decided in memory between one read and one write:
   components on its rack now;
 * :func:`admit` applies the conflict rule: a task for an idle rack is
   ``pending``; for a busy one it is ``waiting`` under ``queue`` and refused
-  otherwise.
+  otherwise. That is one active task per rack; the per-component rule of
+  docs/spec/SEMANTICS.md "Task conflicts" is planned.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def select_components(
     in id order, ids as canonical UUID text. No filter takes them all (an empty
     rack gives an empty list); a ``types`` filter keeps those of its types, in id
     order; a ``components`` filter keeps its own order and drops the components no
-    longer on the rack, so a task never leaves its rack (SEMANTICS.md "Dispatch").
+    longer on the rack, so a task never leaves its rack (docs/spec/SEMANTICS.md "Dispatch").
     """
     if component_filter is None:
         return [component_id for component_id, _ in on_rack]

@@ -1,10 +1,10 @@
 """Domain models shared by every front: what the service takes and returns.
 
-Requests mirror the Flow messages (flow-wire.md) with snake_case names, so the
+Requests mirror the Flow messages (docs/spec/flow-wire.md) with snake_case names, so the
 gRPC shim converts field by field and the YAML loader validates documents
 straight into them. Identifiers inside *targets* stay strings: resolving and
-checking them (with the exact messages of flow-wire.md section 2) is the job of
-``rackcron.targets``, not of pydantic. Results (schedules, scopes, tasks,
+checking them (with the exact messages of docs/spec/flow-wire.md "Operation templates") is
+the job of ``rackcron.targets``, not of pydantic. Results (schedules, scopes, tasks,
 inventory) carry parsed UUIDs and aware UTC datetimes.
 """
 
@@ -94,11 +94,12 @@ class TaskStatus(StrEnum):
     UNKNOWN = "unknown"
 
 
-#: A task in one of these statuses is *active*: it blocks its rack (SEMANTICS.md "Overlap policy").
+#: A task in one of these statuses is *active*: it blocks its rack (docs/spec/SEMANTICS.md
+#: "Overlap policy").
 ACTIVE_STATUSES = frozenset({TaskStatus.WAITING, TaskStatus.PENDING, TaskStatus.RUNNING})
 
 
-# --- targets (flow-wire.md "Targets") ----------------------------------------------------------
+# --- targets (docs/spec/flow-wire.md "Messages and enums", the Targets tables) -----------------
 
 #: A component type given in any case ("compute", "Compute", "COMPUTE").
 AnyCaseType = Annotated[
@@ -146,7 +147,7 @@ class TargetSpec(_Model):
     nvl_domains: list[NVLDomainTarget] | None = None
 
 
-# --- operations (flow-wire.md "Embedded operation requests") ----------------------------------
+# --- operations (docs/spec/flow-wire.md "Messages and enums", Embedded operation requests) -----
 
 
 class QueueOptions(_Model):
@@ -350,7 +351,7 @@ def retired_field_message(name: str) -> str:
     return (
         "no longer supported (a rack may not name the server's variables or files);"
         f" declare `credential: <name>` and give the server {RETIRED_CONTROLLER_FIELDS[name]}"
-        " under that name (docs/dispatch.md, section 'Controller credentials')"
+        ' under that name (docs/dispatch.md "Controller credentials")'
     )
 
 

@@ -2,11 +2,11 @@
 
 A target_spec names exactly one kind of target (racks, components or NVLink
 domains), each identified one way. :func:`check_target_spec` checks that shape
-and parses the UUIDs, with the messages of flow-wire.md section 2 (every
-failure is INVALID_ARGUMENT, prefixed ``invalid target_spec: ``).
+and parses the UUIDs, with the messages of docs/spec/flow-wire.md "Operation templates"
+(every failure is INVALID_ARGUMENT, prefixed ``invalid target_spec: ``).
 
-:func:`resolve_targets` then turns the targets into scope rows (flow-wire.md
-section 3, with rackcron's error codes from SEMANTICS.md "Error codes"):
+:func:`resolve_targets` then turns the targets into scope rows (docs/spec/flow-wire.md
+"Scope resolution", with rackcron's error codes from docs/spec/SEMANTICS.md "Error codes"):
 
 * racks, each by external_id, UUID or name -> one row per rack, a ``types``
   filter when component types are given; a rack named twice is an error;
@@ -64,7 +64,7 @@ Kind = Literal["racks", "components", "nvl_domains"]
 def check_target_spec(spec: TargetSpec | None) -> tuple[Kind, list[CheckedTarget]]:
     """Check the shape of ``spec`` and return its kind and its targets in order.
 
-    :raises InvalidArgument: with the flow-wire.md message for the first problem.
+    :raises InvalidArgument: with the docs/spec/flow-wire.md message for the first problem.
     """
     if spec is None:
         raise InvalidArgument(_PREFIX + "target_spec is required")

@@ -1,7 +1,8 @@
 """Operation templates: how a schedule stores what it runs, and back.
 
 A schedule keeps its operation WITHOUT a target, as ``{type, code, information}``
-(SEMANTICS.md "Operation template", flow-wire.md section 2). Here: an operation to
+(docs/spec/SEMANTICS.md "Operation template", docs/spec/flow-wire.md "Operation templates").
+Here: an operation to
 its template, the template as far as a response shows it (``visible``), and the
 human ``Task.operation`` text; the response's ``operation_type`` and ``description``
 are derived in ``rackcron.derived``. Pure functions.

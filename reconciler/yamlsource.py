@@ -4,7 +4,7 @@ libyaml (PyYAML's C parser) composes each document into a node tree whose
 nodes carry their start marks; walking that tree gives both the plain data
 (dicts, lists, scalars) and a map from each JSON path to its line and column.
 That is as fast as a plain load with the same parser, and several times faster
-than a round-trip loader (PERF-NOTES.md "YAML and schema"). Only diagnostics
+than a round-trip loader (docs/benchmarks.md "YAML and schema"). Only diagnostics
 need the map, so it is made on first use, by composing the file again and
 walking that document once more (``SourceDocument.positions``): a valid tree
 never pays for it (docs/benchmarks.md).

@@ -1,6 +1,6 @@
 """The one translation of rackcron's errors into gRPC status codes.
 
-Each :class:`~rackcron.errors.RackcronError` carries its code name (SEMANTICS.md
+Each :class:`~rackcron.errors.RackcronError` carries its code name (docs/spec/SEMANTICS.md
 "Error codes"), which is a ``grpc.StatusCode`` name, and a message naming the
 field. Anything else raised while serving an RPC is a bug or an outage: the
 caller gets INTERNAL with a correlation id, and the log gets the traceback under

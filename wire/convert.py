@@ -1,4 +1,4 @@
-"""Proto <-> domain: the Flow messages of flow-wire.md as rackcron's models, and back.
+"""Proto <-> domain: the Flow messages of docs/spec/flow-wire.md as rackcron's models, and back.
 
 Pure and field by field. On the server, requests become the models the service
 takes (ids stay strings: the service parses them and names the field when one is

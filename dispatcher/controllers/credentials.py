@@ -4,7 +4,7 @@ A rack's ``controller.credential`` is only a *name* (``CREDENTIAL_NAME``: lower-
 letters, digits, ``_`` and ``-``); the tree can never name a variable or a path, so a
 pull request cannot make the server send its own secrets (the database URL, the gRPC
 tokens) to a controller of the PR's choosing. For a credential ``NAME`` the server
-looks in two places (docs/dispatch.md, "Controller credentials"):
+looks in two places (docs/dispatch.md "Controller credentials"):
 
 * the environment variable ``RACKCRON_CONTROLLER_SECRET_<NAME>`` (``NAME`` upper-cased,
   ``-`` as ``_``): the bearer token. No other setting uses this prefix;
@@ -94,7 +94,7 @@ class CredentialStore:
             where = f"{variable}" + (f" nor {self.directory}/{name}/" if self.directory else "")
             raise ControllerRefused(
                 f"credential {name!r} is not configured on this server (neither {where};"
-                " see docs/dispatch.md, 'Controller credentials')"
+                ' see docs/dispatch.md "Controller credentials")'
             )
         return Credential(token, files["ca.pem"], files["client.pem"], files["client.key"])
 

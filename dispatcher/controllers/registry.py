@@ -130,7 +130,7 @@ class Controllers:
             raise ControllerRefused(
                 f"this rack's controller named {spec.removed_fields}, which rackcron no longer"
                 " reads; declare `credential: <name>` on the rack and apply it"
-                " (docs/dispatch.md, 'Upgrading')"
+                ' (docs/dispatch.md "Upgrading from token_env, token_file and the TLS file fields")'
             )
         if reason := self.allow.refusal(spec.url):
             raise ControllerRefused(reason)

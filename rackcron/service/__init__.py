@@ -1,4 +1,4 @@
-"""The rackcron service: every task-schedule rule of SEMANTICS.md, once, over the SQL store.
+"""The rackcron service: every task-schedule rule of docs/spec/SEMANTICS.md, once, over the store.
 
 Operations live in small groups (``_schedules``, ``_scopes``, ``_firing``,
 ``_tasks``, ``_inventory``, ``_targets``), all methods of :class:`Operations`,

@@ -1,7 +1,7 @@
 """The task runner's side of the store: which tasks need a controller call, and what came of it.
 
-A task has runner work while ``next_check_at`` is set and due (SEMANTICS.md "Tasks";
-the runner itself lives in ``rackcron.dispatcher.runner``):
+A task has runner work while ``next_check_at`` is set and due (docs/spec/SEMANTICS.md
+"Tasks"; the runner itself lives in ``rackcron.dispatcher.runner``):
 
 * ``pending``: deliver it to its rack's controller;
 * ``running``: ask its controller how it is doing;

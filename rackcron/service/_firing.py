@@ -1,6 +1,6 @@
 """The three phases of a firing, each run in its own transaction by the caller.
 
-SEMANTICS.md "Dispatch", batched: each phase handles a whole claimed batch of
+docs/spec/SEMANTICS.md "Dispatch", batched: each phase handles a whole claimed batch of
 firings with a fixed number of statements, whatever the batch's size (``IN``
 lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
 

@@ -1,6 +1,6 @@
 """Schedule lifecycle RPCs: create, get, list, update, pause, resume, delete, conflicts.
 
-Rules: SEMANTICS.md "Schedule", "Spec types" and "RPCs". Each method runs inside
+Rules: docs/spec/SEMANTICS.md "Schedule", "Spec types" and "RPCs". Each method runs inside
 the caller's transaction; a raised error rolls the whole transaction back, which
 is how "changes nothing" is kept (a rename collision included).
 """
@@ -299,7 +299,7 @@ class ScheduleOps(TargetOps):
         """ResumeTaskSchedule: enabled = true; interval and cron restart from now.
 
         A one-time schedule keeps its instant. Resuming an enabled schedule also
-        recomputes next_run_at (SEMANTICS.md "RPCs").
+        recomputes next_run_at (docs/spec/SEMANTICS.md "RPCs").
 
         :raises FailedPrecondition: the schedule is a consumed one-time schedule.
         """

@@ -1,8 +1,9 @@
 """Scope RPCs: add (merge), update (reconcile), remove, list; and every scope at once.
 
-Rules: SEMANTICS.md "Scope". Every method locks the schedule row first, so two
-scope changes on one schedule serialise, and a raised error (a merge of filters
-of different kinds, the last scope) rolls back everything the request did.
+Rules: docs/spec/SEMANTICS.md "Scope", "Scope RPCs" and "Merge rules". Every method
+locks the schedule row first, so two scope changes on one schedule serialise, and a
+raised error (a merge of filters of different kinds, the last scope) rolls back
+everything the request did.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Task RPCs (list, get by ids, cancel) and the task manager's submission rule.
 
 A submitted task is a durable row: the outbox the dispatcher's runner delivers
-to rack controllers. The conflict rule (SEMANTICS.md "Tasks"): at most one
+to rack controllers. The conflict rule (docs/spec/SEMANTICS.md "Tasks"): at most one
 active task per rack; a task for a busy rack is held as ``waiting`` when the
-schedule's policy is queue, and refused otherwise. The rack row is locked while
+schedule's policy is queue, and refused otherwise. (The per-component rule of
+docs/spec/SEMANTICS.md "Task conflicts" is planned.) The rack row is locked while
 deciding, so two submitters never both see the rack idle.
 
 Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id

@@ -1,6 +1,6 @@
 """The SQL schema, as SQLAlchemy Core tables (the Alembic migrations create it).
 
-Follows the reference schema (SEMANTICS.md, DESIGN.md "Store"): ``task_schedule``
+Follows the reference schema (docs/spec/SEMANTICS.md "Schedule" and "Scope"): ``task_schedule``
 with a partial index on ``next_run_at`` over enabled rows, ``task_schedule_scope``
 unique on (schedule_id, rack_id) and deleted with its schedule, plus the
 inventory (rack, component, NVL domain), the task outbox and the apply log.
@@ -156,7 +156,7 @@ task_schedule = sa.Table(
     sa.Column("protect", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("labels", JSON, nullable=True),
     # The dispatcher's claim query filters `enabled = <true>`; the index condition is written
-    # the same way so SQLite's planner matches it (PERF-NOTES.md "Pitfall").
+    # the same way so SQLite's planner matches it (docs/benchmarks.md "SQLite partial indexes").
     sa.Index(
         "ix_task_schedule_due",
         "next_run_at",

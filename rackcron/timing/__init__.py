@@ -2,8 +2,9 @@
 
 Pure functions over values: nothing here reads the clock or does I/O beyond
 loading time zones, so "now" is always an argument. The rules are those of
-``spec/SEMANTICS.md`` ("Spec types") and ``spec/flow-wire.md`` section 5; the
-user-facing account of the dialect and of DST is ``docs/timing.md``.
+docs/spec/SEMANTICS.md "Spec types" and docs/spec/flow-wire.md "Deliberate differences
+from the reference implementation"; the user-facing account of the dialect and of DST
+is ``docs/timing.md``.
 
 Modules, from the bottom up::
 

@@ -5,8 +5,8 @@ plus two flags taken from the *text* of the fields, as Debian/Vixie cron does:
 
 * ``day_or``: day of month and day of week are both restricted, so a day
   matches when either does; otherwise both must. A field that starts with
-  ``*`` (so also ``*/2``) or is ``?`` is unrestricted (SEMANTICS.md, "Spec
-  types").
+  ``*`` (so also ``*/2``) or is ``?`` is unrestricted (docs/spec/SEMANTICS.md
+  "Spec types").
 * ``fixed``: neither the minute nor the hour field starts with ``*``. Fixed
   jobs follow Debian's DST rule (see ``_dst``); finer ones fire at every real
   instant. This is the test cronsim applies, so both agree on which jobs get

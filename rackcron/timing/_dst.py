@@ -3,7 +3,7 @@
 A zone's local wall clock is UTC plus an offset that changes at transitions.
 A spring-forward transition leaves a *gap* (wall times that never happen); a
 fall-back transition leaves a *fold* (wall times that happen twice, told
-apart by ``fold=0`` and ``fold=1``). SEMANTICS.md, "Spec types", asks for
+apart by ``fold=0`` and ``fold=1``). docs/spec/SEMANTICS.md "Spec types" asks for
 Debian cron's rule, which splits jobs in two (``Cron.fixed``):
 
 * **Fixed-time jobs** (minute and hour fields do not start with ``*``) are
@@ -24,7 +24,7 @@ Debian cron's rule, which splits jobs in two (``Cron.fixed``):
   pass fires).
 
 Datetimes are never advanced by adding timedeltas to aware local values:
-Python does that in wall time and drops ``fold`` (PERF-NOTES.md, "Cron
+Python does that in wall time and drops ``fold`` (docs/benchmarks.md "Cron
 evaluation"). Wall times are naive, instants are UTC, and every crossing
 between them goes through ``astimezone`` or an explicit offset.
 

@@ -1,6 +1,6 @@
 """Schedule specs: parse a (spec_type, spec, timezone) triple, then evaluate it.
 
-SEMANTICS.md, "Spec types", defines three kinds, each a small frozen value:
+docs/spec/SEMANTICS.md "Spec types" defines three kinds, each a small frozen value:
 
 * ``Interval``: a positive Go duration; fires ``d`` after "now" on create or
   resume and ``d`` after each dispatch.

@@ -2,7 +2,7 @@
 
 Two levels, both advisory (a conflict never blocks anything):
 
-* **coarse** asks the service's CheckScheduleConflicts question (SEMANTICS.md,
+* **coarse** asks the service's CheckScheduleConflicts question (docs/spec/SEMANTICS.md
   "RPCs") for every enabled declared schedule: every other enabled schedule with
   a scope entry on one of its racks is a conflict. Component filters, operation
   types and times are not compared.

@@ -1,7 +1,7 @@
 """Batched firing: a whole claimed batch goes through each phase with a fixed number of
 statements, and decides exactly as firing one schedule at a time would.
 
-SEMANTICS.md "Dispatch", "Overlap policy" and "Tasks": within a batch, firings are
+docs/spec/SEMANTICS.md "Dispatch", "Overlap policy" and "Tasks": within a batch, firings are
 decided in claim order (oldest due first) and scopes in scope order, and a task
 submitted earlier in the batch counts as active on its rack.
 """

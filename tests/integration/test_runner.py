@@ -1,6 +1,6 @@
 """The task runner end to end: real stores, the simulator and the HTTP controller over loopback.
 
-SEMANTICS.md "Tasks" and issue 4: pending -> running -> completed|failed with
+docs/spec/SEMANTICS.md "Tasks" and issue 4: pending -> running -> completed|failed with
 timestamps, CancelTask reaching the controller, at most one active task per rack
 with waiting tasks promoted in order, queue timeouts, per-scope skip, and
 controller faults (down, slow, erroring) confined to their own racks.

@@ -1,4 +1,4 @@
-"""Firing: TriggerTaskSchedule and the dispatcher's fire_due (SEMANTICS.md "Dispatch").
+"""Firing: TriggerTaskSchedule and the dispatcher's fire_due (docs/spec/SEMANTICS.md "Dispatch").
 
 The three phases run in three transactions; the crash tests drive them by hand through
 ``service.transaction()`` to stop between phase 2 and phase 3.

@@ -1,7 +1,8 @@
 """Schedule RPCs over the store: create, get, list, update, pause, resume, delete, conflicts.
 
-SEMANTICS.md "Schedule", "Spec types" and "RPCs"; flow-wire.md section 5 for the deliberate
-differences (timezone defaulting, pagination, error codes).
+docs/spec/SEMANTICS.md "Schedule", "Spec types" and "RPCs"; docs/spec/flow-wire.md
+"Deliberate differences from the reference implementation" for the deliberate differences
+(timezone defaulting, pagination, error codes).
 """
 
 from __future__ import annotations

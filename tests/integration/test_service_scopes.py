@@ -1,4 +1,8 @@
-"""Scope RPCs and target resolution (SEMANTICS.md "Scope", flow-wire.md section 3)."""
+"""Scope RPCs and target resolution.
+
+docs/spec/SEMANTICS.md "Scope", "Scope RPCs" and "Merge rules"; docs/spec/flow-wire.md
+"Scope resolution".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Task RPCs and the task manager's rule (SEMANTICS.md "Tasks"): list, get, cancel, waiting."""
+"""Task RPCs and the task manager's rule (docs/spec/SEMANTICS.md "Tasks"): list, get, cancel,
+waiting."""
 
 from __future__ import annotations
 

@@ -10,8 +10,9 @@ numbers no value has, good and bad specs, time zones, update masks, pages, targe
 of every kind, and all six operations with their fields (firmware windows with
 timestamps outside years 1..9999 included).
 
-Every response must be one of the outcomes the contract allows (SEMANTICS.md "Error
-codes", flow-wire.md section 5): OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION,
+Every response must be one of the outcomes the contract allows (docs/spec/SEMANTICS.md
+"Error codes", docs/spec/flow-wire.md "Deliberate differences from the reference
+implementation"): OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION,
 ALREADY_EXISTS (CreateTaskSchedule only), or UNKNOWN for exactly one thing, a rename
 onto a taken name (UpdateTaskSchedule, ``schedule.name: a task schedule named "..."
 already exists``). rackcron reports a duplicate rack or component target as
@@ -84,7 +85,8 @@ ALLOWED = frozenset(
         grpc.StatusCode.FAILED_PRECONDITION,
     }
 )
-#: The one UNKNOWN the contract keeps (SEMANTICS.md UpdateTaskSchedule; rackcron.errors.Conflict).
+#: The one UNKNOWN the contract keeps (docs/spec/SEMANTICS.md "RPCs", UpdateTaskSchedule;
+#: rackcron.errors.Conflict).
 RENAME_COLLISION = re.compile(r'schedule\.name: a task schedule named ".*" already exists', re.S)
 
 RPCS = [m.name for m in pb.DESCRIPTOR.services_by_name["Flow"].methods]

@@ -1,7 +1,7 @@
-"""A Flow client built from flow-wire.md alone talks to the shim.
+"""A Flow client built from docs/spec/flow-wire.md alone talks to the shim.
 
 The client side never touches ``rackcron.wire.proto`` or ``schemas/proto``: the message,
-field and enum tables of ``docs/spec/flow-wire.md`` (sections 1 and 1.2) are parsed
+field and enum tables of docs/spec/flow-wire.md "Wire interface" and "Messages and enums" are parsed
 by the same parser as ``tests/unit/test_proto_contract.py`` (loaded from that file),
 turned into a ``FileDescriptorProto`` (package ``v1``, service ``Flow``, oneofs and
 proto3 ``optional`` fields as the Label column says, the well-known types as
@@ -50,14 +50,14 @@ from google.protobuf import (
 from google.protobuf.message import Message
 
 ROOT = Path(__file__).resolve().parents[2]
-WIRE_SPEC = ROOT / "docs" / "spec" / "flow-wire.md"
+WIRE_SPEC = ROOT / "docs/spec/flow-wire.md"
 TABLE_PARSER = ROOT / "tests" / "unit" / "test_proto_contract.py"
 WELL_KNOWN = (timestamp_pb2, empty_pb2, field_mask_pb2)
 FDP = descriptor_pb2.FieldDescriptorProto
 
 
 def _table_parser() -> ModuleType:
-    """The flow-wire.md parser of the proto contract test, loaded from its file."""
+    """The docs/spec/flow-wire.md parser of the proto contract test, loaded from its file."""
     name = "_flow_wire_tables"
     if name not in sys.modules:
         loaded = importlib.util.spec_from_file_location(name, TABLE_PARSER)
@@ -72,7 +72,7 @@ def _table_parser() -> ModuleType:
 
 
 def build_file(spec: Any) -> descriptor_pb2.FileDescriptorProto:
-    """flow-wire.md's tables (a parsed ``Spec``) as a proto3 file descriptor."""
+    """The tables of docs/spec/flow-wire.md (a parsed ``Spec``) as a proto3 file descriptor."""
     package = spec.package
     scalars = _table_parser()._SCALARS
     file = descriptor_pb2.FileDescriptorProto(

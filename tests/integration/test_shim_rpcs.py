@@ -1,4 +1,7 @@
-"""The 16 Flow RPCs over a real gRPC channel (SEMANTICS.md, flow-wire.md sections 2-4).
+"""The 16 Flow RPCs over a real gRPC channel.
+
+docs/spec/SEMANTICS.md "RPCs", "Scope RPCs" and "Tasks"; docs/spec/flow-wire.md "Operation
+templates", "Scope resolution" and "Derived fields of the TaskSchedule response".
 
 Every behaviour goes through the ``flow`` stub; the ``service`` fixture only sets up
 inventory or reads the store (``snapshot``: "changes nothing" = equal snapshots).
@@ -421,7 +424,8 @@ def assert_message(details: str, expected: str) -> None:
 
 @pytest.mark.parametrize("case", CONVERSION_ERRORS)
 def test_create_conversion_errors(flow, fleet, service, case) -> None:
-    """flow-wire.md section 2: every conversion error is INVALID_ARGUMENT with its message."""
+    """docs/spec/flow-wire.md "Operation templates": every conversion error is INVALID_ARGUMENT
+    with its message."""
     target, expected = CONVERSION_ERRORS[case]
     before = snapshot(service)
     request = pb.CreateTaskScheduleRequest(schedule=config(), operation=operation(target(fleet)))
@@ -1295,7 +1299,8 @@ def test_check_conflicts_lists_enabled_schedules_sharing_a_rack(flow, fleet, ser
     flow.PauseTaskSchedule(pb.PauseTaskScheduleRequest(id=paused.id))
     # Coarse: d's powershelf-only filter still conflicts with a compute-only proposal.
     create(flow, components(c[r[1]][3]), name="d")
-    # flow-wire.md section 5: in effect all schedulable operation types conflict pairwise.
+    # docs/spec/flow-wire.md "Deliberate differences from the reference implementation": in
+    # effect all schedulable operation types conflict pairwise.
     create(flow, racks(r[1]), name="e", kind="upgrade_firmware", target_version="2.3.1")
     before = snapshot(service)
 

@@ -237,7 +237,7 @@ def test_0004_removes_the_controller_fields_that_named_the_servers_secrets(store
         assert controllers.refusal(old) == (
             f"{url}: this rack's controller named token_env, token_file, client_cert, client_key,"
             " which rackcron no longer reads; declare `credential: <name>` on the rack and apply"
-            " it (docs/dispatch.md, 'Upgrading')"
+            ' it (docs/dispatch.md "Upgrading from token_env, token_file and the TLS file fields")'
         )
         assert controllers.refusal(racks["plain"].controller.model_dump(mode="json")) is None
     finally:

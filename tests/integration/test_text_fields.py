@@ -1,6 +1,7 @@
 """Control characters in names, labels, ids and versions: refused at every entry, nothing written.
 
-flow-wire.md section 5: where the reference stores such text as given, rackcron answers
+docs/spec/flow-wire.md "Deliberate differences from the reference implementation": where
+the reference stores such text as given, rackcron answers
 INVALID_ARGUMENT naming the field (rackcron/text.py has the rule). Each case goes through
 a real entry point: the gRPC shim on loopback (``v1.Flow`` and ``rackcron.v1.Reconciler``)
 over SQLite and PostgreSQL, and ``rackcron validate|plan|apply`` over a tree in a temp dir.
@@ -204,7 +205,8 @@ def test_update_refuses_a_masked_name_and_ignores_an_unmasked_one(flow, fleet, s
 
 
 def test_an_embedded_description_stays_ignored(flow, fleet) -> None:
-    """flow-wire.md section 2: the embedded request's description is not stored, so not checked."""
+    """docs/spec/flow-wire.md "Operation templates": the embedded request's description is not
+    stored, so not checked."""
     request = pb.CreateTaskScheduleRequest(
         schedule=config(), operation=power_on(fleet.racks[0], description="\x1b[2J\nanything")
     )

@@ -1,4 +1,7 @@
-"""Component filters: the stored form, the Add merge table, equality (SEMANTICS.md "Scope")."""
+"""Component filters: the stored form, the Add merge table, equality.
+
+docs/spec/SEMANTICS.md "Scope" and "Merge rules".
+"""
 
 from __future__ import annotations
 
@@ -143,7 +146,7 @@ def test_stored_form_shape() -> None:
     assert to_stored(comps(C1)) == {"kind": "components", "components": [C1]}
 
 
-# SEMANTICS.md "Merge rules (Add only)": every row of the table.
+# docs/spec/SEMANTICS.md "Merge rules (Add only)": every row of the table.
 @pytest.mark.parametrize(
     ("existing", "incoming", "expected"),
     [

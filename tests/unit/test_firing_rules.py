@@ -1,6 +1,6 @@
 """The pure decisions of a firing: overlap selection, the advance table, task descriptions.
 
-SEMANTICS.md "Overlap policy" and "Dispatch" ("How a schedule moves on").
+docs/spec/SEMANTICS.md "Overlap policy", "Dispatch" and "How a schedule moves on".
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_one_time_is_consumed_whatever_happened(fired: bool, enabled: bool) -> N
     assert step == Advance(next_run_at=None, last_run_at=NOW, enabled=False)
 
 
-# SEMANTICS.md "How a schedule moves on", interval and cron rows.
+# docs/spec/SEMANTICS.md "How a schedule moves on", interval and cron rows.
 @pytest.mark.parametrize(
     ("spec_type", "spec", "tz", "next_run"),
     [
@@ -130,7 +130,7 @@ def test_rfc3339_is_utc_with_z() -> None:
     )
 
 
-# SEMANTICS.md "Dispatch" (a task's target is built from the scope and stays on its rack).
+# docs/spec/SEMANTICS.md "Dispatch" (a task's target is built from the scope and stays on its rack).
 C = [str(uuid.UUID(int=i)) for i in range(1, 5)]
 ON_RACK = [(C[0], "COMPUTE"), (C[1], "Compute"), (C[2], "NVSWITCH"), (C[3], "POWERSHELF")]
 

@@ -1,8 +1,8 @@
-"""The checked-in Flow contract matches flow-wire.md and its generated modules are fresh.
+"""The checked-in Flow contract matches docs/spec/flow-wire.md; its generated modules are fresh.
 
 ``docs/spec/flow-wire.md`` (the product's wire specification, kept in the repository) is the
-source of truth for the wire:
-this test parses its tables (section 1: the RPCs; section 1.2: messages and enums) into a
+source of truth for the wire: this test parses its tables (the RPCs of docs/spec/flow-wire.md
+"Wire interface", the messages and enums of "Messages and enums") into a
 ``Spec`` and compares it with the descriptors that ``rackcron.wire.proto.v1.flow_pb2`` registers,
 field by field, in both directions (nothing missing, nothing extra). The comparison is the
 pure function ``contract_errors(file, spec)``; ``test_checker_catches_drift`` feeds it mutated
@@ -31,7 +31,7 @@ from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
 from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "docs" / "spec" / "flow-wire.md"
+SPEC = ROOT / "docs/spec/flow-wire.md"
 PACKAGE = "v1"
 
 _SCALARS = {
@@ -156,7 +156,8 @@ def _add_enum_rows(spec: Spec, rows: list[list[str]]) -> None:
 
 
 def parse_spec(text: str) -> Spec:
-    """Read the wire contract out of flow-wire.md's sections 1 and 1.2."""
+    """Read the wire contract out of docs/spec/flow-wire.md "Wire interface" and "Messages and
+    enums"."""
     spec = Spec()
     interface = _section(text, "## 1. Wire interface", "### 1.2")
     for table in _tables(interface):
@@ -189,7 +190,9 @@ def parse_spec(text: str) -> Spec:
         elif header == ["Enum", "Values"]:
             _add_enum_rows(spec, rows)
         else:
-            raise AssertionError(f"unknown table in flow-wire.md 1.2: {header}")
+            raise AssertionError(
+                f'unknown table in docs/spec/flow-wire.md "Messages and enums": {header}'
+            )
     return spec
 
 
@@ -221,7 +224,9 @@ def _field_errors(
         "repeated": (True, False, False, None),
     }.get(row.label)
     if expected is None:
-        assert row.label.startswith("oneof "), f"unknown label in flow-wire.md: {row.label!r}"
+        assert row.label.startswith("oneof "), (
+            f"unknown label in docs/spec/flow-wire.md: {row.label!r}"
+        )
         expected = (False, True, False, row.label.removeprefix("oneof "))
     got = (actual.is_repeated, actual.has_presence, proto3_optional, real_oneof)
     if got != expected:

@@ -1,4 +1,4 @@
-"""Test support is a package: no test module imports another test module (STYLE.md 14).
+"""Test support is a package: no test module imports another test module (README.md "Layout").
 
 Shared builders, trees, peers and helpers live in ``tests/support/``; a test module
 imports them from there, never from a sibling, so each is loaded once, under one name.

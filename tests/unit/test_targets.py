@@ -1,4 +1,5 @@
-"""The shape of a target_spec: flow-wire.md section 2 "Conversion errors", every message."""
+"""The shape of a target_spec: every conversion error of docs/spec/flow-wire.md "Operation
+templates", with its message."""
 
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ def test_first_bad_target_is_reported() -> None:
     "value", ["UNKNOWN", "GPU", 0, 7], ids=["unknown", "name", "zero", "out-of-range"]
 )
 def test_unknown_component_type_in_target_filter_is_rejected(model: type, value: object) -> None:
-    # UNKNOWN (0) and out-of-range values are not component types (flow-wire.md section 2);
+    # UNKNOWN (0) and out-of-range values are not component types (docs/spec/flow-wire.md
+    # "Operation templates");
     # the model refuses them, so check_target_spec never sees one.
     with pytest.raises(ValidationError, match="component_types"):
         model(name="r", component_types=[value])

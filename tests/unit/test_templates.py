@@ -1,4 +1,7 @@
-"""Operation templates: flow-wire.md section 2 (storage) and section 4 (derived fields)."""
+"""Operation templates: storage and derived fields.
+
+docs/spec/flow-wire.md "Operation templates" and "Derived fields of the TaskSchedule response".
+"""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ START = datetime(2026, 6, 1, 4, 0, 30, tzinfo=UTC)
 END = datetime(2026, 6, 1, 8, 0, 0, 900000, tzinfo=timezone(timedelta(hours=2)))
 
 
-# flow-wire.md section 2, "Operation templates": every row.
+# docs/spec/flow-wire.md "Operation templates": every row.
 @pytest.mark.parametrize(
     ("operation", "kind", "code", "information"),
     [
@@ -143,7 +146,7 @@ def _t(kind: str, code: str, **information: Any) -> OperationTemplate:
     return OperationTemplate(type=kind, code=code, information=information)
 
 
-# flow-wire.md section 4, the derived-fields table: every row.
+# docs/spec/flow-wire.md "Derived fields of the TaskSchedule response": every row.
 @pytest.mark.parametrize(
     ("template", "op_type", "description"),
     [
@@ -215,7 +218,8 @@ def test_schedule_response_derives_fields_from_its_template(
 
 
 def test_firmware_information_must_be_an_object() -> None:
-    # flow-wire.md section 4: firmware information that is not a JSON object is an error.
+    # docs/spec/flow-wire.md "Derived fields of the TaskSchedule response": firmware
+    # information that is not a JSON object is an error.
     with pytest.raises(ValidationError, match="information"):
         OperationTemplate(type="firmware_control", code="upgrade", information=["2.3.1"])  # type: ignore[arg-type]
 

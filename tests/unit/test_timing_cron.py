@@ -251,7 +251,7 @@ def test_every(expression: str, seconds: int) -> None:
     assert next_after(spec, after).timestamp() == expected  # type: ignore[union-attr]
 
 
-# --- DST (SEMANTICS.md "Spec types": Debian cron's rule) ---------------------------------
+# --- DST (docs/spec/SEMANTICS.md "Spec types": Debian cron's rule) ----------------------
 
 NEW_YORK, LORD_HOWE, LONDON, TOKYO = (
     "America/New_York",
@@ -422,7 +422,8 @@ def test_far_future_overflows_cleanly() -> None:
 
 
 def test_croniter_defects_we_avoid() -> None:
-    """croniter (the obvious base) breaks SEMANTICS.md's rules in three ways."""
+    """croniter (the obvious base) breaks the rules of docs/spec/SEMANTICS.md "Spec types" in
+    three ways."""
     ny = parse_spec("cron", "30 1 * * *", NEW_YORK).timezone  # type: ignore[union-attr]
     start = datetime(2026, 10, 31, 12, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ Hypothesis builds five-field expressions (``*``, numbers, names, ranges, lists,
 steps, ``?``, descriptors) and start instants around the DST transitions of
 2025-2027 in five zones. From each start, the next 30 fire times must equal
 cronsim's, except where one of the differences listed in docs/timing.md
-("Differences from cronsim") applies; each has a predicate below that checks
+"Differences from cronsim" applies; each has a predicate below that checks
 the exact situation, so an unexplained mismatch still fails.
 
 cronsim is imported only here and in test_timing_cron.py, never by rackcron.

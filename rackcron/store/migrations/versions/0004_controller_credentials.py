@@ -6,8 +6,8 @@ so a tree could have the server send its own secrets to a controller of the tree
 choosing. Those fields are removed from every stored setting, so nothing can read them
 any more; ``removed_fields`` records which ones were there (``"token_env, ca_file"``),
 and the task runner fails that rack's tasks with a message saying to declare
-``credential: <name>`` instead (docs/dispatch.md, "Upgrading"). Applying the rack again
-replaces the setting, marker and all.
+``credential: <name>`` instead (docs/dispatch.md "Upgrading from token_env, token_file and
+the TLS file fields"). Applying the rack again replaces the setting, marker and all.
 
 No column changes: the JSON values are rewritten row by row, the same way on SQLite
 and PostgreSQL (so no batch table rebuild). The downgrade drops ``credential`` and
