@@ -89,7 +89,7 @@ class Duration(click.ParamType):
         except SpecError as exc:
             self.fail(f"{exc} (use e.g. 500ms, 10s, 1m30s)", param, ctx)
         if nanoseconds < 0 or (nanoseconds == 0 and not self.zero_ok):
-            self.fail(f"must be {'not negative' if self.zero_ok else 'positive'}, got {value!r}",
+            self.fail(f"must {'not be negative' if self.zero_ok else 'be positive'}, got {value!r}",
                       param, ctx)  # fmt: skip
         if self.as_timedelta:
             return timedelta(microseconds=-(-nanoseconds // 1000))

@@ -452,7 +452,7 @@ def test_tls_files_and_token_come_from_the_credential_directory(
         (["--listen", "127.0.0.1:70000"], "'--listen': expected HOST:PORT"),
         (["--duration", "POWER_ON=xyz"], "'--duration': POWER_ON: invalid duration \"xyz\""),
         (["--duration", "30s"], "'--duration': expected TYPE=DURATION"),
-        (["--default-duration", "-1s"], "expected a duration that is not negative"),
+        (["--default-duration", "-1s"], "must not be negative, got '-1s'"),
         (["--client-ca", __file__], "--client-ca needs --tls-cert and --tls-key"),
         (["--tls-cert", __file__], "--tls-cert and --tls-key go together"),
     ],
