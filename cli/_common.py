@@ -57,7 +57,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType[float]):
     """A Go-style duration (``500ms``, ``10s``, ``1m30s``), as seconds: positive, or
     not negative with ``zero_ok``."""
 
@@ -83,7 +83,7 @@ class Duration(click.ParamType):
         return seconds
 
 
-class _Listen(click.ParamType):
+class _Listen(click.ParamType[tuple[str, int]]):
     """``HOST:PORT`` to listen on (port 0: any free port)."""
 
     name = "host:port"
@@ -213,8 +213,9 @@ def _token(token_file: str | None) -> str | None:
     return tokens[0]
 
 
-def server_options(func: F) -> F:
-    """``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``."""
+def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``
+    (the command click calls takes the options; ``func`` takes ``server``)."""
 
     @functools.wraps(func)
     def command(*args: Any, **kwargs: Any) -> Any:
@@ -248,7 +249,7 @@ def server_options(func: F) -> F:
                      help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
     ]):  # fmt: skip
         command = option(command)
-    return command  # type: ignore[return-value]
+    return command
 
 
 def open_service(database_url: str | None, *, pool_size: int | None = None) -> Service:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -209,7 +209,7 @@ def conflicts(
     if fmt == "json":
         click.echo(check.render_json(report.to_json()))
     elif fmt == "github":
-        severity = "error" if strict else "warning"
+        severity: Literal["error", "warning"] = "error" if strict else "warning"
         output = render(check.to_diagnostics(report, severity), "github")
         if output:
             click.echo(output)

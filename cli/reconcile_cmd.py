@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -26,12 +27,15 @@ from rackcron.escape import terminal
 if TYPE_CHECKING:
     from rackcron.reconciler.apply import Provenance
     from rackcron.reconciler.declared import Declared
-    from rackcron.reconciler.plan import Plan
+    from rackcron.reconciler.plan import Change, Plan
     from rackcron.reconciler.remote import RemoteStore
     from rackcron.reconciler.state import State
+    from rackcron.reconciler.sync import Round
     from rackcron.reconciler.validate import Validation
 
 __all__ = ["apply", "diff", "history", "plan", "sync"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CHANGES = 2
 PROGRESS_FROM = 50  # changes; smaller applies finish before progress would help
@@ -41,15 +45,22 @@ class _PlanLike(click.Command):
     """A command whose exit status 2 means "changes": its usage errors exit 1 instead,
     as Terraform's do, so CI never mistakes a typo for a change."""
 
-    def make_context(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
         try:
-            return super().make_context(*args, **kwargs)
+            return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
-            exc.exit_code = 1
+            # click types exit_code as a class variable; this error's own is the one it reads.
+            exc.exit_code = 1  # type: ignore[misc]
             raise
 
 
-def owner_option(func):  # type: ignore[no-untyped-def]
+def owner_option(func: F) -> F:
     return click.option(
         "--owner",
         envvar="RACKCRON_OWNER",
@@ -364,7 +375,7 @@ def _complete(counts: dict[str, int], apply_id: int | None) -> None:
     )
 
 
-def _progress(number: int, total: int, change) -> None:  # type: ignore[no-untyped-def]
+def _progress(number: int, total: int, change: Change) -> None:
     if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
         click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}", err=True)
 
@@ -385,10 +396,10 @@ def _apply_remote(
     provenance = _approved(planned, source, auto_approve)
     with cli_errors():
         report = remote.apply(planned, desired, provenance=provenance, progress=_progress)
-    if report.ok:
+    if report.failed is None:  # report.ok
         _complete(planned.counts(), report.apply_id)
         return
-    change, step, error = report.failed  # type: ignore[misc]
+    change, step, error = report.failed
     click.echo(
         f'\nerror: {change.kind} "{terminal(change.name)}": {step.rpc} failed: {terminal(str(error))}',
         err=True,
@@ -555,7 +566,7 @@ def sync(
         signal.signal(signum, lambda *_: stop.set())
     author = f"rackcron sync on {socket.gethostname()}"
 
-    def report(result) -> None:  # type: ignore[no-untyped-def]
+    def report(result: Round) -> None:
         click.echo(
             f"{datetime.now(UTC).isoformat(timespec='seconds')} {terminal(result.line())}",
             err=not result.ok,

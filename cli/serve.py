@@ -90,7 +90,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             poll_interval=config.poll_interval,
             runner=config.dispatch and config.runner,
             grpc=shim.address if shim else "off",
-            metrics=f"http://{config.metrics_listen[0]}:{server.port}/metrics" if server else "off",
+            metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
         )
         for loop in loops:
             loop.start()

@@ -7,7 +7,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rackcron.shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
+LogFormat = Literal["text", "json"]  # the choices of --log-format
 
 #: The bearer token for --default-controller, if it needs one.
 TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
@@ -75,10 +76,10 @@ def _daemon_options(func: F) -> F:
     return database_option(func)
 
 
-def _start_logs(log_format: str, log_level: str) -> None:
+def _start_logs(log_format: LogFormat, log_level: str) -> None:
     from rackcron.logs import configure
 
-    configure(log_format, level=getattr(logging, log_level.upper()))  # type: ignore[arg-type]
+    configure(log_format, level=getattr(logging, log_level.upper()))
 
 
 def _stop_on_signals() -> threading.Event:
@@ -96,7 +97,7 @@ def dispatch(
     poll_interval: float,
     batch_size: int,
     workers: int | None,
-    log_format: str,
+    log_format: LogFormat,
     log_level: str,
     once: bool,
 ) -> None:
@@ -278,7 +279,7 @@ def serve(
     poll_interval: float,
     batch_size: int,
     workers: int | None,
-    log_format: str,
+    log_format: LogFormat,
     log_level: str,
     metrics_listen: tuple[str, int] | None,
     no_runner: bool,
