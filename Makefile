@@ -20,11 +20,13 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-## lint: ruff lint and format check, and the layer rule (import contracts in pyproject.toml)
+## lint: ruff lint and format check, the layer rule (import contracts in pyproject.toml),
+##       and mypy, strict, over the package ([tool.mypy] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -61,4 +63,4 @@ soak: bench-deps
 	$(BIN)/python bench/soak.py
 
 clean:
-	rm -rf $(VENV) .run .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .run .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -67,7 +67,8 @@ class _LazyGroup(click.Group):
         if cmd_name not in _COMMANDS:
             return None
         module_name, _, attr = _COMMANDS[cmd_name][0].partition(":")
-        return getattr(importlib.import_module(module_name), attr)
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> object:
         try:

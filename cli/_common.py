@@ -46,6 +46,7 @@ __all__ = [
     "LISTEN",
     "Duration",
     "Server",
+    "Span",
     "cli_errors",
     "database_option",
     "echo_json",
@@ -66,22 +67,19 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType[float]):
     """The CLI's one duration type: Go-style (``500ms``, ``10s``, ``1m30s``, ``336h``),
-    positive (or, with ``zero_ok``, not negative); as seconds, or with ``as_timedelta`` a
-    timedelta rounded up to whole microseconds."""
+    positive (or, with ``zero_ok``, not negative), as seconds."""
 
     name = "duration"
 
-    def __init__(self, *, zero_ok: bool = False, as_timedelta: bool = False) -> None:
+    def __init__(self, *, zero_ok: bool = False) -> None:
         self.zero_ok = zero_ok
-        self.as_timedelta = as_timedelta
 
-    def convert(
+    def nanoseconds(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float | timedelta:
-        if isinstance(value, float | timedelta):
-            return value
+    ) -> int:
+        """``value`` parsed and checked. :raises click.BadParameter: it is not one."""
         from rackcron.timing import SpecError, parse_duration
 
         try:
@@ -91,12 +89,30 @@ class Duration(click.ParamType):
         if nanoseconds < 0 or (nanoseconds == 0 and not self.zero_ok):
             self.fail(f"must {'not be negative' if self.zero_ok else 'be positive'}, got {value!r}",
                       param, ctx)  # fmt: skip
-        if self.as_timedelta:
-            return timedelta(microseconds=-(-nanoseconds // 1000))
-        return nanoseconds / 1e9
+        return nanoseconds
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        return self.nanoseconds(value, param, ctx) / 1e9
 
 
-class _Instant(click.ParamType):
+class Span(click.ParamType[timedelta]):
+    """A positive :class:`Duration` as a timedelta, rounded up to whole microseconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        return timedelta(microseconds=-(-DURATION.nanoseconds(value, param, ctx) // 1000))
+
+
+class _Instant(click.ParamType[datetime]):
     """An RFC 3339 instant with its offset (``2026-03-08T07:00:00Z``), as an aware datetime."""
 
     name = "rfc3339"
@@ -114,7 +130,7 @@ class _Instant(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class _Listen(click.ParamType):
+class _Listen(click.ParamType[tuple[str, int]]):
     """``HOST:PORT`` to listen on (port 0: any free port)."""
 
     name = "host:port"

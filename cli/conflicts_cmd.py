@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from rackcron.cli._common import (
     INSTANT,
-    Duration,
+    Span,
     cli_errors,
     database_option,
     echo_text,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["conflicts"]
 
 
-_POSITIVE = Duration(as_timedelta=True)
+_POSITIVE = Span()
 
 
 def _durations(
@@ -181,7 +181,7 @@ def conflicts(
     if fmt == "json":
         click.echo(check.render_json(report.to_json()))
     elif fmt == "github":
-        severity = "error" if strict else "warning"
+        severity: Literal["error", "warning"] = "error" if strict else "warning"
         print_diagnostics(check.to_diagnostics(report, severity), "github", summary=None, err=False)
     else:
         echo_text(check.render_text(report.to_json()))

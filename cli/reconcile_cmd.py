@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -29,9 +30,13 @@ from rackcron.escape import terminal
 if TYPE_CHECKING:
     from rackcron.reconciler.apply import Provenance
     from rackcron.reconciler.backend import Backend, PartlyApplied
-    from rackcron.reconciler.plan import Plan
+    from rackcron.reconciler.plan import Change, Plan
+    from rackcron.reconciler.state import State
+    from rackcron.reconciler.sync import Round
 
 __all__ = ["apply", "diff", "history", "plan", "sync"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CHANGES = 2
 PROGRESS_FROM = 50  # changes; smaller applies finish before progress would help
@@ -41,15 +46,22 @@ class _PlanLike(click.Command):
     """A command whose exit status 2 means "changes": its usage errors exit 1 instead,
     as Terraform's do, so CI never mistakes a typo for a change."""
 
-    def make_context(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
         try:
-            return super().make_context(*args, **kwargs)
+            return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
-            exc.exit_code = 1
+            # click types exit_code as a class variable; this error's own is the one it reads.
+            exc.exit_code = 1  # type: ignore[misc]
             raise
 
 
-def owner_option(func):  # type: ignore[no-untyped-def]
+def owner_option(func: F) -> F:
     return click.option(
         "--owner",
         envvar="RACKCRON_OWNER",
@@ -230,15 +242,14 @@ def apply(
             else "the apply lock was not held"
         )
         return
-    desired = None
+    desired: State | None = None
     with cli_errors():
         if saved:
             planned = load_plan(source)
         else:
             desired, origin = desired_state(source, rev, owner)
-    backend = _backend(database_url, server, create_store=True)
-    if not saved:
-        with cli_errors():
+        backend = _backend(database_url, server, create_store=True)
+        if desired is not None:
             planned = backend.plan(desired, owner=owner, source=origin)
     provenance = _approved(planned, source, auto_approve)
     try:
@@ -288,7 +299,7 @@ def _complete(counts: dict[str, int], apply_id: int | None) -> None:
     )
 
 
-def _progress(number: int, total: int, change) -> None:  # type: ignore[no-untyped-def]
+def _progress(number: int, total: int, change: Change) -> None:
     if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
         click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}", err=True)
 
@@ -441,7 +452,7 @@ def sync(
     stop = stop_on_signals()
     author = f"rackcron sync on {socket.gethostname()}"
 
-    def report(result) -> None:  # type: ignore[no-untyped-def]
+    def report(result: Round) -> None:
         click.echo(
             f"{datetime.now(UTC).isoformat(timespec='seconds')} {terminal(result.line())}",
             err=not result.ok,

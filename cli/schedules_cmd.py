@@ -38,6 +38,10 @@ def _backend(database_url: str | None, server: Server | None) -> Service | FlowC
     """The local store, or the gRPC server when ``--server`` is given."""
     if server is None:
         return open_service(database_url)
+    return _client(server)
+
+
+def _client(server: Server) -> FlowClient:
     from rackcron.wire.client import FlowClient
 
     return FlowClient(server.channel())
@@ -200,13 +204,13 @@ def trigger_command(
     Example: rackcron schedules trigger nightly-reset
     """
     with cli_errors():
-        backend = _backend(database_url, server)
-        target = _lookup(backend, schedule).id
         if server is not None:  # Flow answers with the task ids only
-            task_ids = backend.trigger_ids(target)  # type: ignore[union-attr]
+            client = _client(server)
+            task_ids = client.trigger_ids(_lookup(client, schedule).id)
             lines = [f"task {t}" for t in task_ids]
         else:
-            result = backend.trigger(target)  # type: ignore[union-attr]
+            service = open_service(database_url)
+            result = service.trigger(_lookup(service, schedule).id)
             task_ids = result.task_ids
             lines = [
                 f"rack {o.rack_id}: {o.result} {o.task_id or o.error or ''}".rstrip()

@@ -96,7 +96,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             poll_interval=dispatch.poll_interval if dispatch else DispatchConfig.poll_interval,
             runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
-            metrics=f"http://{config.metrics_listen[0]}:{server.port}/metrics" if server else "off",
+            metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
         )
         for loop in loops:
             loop.start()

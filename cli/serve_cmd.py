@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rackcron.shim.server import ShimConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
+LogFormat = Literal["text", "json"]  # the choices of --log-format
 
 #: The bearer token for --default-controller, if it needs one.
 TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"

@@ -23,7 +23,7 @@ import ssl
 import threading
 from contextlib import suppress
 from socketserver import ThreadingMixIn
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Admission", "AdmissionMixIn", "Refusal", "client_key"]
 
@@ -104,6 +104,10 @@ class AdmissionMixIn(ThreadingMixIn):
     daemon_threads = True  # a client never holds the process
     block_on_close = False  # nor server_close()
 
+    if TYPE_CHECKING:  # the server class's (BaseServer), after the mix-in in the MRO
+
+        def shutdown_request(self, request: Any) -> None: ...
+
     def __init__(self, *args: Any, admission: Admission, **kwargs: Any) -> None:
         self.admission = admission
         self._served: dict[socket.socket, str] = {}  # connection -> its client_key
@@ -123,19 +127,19 @@ class AdmissionMixIn(ThreadingMixIn):
                 with suppress(OSError):
                     request.setblocking(False)
                     request.send(self.refusal(refused))
-            self.shutdown_request(request)  # type: ignore[attr-defined]
+            self.shutdown_request(request)
             return
         with self._served_lock:
             self._served[request] = client
         try:
-            super().process_request(request, client_address)  # type: ignore[misc]
+            super().process_request(request, client_address)
         except BaseException:
             self._done(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
-            super().process_request_thread(request, client_address)  # type: ignore[misc]
+            super().process_request_thread(request, client_address)
         finally:
             self._done(request)
 

@@ -17,6 +17,10 @@ import io
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer, WriteableBuffer
 
 __all__ = ["Deadline", "DeadlineReader", "DeadlineWriter", "reader"]
 
@@ -57,18 +61,21 @@ class DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer) -> int | None:
         self._sock.settimeout(self._deadline.remaining())
-        return self._raw.readinto(buffer)  # type: ignore[no-any-return]
+        return self._raw.readinto(buffer)
 
     def close(self) -> None:
         self._raw.close()
         super().close()
 
 
-class DeadlineWriter(io.RawIOBase):
+class DeadlineWriter(io.BufferedIOBase):
     """Writes all of each buffer to ``sock`` before ``deadline`` (``sendall`` bounds the
-    whole write by the socket timeout, not each send)."""
+    whole write by the socket timeout, not each send).
+
+    Unbuffered, as socketserver's own ``wfile`` is: a BufferedIOBase (a write takes all
+    of its buffer or raises) that holds nothing back, so there is nothing to flush."""
 
     def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
         super().__init__()
@@ -78,7 +85,7 @@ class DeadlineWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data: bytes) -> int:  # type: ignore[override]
+    def write(self, data: ReadableBuffer) -> int:
         self._sock.settimeout(self._deadline.remaining())
         self._sock.sendall(data)
         with memoryview(data) as view:

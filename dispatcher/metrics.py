@@ -20,6 +20,7 @@ accepting, cuts the open connections and returns without waiting for any client.
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -166,17 +167,19 @@ def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
             )
             return [reason.encode() + b"\n"]
         if environ.get("PATH_INFO") == "/metrics":
-            return prometheus(environ, start)
+            body: Iterable[bytes] = prometheus(environ, start)
+            return body
         start("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"not found: try /metrics or /healthz\n"]
 
-    return app  # type: ignore[return-value]
+    return app
 
 
 class _Handler(WSGIRequestHandler):
     """One exchange, its reads and writes bounded by the server's :class:`Limits`."""
 
     server: _Server
+    rfile: io.BufferedReader  # reader(): peek() tells a silent connection
 
     def setup(self) -> None:
         # Not StreamRequestHandler.setup: its files would read and write without a deadline.
@@ -186,7 +189,7 @@ class _Handler(WSGIRequestHandler):
         self._head_ends = Deadline(limits.request_timeout).at
         self._exchange_ends = Deadline(limits.exchange_timeout).at
         self.rfile = reader(self.connection, self.deadline)
-        self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
+        self.wfile = DeadlineWriter(self.connection, self.deadline)
 
     def handle(self) -> None:
         # A silent connection only holds a slot until idle_timeout; one that has begun
@@ -240,6 +243,7 @@ class MetricsServer:
     ) -> None:
         self._server = _Server((host, port), limits)
         self._server.set_app(metrics_app(metrics, health))
+        self.host = host
         self.port = self._server.server_port
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.1,), name="rackcron-metrics", daemon=True

@@ -85,7 +85,7 @@ class RetryPolicy:
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""
-        return min(self.backoff * 2 ** (failures - 1), self.max_backoff)
+        return min(self.backoff * 2.0 ** (failures - 1), self.max_backoff)
 
 
 class _Workers:

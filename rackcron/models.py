@@ -272,6 +272,7 @@ class Schedule(_Model):
     updated_at: datetime
     management: Management = Management()
 
+    # Pydantic's documented form; mypy does not support decorators over a property.
     @computed_field  # type: ignore[prop-decorator]
     @property
     def operation_type(self) -> str:
@@ -472,7 +473,7 @@ class Rack(_Model):
 
     @model_serializer(mode="wrap")
     def _without_default_controller(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if data.get("controller") is None:
             data.pop("controller", None)
         return data

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import ComponentFilter, ComponentType
@@ -59,6 +59,7 @@ class CheckedTarget:
 
 
 Kind = Literal["racks", "components", "nvl_domains"]
+_KINDS: tuple[Kind, ...] = ("racks", "nvl_domains", "components")  # the order of the messages
 
 
 def check_target_spec(spec: TargetSpec | None) -> tuple[Kind, list[CheckedTarget]]:
@@ -68,7 +69,7 @@ def check_target_spec(spec: TargetSpec | None) -> tuple[Kind, list[CheckedTarget
     """
     if spec is None:
         raise InvalidArgument(_PREFIX + "target_spec is required")
-    present = [k for k in ("racks", "nvl_domains", "components") if getattr(spec, k) is not None]
+    present = [k for k in _KINDS if getattr(spec, k) is not None]
     if not present:
         raise InvalidArgument(
             _PREFIX + "target_spec must have one of racks, nvl_domains, or components set"
@@ -78,12 +79,16 @@ def check_target_spec(spec: TargetSpec | None) -> tuple[Kind, list[CheckedTarget
             _PREFIX + f"target_spec must have only one of racks, nvl_domains, or components"
             f" set, got {' and '.join(present)}"
         )
-    kind: Kind = present[0]  # type: ignore[assignment]
+    kind = present[0]
     targets = getattr(spec, kind)
     if not targets:
         raise InvalidArgument(_PREFIX + f"{kind}.targets must have at least one entry")
-    check = {"racks": _rack, "components": _component, "nvl_domains": _nvl_domain}[kind]
-    return kind, [check(t) for t in targets]
+    checks: dict[Kind, Callable[[Any], CheckedTarget]] = {
+        "racks": _rack,
+        "components": _component,
+        "nvl_domains": _nvl_domain,
+    }
+    return kind, [checks[kind](t) for t in targets]
 
 
 def _parse_uuid(value: str, what: str, prefix: str) -> uuid.UUID:
@@ -220,12 +225,19 @@ def resolve_targets(spec: TargetSpec | None, inventory: Inventory) -> Resolved:
     return resolved
 
 
+def _identifier(target: CheckedTarget) -> Identifier:
+    """How to look up a rack or NVLink domain target (only a component is ``external``)."""
+    if target.by == "external":
+        raise AssertionError(f"a rack or NVLink domain target by external ref: {target}")
+    return target.by
+
+
 def _resolve_racks(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
     resolved: Resolved = []
     seen: set[uuid.UUID] = set()
     for i, target in enumerate(targets):
         prefix = f"target_spec.racks[{i}]: resolve rack: "
-        found = inventory.find_racks(target.by, target.value)  # type: ignore[arg-type]
+        found = inventory.find_racks(_identifier(target), target.value)
         if len(found) > 1:
             raise InvalidArgument(
                 f'{prefix}rack name "{target.value}" matches multiple racks; use rack id'
@@ -250,7 +262,7 @@ def _domain_members(targets: Sequence[CheckedTarget], inventory: Inventory) -> l
     members: list[CheckedTarget] = []
     for i, target in enumerate(targets):
         prefix = f"target_spec.nvl_domains: NVLink domain target {i}: "
-        found = inventory.find_domains(target.by, target.value)  # type: ignore[arg-type]
+        found = inventory.find_domains(_identifier(target), target.value)
         if not found:
             raise NotFound(f"{prefix}NVLink domain {target.by} {target.value} is not found")
         if len(found) > 1:
@@ -264,7 +276,7 @@ def _domain_members(targets: Sequence[CheckedTarget], inventory: Inventory) -> l
 
 
 def _resolve_components(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
-    by_rack: dict[uuid.UUID, list[str]] = {}
+    by_rack: dict[uuid.UUID, list[uuid.UUID | str]] = {}
     seen: set[uuid.UUID] = set()
     for target in targets:
         ref = _find_component(target, inventory)
@@ -278,8 +290,8 @@ def _resolve_components(targets: Sequence[CheckedTarget], inventory: Inventory) 
 
 
 def _find_component(target: CheckedTarget, inventory: Inventory) -> ComponentRef:
-    if target.by == "id":
-        ref = inventory.find_component(target.value)  # type: ignore[arg-type]
+    if isinstance(target.value, uuid.UUID):  # by id: only ids are parsed (_component)
+        ref = inventory.find_component(target.value)
         if ref is None:
             raise NotFound(
                 f"resolve component {target.value}: component [id: {target.value}] is not found"

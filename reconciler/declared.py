@@ -64,6 +64,12 @@ class DeclaredSchedule:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def spec_type(self) -> SpecType:
+        """``config.spec_type``, which a declared schedule always has (the reader sets it)."""
+        assert self.config.spec_type is not None
+        return self.config.spec_type
+
 
 @dataclass
 class Declared:
@@ -195,8 +201,8 @@ class _Builder:
         except RackcronError as exc:
             field, _, message = exc.message.partition(": ")
             name = field.removeprefix("controller.")
-            path: Path = ("spec", "controller", *((name,) if name in raw else ()))
-            self.problems.append(doc.diagnostic(path, f"{name}: {message}"))
+            at: Path = ("spec", "controller", *((name,) if name in raw else ()))
+            self.problems.append(doc.diagnostic(at, f"{name}: {message}"))
             return None
 
     def domain(self, doc: SourceDocument) -> None:

@@ -58,8 +58,9 @@ def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str
 def scope_target_spec(rows: Iterable[ScopeRow]) -> dict[str, Any]:
     """The target_spec (JSON) that resolves to exactly ``rows``."""
     rows = list(rows)
-    if rows and all(f is not None and f.kind == "components" for _, f in rows):
-        return {"components": [{"id": c} for _, f in rows for c in f.items]}  # type: ignore[union-attr]
+    components = [f for _, f in rows if f is not None and f.kind == "components"]
+    if rows and len(components) == len(rows):
+        return {"components": [{"id": c} for f in components for c in f.items]}
     return {
         "racks": [
             {"id": str(rack_id), **({"component_types": list(f.items)} if f else {})}
@@ -289,8 +290,12 @@ class _Differ(InventoryDiffer):
     def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
         stored = have.next_run_at if have else None
         # The stored next run stays unless the update recomputes it (spec, zone, resume).
-        kept = have is not None and _same_spec(have, want) and have.timezone == want.timezone
-        kept = kept and have.enabled == want.enabled  # type: ignore[union-attr]
+        kept = (
+            have is not None
+            and _same_spec(have, want)
+            and have.timezone == want.timezone
+            and have.enabled == want.enabled
+        )
         return {
             "timezone": want.timezone,
             "before": _fire_times(have, self.now, stored),

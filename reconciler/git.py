@@ -11,11 +11,14 @@ import getpass
 import os
 import socket
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rackcron.errors import InvalidArgument
 from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed
+
+if TYPE_CHECKING:
+    import git
 
 __all__ = ["Revision", "author", "fetch", "read_revision", "read_tree", "repo_root", "tree_source"]
 
@@ -33,7 +36,7 @@ def tree_source(path: Path) -> dict[str, Any]:
     try:
         repo = git.Repo(path, search_parent_directories=True)
         source["revision"] = repo.head.commit.hexsha
-        relative = str(Path(path).resolve().relative_to(Path(repo.working_tree_dir).resolve()))
+        relative = str(Path(path).resolve().relative_to(_working_tree(repo)))
         source["dirty"] = repo.is_dirty(
             untracked_files=True, path=None if relative == "." else relative
         )
@@ -57,7 +60,7 @@ def repo_root(path: Path) -> Path | None:
     import git
 
     try:
-        return Path(git.Repo(path, search_parent_directories=True).working_tree_dir).resolve()
+        return _working_tree(git.Repo(path, search_parent_directories=True))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
 
@@ -75,7 +78,17 @@ class Revision:
         return {"path": self.path, "revision": self.sha, "dirty": False}
 
 
-def _repo(path: Path):  # type: ignore[no-untyped-def]
+def _working_tree(repo: git.Repo) -> Path:
+    """The root of ``repo``'s working tree, resolved.
+
+    :raises InvalidArgument: ``repo`` is bare: it has no working tree.
+    """
+    if repo.working_tree_dir is None:
+        raise InvalidArgument(f"{repo.git_dir}: a bare repository has no working tree")
+    return Path(repo.working_tree_dir).resolve()
+
+
+def _repo(path: Path) -> git.Repo:
     import git
 
     try:
@@ -93,7 +106,7 @@ def read_revision(path: Path, rev: str, *, missing_ok: bool = False) -> Revision
         name a commit, or ``path`` did not exist at ``rev``.
     """
     repo = _repo(path)
-    root = Path(repo.working_tree_dir).resolve()
+    root = _working_tree(repo)
     try:
         relative = Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
@@ -151,24 +164,25 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
 
     listed: list[Listed] = []
     for item in tree.traverse():
+        if not isinstance(item, git.Blob):  # a directory, or a submodule
+            continue
+        name = str(item.path)  # a str already: the path in the repository
         inner = (
-            PurePosixPath(item.path).relative_to(relative)
-            if relative != "."
-            else PurePosixPath(item.path)
+            PurePosixPath(name).relative_to(relative) if relative != "." else PurePosixPath(name)
         )
         hidden = any(p.startswith(".") for p in inner.parts)
-        if item.type != "blob" or not item.path.endswith(_SUFFIXES) or hidden:
+        if not name.endswith(_SUFFIXES) or hidden:
             continue
         if item.mode != _LINK_MODE:
-            listed.append(_blob(item.path, item))
+            listed.append(_blob(name, item))
             continue
         try:
             target = resolve(inner, lookup)
         except LinkRefused as exc:
-            listed.append(Listed(item.path, refused=str(exc)))
+            listed.append(Listed(name, refused=str(exc)))
             continue
         if target is not None:
-            listed.append(_blob(item.path, tree / target.as_posix()))
+            listed.append(_blob(name, tree / target.as_posix()))
     listed.sort(key=lambda entry: entry.name)
     return Revision(commit.hexsha, relative, read_listed(listed))
 

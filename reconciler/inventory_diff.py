@@ -10,12 +10,12 @@ passing from one rack (or domain) to another is first cleared from its old holde
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from rackcron.reconciler.plan import Change, FieldChange
+from rackcron.reconciler.plan import Action, Change, FieldChange, Kind
 from rackcron.reconciler.state import ScheduleState, State
 from rackcron.steps import Step
 
@@ -31,7 +31,7 @@ def _listed(field: str, value: Any, have: Any) -> bool:
     newer ones, and the fields an update changes."""
     if have is None:
         return field not in _LISTED_WHEN_SET or value is not None
-    return getattr(have, field) != value
+    return bool(getattr(have, field) != value)
 
 
 def plain(value: Any) -> Any:
@@ -59,6 +59,10 @@ def _security_reason(fields: tuple[FieldChange, ...]) -> str:
     return ""
 
 
+#: An upsert RPC's items: (the kind, the RPC, the desired and the current items by id).
+_Upserts = tuple[Kind, str, Mapping[uuid.UUID, Any], Mapping[uuid.UUID, Any]]
+
+
 class InventoryDiffer:
     """The inventory half of a diff; the schedule half extends it."""
 
@@ -69,11 +73,12 @@ class InventoryDiffer:
 
     def inventory_upserts(self) -> list[Change]:
         changes = self._external_id_handovers()
-        for kind, rpc, wanted, existing in (
+        upserts: tuple[_Upserts, ...] = (
             ("rack", "UpsertRack", self.desired.racks, self.current.racks),
             ("component", "UpsertComponent", self.desired.components, self.current.components),
             ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
-        ):
+        )
+        for kind, rpc, wanted, existing in upserts:
             for item_id, want in wanted.items():
                 have = existing.get(item_id)
                 if have == want:
@@ -90,10 +95,10 @@ class InventoryDiffer:
                     if _listed(f, value, have)
                 )
                 step = Step(rpc, {kind: want.model_dump(mode="json")})
-                action = "create" if have is None else "update"
+                action: Action = "create" if have is None else "update"
                 sensitive = _security_reason(fields)
                 changes.append(Change(
-                    kind, want.name or str(item_id), action, fields=fields, steps=(step,),  # type: ignore[arg-type]
+                    kind, want.name or str(item_id), action, fields=fields, steps=(step,),
                     security_sensitive=bool(sensitive), security_reason=sensitive,
                 ))  # fmt: skip
         return changes
@@ -105,7 +110,8 @@ class InventoryDiffer:
         if kind == "component":
             rack = self.current.racks.get(have.rack_id) if have.rack_id else None
             return rack.owner if rack else None
-        return have.owner
+        owner: str | None = have.owner
+        return owner
 
     def _external_id_handovers(self) -> list[Change]:
         """Free external ids that pass from one rack (or domain) to another in this plan.
@@ -114,10 +120,11 @@ class InventoryDiffer:
         UUID with its old asset tag, must clear the old holder first.
         """
         changes = []
-        for kind, rpc, wanted, existing in (
+        handovers: tuple[_Upserts, ...] = (
             ("rack", "UpsertRack", self.desired.racks, self.current.racks),
             ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
-        ):
+        )
+        for kind, rpc, wanted, existing in handovers:
             claimed = {w.external_id: i for i, w in wanted.items() if w.external_id}
             for item_id, have in existing.items():
                 taker = claimed.get(have.external_id) if have.external_id else None
@@ -125,7 +132,7 @@ class InventoryDiffer:
                     continue
                 cleared = have.model_copy(update={"external_id": None})
                 changes.append(Change(
-                    kind, have.name, "update", f"hands its external_id {have.external_id} over",  # type: ignore[arg-type]
+                    kind, have.name, "update", f"hands its external_id {have.external_id} over",
                     (FieldChange("external_id", have.external_id, None),),
                     steps=(Step(rpc, {kind: cleared.model_dump(mode="json")}),),
                 ))  # fmt: skip

@@ -22,8 +22,10 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_WARNINGS",
+    "Action",
     "Change",
     "FieldChange",
+    "Kind",
     "Plan",
     "ScopeChange",
 ]

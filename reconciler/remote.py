@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 import pydantic
+from google.protobuf.message import Message
 
 from rackcron import boundedjson
 from rackcron.errors import FailedPrecondition, RackcronError
@@ -247,6 +248,7 @@ class RemoteStore:
         :raises RemoteError: the server refused it.
         """
         a, flow = step.args, self.flow
+        request: Message
         match step.rpc:
             case "CreateTaskSchedule":
                 config = ScheduleConfig.model_validate(a["schedule"])
@@ -258,11 +260,11 @@ class RemoteStore:
                 self._ids[created.name] = created.id.id
             case "UpdateTaskSchedule":
                 config = ScheduleConfig.model_validate(a["schedule"])
-                request = pb.UpdateTaskScheduleRequest(
+                update = pb.UpdateTaskScheduleRequest(
                     id=self._id(a["name"]), schedule=pb_config(config)
                 )
-                request.update_mask.paths.extend(a["update_mask"])
-                updated = call(flow, step.rpc, request)
+                update.update_mask.paths.extend(a["update_mask"])
+                updated = call(flow, step.rpc, update)
                 self._ids[updated.name] = updated.id.id
             case "PauseTaskSchedule" | "ResumeTaskSchedule":
                 request_type = getattr(pb, f"{step.rpc}Request")

@@ -11,7 +11,7 @@ import difflib
 import json
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -47,7 +47,8 @@ KINDS = {"Rack": "rack", "NVLDomain": "nvldomain", "TaskSchedule": "taskschedule
 def schema_for(kind: str) -> dict[str, Any]:
     """The JSON Schema of ``kind`` (one of :data:`KINDS`)."""
     path = files("rackcron.schemas") / "v1" / f"{KINDS[kind]}.schema.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return schema
 
 
 def ecma_pattern(pattern: str) -> str:
@@ -91,7 +92,8 @@ def _search(pattern: str) -> Callable[[str], Any]:
 
 
 #: Draft 2020-12 with ECMA-262's ``$`` in ``pattern``: what editors check, Python checks.
-_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+# (types-jsonschema leaves validators.extend unannotated.)
+_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
 
 
 @cache
@@ -391,7 +393,11 @@ def check_schema(doc: SourceDocument) -> list[Diagnostic]:
 
 def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
     path = tuple(error.absolute_path)
-    schema, instance = error.schema, error.instance
+    # An error of iter_errors has them all: the value that failed, the keyword's value, and
+    # the (object) schema holding it.
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+    value: Any = error.validator_value
+    instance: Any = error.instance
     match error.validator:
         case "additionalProperties":
             known = list(schema.get("properties", {}))
@@ -403,22 +409,18 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
                 if key not in known
             ]
         case "required":
-            missing = [k for k in error.validator_value if k not in instance]
+            missing = [k for k in value if k not in instance]
             return [doc.diagnostic(path, f"missing required field {k!r}") for k in missing]
-        case "oneOf" if all(set(s) == {"required"} for s in error.validator_value):
-            options = ", ".join(s["required"][0] for s in error.validator_value)
+        case "oneOf" if all(set(s) == {"required"} for s in value):
+            options = ", ".join(s["required"][0] for s in value)
             return [doc.diagnostic(path, f"set exactly one of: {options}")]
         case "minProperties" | "maxProperties":
             options = ", ".join(schema.get("properties", {}))
             return [doc.diagnostic(path, f"set exactly one of: {options}")]
         case "enum":
-            return [
-                doc.diagnostic(
-                    path, f"{_quoted(instance)} is not one of: {_options(error.validator_value)}"
-                )
-            ]
+            return [doc.diagnostic(path, f"{_quoted(instance)} is not one of: {_options(value)}")]
         case "maxLength" if isinstance(instance, str):
-            limit = error.validator_value
+            limit = value
             return [
                 doc.diagnostic(path, f"must be at most {limit} characters, got {len(instance)}")
             ]
@@ -429,14 +431,10 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
                 message = f"key {_quoted(instance)}: {problem}"
                 return [Diagnostic(doc.file, line, column, "error", message, json_path(path))]
             return [doc.diagnostic(path, problem)]
-        case "pattern" if error.validator_value in _PATTERN_MEANING:
-            return [
-                doc.diagnostic(
-                    path, f"{_quoted(instance)} is not {_PATTERN_MEANING[error.validator_value]}"
-                )
-            ]
+        case "pattern" if value in _PATTERN_MEANING:
+            return [doc.diagnostic(path, f"{_quoted(instance)} is not {_PATTERN_MEANING[value]}")]
         case "type":
-            message = f"expected {_expected(error.validator_value)}, got {_actual(instance)}"
+            message = f"expected {_expected(value)}, got {_actual(instance)}"
             return [doc.diagnostic(path, message)]
     return [doc.diagnostic(path, shorten(error.message, 2 * SHOWN))]
 

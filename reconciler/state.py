@@ -107,7 +107,7 @@ def _declared_state(declared: Declared, owner: str) -> State:
         config = item.config
         schedules[item.name] = ScheduleState(
             name=item.name,
-            spec_type=config.spec_type,  # type: ignore[arg-type]
+            spec_type=item.spec_type,
             spec=config.spec,
             timezone=config.timezone or "UTC",
             overlap_policy=config.overlap_policy or OverlapPolicy.SKIP,

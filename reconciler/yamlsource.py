@@ -48,11 +48,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
-from rackcron.reconciler.diagnostics import Diagnostic, Path, json_path
+from rackcron.reconciler.diagnostics import Diagnostic, Path, Severity, json_path
 
 __all__ = [
     "CENSUS_BYTES",
@@ -138,14 +138,21 @@ def _may_nest_deeper(text: str, depth: int) -> bool:
     return flow + 2 * max(map(len, text.splitlines())) + 2 > depth
 
 
-def _first_too_deep(text: str) -> tuple[int, yaml.Mark] | None:
+class _Mark(Protocol):
+    """Where a parser event starts: a ``yaml.Mark``, or libyaml's own of the same shape."""
+
+    line: int  # 0-based, as column
+    column: int
+
+
+def _first_too_deep(text: str) -> tuple[int, _Mark] | None:
     """The first document nesting deeper than :data:`_COMPOSE_DEPTH` (its 1-based index)
     and where it first nests deeper than :data:`MAX_DEPTH`; found from the parser's
     events, which libyaml makes without recursion."""
     index = 0
     # Per open collection: None for a sequence; for a mapping, whether its next node is a key.
     stack: list[bool | None] = []
-    over: yaml.Mark | None = None
+    over: _Mark | None = None
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.NodeEvent):
@@ -157,7 +164,9 @@ def _first_too_deep(text: str) -> tuple[int, yaml.Mark] | None:
                 if isinstance(event, yaml.CollectionStartEvent):
                     stack.append(True if isinstance(event, yaml.MappingStartEvent) else None)
                     if len(stack) > _COMPOSE_DEPTH:
-                        return index, over or event.start_mark
+                        mark = over or event.start_mark
+                        assert mark is not None  # the parser marks every event
+                        return index, mark
             elif isinstance(event, yaml.CollectionEndEvent):
                 stack.pop()
             elif isinstance(event, yaml.DocumentStartEvent):
@@ -172,7 +181,7 @@ class _Stop:
     """Where a read of a file stops: the document refused (1-based), where, and why."""
 
     index: int
-    mark: yaml.Mark | None  # None for an empty document
+    mark: _Mark | None  # None for an empty document
     message: str
     exhausts: bool = False  # the tree's budget, not the file's, ran out
 
@@ -208,7 +217,7 @@ def _census(text: str, budget: TreeBudget | None) -> _Stop | None:
     cap, tree_cap = _document_cap(budget)
     tree_left = budget.nodes if budget is not None else MAX_TREE_NODES
     index = values = 0
-    start: yaml.Mark | None = None  # of the current document
+    start: _Mark | None = None  # of the current document
     # Per open collection: None for a sequence; for a mapping, whether its next node is a key.
     stack: list[bool | None] = []
     merge_value = False  # the node after a `<<` key
@@ -307,21 +316,25 @@ class SourceDocument:
     def positions(self) -> dict[Path, tuple[int, int]]:
         """Line and column of every value, by JSON path (found on first use)."""
         if self._positions is None:
-            self._locate()
-        return self._positions  # type: ignore[return-value]
+            return self._locate()[0]
+        return self._positions
 
     @property
     def key_positions(self) -> dict[Path, tuple[int, int]]:
         """Line and column of every mapping key, by the path of its value."""
         if self._key_positions is None:
-            self._locate()
-        return self._key_positions  # type: ignore[return-value]
+            return self._locate()[1]
+        return self._key_positions
 
-    def _locate(self) -> None:
-        self._positions, self._key_positions = {}, {}
+    def _locate(self) -> tuple[dict[Path, tuple[int, int]], dict[Path, tuple[int, int]]]:
+        """Fill in :attr:`positions` and :attr:`key_positions`; both."""
+        positions: dict[Path, tuple[int, int]] = {}
+        key_positions: dict[Path, tuple[int, int]] = {}
+        self._positions, self._key_positions = positions, key_positions
         node = self._source.node(self.index) if self._source else None
         if node is not None:
             _Walker(node, self).value(node, ())
+        return positions, key_positions
 
     @property
     def line(self) -> int:
@@ -336,10 +349,10 @@ class SourceDocument:
         return self.positions.get(path, (1, 1))
 
     def diagnostic(
-        self, path: Path, message: str, *, key: bool = False, severity: str = "error"
+        self, path: Path, message: str, *, key: bool = False, severity: Severity = "error"
     ) -> Diagnostic:
         line, column = self.at(path, key=key)
-        return Diagnostic(self.file, line, column, severity, message, json_path(path))  # type: ignore[arg-type]
+        return Diagnostic(self.file, line, column, severity, message, json_path(path))
 
 
 class Unreadable(bytes):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -137,6 +137,13 @@ class _Health(health.HealthServicer):
     KeyError, and the server never stops).
     """
 
+    # Upstream's private state, which this class takes over (the stubs leave it out).
+    _lock: threading.RLock
+    _server_status: dict[str, Any]
+    _send_response_callbacks: dict[str, set[Callable[[Any], None]]]
+    _gracefully_shutting_down: bool
+    _on_close_callback: Callable[[Callable[[Any], None], str], Callable[[], None]]
+
     def Watch(
         self, request: Any, context: grpc.ServicerContext, send_response_callback: Any = None
     ) -> Any:
@@ -176,6 +183,10 @@ class _Health(health.HealthServicer):
             self._gracefully_shutting_down = True
 
 
+if TYPE_CHECKING:  # generic in the stubs only
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+
+
 class _TokenAuth(grpc.ServerInterceptor):
     """Refuses every call but health checks unless it carries one of the tokens."""
 
@@ -195,9 +206,9 @@ class _TokenAuth(grpc.ServerInterceptor):
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> _Handler | None:
         handler = continuation(details)
         if handler is None or details.method in _HEALTH_METHODS:
             return handler
@@ -207,7 +218,7 @@ class _TokenAuth(grpc.ServerInterceptor):
         return _refusal(handler)
 
 
-def _refusal(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+def _refusal(handler: _Handler) -> _Handler:
     """A handler of the same shape as ``handler`` that answers UNAUTHENTICATED."""
 
     def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
@@ -249,7 +260,9 @@ class ShimServer:
         """``flow`` replaces the Flow servicer (benchmarks measure the stack's ceiling so)."""
         self.config = config
         self.port: int | None = None
-        interceptors = [_TokenAuth(config.tokens)] if config.tokens else []
+        interceptors: list[grpc.ServerInterceptor] = (
+            [_TokenAuth(config.tokens)] if config.tokens else []
+        )
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="rackcron-grpc"),
             interceptors=interceptors,

@@ -57,10 +57,26 @@ class _Bearer(
         metadata = [*(details.metadata or ()), self._header]
         return continuation(details._replace(metadata=metadata), request)
 
-    intercept_unary_unary = _with_token
-    intercept_unary_stream = _with_token
-    intercept_stream_unary = _with_token
-    intercept_stream_stream = _with_token
+    # The four hooks of grpcio, each ``_with_token`` (request is a message or an iterator).
+    def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return self._with_token(continuation, client_call_details, request)
+
+    def intercept_unary_stream(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return self._with_token(continuation, client_call_details, request)
+
+    def intercept_stream_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return self._with_token(continuation, client_call_details, request_iterator)
+
+    def intercept_stream_stream(
+        self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return self._with_token(continuation, client_call_details, request_iterator)
 
 
 def _read(path: str | None) -> bytes | None:

@@ -11,8 +11,9 @@ a NUL character in any string (PostgreSQL cannot store one). Each raises
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
@@ -112,7 +113,11 @@ def check_strings(message: Message, path: str = "") -> None:
                     raise InvalidArgument(f"{name} must not contain NUL characters")
 
 
-def _enum(table: dict[int, Any], value: int, field: str) -> Any:
+E = TypeVar("E", bound=int)
+V = TypeVar("V")
+
+
+def _enum(table: Mapping[E, V], value: E, field: str) -> V | None:
     """The domain value of a known, non-zero enum number; None for 0 (unspecified)."""
     if value == 0:
         return None
@@ -195,7 +200,8 @@ def _timestamp(message: Message, field: str, path: str) -> datetime | None:
     if not message.HasField(field):
         return None
     try:
-        return getattr(message, field).ToDatetime(tzinfo=UTC)
+        moment: datetime = getattr(message, field).ToDatetime(tzinfo=UTC)
+        return moment
     except (ValueError, OverflowError, OSError):
         raise InvalidArgument(f"{path}.{field}: timestamp out of range") from None
 
@@ -357,16 +363,20 @@ def pb_config(config: ScheduleConfig) -> pb.ScheduleConfig:
     return pb.ScheduleConfig(
         name=config.name,
         spec=pb.ScheduleSpec(
-            type=_PB_SPEC_TYPES[config.spec_type] if config.spec_type else 0,
+            type=(
+                _PB_SPEC_TYPES[config.spec_type]
+                if config.spec_type
+                else pb.SCHEDULE_SPEC_TYPE_UNSPECIFIED
+            ),
             spec=config.spec,
             timezone=config.timezone,
         ),
-        overlap_policy=_PB_POLICIES[config.overlap_policy] if config.overlap_policy else 0,
+        overlap_policy=(
+            _PB_POLICIES[config.overlap_policy]
+            if config.overlap_policy
+            else pb.OVERLAP_POLICY_UNSPECIFIED
+        ),
     )
-
-
-def _pb_uuid(value: str | None) -> dict[str, pb.UUID]:
-    return {} if value is None else {"id": pb.UUID(id=value)}
 
 
 def _pb_identified(target: RackTarget | NVLDomainTarget) -> dict[str, Any]:
@@ -382,9 +392,13 @@ def _pb_identified(target: RackTarget | NVLDomainTarget) -> dict[str, Any]:
 
 def _pb_component(target: ComponentTarget) -> pb.ComponentTarget:
     if target.external is not None:
-        kind = _PB_TYPES[target.external.type] if target.external.type else 0
+        kind = (
+            _PB_TYPES[target.external.type] if target.external.type else pb.COMPONENT_TYPE_UNKNOWN
+        )
         return pb.ComponentTarget(external=pb.ExternalRef(type=kind, id=target.external.id))
-    return pb.ComponentTarget(**_pb_uuid(target.id))
+    if target.id is None:
+        return pb.ComponentTarget()
+    return pb.ComponentTarget(id=pb.UUID(id=target.id))
 
 
 def pb_target_spec(spec: TargetSpec) -> pb.OperationTargetSpec:

@@ -32,6 +32,7 @@ and nothing is printed.
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import logging
 import re
@@ -142,8 +143,9 @@ class ControllerServer:
     @property
     def url(self) -> str:
         """The base URL clients use, e.g. ``http://127.0.0.1:8470``."""
-        host, port = self._httpd.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
+        address, port = self._httpd.server_address[:2]
+        host = str(address)
+        host = f"[{host}]" if ":" in host else host
         return f"{self._scheme}://{host}:{port}"
 
     def serve_forever(self) -> None:
@@ -198,6 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
     # client's delayed ACK (about 40 ms per request).
     disable_nagle_algorithm = True
     server: _HTTPServer
+    rfile: io.BufferedReader  # reader(): peek() tells a silent connection
 
     def setup(self) -> None:
         # Not StreamRequestHandler.setup: its files would read and write without a deadline.
@@ -210,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.settimeout(self.deadline.remaining())
             self.connection.do_handshake()
         self.rfile = reader(self.connection, self.deadline)
-        self.wfile = DeadlineWriter(self.connection, self.deadline)  # type: ignore[assignment]
+        self.wfile = DeadlineWriter(self.connection, self.deadline)
 
     def handle_one_request(self) -> None:
         limits = self.server.limits
@@ -395,7 +398,7 @@ def _order(task_id: uuid.UUID, body: bytes) -> TaskOrder:
     )
 
 
-_JSON_NAMES = {dict: "object", list: "array", str: "string"}
+_JSON_NAMES: dict[type, str] = {dict: "object", list: "array", str: "string"}
 
 
 def _field(document: dict[str, Any], name: str, kind: type) -> Any:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -92,6 +92,8 @@ def _utcnow() -> datetime:
 
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _same(schedule: Schedule) -> Schedule:
@@ -105,29 +107,41 @@ def _from_row(view: Callable[[Schedule], T]) -> Callable[[Any], T]:
 
 
 def _in_transaction(
-    name: str, *, write: bool = True, single_read: bool = False
-) -> Callable[..., Any]:
-    """Operation ``name`` in a transaction of its own; ``single_read``: it runs one SELECT,
-    on the store's reader (``rackcron.store.open_reader``), retried once if the connection
-    it got was dead."""
-    method = getattr(Operations, name)
+    method: Callable[Concatenate[Operations, P], R],
+    *,
+    write: bool = True,
+    single_read: bool = False,
+) -> Callable[Concatenate[Service, P], R]:
+    """Operation ``method`` in a transaction of its own, as a Service method with the same
+    parameters (less ``self``) and return type; ``single_read``: it runs one SELECT, on
+    the store's reader (``rackcron.store.open_reader``), retried once if the connection
+    it got was dead.
 
-    def call(self: Service, *args: Any, **kwargs: Any) -> Any:
+    Each call looks the operation up by name on its :class:`Operations`, so a method
+    replaced on that class (a test's monkeypatch) is the one that runs."""
+    name = method.__name__
+
+    def bound(ops: Operations) -> Callable[P, R]:
+        operation: Callable[P, R] = getattr(ops, name)
+        return operation
+
+    def call(self: Service, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if not single_read:
             with self.transaction(write=write) as ops:
-                return getattr(ops, name)(*args, **kwargs)
+                return bound(ops)(*args, **kwargs)
         try:
             with self.transaction(write=False, engine=self.reader) as ops:
-                return getattr(ops, name)(*args, **kwargs)
+                return bound(ops)(*args, **kwargs)
         except StoreError as exc:
             cause = exc.__cause__
             if not (isinstance(cause, sa.exc.DBAPIError) and cause.connection_invalidated):
                 raise
         with self.transaction(write=False, engine=self.reader) as ops:
-            return getattr(ops, name)(*args, **kwargs)
+            return bound(ops)(*args, **kwargs)
 
-    call.__name__ = name
-    call.__doc__ = method.__doc__
+    # The operation's docstring, and its signature for inspect (help(), editors) by __wrapped__.
+    functools.update_wrapper(call, method, assigned=("__doc__",), updated=())
+    call.__name__, call.__qualname__ = name, f"Service.{name}"
     return call
 
 
@@ -171,11 +185,15 @@ class Service:
             raise store_error(exc) from exc
 
     # Schedules
-    create_schedule = _in_transaction("create_schedule")
+    create_schedule = _in_transaction(Operations.create_schedule)
 
+    @overload
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+    @overload
+    def get_schedule(self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], T]) -> T: ...
     def get_schedule(
-        self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], T] = _same
-    ) -> T:
+        self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], Any] = _same
+    ) -> Any:
         """GetTaskSchedule: ``view`` of the schedule (default: the Schedule itself).
 
         The hottest read: one SELECT on the reader's driver connection, and ``view``
@@ -190,34 +208,34 @@ class Service:
             raise not_found(schedule_id)
         return found
 
-    find_schedule = _in_transaction("find_schedule", write=False)
-    list_schedules = _in_transaction("list_schedules", write=False)
-    update_schedule = _in_transaction("update_schedule")
-    pause_schedule = _in_transaction("pause_schedule")
-    resume_schedule = _in_transaction("resume_schedule")
-    delete_schedule = _in_transaction("delete_schedule")
-    check_conflicts = _in_transaction("check_conflicts", write=False)
-    set_management = _in_transaction("set_management")
+    find_schedule = _in_transaction(Operations.find_schedule, write=False)
+    list_schedules = _in_transaction(Operations.list_schedules, write=False)
+    update_schedule = _in_transaction(Operations.update_schedule)
+    pause_schedule = _in_transaction(Operations.pause_schedule)
+    resume_schedule = _in_transaction(Operations.resume_schedule)
+    delete_schedule = _in_transaction(Operations.delete_schedule)
+    check_conflicts = _in_transaction(Operations.check_conflicts, write=False)
+    set_management = _in_transaction(Operations.set_management)
     # Scopes
-    add_scope = _in_transaction("add_scope")
-    update_scope = _in_transaction("update_scope")
-    remove_scope = _in_transaction("remove_scope")
-    list_scopes = _in_transaction("list_scopes", write=False)
-    scopes_by_schedule = _in_transaction("scopes_by_schedule", write=False)
+    add_scope = _in_transaction(Operations.add_scope)
+    update_scope = _in_transaction(Operations.update_scope)
+    remove_scope = _in_transaction(Operations.remove_scope)
+    list_scopes = _in_transaction(Operations.list_scopes, write=False)
+    scopes_by_schedule = _in_transaction(Operations.scopes_by_schedule, write=False)
     # Tasks
-    list_tasks = _in_transaction("list_tasks", write=False)
-    get_tasks = _in_transaction("get_tasks", write=False, single_read=True)
-    cancel_task = _in_transaction("cancel_task")
+    list_tasks = _in_transaction(Operations.list_tasks, write=False)
+    get_tasks = _in_transaction(Operations.get_tasks, write=False, single_read=True)
+    cancel_task = _in_transaction(Operations.cancel_task)
     # Inventory
-    upsert_rack = _in_transaction("upsert_rack")
-    delete_rack = _in_transaction("delete_rack")
-    list_racks = _in_transaction("list_racks", write=False)
-    upsert_component = _in_transaction("upsert_component")
-    delete_component = _in_transaction("delete_component")
-    list_components = _in_transaction("list_components", write=False)
-    upsert_nvl_domain = _in_transaction("upsert_nvl_domain")
-    delete_nvl_domain = _in_transaction("delete_nvl_domain")
-    list_nvl_domains = _in_transaction("list_nvl_domains", write=False)
+    upsert_rack = _in_transaction(Operations.upsert_rack)
+    delete_rack = _in_transaction(Operations.delete_rack)
+    list_racks = _in_transaction(Operations.list_racks, write=False)
+    upsert_component = _in_transaction(Operations.upsert_component)
+    delete_component = _in_transaction(Operations.delete_component)
+    list_components = _in_transaction(Operations.list_components, write=False)
+    upsert_nvl_domain = _in_transaction(Operations.upsert_nvl_domain)
+    delete_nvl_domain = _in_transaction(Operations.delete_nvl_domain)
+    list_nvl_domains = _in_transaction(Operations.list_nvl_domains, write=False)
 
     # Apply lock and log (the reconciler)
     def acquire_apply_lock(self, who: str) -> str:
@@ -268,14 +286,14 @@ class Service:
         for holder in holders:
             self._unreleased.pop(holder, None)
 
-    break_apply_lock = _in_transaction("break_apply_lock")
-    list_applies = _in_transaction("list_applies", write=False)
+    break_apply_lock = _in_transaction(Operations.break_apply_lock)
+    list_applies = _in_transaction(Operations.list_applies, write=False)
     # The task runner
-    claim_work = _in_transaction("claim_work")
-    record = _in_transaction("record")
-    expire_queued = _in_transaction("expire_queued")
-    promote_waiting = _in_transaction("promote_waiting")
-    task_counts = _in_transaction("task_counts", write=False)
+    claim_work = _in_transaction(Operations.claim_work)
+    record = _in_transaction(Operations.record)
+    expire_queued = _in_transaction(Operations.expire_queued)
+    promote_waiting = _in_transaction(Operations.promote_waiting)
+    task_counts = _in_transaction(Operations.task_counts, write=False)
 
     def submit_batch(
         self, firings: Sequence[Firing], *, before_commit: Callable[[], None] | None = None

@@ -111,8 +111,10 @@ class ApplyOps(OpsBase):
                 summary=summary,
             )
         )
+        key = result.inserted_primary_key
+        assert key is not None  # a single-row INSERT without RETURNING has it
         return ApplyRecord(
-            id=result.inserted_primary_key[0], revision=revision, dirty=dirty, source=source,
+            id=key[0], revision=revision, dirty=dirty, source=source,
             author=author, applied_at=self.now, summary=summary,
         )  # fmt: skip
 

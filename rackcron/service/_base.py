@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -42,6 +42,10 @@ def check_page(offset: int, limit: int) -> None:
             raise InvalidArgument(f"pagination.{name} must be at most {INT32_MAX}, got {value}")
 
 
+@overload
+def check_text(value: str, field: str, *, max_length: int = 255) -> str: ...
+@overload
+def check_text(value: str | None, field: str, *, max_length: int = 255) -> str | None: ...
 def check_text(value: str | None, field: str, *, max_length: int = 255) -> str | None:
     """``value`` unchanged, if the store can hold it on every backend and it is one line.
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
@@ -158,7 +158,7 @@ class DeliveryOps(TaskOps):
         for update in updates:
             update = update._replace(message=storable(update.message))
             groups.setdefault(update.kind, []).append(update)
-        later = sa.bindparam("b_at")
+        later: sa.BindParameter[datetime] = sa.bindparam("b_at")
 
         def run(statement: sa.Update, rows: list[dict[str, Any]]) -> None:
             if rows:

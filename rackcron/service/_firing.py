@@ -246,7 +246,9 @@ class FiringOps(ScheduleOps, TaskOps):
                         ScopeOutcome(scope.id, scope.rack_id, "failed", error=submitted.error)
                     )
                 else:
-                    result = "queued" if submitted.status == TaskStatus.WAITING else "submitted"
+                    result: Literal["queued", "submitted"] = (
+                        "queued" if submitted.status == TaskStatus.WAITING else "submitted"
+                    )
                     outcomes.append(
                         ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.task_id)
                     )

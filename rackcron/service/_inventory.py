@@ -8,6 +8,7 @@ NULL) and its domain memberships dropped.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 import sqlalchemy as sa
 
@@ -25,7 +26,7 @@ _MAX_CONTROLLER_TEXT = 2048
 
 
 class InventoryOps(OpsBase):
-    def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: dict[str, object]) -> None:
+    def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: Mapping[str, object]) -> None:
         for field, value in values.items():
             if isinstance(value, str):
                 check_text(value, f"{table.name}.{field}")

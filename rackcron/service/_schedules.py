@@ -88,7 +88,7 @@ def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
 def _name(config: ScheduleConfig) -> str:
     if not config.name.strip():
         raise InvalidArgument("schedule.name is required")
-    return check_text(config.name, "schedule.name")  # type: ignore[return-value]
+    return check_text(config.name, "schedule.name")
 
 
 class ScheduleOps(TargetOps):
@@ -110,6 +110,7 @@ class ScheduleOps(TargetOps):
         name = _name(config)
         timezone = _timezone(config.timezone)
         spec = _spec(config, timezone)
+        assert config.spec_type is not None  # _spec requires it
         if operation is None:
             raise InvalidArgument("operation is required")
         template = to_template(operation)
@@ -120,7 +121,7 @@ class ScheduleOps(TargetOps):
         insert = task_schedule.insert().values(
             id=schedule_id,
             name=name,
-            spec_type=config.spec_type.value,  # type: ignore[union-attr]
+            spec_type=config.spec_type.value,
             spec=config.spec,
             timezone=timezone,
             operation_type=template.type,
@@ -264,7 +265,8 @@ class ScheduleOps(TargetOps):
                     " change; create a new schedule"
                 )
             spec = _spec(config, timezone)
-            values.update(spec_type=config.spec_type.value, spec=config.spec)  # type: ignore[union-attr]
+            assert config.spec_type is not None  # _spec requires it
+            values.update(spec_type=config.spec_type.value, spec=config.spec)
             values["next_run_at"] = timing.first_run(spec, self.now)
         elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
             stored = ScheduleConfig(spec_type=row.spec_type, spec=row.spec)

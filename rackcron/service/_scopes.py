@@ -13,7 +13,7 @@ import uuid
 import sqlalchemy as sa
 
 from rackcron.errors import FailedPrecondition, NotFound
-from rackcron.filters import filters_equal, merge, to_stored
+from rackcron.filters import ComponentFilter, filters_equal, merge, to_stored
 from rackcron.models import Scope, ScopeUpdate, TargetSpec
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
@@ -53,9 +53,10 @@ class ScopeOps(ScheduleOps):
     def _next_ordinal(self, schedule_id: uuid.UUID) -> int:
         """One past the highest ordinal the schedule's scope uses (0 when it has none)."""
         highest = sa.func.coalesce(sa.func.max(_scope.c.ordinal), -1)
-        return self.conn.execute(
+        ordinal: int = self.conn.execute(
             sa.select(highest + 1).where(_scope.c.schedule_id == schedule_id)
         ).scalar_one()
+        return ordinal
 
     def add_scope(
         self, schedule_id: uuid.UUID | str, target_spec: TargetSpec | None
@@ -85,9 +86,9 @@ class ScopeOps(ScheduleOps):
         touched.update(self.insert_scopes(row.id, new, self._next_ordinal(row.id)))
         return [s for s in self._scopes(row.id) if s.id in touched]
 
-    def _set_filter(self, scope_id: uuid.UUID, value: object) -> None:
+    def _set_filter(self, scope_id: uuid.UUID, value: ComponentFilter | None) -> None:
         self.conn.execute(
-            _scope.update().where(_scope.c.id == scope_id).values(component_filter=to_stored(value))  # type: ignore[arg-type]
+            _scope.update().where(_scope.c.id == scope_id).values(component_filter=to_stored(value))
         )
 
     def update_scope(self, schedule_id: uuid.UUID | str, desired: TargetSpec | None) -> ScopeUpdate:

@@ -78,8 +78,8 @@ def update_rows(
         conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
                      {**_array_values(conn, table, names, rows), **_constant_values(same)})  # fmt: skip
         return
-    sets = ", ".join(f"{quote(c)} = ?" for c in [*columns, *same])
-    sql = f"UPDATE {quote(table.name)} SET {sets} WHERE {quote(key)} = ?"
+    assignments = ", ".join(f"{quote(c)} = ?" for c in [*columns, *same])
+    sql = f"UPDATE {quote(table.name)} SET {assignments} WHERE {quote(key)} = ?"
     # The key is bound last: rotate each row (key, *columns) to (*columns, *same, key).
     values = _driver_rows(conn, table, [*columns, key], [(*r[1:], r[0]) for r in rows], {})
     if same:

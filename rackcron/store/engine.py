@@ -31,6 +31,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from rackcron.errors import StoreError
 from rackcron.store.failures import describe
@@ -196,7 +198,7 @@ def _sqlite_engine(url: sa.URL) -> Engine:
     engine = sa.create_engine(url, connect_args={"timeout": timeout, "isolation_level": None})
 
     @sa.event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
@@ -238,7 +240,7 @@ def open_reader(engine: Engine) -> Engine:
     )
 
     @sa.event.listens_for(reader, "connect")
-    def _in_utc(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    def _in_utc(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         # Times come back in UTC, whatever the server's TimeZone: in a zone with daylight
         # saving two instants an hour apart can read as equal datetimes (``fold`` does not
         # count in comparisons), and rackcron.store.lookup keys its memo on raw rows.
@@ -282,6 +284,15 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+def _driver_execute(conn: Connection, statement: str) -> None:
+    """``statement`` on the driver's connection itself: outside SQLAlchemy's transaction."""
+    driver = conn.connection.dbapi_connection
+    assert driver is not None  # conn is open
+    cursor = driver.cursor()
+    cursor.execute(statement)
+    cursor.close()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to ``revision`` in one transaction.
 
@@ -295,7 +306,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     with engine.connect() as conn:
         sqlite = conn.dialect.name == "sqlite"
         if sqlite:  # outside any transaction, where SQLite ignores the pragma
-            conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = OFF")  # type: ignore[union-attr]
+            _driver_execute(conn, "PRAGMA foreign_keys = OFF")
         try:
             with conn.begin():
                 command.upgrade(_alembic_config(conn), revision)
@@ -303,4 +314,4 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
                     raise StoreError(f"migrating broke a foreign key of table {broken[0]}")
         finally:
             if sqlite:
-                conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = ON")  # type: ignore[union-attr]
+                _driver_execute(conn, "PRAGMA foreign_keys = ON")

@@ -129,7 +129,8 @@ def describe(exc: BaseException) -> str:
     drivers = [e for e in chain if _is_driver_error(e)]
     for error in reversed(chain):  # the deepest: the first failure, before what it caused
         if words := _cause(error):
-            shown = error.orig if isinstance(error, sa.exc.DBAPIError) else error
+            orig = error.orig if isinstance(error, sa.exc.DBAPIError) else None
+            shown = error if orig is None else orig
             return f"{words} ({_first_line(shown)})"
     return _first_line(drivers[0] if drivers else exc)
 

@@ -76,7 +76,8 @@ class Lookup:
             for i, c in enumerate(columns)
         ]
         self._results = [(i, p) for i, p in enumerate(processors) if p is not None]
-        self._row = namedtuple("Row", [c.key for c in columns])  # type: ignore[misc]
+        # Fields known at run time only: mypy cannot type such a namedtuple (hence Any).
+        self._row: Any = namedtuple("Row", [c.key for c in columns])  # type: ignore[misc]
         self._errors = dialect.loaded_dbapi.Error
         self._view = functools.lru_cache(maxsize=memo)(self._build) if memo else self._build
 

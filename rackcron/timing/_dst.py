@@ -67,6 +67,7 @@ def _next_fixed(cron: Cron, after: datetime) -> datetime:
         wall = cron.next_wall(start.year, start.month, start.day, start.hour, start.minute)
         naive = datetime(*wall)
         offset = tz.utcoffset(naive)  # fold=0: a repeated time's first occurrence
+        assert offset is not None  # a ZoneInfo has an offset at every wall time
         instant = datetime(*wall, tzinfo=UTC) - offset
         if instant.astimezone(tz).utcoffset() != offset:
             # In a gap, fold=0 reads the wall time with the offset from before the
@@ -83,6 +84,7 @@ def _next_fine(cron: Cron, after: datetime) -> datetime:
     while True:
         local = cursor.astimezone(tz)
         offset = local.utcoffset()
+        assert offset is not None  # local is aware
         start = datetime(local.year, local.month, local.day, local.hour, local.minute)
         if not inclusive or local.second or local.microsecond:
             start += _MINUTE

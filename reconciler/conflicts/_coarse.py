@@ -146,7 +146,7 @@ def compared_subjects(
         if not item.enabled:
             continue
         config = item.config
-        spec_type = config.spec_type.value  # type: ignore[union-attr]
+        spec_type = item.spec_type.value
         party = Party(
             name=item.name, origin="declared", operation=item.operation.kind,
             spec_type=spec_type, spec=config.spec, timezone=config.timezone or "UTC",
@@ -176,12 +176,12 @@ def compared_subjects(
             timezone=schedule.timezone or "UTC", owner=management.owner,
         )  # fmt: skip
         try:
-            spec: timing.Spec | None = timing.parse_spec(
+            parsed: timing.Spec | None = timing.parse_spec(
                 schedule.spec_type, schedule.spec, schedule.timezone
             )
         except timing.SpecError:  # e.g. a time zone this host's tzdata does not have
-            spec = None
-        others.append(Subject(party, spec, stored.scope, schedule.next_run_at))
+            parsed = None
+        others.append(Subject(party, parsed, stored.scope, schedule.next_run_at))
     return mine, others
 
 

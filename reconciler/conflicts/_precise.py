@@ -121,7 +121,7 @@ def precise_conflicts(
     inventory = build_inventory(declared, store)
     mine, others = compared_subjects(declared, store, owner)
     # Per subject (by identity), then per distinct (spec, start): many schedules share a spec.
-    by_spec: dict[tuple[timing.Spec, datetime | None, bool], Times] = {}
+    by_spec: dict[tuple[timing.Spec | None, datetime | None, bool], Times] = {}
     times: dict[int, Times] = {}
     covers: dict[int, dict[uuid.UUID, frozenset[uuid.UUID]]] = {}
 
@@ -160,7 +160,7 @@ def precise_conflicts(
     # one spec on one rack are N*(N-1)/2 pairs but one overlap to compute.
     overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
     since = micros(now)
-    conflicts = []
+    conflicts: list[Conflict] = []
     total = compared = 0
     unchecked: Unchecked | None = None
     for a, b, racks in sharing_pairs(mine, others):

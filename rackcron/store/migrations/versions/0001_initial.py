@@ -5,6 +5,8 @@ Revises:
 Create Date: 2026-11-29
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -16,7 +18,7 @@ branch_labels = None
 depends_on = None
 
 
-def _timestamps() -> list[sa.Column]:
+def _timestamps() -> list[sa.Column[Any]]:
     return [
         sa.Column("created_at", UTCDateTime, nullable=False),
         sa.Column("updated_at", UTCDateTime, nullable=False),
