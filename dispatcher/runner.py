@@ -16,6 +16,10 @@ fails is retried with exponential backoff; after ``RetryPolicy.attempts`` failur
 in a row the task fails with the last error in its message. A retried submit is
 safe: controllers key submissions by task id.
 
+What a call's outcome does to its task is ``rackcron.lifecycle``'s to say: the
+runner turns each outcome into a lifecycle event (and the task's message), and the
+store applies it (``Service.record``).
+
 A driver that raises anything else than ``ControllerError`` (a bug, an answer it
 did not expect) fails that call the same way, with the exception named in the
 task's message: one task's poison never takes its worker, or the other tasks of
@@ -51,19 +55,11 @@ from rackcron.dispatcher.controllers.base import (
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
+from rackcron.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
 from rackcron.logs import LOGGER, event
-from rackcron.models import TaskStatus
 from rackcron.service import Service, Update, Work
 
 __all__ = ["RetryPolicy", "TaskRunner"]
-
-#: A controller's final states -> the task's status.
-_FINAL = {
-    "completed": TaskStatus.COMPLETED.value,
-    "failed": TaskStatus.FAILED.value,
-    "cancelled": TaskStatus.TERMINATED.value,
-}
-
 
 #: How much of an unexpected exception's text goes into a task's message.
 _MAX_ERROR = 300
@@ -249,7 +245,7 @@ class TaskRunner:
             updates = [
                 self._call(key, item)
                 if time.monotonic() < deadline and not self._closing.is_set()
-                else Update(item.task_id, "release")
+                else Update(item.task_id, Event.RELEASED, item.status)
                 for item in share
             ]
             self.service.record(updates)
@@ -266,14 +262,15 @@ class TaskRunner:
         """One controller call for one task, and what it means for the task."""
         if work.rack_name is None:  # its rack left the inventory, and its controller with it
             return self._rack_gone(work)
+        call = duty(work.status)
         try:
             controller = self.controllers.get(work.controller)  # one per distinct setting
-            if work.status == TaskStatus.PENDING.value:
-                return self._after_submit(controller.submit(_order(work)), work)
-            if work.status == TaskStatus.RUNNING.value:
-                return self._after_status(controller.status(work.task_id), work)
+            if call is Duty.DELIVER:
+                return self._answered(work, call, controller.submit(_order(work)))
+            if call is Duty.POLL:
+                return self._answered(work, call, controller.status(work.task_id))
             controller.cancel(work.task_id)
-            return Update(work.task_id, "cancel_sent", was=work.status)
+            return Update(work.task_id, Event.STOP_SENT, work.status)
         except ControllerRefused as exc:
             if self.metrics is not None:
                 self.metrics.controller_errors.labels(key).inc()
@@ -288,91 +285,82 @@ class TaskRunner:
             self.metrics.controller_errors.labels(key).inc()
         return self._after_failure(key, work, error)
 
-    def _after_submit(self, answer: ControllerState, work: Work) -> Update:
-        if answer.state == "running":
-            return Update(work.task_id, "started", delay=self.status_interval)
-        if answer.state in _FINAL:
-            return Update(work.task_id, "ended", _FINAL[answer.state], answer.message)
-        raise ControllerError("the controller answered a submission with 'unknown'")
-
-    def _after_status(self, answer: ControllerState, work: Work) -> Update:
-        if answer.state == "running":
-            return Update(work.task_id, "polled", delay=self.status_interval)
-        if answer.state in _FINAL:
-            return Update(work.task_id, "ended", _FINAL[answer.state], answer.message)
-        return Update(
-            work.task_id,
-            "ended",
-            TaskStatus.FAILED.value,
-            "the rack controller no longer knows this task",
-        )
+    def _answered(self, work: Work, call: Duty, answer: ControllerState) -> Update:
+        """The controller's answer to ``call`` for ``work``, as the task's event."""
+        happened = answered(call, answer.state)
+        if happened is None:  # a submit answered unknown: the call failed
+            raise ControllerError("the controller answered a submission with 'unknown'")
+        if happened in (Event.ACCEPTED, Event.STILL_RUNNING):
+            return Update(work.task_id, happened, work.status, delay=self.status_interval)
+        if happened is Event.FORGOTTEN:
+            message = "the rack controller no longer knows this task"
+            return Update(work.task_id, happened, work.status, message)
+        return Update(work.task_id, happened, work.status, answer.message)
 
     def _after_failure(self, key: str, work: Work, error: str) -> Update:
         failures = work.failures + 1
-        delivering = work.status in _GAVE_UP
-        if failures < self.retry.attempts:
+        happened = after_failure(failures, self.retry.attempts)
+        stopping = duty(work.status) is Duty.STOP
+        if happened is Event.RETRY_SCHEDULED:
             # A task being cancelled keeps its message until the runner gives up.
             message = f"controller call {failures} of {self.retry.attempts} failed: {error}"
             return Update(
-                work.task_id, "retry", message=message if delivering else "",
-                delay=self.retry.delay(failures), was=work.status,
+                work.task_id, happened, work.status, message="" if stopping else message,
+                delay=self.retry.delay(failures),
             )  # fmt: skip
-        if delivering:
+        if not stopping:
             # The operation may be running all the same (accepted, answer lost): the task
             # fails, and its controller is told to stop it, as after a cancellation.
             reason = f"{_GAVE_UP[work.status]} after {failures} attempts: {error}"
-            return Update(work.task_id, "abandoned", TaskStatus.FAILED.value, reason)
+            return Update(work.task_id, happened, work.status, reason)
         reason = f"the rack controller could not be told to stop it: {error}"
-        if work.status == TaskStatus.TERMINATED.value:
+        if work.status == TaskStatus.TERMINATED:
             reason = f"cancelled; {reason}"
-        return Update(work.task_id, "cancel_sent", message=reason, was=work.status)
+        return Update(work.task_id, happened, work.status, reason)
 
     def _refused(self, work: Work, reason: str) -> Update:
         """The server will not call the rack's controller: retrying cannot help, so the
         task fails at once (a pending one was never sent anywhere)."""
-        if work.status == TaskStatus.PENDING.value:
-            return Update(
-                work.task_id, "ended", TaskStatus.FAILED.value, f"not delivered: {reason}"
-            )
-        if work.status == TaskStatus.RUNNING.value:
+        if work.status == TaskStatus.PENDING:
+            message = f"not delivered: {reason}"
+        elif work.status == TaskStatus.RUNNING:
             message = f"{_GAVE_UP[work.status]}: {reason}"
-            return Update(work.task_id, "abandoned", TaskStatus.FAILED.value, message)
-        if work.status == TaskStatus.FAILED.value:  # failed just above: its message says why
-            return Update(work.task_id, "cancel_sent", was=work.status)
-        message = f"the rack controller could not be told to stop it: {reason}"
-        if work.status == TaskStatus.TERMINATED.value:
-            message = f"cancelled; {message}"
-        return Update(work.task_id, "cancel_sent", message=message, was=work.status)
+        elif work.status == TaskStatus.FAILED:  # failed just above: its message says why
+            message = ""
+        else:
+            message = f"the rack controller could not be told to stop it: {reason}"
+            if work.status == TaskStatus.TERMINATED:
+                message = f"cancelled; {message}"
+        return Update(work.task_id, Event.REFUSED, work.status, message)
 
     def _rack_gone(self, work: Work) -> Update:
         reason = f"rack {work.rack_id} is no longer in the inventory"
-        if work.status in _GAVE_UP:
-            return Update(work.task_id, "ended", TaskStatus.FAILED.value, reason)
-        return Update(work.task_id, "cancel_sent", message=reason, was=work.status)
+        return Update(work.task_id, Event.RACK_GONE, work.status, reason)
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
         racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}
         for update in updates:
-            if update.kind in ("ended", "abandoned"):
-                level = logging.INFO if update.status == "completed" else logging.WARNING
+            ended = ends(update.was, update.event)
+            if ended is not None:
+                level = logging.INFO if ended == TaskStatus.COMPLETED else logging.WARNING
                 event(
                     level,
                     "task ended",
                     task=str(update.task_id),
                     rack=racks[update.task_id],
-                    status=update.status,
+                    status=ended.value,
                     message=update.message,
                 )
                 if self.metrics is not None:
-                    self.metrics.tasks_ended.labels(update.status).inc()
-            elif update.kind == "started":
+                    self.metrics.tasks_ended.labels(ended.value).inc()
+            elif update.event is Event.ACCEPTED:
                 event(
                     logging.INFO,
                     "task started",
                     task=str(update.task_id),
                     rack=racks[update.task_id],
                 )
-            elif update.kind == "retry":
+            elif update.event is Event.RETRY_SCHEDULED:
                 event(
                     logging.WARNING,
                     "controller call failed",

@@ -8,6 +8,8 @@ translate once)::
     ├── InvalidArgument           INVALID_ARGUMENT   bad spec, timezone, filter, target, mask, page
     ├── NotFound                  NOT_FOUND          missing schedule, scope, rack, component, task
     ├── FailedPrecondition        FAILED_PRECONDITION  refused by the object's state
+    │   └── IllegalTransition     FAILED_PRECONDITION  an event the task lifecycle refuses
+    │                                                in the task's status (rackcron.lifecycle)
     ├── AlreadyExists             ALREADY_EXISTS     duplicate schedule name on create
     ├── Conflict                  UNKNOWN            a uniqueness violation the reference reports
     │                                                as UNKNOWN (a rename onto a taken name; an
@@ -25,6 +27,7 @@ __all__ = [
     "AlreadyExists",
     "Conflict",
     "FailedPrecondition",
+    "IllegalTransition",
     "InvalidArgument",
     "NotFound",
     "RackcronError",
@@ -58,6 +61,10 @@ class FailedPrecondition(RackcronError):
     """The object's current state refuses the operation."""
 
     code = "FAILED_PRECONDITION"
+
+
+class IllegalTransition(FailedPrecondition):
+    """An event the task lifecycle does not allow in the task's status (``rackcron.lifecycle``)."""
 
 
 class AlreadyExists(RackcronError):

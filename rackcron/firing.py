@@ -15,13 +15,13 @@ values:
 * :func:`task_description` is the task's ``<schedule name> — <dispatch time>``.
 
 Phase 2 hands each eligible scope to the task manager (docs/spec/SEMANTICS.md "Tasks"),
-whose per-task decisions are here too, so a whole batch of firings can be
+whose per-task decisions are pure too, so a whole batch of firings can be
 decided in memory between one read and one write:
 
 * :func:`select_components` resolves a scope's component filter against the
   components on its rack now;
-* :func:`admit` applies the conflict rule: a task for an idle rack is
-  ``pending``; for a busy one it is ``waiting`` under ``queue`` and refused
+* ``rackcron.lifecycle.admit`` applies the conflict rule: a task for an idle rack
+  is ``pending``; for a busy one it is ``waiting`` under ``queue`` and refused
   otherwise. That is one active task per rack; the per-component rule of
   docs/spec/SEMANTICS.md "Task conflicts" is planned.
 """
@@ -36,12 +36,11 @@ from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from rackcron.filters import ComponentFilter
-from rackcron.models import OverlapPolicy, TaskStatus
+from rackcron.models import OverlapPolicy
 from rackcron.timing import SpecType, format_rfc3339, next_after, parse_spec
 
 __all__ = [
     "Advance",
-    "admit",
     "advance",
     "select_components",
     "select_scopes",
@@ -136,14 +135,3 @@ def select_components(
         present = {c for c, _ in on_rack}
         chosen = [c for c in component_filter.items if c in present]
     return chosen or None
-
-
-def admit(policy: OverlapPolicy, *, rack_busy: bool) -> TaskStatus | None:
-    """A new task's status under the task manager's conflict rule, or None if refused.
-
-    At most one active task per rack: an idle rack's task is ``pending``; a busy
-    rack's is held ``waiting`` under ``queue`` and refused under ``skip``.
-    """
-    if not rack_busy:
-        return TaskStatus.PENDING
-    return TaskStatus.WAITING if policy == OverlapPolicy.QUEUE else None

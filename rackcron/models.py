@@ -31,6 +31,7 @@ from pydantic import (
 from rackcron import derived
 from rackcron.errors import InvalidArgument
 from rackcron.filters import ComponentFilter, ComponentType
+from rackcron.lifecycle import ACTIVE_STATUSES, TaskStatus  # re-exported: a task's status
 from rackcron.text import single_line
 from rackcron.timing import SpecError, SpecType, parse_duration
 
@@ -82,21 +83,6 @@ class OverlapPolicy(StrEnum):
 
     SKIP = "skip"
     QUEUE = "queue"
-
-
-class TaskStatus(StrEnum):
-    WAITING = "waiting"
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    TERMINATED = "terminated"
-    UNKNOWN = "unknown"
-
-
-#: A task in one of these statuses is *active*: it blocks its rack (docs/spec/SEMANTICS.md
-#: "Overlap policy").
-ACTIVE_STATUSES = frozenset({TaskStatus.WAITING, TaskStatus.PENDING, TaskStatus.RUNNING})
 
 
 # --- targets (docs/spec/flow-wire.md "Messages and enums", the Targets tables) -----------------

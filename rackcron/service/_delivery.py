@@ -1,24 +1,27 @@
 """The task runner's side of the store: which tasks need a controller call, and what came of it.
 
 A task has runner work while ``next_check_at`` is set and due (docs/spec/SEMANTICS.md
-"Tasks"; the runner itself lives in ``rackcron.dispatcher.runner``):
+"Tasks"; the runner itself lives in ``rackcron.dispatcher.runner``), its ``lifecycle.duty``:
 
 * ``pending``: deliver it to its rack's controller;
 * ``running``: ask its controller how it is doing;
-* ``cancel_pending`` (a cancelled task, or one failed after its controller stopped
-  answering): tell its controller to stop it.
+* ``cancel_pending`` (it owes its controller a stop: a cancelled task, or one failed
+  after its controller stopped answering): tell its controller to stop it.
+
+Every rule of how a task moves is ``rackcron.lifecycle``'s; this module applies them.
 
 :meth:`DeliveryOps.claim_work` takes due tasks (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL) and moves their ``next_check_at`` a lease ahead, so no other runner
 takes them while the calls are made; a runner that dies loses its lease, and the
 tasks come due again (a retried submit is safe: controllers key it by task id).
-:meth:`DeliveryOps.record` writes what the calls gave, each kind of result with
-one statement guarded by the status it expects, so a task cancelled meanwhile is
-never overwritten. Messages come from controllers, so :func:`storable` makes each one
-fit every backend first (a NUL or a lone surrogate would fail the whole write, and the
-same answer would fail it again every lease). The queue moves in :meth:`DeliveryOps.expire_queued` (a
-waiting task past its queue timeout fails) and :meth:`DeliveryOps.promote_waiting`
-(the oldest waiting task of a rack with no pending or running task becomes pending).
+:meth:`DeliveryOps.record` writes what the calls gave (a lifecycle event each), each
+kind of write with one statement guarded by the status it expects, so a task
+cancelled meanwhile is never overwritten. Messages come from controllers, so
+:func:`storable` makes each one fit every backend first (a NUL or a lone surrogate
+would fail the whole write, and the same answer would fail it again every lease).
+The queue moves in :meth:`DeliveryOps.expire_queued` (a waiting task past its queue
+timeout fails) and :meth:`DeliveryOps.promote_waiting` (the oldest waiting task of a
+rack with no pending or running task becomes pending).
 """
 
 from __future__ import annotations
@@ -27,19 +30,33 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, NamedTuple
+from enum import Enum
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron.models import TaskStatus
+from rackcron.lifecycle import (
+    RUNNING_SET,
+    STOP_AGAIN,
+    Duty,
+    Event,
+    Stop,
+    TaskStatus,
+    duty,
+    next_status,
+    next_stop,
+    owes_stop,
+    promotions,
+    status_values,
+)
 from rackcron.service._tasks import TaskOps, chunked
 from rackcron.store.tables import rack, task
 
 __all__ = ["MAX_MESSAGE", "DeliveryOps", "Update", "Work", "storable"]
 
-_PENDING, _RUNNING = TaskStatus.PENDING.value, TaskStatus.RUNNING.value
 _CANDIDATES = 4  # due tasks read per task claimed, at most
-_WAITING, _TERMINATED = TaskStatus.WAITING.value, TaskStatus.TERMINATED.value
+_WAITING = TaskStatus.WAITING.value
+_WITH_RUNNER = status_values(RUNNING_SET)  # pending, running
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 #: Longest task message stored (characters); a longer one is cut, ending in an ellipsis.
@@ -61,7 +78,7 @@ class Work(NamedTuple):
 
     task_id: uuid.UUID
     rack_id: uuid.UUID
-    status: str  # pending (deliver), running (poll) or terminated (send the cancel)
+    status: TaskStatus  # ``lifecycle.duty`` says what to do: deliver, poll, or stop
     failures: int  # failed controller calls in a row
     operation_type: str
     operation_code: str
@@ -73,29 +90,58 @@ class Work(NamedTuple):
 
 
 class Update(NamedTuple):
-    """What one controller call gave for one task.
+    """What one controller call gave for one task: a ``lifecycle.Event`` on the task as it
+    was (``was``, its status) when the call was decided.
 
-    ``kind``:
-
-    * ``started``: delivered, now running (pending -> running);
-    * ``ended``: finished with ``status`` (completed, failed, terminated) and ``message``;
-    * ``abandoned``: failed with ``message`` after the controller stopped answering; the
-      operation may still run, so the controller is to be told to stop it, as after a
-      cancellation;
-    * ``retry``: the call made for a task in status ``was`` failed; ``message`` says why
-      (empty: keep the task's message), try again in ``delay`` seconds;
-    * ``polled``: still running, look again in ``delay`` seconds;
-    * ``cancel_sent``: the controller was told to stop the task (or given up on, with
-      ``message``);
-    * ``release``: not handled this time, due again now.
+    ``message`` is the task's new message when the event ends the task; otherwise (a
+    retry, a stop settled) an empty one keeps the task's message. ``delay``: seconds
+    before the runner looks again (``ACCEPTED``, ``STILL_RUNNING``, ``RETRY_SCHEDULED``).
     """
 
     task_id: uuid.UUID
-    kind: Literal["started", "ended", "abandoned", "retry", "polled", "cancel_sent", "release"]
-    status: str = ""
+    event: Event
+    was: TaskStatus
     message: str = ""
     delay: float = 0.0
-    was: str = ""  # the task's status when the call was decided (retry, cancel_sent)
+
+
+class _Write(Enum):
+    """The statements :meth:`DeliveryOps.record` runs, one executemany each, in this order."""
+
+    STARTED = "pending -> running"
+    ENDED = "-> final"
+    ABANDONED = "-> final, a stop owed"
+    RETRY = "a failed call, made again later"
+    POLLED = "still running"
+    STOP_SETTLED = "the stop told, or given up on"
+    RELEASE = "due again now"
+
+
+#: The writes of the events that leave both the status and the stop as they are.
+_BOOKKEEPING = {
+    Event.RETRY_SCHEDULED: _Write.RETRY,
+    Event.STILL_RUNNING: _Write.POLLED,
+    Event.RELEASED: _Write.RELEASE,
+}
+
+
+def _write(update: Update) -> tuple[_Write, TaskStatus | None]:
+    """The statement that records ``update``, and the status it writes (None: none), by
+    what the lifecycle says its event does.
+
+    :raises IllegalTransition: the lifecycle refuses the event (a runner bug).
+    """
+    if duty(update.was) is Duty.STOP:  # the stop machine's event
+        if next_stop(update.event) is Stop.CLEAR:
+            return _Write.STOP_SETTLED, None
+    else:
+        status = next_status(update.was, update.event)
+        if status != update.was:
+            if status == TaskStatus.RUNNING:
+                return _Write.STARTED, status
+            owed = owes_stop(update.was, update.event)
+            return (_Write.ABANDONED if owed else _Write.ENDED), status
+    return _BOOKKEEPING[update.event], None
 
 
 _WORK = sa.select(
@@ -143,7 +189,10 @@ class DeliveryOps(TaskOps):
             .limit(limit * _CANDIDATES)
             .with_for_update(skip_locked=True, of=task)
         )
-        work = [w for w in (Work(*row) for row in self.conn.execute(query)) if take(w)][:limit]
+        rows = (
+            Work(row[0], row[1], TaskStatus(row[2]), *row[3:]) for row in self.conn.execute(query)
+        )
+        work = [w for w in rows if take(w)][:limit]
         until = self.now + timedelta(seconds=lease)
         for chunk in chunked([w.task_id for w in work]):
             self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=until))
@@ -154,50 +203,52 @@ class DeliveryOps(TaskOps):
         been cancelled meanwhile: the cancellation may have reached the controller
         before the task did, so it is sent again (they are made due now)."""
         now = self.now
-        groups: dict[str, list[Update]] = {}
+        groups: dict[_Write, list[tuple[Update, TaskStatus | None]]] = {}
         for update in updates:
             update = update._replace(message=storable(update.message))
-            groups.setdefault(update.kind, []).append(update)
+            write, status = _write(update)
+            groups.setdefault(write, []).append((update, status))
         later: sa.BindParameter[datetime] = sa.bindparam("b_at")
 
         def run(statement: sa.Update, rows: list[dict[str, Any]]) -> None:
             if rows:
                 self.conn.execute(statement, rows)
 
-        started = groups.get("started", [])
+        started = [u for u, _ in groups.get(_Write.STARTED, [])]
         run(
             _by_id(task.update())
-            .where(task.c.status == _PENDING)
+            .where(task.c.status == TaskStatus.PENDING.value)
             .values(
-                status=_RUNNING, started_at=now, updated_at=now, failures=0, message="",
-                next_check_at=later,
+                status=TaskStatus.RUNNING.value, started_at=now, updated_at=now, failures=0,
+                message="", next_check_at=later,
             ),
             [{"b_id": u.task_id, "b_at": now + timedelta(seconds=u.delay)} for u in started],
         )  # fmt: skip
+        # A verdict applies while the task is still the runner's: never to one cancelled meanwhile.
         run(
             _by_id(task.update())
-            .where(_status_is(_PENDING, _RUNNING))
+            .where(_status_is(*_WITH_RUNNER))
             .values(
                 status=sa.bindparam("b_status"), message=sa.bindparam("b_message"),
                 finished_at=now, updated_at=now, next_check_at=None,
                 started_at=sa.func.coalesce(task.c.started_at, now),
             ),
             [
-                {"b_id": u.task_id, "b_status": u.status, "b_message": u.message}
-                for u in groups.get("ended", [])
+                {"b_id": u.task_id, "b_status": status, "b_message": u.message}
+                for u, status in groups.get(_Write.ENDED, [])
             ],
         )  # fmt: skip
         run(
             _by_id(task.update())
-            .where(_status_is(_PENDING, _RUNNING))
+            .where(_status_is(*_WITH_RUNNER))
             .values(
                 status=sa.bindparam("b_status"), message=sa.bindparam("b_message"),
                 finished_at=now, updated_at=now, failures=0, cancel_pending=True,
                 next_check_at=now, started_at=sa.func.coalesce(task.c.started_at, now),
             ),
             [
-                {"b_id": u.task_id, "b_status": u.status, "b_message": u.message}
-                for u in groups.get("abandoned", [])
+                {"b_id": u.task_id, "b_status": status, "b_message": u.message}
+                for u, status in groups.get(_Write.ABANDONED, [])
             ],
         )  # fmt: skip
         run(
@@ -213,16 +264,16 @@ class DeliveryOps(TaskOps):
             [
                 {"b_id": u.task_id, "b_was": u.was, "b_message": u.message or None,
                  "b_at": now + timedelta(seconds=u.delay)}
-                for u in groups.get("retry", [])
+                for u, _ in groups.get(_Write.RETRY, [])
             ],
         )  # fmt: skip
         run(
             _by_id(task.update())
-            .where(task.c.status == _RUNNING)
+            .where(task.c.status == TaskStatus.RUNNING.value)
             .values(failures=0, next_check_at=later),
             [
                 {"b_id": u.task_id, "b_at": now + timedelta(seconds=u.delay)}
-                for u in groups.get("polled", [])
+                for u, _ in groups.get(_Write.POLLED, [])
             ],
         )
         run(
@@ -234,22 +285,25 @@ class DeliveryOps(TaskOps):
             ),
             [
                 {"b_id": u.task_id, "b_message": u.message or None}
-                for u in groups.get("cancel_sent", [])
+                for u, _ in groups.get(_Write.STOP_SETTLED, [])
             ],
         )  # fmt: skip
         run(
             _by_id(task.update())
             .where(task.c.next_check_at.is_not(None))
             .values(next_check_at=now),
-            [{"b_id": u.task_id} for u in groups.get("release", [])],
+            [{"b_id": u.task_id} for u, _ in groups.get(_Write.RELEASE, [])],
         )
         return self._cancelled_meanwhile([u.task_id for u in started])
 
     def _cancelled_meanwhile(self, started: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+        """The accepted tasks found cancelled meanwhile owe the stop again
+        (``lifecycle.STOP_AGAIN``): marked, due now, and returned."""
+        again = _status_is(*status_values(STOP_AGAIN[Event.ACCEPTED]))
         found: list[uuid.UUID] = []
         for chunk in chunked(started):
             found += self.conn.execute(
-                sa.select(task.c.id).where(task.c.id.in_(chunk), task.c.status == _TERMINATED)
+                sa.select(task.c.id).where(task.c.id.in_(chunk), again)
             ).scalars()
         if found:
             self.conn.execute(
@@ -262,13 +316,13 @@ class DeliveryOps(TaskOps):
         """Fail every waiting task whose queue timeout has passed; returns how many."""
         result = self.conn.execute(
             task.update()
-            .where(
+            .where(  # lifecycle.expired, set-wise
                 task.c.status == _WAITING,
                 task.c.queue_expires_at.is_not(None),
                 task.c.queue_expires_at <= self.now,
             )
             .values(
-                status=TaskStatus.FAILED.value,
+                status=next_status(TaskStatus.WAITING, Event.EXPIRED).value,
                 message="queue timeout expired before the rack was free",
                 finished_at=self.now,
                 updated_at=self.now,
@@ -279,8 +333,9 @@ class DeliveryOps(TaskOps):
     def promote_waiting(self) -> list[uuid.UUID]:
         """Make the oldest waiting task of each free rack pending; returns their ids.
 
-        A rack is free when it has no pending or running task. The racks are locked
-        as a submitter locks them, so a promotion never races a new submission.
+        A rack is free when it has no task in ``lifecycle.RUNNING_SET``, and its task is
+        the one ``lifecycle.promotions`` picks. The racks are locked as a submitter locks
+        them, so a promotion never races a new submission.
         """
         candidates = self._free_racks_with_waiting(None)
         if not candidates:
@@ -290,33 +345,31 @@ class DeliveryOps(TaskOps):
         # its tasks are promoted too, and the runner fails them.
         promote = self._free_racks_with_waiting(list(candidates))
         ids = list(promote.values())
+        promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
         for chunk in chunked(ids):
             self.conn.execute(
                 task.update()
                 .where(task.c.id.in_(chunk), task.c.status == _WAITING)
-                .values(status=_PENDING, updated_at=self.now, next_check_at=self.now)
+                .values(status=promoted, updated_at=self.now, next_check_at=self.now)
             )
         return ids
 
     def _free_racks_with_waiting(
         self, rack_ids: Sequence[uuid.UUID] | None
     ) -> dict[uuid.UUID, uuid.UUID]:
-        """rack id -> its oldest waiting task, for racks with no pending or running task."""
+        """rack id -> the waiting task to promote, for racks with no task in the running set."""
         other = task.alias("other")
         busy = sa.exists().where(
-            other.c.rack_id == task.c.rack_id, other.c.status.in_((_PENDING, _RUNNING))
+            other.c.rack_id == task.c.rack_id, other.c.status.in_(_WITH_RUNNER)
         )
-        query = (
-            sa.select(task.c.rack_id, task.c.id)
-            .where(task.c.status == _WAITING, ~busy)
-            .order_by(task.c.created_at, task.c.id)
+        query = sa.select(task.c.rack_id, task.c.id, task.c.created_at).where(
+            task.c.status == _WAITING, ~busy
         )
         oldest: dict[uuid.UUID, uuid.UUID] = {}
         chunks = [None] if rack_ids is None else list(chunked(rack_ids))
         for chunk in chunks:
             scoped = query if chunk is None else query.where(task.c.rack_id.in_(chunk))
-            for rack_id, task_id in self.conn.execute(scoped):
-                oldest.setdefault(rack_id, task_id)
+            oldest.update(promotions(self.conn.execute(scoped)))
         return oldest
 
     def task_counts(self) -> dict[str, int]:

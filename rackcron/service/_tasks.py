@@ -9,9 +9,11 @@ deciding, so two submitters never both see the rack idle.
 
 Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id
 order, read their components and active tasks in one query each, decide every
-request in memory with the pure rules of ``rackcron.firing`` (``select_components``,
-``admit``), then insert the tasks with one executemany (a task's components are a JSON
-list on its row). :meth:`TaskOps.submit_task` is the same path with a batch of one.
+request in memory with the pure rules of ``rackcron.firing`` (``select_components``)
+and ``rackcron.lifecycle`` (``admit``, ``queue_deadline``), then insert the tasks
+with one executemany (a task's components are a JSON list on its row).
+:meth:`TaskOps.submit_task` is the same path with a batch of one. CancelTask asks
+the lifecycle too (``next_status``, ``owes_stop``).
 """
 
 from __future__ import annotations
@@ -21,23 +23,29 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
-from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound, RackcronError
-from rackcron.filters import ComponentFilter
-from rackcron.firing import admit, select_components
-from rackcron.models import (
-    ACTIVE_STATUSES,
-    OperationTemplate,
-    OverlapPolicy,
-    Page,
-    Task,
-    TaskStatus,
+from rackcron.errors import (
+    FailedPrecondition,
+    IllegalTransition,
+    InvalidArgument,
+    NotFound,
+    RackcronError,
 )
+from rackcron.filters import ComponentFilter
+from rackcron.firing import select_components
+from rackcron.lifecycle import (
+    Event,
+    TaskStatus,
+    admit,
+    next_status,
+    owes_stop,
+    queue_deadline,
+)
+from rackcron.models import OperationTemplate, OverlapPolicy, Page, Task
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_page, paged, parse_id
 from rackcron.store.bulk import insert_rows
@@ -191,16 +199,19 @@ class TaskOps(OpsBase):
         ).first()
         if row is None:
             raise NotFound(f"task_id: task {task_id} not found")
-        if TaskStatus(row.status) not in ACTIVE_STATUSES:
+        was = TaskStatus(row.status)
+        try:
+            status = next_status(was, Event.CANCELLED)
+        except IllegalTransition:
             raise FailedPrecondition(
                 f"task_id: task {task_id} has already ended ({row.status}): nothing to cancel"
-            )
-        reached = row.status != TaskStatus.WAITING.value
+            ) from None
+        reached = owes_stop(was, Event.CANCELLED)  # the runner is to tell the controller at once
         self.conn.execute(
             task.update()
             .where(task.c.id == task_id)
             .values(
-                status=TaskStatus.TERMINATED.value,
+                status=status.value,
                 message="cancelled",
                 finished_at=self.now,
                 updated_at=self.now,
@@ -307,7 +318,9 @@ class TaskOps(OpsBase):
                 message = f"no component of rack {rack_id} matches the scope's filter"
                 submissions.append(Submission(error=message))
                 continue
-            status = admit(request.policy, rack_busy=rack_id in blocking)
+            status = admit(
+                rack_busy=rack_id in blocking, queue=request.policy == OverlapPolicy.QUEUE
+            )
             if status is None:
                 message = f"rack {rack_id} already has an active task {blocking[rack_id]}"
                 submissions.append(Submission(error=message))
@@ -318,7 +331,7 @@ class TaskOps(OpsBase):
             expires = None
             if status == TaskStatus.WAITING:
                 timeout = template.information.get("queue_timeout_seconds")
-                expires = self.now + timedelta(seconds=timeout) if timeout else None
+                expires = queue_deadline(self.now, timeout)
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)

@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 
+from rackcron.lifecycle import ACTIVE_STATUSES, status_values
+
 __all__ = [
     "ACTIVE_STATUS_VALUES",
     "POSTGRESQL_ONLY_INDEXES",
@@ -73,8 +75,8 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
 
 JSON = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
-#: Task statuses that block a rack and count for the overlap check.
-ACTIVE_STATUS_VALUES = ("waiting", "pending", "running")
+#: Task statuses that block a rack and count for the overlap check (``rackcron.lifecycle``).
+ACTIVE_STATUS_VALUES = status_values(ACTIVE_STATUSES)
 
 metadata = sa.MetaData(
     naming_convention={

@@ -24,8 +24,9 @@ from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.lifecycle import Event
 from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
-from rackcron.service import Service
+from rackcron.service import Service, Update
 from rackcron.store import open_engine, transaction
 from tests.support.peers import Canned, Trickler, deep_json
 from tests.support.service import create, rack_spec
@@ -480,16 +481,31 @@ def test_a_task_whose_rack_left_the_inventory_fails(service, fleet, clock, runne
 
 
 def test_a_late_delivery_failure_leaves_a_cancelled_task_alone(service, fleet, clock):
-    from rackcron.service import Update
-
     (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
     (work,) = service.claim_work(1, lease=60)
     service.cancel_task(task_id)
-    service.record([Update(task_id, "cancel_sent", was="terminated")])
-    service.record([Update(task_id, "retry", message="late failure", delay=5, was=work.status)])
+    service.record([Update(task_id, Event.STOP_SENT, TaskStatus.TERMINATED)])
+    service.record(
+        [Update(task_id, Event.RETRY_SCHEDULED, work.status, message="late failure", delay=5)]
+    )
     cancelled = task_of(service, task_id)
     assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
     assert service.claim_work(10, lease=60) == []  # nothing left to do for it
+
+
+def test_a_submit_accepted_after_its_task_was_cancelled_sends_the_cancel_again(
+    service, fleet, clock
+):
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    (work,) = service.claim_work(1, lease=60)  # the submit is in flight...
+    service.cancel_task(task_id)
+    service.record([Update(task_id, Event.STOP_SENT, TaskStatus.TERMINATED)])  # ...overtaken
+    assert service.claim_work(10, lease=60) == []
+    assert service.record([Update(task_id, Event.ACCEPTED, work.status, delay=2)]) == [task_id]
+    cancelled = task_of(service, task_id)
+    assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
+    (again,) = service.claim_work(10, lease=60)
+    assert (again.task_id, again.status) == (task_id, TaskStatus.TERMINATED)
 
 
 # --- hostile and broken controllers ---------------------------------------------------------

@@ -13,13 +13,12 @@ import pytest
 from rackcron.filters import ComponentFilter
 from rackcron.firing import (
     Advance,
-    admit,
     advance,
     select_components,
     select_scopes,
     task_description,
 )
-from rackcron.models import OverlapPolicy, Scope, SpecType, TaskStatus
+from rackcron.models import OverlapPolicy, Scope, SpecType
 from rackcron.timing import format_rfc3339
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -153,19 +152,3 @@ ON_RACK = [(C[0], "COMPUTE"), (C[1], "Compute"), (C[2], "NVSWITCH"), (C[3], "POW
 )  # fmt: skip
 def test_select_components_per_filter_kind(component_filter, on_rack, expected) -> None:
     assert select_components(component_filter, on_rack) == expected
-
-
-@pytest.mark.parametrize(
-    ("policy", "busy", "status"),
-    [
-        (OverlapPolicy.SKIP, False, TaskStatus.PENDING),
-        (OverlapPolicy.QUEUE, False, TaskStatus.PENDING),
-        (OverlapPolicy.QUEUE, True, TaskStatus.WAITING),
-        (OverlapPolicy.SKIP, True, None),
-    ],
-    ids=["idle-skip", "idle-queue", "busy-queue-waits", "busy-skip-refused"],
-)
-def test_admit_is_one_active_task_per_rack(
-    policy: OverlapPolicy, busy: bool, status: TaskStatus | None
-) -> None:
-    assert admit(policy, rack_busy=busy) == status
