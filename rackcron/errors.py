@@ -1,24 +1,111 @@
-"""The one error tree of rackcron's core.
+"""The one error tree of rackcron: every exception class the code raises to users.
 
-Every outcome a caller can act on is one class, carrying the status code of
-docs/spec/SEMANTICS.md "Error codes" (the gRPC code names, which the CLI and the shim each
-translate once)::
+Every outcome a caller can act on is one class under :class:`RackcronError`,
+carrying the status code of docs/spec/SEMANTICS.md "Error codes" (the gRPC code
+names, which the CLI and the shim each translate once: the CLI prints
+``error: message`` and exits 1, the shim returns the status). Each class is drawn
+with its code in brackets and the module that defines it, and below it when it is
+raised::
 
-    RackcronError                 code
-    ├── InvalidArgument           INVALID_ARGUMENT   bad spec, timezone, filter, target, mask, page
-    ├── NotFound                  NOT_FOUND          missing schedule, scope, rack, component, task
-    ├── FailedPrecondition        FAILED_PRECONDITION  refused by the object's state
-    │   └── IllegalTransition     FAILED_PRECONDITION  an event the task lifecycle refuses
-    │                                                in the task's status (rackcron.lifecycle)
-    ├── AlreadyExists             ALREADY_EXISTS     duplicate schedule name on create
-    ├── Conflict                  UNKNOWN            a uniqueness violation the reference reports
-    │                                                as UNKNOWN (a rename onto a taken name; an
-    │                                                inventory external_id already in use)
-    └── StoreError                INTERNAL           the database failed; wraps the driver error
+    RackcronError  [UNKNOWN]  rackcron.errors
+    │     raised bare when nothing better fits: a TLS file --server cannot read,
+    │     a server's extras_json that is not a JSON object, an address
+    │     `rackcron rack-controller` cannot listen on
+    ├── InvalidArgument  [INVALID_ARGUMENT]  rackcron.errors
+    │   │   a bad spec, timezone, filter, target, mask, page or step argument;
+    │   │   a file given to apply that is not a saved plan
+    │   └── InvalidTree  [INVALID_ARGUMENT]  rackcron.reconciler.validate
+    │           the tree to plan, apply or diff has errors: the CLI prints its
+    │           diagnostics and the summary, and exits 1
+    ├── NotFound  [NOT_FOUND]  rackcron.errors
+    │       a missing schedule, scope, rack, component, NVL domain or task
+    ├── FailedPrecondition  [FAILED_PRECONDITION]  rackcron.errors
+    │   │   refused by the object's state; a plan with errors given to apply
+    │   ├── IllegalTransition  [FAILED_PRECONDITION]  rackcron.errors
+    │   │       an event the task lifecycle refuses in the task's status
+    │   │       (rackcron.lifecycle; a runner bug, never a user's doing)
+    │   ├── ApplyLocked  [FAILED_PRECONDITION]  rackcron.service._applies
+    │   │       another apply holds the store's apply lock (the message names
+    │   │       the holder; `rackcron apply --break-lock`)
+    │   ├── StalePlan  [FAILED_PRECONDITION]  rackcron.reconciler.apply
+    │   │       the store (or the --server) changed since the plan was made
+    │   └── SubmissionRefused  [FAILED_PRECONDITION]  rackcron.service._tasks
+    │           TaskOps.submit_task: the rack is gone, busy under the skip
+    │           policy, or no component matches (submit_tasks reports it per
+    │           request instead)
+    ├── AlreadyExists  [ALREADY_EXISTS]  rackcron.errors
+    │       a duplicate schedule name on create
+    ├── Conflict  [UNKNOWN]  rackcron.errors
+    │       a uniqueness violation the reference reports as UNKNOWN (a rename
+    │       onto a taken name; an inventory external_id already in use)
+    ├── StoreError  [INTERNAL]  rackcron.errors
+    │       the database failed; raised ``from`` the driver error. The shim
+    │       answers INTERNAL with a correlation id and logs the cause
+    ├── ApplyFailed  [the cause's code]  rackcron.reconciler.apply
+    │       a step of a local apply failed (or the database under it): names
+    │       the change, the step and the cause; nothing was applied
+    ├── PartlyApplied  [UNKNOWN]  rackcron.reconciler.backend
+    │       `apply --server` stopped at a step the server refused; the CLI
+    │       lists the steps applied and not applied, and exits 1
+    └── RemoteError  [the server's status]  rackcron.wire.client
+            an RPC to a gRPC server (plan/apply/schedules --server) failed
 
 Messages name the field they are about (``schedule.spec: ...``). Database and
 driver exceptions never leave the core unwrapped: ``StoreError`` is raised
 ``from`` them.
+
+Some errors that reach users are not RackcronErrors, on purpose: each is the
+error of a value, a file or a driver, which its caller turns into one of the
+above, a diagnostic, a task's message or a CLI error. Making them RackcronErrors
+would change what they mean where they are caught: the shim answers every
+RackcronError with its code, the runner takes a RackcronError for a store
+failure (the leases expire), and pydantic needs a ``ValueError`` from a
+validator::
+
+    ValueError
+    ├── SpecError  rackcron.timing._base
+    │       a spec, duration, timestamp or time zone does not parse (the
+    │       service raises InvalidArgument from it; validate: a diagnostic;
+    │       a CLI option or argument: an error naming it)
+    ├── JSONTooDeep  rackcron.boundedjson
+    │       JSON nests deeper than MAX_DEPTH: a saved plan (apply FILE:
+    │       InvalidArgument, "not a saved plan"), a controller's answer, the
+    │       shim's args_json or summary_json (InvalidArgument)
+    └── LinkRefused  rackcron.reconciler.links
+            a symbolic link in the tree leaves it, dangles or loops (a
+            diagnostic of validate, plan and diff)
+    OSError
+    └── NotRegular  rackcron.reconciler.listing
+            a tree's file is no longer a regular file when it is read (the
+            file is reported unreadable, a diagnostic)
+    Exception
+    ├── ControllerError  rackcron.dispatcher.controllers.base
+    │   │   a rack controller could not be reached or refused a call: the
+    │   │   runner retries with backoff, then fails the task with the message
+    │   └── ControllerRefused  rackcron.dispatcher.controllers.base
+    │           the server will not call this controller (host not allowed,
+    │           credential not resolvable): the task fails at once, unsent
+    └── UnusableConfig  rackcron.shim.server
+            `rackcron serve` cannot start its gRPC shim (an unreadable TLS or
+            token file, an address in use): a CLI error, exit 1 (2 for the
+            token file: a bad --grpc-token-file)
+
+Internal: these never leave the module that defines them (control flow, each
+turned into an answer or a diagnostic there)::
+
+    Exception
+    ├── _Reject  rackcron.dispatcher.controllers.server
+    │       the reference rack controller answers an HTTP error status
+    ├── _Unsupported  rackcron.reconciler.schema
+    │       a schema the fast check cannot compile: jsonschema alone decides
+    └── _Refused  rackcron.reconciler.yamlsource
+        │   a YAML node is refused (tag, key, depth): a diagnostic at its mark
+        └── _OverBudget  rackcron.reconciler.yamlsource
+                the tree's budget of values ran out (aliases expanding across files)
+
+``tests/unit/test_error_tree.py`` checks these trees against the code: every
+exception class defined in ``rackcron.*`` is drawn, under its direct base, with
+its module.
 """
 
 from __future__ import annotations

@@ -6,14 +6,15 @@ deletions. Per schedule:
 
 * absent from the store -> create (then pause when declared disabled);
 * operation changed, or the spec of a one-time schedule that has already fired
-  -> replace (delete + create), with the reason;
+  -> replace (delete + create), with the reason and its code
+  (``rackcron.reconciler.plan.ReasonCode``);
 * otherwise UpdateTaskSchedule with exactly the mask paths that changed, scope
   changes through the scope RPCs (new racks -> Add, dropped racks -> Remove,
   changed filters -> Update with the whole desired scope, which replaces),
   pause/resume from ``enabled``, and the management record (source, protect,
   labels; adopting a schedule nobody owned);
-* in the store but not declared -> delete when this repository owns it,
-  otherwise it is listed as unmanaged and left alone.
+* in the store but not declared -> delete (``not_declared``) when this
+  repository owns it, otherwise it is listed as unmanaged and left alone.
 
 A schedule whose stored record says ``protect`` is never deleted or replaced:
 the plan carries an error until a change setting ``protect: false`` has been
@@ -33,7 +34,15 @@ from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.models import SpecType
 from rackcron.reconciler.conflicts import PairCount, count_pairs
 from rackcron.reconciler.inventory_diff import InventoryDiffer
-from rackcron.reconciler.plan import MAX_WARNINGS, Change, FieldChange, Plan, ScopeChange
+from rackcron.reconciler.plan import (
+    MAX_WARNINGS,
+    Change,
+    FieldChange,
+    Plan,
+    PlanWarning,
+    ReasonCode,
+    ScopeChange,
+)
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 from rackcron.steps import Step
 
@@ -151,28 +160,31 @@ class _Differ(InventoryDiffer):
                 f" (owner {have.management.owner!r})"
             )
             return None
-        reason = self._replace_reason(have, want)
-        if reason:
+        replaced = self._replace_reason(have, want)
+        if replaced:
+            code, reason = replaced
             if have.management.protect:
                 self.errors.append(_protected(want.name, f"replace it ({reason})"))
                 return None
             steps = (Step("DeleteTaskSchedule", {"name": want.name}), *_create_steps(want))
             return Change("schedule", want.name, "replace", reason, (), (), steps,
-                          want.management.source, self._times(have, want))  # fmt: skip
+                          want.management.source, self._times(have, want), reason_code=code)  # fmt: skip
         return self._update(have, want)
 
     @staticmethod
-    def _replace_reason(have: ScheduleState, want: ScheduleState) -> str:
+    def _replace_reason(have: ScheduleState, want: ScheduleState) -> tuple[ReasonCode, str] | None:
+        """Why ``have`` must be replaced to become ``want`` (its code, and for people), if so."""
         if have.template != want.template:
             old, new = describe(have.template), describe(want.template)
-            return (
-                f"operation changed: {old} -> {new}"
-                if old != new
-                else "operation parameters changed"
-            )
+            if old != new:
+                return "operation_changed", f"operation changed: {old} -> {new}"
+            return "operation_parameters_changed", "operation parameters changed"
         if have.consumed and not _same_spec(have, want):
-            return "the one-time schedule has fired; a new instant needs a new schedule"
-        return ""
+            return (
+                "one_time_consumed",
+                "the one-time schedule has fired; a new instant needs a new schedule",
+            )
+        return None
 
     def _update(self, have: ScheduleState, want: ScheduleState) -> Change | None:
         fields: list[FieldChange] = []
@@ -313,12 +325,13 @@ class _Differ(InventoryDiffer):
                 self.errors.append(_protected(name, "delete it (it is no longer declared)"))
             else:
                 changes.append(Change("schedule", name, "delete", "no longer declared",
-                                      steps=(Step("DeleteTaskSchedule", {"name": name}),), source=have.management.source))  # fmt: skip
+                                      steps=(Step("DeleteTaskSchedule", {"name": name}),), source=have.management.source,
+                                      reason_code="not_declared"))  # fmt: skip
         return changes, unmanaged
 
     # --- inventory ---------------------------------------------------------------------------
 
-    def warnings(self, changed: set[str]) -> tuple[list[str], PairCount]:
+    def warnings(self, changed: set[str]) -> tuple[list[PlanWarning], PairCount]:
         """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one.
 
         The first :data:`~rackcron.reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
@@ -355,7 +368,8 @@ class _Differ(InventoryDiffer):
         for a, b in listed:
             theirs = set(racks_of[b])
             shared = (self.desired.rack_name(r) for r in racks_of[a] if r in theirs)
-            lines.append(f'schedules "{a}" and "{b}" both target ' + ", ".join(sorted(shared)))
+            message = f'schedules "{a}" and "{b}" both target ' + ", ".join(sorted(shared))
+            lines.append(PlanWarning("schedules_share_racks", message))
         return lines, count
 
 

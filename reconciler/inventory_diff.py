@@ -157,11 +157,13 @@ class InventoryDiffer:
         for domain_id, domain in self.current.domains.items():
             if domain.owner == self.owner and domain_id not in self.desired.domains:
                 changes.append(Change("nvl_domain", domain.name, "delete", "no longer declared",
-                                      steps=(Step("DeleteNVLDomain", {"id": str(domain_id)}),)))  # fmt: skip
+                                      steps=(Step("DeleteNVLDomain", {"id": str(domain_id)}),),
+                                      reason_code="not_declared"))  # fmt: skip
         for component_id, component in self.current.components.items():
             if component.rack_id in owned_racks and component_id not in self.desired.components:
                 changes.append(Change("component", component.name or str(component_id), "delete", "no longer declared",
-                                      steps=(Step("DeleteComponent", {"id": str(component_id)}),)))  # fmt: skip
+                                      steps=(Step("DeleteComponent", {"id": str(component_id)}),),
+                                      reason_code="not_declared"))  # fmt: skip
         in_use = {r for schedule in remaining for r, _ in schedule.scope}
         for rack_id in sorted(gone_racks, key=str):
             rack = self.current.racks[rack_id]
@@ -171,5 +173,5 @@ class InventoryDiffer:
                 )
                 continue
             changes.append(Change("rack", rack.name, "delete", "no longer declared",
-                                  steps=(Step("DeleteRack", {"id": str(rack_id)}),)))  # fmt: skip
+                                  steps=(Step("DeleteRack", {"id": str(rack_id)}),), reason_code="not_declared"))  # fmt: skip
         return changes

@@ -7,6 +7,11 @@ calls that carry it out — the same calls the service (and the Flow RPCs)
 offer, with JSON arguments, so a saved plan can be applied later or through
 another backend. Nothing here prints: ``rackcron.reconciler.render`` does.
 
+Each replace and delete also carries a :data:`ReasonCode`, and each warning a
+:data:`WarningCode`: stable snake_case names for programs (CI gates, bots), where
+``reason`` and the warning's message are for people and may be reworded. Both sets
+are closed here, in one place, and documented in docs/plan-format.md.
+
 ``format_version`` follows Terraform's rule: a minor bump adds fields readers
 may ignore; a major bump changes or removes something.
 """
@@ -14,7 +19,7 @@ may ignore; a major bump changes or removes something.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rackcron.steps import Step
 
@@ -22,12 +27,17 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_WARNINGS",
+    "REASON_CODES",
+    "WARNING_CODES",
     "Action",
     "Change",
     "FieldChange",
     "Kind",
     "Plan",
+    "PlanWarning",
+    "ReasonCode",
     "ScopeChange",
+    "WarningCode",
 ]
 
 FORMAT = "rackcron.plan/v1"
@@ -35,12 +45,34 @@ FORMAT = "rackcron.plan/v1"
 # 1.2: security_sensitive on a change (and its count at the top level)
 # 1.3: warnings_count (warnings lists at most MAX_WARNINGS)
 # 1.4: warnings_count_exact (false: warnings_count is a lower bound)
-FORMAT_VERSION = "1.4"
+# 1.5: reason_code on a replace or delete; warnings_detail ({code, message} per warning)
+FORMAT_VERSION = "1.5"
 #: Warnings (pairs of schedules sharing racks) a plan lists; ``warnings_count`` counts all.
 MAX_WARNINGS = 100
 
 Kind = Literal["rack", "component", "nvl_domain", "schedule"]
 Action = Literal["create", "update", "replace", "delete"]
+
+#: Why a change replaces or deletes its object (docs/plan-format.md "Reason codes").
+ReasonCode = Literal[
+    # replace: the schedule's operation is another one (its description differs)
+    "operation_changed",
+    # replace: the operation's description is the same, its template (code, information) is not
+    "operation_parameters_changed",
+    # replace: a one-time schedule that has fired is given another instant
+    "one_time_consumed",
+    # delete: owned by this repository, in the store, and no longer in the tree
+    "not_declared",
+]
+#: What a warning is about (docs/plan-format.md "Warning codes").
+WarningCode = Literal[
+    # two enabled schedules, one of them created or changed, target a rack in common
+    "schedules_share_racks",
+    # planned through a server without rackcron.v1.Reconciler: only schedules are managed
+    "server_without_reconciler",
+]
+REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
+WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)
 
 
 @dataclass(frozen=True)
@@ -77,6 +109,16 @@ class Change:
     # and the credential they carry, are sent), and why; in the JSON only when true.
     security_sensitive: bool = False
     security_reason: str = ""
+    # Replace and delete: why, as a code (None: read from a plan older than 1.5).
+    reason_code: ReasonCode | None = None
+
+
+@dataclass(frozen=True)
+class PlanWarning:
+    """An advisory line of a plan: its code, and its message for people."""
+
+    code: WarningCode | None  # None: read from a plan older than 1.5
+    message: str
 
 
 @dataclass(frozen=True)
@@ -86,7 +128,7 @@ class Plan:
     changes: tuple[Change, ...] = ()
     unmanaged: tuple[str, ...] = ()  # schedules in the store this repository does not manage
     errors: tuple[str, ...] = ()  # why the plan cannot be applied
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()
     source: dict[str, Any] = field(default_factory=dict)  # path, revision, dirty
     #: Warnings found in all, listed or not (None: as many as listed).
     warnings_count: int | None = None
@@ -118,9 +160,10 @@ class Plan:
             "changes": [_change_json(c) for c in self.changes],
             "unmanaged": list(self.unmanaged),
             "errors": list(self.errors),
-            "warnings": list(self.warnings),
+            "warnings": [w.message for w in self.warnings],
             "warnings_count": max(self.warnings_count or 0, len(self.warnings)),
             "warnings_count_exact": self.warnings_count_exact,
+            "warnings_detail": [_warning_json(w) for w in self.warnings],
         }
 
     @classmethod
@@ -135,7 +178,7 @@ class Plan:
             return cls(
                 owner=str(data["owner"]), fingerprint=str(data["fingerprint"]), changes=changes,
                 unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
-                warnings=tuple(data.get("warnings", ())), source=dict(data.get("source") or {}),
+                warnings=_warnings(data), source=dict(data.get("source") or {}),
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
                 warnings_count_exact=data.get("warnings_count_exact") is not False,
             )  # fmt: skip
@@ -152,7 +195,38 @@ def _change_json(change: Change) -> dict[str, Any]:
     data = asdict(change)
     if not change.security_sensitive:  # as in 1.1: a plan without any reads as before
         del data["security_sensitive"], data["security_reason"]
+    if change.reason_code is None:  # a create or update (or a change read from 1.4)
+        del data["reason_code"]
     return data
+
+
+def _warning_json(warning: PlanWarning) -> dict[str, Any]:
+    if warning.code is None:  # read from a plan older than 1.5
+        return {"message": warning.message}
+    return {"code": warning.code, "message": warning.message}
+
+
+def _code(value: Any) -> Any:
+    """A saved reason or warning code: any text (a later minor version may add codes)."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"a code must be text, not {type(value).__name__}")
+    return value
+
+
+def _warnings(data: dict[str, Any]) -> tuple[PlanWarning, ...]:
+    """A saved plan's warnings, with their codes from ``warnings_detail`` (1.5; the
+    warnings of an older plan have none)."""
+    messages = list(data.get("warnings", ()))
+    detail = data.get("warnings_detail")
+    if detail is None:
+        return tuple(PlanWarning(None, m) for m in messages)
+    if len(detail) != len(messages) or any(
+        d["message"] != m for d, m in zip(detail, messages, strict=True)
+    ):
+        raise ValueError("warnings_detail does not match warnings")
+    return tuple(
+        PlanWarning(_code(d.get("code")), m) for d, m in zip(detail, messages, strict=True)
+    )
 
 
 def _change(c: dict[str, Any]) -> Change:
@@ -168,4 +242,5 @@ def _change(c: dict[str, Any]) -> Change:
         source=c.get("source"), fire_times=c.get("fire_times"),
         security_sensitive=bool(c.get("security_sensitive", False)),
         security_reason=str(c.get("security_reason", "")),
+        reason_code=_code(c.get("reason_code")),
     )  # fmt: skip

@@ -43,7 +43,7 @@ from rackcron.models import (
 )
 from rackcron.reconciler.apply import StalePlan
 from rackcron.reconciler.diff import diff
-from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.plan import Change, Plan, PlanWarning
 from rackcron.reconciler.state import State, stored_schedule
 from rackcron.steps import Step
 from rackcron.templates import visible
@@ -168,7 +168,7 @@ class RemoteStore:
         return replace(
             result,
             errors=(*result.errors, *protected),
-            warnings=(*result.warnings, note),
+            warnings=(*result.warnings, PlanWarning("server_without_reconciler", note)),
         )
 
     # --- apply --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ plan's actions and the store read back through the service.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -143,15 +144,17 @@ def test_components_scope_round_trip(repo: Repo) -> None:
 
 
 @pytest.mark.parametrize(
-    ("before", "after", "reason"),
+    ("before", "after", "reason", "code"),
     [
-        ({"operation": "{power_on: {}}"}, {"operation": "{power_off: {}}"}, "operation changed: Power On -> Power Off"),
-        ({"operation": "{power_off: {}}"}, {"operation": "{power_off: {forced: true}}"}, "operation changed: Power Off -> Power Off (forced)"),
-        ({"operation": "{upgrade_firmware: {target_version: '1'}}"}, {"operation": "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"}, "operation parameters changed"),
+        ({"operation": "{power_on: {}}"}, {"operation": "{power_off: {}}"}, "operation changed: Power On -> Power Off", "operation_changed"),
+        ({"operation": "{power_off: {}}"}, {"operation": "{power_off: {forced: true}}"}, "operation changed: Power Off -> Power Off (forced)", "operation_changed"),
+        ({"operation": "{upgrade_firmware: {target_version: '1'}}"}, {"operation": "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"}, "operation parameters changed", "operation_parameters_changed"),
     ],
     ids=["kind", "forced", "parameters"],
 )  # fmt: skip
-def test_operation_change_is_a_replace(repo: Repo, before: dict, after: dict, reason: str) -> None:
+def test_operation_change_is_a_replace(
+    repo: Repo, before: dict, after: dict, reason: str, code: str
+) -> None:
     repo.write(schedule("a", **before))
     repo.apply()
     old_id = repo.service().find_schedule("a").id
@@ -160,6 +163,7 @@ def test_operation_change_is_a_replace(repo: Repo, before: dict, after: dict, re
     assert (
         actions(plan) == [("schedule", "a", "replace")] and plan["changes"][0]["reason"] == reason
     )
+    assert plan["changes"][0]["reason_code"] == code
     assert rpcs(plan, "a") == ["DeleteTaskSchedule", "CreateTaskSchedule"]
     assert '-/+ schedule "a"' in repo.cli("plan", str(repo.path)).output
     repo.apply()
@@ -177,6 +181,7 @@ def test_consumed_one_time_is_not_drift_but_a_new_instant_replaces(repo: Repo) -
     plan = repo.plan()
     assert actions(plan) == [("schedule", "once", "replace")]
     assert "has fired" in plan["changes"][0]["reason"]
+    assert plan["changes"][0]["reason_code"] == "one_time_consumed"
 
 
 def test_drift_is_shown_and_reverted(repo: Repo) -> None:
@@ -210,6 +215,7 @@ def test_unmanaged_schedules_are_left_alone_and_owned_ones_deleted(repo: Repo) -
     repo.write(schedule("a"))
     plan = repo.plan()
     assert actions(plan) == [("schedule", "b", "delete")]
+    assert plan["changes"][0]["reason_code"] == "not_declared"
     assert plan["unmanaged"] == ["by-hand"]
     assert 'unmanaged: schedule "by-hand"' in repo.cli("plan", str(repo.path)).output
     repo.apply()
@@ -274,6 +280,32 @@ def test_saved_plan_applies_and_a_stale_one_is_refused(repo: Repo, tmp_path: Pat
     assert service.list_schedules().total == 1
 
 
+def test_a_plan_saved_as_format_1_4_still_applies(repo: Repo, tmp_path: Path) -> None:
+    repo.write(schedule("a"), schedule("b"))
+    repo.apply()
+    repo.write(schedule("a", operation="{power_off: {}}"))
+    saved = tmp_path / "plan.json"
+    assert repo.cli("plan", str(repo.path), "-o", str(saved)).exit_code == 0
+    plan = json.loads(saved.read_text())
+    assert [(c["action"], c["reason_code"]) for c in plan["changes"]] == [
+        ("replace", "operation_changed"), ("delete", "not_declared")
+    ]  # fmt: skip
+    # The same plan as 1.4 wrote it: no codes, no warnings_detail.
+    for change in plan["changes"]:
+        del change["reason_code"]
+    del plan["warnings_detail"]
+    saved.write_text(json.dumps({**plan, "format_version": "1.4"}))
+    applied = repo.cli("apply", str(saved), "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    assert (
+        '# schedule "a" must be replaced (operation changed: Power On -> Power Off)'
+        in applied.output
+    )
+    assert '# schedule "b" will be destroyed (no longer declared)' in applied.output
+    schedules = repo.service().list_schedules().items
+    assert [(s.name, s.operation_type) for s in schedules] == [("a", "POWER_OFF")]
+
+
 def test_a_failed_step_rolls_back_everything(repo: Repo) -> None:
     repo.write(schedule("a"))
     repo.apply()
@@ -334,6 +366,7 @@ def test_inventory_is_upserted_and_removed_when_owned(repo: Repo) -> None:
     )
     plan = repo.plan()
     assert actions(plan) == [("rack", "r2-renamed", "update"), ("rack", "r3", "delete")]
+    assert [c.get("reason_code") for c in plan["changes"]] == [None, "not_declared"]
     repo.apply()
     names = sorted(r.name for r in repo.service().list_racks())
     assert names == ["r1", "r2-renamed"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,9 @@ def test_a_flow_server_gets_schedules_only_and_nothing_is_deleted(
     code, out = cli("plan", fleet, "--server", flow_only)
     assert code == 0 and "does not offer rackcron.v1.Reconciler" in out, out
     assert "0 to destroy" in out
+    code, out = cli("plan", fleet, "--server", flow_only, "--format", "json")
+    (note,) = [w for w in json.loads(out)["warnings_detail"] if "Reconciler" in w["message"]]
+    assert code == 0 and note["code"] == "server_without_reconciler"
     code, out = cli("apply", fleet, "--server", flow_only, "--auto-approve")
     assert code == 0 and "created" in out, out
     assert fingerprint(service) != before

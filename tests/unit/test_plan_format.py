@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rackcron.reconciler.plan import Change, FieldChange, Plan, ScopeChange
+from rackcron.reconciler.plan import Change, FieldChange, Plan, PlanWarning, ScopeChange
 from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.steps import Step
 
@@ -18,10 +18,11 @@ PLAN = Plan(
                (ScopeChange("r1", "id-1", "refilter", "all components", "types: COMPUTE"),),
                (Step("PauseTaskSchedule", {"name": "a"}),), "s.yaml",
                {"timezone": "UTC", "before": [["2026-01-01T00:00:00Z", "2026-01-01T00:00:00+00:00"]], "after": []}),
-        Change("schedule", "b", "delete", "no longer declared", steps=(Step("DeleteTaskSchedule", {"name": "b"}),)),
+        Change("schedule", "b", "delete", "no longer declared", steps=(Step("DeleteTaskSchedule", {"name": "b"}),),
+               reason_code="not_declared"),
     ),
     unmanaged=("by-hand",),
-    warnings=("w",),
+    warnings=(PlanWarning("schedules_share_racks", "w"),),
     source={"path": "fleet", "revision": "abc", "dirty": False},
 )  # fmt: skip
 
@@ -31,6 +32,9 @@ def test_round_trip_through_json() -> None:
     assert Plan.from_json(data) == PLAN
     assert data["summary"] == {"create": 0, "update": 1, "replace": 0, "delete": 1}
     assert (data["applyable"], data["errored"]) == (True, False)
+    assert data["changes"][1]["reason_code"] == "not_declared"
+    assert "reason_code" not in data["changes"][0]  # only on a replace or a delete
+    assert data["warnings_detail"] == [{"code": "schedules_share_racks", "message": "w"}]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +76,7 @@ def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
                        security_sensitive=True, security_reason="sets the rack's controller")  # fmt: skip
     plan = Plan(owner="fleet", fingerprint="f", changes=(sensitive, *PLAN.changes))
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.4" and data["security_sensitive"] == 1
+    assert data["format_version"] == "1.5" and data["security_sensitive"] == 1
     assert data["changes"][0]["security_sensitive"] is True
     assert "security_sensitive" not in data["changes"][1]  # only on the changes it marks
     assert Plan.from_json(data) == plan
@@ -84,11 +88,14 @@ def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
 def test_a_lower_bound_warnings_count_round_trips_and_reads_at_least() -> None:
     # 1.4: when counting the pairs sharing racks exactly would be quadratic, the plan
     # says its count is a lower bound, and so do the text and Markdown renderings.
-    listed = tuple(f'schedules "a{i}" and "b{i}" both target r' for i in range(100))
+    listed = tuple(
+        PlanWarning("schedules_share_racks", f'schedules "a{i}" and "b{i}" both target r')
+        for i in range(100)
+    )
     plan = Plan(owner="o", fingerprint="f", warnings=listed, warnings_count=5000,
                 warnings_count_exact=False)  # fmt: skip
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.4" and data["warnings_count_exact"] is False
+    assert data["format_version"] == "1.5" and data["warnings_count_exact"] is False
     assert Plan.from_json(data) == plan
     assert "… and at least 4900 more pairs of schedules that share racks" in render_text(data)
     assert "⚠️ at least 5000 warnings: schedules that share racks" in render_markdown(data)
