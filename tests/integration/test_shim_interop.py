@@ -1,16 +1,16 @@
 """A Flow client built from docs/spec/flow-wire.md alone talks to the shim.
 
 The client side never touches ``rackcron.wire.proto`` or ``schemas/proto``: the message,
-field and enum tables of docs/spec/flow-wire.md "Wire interface" and "Messages and enums" are parsed
-by the same parser as ``tests/unit/test_proto_contract.py`` (loaded from that file),
-turned into a ``FileDescriptorProto`` (package ``v1``, service ``Flow``, oneofs and
+field and enum tables of docs/spec/flow-wire.md "Wire interface" and "Messages and enums"
+are parsed by ``tests/support/wire_spec.py`` (the parser ``tests/unit/test_proto_contract.py``
+uses), turned into a ``FileDescriptorProto`` (package ``v1``, service ``Flow``, oneofs and
 proto3 ``optional`` fields as the Label column says, the well-known types as
 dependencies), loaded into a fresh ``DescriptorPool``, and the message classes come
 from ``message_factory.GetMessageClass``. Calls go through
 ``channel.unary_unary("/v1.Flow/<Method>", ...)``.
 
 What the tables leave unsaid, and this file infers (the parser's own inferences, e.g.
-the three task RPCs given in prose, are in test_proto_contract.py):
+the three task RPCs given in prose, are in tests/support/wire_spec.py):
 
 * every RPC is unary (no table mentions streaming; the paths are ``/v1.Flow/<Rpc>``);
 * a type is an enum exactly when it has a row in an enum table, else a message;
@@ -26,13 +26,10 @@ two schemas encode and decode the same bytes, in both directions, with no unknow
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
@@ -49,23 +46,10 @@ from google.protobuf import (
 )
 from google.protobuf.message import Message
 
-ROOT = Path(__file__).resolve().parents[2]
-WIRE_SPEC = ROOT / "docs/spec/flow-wire.md"
-TABLE_PARSER = ROOT / "tests" / "unit" / "test_proto_contract.py"
+from tests.support.wire_spec import SCALARS, read_spec
+
 WELL_KNOWN = (timestamp_pb2, empty_pb2, field_mask_pb2)
 FDP = descriptor_pb2.FieldDescriptorProto
-
-
-def _table_parser() -> ModuleType:
-    """The docs/spec/flow-wire.md parser of the proto contract test, loaded from its file."""
-    name = "_flow_wire_tables"
-    if name not in sys.modules:
-        loaded = importlib.util.spec_from_file_location(name, TABLE_PARSER)
-        assert loaded is not None and loaded.loader is not None
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[name] = module  # dataclasses look their module up while it loads
-        loaded.loader.exec_module(module)
-    return sys.modules[name]
 
 
 # ---- the schema, from the tables ------------------------------------------------------------
@@ -74,7 +58,6 @@ def _table_parser() -> ModuleType:
 def build_file(spec: Any) -> descriptor_pb2.FileDescriptorProto:
     """The tables of docs/spec/flow-wire.md (a parsed ``Spec``) as a proto3 file descriptor."""
     package = spec.package
-    scalars = _table_parser()._SCALARS
     file = descriptor_pb2.FileDescriptorProto(
         name="independent/flow_wire.proto", package=package, syntax="proto3"
     )
@@ -99,8 +82,8 @@ def build_file(spec: Any) -> descriptor_pb2.FileDescriptorProto:
         optional = []
         for row in sorted(rows.values(), key=lambda row: row.number):
             field = message.field.add(name=row.name, number=row.number)
-            if row.type in scalars:
-                field.type = scalars[row.type]
+            if row.type in SCALARS:
+                field.type = SCALARS[row.type]
             elif row.type in spec.enums:
                 field.type, field.type_name = FDP.TYPE_ENUM, f".{row.type}"
             else:
@@ -126,7 +109,7 @@ class Schema:
     """The independent schema: a fresh pool, its message classes and enum numbers."""
 
     def __init__(self) -> None:
-        self.spec = _table_parser().parse_spec(WIRE_SPEC.read_text(encoding="utf-8"))
+        self.spec = read_spec()
         self.file = build_file(self.spec)
         self.pool = descriptor_pool.DescriptorPool()
         for module in WELL_KNOWN:

@@ -1,1 +1,21 @@
-"""Test support: builders, strategies and data shared by test modules (no tests here)."""
+"""Test support: builders, strategies and data shared by test modules (no tests here).
+
+A test module imports what it shares from here, never from another test module
+(``tests/unit/test_support_layout.py`` checks it).
+
+* ``git``: real git repositories in temp dirs (``git``, ``init_repo``);
+* ``hostile``: hostile strings (``HOSTILE``, ``hostile_text``) and states full of them
+  (``hostile_states``);
+* ``markdown``: rendered Markdown read back as a parser does (``parse``, ``table_rows``);
+* ``net``: ``free_port`` on 127.0.0.1;
+* ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
+  refusing connections, a full SQLite file);
+* ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
+* ``service``: service-level builders and probes (``create``, ``rack_spec``,
+  ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
+* ``trees``: declared trees in git repositories and the CLI on one store (``Repo``),
+  YAML documents (``ONE_RACK``, ``RACKS``, ``schedule``), plan readers (``actions``,
+  ``rpcs``);
+* ``wire_spec``: the wire tables of docs/spec/flow-wire.md parsed into a ``Spec`` (``parse_spec``,
+  ``read_spec``, ``SCALARS``).
+"""
