@@ -25,6 +25,7 @@ from rackcron.reconciler import schema
 from rackcron.reconciler.render import MARKDOWN_LIMIT
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron.wire.proto.v1 import flow_pb2 as pb
+from tests.support.flow import create_request, racks
 from tests.support.service import snapshot
 from tests.support.trees import ONE_RACK
 
@@ -49,19 +50,13 @@ def write(tmp_path: Path, *documents: str) -> Path:
 
 
 def _firmware(fleet: Any, **fields: Any) -> pb.CreateTaskScheduleRequest:
-    target = pb.OperationTargetSpec(
-        racks=pb.RackTargets(targets=[pb.RackTarget(id=pb.UUID(id=str(fleet.racks[0])))])
-    )
-    return pb.CreateTaskScheduleRequest(
-        schedule=pb.ScheduleConfig(
-            name=fields.pop("name", "nightly"),
-            spec=pb.ScheduleSpec(
-                type=pb.SCHEDULE_SPEC_TYPE_CRON, spec=fields.pop("spec", "0 2 * * 1")
-            ),
-        ),
-        operation=pb.ScheduledOperation(
-            upgrade_firmware=pb.UpgradeFirmwareRequest(target_spec=target, **fields)
-        ),
+    """A weekly firmware upgrade of the first rack, with ``fields`` (name and spec included)."""
+    options = {"spec": "0 2 * * 1", **fields}
+    return create_request(
+        racks(fleet.racks[0]),
+        spec_type=pb.SCHEDULE_SPEC_TYPE_CRON,
+        kind="upgrade_firmware",
+        **options,
     )
 
 

@@ -26,6 +26,7 @@ from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
+from tests.support.flow import create_request, racks
 from tests.support.net import free_port
 from tests.support.service import create
 
@@ -36,21 +37,6 @@ def _store(tmp_path: Path) -> tuple[str, uuid.UUID]:
     rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="grpc-rack")).id
     service.close()
     return url, rack
-
-
-def _create_request(name: str, rack: uuid.UUID, spec: str = "1s") -> pb.CreateTaskScheduleRequest:
-    return pb.CreateTaskScheduleRequest(
-        schedule=pb.ScheduleConfig(
-            name=name, spec=pb.ScheduleSpec(type=pb.SCHEDULE_SPEC_TYPE_INTERVAL, spec=spec)
-        ),
-        operation=pb.ScheduledOperation(
-            bring_up=pb.BringUpRackRequest(
-                target_spec=pb.OperationTargetSpec(
-                    racks=pb.RackTargets(targets=[pb.RackTarget(id=pb.UUID(id=str(rack)))])
-                )
-            )
-        ),
-    )
 
 
 def _serve(url: str, log: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -87,7 +73,10 @@ def test_serve_answers_rpcs_on_the_store_it_dispatches(tmp_path: Path) -> None:
             health = health_pb2_grpc.HealthStub(channel)
             check = health.Check(health_pb2.HealthCheckRequest(service="v1.Flow"), timeout=5)
             assert check.status == health_pb2.HealthCheckResponse.SERVING
-            schedule = flow.CreateTaskSchedule(_create_request("every-second", rack), timeout=5)
+            schedule = flow.CreateTaskSchedule(
+                create_request(racks(rack), name="every-second", spec="1s", kind="bring_up"),
+                timeout=5,
+            )
             deadline = time.monotonic() + 30
             while not flow.ListTasks(pb.ListTasksRequest(), timeout=5).total:
                 assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
@@ -112,7 +101,9 @@ def test_no_dispatch_serves_rpcs_and_fires_nothing(tmp_path: Path) -> None:
     try:
         with connect(address) as channel:
             flow = flow_pb2_grpc.FlowStub(channel)
-            schedule = flow.CreateTaskSchedule(_create_request("idle", rack, "1ms"), timeout=5)
+            schedule = flow.CreateTaskSchedule(
+                create_request(racks(rack), name="idle", spec="1ms", kind="bring_up"), timeout=5
+            )
             time.sleep(1.0)  # five poll intervals: a dispatcher would have fired it
             got = flow.GetTaskSchedule(pb.GetTaskScheduleRequest(id=schedule.id), timeout=5)
             assert not got.HasField("last_run_at")

@@ -22,6 +22,16 @@ from google.protobuf import empty_pb2
 
 from rackcron.models import Component, ComponentType, NVLDomain, TaskStatus
 from rackcron.wire.proto.v1 import flow_pb2 as pb
+from tests.support.flow import (
+    config,
+    create,
+    failure,
+    operation,
+    rack_targets,
+    racks,
+    uid,
+    update_request,
+)
 from tests.support.service import scope_rows, set_status, snapshot
 
 Code = grpc.StatusCode
@@ -37,20 +47,7 @@ INTERVAL, CRON, ONE_TIME = (
 )
 SKIP, QUEUE = pb.OVERLAP_POLICY_SKIP, pb.OVERLAP_POLICY_QUEUE
 
-# --- request builders ------------------------------------------------------------------------
-
-
-def uid(value: Any) -> pb.UUID:
-    return pb.UUID(id=str(value))
-
-
-def rack_targets(*targets: pb.RackTarget) -> pb.OperationTargetSpec:
-    return pb.OperationTargetSpec(racks=pb.RackTargets(targets=targets))
-
-
-def racks(*ids: uuid.UUID, types: Sequence[int] = ()) -> pb.OperationTargetSpec:
-    """Racks by UUID, each with ``types``."""
-    return rack_targets(*(pb.RackTarget(id=uid(r), component_types=types) for r in ids))
+# --- request builders (the shared ones: tests/support/flow.py) --------------------------------
 
 
 def per_rack(*entries: tuple[uuid.UUID, Sequence[int]]) -> pb.OperationTargetSpec:
@@ -77,75 +74,13 @@ def domains(*targets: pb.NVLDomainTarget) -> pb.OperationTargetSpec:
     return pb.OperationTargetSpec(nvl_domains=pb.NVLDomainTargets(targets=targets))
 
 
-_REQUESTS = {
-    "power_on": pb.PowerOnRackRequest,
-    "power_off": pb.PowerOffRackRequest,
-    "power_reset": pb.PowerResetRackRequest,
-    "bring_up": pb.BringUpRackRequest,
-    "ingest": pb.IngestRackRequest,
-    "upgrade_firmware": pb.UpgradeFirmwareRequest,
-}
-
-
-def operation(
-    target: pb.OperationTargetSpec | None, kind: str = "power_on", **fields: Any
-) -> pb.ScheduledOperation:
-    return pb.ScheduledOperation(**{kind: _REQUESTS[kind](target_spec=target, **fields)})
-
-
-def config(
-    name: str = "nightly",
-    spec: str = "1h",
-    spec_type: int = INTERVAL,
-    timezone: str = "",
-    policy: int = pb.OVERLAP_POLICY_UNSPECIFIED,
-) -> pb.ScheduleConfig:
-    return pb.ScheduleConfig(
-        name=name,
-        spec=pb.ScheduleSpec(type=spec_type, spec=spec, timezone=timezone),
-        overlap_policy=policy,
-    )
-
-
-def create(
-    flow: Any,
-    target: pb.OperationTargetSpec,
-    *,
-    name: str = "nightly",
-    spec: str = "1h",
-    spec_type: int = INTERVAL,
-    timezone: str = "",
-    policy: int = pb.OVERLAP_POLICY_UNSPECIFIED,
-    kind: str = "power_on",
-    **fields: Any,
-) -> pb.TaskSchedule:
-    """CreateTaskSchedule; by default an hourly power-on of ``target``."""
-    return flow.CreateTaskSchedule(
-        pb.CreateTaskScheduleRequest(
-            schedule=config(name, spec, spec_type, timezone, policy),
-            operation=operation(target, kind, **fields),
-        )
-    )
-
-
 def update(
     flow: Any, schedule: pb.TaskSchedule, paths: list[str], **fields: Any
 ) -> pb.TaskSchedule:
-    return flow.UpdateTaskSchedule(
-        pb.UpdateTaskScheduleRequest(
-            id=schedule.id, schedule=config(**fields), update_mask={"paths": paths}
-        )
-    )
+    return flow.UpdateTaskSchedule(update_request(schedule.id, paths, **fields))
 
 
 # --- probes ------------------------------------------------------------------------------
-
-
-def failure(call: Callable[[Any], Any], request: Any) -> grpc.RpcError:
-    """The status error ``call(request)`` fails with."""
-    with pytest.raises(grpc.RpcError) as info:
-        call(request)
-    return info.value
 
 
 def at(stamp: Any) -> datetime:

@@ -53,6 +53,7 @@ from rackcron.store import transaction
 from rackcron.wire.client import ClientTls, connect
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
+from tests.support.flow import config, failure, operation, rack_targets
 from tests.support.service import create, snapshot
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
@@ -265,28 +266,11 @@ def list_services(channel: grpc.Channel, metadata: Any = None) -> set[str]:
     return {s.name for r in responses for s in r.list_services_response.service}
 
 
-def failure(call: Callable[[], Any]) -> grpc.RpcError:
-    """The error ``call`` fails with (it must fail)."""
-    with pytest.raises(grpc.RpcError) as info:
-        call()
-    return info.value
-
-
 def create_request(name: str = "nightly", racks: tuple[str, ...] = ("rack-a01",)) -> Any:
     """CreateTaskSchedule: an hourly power-on of racks by name."""
+    target = rack_targets(*(pb.RackTarget(name=r) for r in racks))
     return pb.CreateTaskScheduleRequest(
-        schedule=pb.ScheduleConfig(
-            name=name,
-            spec=pb.ScheduleSpec(type=pb.SCHEDULE_SPEC_TYPE_INTERVAL, spec="1h"),
-            overlap_policy=pb.OVERLAP_POLICY_SKIP,
-        ),
-        operation=pb.ScheduledOperation(
-            power_on=pb.PowerOnRackRequest(
-                target_spec=pb.OperationTargetSpec(
-                    racks=pb.RackTargets(targets=[pb.RackTarget(name=r) for r in racks])
-                )
-            )
-        ),
+        schedule=config(name, policy=pb.OVERLAP_POLICY_SKIP), operation=operation(target)
     )
 
 

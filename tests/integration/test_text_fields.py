@@ -33,6 +33,17 @@ from rackcron.service import Service
 from rackcron.text import SCHEMA_PATTERN, line_problem
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
+from tests.support.flow import (
+    config,
+    create,
+    create_request,
+    failure,
+    operation,
+    rack_targets,
+    racks,
+    uid,
+    update_request,
+)
 from tests.support.service import snapshot
 
 HOSTILE = {"clear-screen": "\x1b[2J", "newline": "x\ny", "rlo": "a\u202eb"}
@@ -45,12 +56,6 @@ def _position(value: str) -> str:
     return problem
 
 
-def failure(call: Callable[[Any], Any], request: Any) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as info:
-        call(request)
-    return info.value
-
-
 def refused(call: Callable[[Any], Any], request: Any, service: Service, field: str, value: str):
     """``call(request)`` is INVALID_ARGUMENT naming ``field`` and the character; nothing changed."""
     before = snapshot(service)
@@ -58,30 +63,6 @@ def refused(call: Callable[[Any], Any], request: Any, service: Service, field: s
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
     assert error.details() == f"{field}: {_position(value)}"
     assert snapshot(service) == before
-
-
-def rack_target(**identifier: str) -> pb.OperationTargetSpec:
-    """One rack target, by ``id``, ``name`` or ``external_id``."""
-    if "id" in identifier:
-        target = pb.RackTarget(id=pb.UUID(id=identifier["id"]))
-    else:
-        target = pb.RackTarget(**identifier)
-    return pb.OperationTargetSpec(racks=pb.RackTargets(targets=[target]))
-
-
-def config(name: str = "nightly", spec: str = "1h", timezone: str = "") -> pb.ScheduleConfig:
-    return pb.ScheduleConfig(
-        name=name,
-        spec=pb.ScheduleSpec(type=pb.SCHEDULE_SPEC_TYPE_INTERVAL, spec=spec, timezone=timezone),
-    )
-
-
-def power_on(rack_id: uuid.UUID, description: str = "") -> pb.ScheduledOperation:
-    return pb.ScheduledOperation(
-        power_on=pb.PowerOnRackRequest(
-            target_spec=rack_target(id=str(rack_id)), description=description
-        )
-    )
 
 
 # --- v1.Flow -------------------------------------------------------------------------------
@@ -101,7 +82,9 @@ def test_create_refuses_control_characters_in_the_schedule(
     flow, fleet, service, field, text, make, value
 ) -> None:
     sent = text.format(value)
-    request = pb.CreateTaskScheduleRequest(schedule=make(sent), operation=power_on(fleet.racks[0]))
+    request = pb.CreateTaskScheduleRequest(
+        schedule=make(sent), operation=operation(racks(fleet.racks[0]))
+    )
     refused(flow.CreateTaskSchedule, request, service, field, sent)
 
 
@@ -116,12 +99,7 @@ def test_create_refuses_control_characters_in_the_schedule(
 def test_create_refuses_control_characters_in_firmware_fields(
     flow, fleet, service, field, firmware
 ) -> None:
-    operation = pb.ScheduledOperation(
-        upgrade_firmware=pb.UpgradeFirmwareRequest(
-            target_spec=rack_target(id=str(fleet.racks[0])), **firmware
-        )
-    )
-    request = pb.CreateTaskScheduleRequest(schedule=config(), operation=operation)
+    request = create_request(racks(fleet.racks[0]), kind="upgrade_firmware", **firmware)
     value = firmware.get("target_version") or firmware["sub_targets"][1]
     refused(flow.CreateTaskSchedule, request, service, field, value)
 
@@ -130,8 +108,8 @@ _RACK = "invalid target_spec: convert rack target: "
 _DOMAIN = "invalid target_spec: convert NVLink domain target: "
 # (target_spec, the hostile value, the message before the character's description)
 TARGETS = {
-    "rack-name": (rack_target(name="rack-a01\x1b[2J"), "rack-a01\x1b[2J", _RACK + "rack target name: "),
-    "rack-external-id": (rack_target(external_id="ext\n"), "ext\n", _RACK + "rack target external_id: "),
+    "rack-name": (rack_targets(pb.RackTarget(name="rack-a01\x1b[2J")), "rack-a01\x1b[2J", _RACK + "rack target name: "),
+    "rack-external-id": (rack_targets(pb.RackTarget(external_id="ext\n")), "ext\n", _RACK + "rack target external_id: "),
     "component-external-id": (
         pb.OperationTargetSpec(components=pb.ComponentTargets(targets=[
             pb.ComponentTarget(external=pb.ExternalRef(id="rack-a01-c0\u202e"))])),
@@ -159,14 +137,9 @@ def test_targets_refuse_control_characters_before_any_lookup(
     """A target's name or external id is printed (in NOT_FOUND, in plans): refused, after the
     reference's own checks (a blank external id keeps its message)."""
     target, value, message = TARGETS[case]
-    schedule = flow.CreateTaskSchedule(
-        pb.CreateTaskScheduleRequest(
-            schedule=config(name="other"), operation=power_on(fleet.racks[4])
-        )
-    )
-    operation = pb.ScheduledOperation(power_on=pb.PowerOnRackRequest(target_spec=target))
+    schedule = create(flow, racks(fleet.racks[4]), name="other")
     request = {
-        "CreateTaskSchedule": pb.CreateTaskScheduleRequest(schedule=config(), operation=operation),
+        "CreateTaskSchedule": create_request(target),
         "AddTaskScheduleScope": pb.AddTaskScheduleScopeRequest(schedule_id=schedule.id, target_spec=target),
         "UpdateTaskScheduleScope": pb.UpdateTaskScheduleScopeRequest(schedule_id=schedule.id, desired_scope=target),
     }[rpc]  # fmt: skip
@@ -178,14 +151,10 @@ def test_targets_refuse_control_characters_before_any_lookup(
 
 
 def test_update_refuses_a_masked_name_and_ignores_an_unmasked_one(flow, fleet, service) -> None:
-    created = flow.CreateTaskSchedule(
-        pb.CreateTaskScheduleRequest(schedule=config(), operation=power_on(fleet.racks[0]))
-    )
+    created = create(flow, racks(fleet.racks[0]))
 
     def update(paths: list[str], **fields: Any) -> pb.UpdateTaskScheduleRequest:
-        return pb.UpdateTaskScheduleRequest(
-            id=created.id, schedule=config(**fields), update_mask={"paths": paths}
-        )
+        return update_request(created.id, paths, **fields)
 
     refused(flow.UpdateTaskSchedule, update(["schedule.name"], name="n\x1b[2J"), service,
             "schedule.name", "n\x1b[2J")  # fmt: skip
@@ -194,10 +163,7 @@ def test_update_refuses_a_masked_name_and_ignores_an_unmasked_one(flow, fleet, s
     refused(flow.UpdateTaskSchedule, update(["schedule.spec.timezone"], timezone="UTC\n"),
             service, "schedule.spec.timezone", "UTC\n")  # fmt: skip
     # Checked before the schedule is looked up: an unknown id is not even read.
-    unknown = pb.UpdateTaskScheduleRequest(
-        id=pb.UUID(id=str(uuid.uuid4())), schedule=config(name="n\x1b[2J"),
-        update_mask={"paths": ["schedule.name"]},
-    )  # fmt: skip
+    unknown = update_request(uid(uuid.uuid4()), ["schedule.name"], name="n\x1b[2J")
     refused(flow.UpdateTaskSchedule, unknown, service, "schedule.name", "n\x1b[2J")
     # The reference ignores fields the mask leaves out: so does rackcron.
     updated = flow.UpdateTaskSchedule(update(["schedule.spec"], name="n\x1b[2J", spec="2h"))
@@ -207,18 +173,13 @@ def test_update_refuses_a_masked_name_and_ignores_an_unmasked_one(flow, fleet, s
 def test_an_embedded_description_stays_ignored(flow, fleet) -> None:
     """docs/spec/flow-wire.md "Operation templates": the embedded request's description is not
     stored, so not checked."""
-    request = pb.CreateTaskScheduleRequest(
-        schedule=config(), operation=power_on(fleet.racks[0], description="\x1b[2J\nanything")
-    )
-    created = flow.CreateTaskSchedule(request)
+    created = create(flow, racks(fleet.racks[0]), description="\x1b[2J\nanything")
     assert (created.name, created.description) == ("nightly", "Power On")
 
 
 def test_plain_unicode_is_stored(flow, fleet) -> None:
     name = "nächtlich ラック 😀"
-    created = flow.CreateTaskSchedule(
-        pb.CreateTaskScheduleRequest(schedule=config(name=name), operation=power_on(fleet.racks[0]))
-    )
+    created = create(flow, racks(fleet.racks[0]), name=name)
     assert created.name == name
 
 
@@ -269,9 +230,7 @@ RACK_ID = "00000000-0000-4000-8000-00000000aaaa"
 def test_reconciler_rpcs_refuse_control_characters(
     flow, fleet, service, reconciler, request_, field, value
 ) -> None:
-    flow.CreateTaskSchedule(
-        pb.CreateTaskScheduleRequest(schedule=config(), operation=power_on(fleet.racks[0]))
-    )
+    create(flow, racks(fleet.racks[0]))
     call = (
         reconciler.RecordApply
         if request_.DESCRIPTOR.name == "RecordApplyRequest"

@@ -3,6 +3,9 @@
 A test module imports what it shares from here, never from another test module
 (``tests/unit/test_support_layout.py`` checks it).
 
+* ``flow``: Flow request builders (``uid``, ``racks``, ``rack_targets``, ``operation``,
+  ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
+  ``failure`` (the ``grpc.RpcError`` a call fails with);
 * ``git``: real git repositories in temp dirs (``git``, ``init_repo``);
 * ``hostile``: hostile strings (``HOSTILE``, ``hostile_text``) and states full of them
   (``hostile_states``);
