@@ -16,6 +16,9 @@ A test module imports what it shares from here, never from another test module
 * ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
+* ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen
+  leaves and keys), and the Flow requests of the shim fuzzing (``REQUESTS`` per RPC,
+  ``rpc_choice``, the ``Pool`` of known values they draw from, ``drawing_from``);
 * ``trees``: declared trees in git repositories and the CLI on one store (``Repo``),
   YAML documents (``ONE_RACK``, ``RACKS``, ``schedule``), plan readers (``actions``,
   ``rpcs``);

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rackcron import boundedjson
 from rackcron.boundedjson import JSONTooDeep, depth, loads
+from tests.support.strategies import json_values
 
 
 @pytest.mark.parametrize(
@@ -52,14 +53,11 @@ def test_bad_json_and_bad_utf8_are_value_errors() -> None:
         loads(b"\xff")
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=30,
+@given(
+    json_values(
+        st.none() | st.booleans() | st.integers() | st.text(), st.text(), size=4, max_leaves=30
+    )
 )
-
-
-@given(json_values)
 def test_same_as_json_loads(value: object) -> None:
     text = json.dumps(value)
     assert loads(text) == json.loads(text)
