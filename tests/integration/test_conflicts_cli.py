@@ -6,6 +6,7 @@ it, which each --with-store test verifies by comparing every table before and af
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -17,33 +18,21 @@ from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
 from rackcron.timing import format_rfc3339
+from tests.support import trees
 from tests.support.service import snapshot
+from tests.support.trees import component, documents, rack
 
-RACKS = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-  components:
-    - {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE, name: c1}
-    - {id: 00000000-0000-4000-8000-0000000000c2, type: NVSWITCH, name: c2}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r2}
-spec:
-  id: 00000000-0000-4000-8000-000000000002
-"""
-
-
-def schedule(name: str, *, spec: str = '"0 2 * * *"', spec_type: str = "cron",
-             racks: str = "[{name: r1}]", operation: str = "{power_on: {}}", extra: str = "") -> str:  # fmt: skip
-    return (
-        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
-        f"  spec_type: {spec_type}\n  spec: {spec}\n  operation: {operation}\n"
-        f"  targets: {{racks: {racks}}}\n{extra}"
-    )
+#: r1 (c1 COMPUTE, c2 NVSWITCH) and r2.
+RACKS = documents(
+    rack(
+        "r1",
+        1,
+        components=[component(1, "COMPUTE", name="c1"), component(2, "NVSWITCH", name="c2")],
+    ),
+    rack("r2", 2),
+)
+#: A TaskSchedule document (tests/support/trees.py), daily at 02:00 unless told otherwise.
+schedule = functools.partial(trees.schedule, spec='"0 2 * * *"')
 
 
 def write_tree(path: Path, *schedules: str) -> Path:

@@ -21,20 +21,16 @@ from markdown_it import MarkdownIt
 
 from rackcron.cli import main
 from rackcron.store import open_engine, tables
+from tests.support import trees
 from tests.support.git import git, init_repo
 from tests.support.markdown import table_rows
 
-RACK = """\
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {{name: {name}}}
-spec:
-  id: 00000000-0000-4000-8000-00000000000{n}
-  external_id: {external_id}
-  components:
-    - {{id: 00000000-0000-4000-8000-0000000000c{n}, type: COMPUTE, name: {component}}}
-"""
+
+def _rack(*, name: str, n: int, external_id: str, component: str) -> str:
+    """Rack ``n`` with one COMPUTE component, after a ``---`` line."""
+    entry = trees.component(n, "COMPUTE", name=component)
+    return "---\n" + trees.rack(name, n, external_id=external_id, components=[entry])
+
 
 SCHEDULE = """\
 ---
@@ -97,8 +93,8 @@ def test_markdown_in_an_external_id_hides_no_change(tmp_path: Path, store: str) 
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "racks.yaml").write_text(
-        RACK.format(name="r1", n=1, external_id=INLINE_ATTACK, component="c1")
-        + RACK.format(name="r2", n=2, external_id="BBB-2", component="c2")
+        _rack(name="r1", n=1, external_id=INLINE_ATTACK, component="c1")
+        + _rack(name="r2", n=2, external_id="BBB-2", component="c2")
     )
     (tree / "schedules.yaml").write_text(
         SCHEDULE.format(name="after-the-comment", label="ops", version="2.3.1", rack="r2")
@@ -119,14 +115,12 @@ def test_an_html_comment_in_a_stored_external_id_hides_no_change(
     # that changes it shows it as the old value, and every later change stays visible.
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "racks.yaml").write_text(
-        RACK.format(name="r1", n=1, external_id="AAA-1", component="c1")
-    )
+    (tree / "racks.yaml").write_text(_rack(name="r1", n=1, external_id="AAA-1", component="c1"))
     assert _cli("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
     _plant(store, tables.rack, tables.rack.c.name == "r1", external_id="AAA-1 |\n\n<!--")
     (tree / "racks.yaml").write_text(
-        RACK.format(name="r1", n=1, external_id="AAA-1", component="c1")
-        + RACK.format(name="r2", n=2, external_id="BBB-2", component="c2")
+        _rack(name="r1", n=1, external_id="AAA-1", component="c1")
+        + _rack(name="r2", n=2, external_id="BBB-2", component="c2")
     )
     (tree / "schedules.yaml").write_text(
         SCHEDULE.format(name="after-the-comment", label="ops", version="2.3.1", rack="r2")
@@ -142,9 +136,7 @@ def test_an_html_comment_in_a_stored_external_id_hides_no_change(
 def _write(tree: Path, values: dict[str, str]) -> None:
     tree.mkdir(exist_ok=True)
     (tree / "racks.yaml").write_text(
-        RACK.format(
-            name="r1", n=1, external_id=values["external_id"], component=values["component"]
-        )
+        _rack(name="r1", n=1, external_id=values["external_id"], component=values["component"])
     )
     (tree / "schedules.yaml").write_text(
         SCHEDULE.format(name="s1", label=values["label"], version=values["version"], rack="r1")
@@ -258,7 +250,7 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
 
     tree = tmp_path / "tree"
     tree.mkdir()
-    (tree / "racks.yaml").write_text(RACK.format(name="r1", n=1, external_id="A1", component="c1"))
+    (tree / "racks.yaml").write_text(_rack(name="r1", n=1, external_id="A1", component="c1"))
     applied = _cli("apply", str(tree), "--auto-approve", "--database-url", store_url)
     assert applied.exit_code == 0, applied.output
     service = Service(open_engine(store_url))

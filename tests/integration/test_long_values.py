@@ -25,18 +25,16 @@ from rackcron.reconciler import schema
 from rackcron.reconciler.render import MARKDOWN_LIMIT
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron.wire.proto.v1 import flow_pb2 as pb
+from tests.support import trees
 from tests.support.flow import create_request, racks
 from tests.support.service import snapshot
 from tests.support.trees import ONE_RACK
 
 
 def schedule(name: str, version: str = "2.3.1", spec: str = "0 2 * * 1") -> str:
-    return (
-        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
-        f'  spec_type: cron\n  spec: "{spec}"\n'
-        f'  operation: {{upgrade_firmware: {{target_version: "{version}"}}}}\n'
-        "  targets: {racks: [{name: r1}]}\n"
-    )
+    """A weekly firmware upgrade of r1 to ``version``."""
+    operation = f'{{upgrade_firmware: {{target_version: "{version}"}}}}'
+    return trees.schedule(name, spec=f'"{spec}"', operation=operation)
 
 
 def write(tmp_path: Path, *documents: str) -> Path:

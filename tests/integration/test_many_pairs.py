@@ -19,17 +19,12 @@ import pytest
 
 from rackcron.reconciler.conflicts._report import MAX_LISTED
 from rackcron.reconciler.plan import MAX_WARNINGS
+from tests.support.trees import rack
 
 N = 1000
 PAIRS = N * (N - 1) // 2
 
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: rack-b01}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+RACK = rack("rack-b01", 1)
 
 SCHEDULE = """---
 apiVersion: rackcron/v1

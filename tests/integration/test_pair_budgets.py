@@ -24,18 +24,11 @@ from pathlib import Path
 import pytest
 
 from rackcron.reconciler.conflicts import MAX_PAIRS
+from tests.support.trees import rack
 
 # Seconds. Measured on a 2-core host: each run here takes 1-7 s; before the fix the same
 # runs took 33 s (coarse), 35 s (plan) and over a minute (precise).
 TIMEOUT = 25
-
-RACK = """---
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {{name: rack-{i}}}
-spec:
-  id: 00000000-0000-4000-8000-{i:012d}
-"""
 
 SCHEDULE = """---
 apiVersion: rackcron/v1
@@ -46,7 +39,9 @@ spec: {{spec_type: interval, spec: 6h, operation: {{power_off: {{}}}}, targets: 
 
 
 def write_tree(tree: Path, n: int, racks: int) -> Path:
-    (tree / "racks.yaml").write_text("".join(RACK.format(i=i) for i in range(1, racks + 1)))
+    (tree / "racks.yaml").write_text(
+        "".join(f"---\n{rack(f'rack-{i}', i)}" for i in range(1, racks + 1))
+    )
     targets = ", ".join(f"{{{{name: rack-{i}}}}}" for i in range(1, racks + 1))
     schedule = SCHEDULE.replace("{racks}", targets)
     (tree / "schedules.yaml").write_text("".join(schedule.format(i=i) for i in range(n)))

@@ -25,6 +25,7 @@ from rackcron.store import transaction
 from rackcron.store.tables import rack as rack_table
 from tests.support.service import snapshot
 from tests.support.trees import RACKS, Repo, actions, schedule
+from tests.support.trees import rack as rack_document
 
 HTTPS = ControllerSpec(
     kind="http",
@@ -92,15 +93,10 @@ def test_bad_controllers_are_invalid_arguments_naming_the_field(service: Service
 
 # --- validate -------------------------------------------------------------------------------------
 
-RACK_HEAD = (
-    "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r9}\nspec:\n"
-    "  id: 00000000-0000-4000-8000-000000000009\n"
-)
-
 
 def rack(controller: str) -> str:
     """A rack document whose ``controller:`` block starts on line 6."""
-    return RACK_HEAD + "  controller:\n" + controller
+    return rack_document("r9", 9, extra="  controller:\n" + controller)
 
 
 HTTP = "    kind: http\n    url: https://rc.example\n"
@@ -179,9 +175,7 @@ def test_the_examples_in_the_docs_are_valid(tmp_path: Path) -> None:
     blocks = re.findall(r"```yaml\n(  controller:\n.*?)```", doc, re.DOTALL)
     assert len(blocks) == 2
     for i, block in enumerate(blocks):
-        (tmp_path / f"rack{i}.yaml").write_text(
-            RACK_HEAD.replace("r9", f"r{i}").replace("09\n", f"0{i}\n") + block
-        )
+        (tmp_path / f"rack{i}.yaml").write_text(rack_document(f"r{i}", i, extra=block))
     result = validate_tree(tmp_path)
     assert result.ok, [d.text() for d in result.diagnostics]
     assert [r.controller and r.controller.kind for r in result.declared.racks] == [

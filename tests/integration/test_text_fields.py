@@ -45,6 +45,7 @@ from tests.support.flow import (
     update_request,
 )
 from tests.support.service import snapshot
+from tests.support.trees import rack
 
 HOSTILE = {"clear-screen": "\x1b[2J", "newline": "x\ny", "rlo": "a\u202eb"}
 CONTROL = "must not contain control characters"
@@ -257,14 +258,7 @@ def test_the_service_refuses_what_the_fronts_refuse(service, fleet) -> None:
 
 # --- YAML through the real CLI -------------------------------------------------------------
 
-RACKS = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-  external_id: asset-1
-"""
+RACKS = rack("r1", 1, external_id="asset-1")
 SCHEDULE = """\
 ---
 apiVersion: rackcron/v1

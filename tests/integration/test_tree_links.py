@@ -20,16 +20,7 @@ from rackcron.reconciler.git import read_revision
 from rackcron.reconciler.validate import tree_sources, validate_sources
 from rackcron.reconciler.yamlsource import Unreadable
 from tests.support.git import git, init_repo
-from tests.support.trees import ONE_RACK
-
-
-def schedule(name: str) -> str:
-    return (
-        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
-        '  spec_type: cron\n  spec: "0 2 * * 1"\n  operation: {power_on: {}}\n'
-        "  targets: {racks: [{name: r1}]}\n"
-    )
-
+from tests.support.trees import ONE_RACK, schedule
 
 #: link name (inside fleet/) -> (target, how it reads: None if read, else the refusal)
 LINKS = {

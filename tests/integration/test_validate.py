@@ -19,33 +19,22 @@ from click.testing import CliRunner
 from rackcron.cli import main
 from rackcron.reconciler.validate import validate_tree
 from rackcron.reconciler.yamlsource import MAX_FILE_BYTES
+from tests.support.trees import component, documents, rack
 
-INVENTORY = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-  external_id: EXT-R1
-  components:
-    - {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE, external_id: r1-c1}
-    - {id: 00000000-0000-4000-8000-0000000000c2, type: compute, external_id: dup-tag}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r2}
-spec:
-  id: 00000000-0000-4000-8000-000000000002
-  components:
-    - {id: 00000000-0000-4000-8000-0000000000c3, type: NVSWITCH, external_id: dup-tag}
----
+INVENTORY = documents(
+    rack("r1", 1, external_id="EXT-R1", components=[
+        component(1, "COMPUTE", external_id="r1-c1"), component(2, "compute", external_id="dup-tag"),
+    ]),
+    rack("r2", 2, components=[component(3, "NVSWITCH", external_id="dup-tag")]),
+    """\
 apiVersion: rackcron/v1
 kind: NVLDomain
 metadata: {name: nvl-a}
 spec:
   id: 00000000-0000-4000-8000-0000000000d1
   racks: [r1, r2]
-"""
+""",
+)  # fmt: skip
 
 HEAD = "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: s1}\nspec:\n"
 

@@ -31,14 +31,7 @@ from rackcron.reconciler.yamlsource import (
     MAX_NODES,
     MAX_TREE_DOCUMENTS,
 )
-
-RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r%d}
-spec:
-  id: 00000000-0000-4000-8000-%012d
-"""
+from tests.support.trees import documents, rack
 
 #: The address space a command may use (a safety net: the test must not eat the machine).
 LIMIT_AS = 1024 * 1024 * 1024
@@ -135,7 +128,7 @@ def test_a_long_flow_list_is_refused_before_it_is_built(tmp_path: Path) -> None:
 
 
 def test_a_long_valid_file_is_read_whole(tmp_path: Path) -> None:
-    racks = "---\n".join(RACK % (i, i) for i in range(1, 2000))
+    racks = documents(*(rack(f"r{i}", i) for i in range(1, 2000)))
     assert len(racks) > CENSUS_BYTES
     (tmp_path / "racks.yaml").write_text(racks)
     code, output = rackcron("validate", str(tmp_path))

@@ -19,9 +19,9 @@ A test module imports what it shares from here, never from another test module
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen
   leaves and keys), and the Flow requests of the shim fuzzing (``REQUESTS`` per RPC,
   ``rpc_choice``, the ``Pool`` of known values they draw from, ``drawing_from``);
-* ``trees``: declared trees in git repositories and the CLI on one store (``Repo``),
-  YAML documents (``ONE_RACK``, ``RACKS``, ``schedule``), plan readers (``actions``,
-  ``rpcs``);
-* ``wire_spec``: the wire tables of docs/spec/flow-wire.md parsed into a ``Spec`` (``parse_spec``,
-  ``read_spec``, ``SCALARS``).
+* ``trees``: YAML documents (``rack``, ``component``, ``rack_id``, ``documents``,
+  ``schedule``; ``ONE_RACK``, ``RACKS``), declared trees in git repositories with the
+  CLI on one store (``Repo``), plan readers (``actions``, ``rpcs``);
+* ``wire_spec``: the wire tables of docs/spec/flow-wire.md parsed into a ``Spec``
+  (``parse_spec``, ``read_spec``, ``SCALARS``).
 """

@@ -1,13 +1,17 @@
-"""Declared trees in real git repositories, and the CLI pointed at one store.
+"""Declared trees in real git repositories, the YAML documents they hold, and the CLI
+pointed at one store.
 
-``Repo`` writes racks and schedules into a git repository in a temp dir and runs
-``rackcron plan|apply`` against a store URL; ``schedule`` builds one TaskSchedule
-document; ``RACKS`` declares three racks and their components.
+``rack`` builds one Rack document (``rack_id`` and ``component`` its ids and
+components) and ``documents`` joins documents into one YAML stream; ``schedule``
+builds one TaskSchedule document. ``ONE_RACK`` is the smallest valid tree; ``RACKS``
+declares three racks and their components. ``Repo`` writes racks and schedules into a
+git repository in a temp dir and runs ``rackcron plan|apply`` against a store URL.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -17,49 +21,82 @@ from rackcron.service import Service
 from rackcron.store import open_engine
 from tests.support.git import git, init_repo
 
-__all__ = ["ONE_RACK", "RACKS", "Repo", "actions", "rpcs", "schedule"]
+__all__ = [
+    "ONE_RACK",
+    "RACKS",
+    "Repo",
+    "actions",
+    "component",
+    "documents",
+    "rack",
+    "rack_id",
+    "rpcs",
+    "schedule",
+]
+
+
+def rack_id(n: int) -> str:
+    """The id of rack ``n`` in the trees of the tests: ``00000000-0000-4000-8000-00000000000n``."""
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def component(n: int, ctype: str = "COMPUTE", **fields: str) -> str:
+    """One entry of a rack's ``components``: id ``...0000000000c<n>``, ``type: ctype``,
+    then ``fields`` in their order (``name``, ``external_id``, ...)."""
+    items = "".join(f", {key}: {value}" for key, value in fields.items())
+    return f"{{id: 00000000-0000-4000-8000-{f'c{n}':0>12}, type: {ctype}{items}}}"
+
+
+def rack(
+    name: str = "r1",
+    n: int = 1,
+    *,
+    external_id: str | None = None,
+    components: Sequence[str] = (),
+    extra: str = "",
+) -> str:
+    """A Rack document: ``name``, id :func:`rack_id` ``(n)``, then ``external_id``, the
+    ``components`` (each from :func:`component`) and ``extra`` lines of its spec."""
+    text = (
+        f"apiVersion: rackcron/v1\nkind: Rack\nmetadata: {{name: {name}}}\nspec:\n"
+        f"  id: {rack_id(n)}\n"
+    )
+    if external_id is not None:
+        text += f"  external_id: {external_id}\n"
+    if components:
+        text += "  components:\n" + "".join(f"    - {entry}\n" for entry in components)
+    return text + extra
+
+
+def documents(*docs: str) -> str:
+    """Documents as one YAML stream, a ``---`` line between two."""
+    return "---\n".join(docs)
+
 
 #: The smallest valid tree: one rack, r1, so a test tree fails only for what it adds.
-ONE_RACK = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-"""
+ONE_RACK = rack("r1", 1)
 
-RACKS = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r1}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-  components:
-    - {id: 00000000-0000-4000-8000-0000000000c1, type: COMPUTE, name: c1}
-    - {id: 00000000-0000-4000-8000-0000000000c2, type: NVSWITCH, name: c2}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r2}
-spec:
-  id: 00000000-0000-4000-8000-000000000002
-  components:
-    - {id: 00000000-0000-4000-8000-0000000000c3, type: COMPUTE, name: c3}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r3}
-spec:
-  id: 00000000-0000-4000-8000-000000000003
-"""
+#: r1 (c1 COMPUTE, c2 NVSWITCH), r2 (c3 COMPUTE) and r3 (no component).
+RACKS = documents(
+    rack(
+        "r1",
+        1,
+        components=[component(1, "COMPUTE", name="c1"), component(2, "NVSWITCH", name="c2")],
+    ),
+    rack("r2", 2, components=[component(3, "COMPUTE", name="c3")]),
+    rack("r3", 3),
+)
 
 
 def schedule(name: str, *, spec: str = '"0 2 * * 1"', spec_type: str = "cron", racks: str = "[{name: r1}]",
-             operation: str = "{power_on: {}}", extra: str = "") -> str:  # fmt: skip
+             targets: str | None = None, operation: str = "{power_on: {}}", extra: str = "") -> str:  # fmt: skip
+    """A TaskSchedule document (after a ``---`` line): by default a power-on of r1 on Mondays
+    at 02:00; ``targets`` replaces the whole ``{racks: racks}`` mapping."""
+    targets = f"{{racks: {racks}}}" if targets is None else targets
     return (
         f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
         f"  spec_type: {spec_type}\n  spec: {spec}\n  operation: {operation}\n"
-        f"  targets: {{racks: {racks}}}\n{extra}"
+        f"  targets: {targets}\n{extra}"
     )
 
 

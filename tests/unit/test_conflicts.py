@@ -7,6 +7,7 @@ by hand in the test's comment.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -29,57 +30,27 @@ from rackcron.reconciler.conflicts import (
 )
 from rackcron.reconciler.declared import Declared
 from rackcron.reconciler.validate import validate_sources
+from tests.support import trees
+from tests.support.trees import component, documents, rack, rack_id
 
-R1 = uuid.UUID("00000000-0000-4000-8000-000000000001")
-R2 = uuid.UUID("00000000-0000-4000-8000-000000000002")
-R3 = uuid.UUID("00000000-0000-4000-8000-000000000003")
+R1, R2, R3 = (uuid.UUID(rack_id(n)) for n in (1, 2, 3))
 C1, C2, C3, C4 = (uuid.UUID(f"00000000-0000-4000-8000-0000000000c{i}") for i in range(1, 5))
 C5 = uuid.UUID("00000000-0000-4000-8000-0000000000c5")
 
-RACKS = f"""\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {{name: r1}}
-spec:
-  id: {R1}
-  components:
-    - {{id: {C1}, type: COMPUTE, name: c1}}
-    - {{id: {C2}, type: COMPUTE, name: c2}}
-    - {{id: {C3}, type: NVSWITCH, name: c3}}
-    - {{id: {C4}, type: POWERSHELF, name: c4}}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {{name: r2}}
-spec:
-  id: {R2}
-  components:
-    - {{id: {C5}, type: COMPUTE, name: c5}}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {{name: r3}}
-spec:
-  id: {R3}
-"""
+RACKS = documents(
+    rack("r1", 1, components=[
+        component(1, "COMPUTE", name="c1"), component(2, "COMPUTE", name="c2"),
+        component(3, "NVSWITCH", name="c3"), component(4, "POWERSHELF", name="c4"),
+    ]),
+    rack("r2", 2, components=[component(5, "COMPUTE", name="c5")]),
+    rack("r3", 3),
+)  # fmt: skip
 
 NOW = datetime(2026, 6, 1, 0, 0, tzinfo=UTC)  # a Monday
 
 
-def schedule(
-    name: str,
-    *,
-    spec: str = '"0 2 * * *"',
-    spec_type: str = "cron",
-    targets: str = "{racks: [{name: r1}]}",
-    operation: str = "{power_on: {}}",
-    extra: str = "",
-) -> str:
-    return (
-        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
-        f"  spec_type: {spec_type}\n  spec: {spec}\n  operation: {operation}\n"
-        f"  targets: {targets}\n{extra}"
-    )
+#: A TaskSchedule document (tests/support/trees.py), daily at 02:00 unless told otherwise.
+schedule = functools.partial(trees.schedule, spec='"0 2 * * *"')
 
 
 def tree(*schedules: str) -> Declared:

@@ -23,6 +23,7 @@ from jsonschema import Draft202012Validator
 from rackcron.reconciler import schema
 from rackcron.reconciler.yamlsource import SourceDocument, read_documents
 from tests.support.strategies import json_values
+from tests.support.trees import documents, rack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BAD_VALUES: list[Any] = [None, True, -5, 5.0, "", "x y", "r1\n", ["x"], {"bogus": 1}]
@@ -56,25 +57,11 @@ def example_documents() -> list[SourceDocument]:
 
 
 # The examples declare no rack controller (their plans are golden), so these racks do.
-CONTROLLER_RACKS = """\
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r-sim}
-spec:
-  id: 00000000-0000-4000-8000-000000000001
-  controller: {kind: simulator}
----
-apiVersion: rackcron/v1
-kind: Rack
-metadata: {name: r-http}
-spec:
-  id: 00000000-0000-4000-8000-000000000002
-  controller:
-    kind: http
-    url: https://rc.example:8443
-    credential: dc1-rc
-    timeout: 10s
-"""
+CONTROLLER_RACKS = documents(
+    rack("r-sim", 1, extra="  controller: {kind: simulator}\n"),
+    rack("r-http", 2, extra="  controller:\n    kind: http\n    url: https://rc.example:8443\n"
+                            "    credential: dc1-rc\n    timeout: 10s\n"),
+)  # fmt: skip
 
 
 def controller_documents() -> list[SourceDocument]:
