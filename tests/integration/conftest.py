@@ -1,8 +1,10 @@
-"""Fixtures for the gRPC shim: a real server on a loopback port, and a stub talking to it."""
+"""Fixtures for the integration tests: the gRPC shim on a loopback port and a stub talking to
+it; a git repository holding a declared tree, with the CLI pointed at the test's store."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -11,6 +13,7 @@ from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import flow_pb2_grpc
+from tests.support.trees import Repo
 
 
 @pytest.fixture
@@ -33,3 +36,10 @@ def channel(shim: ShimServer) -> Iterator[grpc.Channel]:
 def flow(channel: grpc.Channel) -> flow_pb2_grpc.FlowStub:
     """A Flow client stub on a plaintext loopback channel to :func:`shim`."""
     return flow_pb2_grpc.FlowStub(channel)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, store_url: str) -> Repo:
+    """An empty git repository at ``tmp_path/repo``, its CLI on the test's store (every
+    backend). A module that means another repository defines its own ``repo``."""
+    return Repo(tmp_path / "repo", store_url)

@@ -45,12 +45,6 @@ from tests.support.trees import Repo, schedule
 BUSY_TIMEOUT = 0.3  # seconds; the store's default is 30
 
 
-@pytest.fixture
-def repo(tmp_path: Path, store_url: str) -> Repo:
-    (tmp_path / "repo").mkdir()
-    return Repo(tmp_path / "repo", store_url)
-
-
 def impatient(store_url: str) -> str:
     """``store_url`` with a short busy timeout, on SQLite."""
     sqlite = sa.make_url(store_url).get_backend_name() == "sqlite"

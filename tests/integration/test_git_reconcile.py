@@ -17,12 +17,6 @@ from rackcron.cli import main
 from tests.support.trees import RACKS, Repo, schedule
 
 
-@pytest.fixture
-def repo(tmp_path: Path, store_url: str) -> Repo:
-    (tmp_path / "repo").mkdir()
-    return Repo(tmp_path / "repo", store_url)
-
-
 def test_plan_and_apply_a_committed_revision_not_the_working_copy(repo: Repo) -> None:
     repo.write(schedule("a"))
     committed = repo.head()

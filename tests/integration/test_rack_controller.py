@@ -187,12 +187,6 @@ def test_the_examples_in_the_docs_are_valid(tmp_path: Path) -> None:
 # --- plan and apply -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def repo(tmp_path: Path, store_url: str) -> Repo:
-    (tmp_path / "repo").mkdir()
-    return Repo(tmp_path / "repo", store_url)
-
-
 def with_controller(block: str) -> str:
     """RACKS with ``block`` as rack r1's controller."""
     r1 = "  id: 00000000-0000-4000-8000-000000000001\n"

@@ -25,12 +25,6 @@ from rackcron.reconciler.validate import validate_tree
 from tests.support.trees import RACKS, Repo, actions, rpcs, schedule
 
 
-@pytest.fixture
-def repo(tmp_path: Path, store_url: str) -> Repo:
-    (tmp_path / "repo").mkdir()
-    return Repo(tmp_path / "repo", store_url)
-
-
 def test_create_then_no_changes_and_provenance(repo: Repo) -> None:
     repo.write(schedule("a"), schedule("b", extra="  enabled: false\n"))
     plan = repo.plan()

@@ -25,12 +25,6 @@ from rackcron.reconciler.plan import Plan
 from tests.support.trees import RACKS, Repo, schedule
 
 
-@pytest.fixture
-def repo(tmp_path: Path, store_url: str) -> Repo:
-    (tmp_path / "repo").mkdir()
-    return Repo(tmp_path / "repo", store_url)
-
-
 def test_swapping_external_ids_applies_and_converges(repo: Repo) -> None:
     racks = RACKS.replace(
         "  id: 00000000-0000-4000-8000-000000000001\n",
