@@ -25,14 +25,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
-from rackcron.cli import main
 from rackcron.errors import StoreError
 from rackcron.reconciler.sync import run_round
 from rackcron.service import Service
 from rackcron.store import open_engine
+from tests.support.cli import run
 from tests.support.outages import (
     PostgresOutage,
     SQLiteWriteLock,
@@ -124,9 +123,8 @@ def test_a_one_off_apply_that_could_not_release_the_lock_says_so(
 ) -> None:
     repo.write(schedule("a"))
     with outage_during_apply(store_url, Engine) as cause:
-        failed = CliRunner().invoke(
-            main,
-            ["apply", str(repo.path), "--auto-approve", "--database-url", impatient(store_url)],
+        failed = run(
+            "apply", str(repo.path), "--auto-approve", "--database-url", impatient(store_url)
         )
     assert failed.exit_code == 1
     *_, error, warning = failed.output.splitlines()

@@ -9,22 +9,18 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
+from tests.support.cli import run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 
 
-def _run(*args: str, url: str, input: str | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(main, [*args, "--database-url", url], input=input)
-
-
 @pytest.fixture
 def loaded(store_url: str) -> str:
-    result = _run("apply", str(EXAMPLES), "--auto-approve", url=store_url)
+    result = run("apply", str(EXAMPLES), "--auto-approve", url=store_url)
     assert result.exit_code == 0, result.output
     return store_url
 
@@ -42,7 +38,7 @@ def _all_commands() -> list[list[str]]:
 
 @pytest.mark.parametrize("path", _all_commands(), ids=" ".join)
 def test_every_command_has_help_with_an_example(path: list[str]) -> None:
-    result = CliRunner().invoke(main, [*path, "--help"])
+    result = run(*path, "--help")
     assert result.exit_code == 0, result.output
     command = main
     for part in path:
@@ -56,7 +52,7 @@ def test_every_command_has_help_with_an_example(path: list[str]) -> None:
 
 
 def test_version() -> None:
-    result = CliRunner().invoke(main, ["--version"])
+    result = run("--version")
     assert result.exit_code == 0 and "rackcron" in result.output
 
 
@@ -80,60 +76,60 @@ def test_examples_load_with_their_declared_state(loaded: str) -> None:
 
 
 def test_schedules_list_get_json(loaded: str) -> None:
-    listed = _run("schedules", "list", "--format", "json", url=loaded)
+    listed = run("schedules", "list", "--format", "json", url=loaded)
     data = json.loads(listed.output)
     assert data["total"] == len(data["task_schedules"]) == 12
     first = data["task_schedules"][0]
     assert {"id", "name", "operation_type", "description", "next_run_at"} <= set(first)
-    got = _run("schedules", "get", "nightly-compute-firmware", url=loaded)
+    got = run("schedules", "get", "nightly-compute-firmware", url=loaded)
     assert got.exit_code == 0
     assert "Upgrade Firmware to 2.3.1 [UPGRADE_FIRMWARE]" in got.output
     assert got.output.count("types: COMPUTE") == 2
-    paged = _run("schedules", "list", "--limit", "2", url=loaded)
+    paged = run("schedules", "list", "--limit", "2", url=loaded)
     assert "(2 of 12)" in paged.output
 
 
 def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:
-    paused = _run("schedules", "pause", "burn-in-power-cycle", url=loaded)
+    paused = run("schedules", "pause", "burn-in-power-cycle", url=loaded)
     assert paused.exit_code == 0 and "paused" in paused.output
-    resumed = _run("schedules", "resume", "burn-in-power-cycle", url=loaded)
+    resumed = run("schedules", "resume", "burn-in-power-cycle", url=loaded)
     assert "enabled" in resumed.output
-    fired = _run("schedules", "trigger", "burn-in-power-cycle", "--format", "json", url=loaded)
+    fired = run("schedules", "trigger", "burn-in-power-cycle", "--format", "json", url=loaded)
     task_ids = json.loads(fired.output)["task_ids"]
     assert len(task_ids) == 2
     listed = json.loads(
-        _run("tasks", "list", "--active-only", "--format", "json", url=loaded).output
+        run("tasks", "list", "--active-only", "--format", "json", url=loaded).output
     )
     assert sorted(t["id"] for t in listed["tasks"]) == sorted(task_ids)
-    cancelled = _run("tasks", "cancel", task_ids[0], url=loaded)
+    cancelled = run("tasks", "cancel", task_ids[0], url=loaded)
     assert cancelled.exit_code == 0 and "terminated" in cancelled.output
-    again = _run("tasks", "cancel", task_ids[0], url=loaded)
+    again = run("tasks", "cancel", task_ids[0], url=loaded)
     assert again.exit_code == 1 and "has already ended" in again.output
 
 
 def test_delete_asks_and_errors_are_one_line(loaded: str) -> None:
-    declined = _run("schedules", "delete", "daily-ingest", url=loaded, input="n\n")
+    declined = run("schedules", "delete", "daily-ingest", url=loaded, input="n\n")
     assert declined.exit_code == 1
-    assert _run("schedules", "get", "daily-ingest", url=loaded).exit_code == 0
-    deleted = _run("schedules", "delete", "daily-ingest", "--yes", url=loaded)
+    assert run("schedules", "get", "daily-ingest", url=loaded).exit_code == 0
+    deleted = run("schedules", "delete", "daily-ingest", "--yes", url=loaded)
     assert deleted.exit_code == 0
-    missing = _run("schedules", "get", "daily-ingest", url=loaded)
+    missing = run("schedules", "get", "daily-ingest", url=loaded)
     assert missing.exit_code == 1
     assert missing.output == 'error: task schedule "daily-ingest" not found\n'
-    bad_page = _run("schedules", "list", "--offset", "-1", url=loaded)
+    bad_page = run("schedules", "list", "--offset", "-1", url=loaded)
     assert bad_page.exit_code == 2 and "--offset" in bad_page.output
-    too_far = _run("schedules", "list", "--limit", str(2**31), url=loaded)
+    too_far = run("schedules", "list", "--limit", str(2**31), url=loaded)
     assert too_far.exit_code == 2 and "--limit" in too_far.output
-    bad_id = _run("tasks", "list", "--rack", "not-a-uuid", url=loaded)
+    bad_id = run("tasks", "list", "--rack", "not-a-uuid", url=loaded)
     assert bad_id.exit_code == 1 and 'rack_id: invalid UUID "not-a-uuid"' in bad_id.output
 
 
 def test_db_upgrade_and_current(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    assert "none" in CliRunner().invoke(main, ["db", "current", "--database-url", url]).output
-    result = CliRunner().invoke(main, ["db", "upgrade", "--database-url", url])
+    assert "none" in run("db", "current", "--database-url", url).output
+    result = run("db", "upgrade", "--database-url", url)
     assert result.exit_code == 0 and "schema at revision" in result.output
-    bad = CliRunner().invoke(main, ["db", "current", "--database-url", "nope://x"])
+    bad = run("db", "current", "--database-url", "nope://x")
     assert bad.exit_code == 1 and bad.output.startswith("error: ")
 
 
@@ -151,7 +147,7 @@ def test_db_upgrade_and_current(tmp_path: Path) -> None:
 )
 def test_no_error_shows_the_database_password(url: str) -> None:
     for args in (["history"], ["schedules", "list"], ["db", "current"]):
-        result = CliRunner().invoke(main, [*args, "--database-url", url])
+        result = run(*args, "--database-url", url)
         assert result.exit_code == 1, result.output
         assert result.output.startswith("error: "), result.output
         assert "SECRETPW" not in result.output and "internal error" not in result.output
@@ -159,9 +155,7 @@ def test_no_error_shows_the_database_password(url: str) -> None:
 
 def test_conflicts_with_a_bad_store_url_is_a_clear_error() -> None:
     url = "postgresql+psycopg//postgres:SECRETPW@127.0.0.1/x"
-    result = CliRunner().invoke(
-        main, ["conflicts", str(EXAMPLES), "--with-store", "--database-url", url]
-    )
+    result = run("conflicts", str(EXAMPLES), "--with-store", "--database-url", url)
     assert result.exit_code == 1, result.output
     assert result.output.startswith("error: invalid database URL"), result.output
     assert "SECRETPW" not in result.output

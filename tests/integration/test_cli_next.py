@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from rackcron.cli import main
+from tests.support import cli
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(main, ["next", *args])
+    return cli.run("next", *args)
 
 
 def test_spring_forward_fixed_job_fires_at_gap_end() -> None:
@@ -190,5 +190,5 @@ def test_docs_have_examples() -> None:
     [pytest.param(c, o, id=c.removeprefix("rackcron next ")) for c, o in DOC_EXAMPLES],
 )
 def test_docs_examples_are_real_output(command: str, output: list[str]) -> None:
-    result = CliRunner().invoke(main, shlex.split(command)[1:])
+    result = cli.run(*shlex.split(command)[1:])
     assert result.output.splitlines() == output

@@ -12,13 +12,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
 from rackcron.timing import format_rfc3339
 from tests.support import trees
+from tests.support.cli import run
 from tests.support.service import snapshot
 from tests.support.trees import component, documents, rack
 
@@ -40,10 +40,6 @@ def write_tree(path: Path, *schedules: str) -> Path:
     (path / "racks.yaml").write_text(RACKS)
     (path / "schedules.yaml").write_text("".join(schedules))
     return path
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 NOW = "2026-06-01T00:00:00Z"  # a Monday

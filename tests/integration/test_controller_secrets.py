@@ -25,9 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.dispatcher.controllers.allowlist import AllowList
 from rackcron.dispatcher.controllers.base import ControllerRefused
 from rackcron.dispatcher.controllers.credentials import CredentialStore, env_name
@@ -38,6 +36,7 @@ from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine
+from tests.support.cli import run
 from tests.support.service import create, snapshot
 
 DATABASE_SECRET = "postgresql+psycopg://rackcron:db-password-7f3a@db/rackcron"
@@ -179,7 +178,7 @@ def test_a_tree_naming_the_servers_secrets_is_refused_at_its_lines(
         args += ["--database-url", store_url, "--owner", "fleet"]
     if command == "apply":
         args.append("--auto-approve")
-    result = CliRunner().invoke(main, args)
+    result = run(*args)
     assert result.exit_code == 1, result.output
     for line, column, field in (
         (9, 16, "token_env"),
@@ -402,10 +401,10 @@ def test_serve_logs_refused_racks_fails_their_tasks_and_sends_only_held_tokens(
 
 
 def test_serve_refuses_a_default_controller_that_is_not_allowed(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, [
+    result = run(
         "serve", "--database-url", f"sqlite:///{tmp_path}/x.db",
         "--default-controller", "https://rc.example.net:8470",
-    ])  # fmt: skip
+    )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "--default-controller" in result.output
     assert "controller rc.example.net:8470 is not allowed on this server" in result.output
@@ -424,9 +423,7 @@ def test_serve_refuses_a_default_controller_that_is_not_allowed(tmp_path: Path) 
 def test_bad_controller_flags_are_usage_errors(
     args: list[str], message: str, tmp_path: Path
 ) -> None:
-    result = CliRunner().invoke(
-        main, ["serve", "--database-url", f"sqlite:///{tmp_path}/x.db", *args]
-    )
+    result = run("serve", "--database-url", f"sqlite:///{tmp_path}/x.db", *args)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not (tmp_path / "x.db").exists()

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner, Result
 from markdown_it import MarkdownIt
 
-from rackcron.cli import main
 from rackcron.store import open_engine, tables
 from tests.support import trees
+from tests.support.cli import run
 from tests.support.git import git, init_repo
 from tests.support.markdown import table_rows
 
@@ -46,12 +45,6 @@ spec:
     upgrade_firmware: {{target_version: {version}}}
   targets: {{racks: [{{name: {rack}}}]}}
 """
-
-
-def _cli(*args: str, tty: bool = False) -> Result:
-    # color=True: click keeps escape sequences as it does for a terminal (it strips
-    # ANSI colour codes only when writing to a pipe, and never other controls).
-    return CliRunner().invoke(main, list(args), color=tty)
 
 
 @pytest.fixture
@@ -99,7 +92,7 @@ def test_markdown_in_an_external_id_hides_no_change(tmp_path: Path, store: str) 
     (tree / "schedules.yaml").write_text(
         SCHEDULE.format(name="after-the-comment", label="ops", version="2.3.1", rack="r2")
     )
-    result = _cli("plan", str(tree), "--format", "markdown", "--database-url", store)
+    result = run("plan", str(tree), "--format", "markdown", "--database-url", store)
     assert result.exit_code == 0, result.output
     html, tables = _markdown_structure(result.stdout)
     for name in ("r1", "r2", "c1", "c2", "after-the-comment", "BBB-2"):
@@ -116,7 +109,7 @@ def test_an_html_comment_in_a_stored_external_id_hides_no_change(
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "racks.yaml").write_text(_rack(name="r1", n=1, external_id="AAA-1", component="c1"))
-    assert _cli("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
+    assert run("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
     _plant(store, tables.rack, tables.rack.c.name == "r1", external_id="AAA-1 |\n\n<!--")
     (tree / "racks.yaml").write_text(
         _rack(name="r1", n=1, external_id="AAA-1", component="c1")
@@ -125,7 +118,7 @@ def test_an_html_comment_in_a_stored_external_id_hides_no_change(
     (tree / "schedules.yaml").write_text(
         SCHEDULE.format(name="after-the-comment", label="ops", version="2.3.1", rack="r2")
     )
-    result = _cli("plan", str(tree), "--format", "markdown", "--database-url", store)
+    result = run("plan", str(tree), "--format", "markdown", "--database-url", store)
     assert result.exit_code == 0, result.output
     html, rows = _markdown_structure(result.stdout)
     for name in ("r1", "r2", "c2", "after-the-comment", "BBB-2"):
@@ -149,7 +142,7 @@ ESCAPES = "x\x1b[2J\x1b]0;pwned\x07\x1b[1A\rmore\u202e"
 def test_escape_sequences_in_yaml_are_refused(tmp_path: Path, store: str) -> None:
     benign = {"label": "ops", "version": "2.3.1", "external_id": "AAA-1", "component": "c1"}
     _write(tmp_path / "tree", dict(benign, label='"x\\e[2J"'))
-    result = _cli("plan", str(tmp_path / "tree"), "--database-url", store, tty=True)
+    result = run("plan", str(tmp_path / "tree"), "--database-url", store, color=True)
     assert result.exit_code == 1 and "control characters" in result.output
     assert "\x1b" not in result.output
 
@@ -161,7 +154,7 @@ def test_escape_sequences_in_stored_values_never_reach_the_terminal(
     benign = {"label": "ops", "version": "2.3.1", "external_id": "AAA-1", "component": "c1"}
     tree = tmp_path / "tree"
     _write(tree, benign)
-    assert _cli("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
+    assert run("apply", str(tree), "--auto-approve", "--database-url", store).exit_code == 0
     schedule = tables.task_schedule
     plant = {
         "label": (schedule, schedule.c.name == "s1", {"labels": {"team": ESCAPES}}),
@@ -175,10 +168,10 @@ def test_escape_sequences_in_stored_values_never_reach_the_terminal(
     }[where]
     _plant(store, plant[0], plant[1], **plant[2])
     runs = [
-        _cli("plan", str(tree), "--database-url", store, tty=True),  # the hostile value is old
-        _cli("schedules", "list", "--database-url", store, tty=True),
-        _cli("schedules", "get", "s1", "--database-url", store, tty=True),
-        _cli("apply", str(tree), "--auto-approve", "--database-url", store, tty=True),
+        run("plan", str(tree), "--database-url", store, color=True),  # the hostile value is old
+        run("schedules", "list", "--database-url", store, color=True),
+        run("schedules", "get", "s1", "--database-url", store, color=True),
+        run("apply", str(tree), "--auto-approve", "--database-url", store, color=True),
     ]
     for result in runs:
         assert result.exit_code == 0, result.output
@@ -213,7 +206,7 @@ def test_a_file_name_forges_no_github_command(
     forged_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(forged_repo)
-    result = _cli("validate", ".", "--format", "github")
+    result = run("validate", ".", "--format", "github")
     assert result.exit_code == 1
     lines = _lines(result.output)
     assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines), lines
@@ -230,7 +223,7 @@ def test_a_file_name_forges_no_line_in_text_diagnostics(
 ) -> None:
     monkeypatch.chdir(forged_repo)
     store = ["--database-url", f"sqlite:///{tmp_path / 's.db'}"] if args[0] == "plan" else []
-    result = _cli(*args, *store)
+    result = run(*args, *store)
     assert result.exit_code == 1
     for line in _lines(result.output):
         assert not line.startswith("::"), result.output
@@ -251,7 +244,7 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "racks.yaml").write_text(_rack(name="r1", n=1, external_id="A1", component="c1"))
-    applied = _cli("apply", str(tree), "--auto-approve", "--database-url", store_url)
+    applied = run("apply", str(tree), "--auto-approve", "--database-url", store_url)
     assert applied.exit_code == 0, applied.output
     service = Service(open_engine(store_url))
     try:
@@ -263,15 +256,15 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     _plant(store_url, tables.task_schedule, tables.task_schedule.c.id == created.id, name=GRPC_NAME)
     db = ["--database-url", store_url]
     views = {
-        "list": _cli("schedules", "list", *db, tty=True),
-        "get": _cli("schedules", "get", str(created.id), *db, tty=True),
-        "trigger": _cli("schedules", "trigger", str(created.id), *db, tty=True),
-        "tasks": _cli("tasks", "list", *db, tty=True),
-        "plan": _cli("plan", str(tree), *db, tty=True),
-        "pause": _cli("schedules", "pause", str(created.id), *db, tty=True),
-        "delete": _cli("schedules", "delete", str(created.id), "--yes", *db, tty=True),
+        "list": run("schedules", "list", *db, color=True),
+        "get": run("schedules", "get", str(created.id), *db, color=True),
+        "trigger": run("schedules", "trigger", str(created.id), *db, color=True),
+        "tasks": run("tasks", "list", *db, color=True),
+        "plan": run("plan", str(tree), *db, color=True),
+        "pause": run("schedules", "pause", str(created.id), *db, color=True),
+        "delete": run("schedules", "delete", str(created.id), "--yes", *db, color=True),
     }
-    missing = _cli("schedules", "get", GRPC_NAME, *db, tty=True)  # cli_errors quotes it
+    missing = run("schedules", "get", GRPC_NAME, *db, color=True)  # cli_errors quotes it
     assert missing.exit_code == 1 and "error: " in missing.output
     assert "\x1b" not in missing.output and len(missing.output.splitlines()) == 1
     for view, result in views.items():
@@ -283,7 +276,7 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
             result.output,
         )
     assert "evil\\x1b[2J\\n::error" in views["list"].output  # shown, escaped
-    markdown = _cli("plan", str(tree), "--format", "markdown", *db)
+    markdown = run("plan", str(tree), "--format", "markdown", *db)
     assert "<!--" not in _visible_html(markdown.stdout)
 
 
@@ -296,9 +289,9 @@ def test_an_apply_from_a_hostile_path_and_git_email_is_logged_escaped(
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "ops\x1b]0;pwned\x07@example.com")
     _write(repo, {"label": "ops", "version": "2.3.1", "external_id": "A1", "component": "c1"})
-    applied = _cli("apply", str(repo), "--auto-approve", "--database-url", store, tty=True)
+    applied = run("apply", str(repo), "--auto-approve", "--database-url", store, color=True)
     assert applied.exit_code == 0, applied.output
-    history = _cli("history", "--database-url", store, tty=True)
+    history = run("history", "--database-url", store, color=True)
     assert history.exit_code == 0, history.output
     for char in ("\x1b", "\x07"):
         assert char not in history.output
@@ -316,11 +309,11 @@ def test_the_runners_older_command_form_is_broken_everywhere(tmp_path: Path, sto
         "apiVersion: rackcron/v1\nkind: Nope\n"
     )
     for fmt in ("text", "github"):
-        result = _cli("validate", str(tree), "--format", fmt)
+        result = run("validate", str(tree), "--format", fmt)
         assert result.exit_code == 1 and "##[" not in result.output, result.output
     (tree / "##[error]approved by security.yaml").unlink()
     for fmt in ("text", "markdown"):
-        planned = _cli("plan", str(tree), "--format", fmt, "--database-url", store)
+        planned = run("plan", str(tree), "--format", fmt, "--database-url", store)
         assert planned.exit_code == 0 and "##[" not in planned.output, planned.output
 
 
@@ -329,13 +322,13 @@ def test_an_apply_with_overlong_provenance_is_logged_cut(tmp_path: Path, store_u
     tree = tmp_path / "tree"
     _write(tree, {"label": "ops", "version": "2.3.1", "external_id": "A1", "component": "c1"})
     saved = tmp_path / "plan.json"
-    planned = _cli("plan", str(tree), "-o", str(saved), "--database-url", store_url)
+    planned = run("plan", str(tree), "-o", str(saved), "--database-url", store_url)
     assert planned.exit_code == 0, planned.output
     document = json.loads(saved.read_text())
     document["source"] = {"path": "p" * 10_000, "revision": "r" * 500, "dirty": False}
     saved.write_text(json.dumps(document))
-    applied = _cli("apply", str(saved), "--auto-approve", "--database-url", store_url)
+    applied = run("apply", str(saved), "--auto-approve", "--database-url", store_url)
     assert applied.exit_code == 0, applied.output
-    history = _cli("history", "--format", "json", "--database-url", store_url)
+    history = run("history", "--format", "json", "--database-url", store_url)
     (record,) = json.loads(history.output)
     assert (len(record["source"]), len(record["revision"])) == (4096, 64)

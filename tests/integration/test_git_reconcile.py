@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
+from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, schedule
 
 
@@ -38,16 +37,15 @@ def test_diff_between_revisions_needs_no_store(repo: Repo) -> None:
     repo.write(schedule("a"), schedule("b"))
     base = repo.head()
     repo.write(schedule("a", spec='"0 3 * * *"'), schedule("c"))
-    runner = CliRunner()
-    text = runner.invoke(main, ["diff", str(repo.path), "--base", base, "--head", "HEAD"])
+    text = run("diff", str(repo.path), "--base", base, "--head", "HEAD")
     assert text.exit_code == 0, text.output
     assert "~ spec: cron '0 2 * * 1' -> cron '0 3 * * *'" in text.output
     assert '  # schedule "b" will be destroyed' in text.output
     assert '  + schedule "c"' in text.output
     assert "Plan: 1 to create, 1 to update in-place, 0 to replace, 1 to destroy." in text.output
-    detailed = runner.invoke(main, ["diff", str(repo.path), "--base", base, "--detailed-exitcode"])
+    detailed = run("diff", str(repo.path), "--base", base, "--detailed-exitcode")
     assert detailed.exit_code == 2
-    same = runner.invoke(main, ["diff", str(repo.path), "--base", "HEAD", "--detailed-exitcode"])
+    same = run("diff", str(repo.path), "--base", "HEAD", "--detailed-exitcode")
     assert same.exit_code == 0 and "No changes." in same.output
 
 
@@ -55,7 +53,7 @@ def test_diff_from_before_the_tree_existed_creates_everything(repo: Repo) -> Non
     repo._git("commit", "-q", "--allow-empty", "-m", "empty")
     base = repo.head()
     repo.write(schedule("a"))
-    result = CliRunner().invoke(main, ["diff", str(repo.path), "--base", base, "--format", "json"])
+    result = run("diff", str(repo.path), "--base", base, "--format", "json")
     data = json.loads(result.output)
     assert data["summary"]["create"] == 7 and data["summary"]["delete"] == 0
 
@@ -63,7 +61,7 @@ def test_diff_from_before_the_tree_existed_creates_everything(repo: Repo) -> Non
 def test_diff_reports_an_invalid_head(repo: Repo) -> None:
     repo.write(schedule("a"))
     repo.write(schedule("a", racks="[{name: nope}]"))
-    result = CliRunner().invoke(main, ["diff", str(repo.path), "--base", "HEAD~1"])
+    result = run("diff", str(repo.path), "--base", "HEAD~1")
     assert result.exit_code == 1
     assert "schedules.yaml:9:21: error:" in result.output and "HEAD: 3 files" not in result.output
 
@@ -88,9 +86,7 @@ class Remote:
         return self.work.head()
 
     def sync_once(self):  # type: ignore[no-untyped-def]
-        return CliRunner().invoke(
-            main, ["sync", "--repo", str(self.deploy), "--once", "--database-url", self.url]
-        )
+        return run("sync", "--repo", str(self.deploy), "--once", "--database-url", self.url)
 
 
 def test_sync_applies_what_is_pushed_and_survives_bad_commits(
@@ -142,18 +138,15 @@ def test_sync_reads_a_tree_the_clone_does_not_have_yet(tmp_path: Path, store_url
     remote.work._git("commit", "-q", "-m", "a second tree")
     remote.work._git("push", "-q", "origin", "main")
     assert not (remote.deploy / "later").exists()
-    result = CliRunner().invoke(
-        main,
-        [
-            "sync",
-            "--repo",
-            str(remote.deploy),
-            "--path",
-            "later",
-            "--once",
-            "--database-url",
-            store_url,
-        ],
+    result = run(
+        "sync",
+        "--repo",
+        str(remote.deploy),
+        "--path",
+        "later",
+        "--once",
+        "--database-url",
+        store_url,
     )
     assert result.exit_code == 0, result.output
     assert [s.name for s in remote.work.service().list_schedules().items] == ["b"]

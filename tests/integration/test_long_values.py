@@ -17,15 +17,14 @@ from typing import Any
 
 import grpc
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.escape import SHOWN
 from rackcron.reconciler import schema
 from rackcron.reconciler.render import MARKDOWN_LIMIT
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support import trees
+from tests.support.cli import run
 from tests.support.flow import create_request, racks
 from tests.support.service import snapshot
 from tests.support.trees import ONE_RACK
@@ -87,7 +86,7 @@ def test_a_value_at_the_limit_is_stored(flow, fleet) -> None:
 
 def test_validate_refuses_a_long_version_in_a_short_diagnostic(tmp_path: Path) -> None:
     tree = write(tmp_path, schedule("nightly", version="9" * 200_000))
-    result = CliRunner().invoke(main, ["validate", str(tree)])
+    result = run("validate", str(tree))
     assert result.exit_code == 1, result.output[-2000:]
     assert (
         f"fleet.yaml:13:50: error: must be at most {MAX_LENGTH} characters, got 200000"
@@ -100,7 +99,7 @@ def test_validate_refuses_a_long_version_in_a_short_diagnostic(tmp_path: Path) -
 def test_a_diagnostic_quotes_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> None:
     # A 5 MB name, under the per-file limit: every message about it stays short.
     tree = write(tmp_path, schedule("x" * 5_000_000 + "!"))
-    result = CliRunner().invoke(main, ["validate", str(tree), "--format", fmt])
+    result = run("validate", str(tree), "--format", fmt)
     assert result.exit_code == 1
     assert len(result.output) < 3_000, len(result.output)
     assert "metadata.name" in result.output
@@ -128,7 +127,7 @@ def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> Non
     version = "v" * MAX_LENGTH  # valid: the store holds it; a plan shows its first SHOWN
     tree = write(tmp_path, schedule("nightly", version=version))
     db = f"sqlite:///{tmp_path}/db"
-    result = CliRunner().invoke(main, ["plan", str(tree), "--format", fmt, "--database-url", db])
+    result = run("plan", str(tree), "--format", fmt, "--database-url", db)
     assert result.exit_code == 0, result.output
     # "Upgrade Firmware to vvv...": the operation's text, cut at SHOWN characters
     assert version not in result.output
@@ -136,7 +135,7 @@ def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> Non
     left = words + MAX_LENGTH - SHOWN
     shown = rf"Upgrade Firmware to v{{{SHOWN - words}}}…\(\+{left} characters\)"
     assert re.search(shown, result.output), result.output[-3000:]
-    saved = CliRunner().invoke(main, ["plan", str(tree), "--format", "json", "--database-url", db])
+    saved = run("plan", str(tree), "--format", "json", "--database-url", db)
     assert version in saved.stdout  # the data itself is whole
 
 
@@ -149,9 +148,9 @@ def test_a_markdown_plan_longer_than_a_comment_says_what_it_leaves_out(tmp_path:
     tree = write(tmp_path, *(schedule(f"s{i:03}", v) for i, v in enumerate(versions)))
     db = f"sqlite:///{tmp_path}/db"
     args = ["plan", str(tree), "--database-url", db]
-    text = CliRunner().invoke(main, [*args, "--format", "text"])
+    text = run(*args, "--format", "text")
     assert text.exit_code == 0 and all(f'"s{i:03}"' in text.output for i in range(count))
-    result = CliRunner().invoke(main, [*args, "--format", "markdown"])
+    result = run(*args, "--format", "markdown")
     assert result.exit_code == 0, result.output[-2000:]
     output = result.output
     assert len(output.encode("utf-16-le")) // 2 <= MARKDOWN_LIMIT, len(output)
@@ -162,14 +161,13 @@ def test_a_markdown_plan_longer_than_a_comment_says_what_it_leaves_out(tmp_path:
         f"**This plan is cut short: {count - shown} of {count + 1} changes are not shown**"
     ) in output
     assert output.rstrip().endswith("or `--format json`).")
-    plan = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    plan = json.loads(run(*args, "--format", "json").stdout)
     assert len(plan["changes"]) == count + 1  # the rack, and every schedule
 
 
 def test_a_markdown_plan_that_fits_is_not_cut(tmp_path: Path) -> None:
     tree = write(tmp_path, schedule("nightly"))
-    result = CliRunner().invoke(
-        main,
-        ["plan", str(tree), "--format", "markdown", "--database-url", f"sqlite:///{tmp_path}/db"],
+    result = run(
+        "plan", str(tree), "--format", "markdown", "--database-url", f"sqlite:///{tmp_path}/db"
     )
     assert result.exit_code == 0 and "cut short" not in result.output

@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.errors import InvalidArgument
 from rackcron.models import ControllerSpec, Rack
 from rackcron.reconciler.validate import validate_tree
 from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron.store.tables import rack as rack_table
+from tests.support.cli import run
 from tests.support.service import snapshot
 from tests.support.trees import RACKS, Repo, actions, schedule
 from tests.support.trees import rack as rack_document
@@ -156,18 +155,17 @@ def test_validate_cli_prints_file_and_line(tmp_path: Path) -> None:
     target.write_text(rack(HTTP + "    timeout: 10m\n"))
     # A schedule targeting the rack: only the controller is reported, not the target.
     (tmp_path / "s.yaml").write_text(schedule("s1", racks="[{name: r9}]").removeprefix("---\n"))
-    runner = CliRunner()
-    result = runner.invoke(main, ["validate", str(tmp_path)])
+    result = run("validate", str(tmp_path))
     assert result.exit_code == 1
     assert (
         f"{target}:9:14: error: timeout: must be at most 5m, got '10m' [$.spec.controller.timeout]"
         in result.output
     )
     assert "2 files, 2 documents: 1 errors, 0 warnings" in result.output
-    github = runner.invoke(main, ["validate", str(tmp_path), "--format", "github"])
+    github = run("validate", str(tmp_path), "--format", "github")
     assert github.output.startswith(f"::error file={target},line=9,col=14::")
     target.write_text(rack(HTTP + "    timeout: 5m\n"))
-    assert runner.invoke(main, ["validate", str(tmp_path)]).exit_code == 0
+    assert run("validate", str(tmp_path)).exit_code == 0
 
 
 def test_the_examples_in_the_docs_are_valid(tmp_path: Path) -> None:

@@ -7,9 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.models import (
     Component,
     ComponentType,
@@ -22,6 +20,7 @@ from rackcron.models import (
 )
 from rackcron.reconciler.diagnostics import Diagnostic, render
 from rackcron.reconciler.plan import Plan
+from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, schedule
 
 
@@ -128,19 +127,14 @@ def test_malformed_saved_plans_are_refused_cleanly(
         Plan.from_json(document)
     saved = tmp_path / "plan.json"
     saved.write_text(json.dumps(document))
-    result = CliRunner().invoke(
-        main, ["apply", str(saved), "--auto-approve", "--database-url", store_url]
-    )
+    result = run("apply", str(saved), "--auto-approve", "--database-url", store_url)
     assert result.exit_code == 1 and "not a saved plan" in result.output
 
 
 def test_usage_errors_of_plan_and_diff_exit_1_not_2(tmp_path: Path) -> None:
-    runner = CliRunner()
-    assert runner.invoke(main, ["plan", "--format", "bogus"]).exit_code == 1
-    assert runner.invoke(main, ["diff", str(tmp_path)]).exit_code == 1  # --base missing
-    assert (
-        runner.invoke(main, ["next", "@hourly", "-n", "0"]).exit_code == 2
-    )  # other commands keep 2
+    assert run("plan", "--format", "bogus").exit_code == 1
+    assert run("diff", str(tmp_path)).exit_code == 1  # --base missing
+    assert run("next", "@hourly", "-n", "0").exit_code == 2  # other commands keep 2
 
 
 def test_github_annotations_cannot_be_forged() -> None:
@@ -154,9 +148,7 @@ def test_recorded_sources_do_not_depend_on_how_the_path_is_spelled(repo: Repo, m
     repo.apply()
     assert repo.service().find_schedule("a").management.source == "schedules.yaml"
     monkeypatch.chdir(repo.path)
-    result = CliRunner().invoke(
-        main, ["plan", ".", "--detailed-exitcode", "--database-url", repo.url]
-    )
+    result = run("plan", ".", "--detailed-exitcode", "--database-url", repo.url)
     assert result.exit_code == 0, result.output
 
 
@@ -183,13 +175,11 @@ def test_plan_never_creates_a_sqlite_store(tmp_path: Path) -> None:
     (tree / "s.yaml").write_text(schedule("a"))
     url = f"sqlite:///{tmp_path / 'not' / 'yet.db'}"
     saved = tmp_path / "plan.json"
-    result = CliRunner().invoke(main, ["plan", str(tree), "-o", str(saved), "--database-url", url])
+    result = run("plan", str(tree), "-o", str(saved), "--database-url", url)
     assert (
         result.exit_code == 0
         and "does not exist yet; planning against an empty store" in result.output
     )
     assert not (tmp_path / "not").exists()
-    applied = CliRunner().invoke(
-        main, ["apply", str(saved), "--auto-approve", "--database-url", url]
-    )
+    applied = run("apply", str(saved), "--auto-approve", "--database-url", url)
     assert applied.exit_code == 0, applied.output

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.errors import FailedPrecondition
 from rackcron.reconciler.state import store_state
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
+from tests.support.cli import run
 from tests.support.net import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -26,8 +25,7 @@ OWNER = "fleet-repo"
 
 
 def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, [*args, "--owner", OWNER])
-    assert "Traceback" not in result.output, result.output
+    result = run(*args, "--owner", OWNER)
     return result.exit_code, result.output
 
 
@@ -218,22 +216,21 @@ def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet)
     from tests.support.service import create
 
     schedule = create(service, fleet.racks[:2], name="remote-admin")
-    runner = CliRunner()
 
-    def run(*args: str) -> str:
-        result = runner.invoke(main, ["schedules", *args, "--server", served])
-        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    def schedules(*args: str) -> str:
+        result = run("schedules", *args, "--server", served)
+        assert result.exit_code == 0, result.output
         return result.output
 
-    assert "remote-admin" in run("list")
-    assert str(schedule.id) in run("get", "remote-admin")
-    assert "paused" in run("pause", "remote-admin")
-    assert "enabled" in run("resume", str(schedule.id))
-    triggered = run("trigger", "remote-admin").split()
+    assert "remote-admin" in schedules("list")
+    assert str(schedule.id) in schedules("get", "remote-admin")
+    assert "paused" in schedules("pause", "remote-admin")
+    assert "enabled" in schedules("resume", str(schedule.id))
+    triggered = schedules("trigger", "remote-admin").split()
     task_ids = [uuid.UUID(t) for t in triggered if t != "task"]
     assert [t.id for t in service.get_tasks(task_ids)] == task_ids
-    assert "deleted remote-admin" in run("delete", "remote-admin", "--yes")
-    missing = runner.invoke(main, ["schedules", "get", "remote-admin", "--server", served])
+    assert "deleted remote-admin" in schedules("delete", "remote-admin", "--yes")
+    missing = run("schedules", "get", "remote-admin", "--server", served)
     assert missing.exit_code == 1 and "not found" in missing.output
 
 
@@ -249,7 +246,7 @@ def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet)
 def test_bad_server_flags_are_clear_errors(args, message, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plan.json").write_text("{}")
-    result = CliRunner().invoke(main, args)
+    result = run(*args)
     assert result.exit_code in (1, 2) and "Traceback" not in result.output, result.output
     if message:
         assert message in result.output
@@ -258,5 +255,5 @@ def test_bad_server_flags_are_clear_errors(args, message, tmp_path, monkeypatch)
 
 
 def test_an_unreachable_server_is_one_line() -> None:
-    result = CliRunner().invoke(main, ["schedules", "list", "--server", f"127.0.0.1:{free_port()}"])
+    result = run("schedules", "list", "--server", f"127.0.0.1:{free_port()}")
     assert result.exit_code == 1 and "UNAVAILABLE" in result.output, result.output

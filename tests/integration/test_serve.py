@@ -21,12 +21,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.logs import configure, event
 from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
+from tests.support.cli import run
 from tests.support.net import free_port
 from tests.support.peers import Trickler
 from tests.support.service import create
@@ -119,7 +118,7 @@ def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> No
     ],
 )
 def test_bad_daemon_flags_are_usage_errors_naming_the_flag(args, message, tmp_path) -> None:
-    result = CliRunner().invoke(main, [*args, "--database-url", f"sqlite:///{tmp_path}/x.db"])
+    result = run(*args, "--database-url", f"sqlite:///{tmp_path}/x.db")
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output

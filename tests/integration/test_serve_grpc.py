@@ -16,16 +16,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-from click.testing import CliRunner
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from rackcron.cli import main
 from rackcron.models import Rack
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
+from tests.support.cli import run
 from tests.support.flow import create_request, racks
 from tests.support.net import free_port
 from tests.support.service import create
@@ -158,7 +157,7 @@ def test_stop_lets_rpcs_in_flight_finish_and_refuses_new_ones(
 )
 def test_bad_grpc_flags_are_usage_errors_naming_the_flag(args, message, tmp_path) -> None:
     db = tmp_path / "x.db"
-    result = CliRunner().invoke(main, ["serve", *args, "--database-url", f"sqlite:///{db}"])
+    result = run("serve", *args, "--database-url", f"sqlite:///{db}")
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not db.exists()

@@ -13,14 +13,13 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.errors import AlreadyExists, InvalidArgument
 from rackcron.models import Rack, ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule
+from tests.support.cli import run
 from tests.support.service import create, make_operation, rack_spec, set_status, snapshot
 
 POSTGRES_ONLY = pytest.mark.parametrize(
@@ -111,7 +110,7 @@ def test_operation_parameters_are_checked(
 
 
 def test_next_caps_the_count() -> None:
-    result = CliRunner().invoke(main, ["next", "@hourly", "-n", "100000"])
+    result = run("next", "@hourly", "-n", "100000")
     assert result.exit_code == 2 and "1<=x<=1000" in result.output
 
 

@@ -24,15 +24,14 @@ from typing import Any
 
 import grpc
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.models import Management, PowerOn, ScheduleConfig, SpecType
 from rackcron.reconciler import schema
 from rackcron.service import Service
 from rackcron.text import SCHEMA_PATTERN, line_problem
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
+from tests.support.cli import run
 from tests.support.flow import (
     config,
     create,
@@ -289,9 +288,7 @@ def applied(tmp_path: Path, store_url: str) -> tuple[Path, str]:
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "fleet.yaml").write_text(RACKS + SCHEDULE)
-    result = CliRunner().invoke(
-        main, ["apply", str(tree), "--auto-approve", "--database-url", store_url]
-    )
+    result = run("apply", str(tree), "--auto-approve", "--database-url", store_url)
     assert result.exit_code == 0, result.output
     return tree, store_url
 
@@ -306,12 +303,12 @@ def test_a_tree_with_control_characters_is_refused_and_changes_nothing(applied, 
     service = Service.open(url)
     try:
         before = snapshot(service)
-        result = CliRunner().invoke(main, ["validate", str(tree)])
+        result = run("validate", str(tree))
         assert result.exit_code == 1, result.output
         (diagnostic,) = [x for x in result.output.splitlines() if CONTROL in x]
         assert re.match(rf"^{re.escape(str(tree / 'fleet.yaml'))}:{line}:\d+: error: {CONTROL} \(U\+[0-9A-F]{{4}} at position \d+\) \[{re.escape(path)}\]$", diagnostic)  # fmt: skip
         for command in (["plan", str(tree)], ["apply", str(tree), "--auto-approve"]):
-            result = CliRunner().invoke(main, [*command, "--database-url", url])
+            result = run(*command, "--database-url", url)
             assert result.exit_code == 1, result.output
             assert CONTROL in result.output
             assert result.exception is None or isinstance(result.exception, SystemExit)

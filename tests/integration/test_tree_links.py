@@ -13,12 +13,11 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.reconciler.git import read_revision
 from rackcron.reconciler.validate import tree_sources, validate_sources
 from rackcron.reconciler.yamlsource import Unreadable
+from tests.support.cli import run
 from tests.support.git import git, init_repo
 from tests.support.trees import ONE_RACK, schedule
 
@@ -90,9 +89,8 @@ def test_the_working_copy_and_git_read_links_alike(repo: Path) -> None:
 def test_plan_from_the_working_copy_matches_plan_at_head(repo: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     fleet = str(repo / "fleet")
-    runner = CliRunner()
-    on_disk = runner.invoke(main, ["plan", fleet, "--database-url", url])
-    at_head = runner.invoke(main, ["plan", fleet, "--rev", "HEAD", "--database-url", url])
+    on_disk = run("plan", fleet, "--database-url", url)
+    at_head = run("plan", fleet, "--rev", "HEAD", "--database-url", url)
     assert on_disk.exit_code == at_head.exit_code == 1, on_disk.output
     assert on_disk.output == at_head.output
     assert "fleet/leaves.yaml:1:1: error: symbolic link to '../../outside/stolen.yaml'" in (
@@ -104,10 +102,8 @@ def test_plan_from_the_working_copy_matches_plan_at_head(repo: Path, tmp_path: P
             os.unlink(repo / "fleet" / name)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "only the link inside the tree")
-    on_disk = runner.invoke(main, ["plan", fleet, "--format", "json", "--database-url", url])
-    at_head = runner.invoke(
-        main, ["plan", fleet, "--rev", "HEAD", "--format", "json", "--database-url", url]
-    )
+    on_disk = run("plan", fleet, "--format", "json", "--database-url", url)
+    at_head = run("plan", fleet, "--rev", "HEAD", "--format", "json", "--database-url", url)
     assert on_disk.exit_code == at_head.exit_code == 0, on_disk.output
     assert '"name": "linked"' in on_disk.output and '"name": "other"' not in on_disk.output
     # The same plan but for where it comes from (the working copy is marked dirty or not).

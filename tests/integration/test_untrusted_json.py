@@ -15,15 +15,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.server import ShimServer
 from rackcron.shim.servicer import FlowServicer
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
+from tests.support.cli import run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -87,7 +86,7 @@ def hostile_server(service: Service) -> Iterator[str]:
 
 
 def test_a_remote_answer_nesting_too_deep_is_refused(hostile_server: str) -> None:
-    result = CliRunner().invoke(main, ["plan", str(EXAMPLES / "fleet"), "--server", hostile_server])
+    result = run("plan", str(EXAMPLES / "fleet"), "--server", hostile_server)
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert (

@@ -14,11 +14,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rackcron.cli import main
 from rackcron.reconciler.validate import validate_tree
 from rackcron.reconciler.yamlsource import MAX_FILE_BYTES
+from tests.support.cli import run
 from tests.support.trees import component, documents, rack
 
 INVENTORY = documents(
@@ -233,22 +232,21 @@ def test_merge_keys_and_anchors_are_read(tmp_path: Path) -> None:
 
 def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     target = _tree(tmp_path, schedule(GOOD_SPEC.replace("{name: r1}", "{name: r9}")))
-    runner = CliRunner()
-    text = runner.invoke(main, ["validate", str(tmp_path)])
+    text = run("validate", str(tmp_path))
     assert text.exit_code == 1
     assert (
         f"{target}:8:21: error: target_spec.racks[0]: resolve rack: rack r9 is not found"
         in text.output
     )
     assert "2 files, 4 documents: 1 errors, 0 warnings" in text.output
-    github = runner.invoke(main, ["validate", str(tmp_path), "--format", "github"])
+    github = run("validate", str(tmp_path), "--format", "github")
     assert github.output.startswith(f"::error file={target},line=8,col=21::")
-    report = json.loads(runner.invoke(main, ["validate", str(tmp_path), "--format", "json"]).output)
+    report = json.loads(run("validate", str(tmp_path), "--format", "json").output)
     assert report["format_version"] == "1.1" and report["errors"] == 1
     assert report["diagnostics"][0]["path"] == "$.spec.targets.racks[0]"
     target.write_text(schedule(GOOD_SPEC))
-    assert runner.invoke(main, ["validate", str(tmp_path)]).exit_code == 0
-    missing = runner.invoke(main, ["validate", str(tmp_path / "nope")])
+    assert run("validate", str(tmp_path)).exit_code == 0
+    missing = run("validate", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and "no such file or directory" in missing.output
 
 
@@ -290,9 +288,7 @@ def applied_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = tmp_path_factory.mktemp("good")
     _tree(tree, schedule(GOOD_SPEC))
     db = tree / "store.db"
-    result = CliRunner().invoke(
-        main, ["apply", str(tree), "--auto-approve", "--database-url", f"sqlite:///{db}"]
-    )
+    result = run("apply", str(tree), "--auto-approve", "--database-url", f"sqlite:///{db}")
     assert result.exit_code == 0, result.output
     # Close what the in-process CLI left open and fold the WAL into the file, so the
     # bytes only change if something writes.
@@ -313,9 +309,7 @@ def test_applying_broken_input_leaves_the_store_byte_for_byte_unchanged(
     before = _store_bytes(applied_store)
     _tree(tmp_path, content)
     url = f"sqlite:///{applied_store}"
-    result = CliRunner().invoke(
-        main, ["apply", str(tmp_path), "--auto-approve", "--database-url", url]
-    )
+    result = run("apply", str(tmp_path), "--auto-approve", "--database-url", url)
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert _store_bytes(applied_store) == before

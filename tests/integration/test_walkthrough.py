@@ -9,9 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from rackcron.cli import main
+from tests.support.cli import run
 from tests.support.git import git, init_repo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +29,9 @@ def test_walkthrough_diff_markdown_is_real_output(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "fleet-v2", repo / "fleet")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "v2")
-    result = CliRunner().invoke(
-        main,
-        ["diff", str(repo / "fleet"), "--base", "main", "--head", "HEAD", "--format", "markdown",
-         "--now", "2026-12-01T00:00:00Z"],
+    result = run(
+        "diff", str(repo / "fleet"), "--base", "main", "--head", "HEAD", "--format", "markdown",
+        "--now", "2026-12-01T00:00:00Z",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     text = DOC.read_text()

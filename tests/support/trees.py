@@ -14,11 +14,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import open_engine
+from tests.support.cli import run
 from tests.support.git import git, init_repo
 
 __all__ = [
@@ -120,7 +120,8 @@ class Repo:
         return self._git("rev-parse", "HEAD").strip()
 
     def cli(self, *args: str, input: str | None = None) -> Result:
-        return CliRunner().invoke(main, [*args, "--database-url", self.url], input=input)
+        """``rackcron ARGS --database-url <the store>`` (:func:`tests.support.cli.run`)."""
+        return run(*args, url=self.url, input=input)
 
     def plan(self, *args: str) -> dict:
         result = self.cli("plan", str(self.path), "--format", "json", *args)
