@@ -15,8 +15,6 @@ import http.client
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -29,6 +27,7 @@ import pytest
 
 from rackcron.dispatcher.controllers.server import ControllerServer, Limits
 from rackcron.dispatcher.controllers.simulator import Simulator
+from tests.support.controller import rack_controller_process
 
 TOKEN = "s3cret-token"
 #: What the review's attacker sends on each connection: a PUT head promising a body.
@@ -221,18 +220,10 @@ def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
     # promising a large body once had a thread each, held until a 30 s read timeout.
     token_file = tmp_path / "token"
     token_file.write_text(f"{TOKEN}\n")
-    log = tmp_path / "controller.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rackcron.cli", "rack-controller", "--listen", "127.0.0.1:0",
-         "--token-file", str(token_file)],
-        stderr=log.open("w"),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not (found := re.search(r"listening on (http://\S+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        url = found.group(1)
+    controller = rack_controller_process(
+        tmp_path / "controller.log", "--token-file", str(token_file)
+    )
+    with controller as (proc, url):
         threads_before = len(os.listdir(f"/proc/{proc.pid}/task"))
         with ExitStack() as stack:
             clients = [stack.enter_context(connect(url)) for _ in range(100)]
@@ -247,7 +238,3 @@ def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
             b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 503 Service Unavailable"
         }  # fmt: skip
         assert get(url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    assert "Traceback" not in log.read_text()
