@@ -20,12 +20,14 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-## lint: ruff lint and format check, the layer rule (import contracts in pyproject.toml),
+## lint: ruff lint and format check, the layer rule (import contracts in pyproject.toml, and
+##       scripts/check_cycles.py),
 ##       and mypy, strict, over the package ([tool.mypy] in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/check_cycles.py
 	$(BIN)/mypy
 
 format: $(STAMP)

@@ -234,9 +234,8 @@ def print_diagnostics(
 
 def exit_invalid(validation: Validation, fmt: str = "text", *, label: str = "") -> NoReturn:
     """Print an invalid tree's errors (in ``fmt``; text goes to stderr) and exit 1."""
-    print_diagnostics(
-        validation.errors, fmt, summary=f"{label}{validation.summary()}", err=fmt == "text"
-    )
+    summary = f"{terminal(label)}{validation.summary()}"  # label: a revision the user named
+    print_diagnostics(validation.errors, fmt, summary=summary, err=fmt == "text")
     sys.exit(1)
 
 

@@ -44,7 +44,15 @@ PROGRESS_FROM = 50  # changes; smaller applies finish before progress would help
 
 class _PlanLike(click.Command):
     """A command whose exit status 2 means "changes": its usage errors exit 1 instead,
-    as Terraform's do, so CI never mistakes a typo for a change."""
+    as Terraform's do, so CI never mistakes a typo for a change. That covers errors in
+    parsing and those an option group raises when the command is invoked."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.exit_code = 1  # type: ignore[misc]
+            raise
 
     def make_context(
         self,
@@ -177,7 +185,10 @@ def plan(
     with cli_errors():
         result = backend.plan(desired, owner=owner, source=origin)
     if out:
-        out.write_text(render_json(result.to_json()) + "\n")
+        try:
+            out.write_text(render_json(result.to_json()) + "\n")
+        except OSError as exc:
+            raise click.FileError(str(out), exc.strerror) from None
     _show(result, fmt, detailed_exitcode)
 
 

@@ -23,6 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from math import inf
+from typing import TYPE_CHECKING
 
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
@@ -32,7 +33,9 @@ from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.logs import event
 from rackcron.service import Service
-from rackcron.shim.server import ShimConfig, ShimServer
+
+if TYPE_CHECKING:
+    from rackcron.shim.server import ShimConfig
 
 __all__ = ["DispatchConfig", "RunnerConfig", "ServeConfig", "serve"]
 
@@ -80,6 +83,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     shim = server = timer = None
     try:
         if config.grpc is not None:
+            from rackcron.shim.server import ShimServer  # grpc, only when serving it
+
             shim = ShimServer(service, config.grpc)
             shim.start()
         if config.metrics_listen is not None:
@@ -93,7 +98,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             logging.INFO,
             "serving",
             dispatch=dispatch is not None,
-            poll_interval=dispatch.poll_interval if dispatch else DispatchConfig.poll_interval,
+            poll_interval=dispatch.poll_interval if dispatch else "off",
             runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
             metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",

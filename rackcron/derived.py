@@ -1,26 +1,35 @@
 """What a stored operation template is called: a response's ``operation_type`` and ``description``.
 
 Derived from the template's type, code and information alone (docs/spec/flow-wire.md
-"Derived fields of the TaskSchedule response"),
-so :class:`~rackcron.models.Schedule` computes its fields here without importing the
-module that builds templates (``rackcron.templates``). Pure functions.
+"Derived fields of the TaskSchedule response"), so :class:`~rackcron.models.Schedule`
+computes its fields here; this module imports nothing of rackcron, not even for types
+(a :class:`Template` is anything with those three attributes, as
+:class:`~rackcron.models.OperationTemplate` is). Pure functions.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from rackcron.models import OperationTemplate
+__all__ = ["Template", "derive", "describe", "operation_type"]
 
-__all__ = ["derive", "describe", "operation_type"]
+
+class Template(Protocol):
+    """What a derivation reads of a stored operation template."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def code(self) -> str: ...
+    @property
+    def information(self) -> dict[str, Any]: ...
 
 
 def _words(code: str) -> str:
     return code.replace("_", " ").replace("-", " ")
 
 
-def _firmware_version_suffix(template: OperationTemplate) -> str:
+def _firmware_version_suffix(template: Template) -> str:
     version = template.information.get("target_version") if template.information else None
     return f" to {version}" if version else ""
 
@@ -41,7 +50,7 @@ _DERIVED = {
 }
 
 
-def derive(template: OperationTemplate | None) -> tuple[str, str]:
+def derive(template: Template | None) -> tuple[str, str]:
     """``(operation_type, description)`` of ``template`` (``("", "")`` for none)."""
     if template is None:
         return "", ""
@@ -65,11 +74,11 @@ def derive(template: OperationTemplate | None) -> tuple[str, str]:
     return kind.upper(), _words(code) or kind
 
 
-def operation_type(template: OperationTemplate | None) -> str:
+def operation_type(template: Template | None) -> str:
     """The response's ``operation_type`` (``POWER_OFF``, ``UPGRADE_FIRMWARE``, ...)."""
     return derive(template)[0]
 
 
-def describe(template: OperationTemplate | None) -> str:
+def describe(template: Template | None) -> str:
     """The response's human ``description`` (``Power Off (forced)``, ...)."""
     return derive(template)[1]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rackcron.errors import FailedPrecondition, RackcronError
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.plan import Change, Plan
-from rackcron.reconciler.remote import RemoteApply, RemoteStore
 from rackcron.reconciler.state import State
 
 if TYPE_CHECKING:
     import grpc
 
+    from rackcron.reconciler.remote import RemoteApply
     from rackcron.service import Service
 
 __all__ = ["Applied", "Backend", "PartlyApplied", "Progress", "RemoteBackend", "StoreBackend"]
@@ -115,6 +115,8 @@ class RemoteBackend:
     unreleased_apply_locks: Mapping[str, RackcronError] = MappingProxyType({})
 
     def __init__(self, channel: grpc.Channel) -> None:
+        from rackcron.reconciler.remote import RemoteStore  # grpc, only for a server
+
         self.remote = RemoteStore(channel)
 
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:

@@ -174,16 +174,26 @@ class Plan:
         if str(data.get("format_version", "")).split(".")[0] != "1":
             raise ValueError(f"not a {FORMAT} plan (format version {data.get('format_version')!r})")
         try:
+            if not isinstance(data["changes"], list):
+                raise TypeError("changes: expected a list")
             changes = tuple(_change(c) for c in data["changes"])
             return cls(
                 owner=str(data["owner"]), fingerprint=str(data["fingerprint"]), changes=changes,
-                unmanaged=tuple(data.get("unmanaged", ())), errors=tuple(data.get("errors", ())),
+                unmanaged=_texts(data, "unmanaged"), errors=_texts(data, "errors"),
                 warnings=_warnings(data), source=dict(data.get("source") or {}),
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
                 warnings_count_exact=data.get("warnings_count_exact") is not False,
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
+
+
+def _texts(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    """A saved list of texts (``errors``, ``warnings``, ``unmanaged``); absent is empty."""
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{key}: expected a list of strings")
+    return tuple(value)
 
 
 def _more_than(count: Any, listed: int) -> int | None:
@@ -216,7 +226,7 @@ def _code(value: Any) -> Any:
 def _warnings(data: dict[str, Any]) -> tuple[PlanWarning, ...]:
     """A saved plan's warnings, with their codes from ``warnings_detail`` (1.5; the
     warnings of an older plan have none)."""
-    messages = list(data.get("warnings", ()))
+    messages = _texts(data, "warnings")
     detail = data.get("warnings_detail")
     if detail is None:
         return tuple(PlanWarning(None, m) for m in messages)
@@ -234,6 +244,9 @@ def _change(c: dict[str, Any]) -> Change:
         raise ValueError(f"unknown kind {c['kind']!r}")
     if c["action"] not in ("create", "update", "replace", "delete"):
         raise ValueError(f"unknown action {c['action']!r}")
+    for key in ("reason", "source", "security_reason"):
+        if c.get(key) is not None and not isinstance(c[key], str):
+            raise TypeError(f"changes[].{key}: expected a string")
     return Change(
         kind=c["kind"], name=str(c["name"]), action=c["action"], reason=c.get("reason", ""),
         fields=tuple(FieldChange(**f) for f in c.get("fields", ())),

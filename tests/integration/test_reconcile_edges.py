@@ -113,12 +113,21 @@ def test_unmanaged_schedule_by_hand_stays_when_protected_rack_is_in_use(repo: Re
     )
 
 
+_SAVED = {"format": "rackcron.plan/v1", "format_version": "1.4", "owner": "o", "fingerprint": "f",
+          "changes": []}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "document",
     [[], {"format": "rackcron.plan/v1", "format_version": "1.0"},
      {"format": "rackcron.plan/v1", "format_version": "1.0", "owner": "o", "fingerprint": "f",
-      "changes": [{"kind": "schedule", "name": "a", "action": "explode"}]}],
-    ids=["list", "missing-fields", "unknown-action"],
+      "changes": [{"kind": "schedule", "name": "a", "action": "explode"}]},
+     {**_SAVED, "warnings": [1, {"x": 1}]},
+     {**_SAVED, "errors": "one error"},
+     {**_SAVED, "changes": {}},
+     {**_SAVED, "changes": [{"kind": "schedule", "name": "a", "action": "create", "reason": 5}]}],
+    ids=["list", "missing-fields", "unknown-action", "warnings-not-text", "errors-not-a-list",
+         "changes-not-a-list", "reason-not-text"],
 )  # fmt: skip
 def test_malformed_saved_plans_are_refused_cleanly(
     tmp_path: Path, store_url: str, document: object
@@ -134,6 +143,16 @@ def test_malformed_saved_plans_are_refused_cleanly(
 def test_usage_errors_of_plan_and_diff_exit_1_not_2(tmp_path: Path) -> None:
     assert run("plan", "--format", "bogus").exit_code == 1
     assert run("diff", str(tmp_path)).exit_code == 1  # --base missing
+    # Option groups check their options when the command runs: still 1, never "changes".
+    assert run("plan", str(tmp_path), "--tls", "--detailed-exitcode").exit_code == 1
+    assert run("apply", str(tmp_path), "--client-cert", "c.pem", "--server", "h:1").exit_code == 1
+
+
+def test_a_plan_saved_where_it_cannot_be_written_is_one_error(tmp_path: Path) -> None:
+    fleet = Path(__file__).resolve().parents[2] / "examples" / "fleet"
+    result = run("plan", str(fleet), "-o", str(tmp_path / "no" / "such" / "plan.json"),
+                 "--database-url", "sqlite://")  # fmt: skip
+    assert result.exit_code == 1 and "Could not open file" in result.output
     assert run("next", "@hourly", "-n", "0").exit_code == 2  # other commands keep 2
 
 

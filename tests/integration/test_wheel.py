@@ -9,6 +9,7 @@ examples, ``next``, and the heavier fronts imported.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -29,19 +30,37 @@ def _run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str
     return done.stdout + done.stderr
 
 
+def _source_copy(into: Path) -> Path:
+    """The files git would commit (tracked, and new ones it does not ignore), links kept as
+    links: a build from here sees no stale ``build/`` or ``*.egg-info`` of the tree."""
+    listed = _run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
+    for name in filter(None, listed.split("\0")):
+        source, target = ROOT / name, into / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, target)
+    return into
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    """The wheel built from a clean copy of the source, its build log, and that copy."""
+    source = _source_copy(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("wheel")
     log = _run(
         sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-        "--wheel-dir", out, ROOT, cwd=out,
+        "--wheel-dir", out, source, cwd=out,
     )  # fmt: skip
     (built,) = out.glob("rackcron-*.whl")
-    return built, log
+    return built, log, source
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def installed(wheel: tuple[Path, str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv holding the wheel; returns its ``bin`` folder."""
     home = tmp_path_factory.mktemp("venv")
     venv.create(home, with_pip=False)
@@ -64,19 +83,26 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_the_wheel_holds_one_package(wheel: tuple[Path, str]) -> None:
-    built, log = wheel
-    names = zipfile.ZipFile(built).namelist()
-    tops = {name.split("/")[0] for name in names if not name.startswith("rackcron-")}
-    assert tops == {"rackcron"}
+#: Package data the wheel ships beside the modules (pyproject.toml, package-data).
+DATA = ("py.typed", "schemas/v1/*.json", "store/migrations/*.mako", "wire/proto/v1/*.pyi")
+
+
+def test_the_wheel_holds_one_package_and_exactly_its_files(
+    wheel: tuple[Path, str, Path],
+) -> None:
+    built, log, source = wheel
+    names = {n for n in zipfile.ZipFile(built).namelist() if not n.startswith("rackcron-")}
+    assert {name.split("/")[0] for name in names} == {"rackcron"}
     assert "warning" not in log.lower(), log
-    for data in (
-        "rackcron/schemas/v1/taskschedule.schema.json",
-        "rackcron/store/migrations/script.py.mako",
-        "rackcron/wire/proto/v1/flow_pb2.pyi",
-        "rackcron/py.typed",
-    ):
-        assert data in names
+    package = source / "rackcron"
+    # Every module under the package, the fronts reached through their links, and its data.
+    found = [Path(d, f) for d, _, files in os.walk(package, followlinks=True) for f in files]
+    expected = {
+        f"rackcron/{path.relative_to(package).as_posix()}"
+        for path in found
+        if path.suffix == ".py" or any(path.match(f"rackcron/{d}") for d in DATA)
+    }
+    assert names == expected
 
 
 def test_the_installed_wheel_runs(installed: Path, tmp_path: Path) -> None:
@@ -91,6 +117,11 @@ def test_the_installed_wheel_runs(installed: Path, tmp_path: Path) -> None:
     out = _run(installed / "rackcron", "next", "0 2 * * *", "-n", "2",
                "--after", "2026-01-01T00:00:00Z", cwd=tmp_path, env=env)  # fmt: skip
     assert "2026-01-01T02:00:00Z" in out and "2026-01-02T02:00:00Z" in out
+    url = f"sqlite:///{tmp_path / 'store.db'}"  # the migrations and schemas, from the wheel
+    _run(installed / "rackcron", "db", "upgrade", "--database-url", url, cwd=tmp_path, env=env)
+    out = _run(installed / "rackcron", "apply", ROOT / "examples" / "fleet", "--auto-approve",
+               "--database-url", url, cwd=tmp_path, env=env)  # fmt: skip
+    assert "Apply complete" in out
     _run(installed / "python", "-c",
          "import rackcron.cli.serve, rackcron.shim.server, rackcron.reconciler.remote",
          cwd=tmp_path, env=env)  # fmt: skip

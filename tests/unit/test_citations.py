@@ -38,8 +38,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Tracked files the scan reads: these suffixes and names, minus generated modules.
-SUFFIXES = (".py", ".md", ".yml", ".yaml", ".toml")
-NAMES = ("Makefile",)
+SUFFIXES = (".py", ".md", ".yml", ".yaml", ".toml", ".proto", ".json")
+NAMES = ("Makefile", "run")  # run: .ci/run
 GENERATED = re.compile(r"^wire/proto/v1/.*_pb2")
 
 #: The stems of contract files kept outside the repository once: a mention of one must give
