@@ -4,6 +4,8 @@ A test module imports what it shares from here, never from another test module
 (``tests/unit/test_support_layout.py`` checks it).
 
 * ``cli``: ``run``, the ``rackcron`` command in-process, failing the test on a traceback;
+  ``run_process``, the command in a child process with a time bound and, optionally, a
+  memory bound (``LIMIT_AS`` of address space, a peak under ``MAX_RSS``);
 * ``controller``: ``rack_controller_process``, the reference rack controller in a child
   process, with its URL;
 * ``flow``: Flow request builders (``uid``, ``racks``, ``rack_targets``, ``operation``,
