@@ -6,8 +6,9 @@ A test module imports what it shares from here, never from another test module
 * ``cli``: ``run``, the ``rackcron`` command in-process, failing the test on a traceback;
   ``run_process``, the command in a child process with a time bound and, optionally, a
   memory bound (``LIMIT_AS`` of address space, a peak under ``MAX_RSS``);
-* ``controller``: ``rack_controller_process``, the reference rack controller in a child
-  process, with its URL;
+* ``controller``: the reference rack controller: ``controller_server``, a
+  ``ControllerServer`` in this process over a simulator, and ``rack_controller_process``,
+  the command in a child process, with its URL;
 * ``flow``: Flow request builders (``uid``, ``racks``, ``rack_targets``, ``operation``,
   ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
   ``failure`` (the ``grpc.RpcError`` a call fails with);
