@@ -2,8 +2,8 @@
 
 Everything listens on 127.0.0.1. The simulator runs on a hand-moved clock, so no test
 waits for an operation to end; the only sleeps are the server's fault delay and an idle
-keep-alive timeout, each a fraction of a second. TLS material is made per module with
-the ``openssl`` command-line tool (skipped without it).
+keep-alive timeout, each a fraction of a second. TLS material is made per module
+(``pki``: tests/support/pki.py).
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
 from tests.support.controller import controller_server, rack_controller_process
 from tests.support.peers import Canned, Trickler, deep_json
+from tests.support.pki import Pki
 
 TOKEN = "s3cret-token"
 
@@ -311,59 +311,6 @@ def test_bad_configuration_is_refused(url: str, options: dict[str, object], mess
 
 
 # --- TLS -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Pki:
-    ca: str
-    other_ca: str
-    server_cert: str
-    server_key: str
-    client_cert: str
-    client_key: str
-
-
-def _openssl(directory: Path, *args: str) -> None:
-    subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-
-
-def _make_ca(directory: Path, name: str) -> None:
-    _openssl(
-        directory,
-        *("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-        *("-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "1", "-subj", f"/CN={name}"),
-        *("-addext", "basicConstraints=critical,CA:TRUE"),
-        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
-    )
-
-
-def _make_leaf(directory: Path, name: str, extensions: str) -> None:
-    (directory / f"{name}.ext").write_text(
-        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n" + extensions
-    )
-    _openssl(
-        directory,
-        *("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-        *("-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}"),
-    )
-    _openssl(
-        directory,
-        *("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
-        *("-CAcreateserial", "-out", f"{name}.pem", "-days", "1", "-extfile", f"{name}.ext"),
-    )
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    directory = tmp_path_factory.mktemp("pki")
-    _make_ca(directory, "ca")
-    _make_ca(directory, "other-ca")
-    _make_leaf(directory, "server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    _make_leaf(directory, "client", "extendedKeyUsage=clientAuth\n")
-    files = ("ca.pem", "other-ca.pem", "server.pem", "server.key", "client.pem", "client.key")
-    return Pki(*(str(directory / name) for name in files))
 
 
 @pytest.fixture

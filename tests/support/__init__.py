@@ -20,6 +20,8 @@ A test module imports what it shares from here, never from another test module
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);
 * ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
+* ``pki``: test certificates (``Pki``, ``make_pki``: a CA, a server and a client
+  certificate it signed, and a stranger's), the integration tests' ``pki`` fixture;
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen
