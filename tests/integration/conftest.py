@@ -1,5 +1,6 @@
 """Fixtures for the integration tests: the gRPC shim on a loopback port and a stub talking to
-it; a git repository holding a declared tree, with the CLI pointed at the test's store."""
+it; a git repository holding a declared tree, with the CLI pointed at the test's store; test
+certificates."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import flow_pb2_grpc
+from tests.support.pki import Pki, make_pki
 from tests.support.trees import Repo
 
 
@@ -43,3 +45,9 @@ def repo(tmp_path: Path, store_url: str) -> Repo:
     """An empty git repository at ``tmp_path/repo``, its CLI on the test's store (every
     backend). A module that means another repository defines its own ``repo``."""
     return Repo(tmp_path / "repo", store_url)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """Test certificates (:func:`tests.support.pki.make_pki`), made once per module."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

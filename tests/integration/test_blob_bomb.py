@@ -14,48 +14,28 @@ than eat the machine.
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
-import sys
-import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from rackcron.reconciler.yamlsource import MAX_FILE_BYTES, MAX_TREE_BYTES
+from tests.support.cli import LIMIT_AS, MAX_RSS, run_process
 from tests.support.git import git, init_repo
 from tests.support.trees import ONE_RACK
 
 #: The blob of zeros: far over the per-file limit, over half the address-space limit.
 BOMB_BYTES = 600 * 1024 * 1024
-#: The address space a command may use (a safety net: the test must not eat the machine).
-LIMIT_AS = 1024 * 1024 * 1024
-#: The resident memory a command may peak at: the tree's budget and some.
-MAX_RSS = 256 * 1024 * 1024
 #: One file just under the per-file limit, and links to it: ten times the tree's limit.
 BIG_BYTES = MAX_FILE_BYTES - 1024
 LINKS = 10 * MAX_TREE_BYTES // BIG_BYTES
 
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
-
-
-def rackcron(cwd: Path, *args: str) -> tuple[int, str]:
-    """Run the CLI; its exit status and output. Fails when it peaked over :data:`MAX_RSS`."""
-    with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rackcron.cli", *args],
-            cwd=cwd, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_limit_memory,
-            env={**os.environ, "RACKCRON_DEBUG": ""},
-        )  # fmt: skip
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        output.seek(0)
-        text = output.read().decode()
-    # ru_maxrss is in KiB on Linux: the child, or its largest waited-for descendant (git).
-    assert usage.ru_maxrss * 1024 < MAX_RSS, f"peaked at {usage.ru_maxrss // 1024} MiB: {args}"
-    return process.returncode, text
+#: The CLI in a subprocess limited to :data:`LIMIT_AS` of address space, with no time
+#: bound, stderr into stdout. Fails when it (or git under it) peaked over :data:`MAX_RSS`.
+rackcron = partial(
+    run_process, timeout=None, memory_limit=LIMIT_AS, max_rss=MAX_RSS, merge_stderr=True
+)
 
 
 def _zero_blob(repo: Path, size: int) -> str:
@@ -107,17 +87,19 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_a_blob_bomb_is_refused_unread(repo: Path, tmp_path: Path, args: list[str]) -> None:
     db = f"sqlite:///{tmp_path}/db"
-    code, output = rackcron(repo, *(arg.format(db=db) for arg in args))
+    result = rackcron(*(arg.format(db=db) for arg in args), cwd=repo)
+    output = result.stdout
     assert "MemoryError" not in output and "Traceback" not in output, output[-2000:]
     assert f"fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, (
         output[-2000:]
     )
-    assert code == 1, output[-2000:]
+    assert result.returncode == 1, output[-2000:]
 
 
 def test_links_to_a_big_file_count_against_the_tree(repo: Path) -> None:
-    code, output = rackcron(repo, "diff", "fleet", "--base", "main", "--head", "links")
-    assert code == 1 and "Traceback" not in output, output[-2000:]
+    result = rackcron("diff", "fleet", "--base", "main", "--head", "links", cwd=repo)
+    output = result.stdout
+    assert result.returncode == 1 and "Traceback" not in output, output[-2000:]
     assert output.count(f"holds more than {MAX_TREE_BYTES} bytes of YAML in all") == 1, output
 
 
@@ -128,26 +110,30 @@ def test_the_working_copy_reads_by_the_same_rule(repo: Path, tmp_path: Path) -> 
     (tree / "racks.yaml").write_text(ONE_RACK)
     with open(tree / "bomb.yaml", "wb") as bomb:
         bomb.truncate(BOMB_BYTES)
-    code, output = rackcron(tmp_path, "validate", "tree")
-    assert code == 1 and "MemoryError" not in output, output[-2000:]
+    result = rackcron("validate", "tree", cwd=tmp_path)
+    output = result.stdout
+    assert result.returncode == 1 and "MemoryError" not in output, output[-2000:]
     assert f"tree/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output
     # the same file named alone
-    code, output = rackcron(tmp_path, "validate", "tree/bomb.yaml")
-    assert code == 1 and "MemoryError" not in output, output[-2000:]
+    result = rackcron("validate", "tree/bomb.yaml", cwd=tmp_path)
+    output = result.stdout
+    assert result.returncode == 1 and "MemoryError" not in output, output[-2000:]
     assert f"file is larger than {MAX_FILE_BYTES} bytes" in output
     # and the links, checked out
     git(repo, "checkout", "-q", "links")
     try:
-        code, output = rackcron(repo, "validate", "fleet")
+        result = rackcron("validate", "fleet", cwd=repo)
+        output = result.stdout
     finally:
         git(repo, "checkout", "-q", "main")
-    assert code == 1, output[-2000:]
+    assert result.returncode == 1, output[-2000:]
     assert output.count(f"holds more than {MAX_TREE_BYTES} bytes of YAML in all") == 1, output
 
 
 def test_the_sync_daemon_refuses_the_round_unread(repo: Path, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/db"
     args = ["sync", "--repo", str(repo), "--path", "fleet", "--branch", "bomb", "--once"]
-    code, output = rackcron(tmp_path, *args, "--database-url", db)
-    assert code == 1 and "Traceback" not in output, output[-2000:]
+    result = rackcron(*args, "--database-url", db, cwd=tmp_path)
+    output = result.stdout
+    assert result.returncode == 1 and "Traceback" not in output, output[-2000:]
     assert f"invalid: 1 errors, first: fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, output  # fmt: skip

@@ -2,8 +2,8 @@
 
 Everything listens on 127.0.0.1. The simulator runs on a hand-moved clock, so no test
 waits for an operation to end; the only sleeps are the server's fault delay and an idle
-keep-alive timeout, each a fraction of a second. TLS material is made per module with
-the ``openssl`` command-line tool (skipped without it).
+keep-alive timeout, each a fraction of a second. TLS material is made per module
+(``pki``: tests/support/pki.py).
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -38,8 +37,9 @@ from rackcron.dispatcher.controllers.http import HttpController
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
-from tests.support.controller import rack_controller_process
+from tests.support.controller import controller_server, rack_controller_process
 from tests.support.peers import Canned, Trickler, deep_json
+from tests.support.pki import Pki
 
 TOKEN = "s3cret-token"
 
@@ -77,13 +77,6 @@ def simulator(ticks: Ticks) -> Simulator:
     return Simulator(durations={"POWER_ON": 0.2}, default_duration=1.0, clock=ticks)
 
 
-def _serve(simulator: Simulator, **options: object) -> Iterator[ControllerServer]:
-    server = ControllerServer("127.0.0.1", 0, simulator, **options)  # type: ignore[arg-type]
-    server.start()
-    yield server
-    server.shutdown()
-
-
 def _client(url: str, **options: object) -> Iterator[HttpController]:
     client = HttpController(url, **options)  # type: ignore[arg-type]
     yield client
@@ -92,7 +85,8 @@ def _client(url: str, **options: object) -> Iterator[HttpController]:
 
 @pytest.fixture
 def server(simulator: Simulator) -> Iterator[ControllerServer]:
-    yield from _serve(simulator, token=TOKEN)
+    with controller_server(simulator, token=TOKEN) as server:
+        yield server
 
 
 @pytest.fixture
@@ -164,7 +158,7 @@ def test_unknown_task(client: HttpController) -> None:
 
 def test_failed_operation_carries_its_message(ticks: Ticks) -> None:
     simulator = Simulator(durations={"POWER_ON": 0.2}, failure_rate=1.0, clock=ticks)
-    for failing in _serve(simulator):
+    with controller_server(simulator) as failing:
         for client in _client(failing.url):
             order = _order()
             client.submit(order)
@@ -277,13 +271,13 @@ def test_a_connection_closed_while_idle_is_reopened(
     idle = server_module.Limits(idle_timeout=0.1)
     options: dict[str, object] = {}
     if scheme == "http":
-        servers = _serve(simulator, token=TOKEN, limits=idle)
+        servers = controller_server(simulator, token=TOKEN, limits=idle)
     else:
         pki = request.getfixturevalue("pki")
-        servers = _serve(simulator, token=TOKEN, tls_cert=pki.server_cert,
-                         tls_key=pki.server_key, limits=idle)  # fmt: skip
+        servers = controller_server(simulator, token=TOKEN, tls_cert=pki.server_cert,
+                                    tls_key=pki.server_key, limits=idle)  # fmt: skip
         options = {"ca_file": pki.ca}
-    for server in servers:
+    with servers as server:
         for client in _client(server.url, token=TOKEN, **options):
             client.status(uuid.uuid4())
             time.sleep(0.3)  # the server closes the kept-alive connection meanwhile
@@ -319,67 +313,20 @@ def test_bad_configuration_is_refused(url: str, options: dict[str, object], mess
 # --- TLS -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: str
-    other_ca: str
-    server_cert: str
-    server_key: str
-    client_cert: str
-    client_key: str
-
-
-def _openssl(directory: Path, *args: str) -> None:
-    subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-
-
-def _make_ca(directory: Path, name: str) -> None:
-    _openssl(
-        directory,
-        *("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-        *("-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "1", "-subj", f"/CN={name}"),
-        *("-addext", "basicConstraints=critical,CA:TRUE"),
-        *("-addext", "keyUsage=critical,keyCertSign,cRLSign"),
-    )
-
-
-def _make_leaf(directory: Path, name: str, extensions: str) -> None:
-    (directory / f"{name}.ext").write_text(
-        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n" + extensions
-    )
-    _openssl(
-        directory,
-        *("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-        *("-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}"),
-    )
-    _openssl(
-        directory,
-        *("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
-        *("-CAcreateserial", "-out", f"{name}.pem", "-days", "1", "-extfile", f"{name}.ext"),
-    )
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    directory = tmp_path_factory.mktemp("pki")
-    _make_ca(directory, "ca")
-    _make_ca(directory, "other-ca")
-    _make_leaf(directory, "server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    _make_leaf(directory, "client", "extendedKeyUsage=clientAuth\n")
-    files = ("ca.pem", "other-ca.pem", "server.pem", "server.key", "client.pem", "client.key")
-    return Pki(*(str(directory / name) for name in files))
-
-
 @pytest.fixture
 def tls_server(simulator: Simulator, pki: Pki) -> Iterator[ControllerServer]:
-    yield from _serve(simulator, token=TOKEN, tls_cert=pki.server_cert, tls_key=pki.server_key)
+    with controller_server(
+        simulator, token=TOKEN, tls_cert=pki.server_cert, tls_key=pki.server_key
+    ) as server:
+        yield server
 
 
 @pytest.fixture
 def mtls_server(simulator: Simulator, pki: Pki) -> Iterator[ControllerServer]:
-    yield from _serve(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key, client_ca=pki.ca)
+    with controller_server(
+        simulator, tls_cert=pki.server_cert, tls_key=pki.server_key, client_ca=pki.ca
+    ) as server:
+        yield server
 
 
 def test_https_with_a_trusted_ca(
@@ -553,8 +500,8 @@ def test_a_trickled_tls_handshake_is_cut_at_the_request_deadline(
     simulator: Simulator, pki: Pki
 ) -> None:
     limits = server_module.Limits(request_timeout=0.5)
-    for server in _serve(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key,
-                         limits=limits):  # fmt: skip
+    with controller_server(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key,
+                           limits=limits) as server:  # fmt: skip
         port = int(server.url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
             client.sendall(b"\x16\x03\x01\x02\x00")  # a ClientHello's record header

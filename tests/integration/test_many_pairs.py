@@ -10,15 +10,14 @@ and keeps the exact count in its summary and its JSON.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from rackcron.reconciler.conflicts._report import MAX_LISTED
 from rackcron.reconciler.plan import MAX_WARNINGS
+from tests.support.cli import run_process
 from tests.support.trees import rack
 
 N = 1000
@@ -42,12 +41,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-def rackcron(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rackcron.cli", *args],
-        cwd=tree, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "RACKCRON_DEBUG": ""},
-    )  # fmt: skip
+#: The CLI in a subprocess, its stdout and stderr apart; fails when it runs past 120 s.
+rackcron = partial(run_process, timeout=120)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +53,7 @@ def rackcron(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_conflicts_list_a_bounded_number_of_pairs(tree: Path, fmt: str, mode: list[str]) -> None:
     # The schedules fire together on the whole rack: every pair collides in precise mode too.
-    result = rackcron(tree, "conflicts", ".", "--format", fmt, *mode)
+    result = rackcron("conflicts", ".", "--format", fmt, *mode, cwd=tree)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-2000:]
     assert len(output) < 100_000, f"{len(output)} characters"
@@ -72,7 +67,7 @@ def test_conflicts_list_a_bounded_number_of_pairs(tree: Path, fmt: str, mode: li
 
 
 def test_conflicts_json_keeps_the_exact_count(tree: Path) -> None:
-    result = rackcron(tree, "conflicts", ".", "--format", "json")
+    result = rackcron("conflicts", ".", "--format", "json", cwd=tree)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
     assert data["format_version"] == "1.2"
@@ -81,7 +76,7 @@ def test_conflicts_json_keeps_the_exact_count(tree: Path) -> None:
 
 
 def test_validate_with_conflicts_is_bounded(tree: Path) -> None:
-    result = rackcron(tree, "validate", ".", "--conflicts")
+    result = rackcron("validate", ".", "--conflicts", cwd=tree)
     output = result.stdout + result.stderr
     assert len(output) < 100_000 and len(output.splitlines()) <= MAX_LISTED + 5, len(output)
     assert f"{PAIRS - MAX_LISTED} more conflicts not listed" in output
@@ -90,7 +85,7 @@ def test_validate_with_conflicts_is_bounded(tree: Path) -> None:
 @pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
 def test_plan_lists_a_bounded_number_of_warnings(tree: Path, tmp_path: Path, fmt: str) -> None:
     db = f"sqlite:///{tmp_path}/db"
-    result = rackcron(tree, "plan", ".", "--format", fmt, "--database-url", db)
+    result = rackcron("plan", ".", "--format", fmt, "--database-url", db, cwd=tree)
     assert result.returncode == 0, result.stderr[-2000:]
     output = result.stdout
     if fmt == "json":

@@ -16,14 +16,13 @@ timeout is the failure, not a wall-clock assertion):
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from rackcron.reconciler.conflicts import MAX_PAIRS
+from tests.support.cli import run_process
 from tests.support.trees import rack
 
 # Seconds. Measured on a 2-core host: each run here takes 1-7 s; before the fix the same
@@ -48,12 +47,8 @@ def write_tree(tree: Path, n: int, racks: int) -> Path:
     return tree
 
 
-def rackcron(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rackcron.cli", *args],
-        cwd=tree, capture_output=True, text=True, timeout=TIMEOUT,
-        env={**os.environ, "RACKCRON_DEBUG": ""},
-    )  # fmt: skip
+#: The CLI in a subprocess, its stdout and stderr apart; fails when it runs past TIMEOUT.
+rackcron = partial(run_process, timeout=TIMEOUT)
 
 
 # --- several racks each: exact counts in linear time ----------------------------------------
@@ -74,7 +69,7 @@ def wider(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_coarse_count_of_multi_rack_schedules_is_exact_and_linear(wider: Path) -> None:
-    result = rackcron(wider, "conflicts", ".", "--format", "json")
+    result = rackcron("conflicts", ".", "--format", "json", cwd=wider)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
     assert data["format_version"] == "1.2"
@@ -89,7 +84,7 @@ def test_plan_warnings_count_of_multi_rack_schedules_is_exact_and_linear(
     wide: Path, tmp_path: Path
 ) -> None:
     db = f"sqlite:///{tmp_path}/db"
-    result = rackcron(wide, "plan", ".", "--format", "markdown", "--database-url", db)
+    result = rackcron("plan", ".", "--format", "markdown", "--database-url", db, cwd=wide)
     assert result.returncode == 0, result.stderr[-2000:]
     output = result.stdout
     # exact ("at least" when a lower bound): each pair once, however many racks it shares
@@ -112,7 +107,7 @@ def one_rack(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_precise_check_stops_at_its_budget_and_strict_fails_it(one_rack: Path) -> None:
-    result = rackcron(one_rack, "conflicts", ".", "--precise", "--format", "json", "--strict")
+    result = rackcron("conflicts", ".", "--precise", "--format", "json", "--strict", cwd=one_rack)
     assert result.returncode == 1, result.stderr[-2000:]  # an unfinished check never passes
     data = json.loads(result.stdout)
     assert data["format_version"] == "1.2"
@@ -127,7 +122,7 @@ def test_precise_check_stops_at_its_budget_and_strict_fails_it(one_rack: Path) -
 
 @pytest.mark.parametrize("fmt", ["text", "github"])
 def test_precise_check_says_it_is_incomplete_in_every_format(one_rack: Path, fmt: str) -> None:
-    result = rackcron(one_rack, "conflicts", ".", "--precise", "--format", fmt)
+    result = rackcron("conflicts", ".", "--precise", "--format", fmt, cwd=one_rack)
     assert result.returncode == 0, result.stderr[-2000:]  # without --strict: a warning
     output = result.stdout
     note = (
@@ -145,7 +140,9 @@ def test_precise_check_says_it_is_incomplete_in_every_format(one_rack: Path, fmt
 
 def test_the_budget_is_an_option(tmp_path: Path) -> None:
     tree = write_tree(tmp_path, 20, racks=2)
-    small = rackcron(tree, "conflicts", ".", "--precise", "--max-pairs", "10", "--format", "json")
+    small = rackcron(
+        "conflicts", ".", "--precise", "--max-pairs", "10", "--format", "json", cwd=tree
+    )
     assert small.returncode == 0, small.stderr[-2000:]
     data = json.loads(small.stdout)
     assert data["complete"] is False and data["count"] == 10 and data["count_exact"] is False
@@ -153,6 +150,6 @@ def test_the_budget_is_an_option(tmp_path: Path) -> None:
         "pairs": 190 - 10, "exact": True, "compared": 10,
         "stopped_at": {"name": "q0", "source": "schedules.yaml", "line": 2},
     }  # fmt: skip
-    whole = rackcron(tree, "conflicts", ".", "--precise", "--max-pairs", "190", "--strict")
+    whole = rackcron("conflicts", ".", "--precise", "--max-pairs", "190", "--strict", cwd=tree)
     assert whole.returncode == 1 and "incomplete" not in whole.stdout  # 190 conflicts, all found
     assert ": 190 conflicts." in whole.stdout

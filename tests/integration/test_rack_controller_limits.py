@@ -26,24 +26,17 @@ from socket import create_connection, socket
 import pytest
 
 from rackcron.dispatcher.controllers.server import ControllerServer, Limits
-from rackcron.dispatcher.controllers.simulator import Simulator
-from tests.support.controller import rack_controller_process
+from tests.support.controller import controller_server, rack_controller_process
 
 TOKEN = "s3cret-token"
 #: What the review's attacker sends on each connection: a PUT head promising a body.
 HUGE_PUT = b"PUT /v1/tasks/x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
 
 
-def _serve(**options: object) -> Iterator[ControllerServer]:
-    server = ControllerServer("127.0.0.1", 0, Simulator(), token=TOKEN, **options)  # type: ignore[arg-type]
-    server.start()
-    yield server
-    server.shutdown()
-
-
 @pytest.fixture
 def server() -> Iterator[ControllerServer]:
-    yield from _serve()
+    with controller_server(token=TOKEN) as server:
+        yield server
 
 
 def _port(url: str) -> int:
@@ -113,20 +106,23 @@ def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
 
 
 def test_connections_over_the_per_client_cap_are_told_busy_at_once() -> None:
-    for server in _serve(limits=Limits(max_per_client=2)):
-        with connect(server.url) as one, connect(server.url) as two:
-            time.sleep(0.1)  # each has its thread
-            with connect(server.url) as extra:
-                started = time.monotonic()
-                answer = answer_of(extra)
-                assert time.monotonic() - started < 0.5
-            head, _, body = answer.partition(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
-            assert json.loads(body) == {"error": "busy: too many connections from your address"}
-            assert get(server.url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
-            one.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert one_answer(one).startswith(b"HTTP/1.1 200 OK\r\n")  # still served
-            del two
+    with (
+        controller_server(token=TOKEN, limits=Limits(max_per_client=2)) as server,
+        connect(server.url) as one,
+        connect(server.url) as two,
+    ):
+        time.sleep(0.1)  # each has its thread
+        with connect(server.url) as extra:
+            started = time.monotonic()
+            answer = answer_of(extra)
+            assert time.monotonic() - started < 0.5
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+        assert json.loads(body) == {"error": "busy: too many connections from your address"}
+        assert get(server.url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
+        one.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert one_answer(one).startswith(b"HTTP/1.1 200 OK\r\n")  # still served
+        del two
 
 
 @pytest.mark.parametrize("token", [None, "wrong"], ids=["missing", "wrong"])
@@ -182,7 +178,7 @@ def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
         head += f"Authorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n".encode()
     else:
         head += b"X-Slow: "
-    for server in _serve(limits=limits):
+    with controller_server(token=TOKEN, limits=limits) as server:
         with connect(server.url) as client:
             client.sendall(head)
             stop = threading.Event()
@@ -202,17 +198,17 @@ def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
 def test_a_kept_alive_connection_idles_within_its_own_timeout() -> None:
     # The request deadline runs from a request's first byte: a client idle between
     # requests (as the http driver's pool is) is not cut by it, only by idle_timeout.
-    for server in _serve(limits=Limits(idle_timeout=1.0, request_timeout=0.3)):
-        with connect(server.url) as client:
-            request = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-            client.sendall(request)
-            assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
-            time.sleep(0.5)  # longer than request_timeout, shorter than idle_timeout
-            client.sendall(request)
-            assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
-            started = time.monotonic()
-            assert answer_of(client) == b""
-            assert 0.8 < time.monotonic() - started < 1.5
+    limits = Limits(idle_timeout=1.0, request_timeout=0.3)
+    with controller_server(token=TOKEN, limits=limits) as server, connect(server.url) as client:
+        request = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        client.sendall(request)
+        assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+        time.sleep(0.5)  # longer than request_timeout, shorter than idle_timeout
+        client.sendall(request)
+        assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+        started = time.monotonic()
+        assert answer_of(client) == b""
+        assert 0.8 < time.monotonic() - started < 1.5
 
 
 def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The gRPC shim's security and operability, over real channels on 127.0.0.1.
 
-* TLS and mTLS: who the handshake lets in (certificates made here, per module);
+* TLS and mTLS: who the handshake lets in (the ``pki`` fixture's certificates, per module);
 * bearer tokens: what is refused (before any handler runs, changing nothing),
   what is let in, what is exempt (health), and ``load_tokens``;
 * health checking, graceful stop (in-flight RPCs drain, new ones are refused);
@@ -15,23 +15,15 @@ ones about "a refused write changes nothing" and store failures run on every bac
 
 from __future__ import annotations
 
-import dataclasses
-import ipaddress
 import logging
 import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from google.protobuf import descriptor_pool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -78,121 +70,6 @@ FLOW_METHODS = {
     "CancelTask",
 }
 CORRELATION = re.compile(r"correlation id ([0-9a-f]{16})")
-
-
-# --- certificates ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Pki:
-    """PEM file paths: a CA, a server and a client certificate it signed, and a stranger."""
-
-    ca: str
-    server_cert: str
-    server_key: str
-    client_cert: str
-    client_key: str
-    other_ca: str  # an unrelated CA ...
-    other_client_cert: str  # ... and a client certificate it signed
-    other_client_key: str
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _certificate(
-    subject: str,
-    key: ec.EllipticCurvePrivateKey,
-    issuer: x509.Certificate | None,
-    issuer_key: ec.EllipticCurvePrivateKey,
-    *,
-    usage: x509.ObjectIdentifier | None = None,
-    san: list[x509.GeneralName] | None = None,
-) -> x509.Certificate:
-    now = datetime.now(UTC)
-    is_ca = usage is None
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer.subject if issuer is not None else _name(subject))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-            critical=False,
-        )
-    )
-    if is_ca:
-        builder = builder.add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    else:
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    if san:
-        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _write(directory: Path, name: str, cert: x509.Certificate, key: Any = None) -> tuple[str, str]:
-    cert_path = directory / f"{name}.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path = directory / f"{name}.key"
-    if key is not None:
-        key_path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-    return str(cert_path), str(key_path)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-
-    def new_key() -> ec.EllipticCurvePrivateKey:
-        return ec.generate_private_key(ec.SECP256R1())
-
-    ca_key, other_ca_key = new_key(), new_key()
-    ca = _certificate("rackcron test CA", ca_key, None, ca_key)
-    other_ca = _certificate("unrelated CA", other_ca_key, None, other_ca_key)
-    server_key, client_key, other_client_key = new_key(), new_key(), new_key()
-    server = _certificate(
-        "localhost",
-        server_key,
-        ca,
-        ca_key,
-        usage=ExtendedKeyUsageOID.SERVER_AUTH,
-        san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
-    )
-    client = _certificate("client", client_key, ca, ca_key, usage=ExtendedKeyUsageOID.CLIENT_AUTH)
-    other_client = _certificate(
-        "stranger", other_client_key, other_ca, other_ca_key, usage=ExtendedKeyUsageOID.CLIENT_AUTH
-    )
-    ca_path, _ = _write(directory, "ca", ca)
-    other_ca_path, _ = _write(directory, "other-ca", other_ca)
-    server_paths = _write(directory, "server", server, server_key)
-    client_paths = _write(directory, "client", client, client_key)
-    other_paths = _write(directory, "other-client", other_client, other_client_key)
-    return Pki(ca_path, *server_paths, *client_paths, other_ca_path, *other_paths)
 
 
 # --- servers, channels, calls ------------------------------------------------------------------

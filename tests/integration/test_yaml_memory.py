@@ -13,12 +13,7 @@ subprocess with a 1 GiB address-space limit and must peak under :data:`MAX_RSS`.
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
-import sys
-import tempfile
-import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -31,51 +26,28 @@ from rackcron.reconciler.yamlsource import (
     MAX_NODES,
     MAX_TREE_DOCUMENTS,
 )
+from tests.support.cli import LIMIT_AS, MAX_RSS, run_process
 from tests.support.trees import documents, rack
 
-#: The address space a command may use (a safety net: the test must not eat the machine).
-LIMIT_AS = 1024 * 1024 * 1024
-#: The resident memory a command may peak at.
-MAX_RSS = 256 * 1024 * 1024
 #: A document per six bytes, as many as an 8 MiB file holds.
 TINY_DOCUMENT = "--- 1\n"
 TINY_DOCUMENTS = MAX_FILE_BYTES // len(TINY_DOCUMENT) - 1
 
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
-
-
-def rackcron(*args: str, timeout: float = 60) -> tuple[int, str]:
-    """Run the CLI; its exit status and stdout+stderr. Fails when it peaked over
-    :data:`MAX_RSS` or ran past ``timeout`` seconds."""
-    with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rackcron.cli", *args],
-            stdout=output, stderr=subprocess.STDOUT, preexec_fn=_limit_memory,
-            env={**os.environ, "RACKCRON_DEBUG": ""},
-        )  # fmt: skip
-        timer = threading.Timer(timeout, process.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(process.pid, 0)
-        finally:
-            timer.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)
-        output.seek(0)
-        text = output.read().decode()
-    assert process.returncode != -9, f"killed after {timeout}s: {args}"
-    assert usage.ru_maxrss * 1024 < MAX_RSS, f"peaked at {usage.ru_maxrss // 1024} MiB: {args}"
-    assert "Traceback" not in text and "internal error" not in text, text[-2000:]
-    return process.returncode, text
+#: The CLI in a subprocess limited to :data:`LIMIT_AS` of address space, stderr into
+#: stdout. Fails when it peaked over :data:`MAX_RSS`, ran past ``timeout`` seconds (60
+#: unless given), or crashed.
+rackcron = partial(
+    run_process, timeout=60, memory_limit=LIMIT_AS, max_rss=MAX_RSS, merge_stderr=True,
+    fail_on_crash=True,
+)  # fmt: skip
 
 
 def test_millions_of_documents_are_capped_and_so_is_the_report(tmp_path: Path) -> None:
     for name in ("a", "b"):
         (tmp_path / f"{name}.yaml").write_text(TINY_DOCUMENT * TINY_DOCUMENTS)
-    code, output = rackcron("validate", str(tmp_path))
-    assert code == 1
-    lines = output.splitlines()
+    result = rackcron("validate", str(tmp_path))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
     assert len(lines) == MAX_LISTED + 2, lines[-3:]  # the first 1,000, the rest, the summary
     rest = 2 * MAX_FILE_DOCUMENTS + 2 - MAX_LISTED  # one per document, one per file's cap
     assert lines[-2] == f"... and {rest} more errors not listed", lines[-2]
@@ -84,13 +56,12 @@ def test_millions_of_documents_are_capped_and_so_is_the_report(tmp_path: Path) -
         == f"2 files, {2 * MAX_FILE_DOCUMENTS} documents: {rest + MAX_LISTED} errors, 0 warnings"
     )
 
-    code, output = rackcron("validate", str(tmp_path), "--format", "json")
+    output = rackcron("validate", str(tmp_path), "--format", "json").stdout
     report = json.loads(output[: output.rindex("}") + 1])
     assert report["format_version"] == "1.1" and report["errors"] == rest + MAX_LISTED
     assert report["omitted"] == rest and len(report["diagnostics"]) == MAX_LISTED
 
-    code, output = rackcron("validate", str(tmp_path), "--format", "github")
-    lines = output.splitlines()
+    lines = rackcron("validate", str(tmp_path), "--format", "github").stdout.splitlines()
     assert lines[MAX_LISTED] == f"::error::... and {rest} more errors not listed", lines[-3:]
 
 
@@ -104,8 +75,9 @@ def test_a_tree_has_one_count_of_documents(tmp_path: Path, last: str) -> None:
     for i in range(files):
         (tmp_path / f"part-{i}.yaml").write_text(part)
     (tmp_path / "z.yaml").write_text(TINY_DOCUMENT * (10 if last == "short" else TINY_DOCUMENTS))
-    code, output = rackcron("validate", str(tmp_path))
-    assert code == 1
+    result = rackcron("validate", str(tmp_path))
+    assert result.returncode == 1
+    output = result.stdout
     # One error per document read, and one for the document the tree's count stopped at.
     assert output.splitlines()[-2:] == [
         f"... and {MAX_TREE_DOCUMENTS + 1 - MAX_LISTED} more errors not listed",
@@ -117,8 +89,9 @@ def test_a_tree_has_one_count_of_documents(tmp_path: Path, last: str) -> None:
 def test_a_long_flow_list_is_refused_before_it_is_built(tmp_path: Path) -> None:
     items = MAX_FILE_BYTES // 2 - 10
     (tmp_path / "a.yaml").write_text("[" + "a," * items + "a]")
-    code, output = rackcron("validate", str(tmp_path), timeout=20)
-    assert code == 1
+    result = rackcron("validate", str(tmp_path), timeout=20)
+    assert result.returncode == 1
+    output = result.stdout
     # The list is the first value; its 200,000th item starts at column 2 * 200,000.
     assert output.splitlines()[0] == (
         f"{tmp_path / 'a.yaml'}:1:{2 * MAX_NODES}: error: document holds more than"
@@ -131,6 +104,6 @@ def test_a_long_valid_file_is_read_whole(tmp_path: Path) -> None:
     racks = documents(*(rack(f"r{i}", i) for i in range(1, 2000)))
     assert len(racks) > CENSUS_BYTES
     (tmp_path / "racks.yaml").write_text(racks)
-    code, output = rackcron("validate", str(tmp_path))
-    assert code == 0, output[-1000:]
-    assert "1 files, 1999 documents: 0 errors" in output
+    result = rackcron("validate", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-1000:]
+    assert "1 files, 1999 documents: 0 errors" in result.stdout

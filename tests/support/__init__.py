@@ -4,8 +4,11 @@ A test module imports what it shares from here, never from another test module
 (``tests/unit/test_support_layout.py`` checks it).
 
 * ``cli``: ``run``, the ``rackcron`` command in-process, failing the test on a traceback;
-* ``controller``: ``rack_controller_process``, the reference rack controller in a child
-  process, with its URL;
+  ``run_process``, the command in a child process with a time bound and, optionally, a
+  memory bound (``LIMIT_AS`` of address space, a peak under ``MAX_RSS``);
+* ``controller``: the reference rack controller: ``controller_server``, a
+  ``ControllerServer`` in this process over a simulator, and ``rack_controller_process``,
+  the command in a child process, with its URL;
 * ``flow``: Flow request builders (``uid``, ``racks``, ``rack_targets``, ``operation``,
   ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
   ``failure`` (the ``grpc.RpcError`` a call fails with);
@@ -17,6 +20,8 @@ A test module imports what it shares from here, never from another test module
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);
 * ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
+* ``pki``: test certificates (``Pki``, ``make_pki``: a CA, a server and a client
+  certificate it signed, and a stranger's), the integration tests' ``pki`` fixture;
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen

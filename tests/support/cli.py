@@ -1,15 +1,29 @@
-"""The ``rackcron`` command run in-process, as the CLI tests run it."""
+"""The ``rackcron`` command as the CLI tests run it: in-process, or in a child process."""
 
 from __future__ import annotations
 
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import traceback
 from collections.abc import Mapping
+from pathlib import Path
 
 from click.testing import CliRunner, Result
 
 from rackcron.cli import main
 
-__all__ = ["run"]
+__all__ = ["LIMIT_AS", "MAX_RSS", "run", "run_process"]
+
+#: The address space a memory-bounded command is given (``memory_limit=LIMIT_AS``): a
+#: safety net, so that a test does not eat the machine.
+LIMIT_AS = 1024 * 1024 * 1024
+#: The resident memory a memory-bounded command may peak at (``max_rss=MAX_RSS``).
+MAX_RSS = 256 * 1024 * 1024
 
 
 def run(
@@ -33,3 +47,64 @@ def run(
         raise AssertionError(f"rackcron {' '.join(args)} raised:\n{shown}{result.output}")
     assert "Traceback" not in result.output, result.output
     return result
+
+
+def run_process(
+    *args: str,
+    timeout: float | None,
+    cwd: Path | None = None,
+    memory_limit: int | None = None,
+    max_rss: int | None = None,
+    merge_stderr: bool = False,
+    fail_on_crash: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m rackcron.cli ARGS`` in a child process (``RACKCRON_DEBUG`` empty, in
+    ``cwd``): its exit status, stdout and stderr, whatever the status.
+
+    Fails the test when the command runs past ``timeout`` seconds (it is killed then;
+    ``None``: no bound) or, with ``max_rss``, when it peaked at ``max_rss`` bytes of
+    resident memory or more. ``memory_limit``: the child's address space in bytes
+    (``RLIMIT_AS``). ``merge_stderr``: stderr is written into ``stdout`` as it comes
+    (``stderr`` is None). ``fail_on_crash``: also fails on "Traceback" or "internal error"
+    in the output, or on a child killed by a signal.
+    """
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rackcron.cli", *args],
+            cwd=cwd, stdout=out, stderr=subprocess.STDOUT if merge_stderr else err,
+            preexec_fn=None if memory_limit is None else limit_memory,
+            env={**os.environ, "RACKCRON_DEBUG": ""},
+        )  # fmt: skip
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            process.kill()
+
+        timer = threading.Timer(timeout, kill) if timeout is not None else None
+        if timer is not None:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        stdout = out.read().decode()
+        err.seek(0)
+        stderr = None if merge_stderr else err.read().decode()
+    killed = process.returncode == -signal.SIGKILL
+    assert not (killed and timed_out.is_set()), f"killed after {timeout}s: {args}"
+    if max_rss is not None:
+        # ru_maxrss is in KiB on Linux: the child, or its largest waited-for descendant (git).
+        assert usage.ru_maxrss * 1024 < max_rss, f"peaked at {usage.ru_maxrss // 1024} MiB: {args}"
+    if fail_on_crash:
+        text = stdout + (stderr or "")
+        assert process.returncode >= 0, f"killed by signal {-process.returncode}: {args}"
+        assert "Traceback" not in text and "internal error" not in text, text[-2000:]
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

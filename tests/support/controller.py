@@ -1,4 +1,5 @@
-"""The reference rack controller (``rackcron rack-controller``) in a child process."""
+"""The reference rack controller: a ``ControllerServer`` in this process, or the
+``rackcron rack-controller`` command in a child process."""
 
 from __future__ import annotations
 
@@ -10,7 +11,35 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["rack_controller_process"]
+from rackcron.dispatcher.controllers.server import ControllerServer, Limits
+from rackcron.dispatcher.controllers.simulator import Simulator
+
+__all__ = ["controller_server", "rack_controller_process"]
+
+
+@contextmanager
+def controller_server(
+    simulator: Simulator | None = None,
+    *,
+    token: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    client_ca: str | None = None,
+    limits: Limits | None = None,
+) -> Iterator[ControllerServer]:
+    """A :class:`ControllerServer` on a free 127.0.0.1 port over ``simulator`` (a new
+    ``Simulator()`` unless given), started; shut down when the block ends. ``limits``:
+    the server's default :class:`Limits` unless given."""
+    server = ControllerServer(
+        "127.0.0.1", 0, Simulator() if simulator is None else simulator,
+        token=token, tls_cert=tls_cert, tls_key=tls_key, client_ca=client_ca,
+        limits=Limits() if limits is None else limits,
+    )  # fmt: skip
+    server.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
 
 
 @contextmanager
