@@ -91,7 +91,10 @@ __all__ = [
     "ACTIVE_STATUSES",
     "ANSWERS",
     "CREATED",
+    "DEFAULT_QUEUE_TIMEOUT",
+    "EXPIRED_MESSAGE",
     "FINAL_STATUSES",
+    "MAX_WAITING",
     "OWES_STOP",
     "RUNNING_SET",
     "STOP_AGAIN",
@@ -113,6 +116,7 @@ __all__ = [
     "owes_stop",
     "promotions",
     "queue_deadline",
+    "queue_full",
     "status_values",
 ]
 
@@ -192,7 +196,7 @@ TRANSITIONS: Mapping[tuple[TaskStatus, Event], TaskStatus] = MappingProxyType(
     {
         # queued behind its rack's active task; it never left the store
         (_W, Event.PROMOTED): _P,
-        (_W, Event.EXPIRED): _F,
+        (_W, Event.EXPIRED): _T,  # the reference's status for a queue timeout
         (_W, Event.CANCELLED): _T,
         # the runner delivers it
         (_P, Event.ACCEPTED): _R,
@@ -340,22 +344,36 @@ def after_failure(failures: int, attempts: int) -> Event:
     return Event.RETRY_SCHEDULED if may_retry(failures, attempts) else Event.RETRIES_EXHAUSTED
 
 
-def admit(*, rack_busy: bool, queue: bool) -> TaskStatus | None:
+#: The most tasks one rack may hold waiting (the reference's limit): one more is refused.
+MAX_WAITING = 5
+#: A waiting task's queue timeout when its operation sets none (the reference's default).
+DEFAULT_QUEUE_TIMEOUT = timedelta(hours=1)
+#: The message of a waiting task whose queue timeout passed (the reference's words).
+EXPIRED_MESSAGE = "expired: queue timeout reached"
+
+
+def admit(*, rack_busy: bool, queue: bool, waiting: int = 0) -> TaskStatus | None:
     """A new task's first status under the task manager's conflict rule, or None if refused.
 
     At most one active task per rack: an idle rack's task is pending (``SUBMITTED``); a busy
-    rack's waits (``QUEUED``) when its schedule's overlap policy is queue (``queue``), and
-    is refused under skip.
+    rack's waits (``QUEUED``) when its schedule's overlap policy is queue (``queue``) and
+    the rack holds fewer than :data:`MAX_WAITING` waiting tasks (``waiting``), and is
+    refused otherwise (:func:`queue_full` says which).
     """
     if not rack_busy:
         return CREATED[Event.SUBMITTED]
-    return CREATED[Event.QUEUED] if queue else None
+    return CREATED[Event.QUEUED] if queue and not queue_full(waiting) else None
 
 
-def queue_deadline(now: datetime, timeout_seconds: float | None) -> datetime | None:
-    """When a task queued at ``now`` expires; None (it waits as long as it takes) when
-    its operation sets no queue timeout (absent or 0)."""
-    return now + timedelta(seconds=timeout_seconds) if timeout_seconds else None
+def queue_full(waiting: int) -> bool:
+    """Whether a rack holding ``waiting`` waiting tasks may queue no more."""
+    return waiting >= MAX_WAITING
+
+
+def queue_deadline(now: datetime, timeout_seconds: float | None) -> datetime:
+    """When a task queued at ``now`` expires: after its operation's queue timeout, or
+    :data:`DEFAULT_QUEUE_TIMEOUT` when it sets none (absent or 0, proto3's unset)."""
+    return now + (timedelta(seconds=timeout_seconds) if timeout_seconds else DEFAULT_QUEUE_TIMEOUT)
 
 
 def expired(expires_at: datetime | None, now: datetime) -> bool:

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from rackcron.lifecycle import (
+    EXPIRED_MESSAGE,
     RUNNING_SET,
     STOP_AGAIN,
     Duty,
@@ -313,7 +314,8 @@ class DeliveryOps(TaskOps):
         return found
 
     def expire_queued(self) -> int:
-        """Fail every waiting task whose queue timeout has passed; returns how many."""
+        """End every waiting task whose queue timeout has passed (``terminated``, as the
+        reference); returns how many."""
         result = self.conn.execute(
             task.update()
             .where(  # lifecycle.expired, set-wise
@@ -323,7 +325,7 @@ class DeliveryOps(TaskOps):
             )
             .values(
                 status=next_status(TaskStatus.WAITING, Event.EXPIRED).value,
-                message="queue timeout expired before the rack was free",
+                message=EXPIRED_MESSAGE,
                 finished_at=self.now,
                 updated_at=self.now,
             )

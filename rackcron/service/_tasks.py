@@ -44,6 +44,7 @@ from rackcron.lifecycle import (
     next_status,
     owes_stop,
     queue_deadline,
+    queue_full,
 )
 from rackcron.models import OperationTemplate, OverlapPolicy, Page, Task
 from rackcron.service import _rows
@@ -305,6 +306,8 @@ class TaskOps(OpsBase):
         blocking = self._active_task_per_rack(
             sorted({r.rack_id for r in requests if r.rack_id in on_rack}, key=str)
         )
+        queued = any(r.policy == OverlapPolicy.QUEUE for r in requests)
+        waiting = self._waiting_per_rack(sorted(blocking, key=str)) if queued else {}
         operations: dict[int, str] = {}  # the operation text of each template
         task_rows: dict[TaskStatus, list[tuple[Any, ...]]] = {}
         submissions = []
@@ -318,13 +321,17 @@ class TaskOps(OpsBase):
                 message = f"no component of rack {rack_id} matches the scope's filter"
                 submissions.append(Submission(error=message))
                 continue
-            status = admit(
-                rack_busy=rack_id in blocking, queue=request.policy == OverlapPolicy.QUEUE
-            )
+            queue = request.policy == OverlapPolicy.QUEUE
+            held = waiting.get(rack_id, 0)
+            status = admit(rack_busy=rack_id in blocking, queue=queue, waiting=held)
             if status is None:
                 message = f"rack {rack_id} already has an active task {blocking[rack_id]}"
+                if queue and queue_full(held):
+                    message = f"rack {rack_id}: waiting queue is full ({held} waiting tasks)"
                 submissions.append(Submission(error=message))
                 continue
+            if status == TaskStatus.WAITING:
+                waiting[rack_id] = held + 1
             task_id = new_task_id()
             blocking.setdefault(rack_id, task_id)
             template = request.template
@@ -388,6 +395,18 @@ class TaskOps(OpsBase):
                 found[racks[rack_id]] = (
                     sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []
                 )
+        return found
+
+    def _waiting_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, int]:
+        """How many waiting tasks each of these racks holds (racks with none are absent)."""
+        found: dict[uuid.UUID, int] = {}
+        for chunk in chunked(rack_ids):
+            query = (
+                sa.select(task.c.rack_id, sa.func.count())
+                .where(task.c.rack_id.in_(chunk), task.c.status == TaskStatus.WAITING.value)
+                .group_by(task.c.rack_id)
+            )
+            found.update((rack_id, count) for rack_id, count in self.conn.execute(query).all())
         return found
 
     def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:

@@ -25,10 +25,11 @@ def test_workers_drain_a_backlog_firing_each_schedule_once(service, fleet, clock
     clock.advance(hours=1)
     summary = Dispatcher(service, batch_size=7, workers=workers).poll()
     assert summary.fired == 120
-    assert sum(summary.results.values()) == 240 and summary.results["failed"] == 0
+    # 48 scopes per rack: one task runs, five wait (a rack's most), the rest are refused.
+    assert summary.results == Counter(submitted=5, queued=25, failed=210)
     tasks = service.list_tasks().items
     assert Counter(t.scope_id for t in tasks).most_common(1)[0][1] == 1  # once per scope
-    assert {t.schedule_id for t in tasks} == {s.id for s in schedules}
+    assert len(tasks) == 30 and {t.schedule_id for t in tasks} <= {s.id for s in schedules}
     assert Dispatcher(service, workers=workers).poll().fired == 0  # nothing left due
 
 

@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from rackcron.gcpause import gc_paused
+from rackcron.lifecycle import MAX_WAITING
 from rackcron.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.service._tasks import SubmissionRefused, new_task_id
@@ -106,20 +107,23 @@ def test_many_schedules_fire_in_one_call_with_one_task_per_scope(service, fleet,
     fired = service.fire_due(batch_size=16)
     assert [r.firing.schedule.name for r in fired] == [s.name for s in schedules]
     tasks = service.list_tasks().items
-    assert len(tasks) == 80
+    assert len(tasks) == 30  # 16 scopes per rack: one task runs, five wait, ten are refused
     assert set(Counter(t.scope_id for t in tasks).values()) == {1}
-    # One task per rack runs; every other one waits behind it, across batches too.
+    # One task per rack runs; five wait behind it (a rack's most), across batches too.
     statuses = Counter((t.rack_id, t.status) for t in tasks)
     assert {statuses[(rack, TaskStatus.PENDING)] for rack in racks} == {1}
+    assert {statuses[(rack, TaskStatus.WAITING)] for rack in racks} == {MAX_WAITING}
+    with_task = {t.scope_id for t in tasks}
     for schedule in schedules:
-        scopes = service.list_scopes(schedule.id)
-        assert all(s.last_task_id is not None for s in scopes)
+        for scope in service.list_scopes(schedule.id):
+            assert (scope.last_task_id is not None) is (scope.id in with_task)
         assert service.get_schedule(schedule.id).next_run_at > clock.now
 
 
 def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) -> None:
     """Each phase runs a fixed number of statements, however many schedules it fires
-    (tasks are inserted with one statement per status: pending, and waiting)."""
+    (tasks are inserted with one statement per status: pending, and waiting; the busy
+    racks' waiting tasks are counted with one)."""
 
     def statements_to_fire(count: int) -> int:
         schedules = [
@@ -142,9 +146,11 @@ def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) ->
             service.delete_schedule(schedule.id)
         return len(seen)
 
-    one = statements_to_fire(1)  # its task is pending: one insert
-    assert statements_to_fire(30) == one + 1  # pending and waiting tasks: two inserts
-    assert statements_to_fire(90) == one  # every rack busy by now: all waiting, one insert
+    one = statements_to_fire(1)  # its task is pending: one insert, and no rack busy
+    # Pending and waiting tasks: two inserts, and one count of the busy racks' waiting tasks.
+    assert statements_to_fire(30) == one + 2
+    # Every rack busy by now with a full queue: all refused (no insert), however many.
+    assert statements_to_fire(90) == statements_to_fire(60)
 
 
 def test_a_failing_batch_insert_is_redone_scope_by_scope(service, fleet, clock) -> None:

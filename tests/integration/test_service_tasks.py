@@ -88,10 +88,12 @@ def test_task_fields(service, fleet, clock) -> None:
 
 
 @pytest.mark.parametrize(
-    ("timeout", "expires"), [(120, timedelta(seconds=120)), (0, None)], ids=["timeout", "none"]
+    ("timeout", "expires"),
+    [(120, timedelta(seconds=120)), (0, timedelta(hours=1))],
+    ids=["timeout", "none-the-default-hour"],
 )
-def test_queue_expires_at_only_for_waiting_tasks_with_a_timeout(service, fleet, clock, timeout,
-                                                                expires) -> None:  # fmt: skip
+def test_queue_expires_at_only_for_waiting_tasks(service, fleet, clock, timeout,
+                                                 expires) -> None:  # fmt: skip
     schedule = create(service, fleet.racks[:1], policy=OverlapPolicy.QUEUE,
                       queue_options=QueueOptions(queue_timeout_seconds=timeout))  # fmt: skip
     (pending,) = service.get_tasks(service.trigger(schedule.id).task_ids)
@@ -99,7 +101,28 @@ def test_queue_expires_at_only_for_waiting_tasks_with_a_timeout(service, fleet, 
     (waiting,) = service.get_tasks(service.trigger(schedule.id).task_ids)
     assert pending.queue_expires_at is None
     assert waiting.status == TaskStatus.WAITING
-    assert waiting.queue_expires_at == (clock.now + expires if expires else None)
+    assert waiting.queue_expires_at == clock.now + expires
+
+
+def test_a_rack_holds_at_most_five_waiting_tasks(service, fleet, clock) -> None:
+    """The reference's limit: a sixth queued task on a busy rack is refused, by a firing
+    and by a manual trigger alike, and nothing is written for it."""
+    rack = fleet.racks[0]
+    runs = create(service, [rack], name="runs")
+    queued = [create(service, [rack], name=f"q{i}", policy=OverlapPolicy.QUEUE) for i in range(7)]
+    service.trigger(runs.id)
+    for schedule in queued[:5]:
+        (task,) = service.get_tasks(service.trigger(schedule.id).task_ids)
+        assert task.status == TaskStatus.WAITING
+    before = service.list_tasks().total
+    with pytest.raises(FailedPrecondition, match="waiting queue is full"):
+        service.trigger(queued[5].id)
+    clock.advance(hours=2)  # all come due: q6's firing is refused, not queued
+    fired = {r.firing.schedule.name: r for r in service.fire_due()}
+    assert [o.result for o in fired["q6"].outcomes] == ["failed"]
+    assert "waiting queue is full" in fired["q6"].outcomes[0].error
+    tasks = service.list_tasks().items
+    assert len(tasks) == before and sum(t.status == TaskStatus.WAITING for t in tasks) == 5
 
 
 def test_cancel_active_task_terminates_it(service, tasks, clock) -> None:

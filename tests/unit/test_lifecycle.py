@@ -15,7 +15,9 @@ from rackcron.errors import FailedPrecondition, IllegalTransition
 from rackcron.lifecycle import (
     ACTIVE_STATUSES,
     CREATED,
+    DEFAULT_QUEUE_TIMEOUT,
     FINAL_STATUSES,
+    MAX_WAITING,
     OWES_STOP,
     RUNNING_SET,
     STOP_AGAIN,
@@ -37,6 +39,7 @@ from rackcron.lifecycle import (
     owes_stop,
     promotions,
     queue_deadline,
+    queue_full,
     status_values,
 )
 
@@ -47,7 +50,7 @@ GRID = """
 SUBMITTED          .   .   .   .   .   .   .
 QUEUED             .   .   .   .   .   .   .
 PROMOTED           P   .   .   .   .   .   .
-EXPIRED            F   .   .   .   .   .   .
+EXPIRED            T   .   .   .   .   .   .
 CANCELLED          T   T*  T*  .   .   .   .
 ACCEPTED           .   R   .   .   .   .   .
 STILL_RUNNING      .   .   R   .   .   .   .
@@ -274,19 +277,25 @@ def test_a_failed_call_is_retried_until_the_attempts_are_spent(
 
 
 @pytest.mark.parametrize(
-    ("busy", "queue", "status"),
+    ("busy", "queue", "waiting", "status"),
     [
-        (False, False, TaskStatus.PENDING),
-        (False, True, TaskStatus.PENDING),
-        (True, True, TaskStatus.WAITING),
-        (True, False, None),
+        (False, False, 0, TaskStatus.PENDING),
+        (False, True, 0, TaskStatus.PENDING),
+        (False, True, MAX_WAITING, TaskStatus.PENDING),
+        (True, True, 0, TaskStatus.WAITING),
+        (True, True, MAX_WAITING - 1, TaskStatus.WAITING),
+        (True, True, MAX_WAITING, None),
+        (True, False, 0, None),
     ],
-    ids=["idle-skip", "idle-queue", "busy-queue-waits", "busy-skip-refused"],
-)
-def test_admit_is_one_active_task_per_rack(
-    busy: bool, queue: bool, status: TaskStatus | None
+    ids=["idle-skip", "idle-queue", "idle-full-queue", "busy-queue-waits", "busy-last-place",
+         "busy-queue-full-refused", "busy-skip-refused"],
+)  # fmt: skip
+def test_admit_is_one_active_task_per_rack_and_five_waiting(
+    busy: bool, queue: bool, waiting: int, status: TaskStatus | None
 ) -> None:
-    assert admit(rack_busy=busy, queue=queue) == status
+    assert MAX_WAITING == 5  # the reference's limit
+    assert admit(rack_busy=busy, queue=queue, waiting=waiting) == status
+    assert queue_full(waiting) is (waiting >= 5)
 
 
 def test_a_task_is_created_pending_or_waiting() -> None:
@@ -302,14 +311,15 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("timeout", "expected"),
     [
-        (None, None),
-        (0, None),
+        (None, NOW + timedelta(hours=1)),
+        (0, NOW + timedelta(hours=1)),
         (30, NOW + timedelta(seconds=30)),
         (1.5, NOW + timedelta(seconds=1.5)),
     ],
     ids=["absent", "zero", "seconds", "fraction"],
 )
-def test_queue_deadline(timeout: float | None, expected: datetime | None) -> None:
+def test_queue_deadline(timeout: float | None, expected: datetime) -> None:
+    assert timedelta(hours=1) == DEFAULT_QUEUE_TIMEOUT  # the reference's default
     assert queue_deadline(NOW, timeout) == expected
 
 
