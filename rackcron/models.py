@@ -225,6 +225,9 @@ class ScheduleConfig(_Model):
     spec: str = ""
     timezone: str = ""
     overlap_policy: OverlapPolicy | None = None
+    #: False: the request carried no ``spec`` message (an update whose mask names
+    #: ``schedule.spec.timezone`` is then refused). Never stored or dumped.
+    spec_given: bool = Field(default=True, exclude=True)
 
 
 class Management(_Model):

@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from rackcron.derived import derive
-from rackcron.errors import InvalidArgument
+from rackcron.errors import FailedPrecondition, InvalidArgument
 from rackcron.models import (
     BringUp,
     Ingest,
@@ -27,6 +27,7 @@ from rackcron.models import (
 )
 
 __all__ = [
+    "check_rule_id",
     "from_visible",
     "task_operation_text",
     "to_template",
@@ -49,8 +50,10 @@ _POWER_OPS = {
 def to_template(op: Operation) -> OperationTemplate:
     """Store ``op`` without its target.
 
-    :raises InvalidArgument: a parameter cannot be stored (authentication data,
-        a firmware window with end before start).
+    :raises InvalidArgument: a parameter cannot be stored (a malformed, empty or nil
+        rule_id, a firmware window with end before start).
+    :raises FailedPrecondition: authentication data (no cipher is configured to encrypt
+        it), once every other parameter is checked.
     """
     info: dict[str, Any]
     match op:
@@ -68,17 +71,40 @@ def to_template(op: Operation) -> OperationTemplate:
             _queue_timeout(op.queue_options, info, op.kind)
         case _:  # pragma: no cover - the union is closed
             raise InvalidArgument("operation is required")
-    if op.rule_id:
-        try:
-            info["rule_id"] = str(uuid.UUID(op.rule_id))
-        except ValueError:
-            raise InvalidArgument(
-                f'operation.{op.kind}.rule_id: invalid UUID "{op.rule_id}"'
-            ) from None
+    rule_id = check_rule_id(op)
+    if rule_id is not None:
+        info["rule_id"] = str(rule_id)
     if getattr(op, "override_readiness_check", False):
         info["override_readiness_check"] = True
     _check_strings(info, f"operation.{op.kind}")
+    if isinstance(op, UpgradeFirmware) and op.authentication_data is not None:
+        # After every INVALID_ARGUMENT check, as the reference without a cipher.
+        raise FailedPrecondition(
+            "operation.upgrade_firmware.authentication_data: cannot be stored: no cipher is"
+            " configured to encrypt it (rackcron does not store firmware credentials;"
+            " configure them on the rack controller)"
+        )
     return OperationTemplate(type=kind, code=code, information=info)
+
+
+def check_rule_id(op: Operation) -> uuid.UUID | None:
+    """The operation's ``rule_id``, None when unset.
+
+    :raises InvalidArgument: set, but empty, malformed or the nil UUID (as the reference:
+        docs/spec/flow-wire.md "5. Deliberate differences from the reference implementation").
+    """
+    if op.rule_id is None:
+        return None
+    field = f"operation.{op.kind}.rule_id"
+    if not op.rule_id:
+        raise InvalidArgument(f"{field}: must not be empty when set")
+    try:
+        rule_id = uuid.UUID(op.rule_id)
+    except ValueError:
+        raise InvalidArgument(f'{field}: invalid UUID "{op.rule_id}"') from None
+    if rule_id.int == 0:
+        raise InvalidArgument(f'{field}: must not be the nil UUID "{op.rule_id}"')
+    return rule_id
 
 
 def _check_strings(value: Any, field: str) -> None:
@@ -118,11 +144,6 @@ def _queue_timeout(options: Any, info: dict[str, Any], kind: str) -> None:
 
 
 def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:
-    if op.authentication_data is not None:
-        raise InvalidArgument(
-            "operation.upgrade_firmware.authentication_data: not supported; rackcron does not"
-            " store firmware credentials (configure them on the rack controller)"
-        )
     info: dict[str, Any] = {"operation": 1}
     if op.target_version:
         info["target_version"] = op.target_version

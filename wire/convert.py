@@ -135,6 +135,7 @@ def to_config(message: pb.ScheduleConfig) -> ScheduleConfig:
         spec=message.spec.spec,
         timezone=message.spec.timezone,
         overlap_policy=_enum(_POLICIES, message.overlap_policy, "schedule.overlap_policy"),
+        spec_given=message.HasField("spec"),
     )
 
 
@@ -207,6 +208,13 @@ def _timestamp(message: Message, field: str, path: str) -> datetime | None:
 
 
 def _authentication(message: pb.UpgradeFirmwareRequest) -> FirmwareAuthentication | None:
+    """The authentication data, None when absent.
+
+    :raises InvalidArgument: present with neither ``shared`` nor ``per_component`` set
+        (the reference refuses an empty oneof).
+    """
+    if not message.HasField("authentication_data"):
+        return None
     data = message.authentication_data
     kind = data.WhichOneof("value")
     if kind == "shared":
@@ -216,7 +224,9 @@ def _authentication(message: pb.UpgradeFirmwareRequest) -> FirmwareAuthenticatio
         return FirmwareAuthentication(
             **{f: getattr(per, f) for f in ("compute", "nvswitch", "powershelf") if per.HasField(f)}
         )
-    return None
+    raise InvalidArgument(
+        "operation.upgrade_firmware.authentication_data: set one of shared or per_component"
+    )
 
 
 def _common(message: Any) -> dict[str, Any]:

@@ -12,7 +12,15 @@ from sqlalchemy.engine import Connection
 from rackcron.errors import InvalidArgument
 from rackcron.text import check_line
 
-__all__ = ["INT32_MAX", "OpsBase", "check_page", "check_text", "paged", "parse_id"]
+__all__ = [
+    "INT32_MAX",
+    "OpsBase",
+    "check_page",
+    "check_text",
+    "paged",
+    "parse_id",
+    "parse_set_id",
+]
 
 
 def parse_id(value: uuid.UUID | str | None, field: str) -> uuid.UUID:
@@ -28,6 +36,21 @@ def parse_id(value: uuid.UUID | str | None, field: str) -> uuid.UUID:
         return uuid.UUID(str(value))
     except ValueError:
         raise InvalidArgument(f'{field}: invalid UUID "{value}"') from None
+
+
+def parse_set_id(value: uuid.UUID | str, field: str) -> uuid.UUID:
+    """An optional UUID field the request set (a filter, an exclusion): as the reference,
+    present but empty and the nil UUID are refused (docs/spec/flow-wire.md "5. Deliberate
+    differences from the reference implementation").
+
+    :raises InvalidArgument: naming ``field`` when it is empty, malformed or all zeros.
+    """
+    if isinstance(value, str) and not value:
+        raise InvalidArgument(f"{field}: must not be empty when set")
+    parsed = parse_id(value, field)
+    if parsed.int == 0:
+        raise InvalidArgument(f'{field}: must not be the nil UUID "{value}"')
+    return parsed
 
 
 INT32_MAX = 2**31 - 1  # the wire type of pagination and queue timeouts

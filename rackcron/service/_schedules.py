@@ -18,11 +18,11 @@ from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, Invalid
 from rackcron.filters import to_stored
 from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
-from rackcron.service._base import check_page, check_text, paged, parse_id
+from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
 from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
-from rackcron.templates import to_template
+from rackcron.templates import check_rule_id, to_template
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
 
 __all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
@@ -211,14 +211,15 @@ class ScheduleOps(TargetOps):
     ) -> Page[Schedule]:
         """ListTaskSchedules, by created_at then id; ``total`` counts before paging.
 
-        :raises InvalidArgument: a malformed rack_id or a negative offset or limit.
+        :raises InvalidArgument: a rack_id that is empty, malformed or the nil UUID, or a
+            negative offset or limit.
         """
         check_page(offset, limit)
         query = sa.select(task_schedule)
         if rack_id is not None:
             scoped = sa.select(task_schedule_scope.c.id).where(
                 task_schedule_scope.c.schedule_id == task_schedule.c.id,
-                task_schedule_scope.c.rack_id == parse_id(rack_id, "rack_id"),
+                task_schedule_scope.c.rack_id == parse_set_id(rack_id, "rack_id"),
             )
             query = query.where(scoped.exists())
         if enabled_only:
@@ -244,6 +245,13 @@ class ScheduleOps(TargetOps):
         if unknown:
             raise InvalidArgument(
                 f"update_mask: unsupported path {unknown[0]!r}; allowed: {', '.join(sorted(UPDATE_MASK_PATHS))}"
+            )
+        if "schedule.spec.timezone" in update_mask and not config.spec_given:
+            # Never read as "" (UTC): the reference refuses it too (docs/spec/flow-wire.md
+            # "5. Deliberate differences from the reference implementation").
+            raise InvalidArgument(
+                "schedule.spec.timezone: the update mask names it but the request has no"
+                " schedule.spec"
             )
         for path, field, text, length in _MASKED_TEXT:  # before the row is read and locked
             if path in update_mask:
@@ -356,10 +364,22 @@ class ScheduleOps(TargetOps):
     ) -> list[Schedule]:
         """CheckScheduleConflicts: enabled schedules with a scope on one of the operation's racks.
 
-        Coarse by design: operation types and component filters are not compared.
+        Coarse by design: operation types and component filters are not compared. Every
+        id of the request (rule_id, exclude_schedule_id, the targets') is checked before
+        any inventory lookup.
+
+        :raises InvalidArgument: a missing operation; a rule_id or exclude_schedule_id
+            that is empty, malformed or the nil UUID; a malformed target.
+        :raises NotFound: a target names an unknown rack, component or domain.
         """
         if operation is None:
             raise InvalidArgument("operation is required")
+        check_rule_id(operation)
+        excluded = (
+            None
+            if exclude_schedule_id is None
+            else parse_set_id(exclude_schedule_id, "exclude_schedule_id")
+        )
         rack_ids = [rack_id for rack_id, _ in self.resolve_targets(operation.target_spec)]
         scoped = sa.select(task_schedule_scope.c.id).where(
             task_schedule_scope.c.schedule_id == task_schedule.c.id,
@@ -368,9 +388,7 @@ class ScheduleOps(TargetOps):
         query = sa.select(task_schedule).where(
             task_schedule.c.enabled == sa.true(), scoped.exists()
         )
-        if exclude_schedule_id is not None:
-            query = query.where(
-                task_schedule.c.id != parse_id(exclude_schedule_id, "exclude_schedule_id")
-            )
+        if excluded is not None:
+            query = query.where(task_schedule.c.id != excluded)
         query = query.order_by(task_schedule.c.created_at, task_schedule.c.id)
         return [_rows.schedule(r) for r in self.conn.execute(query)]

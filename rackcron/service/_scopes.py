@@ -19,6 +19,7 @@ from rackcron.service import _rows
 from rackcron.service._base import parse_id
 from rackcron.service._schedules import ScheduleOps
 from rackcron.store.tables import task_schedule_scope
+from rackcron.targets import check_target_spec
 
 __all__ = ["ScopeOps"]
 
@@ -67,6 +68,8 @@ class ScopeOps(ScheduleOps):
 
         :raises FailedPrecondition: a filter merge of different kinds (nothing is changed).
         """
+        schedule_id = parse_id(schedule_id, "schedule_id")
+        check_target_spec(target_spec)  # every id checked before any lookup
         row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
         resolved = self.resolve_targets(target_spec)
         existing = {s.rack_id: s for s in self._scopes(row.id)}
@@ -97,6 +100,8 @@ class ScopeOps(ScheduleOps):
         Racks in both keep their scope id and last_task_id; their filter is replaced
         when it differs (order-insensitive).
         """
+        schedule_id = parse_id(schedule_id, "schedule_id")
+        check_target_spec(desired)  # every id checked before any lookup
         row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
         resolved = self.resolve_targets(desired)
         existing = {s.rack_id: s for s in self._scopes(row.id)}

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from rackcron.derived import describe, operation_type
-from rackcron.errors import InvalidArgument
+from rackcron.errors import FailedPrecondition, InvalidArgument
 from rackcron.models import (
     BringUp,
     FirmwareAuthentication,
@@ -132,14 +132,33 @@ def test_rule_id_is_written_only_when_set(operation: Any) -> None:
         (UpgradeFirmware(end_time=datetime(2026, 6, 1)), "end_time: must carry an offset"),
         (UpgradeFirmware(start_time=START, end_time=START - timedelta(seconds=1)),
          "end_time: must not be before start_time"),
-        (UpgradeFirmware(authentication_data=FirmwareAuthentication(shared="s3cret")),
-         "authentication_data: not supported"),
+        (PowerOn(rule_id=""), "rule_id: must not be empty when set"),
+        (PowerOn(rule_id=str(uuid.UUID(int=0))), "rule_id: must not be the nil UUID"),
+        (PowerOn(rule_id="r-1"), 'rule_id: invalid UUID "r-1"'),
+        # INVALID_ARGUMENT comes before the FAILED_PRECONDITION of authentication data.
+        (UpgradeFirmware(end_time=datetime(2026, 6, 1),
+                         authentication_data=FirmwareAuthentication(shared="s3cret")),
+         "end_time: must carry an offset"),
     ],
-    ids=["naive-start", "naive-end", "end-before-start", "authentication-data"],
+    ids=["naive-start", "naive-end", "end-before-start", "empty-rule-id", "nil-rule-id",
+         "malformed-rule-id", "window-before-authentication-data"],
 )  # fmt: skip
 def test_unstorable_parameters_are_invalid(operation: Any, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         to_template(operation)
+
+
+@pytest.mark.parametrize(
+    "authentication",
+    [FirmwareAuthentication(shared="s3cret"), FirmwareAuthentication(nvswitch=""),
+     FirmwareAuthentication()],
+    ids=["shared", "per-component", "per-component-no-fields"],
+)  # fmt: skip
+def test_authentication_data_needs_a_cipher(authentication: FirmwareAuthentication) -> None:
+    """docs/spec/flow-wire.md "5. Deliberate differences from the reference implementation":
+    the reference without a cipher configured, as rackcron always is."""
+    with pytest.raises(FailedPrecondition, match="authentication_data: cannot be stored"):
+        to_template(UpgradeFirmware(authentication_data=authentication))
 
 
 def _t(kind: str, code: str, **information: Any) -> OperationTemplate:
