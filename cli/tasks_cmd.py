@@ -20,7 +20,7 @@ __all__ = ["tasks"]
 
 @click.group()
 def tasks() -> None:
-    """Inspect and cancel tasks (one per rack per firing)."""
+    """Inspect and cancel tasks (one per scope per firing)."""
 
 
 @tasks.command("list")

@@ -2,8 +2,9 @@
 
 Every round (``--runner-interval``, default 1 s) the runner
 
-1. fails the waiting tasks whose queue timeout has passed, and promotes the oldest
-   waiting task of each rack left with no pending or running task;
+1. terminates the waiting tasks whose queue timeout has passed, and promotes each
+   rack's waiting tasks, oldest first, while they conflict with none of its pending
+   and running tasks (docs/spec/SEMANTICS.md "Task conflicts");
 2. claims the tasks that need a controller call (``Service.claim_work``: pending ->
    deliver, running -> ask how it is doing, cancelled -> tell the controller),
    leaving alone those of a controller still busy with an earlier round's calls;

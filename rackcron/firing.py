@@ -20,10 +20,10 @@ decided in memory between one read and one write:
 
 * :func:`select_components` resolves a scope's component filter against the
   components on its rack now;
-* ``rackcron.lifecycle.admit`` applies the conflict rule: a task for an idle rack
-  is ``pending``; for a busy one it is ``waiting`` under ``queue`` and refused
-  otherwise. That is one active task per rack; the per-component rule of
-  docs/spec/SEMANTICS.md "Task conflicts" is planned.
+* ``rackcron.lifecycle.blocker`` and ``admit`` apply the conflict rule
+  (docs/spec/SEMANTICS.md "Task conflicts", the table in ``rackcron.task_conflicts``): a
+  task that conflicts with no active task of its rack is ``pending``; a blocked one is
+  ``waiting`` under ``queue`` and refused otherwise.
 """
 
 from __future__ import annotations

@@ -15,18 +15,21 @@ Theory
 ======
 
 A task has a *status* (docs/spec/SEMANTICS.md "Tasks"): ``waiting``, ``pending`` and ``running``
-are *active* (the task holds its rack); ``completed``, ``failed`` and ``terminated`` are
+are *active* (the task may hold its rack, or part of it: ``rackcron.task_conflicts``);
+``completed``, ``failed`` and ``terminated`` are
 *final*; ``unknown`` is the wire's "no status", never stored by rackcron, and nothing
 moves it.
 
 *Events* are what happened to the task, each reported by whoever saw it:
 
-* the task manager creates it (:data:`CREATED`): ``SUBMITTED`` to a rack with no active
-  task, so it is pending; ``QUEUED`` behind a busy rack's active task under the queue
-  policy, so it is waiting. A busy rack under skip gets no task at all (:func:`admit`);
-* the task runner's round moves the queue: ``PROMOTED`` (the oldest waiting task of a
-  rack with no pending or running task, :func:`promotions`), ``EXPIRED`` (past its
-  queue timeout, :func:`expired`);
+* the task manager creates it (:data:`CREATED`): ``SUBMITTED`` when no task of its rack
+  blocks it (it conflicts with none of the running set, nor with an earlier waiting
+  task: :func:`blocker`), so it is pending; ``QUEUED`` behind its blocker under the
+  queue policy, so it is waiting. A blocked task under skip is not created at all
+  (:func:`admit`);
+* the task runner's round moves the queue: ``PROMOTED`` (each rack's waiting tasks,
+  oldest first, until the first that conflicts with the running set:
+  :func:`promotions`), ``EXPIRED`` (past its queue timeout, :func:`expired`);
 * the user: ``CANCELLED`` (CancelTask);
 * the rack controller answers a call (:data:`ANSWERS`): ``ACCEPTED`` (a submit answered
   running), ``STILL_RUNNING``, ``SUCCEEDED``, ``FAILED``, ``STOPPED`` (the controller
@@ -79,13 +82,20 @@ task id, docs/dispatch.md).
 
 from __future__ import annotations
 
-import uuid
+import itertools
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from types import MappingProxyType
+from typing import TypeVar
 
 from rackcron.errors import IllegalTransition
+from rackcron.task_conflicts import Work, conflicts
+
+#: How a caller names a task in :func:`promotions` (an id, a row).
+K = TypeVar("K")
+#: A (task, work) pair of :func:`blocker`.
+P = TypeVar("P", bound=tuple[object, Work])
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -107,6 +117,7 @@ __all__ = [
     "admit",
     "after_failure",
     "answered",
+    "blocker",
     "duty",
     "ends",
     "expired",
@@ -137,8 +148,9 @@ class TaskStatus(StrEnum):
 ACTIVE_STATUSES = frozenset({TaskStatus.WAITING, TaskStatus.PENDING, TaskStatus.RUNNING})
 #: A task in one of these statuses has ended for good.
 FINAL_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.TERMINATED})
-#: The *running set* (docs/spec/SEMANTICS.md "Task conflicts"): tasks handed to the runner. A rack
-#: with one promotes none of its waiting tasks, and the runner's verdicts apply only to these.
+#: The *running set* (docs/spec/SEMANTICS.md "Task conflicts"): tasks handed to the runner. A
+#: rack's waiting task is promoted only when it conflicts with none of them, and the runner's
+#: verdicts apply only to these.
 RUNNING_SET = frozenset({TaskStatus.PENDING, TaskStatus.RUNNING})
 
 
@@ -352,17 +364,29 @@ DEFAULT_QUEUE_TIMEOUT = timedelta(hours=1)
 EXPIRED_MESSAGE = "expired: queue timeout reached"
 
 
-def admit(*, rack_busy: bool, queue: bool, waiting: int = 0) -> TaskStatus | None:
+def admit(*, blocked: bool, queue: bool, waiting: int = 0) -> TaskStatus | None:
     """A new task's first status under the task manager's conflict rule, or None if refused.
 
-    At most one active task per rack: an idle rack's task is pending (``SUBMITTED``); a busy
-    rack's waits (``QUEUED``) when its schedule's overlap policy is queue (``queue``) and
+    A task that is not ``blocked`` (it conflicts with no task of its rack's running set
+    and no earlier waiting task: :func:`blocker`) is pending (``SUBMITTED``); a blocked
+    one waits (``QUEUED``) when its schedule's overlap policy is queue (``queue``) and
     the rack holds fewer than :data:`MAX_WAITING` waiting tasks (``waiting``), and is
     refused otherwise (:func:`queue_full` says which).
     """
-    if not rack_busy:
+    if not blocked:
         return CREATED[Event.SUBMITTED]
     return CREATED[Event.QUEUED] if queue and not queue_full(waiting) else None
+
+
+def blocker(new: Work, running: Iterable[P], waiting: Iterable[P]) -> P | None:
+    """What blocks a new task on its rack, or None: the first (task, work) pair of the
+    rack's running set (pending and running tasks), then of its earlier waiting tasks (a
+    task never overtakes a conflicting one queued before it), that it conflicts with
+    (docs/spec/SEMANTICS.md "Task conflicts")."""
+    for item in itertools.chain(running, waiting):
+        if conflicts(new, item[1]):
+            return item
+    return None
 
 
 def queue_full(waiting: int) -> bool:
@@ -382,21 +406,22 @@ def expired(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and expires_at <= now
 
 
-def promotions(
-    waiting: Iterable[tuple[uuid.UUID, uuid.UUID, datetime]],
-) -> dict[uuid.UUID, uuid.UUID]:
-    """rack id -> the waiting task to promote, from the waiting tasks (rack id, task id,
-    created at) of racks with no task in :data:`RUNNING_SET`.
+def promotions(waiting: Iterable[tuple[K, Work]], running: Iterable[Work]) -> list[K]:
+    """The waiting tasks of one rack to promote, oldest first, given ``waiting`` oldest
+    first and the rack's ``running`` set (pending and running tasks).
 
-    Oldest first: the first created, and among tasks created at the same time (one
-    transaction) the lowest id. The racks come in the order of their chosen tasks.
+    Strict FIFO (docs/spec/SEMANTICS.md "Task conflicts"): each waiting task that
+    conflicts with no task of the running set, counting those promoted before it in this
+    pass, is promoted; the pass stops at the first one that conflicts.
     """
-    oldest: dict[uuid.UUID, tuple[datetime, uuid.UUID]] = {}
-    for rack_id, task_id, created_at in waiting:
-        key = (created_at, task_id)
-        if rack_id not in oldest or key < oldest[rack_id]:
-            oldest[rack_id] = key
-    return {rack_id: key[1] for rack_id, key in sorted(oldest.items(), key=lambda kv: kv[1])}
+    held = list(running)
+    chosen: list[K] = []
+    for key, work in waiting:
+        if any(conflicts(work, other) for other in held):
+            break
+        chosen.append(key)
+        held.append(work)
+    return chosen
 
 
 def status_values(statuses: Iterable[TaskStatus]) -> tuple[str, ...]:

@@ -309,6 +309,9 @@ class Task(_Model):
     operation: str
     template: OperationTemplate
     component_uuids: list[uuid.UUID]
+    #: Each component's type at submission, parallel to ``component_uuids``; empty for a
+    #: task that had ended before the store recorded types (migration 0005).
+    component_types: list[str] = []
     description: str
     status: TaskStatus
     message: str

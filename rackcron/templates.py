@@ -25,6 +25,7 @@ from rackcron.models import (
     PowerReset,
     UpgradeFirmware,
 )
+from rackcron.task_conflicts import OPERATION_KINDS
 
 __all__ = [
     "check_rule_id",
@@ -61,13 +62,12 @@ def to_template(op: Operation) -> OperationTemplate:
             code = _power_code(op)
             info = {"operation": _POWER_OPS[code][0], "forced": code.startswith("force_")}
             _queue_timeout(op.queue_options, info, op.kind)
-            kind = "power_control"
         case BringUp():
-            kind, code, info = "bring_up", "bring_up", {}
+            code, info = "bring_up", {}
         case Ingest():
-            kind, code, info = "bring_up", "ingest", {"op_code": "ingest"}
+            code, info = "ingest", {"op_code": "ingest"}
         case UpgradeFirmware():
-            kind, code, info = "firmware_control", "upgrade", _firmware_info(op)
+            code, info = "upgrade", _firmware_info(op)
             _queue_timeout(op.queue_options, info, op.kind)
         case _:  # pragma: no cover - the union is closed
             raise InvalidArgument("operation is required")
@@ -84,7 +84,7 @@ def to_template(op: Operation) -> OperationTemplate:
             " configured to encrypt it (rackcron does not store firmware credentials;"
             " configure them on the rack controller)"
         )
-    return OperationTemplate(type=kind, code=code, information=info)
+    return OperationTemplate(type=OPERATION_KINDS[op.kind].value, code=code, information=info)
 
 
 def check_rule_id(op: Operation) -> uuid.UUID | None:

@@ -20,8 +20,9 @@ cancelled meanwhile is never overwritten. Messages come from controllers, so
 :func:`storable` makes each one fit every backend first (a NUL or a lone surrogate
 would fail the whole write, and the same answer would fail it again every lease).
 The queue moves in :meth:`DeliveryOps.expire_queued` (a waiting task past its queue
-timeout fails) and :meth:`DeliveryOps.promote_waiting` (the oldest waiting task of a
-rack with no pending or running task becomes pending).
+timeout is terminated) and :meth:`DeliveryOps.promote_waiting` (each rack's waiting
+tasks, oldest first, become pending until the first that conflicts with the running
+set: ``rackcron.task_conflicts``).
 """
 
 from __future__ import annotations
@@ -333,20 +334,29 @@ class DeliveryOps(TaskOps):
         return result.rowcount
 
     def promote_waiting(self) -> list[uuid.UUID]:
-        """Make the oldest waiting task of each free rack pending; returns their ids.
+        """Promote the waiting tasks that may start; returns their ids.
 
-        A rack is free when it has no task in ``lifecycle.RUNNING_SET``, and its task is
-        the one ``lifecycle.promotions`` picks. The racks are locked as a submitter locks
-        them, so a promotion never races a new submission.
+        Each rack with waiting tasks takes them oldest first, as ``lifecycle.promotions``
+        says: each that conflicts with no task of the running set (those promoted before
+        it included) becomes pending, until the first that conflicts. The racks are
+        locked as a submitter locks them, so a promotion never races a new submission,
+        and their queues are read under the locks. A rack deleted from the inventory has
+        nothing to lock; its tasks are promoted all the same, and the runner fails them.
         """
-        candidates = self._free_racks_with_waiting(None)
-        if not candidates:
+        racks = sorted(
+            set(
+                self.conn.execute(
+                    sa.select(task.c.rack_id).where(task.c.status == _WAITING).distinct()
+                ).scalars()
+            ),
+            key=str,
+        )
+        if not racks:
             return []
-        self.lock_racks(candidates)
-        # Re-read under the locks. A rack deleted from the inventory has nothing to lock;
-        # its tasks are promoted too, and the runner fails them.
-        promote = self._free_racks_with_waiting(list(candidates))
-        ids = list(promote.values())
+        self.lock_racks(racks)
+        ids: list[uuid.UUID] = []
+        for queue in self.rack_queues(racks).values():
+            ids += promotions(queue.waiting, (a.work for a in queue.running))
         promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
         for chunk in chunked(ids):
             self.conn.execute(
@@ -355,24 +365,6 @@ class DeliveryOps(TaskOps):
                 .values(status=promoted, updated_at=self.now, next_check_at=self.now)
             )
         return ids
-
-    def _free_racks_with_waiting(
-        self, rack_ids: Sequence[uuid.UUID] | None
-    ) -> dict[uuid.UUID, uuid.UUID]:
-        """rack id -> the waiting task to promote, for racks with no task in the running set."""
-        other = task.alias("other")
-        busy = sa.exists().where(
-            other.c.rack_id == task.c.rack_id, other.c.status.in_(_WITH_RUNNER)
-        )
-        query = sa.select(task.c.rack_id, task.c.id, task.c.created_at).where(
-            task.c.status == _WAITING, ~busy
-        )
-        oldest: dict[uuid.UUID, uuid.UUID] = {}
-        chunks = [None] if rack_ids is None else list(chunked(rack_ids))
-        for chunk in chunks:
-            scoped = query if chunk is None else query.where(task.c.rack_id.in_(chunk))
-            oldest.update(promotions(self.conn.execute(scoped)))
-        return oldest
 
     def task_counts(self) -> dict[str, int]:
         """How many tasks are in each status."""

@@ -72,6 +72,7 @@ def task(row: Any) -> Task:
         operation=row.operation,
         template=template(row),
         component_uuids=[uuid.UUID(c) for c in row.component_uuids],
+        component_types=row.component_types or [],
         description=row.description,
         status=TaskStatus(row.status),
         message=row.message,

@@ -1,17 +1,18 @@
 """Task RPCs (list, get by ids, cancel) and the task manager's submission rule.
 
 A submitted task is a durable row: the outbox the dispatcher's runner delivers
-to rack controllers. The conflict rule (docs/spec/SEMANTICS.md "Tasks"): at most one
-active task per rack; a task for a busy rack is held as ``waiting`` when the
-schedule's policy is queue, and refused otherwise. (The per-component rule of
-docs/spec/SEMANTICS.md "Task conflicts" is planned.) The rack row is locked while
-deciding, so two submitters never both see the rack idle.
+to rack controllers. The conflict rule (docs/spec/SEMANTICS.md "Task conflicts", the
+table in ``rackcron.task_conflicts``): a task blocked by an active task of its rack (one
+of the running set it conflicts with, or an earlier waiting one) is held as
+``waiting`` when the schedule's policy is queue, and refused otherwise. The rack row is
+locked while deciding, so two submitters never both miss each other's tasks.
 
 Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id
 order, read their components and active tasks in one query each, decide every
 request in memory with the pure rules of ``rackcron.firing`` (``select_components``)
-and ``rackcron.lifecycle`` (``admit``, ``queue_deadline``), then insert the tasks
-with one executemany (a task's components are a JSON list on its row).
+and ``rackcron.lifecycle`` (``blocker``, ``admit``, ``queue_deadline``), then insert the
+tasks with one executemany (a task's components and their types are JSON lists on its
+row).
 :meth:`TaskOps.submit_task` is the same path with a batch of one. CancelTask asks
 the lifecycle too (``next_status``, ``owes_stop``).
 """
@@ -22,8 +23,8 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -41,6 +42,7 @@ from rackcron.lifecycle import (
     Event,
     TaskStatus,
     admit,
+    blocker,
     next_status,
     owes_stop,
     queue_deadline,
@@ -51,11 +53,14 @@ from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_page, paged, parse_id
 from rackcron.store.bulk import insert_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
+from rackcron.task_conflicts import Work, conflicting_row
 from rackcron.templates import task_operation_text
 
 T = TypeVar("T")
 
 __all__ = [
+    "Active",
+    "RackQueue",
     "Submission",
     "SubmissionRefused",
     "TaskOps",
@@ -91,8 +96,8 @@ def new_task_id() -> uuid.UUID:
 #: The columns of a new task's row that differ from task to task, in insert order.
 _TASK_COLUMNS = (
     "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
-    "operation_code", "operation_information", "component_uuids", "description",
-    "queue_expires_at",
+    "operation_code", "operation_information", "component_uuids", "component_types",
+    "description", "queue_expires_at",
 )  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
@@ -108,8 +113,28 @@ def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
         yield values[start : start + IN_CHUNK]
 
 
+class Active(NamedTuple):
+    """An active task as the conflict table sees it."""
+
+    task_id: uuid.UUID
+    work: Work
+
+
+@dataclass(slots=True)
+class RackQueue:
+    """A rack's active tasks: the running set (pending, running) and the waiting tasks,
+    oldest first."""
+
+    running: list[Active] = field(default_factory=list)
+    waiting: list[Active] = field(default_factory=list)
+
+    def add(self, status: TaskStatus, active: Active) -> None:
+        (self.waiting if status == TaskStatus.WAITING else self.running).append(active)
+
+
 class SubmissionRefused(FailedPrecondition):
-    """The task manager refused a task (busy rack under skip, rack gone, nothing to target)."""
+    """The task manager refused a task (blocked under skip, queue full, rack gone, nothing
+    to target)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,12 +328,11 @@ class TaskOps(OpsBase):
     ) -> list[Submission]:
         """Decide every request in memory, then insert the accepted ones: a read of the
         racks' active tasks, and an insert per status."""
-        blocking = self._active_task_per_rack(
+        queues = self.rack_queues(
             sorted({r.rack_id for r in requests if r.rack_id in on_rack}, key=str)
         )
-        queued = any(r.policy == OverlapPolicy.QUEUE for r in requests)
-        waiting = self._waiting_per_rack(sorted(blocking, key=str)) if queued else {}
         operations: dict[int, str] = {}  # the operation text of each template
+        types: dict[uuid.UUID, dict[str, str]] = {}  # each rack's component id -> type
         task_rows: dict[TaskStatus, list[tuple[Any, ...]]] = {}
         submissions = []
         for request in requests:
@@ -321,31 +345,39 @@ class TaskOps(OpsBase):
                 message = f"no component of rack {rack_id} matches the scope's filter"
                 submissions.append(Submission(error=message))
                 continue
+            if rack_id not in types:
+                types[rack_id] = dict(on_rack[rack_id])
+            kinds = [types[rack_id][c] for c in components]
+            template = request.template
+            work = Work.of(template.type, components, kinds)
             queue = request.policy == OverlapPolicy.QUEUE
-            held = waiting.get(rack_id, 0)
-            status = admit(rack_busy=rack_id in blocking, queue=queue, waiting=held)
+            rack_queue = queues.setdefault(rack_id, RackQueue())
+            held = len(rack_queue.waiting)
+            blocked_by = blocker(work, rack_queue.running, rack_queue.waiting)
+            status = admit(blocked=blocked_by is not None, queue=queue, waiting=held)
             if status is None:
-                message = f"rack {rack_id} already has an active task {blocking[rack_id]}"
+                assert blocked_by is not None
+                message = (
+                    f"rack {rack_id} already has an active task {blocked_by.task_id} that"
+                    f" conflicts with it ({conflicting_row(work, blocked_by.work)})"
+                )
                 if queue and queue_full(held):
                     message = f"rack {rack_id}: waiting queue is full ({held} waiting tasks)"
                 submissions.append(Submission(error=message))
                 continue
-            if status == TaskStatus.WAITING:
-                waiting[rack_id] = held + 1
             task_id = new_task_id()
-            blocking.setdefault(rack_id, task_id)
-            template = request.template
             expires = None
             if status == TaskStatus.WAITING:
                 timeout = template.information.get("queue_timeout_seconds")
                 expires = queue_deadline(self.now, timeout)
+            rack_queue.add(status, Active(task_id, work))
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
             task_rows.setdefault(status, []).append(
                 (
                     task_id, request.schedule_id, request.scope_id, rack_id, operation,
-                    template.type, template.code, template.information, components,
+                    template.type, template.code, template.information, components, kinds,
                     request.description, expires,
                 )
             )  # fmt: skip
@@ -361,6 +393,27 @@ class TaskOps(OpsBase):
             }
             insert_rows(self.conn, task, _TASK_COLUMNS, rows, same=shared)
         return submissions
+
+    def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
+        """The active tasks of each of these racks (racks with none are absent): the running
+        set, and the waiting tasks oldest first (``lifecycle.promotions``' order)."""
+        found: dict[uuid.UUID, RackQueue] = {}
+        columns = (
+            task.c.rack_id, task.c.id, task.c.status, task.c.operation_type,
+            task.c.component_uuids, task.c.component_types,
+        )  # fmt: skip
+        for chunk in chunked(rack_ids):
+            query = (
+                sa.select(*columns)
+                .where(task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES))
+                .order_by(task.c.created_at, task.c.id)
+            )
+            for rack_id, task_id, status, kind, ids, kinds in self.conn.execute(query):
+                work = Work.of(kind, ids, kinds or ["UNKNOWN"] * len(ids))
+                found.setdefault(rack_id, RackQueue()).add(
+                    TaskStatus(status), Active(task_id, work)
+                )
+        return found
 
     def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:
         """Lock the racks as :meth:`lock_racks` does, and read their components.
@@ -395,30 +448,6 @@ class TaskOps(OpsBase):
                 found[racks[rack_id]] = (
                     sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []
                 )
-        return found
-
-    def _waiting_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, int]:
-        """How many waiting tasks each of these racks holds (racks with none are absent)."""
-        found: dict[uuid.UUID, int] = {}
-        for chunk in chunked(rack_ids):
-            query = (
-                sa.select(task.c.rack_id, sa.func.count())
-                .where(task.c.rack_id.in_(chunk), task.c.status == TaskStatus.WAITING.value)
-                .group_by(task.c.rack_id)
-            )
-            found.update((rack_id, count) for rack_id, count in self.conn.execute(query).all())
-        return found
-
-    def _active_task_per_rack(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
-        """One active task of each busy rack: a row per busy rack, however long its queue."""
-        active = task.c.rack_id == rack.c.id, task.c.status.in_(ACTIVE_STATUS_VALUES)
-        one_active = sa.select(task.c.id).where(*active).limit(1).scalar_subquery()
-        found: dict[uuid.UUID, uuid.UUID] = {}
-        for chunk in chunked(rack_ids):
-            query = sa.select(rack.c.id, one_active).where(
-                rack.c.id.in_(chunk), sa.exists().where(*active)
-            )
-            found.update(self.conn.execute(query).all())
         return found
 
 

@@ -184,6 +184,9 @@ task = sa.Table(
     sa.Column("operation_code", sa.String(64), nullable=False),
     sa.Column("operation_information", JSON, nullable=False),
     sa.Column("component_uuids", JSON, nullable=False),
+    # Each component's type at submission, parallel to component_uuids (the conflict
+    # table reads it); NULL on tasks that had ended before migration 0005.
+    sa.Column("component_types", JSON, nullable=True),
     sa.Column("description", sa.Text, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("message", sa.Text, nullable=False, default=""),

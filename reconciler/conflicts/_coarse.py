@@ -33,6 +33,7 @@ from rackcron.reconciler.conflicts._report import (
     SharedComponent,
     SharedRack,
 )
+from rackcron.task_conflicts import OPERATION_KINDS, Work
 
 if TYPE_CHECKING:
     from rackcron.models import Component, Rack, Schedule
@@ -71,11 +72,13 @@ class Inventory:
         self.rack_names = {r.id: r.name for r in racks}
         self.by_rack: dict[uuid.UUID, list[Component]] = {}
         self.names: dict[uuid.UUID, str] = {}
+        self.types: dict[uuid.UUID, str] = {}
         self.position: dict[uuid.UUID, int] = {}  # inventory order, for listing
         for c in components:
             if c.rack_id is not None:
                 self.by_rack.setdefault(c.rack_id, []).append(c)
             self.names[c.id] = c.name or c.external_id or str(c.id)
+            self.types[c.id] = c.type.value
             self.position[c.id] = len(self.position)
 
     def rack_name(self, rack_id: uuid.UUID) -> str:
@@ -90,8 +93,19 @@ class Inventory:
             return frozenset(c.id for c in members if c.type.value in filt.items)
         return frozenset(uuid.UUID(item) for item in filt.items)
 
-    def shared(self, rack_id: uuid.UUID, both: frozenset[uuid.UUID]) -> SharedRack:
-        """The rack entry for what two scope entries both cover there."""
+    def work(self, rack_id: uuid.UUID, filt: ComponentFilter | None, kind: str) -> Work | None:
+        """A task a scope entry would submit, as the conflict table sees it; None when its
+        filter matches no component (the task manager would refuse it)."""
+        covered = self.covered(rack_id, filt) - {rack_id}
+        if filt is not None and not covered:
+            return None
+        return Work(kind, {str(c): self.types.get(c, "UNKNOWN") for c in covered})
+
+    def shared(
+        self, rack_id: uuid.UUID, both: frozenset[uuid.UUID], rule: str | None = None
+    ) -> SharedRack:
+        """The rack entry for what two scope entries both cover there (``rule``: the row
+        of the conflict table that makes them collide)."""
         unknown = len(self.position)
         parts = sorted(both - {rack_id}, key=lambda c: (self.position.get(c, unknown), c.int))
         return SharedRack(
@@ -99,6 +113,7 @@ class Inventory:
             self.rack_name(rack_id),
             whole_rack=rack_id in both,
             components=tuple(SharedComponent(c, self.names.get(c) or str(c)) for c in parts),
+            rule=rule,
         )
 
 
@@ -118,6 +133,7 @@ def build_inventory(declared: Declared, store: StoreView | None) -> Inventory:
 @dataclass(frozen=True)
 class Subject:
     party: Party
+    kind: str  # its tasks' operation type (``rackcron.task_conflicts.Kind``), or the stored one
     spec: timing.Spec | None  # None: a stored spec this host cannot evaluate (never fires here)
     scope: tuple[ScopeEntry, ...]
     start: datetime | None = None  # the store's next_run_at: an interval's phase, a one-time due
@@ -160,7 +176,8 @@ def compared_subjects(
             elif twin.schedule.enabled:
                 start = twin.schedule.next_run_at
         spec = timing.parse_spec(spec_type, config.spec, config.timezone)
-        mine.append(Subject(party, spec, tuple(item.scope), start, fires))
+        kind = OPERATION_KINDS[item.operation.kind].value
+        mine.append(Subject(party, kind, spec, tuple(item.scope), start, fires))
     names = {s.name for s in declared.schedules}
     others: list[Subject] = []
     for stored in store.schedules if store else ():
@@ -181,7 +198,8 @@ def compared_subjects(
             )
         except timing.SpecError:  # e.g. a time zone this host's tzdata does not have
             parsed = None
-        others.append(Subject(party, parsed, stored.scope, schedule.next_run_at))
+        kind = schedule.template.type if schedule.template else party.operation
+        others.append(Subject(party, kind, parsed, stored.scope, schedule.next_run_at))
     return mine, others
 
 

@@ -1,12 +1,13 @@
 """The precise check: the coarse pairs that can really collide, each with its first collision.
 
-A pair is kept when, on a rack both scopes name, the components they cover
-intersect (*where*, through the inventory) and, within the horizon, a firing of
-one overlaps a firing of the other (*when*), each firing assumed to keep its
-components busy for its operation's duration (:data:`DEFAULT_DURATIONS`, which
-the caller may override per operation in :data:`OPERATIONS`). Fire times are
-shared by schedules with the same spec and start, and asked for only for pairs
-whose components intersect.
+A pair is kept when, on a rack both scopes name, the tasks they would submit there
+conflict by the task manager's table (*where*: ``rackcron.task_conflicts``, over
+their operation types and the components they cover through the inventory) and,
+within the horizon, a firing of one overlaps a firing of the other (*when*), each
+firing assumed to keep its components busy for its operation's duration
+(:data:`DEFAULT_DURATIONS`, which the caller may override per operation in
+:data:`OPERATIONS`). Fire times are shared by schedules with the same spec and
+start, and asked for only for pairs whose tasks conflict.
 
 Every pair sharing a rack is compared, and N schedules on one rack are
 N*(N-1)/2 pairs, so the check has a work budget: after ``max_pairs`` pairs
@@ -47,6 +48,7 @@ from rackcron.reconciler.conflicts._times import (
     instant,
     micros,
 )
+from rackcron.task_conflicts import Row, Work, conflicting_row
 
 if TYPE_CHECKING:
     from rackcron.reconciler.declared import Declared
@@ -97,7 +99,7 @@ def precise_conflicts(
     owner: str | None = None,
     max_pairs: int = MAX_PAIRS,
 ) -> ConflictReport:
-    """Pairs whose components intersect on a shared rack and whose firings overlap in time.
+    """Pairs whose tasks conflict on a shared rack and whose firings overlap in time.
 
     At most ``max_pairs`` pairs sharing a rack are compared; past that the report
     is incomplete (``unchecked``) and its count a lower bound.
@@ -147,6 +149,27 @@ def precise_conflicts(
             covers[id(subject)] = {r: entries[(r, f)] for r, f in subject.scope}
         return covers[id(subject)]
 
+    # What each scope entry would submit, by operation type, and each pair's verdict.
+    works: dict[tuple[uuid.UUID, ComponentFilter | None, str], Work | None] = {}
+    by_subject: dict[int, dict[uuid.UUID, Work | None]] = {}
+    rows: dict[tuple[int, int], Row | None] = {}
+
+    def work(subject: Subject, rack: uuid.UUID) -> Work | None:
+        if id(subject) not in by_subject:
+            for r, f in subject.scope:
+                if (r, f, subject.kind) not in works:
+                    works[r, f, subject.kind] = inventory.work(r, f, subject.kind)
+            by_subject[id(subject)] = {r: works[r, f, subject.kind] for r, f in subject.scope}
+        return by_subject[id(subject)][rack]
+
+    def rule(x: Work | None, y: Work | None) -> Row | None:
+        if x is None or y is None:
+            return None
+        key = (id(x), id(y))
+        if key not in rows:
+            rows[key] = conflicting_row(x, y)
+        return rows[key]
+
     def meet(x: frozenset[uuid.UUID], y: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
         key = (id(x), id(y))
         if key not in meets:
@@ -173,7 +196,9 @@ def precise_conflicts(
         compared += 1
         mine_covers, their_covers = covered(a), covered(b)
         meeting = [
-            (rack, both) for rack in racks if (both := meet(mine_covers[rack], their_covers[rack]))
+            (rack, meet(mine_covers[rack], their_covers[rack]), row)
+            for rack in racks
+            if (row := rule(work(a, rack), work(b, rack)))
         ]
         if not meeting:
             continue
@@ -189,7 +214,7 @@ def precise_conflicts(
             continue  # counted, not listed
         at = instant(hit[0])
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
-        shared = tuple(inventory.shared(rack, both) for rack, both in meeting)
+        shared = tuple(inventory.shared(rack, both, str(row)) for rack, both, row in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
     return ConflictReport(
         "precise", tuple(conflicts), len(mine), len(others) if store else None,

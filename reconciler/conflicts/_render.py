@@ -73,6 +73,8 @@ def render_text(data: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for conflict in data["conflicts"]:
         lines.append(terminal(f"warning: {_headline(conflict, mode)}"))
+        for rule in dict.fromkeys(r["rule"] for r in conflict["racks"] if r.get("rule")):
+            lines.append(terminal(f"  rule: {rule}"))
         hit = conflict.get("first_collision")
         if hit:
             zones = {f["zone"]: f["local_at"] for f in hit["firings"] if f["zone"] != "UTC"}

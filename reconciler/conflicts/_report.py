@@ -19,8 +19,9 @@ from typing import Any, Literal
 from rackcron import timing
 
 FORMAT = "rackcron.conflicts/v1"
-# 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget)
-FORMAT_VERSION = "1.2"
+# 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget);
+# 1.3: each precise rack's "rule" (the row of the task-conflict table that matches)
+FORMAT_VERSION = "1.3"
 #: Conflicts one report lists; ``count`` counts them all (docs/conflicts.md).
 MAX_LISTED = 100
 
@@ -70,12 +71,14 @@ class SharedRack:
     name: str
     whole_rack: bool = False  # precise: both target the whole rack
     components: tuple[SharedComponent, ...] = ()  # precise: the components both cover
+    rule: str | None = None  # precise: the row of the task-conflict table that matches
 
     def to_json(self, mode: Mode) -> dict[str, Any]:
         data: dict[str, Any] = {"id": str(self.id), "name": self.name}
         if mode == "precise":
             data["whole_rack"] = self.whole_rack
             data["components"] = [{"id": str(c.id), "name": c.name} for c in self.components]
+            data["rule"] = self.rule
         return data
 
 

@@ -61,7 +61,8 @@ def test_skip_batch_refuses_the_later_firing_on_a_rack_busy_since_earlier_in_the
     assert results(second) == ["failed", "submitted"]
     # The blocking task is the one submitted a moment earlier in the same batch.
     assert second.outcomes[0].error == (
-        f"rack {fleet.racks[1]} already has an active task {first.task_ids[1]}"
+        f"rack {fleet.racks[1]} already has an active task {first.task_ids[1]} that conflicts"
+        " with it (power on POWERSHELF and power conflict on the whole rack)"
     )
     assert [s.last_task_id for s in service.list_scopes(second_schedule.id)] == [
         None, second.task_ids[0]]  # fmt: skip
@@ -122,8 +123,8 @@ def test_many_schedules_fire_in_one_call_with_one_task_per_scope(service, fleet,
 
 def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) -> None:
     """Each phase runs a fixed number of statements, however many schedules it fires
-    (tasks are inserted with one statement per status: pending, and waiting; the busy
-    racks' waiting tasks are counted with one)."""
+    (the racks' active tasks are read with one, and tasks are inserted with one
+    statement per status: pending, and waiting)."""
 
     def statements_to_fire(count: int) -> int:
         schedules = [
@@ -146,9 +147,9 @@ def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) ->
             service.delete_schedule(schedule.id)
         return len(seen)
 
-    one = statements_to_fire(1)  # its task is pending: one insert, and no rack busy
-    # Pending and waiting tasks: two inserts, and one count of the busy racks' waiting tasks.
-    assert statements_to_fire(30) == one + 2
+    one = statements_to_fire(1)  # its task is pending: one insert
+    # Pending and waiting tasks: two inserts.
+    assert statements_to_fire(30) == one + 1
     # Every rack busy by now with a full queue: all refused (no insert), however many.
     assert statements_to_fire(90) == statements_to_fire(60)
 

@@ -1,8 +1,8 @@
 """The task runner end to end: real stores, the simulator and the HTTP controller over loopback.
 
 docs/spec/SEMANTICS.md "Tasks" and issue 4: pending -> running -> completed|failed with
-timestamps, CancelTask reaching the controller, at most one active task per rack
-with waiting tasks promoted in order, queue timeouts, per-scope skip, and
+timestamps, CancelTask reaching the controller, conflicting tasks of a rack queued and
+promoted in order while others run side by side, queue timeouts, per-scope skip, and
 controller faults (down, slow, erroring) confined to their own racks.
 """
 
@@ -29,7 +29,7 @@ from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, T
 from rackcron.service import Service, Update
 from rackcron.store import open_engine, transaction
 from tests.support.peers import Canned, Trickler, deep_json
-from tests.support.service import create, rack_spec
+from tests.support.service import component_spec, create, rack_spec
 
 SIM_DURATION = 30.0  # seconds of the test clock
 
@@ -624,3 +624,40 @@ def test_a_controller_message_the_store_cannot_hold_is_made_storable(
     message = task_of(live_service, bad).message
     assert message.startswith("fan\ufffdtray \ufffd broke xxx")
     assert len(message) == 4096 and message.endswith("x…")
+
+
+@pytest.mark.parametrize("kind", ["simulator", "http"])
+def test_two_tasks_of_one_rack_that_do_not_conflict_run_at_the_same_time(
+    live_service, controller_server, kind
+):
+    """docs/spec/SEMANTICS.md "Task conflicts": compute power on disjoint components runs
+    side by side, on the embedded simulator and through the HTTP controller alike."""
+    from rackcron.models import Component, ComponentType, Rack
+
+    rack = live_service.upsert_rack(Rack(id=uuid.uuid4(), name="pair")).id
+    c0, c1 = (
+        live_service.upsert_component(
+            Component(id=uuid.uuid4(), rack_id=rack, type=ComponentType.COMPUTE, name=f"c{n}")
+        ).id
+        for n in range(2)
+    )
+    simulator = Simulator(default_duration=3.0)
+    if kind == "http":
+        set_controller(live_service, rack, {"kind": "http", "url": controller_server.url})
+        controller_server.simulator.default_duration = 3.0
+        simulator = controller_server.simulator
+    runner = fast_runner(live_service, simulator if kind == "simulator" else None)
+    try:
+        ids = [
+            live_service.trigger(
+                create(live_service, name=f"on-{n}", target=component_spec(c), spec="8760h").id
+            ).task_ids[0]
+            for n, c in enumerate((c0, c1))
+        ]
+        assert statuses(live_service, ids) == [TaskStatus.PENDING] * 2
+        wait_for(lambda: statuses(live_service, ids) == [TaskStatus.RUNNING] * 2, runner)
+        assert sorted(o.id for o in simulator.started_on(rack)) == sorted(ids)
+        assert [simulator.status(i).state for i in ids] == ["running", "running"]
+        wait_for(lambda: statuses(live_service, ids) == [TaskStatus.COMPLETED] * 2, runner)
+    finally:
+        runner.close()

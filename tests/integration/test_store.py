@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -251,4 +252,66 @@ def test_0004_removes_the_controller_fields_that_named_the_servers_secrets(store
             "url": url,
             "timeout": "5s",
         }
+    engine.dispose()
+
+
+def test_0005_records_the_component_types_of_active_tasks(store_url) -> None:
+    """Active tasks get their components' types from the inventory as it is (UNKNOWN for a
+    component no longer in it); ended tasks keep none. The downgrade drops the column."""
+    from alembic import command
+
+    from rackcron.store.engine import _alembic_config, _create_engine
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0004")
+    now = datetime(2026, 6, 1, 12)
+    rack_id, compute, shelf, gone = (uuid.uuid4() for _ in range(4))
+    ids = {status: uuid.uuid4() for status in ("waiting", "pending", "running", "completed")}
+    with engine.begin() as conn:
+        rack = sa.table(
+            "rack", sa.column("id", sa.Uuid), sa.column("name", sa.String),
+            sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+        )  # fmt: skip
+        conn.execute(rack.insert().values(id=rack_id, name="r", created_at=now, updated_at=now))
+        component = sa.table(
+            "component", sa.column("id", sa.Uuid), sa.column("rack_id", sa.Uuid),
+            sa.column("type", sa.String), sa.column("name", sa.String),
+            sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+        )  # fmt: skip
+        for cid, kind in ((compute, "COMPUTE"), (shelf, "POWERSHELF")):
+            conn.execute(component.insert().values(
+                id=cid, rack_id=rack_id, type=kind, name=kind, created_at=now, updated_at=now,
+            ))  # fmt: skip
+        task = sa.table(
+            "task", *(sa.column(c, sa.String) for c in (
+                "operation", "operation_type", "operation_code", "description", "status",
+                "message")),
+            sa.column("id", sa.Uuid), sa.column("rack_id", sa.Uuid),
+            sa.column("operation_information", sa.JSON), sa.column("component_uuids", sa.JSON),
+            sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+        )  # fmt: skip
+        for status, task_id in ids.items():
+            conn.execute(task.insert().values(
+                id=task_id, rack_id=rack_id, operation="power_on", operation_type="power_control",
+                operation_code="power_on", operation_information={}, description="d",
+                status=status, message="", created_at=now, updated_at=now,
+                component_uuids=[str(compute), str(shelf), str(gone)],
+            ))  # fmt: skip
+    upgrade(engine)
+    read = sa.text("SELECT id, component_types FROM task")
+    with engine.connect() as conn:
+        stored = {
+            uuid.UUID(str(i)): (json.loads(t) if isinstance(t, str) else t)
+            for i, t in conn.execute(read)
+        }
+    active = ["COMPUTE", "POWERSHELF", "UNKNOWN"]
+    assert stored == {
+        ids["waiting"]: active, ids["pending"]: active, ids["running"]: active,
+        ids["completed"]: None,
+    }  # fmt: skip
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0004")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("task")}
+    assert "component_types" not in columns
     engine.dispose()

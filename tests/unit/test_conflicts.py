@@ -191,6 +191,44 @@ def test_precise_intersects_components_through_the_inventory(
     assert [c.name for c in rack.components] == shared
 
 
+FIRMWARE, POWER, BRING_UP = "{upgrade_firmware: {}}", "{power_on: {}}", "{bring_up: {}}"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "rule", "shared"),
+    [
+        ((POWER, components(C1)), (FIRMWARE, components(C3)), None, None),
+        ((FIRMWARE, components(C1)), (FIRMWARE, components(C2)), None, None),
+        ((POWER, components(C1)), (POWER, components(C3)), None, None),
+        ((FIRMWARE, components(C1, C2)), (FIRMWARE, components(C2)),
+         "firmware and firmware conflict on shared components", ["c2"]),
+        ((POWER, components(C3)), (FIRMWARE, components(C3)),
+         "power on NVSWITCH and firmware on NVSWITCH conflict on shared components", ["c3"]),
+        ((BRING_UP, components(C1)), (POWER, components(C2)),
+         "bring-up or ingest and any task conflict on the whole rack", []),
+        ((POWER, components(C4)), (FIRMWARE, components(C1)),
+         "power on POWERSHELF and firmware conflict on the whole rack", []),
+    ],
+    ids=["compute-power-beside-nvswitch-firmware", "firmware-disjoint", "compute-beside-nvswitch",
+         "firmware-shared", "nvswitch-power-firmware", "bring-up-holds-the-rack",
+         "shelf-power-holds-the-rack"],
+)  # fmt: skip
+def test_precise_asks_the_task_conflict_table(
+    a: tuple[str, str], b: tuple[str, str], rule: str | None, shared: list[str] | None
+) -> None:
+    """docs/spec/SEMANTICS.md "Task conflicts": the same table as the task manager's."""
+    declared = tree(
+        schedule("a", operation=a[0], targets=a[1]), schedule("b", operation=b[0], targets=b[1])
+    )
+    report = precise_conflicts(declared, now=NOW)
+    if rule is None:
+        assert report.conflicts == ()
+        return
+    (conflict,) = report.conflicts
+    (rack,) = conflict.racks
+    assert (rack.rule, [c.name for c in rack.components]) == (rule, shared)
+
+
 def test_precise_keeps_only_the_racks_where_components_meet() -> None:
     declared = tree(
         schedule("a", targets="{racks: [{name: r1, component_types: [NVSWITCH]}, {name: r2}]}"),
@@ -475,7 +513,7 @@ def test_json_and_text_are_made_from_the_same_report() -> None:
     )  # fmt: skip
     report = precise_conflicts(declared, now=NOW)
     data = json.loads(json.dumps(report.to_json()))
-    assert data["format"] == "rackcron.conflicts/v1" and data["format_version"] == "1.2"
+    assert data["format"] == "rackcron.conflicts/v1" and data["format_version"] == "1.3"
     assert data["mode"] == "precise" and data["count"] == 1 and data["with_store"] is False
     assert data["horizon"] == "336h" and data["now"] == "2026-06-01T00:00:00Z"
     assert data["durations"] == {k: format_duration(v) for k, v in DEFAULT_DURATIONS.items()}
@@ -492,8 +530,11 @@ def test_json_and_text_are_made_from_the_same_report() -> None:
         "local_start": "2026-06-02T01:00:00+02:00 CEST",
         "local_at": "2026-06-02T01:30:00+02:00 CEST",
     }
+    rule = "power on POWERSHELF and firmware conflict on the whole rack"  # r1 has a shelf
+    assert conflict["racks"][0]["rule"] == rule
     text = render_text(data)
     assert 'warning: schedules "fw" and "shutdown" can collide on r1 (whole rack)' in text
+    assert f"\n  rule: {rule}\n" in text
     assert (
         "first collision at 2026-06-01T23:30:00Z = 2026-06-02T01:30:00+02:00 CEST in Europe/Paris"
         in text

@@ -6,7 +6,6 @@ the table written out by hand: a change to the lifecycle's table must change it 
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -30,6 +29,7 @@ from rackcron.lifecycle import (
     admit,
     after_failure,
     answered,
+    blocker,
     duty,
     ends,
     expired,
@@ -42,6 +42,7 @@ from rackcron.lifecycle import (
     queue_full,
     status_values,
 )
+from rackcron.task_conflicts import Work
 
 # Where a task in each status (column) lands on each event (row): "." refused; "*" the
 # task then owes its controller a stop.
@@ -277,7 +278,7 @@ def test_a_failed_call_is_retried_until_the_attempts_are_spent(
 
 
 @pytest.mark.parametrize(
-    ("busy", "queue", "waiting", "status"),
+    ("blocked", "queue", "waiting", "status"),
     [
         (False, False, 0, TaskStatus.PENDING),
         (False, True, 0, TaskStatus.PENDING),
@@ -287,14 +288,14 @@ def test_a_failed_call_is_retried_until_the_attempts_are_spent(
         (True, True, MAX_WAITING, None),
         (True, False, 0, None),
     ],
-    ids=["idle-skip", "idle-queue", "idle-full-queue", "busy-queue-waits", "busy-last-place",
-         "busy-queue-full-refused", "busy-skip-refused"],
+    ids=["free-skip", "free-queue", "free-full-queue", "blocked-queue-waits",
+         "blocked-last-place", "blocked-queue-full-refused", "blocked-skip-refused"],
 )  # fmt: skip
-def test_admit_is_one_active_task_per_rack_and_five_waiting(
-    busy: bool, queue: bool, waiting: int, status: TaskStatus | None
+def test_admit_holds_a_blocked_task_under_queue_and_five_waiting_at_most(
+    blocked: bool, queue: bool, waiting: int, status: TaskStatus | None
 ) -> None:
     assert MAX_WAITING == 5  # the reference's limit
-    assert admit(rack_busy=busy, queue=queue, waiting=waiting) == status
+    assert admit(blocked=blocked, queue=queue, waiting=waiting) == status
     assert queue_full(waiting) is (waiting >= 5)
 
 
@@ -337,26 +338,34 @@ def test_expired(expires_at: datetime | None, expected: bool) -> None:
     assert expired(expires_at, NOW) is expected
 
 
-def _ids(n: int) -> list[uuid.UUID]:
-    return sorted(uuid.uuid4() for _ in range(n))
+C0, C1 = "00000000-0000-0000-0000-0000000000c0", "00000000-0000-0000-0000-0000000000c1"
+PS = "00000000-0000-0000-0000-0000000000a0"
 
 
-def test_promotion_takes_the_oldest_waiting_task_of_each_rack() -> None:
-    rack_a, rack_b = uuid.uuid4(), uuid.uuid4()
-    low, high, newer, b_only = _ids(4)
-    waiting = [
-        (rack_a, newer, NOW + timedelta(seconds=1)),
-        (rack_a, high, NOW),  # created together with ``low``: the lower id goes first
-        (rack_b, b_only, NOW - timedelta(seconds=1)),
-        (rack_a, low, NOW),
-    ]
-    chosen = promotions(waiting)
-    assert chosen == {rack_a: low, rack_b: b_only}
-    assert list(chosen) == [rack_b, rack_a]  # racks in the order of their chosen tasks
+def _power(component: str, kind: str = "COMPUTE") -> Work:
+    return Work("power_control", {component: kind})
 
 
-def test_promotion_of_nothing_is_nothing() -> None:
-    assert promotions([]) == {}
+def test_blocker_is_the_first_conflicting_running_task_then_earlier_waiting_one() -> None:
+    on_c0, on_c1, shelf = _power(C0), _power(C1), _power(PS, "POWERSHELF")
+    assert blocker(_power(C1), [("a", on_c0)], []) is None  # side by side
+    assert blocker(_power(C0), [("a", on_c1), ("b", on_c0)], [("w", on_c0)]) == ("b", on_c0)
+    # No overtaking: the running set is free for it, an earlier waiting task is not.
+    assert blocker(_power(C0), [("a", on_c1)], [("w", on_c0)]) == ("w", on_c0)
+    assert blocker(_power(C1), [("a", shelf)], []) == ("a", shelf)  # the shelf holds the rack
+
+
+def test_promotion_is_strict_fifo_and_counts_those_promoted_in_the_pass() -> None:
+    on_c0, on_c1 = _power(C0), _power(C1)
+    # Both free of the running set and of each other: both go, oldest first.
+    assert promotions([("w1", on_c0), ("w2", on_c1)], []) == ["w1", "w2"]
+    # The second conflicts with the first promoted in this pass: it stays.
+    assert promotions([("w1", on_c0), ("w2", _power(C0))], []) == ["w1"]
+    # The pass stops at the first conflict, even when a later one would be free.
+    assert promotions([("w1", on_c0), ("w2", on_c1)], [_power(C0)]) == []
+    assert promotions([], [on_c0]) == []
+    shelf = _power(PS, "POWERSHELF")
+    assert promotions([("w1", on_c0)], [shelf]) == []  # the running shelf holds the rack
 
 
 def test_status_values_keep_the_enum_order() -> None:
