@@ -87,15 +87,20 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from rackcron.errors import IllegalTransition
 from rackcron.task_conflicts import Work, conflicts
 
-#: How a caller names a task in :func:`promotions` (an id, a row).
-K = TypeVar("K")
-#: A (task, work) pair of :func:`blocker`.
-P = TypeVar("P", bound=tuple[object, Work])
+
+class Queued(Protocol):
+    """An active task of a rack, as :func:`blocker` and :func:`promotions` see it."""
+
+    @property
+    def work(self) -> Work: ...
+
+
+Q = TypeVar("Q", bound=Queued)
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -112,6 +117,7 @@ __all__ = [
     "TRANSITIONS",
     "Duty",
     "Event",
+    "Queued",
     "Stop",
     "TaskStatus",
     "admit",
@@ -378,13 +384,13 @@ def admit(*, blocked: bool, queue: bool, waiting: int = 0) -> TaskStatus | None:
     return CREATED[Event.QUEUED] if queue and not queue_full(waiting) else None
 
 
-def blocker(new: Work, running: Iterable[P], waiting: Iterable[P]) -> P | None:
-    """What blocks a new task on its rack, or None: the first (task, work) pair of the
-    rack's running set (pending and running tasks), then of its earlier waiting tasks (a
-    task never overtakes a conflicting one queued before it), that it conflicts with
+def blocker(new: Work, running: Iterable[Q], waiting: Iterable[Q]) -> Q | None:
+    """What blocks a new task on its rack, or None: the first task of the rack's running
+    set (pending and running tasks), then of its earlier waiting tasks (a task never
+    overtakes a conflicting one queued before it), that it conflicts with
     (docs/spec/SEMANTICS.md "Task conflicts")."""
     for item in itertools.chain(running, waiting):
-        if conflicts(new, item[1]):
+        if conflicts(new, item.work):
             return item
     return None
 
@@ -406,7 +412,7 @@ def expired(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and expires_at <= now
 
 
-def promotions(waiting: Iterable[tuple[K, Work]], running: Iterable[Work]) -> list[K]:
+def promotions(waiting: Iterable[Q], running: Iterable[Queued]) -> list[Q]:
     """The waiting tasks of one rack to promote, oldest first, given ``waiting`` oldest
     first and the rack's ``running`` set (pending and running tasks).
 
@@ -414,13 +420,13 @@ def promotions(waiting: Iterable[tuple[K, Work]], running: Iterable[Work]) -> li
     conflicts with no task of the running set, counting those promoted before it in this
     pass, is promoted; the pass stops at the first one that conflicts.
     """
-    held = list(running)
-    chosen: list[K] = []
-    for key, work in waiting:
-        if any(conflicts(work, other) for other in held):
+    held = [r.work for r in running]
+    chosen: list[Q] = []
+    for item in waiting:
+        if any(conflicts(item.work, other) for other in held):
             break
-        chosen.append(key)
-        held.append(work)
+        chosen.append(item)
+        held.append(item.work)
     return chosen
 
 

@@ -356,7 +356,7 @@ class DeliveryOps(TaskOps):
         self.lock_racks(racks)
         ids: list[uuid.UUID] = []
         for queue in self.rack_queues(racks).values():
-            ids += promotions(queue.waiting, (a.work for a in queue.running))
+            ids += (a.task_id for a in promotions(queue.waiting, queue.running))
         promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
         for chunk in chunked(ids):
             self.conn.execute(

@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -113,11 +113,25 @@ def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
         yield values[start : start + IN_CHUNK]
 
 
-class Active(NamedTuple):
-    """An active task as the conflict table sees it."""
+class Active:
+    """An active task of a rack as the conflict rules see it (``lifecycle.Queued``); its
+    :class:`~rackcron.task_conflicts.Work` is built only when a rule asks for it: most
+    racks of a firing hold no other task, and need none."""
 
-    task_id: uuid.UUID
-    work: Work
+    __slots__ = ("_ids", "_kind", "_types", "_work", "task_id")
+
+    def __init__(
+        self, task_id: uuid.UUID, kind: str, ids: Sequence[str], types: Sequence[str] | None
+    ) -> None:
+        self.task_id, self._kind, self._ids, self._types = task_id, kind, ids, types
+        self._work: Work | None = None
+
+    @property
+    def work(self) -> Work:
+        if self._work is None:
+            types = self._types if self._types is not None else ["UNKNOWN"] * len(self._ids)
+            self._work = Work.of(self._kind, self._ids, types)
+        return self._work
 
 
 @dataclass(slots=True)
@@ -333,6 +347,7 @@ class TaskOps(OpsBase):
         )
         operations: dict[int, str] = {}  # the operation text of each template
         types: dict[uuid.UUID, dict[str, str]] = {}  # each rack's component id -> type
+        every: dict[uuid.UUID, list[str]] = {}  # each rack's component types, in id order
         task_rows: dict[TaskStatus, list[tuple[Any, ...]]] = {}
         submissions = []
         for request in requests:
@@ -345,32 +360,41 @@ class TaskOps(OpsBase):
                 message = f"no component of rack {rack_id} matches the scope's filter"
                 submissions.append(Submission(error=message))
                 continue
-            if rack_id not in types:
-                types[rack_id] = dict(on_rack[rack_id])
-            kinds = [types[rack_id][c] for c in components]
+            if request.component_filter is None:  # all of them: the rack's own list
+                if rack_id not in every:
+                    every[rack_id] = [kind for _, kind in on_rack[rack_id]]
+                kinds = every[rack_id]
+            else:
+                if rack_id not in types:
+                    types[rack_id] = dict(on_rack[rack_id])
+                kinds = [types[rack_id][c] for c in components]
             template = request.template
-            work = Work.of(template.type, components, kinds)
+            task_id = new_task_id()
+            active = Active(task_id, template.type, components, kinds)
             queue = request.policy == OverlapPolicy.QUEUE
-            rack_queue = queues.setdefault(rack_id, RackQueue())
+            rack_queue = queues.get(rack_id)
+            if rack_queue is None:
+                rack_queue = queues[rack_id] = RackQueue()
             held = len(rack_queue.waiting)
-            blocked_by = blocker(work, rack_queue.running, rack_queue.waiting)
+            blocked_by = None
+            if rack_queue.running or rack_queue.waiting:
+                blocked_by = blocker(active.work, rack_queue.running, rack_queue.waiting)
             status = admit(blocked=blocked_by is not None, queue=queue, waiting=held)
             if status is None:
                 assert blocked_by is not None
                 message = (
                     f"rack {rack_id} already has an active task {blocked_by.task_id} that"
-                    f" conflicts with it ({conflicting_row(work, blocked_by.work)})"
+                    f" conflicts with it ({conflicting_row(active.work, blocked_by.work)})"
                 )
                 if queue and queue_full(held):
                     message = f"rack {rack_id}: waiting queue is full ({held} waiting tasks)"
                 submissions.append(Submission(error=message))
                 continue
-            task_id = new_task_id()
             expires = None
             if status == TaskStatus.WAITING:
                 timeout = template.information.get("queue_timeout_seconds")
                 expires = queue_deadline(self.now, timeout)
-            rack_queue.add(status, Active(task_id, work))
+            rack_queue.add(status, active)
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
@@ -409,10 +433,9 @@ class TaskOps(OpsBase):
                 .order_by(task.c.created_at, task.c.id)
             )
             for rack_id, task_id, status, kind, ids, kinds in self.conn.execute(query):
-                work = Work.of(kind, ids, kinds or ["UNKNOWN"] * len(ids))
-                found.setdefault(rack_id, RackQueue()).add(
-                    TaskStatus(status), Active(task_id, work)
-                )
+                if rack_id not in found:
+                    found[rack_id] = RackQueue()
+                found[rack_id].add(TaskStatus(status), Active(task_id, kind, ids, kinds))
         return found
 
     def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:

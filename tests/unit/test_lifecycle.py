@@ -7,6 +7,7 @@ the table written out by hand: a change to the lifecycle's table must change it 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import pytest
 
@@ -346,26 +347,34 @@ def _power(component: str, kind: str = "COMPUTE") -> Work:
     return Work("power_control", {component: kind})
 
 
+class _Task(NamedTuple):
+    name: str
+    work: Work
+
+
 def test_blocker_is_the_first_conflicting_running_task_then_earlier_waiting_one() -> None:
-    on_c0, on_c1, shelf = _power(C0), _power(C1), _power(PS, "POWERSHELF")
-    assert blocker(_power(C1), [("a", on_c0)], []) is None  # side by side
-    assert blocker(_power(C0), [("a", on_c1), ("b", on_c0)], [("w", on_c0)]) == ("b", on_c0)
+    a0, a1 = _Task("a", _power(C0)), _Task("a", _power(C1))
+    b0, w0 = _Task("b", _power(C0)), _Task("w", _power(C0))
+    shelf = _Task("s", _power(PS, "POWERSHELF"))
+    assert blocker(_power(C1), [a0], []) is None  # side by side
+    assert blocker(_power(C0), [a1, b0], [w0]) is b0
     # No overtaking: the running set is free for it, an earlier waiting task is not.
-    assert blocker(_power(C0), [("a", on_c1)], [("w", on_c0)]) == ("w", on_c0)
-    assert blocker(_power(C1), [("a", shelf)], []) == ("a", shelf)  # the shelf holds the rack
+    assert blocker(_power(C0), [a1], [w0]) is w0
+    assert blocker(_power(C1), [shelf], []) is shelf  # the shelf holds the rack
 
 
 def test_promotion_is_strict_fifo_and_counts_those_promoted_in_the_pass() -> None:
-    on_c0, on_c1 = _power(C0), _power(C1)
+    w1, w2 = _Task("w1", _power(C0)), _Task("w2", _power(C1))
     # Both free of the running set and of each other: both go, oldest first.
-    assert promotions([("w1", on_c0), ("w2", on_c1)], []) == ["w1", "w2"]
+    assert promotions([w1, w2], []) == [w1, w2]
     # The second conflicts with the first promoted in this pass: it stays.
-    assert promotions([("w1", on_c0), ("w2", _power(C0))], []) == ["w1"]
+    again = _Task("w2", _power(C0))
+    assert promotions([w1, again], []) == [w1]
     # The pass stops at the first conflict, even when a later one would be free.
-    assert promotions([("w1", on_c0), ("w2", on_c1)], [_power(C0)]) == []
-    assert promotions([], [on_c0]) == []
-    shelf = _power(PS, "POWERSHELF")
-    assert promotions([("w1", on_c0)], [shelf]) == []  # the running shelf holds the rack
+    assert promotions([w1, w2], [_Task("r", _power(C0))]) == []
+    assert promotions([], [w1]) == []
+    shelf = _Task("s", _power(PS, "POWERSHELF"))
+    assert promotions([w1], [shelf]) == []  # the running shelf holds the rack
 
 
 def test_status_values_keep_the_enum_order() -> None:
