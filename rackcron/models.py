@@ -47,6 +47,8 @@ __all__ = [
     "ControllerSpec",
     "ExternalRef",
     "FirmwareAuthentication",
+    "Freeze",
+    "FreezeSelector",
     "Ingest",
     "Management",
     "NVLDomain",
@@ -462,13 +464,49 @@ class Rack(_Model):
     external_id: str | None = None
     owner: str | None = None  # the repository that declares it, if any
     controller: ControllerSpec | None = None
+    labels: dict[
+        str, str
+    ] = {}  # what freezes select racks by (docs/spec/SEMANTICS.md "Freeze windows")
 
     @model_serializer(mode="wrap")
     def _without_default_controller(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if data.get("controller") is None:
             data.pop("controller", None)
+        if not data.get("labels"):  # as for the controller: older dumps stay unchanged
+            data.pop("labels", None)
         return data
+
+
+class FreezeSelector(_Model):
+    """What a freeze holds (docs/spec/SEMANTICS.md "Freeze windows"); an empty one, everything.
+
+    Each dimension given must match (racks, schedules, operations); within one, any entry
+    does: a rack matches when it is named in ``racks`` or carries every label of
+    ``rack_labels``, and so for schedules. ``operations`` are YAML names (``power_on``, ...).
+    """
+
+    racks: list[str] = []
+    rack_labels: dict[str, str] = {}
+    schedules: list[str] = []
+    schedule_labels: dict[str, str] = {}
+    operations: list[str] = []
+
+
+class Freeze(_Model):
+    """A freeze window: a fixed ``start``/``end``, or windows of ``duration_seconds``
+    starting at each time of ``cron`` in ``timezone``; and what it holds."""
+
+    id: uuid.UUID
+    name: str
+    start: datetime | None = None
+    end: datetime | None = None
+    cron: str | None = None
+    duration_seconds: int | None = None
+    timezone: str = "UTC"
+    selector: FreezeSelector = FreezeSelector()
+    reason: str = ""
+    management: Management = Management()
 
 
 class Component(_Model):

@@ -42,6 +42,7 @@ from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
+from rackcron.service._freezes import FreezeOps
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
 from rackcron.service._scopes import ScopeOps
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps, DeliveryOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, FreezeOps, ApplyOps, DeliveryOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -236,6 +237,12 @@ class Service:
     upsert_nvl_domain = _in_transaction(Operations.upsert_nvl_domain)
     delete_nvl_domain = _in_transaction(Operations.delete_nvl_domain)
     list_nvl_domains = _in_transaction(Operations.list_nvl_domains, write=False)
+
+    upsert_freeze = _in_transaction(Operations.upsert_freeze)
+    get_freeze = _in_transaction(Operations.get_freeze, write=False)
+    list_freezes = _in_transaction(Operations.list_freezes, write=False)
+    delete_freeze = _in_transaction(Operations.delete_freeze)
+    active_freezes = _in_transaction(Operations.active_freezes, write=False)
 
     # Apply lock and log (the reconciler)
     def acquire_apply_lock(self, who: str) -> str:

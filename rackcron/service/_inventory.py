@@ -70,7 +70,11 @@ class InventoryOps(OpsBase):
             "external_id": item.external_id,
             "owner": item.owner,
             "controller": controller,  # None: SQL NULL, the server's default controller
+            "labels": dict(item.labels) or None,
         }
+        for key, value in item.labels.items():
+            check_text(key, "rack.labels")
+            check_text(value, f"rack.labels.{key}")
         self._upsert(rack, item.id, values)
         return item
 

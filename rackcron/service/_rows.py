@@ -9,6 +9,8 @@ from rackcron.filters import canonical_type, from_stored
 from rackcron.models import (
     Component,
     ControllerSpec,
+    Freeze,
+    FreezeSelector,
     Management,
     NVLDomain,
     OperationTemplate,
@@ -21,7 +23,7 @@ from rackcron.models import (
     TaskStatus,
 )
 
-__all__ = ["component", "nvl_domain", "rack", "schedule", "scope", "task", "template"]
+__all__ = ["component", "freeze", "nvl_domain", "rack", "schedule", "scope", "task", "template"]
 
 
 def template(row: Any) -> OperationTemplate:
@@ -91,6 +93,24 @@ def rack(row: Any) -> Rack:
         external_id=row.external_id,
         owner=row.owner,
         controller=ControllerSpec.model_validate(row.controller) if row.controller else None,
+        labels=row.labels or {},
+    )
+
+
+def freeze(row: Any) -> Freeze:
+    return Freeze(
+        id=row.id,
+        name=row.name,
+        start=row.start,
+        end=row.end,
+        cron=row.cron,
+        duration_seconds=row.duration_seconds,
+        timezone=row.timezone,
+        selector=FreezeSelector.model_validate(row.selector),
+        reason=row.reason,
+        management=Management(
+            owner=row.owner, source=row.source, protect=row.protect, labels=row.labels or {}
+        ),
     )
 
 

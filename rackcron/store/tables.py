@@ -98,6 +98,7 @@ rack = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("owner", sa.String(255), nullable=True),  # the repository that declares it
     sa.Column("controller", JSON, nullable=True),  # how to reach its controller; NULL: default
+    sa.Column("labels", JSON, nullable=True),  # what freezes select it by; NULL: none
 )
 
 component = sa.Table(
@@ -249,6 +250,27 @@ task_schedule_scope = sa.Table(
 )
 
 # One row while an apply runs: who holds the lock and since when.
+freeze = sa.Table(
+    "freeze",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, unique=True),
+    # A fixed window [start, end), or windows of duration_seconds at each cron time in timezone.
+    sa.Column("start", UTCDateTime, nullable=True),
+    sa.Column("end", UTCDateTime, nullable=True),
+    sa.Column("cron", sa.String(255), nullable=True),
+    sa.Column("duration_seconds", sa.Integer, nullable=True),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("selector", JSON, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, default=""),
+    sa.Column("owner", sa.String(255), nullable=True, index=True),  # the repository declaring it
+    sa.Column("source", sa.Text, nullable=True),
+    sa.Column("protect", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("labels", JSON, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
 apply_lock = sa.Table(
     "apply_lock",
     metadata,

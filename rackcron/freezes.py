@@ -1,0 +1,133 @@
+"""Freeze windows: when a freeze holds, and what it holds (docs/spec/SEMANTICS.md "Freeze windows").
+
+A :class:`~rackcron.models.Freeze` is a fixed window ``[start, end)`` or windows
+``[s, s + duration)`` starting at each time ``s`` of a cron expression in its time zone
+(the cron rules of ``rackcron.timing``, daylight saving time included). Windows are half
+open, as firings are: a freeze ending at 06:00 no longer holds a firing at 06:00.
+
+What a freeze holds is a :class:`Target`: one scope of one firing (its rack, its
+schedule, its operation), or one task. Everything here is pure: ``at`` is always an
+argument, and the callers (the dispatcher's firing, the task runner's promotions and
+deliveries, a manual trigger, and the plan's review of declared fire times) read the
+freezes and the names and labels they need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rackcron import timing
+from rackcron.models import Freeze, FreezeSelector
+
+__all__ = [
+    "OPERATION_NAMES",
+    "Target",
+    "active_window",
+    "check_freeze",
+    "holding",
+    "matches",
+    "windows",
+]
+
+#: The operation names a selector may list (a tree's names, docs/declaring.md).
+OPERATION_NAMES = frozenset(
+    {"power_on", "power_off", "power_reset", "upgrade_firmware", "bring_up", "ingest"}
+)
+
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a freeze is asked about: a rack, a schedule (None for a task without one) and
+    an operation (its YAML name)."""
+
+    rack_name: str
+    rack_labels: Mapping[str, str]
+    schedule_name: str | None
+    schedule_labels: Mapping[str, str]
+    operation: str
+
+
+def check_freeze(freeze: Freeze) -> timing.Cron | None:
+    """Check that ``freeze`` is one window or one recurrence; returns its cron, if any.
+
+    :raises timing.SpecError: neither or both forms, an end not after its start, a cron
+        without a positive duration (or with ``@every``, which has no phase), a bad
+        cron expression or time zone, or an unknown operation name.
+    """
+    fixed = freeze.start is not None or freeze.end is not None
+    if fixed == (freeze.cron is not None):
+        raise timing.SpecError("give either start and end, or cron and duration")
+    unknown = sorted(set(freeze.selector.operations) - OPERATION_NAMES)
+    if unknown:
+        raise timing.SpecError(
+            f"unknown operation {unknown[0]!r} (expected one of {', '.join(sorted(OPERATION_NAMES))})"
+        )
+    if fixed:
+        if freeze.start is None or freeze.end is None:
+            raise timing.SpecError("a fixed freeze needs both start and end")
+        if freeze.end <= freeze.start:
+            raise timing.SpecError("end must be after start")
+        if freeze.duration_seconds is not None:
+            raise timing.SpecError("duration goes with cron, not with start and end")
+        return None
+    assert freeze.cron is not None
+    if not freeze.duration_seconds or freeze.duration_seconds <= 0:
+        raise timing.SpecError("a recurring freeze needs a positive duration")
+    spec = timing.parse_spec("cron", freeze.cron, freeze.timezone)
+    assert isinstance(spec, timing.Cron)
+    if spec.every is not None:
+        raise timing.SpecError("@every has no fixed start: give a cron time")
+    return spec
+
+
+def windows(
+    freeze: Freeze, since: datetime, until: datetime
+) -> Iterator[tuple[datetime, datetime]]:
+    """The freeze's windows that overlap ``[since, until)``, in order (UTC)."""
+    spec = check_freeze(freeze)
+    if spec is None:
+        assert freeze.start is not None and freeze.end is not None
+        if freeze.start < until and freeze.end > since:
+            yield freeze.start, freeze.end
+        return
+    assert freeze.duration_seconds is not None
+    length = timedelta(seconds=freeze.duration_seconds)
+    start = timing.next_after(spec, since - length)  # the first window still open at since
+    while start is not None and start < until:
+        yield start, start + length
+        start = timing.next_after(spec, start)
+
+
+def active_window(freeze: Freeze, at: datetime) -> tuple[datetime, datetime] | None:
+    """The window of ``freeze`` that holds the instant ``at``, or None."""
+    return next(windows(freeze, at, at + _TICK), None)
+
+
+def _labelled(wanted: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+
+
+def matches(selector: FreezeSelector, target: Target) -> bool:
+    """Whether ``selector`` holds ``target`` (:class:`~rackcron.models.FreezeSelector`)."""
+    if (selector.racks or selector.rack_labels) and not (
+        target.rack_name in selector.racks or _labelled(selector.rack_labels, target.rack_labels)
+    ):
+        return False
+    if (selector.schedules or selector.schedule_labels) and not (
+        target.schedule_name in selector.schedules
+        or _labelled(selector.schedule_labels, target.schedule_labels)
+    ):
+        return False
+    return not selector.operations or target.operation in selector.operations
+
+
+def holding(freezes: Iterable[Freeze], target: Target, at: datetime) -> Freeze | None:
+    """The first of ``freezes`` (in the order given) active at ``at`` that holds ``target``."""
+    for freeze in freezes:
+        if matches(freeze.selector, target) and active_window(freeze, at) is not None:
+            return freeze
+    return None

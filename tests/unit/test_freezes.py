@@ -1,0 +1,143 @@
+"""Freeze windows: when they hold and what (docs/spec/SEMANTICS.md "Freeze windows")."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from rackcron import timing
+from rackcron.freezes import Target, active_window, check_freeze, holding, matches, windows
+from rackcron.models import Freeze, FreezeSelector
+
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+def freeze(**fields) -> Freeze:  # type: ignore[no-untyped-def]
+    return Freeze(id=uuid.uuid4(), name=fields.pop("name", "f"), **fields)
+
+
+def utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+
+
+HOLIDAYS = freeze(start=utc(2026, 12, 20), end=utc(2027, 1, 3))
+NIGHTLY = freeze(cron="0 22 * * *", duration_seconds=8 * 3600, timezone="UTC")
+
+
+@pytest.mark.parametrize(
+    ("at", "held"),
+    [
+        (utc(2026, 12, 19, 23, 59), False),
+        (utc(2026, 12, 20), True),  # the start is inside
+        (utc(2027, 1, 2, 23, 59), True),
+        (utc(2027, 1, 3), False),  # the end is not: windows are half open
+    ],
+)
+def test_a_fixed_window_holds_from_its_start_until_its_end(at: datetime, held: bool) -> None:
+    assert (active_window(HOLIDAYS, at) is not None) is held
+
+
+@pytest.mark.parametrize(
+    ("at", "window"),
+    [
+        (utc(2026, 6, 1, 21, 59), None),
+        (utc(2026, 6, 1, 22), (utc(2026, 6, 1, 22), utc(2026, 6, 2, 6))),
+        (utc(2026, 6, 2, 5, 59), (utc(2026, 6, 1, 22), utc(2026, 6, 2, 6))),  # past midnight
+        (utc(2026, 6, 2, 6), None),
+    ],
+)
+def test_a_recurring_window_runs_duration_from_each_cron_time(
+    at: datetime, window: tuple[datetime, datetime] | None
+) -> None:
+    assert active_window(NIGHTLY, at) == window
+
+
+def test_windows_overlapping_a_range_in_order() -> None:
+    found = list(windows(NIGHTLY, utc(2026, 6, 1, 23), utc(2026, 6, 3, 23)))
+    assert found == [
+        (utc(2026, 6, 1, 22), utc(2026, 6, 2, 6)),  # already open at the range's start
+        (utc(2026, 6, 2, 22), utc(2026, 6, 3, 6)),
+        (utc(2026, 6, 3, 22), utc(2026, 6, 4, 6)),
+    ]
+    assert list(windows(HOLIDAYS, utc(2027, 1, 3), utc(2027, 2, 1))) == []
+
+
+def test_a_recurring_freeze_at_0130_local_on_fall_back_day_opens_once() -> None:
+    """01:30 happens twice in New York on 2026-11-01; by Debian cron's rule the window
+    opens at the first one (EDT, 05:30Z), and runs its elapsed duration."""
+    nightly = freeze(cron="30 1 * * *", duration_seconds=3600, timezone="America/New_York")
+    day = list(windows(nightly, utc(2026, 11, 1), utc(2026, 11, 2)))
+    assert day == [(utc(2026, 11, 1, 5, 30), utc(2026, 11, 1, 6, 30))]
+    first = day[0][0].astimezone(NEW_YORK)
+    assert (first.hour, first.minute, first.utcoffset()) == (1, 30, timedelta(hours=-4))
+    # The second 01:30 (EST, 06:30Z) is the instant the window closes: not held.
+    assert active_window(nightly, utc(2026, 11, 1, 6, 29)) is not None
+    assert active_window(nightly, utc(2026, 11, 1, 6, 30)) is None
+    # The next day opens at 01:30 EST.
+    assert next(windows(nightly, utc(2026, 11, 1, 7), utc(2026, 11, 3)))[0] == utc(
+        2026, 11, 2, 6, 30
+    )
+
+
+def test_a_spring_forward_gap_opens_the_window_when_the_gap_ends() -> None:
+    nightly = freeze(cron="30 2 * * *", duration_seconds=600, timezone="America/New_York")
+    (window,) = windows(nightly, utc(2026, 3, 8), utc(2026, 3, 9))
+    assert window == (utc(2026, 3, 8, 7), utc(2026, 3, 8, 7, 10))  # 03:00 EDT
+
+
+RACK = Target("rack-b01", {"row": "B"}, "nightly-fw", {"team": "infra"}, "upgrade_firmware")
+
+
+@pytest.mark.parametrize(
+    ("selector", "held"),
+    [
+        (FreezeSelector(), True),
+        (FreezeSelector(racks=["rack-b01"]), True),
+        (FreezeSelector(racks=["rack-a01"]), False),
+        (FreezeSelector(rack_labels={"row": "B"}), True),
+        (FreezeSelector(rack_labels={"row": "B", "hall": "2"}), False),  # every label
+        (FreezeSelector(racks=["rack-a01"], rack_labels={"row": "B"}), True),  # name or label
+        (FreezeSelector(schedules=["nightly-fw"]), True),
+        (FreezeSelector(schedule_labels={"team": "db"}), False),
+        (FreezeSelector(operations=["power_on", "upgrade_firmware"]), True),
+        (FreezeSelector(operations=["power_on"]), False),
+        (FreezeSelector(rack_labels={"row": "B"}, operations=["power_off"]), False),  # and
+    ],
+)
+def test_a_selector_needs_every_dimension_it_names(selector: FreezeSelector, held: bool) -> None:
+    assert matches(selector, RACK) is held
+
+
+def test_a_task_without_a_schedule_is_held_only_by_freezes_not_naming_schedules() -> None:
+    manual = Target("rack-b01", {}, None, {}, "power_on")
+    assert matches(FreezeSelector(), manual)
+    assert not matches(FreezeSelector(schedules=["nightly-fw"]), manual)
+
+
+def test_holding_is_the_first_active_freeze_that_matches() -> None:
+    other = freeze(name="row-a", start=utc(2026, 1, 1), end=utc(2028, 1, 1),
+                   selector=FreezeSelector(rack_labels={"row": "A"}))  # fmt: skip
+    assert holding([other, HOLIDAYS], RACK, utc(2026, 12, 25)) is HOLIDAYS
+    assert holding([other, HOLIDAYS], RACK, utc(2027, 2, 1)) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "either start and end, or cron and duration"),
+        ({"start": utc(2026, 1, 1), "end": utc(2026, 1, 2), "cron": "0 1 * * *"}, "either"),
+        ({"start": utc(2026, 1, 1)}, "both start and end"),
+        ({"start": utc(2026, 1, 2), "end": utc(2026, 1, 1)}, "end must be after start"),
+        ({"cron": "0 1 * * *"}, "positive duration"),
+        ({"cron": "@every 1h", "duration_seconds": 60}, "@every"),
+        ({"cron": "0 1 * * *", "duration_seconds": 60, "timezone": "Mars/Base"}, "Mars/Base"),
+        ({"start": utc(2026, 1, 1), "end": utc(2026, 1, 2),
+          "selector": FreezeSelector(operations=["reboot"])}, "unknown operation 'reboot'"),
+    ],
+)  # fmt: skip
+def test_a_freeze_is_one_window_or_one_recurrence(fields: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(timing.SpecError, match=message):
+        check_freeze(freeze(**fields))
