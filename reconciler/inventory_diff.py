@@ -23,14 +23,14 @@ __all__ = ["InventoryDiffer", "plain"]
 
 #: Fields added after plan format 1.0. A create lists them only when they are set, so
 #: the plan of a tree that does not use them reads as it did.
-_LISTED_WHEN_SET = frozenset({"controller"})
+_LISTED_WHEN_SET = frozenset({"controller", "labels"})
 
 
 def _listed(field: str, value: Any, have: Any) -> bool:
     """Whether an upsert's plan lists ``field``: every field of a create, except unset
     newer ones, and the fields an update changes."""
     if have is None:
-        return field not in _LISTED_WHEN_SET or value is not None
+        return field not in _LISTED_WHEN_SET or bool(value)
     return bool(getattr(have, field) != value)
 
 
