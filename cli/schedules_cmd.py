@@ -59,6 +59,24 @@ def _dump(schedule: Schedule) -> dict[str, object]:
     return schedule.model_dump(mode="json")
 
 
+def _late(seconds: float) -> str:
+    """A lateness for people: ``41641s (11h34m1s)``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s"
+    return f"{seconds:.0f}s ({parts})"
+
+
+def _miss(s: Schedule) -> str:
+    """The schedule's last missed firing, for people (``-``: none)."""
+    miss = s.last_miss
+    if miss is None:
+        return "-"
+    why = miss.reason.value + (f" {miss.detail}" if miss.detail else "")
+    return f"{when(miss.at)}, {_late(miss.lateness_seconds)} late ({why})"
+
+
 def _row(s: Schedule) -> list[str]:
     state = "consumed" if s.consumed else ("enabled" if s.enabled else "paused")
     return [
@@ -135,6 +153,9 @@ def list_command(
 def get_command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
     """Show one schedule and its scope.
 
+    From the store it also shows the schedule's starting deadline and its last missed
+    firing, with how late it was (the Flow RPCs of --server carry neither).
+
     Example: rackcron schedules get nightly-compute-firmware
     """
     with cli_errors():
@@ -153,6 +174,14 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ("state", _row(found)[4]),
         ("next run", when(found.next_run_at)),
         ("last run", when(found.last_run_at)),
+        *(
+            []
+            if server is not None
+            else [
+                ("deadline", found.starting_deadline or "none"),
+                ("last miss", _miss(found)),
+            ]
+        ),
     ]:
         click.echo(f"{label + ':':16}{terminal(value)}")
     click.echo("scope:")
