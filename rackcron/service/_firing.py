@@ -65,7 +65,7 @@ _SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.
 
 
 #: The last miss's columns a missed firing writes, beside ``last_miss_at``.
-_MISS_COLUMNS = ("last_miss_lateness", "last_miss_reason", "last_miss_detail")
+_MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail")
 
 
 def _filter(stored: Any) -> ComponentFilter | None:
@@ -221,7 +221,8 @@ class FiringOps(ScheduleOps, TaskOps):
             assert due is not None  # deadline_lateness is None without a due time
             miss = Missed(row.id, schedule.name, due, self.now, late, MissReason.DEADLINE,
                           None, schedule.starting_deadline)  # fmt: skip
-            misses.append((*moved, miss.lateness_seconds, miss.reason.value, miss.detail))
+            lateness_ms = round(late * 1000)
+            misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
         update_rows(
             self.conn,

@@ -56,7 +56,7 @@ def schedule(row: Any) -> Schedule:
         if row.last_miss_at is None
         else Miss(
             at=row.last_miss_at,
-            lateness_seconds=row.last_miss_lateness,
+            lateness_seconds=row.last_miss_lateness_ms / 1000,
             reason=MissReason(row.last_miss_reason),
             detail=row.last_miss_detail,
         ),
