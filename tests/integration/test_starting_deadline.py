@@ -24,7 +24,7 @@ from rackcron.errors import InvalidArgument, NotFound
 from rackcron.logs import configure
 from rackcron.models import Miss, MissReason, ScheduleConfig, SpecType
 from rackcron.service import Missed, Service
-from rackcron.store import transaction
+from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task_schedule
 from tests.support.cli import run
 from tests.support.service import make_operation, snapshot
@@ -246,7 +246,7 @@ def test_the_migration_adds_the_columns_and_its_downgrade_keeps_every_schedule(
     from alembic.script import ScriptDirectory
 
     from rackcron.models import Rack
-    from rackcron.store import open_engine, upgrade
+    from rackcron.store import upgrade
     from rackcron.store.engine import _alembic_config, _create_engine
     from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata
 
@@ -500,3 +500,36 @@ def test_a_reconciler_that_does_not_carry_deadlines_is_refused(
         " rackcron.v1.Reconciler does not carry it (an older rackcron); nothing is applied"
     ) in out
     assert snapshot(service) == before
+
+
+def test_the_example_in_the_docs_validates_and_reads_back_as_shown(
+    store_url, clock, tmp_path: Path
+) -> None:
+    """docs/declaring.md "Starting deadline": its YAML applies, and ``schedules get`` shows a
+    miss 11h34m late in the lines the page shows (the instant aside)."""
+    import re
+
+    from tests.support.trees import rack
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "declaring.md").read_text()
+    section = doc[doc.index("### Starting deadline") :]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section[: section.index("\n## ")], re.DOTALL)
+    (shown,) = re.findall(r"```console\n(.*?)```", section[: section.index("\n## ")], re.DOTALL)
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(rack("rack-a01", 1))
+    (tree / "firmware.yaml").write_text(block)
+    assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    service = Service(open_engine(store_url), clock=clock)
+    try:
+        made = service.find_schedule("nightly-firmware")
+        assert made.starting_deadline == "2h"
+        clock.now = made.next_run_at + timedelta(hours=11, minutes=34)
+        assert [m.name for m in drain(service)[1]] == ["nightly-firmware"]
+    finally:
+        service.close()
+    got = run("schedules", "get", "nightly-firmware", url=store_url).output.splitlines()
+    expected = [line for line in shown.splitlines() if line.startswith(("deadline", "last miss"))]
+    at = clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    expected = [re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", at, line) for line in expected]
+    assert len(expected) == 2 and all(line in got for line in expected), got
