@@ -55,8 +55,12 @@ def _lookup(service: Service | FlowClient, ref: str) -> Schedule:
         return service.find_schedule(ref)
 
 
-def _dump(schedule: Schedule) -> dict[str, object]:
-    return schedule.model_dump(mode="json")
+#: A schedule's fields the Flow RPCs do not carry: left out of what --server shows.
+_NOT_ON_FLOW = {"starting_deadline", "last_miss"}
+
+
+def _dump(schedule: Schedule, server: Server | None) -> dict[str, object]:
+    return schedule.model_dump(mode="json", exclude=_NOT_ON_FLOW if server else None)
 
 
 def _late(seconds: float) -> str:
@@ -93,9 +97,9 @@ def _row(s: Schedule) -> list[str]:
 _HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "OPERATION"]
 
 
-def _show(schedules: list[Schedule], fmt: str) -> None:
+def _show(schedules: list[Schedule], fmt: str, server: Server | None) -> None:
     if fmt == "json":
-        echo_json([_dump(s) for s in schedules])
+        echo_json([_dump(s, server) for s in schedules])
     else:
         print_table(_HEADERS, [_row(s) for s in schedules])
 
@@ -138,9 +142,9 @@ def list_command(
             rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
         )
     if fmt == "json":
-        echo_json({"task_schedules": [_dump(s) for s in page.items], "total": page.total})
+        echo_json({"task_schedules": [_dump(s, server) for s in page.items], "total": page.total})
         return
-    _show(page.items, fmt)
+    _show(page.items, fmt, server)
     if page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
 
@@ -163,7 +167,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         found = _lookup(service, schedule)
         scopes = service.list_scopes(found.id)
     if fmt == "json":
-        echo_json({**_dump(found), "scopes": [s.model_dump(mode="json") for s in scopes]})
+        echo_json({**_dump(found, server), "scopes": [s.model_dump(mode="json") for s in scopes]})
         return
     for label, value in [
         ("name", found.name),
@@ -202,7 +206,7 @@ def _single(verb: str, help_text: str) -> click.Command:
             service = _backend(database_url, server)
             target = _lookup(service, schedule)
             result = getattr(service, f"{verb}_schedule")(target.id)
-        _show([result], fmt)
+        _show([result], fmt, server)
 
     command.__doc__ = help_text
     return schedules.command(verb)(command)

@@ -33,7 +33,7 @@ from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, event
 from rackcron.service import FireResult, Missed, Service
-from rackcron.timing import format_rfc3339
+from rackcron.timing import SpecError, format_rfc3339
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
@@ -160,7 +160,11 @@ class Dispatcher:
             return
         for schedule in schedules:
             deadline = schedule.starting_deadline
-            if deadline is not None and parse_starting_deadline(deadline) < 2 * interval:
+            try:
+                short = deadline is not None and parse_starting_deadline(deadline) < 2 * interval
+            except SpecError:  # a row rackcron did not write: its firing reports it
+                continue
+            if short:
                 event(logging.WARNING, "starting deadline shorter than twice the poll interval",
                       schedule=schedule.name, id=str(schedule.id), starting_deadline=deadline,
                       poll_interval=interval)  # fmt: skip

@@ -354,7 +354,7 @@ class Service:
         return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
     def trigger(self, schedule_id: uuid.UUID | str) -> FireResult:
-        """TriggerTaskSchedule: fire now, every scope, policy ignored.
+        """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored.
 
         :raises NotFound: no such schedule.
         :raises FailedPrecondition: a consumed one-time schedule, or every
@@ -409,5 +409,6 @@ class Service:
                 return
 
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
-        """Fire every schedule due now (:meth:`fire_batches`); all the results."""
+        """Fire every schedule due now (:meth:`fire_batches`); the results of the firings
+        (not of those missed)."""
         return [r for batch in self.fire_batches(batch_size=batch_size) for r in batch.results]

@@ -451,6 +451,11 @@ def test_an_update_of_the_deadline_is_one_reconciler_step(shim, service, tmp_pat
     assert [s["rpc"] for s in change["steps"]] == ["SetStartingDeadline"]
     assert remote("apply", str(tree), "--server", shim.address, "--auto-approve")[0] == 0
     assert service.find_schedule("a").starting_deadline == "10m"
+    # The Flow RPCs of `schedules --server` do not carry it: not shown rather than shown empty.
+    shown = run("schedules", "get", "a", "--server", shim.address, "--format", "json").output
+    assert not {"starting_deadline", "last_miss"} & json.loads(shown).keys()
+    shown = run("schedules", "get", "a", "--server", shim.address).output
+    assert "overlap policy:" in shown and "deadline:" not in shown and "last miss:" not in shown
 
 
 @pytest.fixture
