@@ -55,8 +55,30 @@ def _lookup(service: Service | FlowClient, ref: str) -> Schedule:
         return service.find_schedule(ref)
 
 
-def _dump(schedule: Schedule) -> dict[str, object]:
-    return schedule.model_dump(mode="json")
+#: A schedule's fields the Flow RPCs do not carry: left out of what --server shows.
+_NOT_ON_FLOW = {"starting_deadline", "last_miss"}
+
+
+def _dump(schedule: Schedule, server: Server | None) -> dict[str, object]:
+    return schedule.model_dump(mode="json", exclude=_NOT_ON_FLOW if server else None)
+
+
+def _late(seconds: float) -> str:
+    """A lateness for people: ``41641s (11h34m1s)``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s"
+    return f"{seconds:.0f}s ({parts})"
+
+
+def _miss(s: Schedule) -> str:
+    """The schedule's last missed firing, for people (``-``: none)."""
+    miss = s.last_miss
+    if miss is None:
+        return "-"
+    why = miss.reason.value + (f" {miss.detail}" if miss.detail else "")
+    return f"{when(miss.at)}, {_late(miss.lateness_seconds)} late ({why})"
 
 
 def _row(s: Schedule) -> list[str]:
@@ -75,9 +97,9 @@ def _row(s: Schedule) -> list[str]:
 _HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "OPERATION"]
 
 
-def _show(schedules: list[Schedule], fmt: str) -> None:
+def _show(schedules: list[Schedule], fmt: str, server: Server | None) -> None:
     if fmt == "json":
-        echo_json([_dump(s) for s in schedules])
+        echo_json([_dump(s, server) for s in schedules])
     else:
         print_table(_HEADERS, [_row(s) for s in schedules])
 
@@ -120,9 +142,9 @@ def list_command(
             rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
         )
     if fmt == "json":
-        echo_json({"task_schedules": [_dump(s) for s in page.items], "total": page.total})
+        echo_json({"task_schedules": [_dump(s, server) for s in page.items], "total": page.total})
         return
-    _show(page.items, fmt)
+    _show(page.items, fmt, server)
     if page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
 
@@ -135,6 +157,9 @@ def list_command(
 def get_command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
     """Show one schedule and its scope.
 
+    From the store it also shows the schedule's starting deadline and its last missed
+    firing, with how late it was (the Flow RPCs of --server carry neither).
+
     Example: rackcron schedules get nightly-compute-firmware
     """
     with cli_errors():
@@ -142,7 +167,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         found = _lookup(service, schedule)
         scopes = service.list_scopes(found.id)
     if fmt == "json":
-        echo_json({**_dump(found), "scopes": [s.model_dump(mode="json") for s in scopes]})
+        echo_json({**_dump(found, server), "scopes": [s.model_dump(mode="json") for s in scopes]})
         return
     for label, value in [
         ("name", found.name),
@@ -153,6 +178,14 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ("state", _row(found)[4]),
         ("next run", when(found.next_run_at)),
         ("last run", when(found.last_run_at)),
+        *(
+            []
+            if server is not None
+            else [
+                ("deadline", found.starting_deadline or "none"),
+                ("last miss", _miss(found)),
+            ]
+        ),
     ]:
         click.echo(f"{label + ':':16}{terminal(value)}")
     click.echo("scope:")
@@ -173,7 +206,7 @@ def _single(verb: str, help_text: str) -> click.Command:
             service = _backend(database_url, server)
             target = _lookup(service, schedule)
             result = getattr(service, f"{verb}_schedule")(target.id)
-        _show([result], fmt)
+        _show([result], fmt, server)
 
     command.__doc__ = help_text
     return schedules.command(verb)(command)

@@ -9,6 +9,14 @@ spends much of its time waiting on the server; SQLite has one writer at a time, 
 one worker). It logs one line per firing and feeds the metrics. A stop request is
 honoured between batches: the batch in progress finishes its three phases, so no
 claim is left half done.
+
+A firing missed for its starting deadline (docs/spec/SEMANTICS.md "Starting deadline
+(beyond the reference)") was recorded in its claim's transaction; after that commit the
+loop logs it as a WARNING ``missed`` line, counts it in
+``rackcron_firings_missed_total{reason}``, and hands it back in
+:attr:`PollSummary.missed`. At start, :meth:`Dispatcher.run` warns about each stored
+deadline shorter than twice the poll interval: such a schedule can be missed merely
+because a poll came late.
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
+from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, event
-from rackcron.service import FireResult, Service
+from rackcron.service import FireResult, Missed, Service
+from rackcron.timing import SpecError, format_rfc3339
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
@@ -40,6 +50,7 @@ class PollSummary:
     fired: int
     results: Counter[str]  # scope outcomes: submitted, queued, skipped, failed
     seconds: float
+    missed: list[Missed] = field(default_factory=list)  # each recorded on its schedule
 
 
 class Dispatcher:
@@ -72,6 +83,7 @@ class Dispatcher:
         started = time.monotonic()
         totals: Counter[str] = Counter()
         fired = [0]
+        missed: list[Missed] = []
         errors: list[Exception] = []
         lock = threading.Lock()
 
@@ -84,9 +96,11 @@ class Dispatcher:
                               id=str(schedule.schedule_id), error=schedule.error)  # fmt: skip
                     if batch.unfireable:
                         counts["unfireable"] += len(batch.unfireable)
+                    self._report_missed(batch.missed)
                     with lock:
                         totals.update(counts)
                         fired[0] += len(batch.results)
+                        missed.extend(batch.missed)
                     if stop is not None and stop.is_set():
                         return
             except Exception as exc:  # reported by poll, whichever worker it was
@@ -105,10 +119,12 @@ class Dispatcher:
                 thread.join()
         if errors:
             raise errors[0]
-        return PollSummary(fired[0], totals, time.monotonic() - started)
+        return PollSummary(fired[0], totals, time.monotonic() - started, missed)
 
     def run(self, stop: threading.Event, *, interval: float = 10.0) -> None:
-        """Poll at once, then every ``interval`` seconds, until ``stop`` is set."""
+        """Warn about deadlines too short for ``interval``; poll at once, then every
+        ``interval`` seconds, until ``stop`` is set."""
+        self._warn_short_deadlines(interval)
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -135,6 +151,41 @@ class Dispatcher:
                         **summary.results,
                     )
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    def _warn_short_deadlines(self, interval: float) -> None:
+        """One WARNING per stored starting deadline shorter than twice ``interval``."""
+        try:
+            schedules = self.service.list_schedules().items
+        except RackcronError:  # the store is down: the first poll reports it
+            return
+        for schedule in schedules:
+            deadline = schedule.starting_deadline
+            try:
+                short = deadline is not None and parse_starting_deadline(deadline) < 2 * interval
+            except SpecError:  # a row rackcron did not write: its firing reports it
+                continue
+            if short:
+                event(logging.WARNING, "starting deadline shorter than twice the poll interval",
+                      schedule=schedule.name, id=str(schedule.id), starting_deadline=deadline,
+                      poll_interval=interval)  # fmt: skip
+
+    def _report_missed(self, missed: list[Missed]) -> None:
+        """A WARNING line per missed firing, and the metric (after the claim committed)."""
+        for miss in missed:
+            fields: dict[str, object] = {
+                "schedule": miss.name,
+                "id": str(miss.schedule_id),
+                "reason": miss.reason.value,
+                "due": format_rfc3339(miss.due),
+                "lateness": miss.lateness_seconds,
+            }
+            if miss.starting_deadline is not None:
+                fields["starting_deadline"] = miss.starting_deadline
+            if miss.detail is not None:
+                fields["detail"] = miss.detail
+            event(logging.WARNING, "missed", **fields)
+            if self.metrics is not None:
+                self.metrics.firings_missed.labels(miss.reason.value).inc()
 
     def _report(self, batch: list[FireResult]) -> Counter[str]:
         """Log one line per firing and feed the metrics; the batch's scope outcomes."""

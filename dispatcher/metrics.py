@@ -36,6 +36,7 @@ from prometheus_client.registry import Collector
 
 from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
+from rackcron.models import MissReason
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
 
@@ -95,6 +96,14 @@ class Metrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
+        self.firings_missed = Counter(
+            "rackcron_firings_missed",
+            "Due firings that submitted nothing, by reason (deadline, freeze).",
+            ["reason"],
+            registry=r,
+        )
+        for reason in MissReason:  # both series exist from the start, at 0
+            self.firings_missed.labels(reason.value)
         self.polls = Counter("rackcron_dispatch_polls", "Dispatcher polls.", registry=r)
         self.poll_errors = Counter(
             "rackcron_dispatch_poll_errors", "Dispatcher polls that failed.", registry=r

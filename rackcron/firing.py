@@ -13,6 +13,13 @@ values:
   ``last_run_at`` is set unless every scope was skipped (a manual trigger always
   sets it).
 * :func:`task_description` is the task's ``<schedule name> — <dispatch time>``.
+* :func:`deadline_lateness` applies a schedule's ``starting_deadline``
+  (docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)"): a firing made
+  later than the deadline after its due time is *missed*, submits nothing, and
+  advances as a firing whose every scope was skipped. The lateness counts from
+  ``next_run_at``, the time being fired, however many ticks were collapsed into it;
+  a manual trigger is never missed. :func:`parse_starting_deadline` is the one check
+  of the field, shared by the YAML validation and the service.
 
 Phase 2 hands each eligible scope to the task manager (docs/spec/SEMANTICS.md "Tasks"),
 whose per-task decisions are pure too, so a whole batch of firings can be
@@ -37,11 +44,21 @@ from typing import Protocol, TypeVar
 
 from rackcron.filters import ComponentFilter
 from rackcron.models import OverlapPolicy
-from rackcron.timing import SpecType, format_rfc3339, next_after, parse_spec
+from rackcron.timing import (
+    SpecError,
+    SpecType,
+    format_rfc3339,
+    next_after,
+    parse_duration,
+    parse_spec,
+)
 
 __all__ = [
+    "MIN_STARTING_DEADLINE",
     "Advance",
     "advance",
+    "deadline_lateness",
+    "parse_starting_deadline",
     "select_components",
     "select_scopes",
     "task_description",
@@ -106,6 +123,34 @@ def advance(
         return Advance(next_run_at=None, last_run_at=now, enabled=False)
     next_run = next_after(_parsed(spec_type, spec, timezone), now)
     return Advance(next_run_at=next_run, last_run_at=now if fired else last_run_at, enabled=enabled)
+
+
+#: The shortest ``starting_deadline``, in seconds (``1m``).
+MIN_STARTING_DEADLINE = 60.0
+
+
+@lru_cache(maxsize=1024)
+def parse_starting_deadline(text: str) -> float:
+    """A ``starting_deadline`` (a Go duration of at least ``1m``) in seconds.
+
+    :raises SpecError: not a Go duration, or shorter than ``1m``.
+    """
+    seconds = parse_duration(text) / 1e9
+    if seconds < MIN_STARTING_DEADLINE:
+        raise SpecError(f"must be a duration of at least 1m, got {text!r}")
+    return seconds
+
+
+def deadline_lateness(
+    due: datetime | None, now: datetime, starting_deadline: str | None, *, manual: bool
+) -> float | None:
+    """The lateness in seconds (``now`` minus ``due``) of a firing that misses its
+    starting deadline, or None when the firing goes ahead: no deadline, a manual
+    trigger, or not later than the deadline after ``due``."""
+    if manual or starting_deadline is None or due is None:
+        return None
+    lateness = (now - due).total_seconds()
+    return lateness if lateness > parse_starting_deadline(starting_deadline) else None
 
 
 def task_description(schedule_name: str, dispatched_at: datetime) -> str:

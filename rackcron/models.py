@@ -51,6 +51,8 @@ __all__ = [
     "FreezeSelector",
     "Ingest",
     "Management",
+    "Miss",
+    "MissReason",
     "NVLDomain",
     "NVLDomainTarget",
     "Operation",
@@ -246,8 +248,30 @@ class Management(_Model):
     labels: dict[str, str] = {}
 
 
+class MissReason(StrEnum):
+    """Why a due firing submitted nothing (docs/spec/SEMANTICS.md "Starting deadline (beyond
+    the reference)"; ``freeze``: "Freeze windows (beyond the reference)")."""
+
+    DEADLINE = "deadline"
+    FREEZE = "freeze"
+
+
+class Miss(_Model):
+    """A schedule's last missed firing: when the dispatcher decided it, how late the
+    firing was (seconds past its due time), why, and for a freeze which one."""
+
+    at: datetime
+    lateness_seconds: float
+    reason: MissReason
+    detail: str | None = None
+
+
 class Schedule(_Model):
-    """A stored schedule, as the service returns it."""
+    """A stored schedule, as the service returns it.
+
+    ``starting_deadline`` (a Go duration, None: none) and ``last_miss`` are rackcron's
+    own: the Flow RPCs do not carry them, so a schedule read over ``v1.Flow`` has neither.
+    """
 
     id: uuid.UUID
     name: str
@@ -262,6 +286,8 @@ class Schedule(_Model):
     created_at: datetime
     updated_at: datetime
     management: Management = Management()
+    starting_deadline: str | None = None
+    last_miss: Miss | None = None
 
     # Pydantic's documented form; mypy does not support decorators over a property.
     @computed_field  # type: ignore[prop-decorator]

@@ -57,6 +57,7 @@ STEPS: dict[str, Callable[[Operations, dict[str, Any]], Any]] = {
         ScheduleConfig.model_validate(a["schedule"]),
         _operation.validate_python(a["operation"]),
         management=Management.model_validate(a["management"]),
+        starting_deadline=a.get("starting_deadline"),
     ),
     "UpdateTaskSchedule": lambda ops, a: ops.update_schedule(
         _id(ops, a), ScheduleConfig.model_validate(a["schedule"]), a["update_mask"]
@@ -72,6 +73,9 @@ STEPS: dict[str, Callable[[Operations, dict[str, Any]], Any]] = {
     ),
     "SetManagement": lambda ops, a: ops.set_management(
         _id(ops, a), Management.model_validate(a["management"])
+    ),
+    "SetStartingDeadline": lambda ops, a: ops.set_starting_deadline(
+        _id(ops, a), a["starting_deadline"]
     ),
     "DeleteTaskSchedule": lambda ops, a: ops.delete_schedule(_id(ops, a)),
     "DeleteComponent": lambda ops, a: ops.delete_component(a["id"]),

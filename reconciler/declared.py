@@ -22,6 +22,7 @@ import pydantic
 from rackcron import timing
 from rackcron.errors import RackcronError
 from rackcron.filters import ComponentType, canonical_type
+from rackcron.firing import parse_starting_deadline
 from rackcron.models import (
     RETIRED_CONTROLLER_FIELDS,
     Component,
@@ -59,6 +60,7 @@ class DeclaredSchedule:
     source: str
     line: int
     template: OperationTemplate | None = None  # to_template(operation), computed once
+    starting_deadline: str | None = None
 
     @property
     def name(self) -> str:
@@ -250,6 +252,14 @@ class _Builder:
                 self.problems.append(doc.diagnostic(path, str(exc)))
                 ok = False
                 break
+        deadline = spec.get("starting_deadline")
+        if deadline is not None:
+            try:
+                parse_starting_deadline(deadline)
+            except timing.SpecError as exc:
+                path = ("spec", "starting_deadline")
+                self.problems.append(doc.diagnostic(path, f"starting_deadline: {exc}"))
+                ok = False
         targets = TargetSpec.model_validate(spec["targets"])
         checked = self.operation(doc, targets)
         scope = self.scope(doc, targets, inventory)
@@ -261,7 +271,7 @@ class _Builder:
             )  # fmt: skip
             self.declared.schedules.append(DeclaredSchedule(
                 config, operation, scope, spec.get("enabled", True), spec.get("protect", False),
-                meta.get("labels", {}), doc.file, doc.line, template,
+                meta.get("labels", {}), doc.file, doc.line, template, deadline,
             ))  # fmt: skip
 
     def operation(

@@ -8,9 +8,10 @@ deletions. Per schedule:
 * operation changed, or the spec of a one-time schedule that has already fired
   -> replace (delete + create), with the reason and its code
   (``rackcron.reconciler.plan.ReasonCode``);
-* otherwise UpdateTaskSchedule with exactly the mask paths that changed, scope
-  changes through the scope RPCs (new racks -> Add, dropped racks -> Remove,
-  changed filters -> Update with the whole desired scope, which replaces),
+* otherwise UpdateTaskSchedule with exactly the mask paths that changed, the
+  starting deadline (``SetStartingDeadline``, compared as durations: ``60m`` is
+  ``1h``), scope changes through the scope RPCs (new racks -> Add, dropped racks ->
+  Remove, changed filters -> Update with the whole desired scope, which replaces),
   pause/resume from ``enabled``, and the management record (source, protect,
   labels; adopting a schedule nobody owned);
 * in the store but not declared -> delete (``not_declared``) when this
@@ -18,7 +19,10 @@ deletions. Per schedule:
 
 A schedule whose stored record says ``protect`` is never deleted or replaced:
 the plan carries an error until a change setting ``protect: false`` has been
-applied. Runtime fields never count as drift.
+applied. Runtime fields never count as drift. A one-time schedule the plan leaves
+armed whose instant is further in the past than its starting deadline allows gets
+a warning (``one_time_past_deadline``): the dispatcher would miss it
+(docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from rackcron import timing
 from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
+from rackcron.firing import parse_starting_deadline
 from rackcron.models import SpecType
 from rackcron.reconciler.conflicts import PairCount, count_pairs
 from rackcron.reconciler.inventory_diff import InventoryDiffer
@@ -94,11 +99,13 @@ def _management(want: ScheduleState) -> dict[str, Any]:
 
 def _create_steps(want: ScheduleState) -> list[Step]:
     assert want.operation is not None
+    deadline = {"starting_deadline": want.starting_deadline} if want.starting_deadline else {}
     steps = [
         Step("CreateTaskSchedule", {
             "schedule": _config(want),
             "operation": want.operation.model_dump(mode="json", exclude_none=True),
             "management": _management(want),
+            **deadline,
         })
     ]  # fmt: skip
     if not want.enabled:
@@ -143,6 +150,11 @@ class _Differ(InventoryDiffer):
                 ),
                 FieldChange("operation", None, describe(want.template)),
                 FieldChange("overlap_policy", None, want.overlap_policy.value),
+                *(
+                    (FieldChange("starting_deadline", None, want.starting_deadline),)
+                    if want.starting_deadline
+                    else ()
+                ),
                 *((FieldChange("enabled", None, False),) if not want.enabled else ()),
                 *((FieldChange("protect", None, True),) if want.management.protect else ()),
             )
@@ -213,6 +225,12 @@ class _Differ(InventoryDiffer):
                     "UpdateTaskSchedule",
                     {"name": want.name, "schedule": _config(want), "update_mask": mask},
                 )
+            )
+        if not _same_deadline(have.starting_deadline, want.starting_deadline):
+            deadline = want.starting_deadline
+            fields.append(FieldChange("starting_deadline", have.starting_deadline, deadline))
+            steps.append(
+                Step("SetStartingDeadline", {"name": want.name, "starting_deadline": deadline})
             )
         scope, scope_steps = self._scope(have, want)
         steps += scope_steps
@@ -385,6 +403,35 @@ def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
     return a.spec == b.spec
 
 
+def _same_deadline(a: str | None, b: str | None) -> bool:
+    """The same starting deadline: both none, or the same duration (``60m`` is ``1h``)."""
+    if a is None or b is None:
+        return a == b
+    try:
+        return parse_starting_deadline(a) == parse_starting_deadline(b)
+    except timing.SpecError:  # a value the store did not check (a server's): as text
+        return a == b
+
+
+def _past_deadline(want: ScheduleState, now: datetime) -> PlanWarning | None:
+    """A warning when ``want`` is a one-time schedule whose instant lies further before
+    ``now`` than its starting deadline allows."""
+    if want.spec_type != SpecType.ONE_TIME or want.starting_deadline is None:
+        return None
+    try:
+        late = (now - timing.parse_rfc3339(want.spec)).total_seconds()
+        if late <= parse_starting_deadline(want.starting_deadline):
+            return None
+    except timing.SpecError:
+        return None
+    return PlanWarning(
+        "one_time_past_deadline",
+        f'schedule "{want.name}": its one-time instant {want.spec} is further in the past than'
+        f" its starting_deadline ({want.starting_deadline}) allows: the dispatcher will record"
+        " it as missed and consume it without firing",
+    )
+
+
 def _protected(name: str, what: str) -> str:
     return (
         f'schedule "{name}" is protected: the plan would {what}. Apply a change that sets'
@@ -411,10 +458,19 @@ def diff(
     ]
     changes += schedule_changes + deletions
     changes += differ.inventory_deletions([*desired.schedules.values(), *remaining])
-    warnings, shared = differ.warnings({c.name for c in schedule_changes})
+    pairs, shared = differ.warnings({c.name for c in schedule_changes})
+    # A one-time schedule stays armed when it is created or replaced, or not yet fired.
+    armed = {c.name for c in schedule_changes if c.action in ("create", "replace")}
+    late = [
+        warning
+        for name, want in desired.schedules.items()
+        if name in armed or (name in current.schedules and not current.schedules[name].consumed)
+        if (warning := _past_deadline(want, now)) is not None
+    ]
+    warnings = late + pairs
     return Plan(
         owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
-        warnings=tuple(warnings), warnings_count=shared.total,
+        warnings=tuple(warnings), warnings_count=shared.total + len(late),
         warnings_count_exact=shared.exact, source=source or {},
     )  # fmt: skip

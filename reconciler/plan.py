@@ -46,7 +46,9 @@ FORMAT = "rackcron.plan/v1"
 # 1.3: warnings_count (warnings lists at most MAX_WARNINGS)
 # 1.4: warnings_count_exact (false: warnings_count is a lower bound)
 # 1.5: reason_code on a replace or delete; warnings_detail ({code, message} per warning)
-FORMAT_VERSION = "1.5"
+# 1.6: starting_deadline (CreateTaskSchedule args, the SetStartingDeadline step, a field
+#      change) and the warning code one_time_past_deadline
+FORMAT_VERSION = "1.6"
 #: Warnings (pairs of schedules sharing racks) a plan lists; ``warnings_count`` counts all.
 MAX_WARNINGS = 100
 
@@ -70,6 +72,8 @@ WarningCode = Literal[
     "schedules_share_racks",
     # planned through a server without rackcron.v1.Reconciler: only schedules are managed
     "server_without_reconciler",
+    # a one-time instant already further in the past than the schedule's starting deadline
+    "one_time_past_deadline",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)

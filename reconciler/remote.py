@@ -6,13 +6,16 @@ the same RPCs, so one repository can drive rackcron's shim or a Flow deployment.
 
 The Flow RPCs carry less than the store holds. When the server also offers
 ``rackcron.v1.Reconciler`` (rackcron's shim does), the rest comes from there:
-the inventory, each schedule's full operation template and its management, and
-the inventory and management steps run there, so the store ends up as a local
-apply leaves it. Without it (a Flow server), only schedules are managed: each
+the inventory, each schedule's full operation template, its management and its
+starting deadline, and the inventory, management and deadline steps run there, so
+the store ends up as a local apply leaves it. Without it (a Flow server), only schedules are managed: each
 operation is compared as the server shows it (type, code, firmware version; see
 :func:`rackcron.templates.visible`), the declared inventory is taken to exist on
 the server, no schedule is marked with its repository, and so none is ever
-deleted (the plan lists them as unmanaged).
+deleted (the plan lists them as unmanaged). A tree that declares a
+``starting_deadline`` cannot be applied to a server that does not carry it (no
+Reconciler service, or one that does not list the field in ``carries``): its plan
+has an error per such schedule, so nothing is changed.
 
 An apply through RPCs is not one transaction: it stops at the first step that
 fails and reports what was applied and what was not (:class:`RemoteApply`).
@@ -83,6 +86,7 @@ class RemoteStore:
         self.flow = flow_pb2_grpc.FlowStub(channel)
         self.extras = reconciler_pb2_grpc.ReconcilerStub(channel)
         self.extended: bool | None = None  # offers rackcron.v1.Reconciler; known after state()
+        self.carries: frozenset[str] = frozenset()  # the schedule fields beyond Flow's it stores
         self._ids: dict[str, str] = {}  # schedule name -> id, as last read or written
 
     def _get_extras(self) -> dict[str, Any] | None:
@@ -119,6 +123,8 @@ class RemoteStore:
         when the server cannot show its own)."""
         extras = self._get_extras()
         self.extended = extras is not None
+        carries = (extras or {}).get("carries", [])
+        self.carries = frozenset(c for c in carries if isinstance(c, str))
         templates = (extras or {}).get("schedules", {})
         schedules, self._ids = {}, {}
         for message in self._schedules():
@@ -129,6 +135,9 @@ class RemoteStore:
                 OperationTemplate.model_validate(template) if template else None,
                 Management.model_validate(extra["management"]) if extra else None,
             )
+            deadline = extra.get("starting_deadline")
+            if isinstance(deadline, str):
+                schedule = schedule.model_copy(update={"starting_deadline": deadline})
             request = pb.ListTaskScheduleScopesRequest(schedule_id=message.id)
             scopes = [
                 to_scope(s) for s in call(self.flow, "ListTaskScheduleScopes", request).scopes
@@ -147,8 +156,10 @@ class RemoteStore:
     def plan(self, desired: State, *, owner: str, now: Any, source: dict[str, Any]) -> Plan:
         """The plan that makes the server match ``desired``."""
         current = self.state(desired)
+        uncarried = self._uncarried(desired)
         if self.extended:
-            return diff(current, desired, owner=owner, now=now, source=source)
+            result = diff(current, desired, owner=owner, now=now, source=source)
+            return replace(result, errors=(*result.errors, *uncarried))
         result = diff(current, _as_flow_shows(desired), owner=owner, now=now, source=source)
         # The server cannot record `protect`: the tree's word is the one to keep.
         protected = [
@@ -167,9 +178,26 @@ class RemoteStore:
         )
         return replace(
             result,
-            errors=(*result.errors, *protected),
+            errors=(*result.errors, *protected, *uncarried),
             warnings=(*result.warnings, PlanWarning("server_without_reconciler", note)),
         )
+
+    def _uncarried(self, desired: State) -> list[str]:
+        """An error per declared schedule that uses a field this server cannot store."""
+        if "starting_deadline" in self.carries:
+            return []
+        why = (
+            "its rackcron.v1.Reconciler does not carry it (an older rackcron)"
+            if self.extended
+            else "it does not offer rackcron.v1.Reconciler (Flow, or rackcron serve without"
+            " --grpc-reconciler), and the Flow RPCs do not carry it"
+        )
+        return [
+            f'schedule "{s.name}" declares starting_deadline ({s.starting_deadline}), which this'
+            f" server cannot carry: {why}; nothing is applied"
+            for s in desired.schedules.values()
+            if s.starting_deadline is not None
+        ]
 
     # --- apply --------------------------------------------------------------------------------
 
@@ -224,15 +252,21 @@ class RemoteStore:
         return report
 
     def _calls(self, change: Change) -> list[Step]:
-        """The change's steps as RPCs: a create that records its management is two calls
-        here (CreateTaskSchedule, then SetManagement), each reported on its own."""
+        """The change's steps as RPCs: a create that records its management and its
+        starting deadline is up to three calls here (CreateTaskSchedule, SetManagement,
+        SetStartingDeadline), each reported on its own."""
         calls = []
         for step in change.steps:
-            management = step.args.get("management") if step.rpc == "CreateTaskSchedule" else None
             calls.append(step)
-            if management and self.extended:
-                name = step.args["schedule"]["name"]
+            if step.rpc != "CreateTaskSchedule" or not self.extended:
+                continue
+            name = step.args["schedule"]["name"]
+            if management := step.args.get("management"):
                 calls.append(Step("SetManagement", {"name": name, "management": management}))
+            if deadline := step.args.get("starting_deadline"):
+                calls.append(
+                    Step("SetStartingDeadline", {"name": name, "starting_deadline": deadline})
+                )
         return calls
 
     def _id(self, name: str) -> pb.UUID:
@@ -302,11 +336,13 @@ class RemoteStore:
 
 def _as_flow_shows(desired: State) -> State:
     """``desired`` as a Flow server can show it: operations reduced to what a TaskSchedule
-    says of them, and no management."""
+    says of them, no management and no starting deadline."""
     return replace(
         desired,
         schedules={
-            name: replace(s, template=visible(s.template), management=Management())
+            name: replace(
+                s, template=visible(s.template), management=Management(), starting_deadline=None
+            )
             for name, s in desired.schedules.items()
         },
     )

@@ -54,13 +54,17 @@ class ScheduleState:
     template: OperationTemplate
     scope: tuple[ScopeRow, ...]
     management: Management
+    starting_deadline: str | None = None  # a Go duration, as declared or stored
     consumed: bool = False  # runtime: a one-time schedule that has fired
     next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
     scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
 
     def fingerprint_data(self) -> dict[str, Any]:
+        # The deadline only when set: the digest of a schedule without one is as before.
+        deadline = {"starting_deadline": self.starting_deadline} if self.starting_deadline else {}
         return {
+            **deadline,
             "name": self.name,
             "spec": [self.spec_type.value, self.spec, self.timezone],
             "overlap_policy": self.overlap_policy.value,
@@ -117,6 +121,7 @@ def _declared_state(declared: Declared, owner: str) -> State:
             management=Management(
                 owner=owner, source=item.source, protect=item.protect, labels=item.labels
             ),
+            starting_deadline=item.starting_deadline,
             operation=item.operation,
         )
     return State(
@@ -159,6 +164,7 @@ def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
         template=schedule.template or OperationTemplate(type="", code=""),
         scope=tuple((s.rack_id, s.component_filter) for s in scopes),
         management=schedule.management,
+        starting_deadline=schedule.starting_deadline,
         consumed=schedule.consumed,
         next_run_at=schedule.next_run_at,
         scope_ids={s.rack_id: s.id for s in scopes},

@@ -6,12 +6,15 @@ credential the server holds under the name it gives, are sent, among the hosts t
 server allows), as anyone who runs ``rackcron apply`` can.
 
 A Flow TaskSchedule shows its operation only as ``operation_type`` and
-``description``, and Flow has no RPCs for rackcron's inventory or for which
-repository manages a schedule. ``rackcron plan|apply --server`` reads and writes
+``description``, and Flow has no RPCs for rackcron's inventory, for which
+repository manages a schedule, or for a schedule's ``starting_deadline``
+(docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)"). ``rackcron plan|apply --server`` reads and writes
 schedules and scopes through ``v1.Flow``; when the server also offers this
 service (rackcron's shim does, Flow does not) it reads the rest here and runs
-the plan's inventory and management steps here, so a remote apply leaves the
-same store a local one does.
+the plan's inventory, management and deadline steps here, so a remote apply
+leaves the same store a local one does. GetExtras also lists, as ``carries``, the
+schedule fields beyond Flow's that this server stores (:data:`CARRIES`): a
+reconciler refuses to apply a tree using one that a server does not list.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from rackcron.steps import Step, run_step
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 
-__all__ = ["EXTRA_STEPS", "ReconcilerServicer"]
+__all__ = ["CARRIES", "EXTRA_STEPS", "ReconcilerServicer"]
 
 #: The plan steps that go through RunStep; every other step is a Flow RPC.
 EXTRA_STEPS = frozenset(
@@ -39,8 +42,11 @@ EXTRA_STEPS = frozenset(
         "DeleteComponent",
         "DeleteNVLDomain",
         "SetManagement",
+        "SetStartingDeadline",
     }
 )
+#: The schedule fields beyond the Flow RPCs that this server reads and writes here.
+CARRIES = ("starting_deadline",)
 
 
 def _json(value: Any, field: str) -> dict[str, Any]:
@@ -76,9 +82,11 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                     str(s.id): {
                         "template": s.template.model_dump(mode="json") if s.template else None,
                         "management": s.management.model_dump(mode="json"),
+                        "starting_deadline": s.starting_deadline,
                     }
                     for s in ops.list_schedules().items
                 },
+                "carries": list(CARRIES),
             }
         return pb.GetExtrasResponse(extras_json=json.dumps(extras))
 

@@ -41,7 +41,7 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
-from rackcron.service._firing import Firing, FiringOps, ScopeOutcome, Unfireable
+from rackcron.service._firing import Firing, FiringOps, Missed, ScopeOutcome, Unfireable
 from rackcron.service._freezes import FreezeOps
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
@@ -55,6 +55,7 @@ __all__ = [
     "ApplyLocked",
     "Batch",
     "FireResult",
+    "Missed",
     "Operations",
     "ScopeOutcome",
     "Service",
@@ -70,10 +71,12 @@ class Operations(ScopeOps, FiringOps, InventoryOps, FreezeOps, ApplyOps, Deliver
 
 @dataclass(frozen=True)
 class Batch:
-    """One batch of a drain: its firings' results, and the due schedules that cannot fire."""
+    """One batch of a drain: its firings' results, the due schedules that cannot fire,
+    and the firings missed (each already recorded on its schedule)."""
 
     results: list[FireResult]
     unfireable: list[Unfireable]
+    missed: list[Missed]
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,7 @@ class Service:
     delete_schedule = _in_transaction(Operations.delete_schedule)
     check_conflicts = _in_transaction(Operations.check_conflicts, write=False)
     set_management = _in_transaction(Operations.set_management)
+    set_starting_deadline = _in_transaction(Operations.set_starting_deadline)
     # Scopes
     add_scope = _in_transaction(Operations.add_scope)
     update_scope = _in_transaction(Operations.update_scope)
@@ -357,7 +361,7 @@ class Service:
         return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
     def trigger(self, schedule_id: uuid.UUID | str) -> FireResult:
-        """TriggerTaskSchedule: fire now, every scope, policy ignored.
+        """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored.
 
         :raises NotFound: no such schedule.
         :raises FailedPrecondition: a consumed one-time schedule, or every
@@ -388,6 +392,9 @@ class Service:
         this host lacks, say) is reported in ``Batch.unfireable`` and left as it is; the
         rest of its batch fires, and it is not claimed again in this call.
 
+        A firing later than its schedule's starting deadline is missed in phase 1
+        (``Batch.missed``): advanced and recorded, with nothing to submit.
+
         ``hook`` is called at the phase boundaries of a non-empty batch: ``claimed``
         (phase 1 committed), ``submitting`` (inside phase 2, tasks written, not yet
         committed) and ``submitted`` (phase 2 committed, before the write-back).
@@ -403,11 +410,12 @@ class Service:
                     hook("claimed")
                 results = self._finish(claim.firings, hook) if claim.firings else []
             unfireable.update(u.schedule_id for u in claim.unfireable)
-            if results or claim.unfireable:
-                yield Batch(results, claim.unfireable)
-            if len(claim.firings) + len(claim.unfireable) < batch_size:
+            if results or claim.unfireable or claim.missed:
+                yield Batch(results, claim.unfireable, claim.missed)
+            if len(claim.firings) + len(claim.unfireable) + len(claim.missed) < batch_size:
                 return
 
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
-        """Fire every schedule due now (:meth:`fire_batches`); all the results."""
+        """Fire every schedule due now (:meth:`fire_batches`); the results of the firings
+        (not of those missed)."""
         return [r for batch in self.fire_batches(batch_size=batch_size) for r in batch.results]

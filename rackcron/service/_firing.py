@@ -9,7 +9,11 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    ``BEGIN IMMEDIATE``), re-check they are due, read their scopes and the busy
    scopes (one query each), apply the overlap policy and advance every schedule
    with one statement (``rackcron.store.bulk``), then the caller commits. From here the tick is spent:
-   a crash later loses at most this tick's tasks, never fires it twice.
+   a crash later loses at most this tick's tasks, never fires it twice. A firing
+   later than its schedule's ``starting_deadline`` is *missed* here
+   (``rackcron.firing.deadline_lateness``): it advances as a firing whose every scope
+   was skipped, records the miss on the schedule in the same statement, and goes no
+   further (:class:`Missed`); a crash can neither lose nor repeat it.
 2. :meth:`FiringOps.submit_batch` hands every eligible scope of the batch to the
    task manager (:meth:`TaskOps.submit_tasks`): racks locked once, decisions in
    memory, one insert per table. A scope the task manager refuses fails alone; if
@@ -38,18 +42,30 @@ import sqlalchemy as sa
 
 from rackcron.errors import FailedPrecondition
 from rackcron.filters import ComponentFilter, from_stored
-from rackcron.firing import advance, select_scopes, task_description
-from rackcron.models import Schedule, TaskStatus
+from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
+from rackcron.models import MissReason, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import TaskOps, TaskRequest, chunked, describe_error
 from rackcron.store.bulk import update_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
 
-__all__ = ["Claim", "Firing", "FiringOps", "FiringScope", "ScopeOutcome", "Unfireable"]
+__all__ = [
+    "Claim",
+    "Firing",
+    "FiringOps",
+    "FiringScope",
+    "Missed",
+    "ScopeOutcome",
+    "Unfireable",
+]
 
 _scope = task_schedule_scope
 _SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
+
+
+#: The last miss's columns a missed firing writes, beside ``last_miss_at``.
+_MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail")
 
 
 def _filter(stored: Any) -> ComponentFilter | None:
@@ -83,11 +99,27 @@ class Unfireable(NamedTuple):
     error: str
 
 
+class Missed(NamedTuple):
+    """A due firing that submitted nothing and was recorded as the schedule's last miss
+    (docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)")."""
+
+    schedule_id: uuid.UUID
+    name: str
+    due: datetime  # the next_run_at being fired
+    at: datetime  # when the dispatcher decided it
+    lateness_seconds: float  # at - due
+    reason: MissReason
+    detail: str | None  # reason "freeze": the freeze's name
+    starting_deadline: str | None
+
+
 class Claim(NamedTuple):
-    """Phase 1's result: the claimed firings, and the due schedules that cannot fire."""
+    """Phase 1's result: the claimed firings, the due schedules that cannot fire, and
+    the firings missed (advanced and recorded, nothing to submit)."""
 
     firings: list[Firing]
     unfireable: list[Unfireable]
+    missed: list[Missed]
 
 
 @dataclass(frozen=True)
@@ -148,7 +180,7 @@ class FiringOps(ScheduleOps, TaskOps):
 
     def _claim(self, rows: Sequence[Any], *, manual: bool) -> Claim:
         if not rows:
-            return Claim([], [])
+            return Claim([], [], [])
         ids = [r.id for r in rows]
         stored: dict[uuid.UUID, list[tuple[uuid.UUID, uuid.UUID, Any]]] = {i: [] for i in ids}
         for chunk in chunked(ids):
@@ -156,13 +188,17 @@ class FiringOps(ScheduleOps, TaskOps):
             for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
         busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
-        firings, unfireable, updates = [], [], []
+        firings, unfireable, missed, updates, misses = [], [], [], [], []
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
                 schedule = _rows.schedule(row)
+                due = schedule.next_run_at
+                late = deadline_lateness(due, self.now, schedule.starting_deadline, manual=manual)
                 scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
-                submit, _skipped = select_scopes(
-                    scopes, busy, schedule.overlap_policy, manual=manual
+                submit, _skipped = (
+                    select_scopes(scopes, busy, schedule.overlap_policy, manual=manual)
+                    if late is None
+                    else ([], scopes)
                 )
                 step = advance(
                     schedule.spec_type,
@@ -177,8 +213,17 @@ class FiringOps(ScheduleOps, TaskOps):
                 error = f"task schedule {row.id} cannot be fired: {describe_error(exc)}"
                 unfireable.append(Unfireable(row.id, row.name, error))
                 continue
-            updates.append((row.id, step.next_run_at, step.last_run_at, step.enabled))
-            firings.append(Firing(schedule, self.now, manual, scopes, submit))
+            moved = (row.id, step.next_run_at, step.last_run_at, step.enabled)
+            if late is None:
+                updates.append(moved)
+                firings.append(Firing(schedule, self.now, manual, scopes, submit))
+                continue
+            assert due is not None  # deadline_lateness is None without a due time
+            miss = Missed(row.id, schedule.name, due, self.now, late, MissReason.DEADLINE,
+                          None, schedule.starting_deadline)  # fmt: skip
+            lateness_ms = round(late * 1000)
+            misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
+            missed.append(miss)
         update_rows(
             self.conn,
             task_schedule,
@@ -187,7 +232,15 @@ class FiringOps(ScheduleOps, TaskOps):
             updates,
             same={"updated_at": self.now},
         )
-        return Claim(firings, unfireable)
+        update_rows(
+            self.conn,
+            task_schedule,
+            "id",
+            ("next_run_at", "last_run_at", "enabled", *_MISS_COLUMNS),
+            misses,
+            same={"updated_at": self.now, "last_miss_at": self.now},
+        )
+        return Claim(firings, unfireable, missed)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or any task

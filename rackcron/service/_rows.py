@@ -12,6 +12,8 @@ from rackcron.models import (
     Freeze,
     FreezeSelector,
     Management,
+    Miss,
+    MissReason,
     NVLDomain,
     OperationTemplate,
     OverlapPolicy,
@@ -50,6 +52,15 @@ def schedule(row: Any) -> Schedule:
         updated_at=row.updated_at,
         management=Management(
             owner=row.owner, source=row.source, protect=row.protect, labels=row.labels or {}
+        ),
+        starting_deadline=row.starting_deadline,
+        last_miss=None
+        if row.last_miss_at is None
+        else Miss(
+            at=row.last_miss_at,
+            lateness_seconds=row.last_miss_lateness_ms / 1000,
+            reason=MissReason(row.last_miss_reason),
+            detail=row.last_miss_detail,
         ),
     )
 

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from rackcron import timing
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import to_stored
+from rackcron.firing import parse_starting_deadline
 from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
@@ -81,6 +82,21 @@ def _management_values(management: Management) -> dict[str, Any]:
     }
 
 
+def _starting_deadline(text: str | None) -> str | None:
+    """A ``starting_deadline`` as stored (None: none).
+
+    :raises InvalidArgument: not a Go duration of at least 1m.
+    """
+    if text is None:
+        return None
+    check_line(text, "starting_deadline", max_length=64)
+    try:
+        parse_starting_deadline(text)
+    except timing.SpecError as exc:
+        raise InvalidArgument(f"starting_deadline: {exc}") from None
+    return text
+
+
 def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
     return NotFound(f"{field}: task schedule {schedule_id} not found")
 
@@ -98,12 +114,14 @@ class ScheduleOps(TargetOps):
         operation: Operation | None,
         *,
         management: Management | None = None,
+        starting_deadline: str | None = None,
     ) -> Schedule:
         """CreateTaskSchedule: the schedule and its initial scope, enabled, with its first run.
 
-        ``management`` records the repository that manages it (reconciler only).
+        ``management`` records the repository that manages it, and ``starting_deadline``
+        (a Go duration) bounds how late it may fire (reconciler only).
 
-        :raises InvalidArgument: a missing or malformed field, operation or target.
+        :raises InvalidArgument: a missing or malformed field, operation, target or deadline.
         :raises AlreadyExists: the name is taken.
         :raises NotFound: a target names an unknown rack, component or domain.
         """
@@ -111,6 +129,7 @@ class ScheduleOps(TargetOps):
         timezone = _timezone(config.timezone)
         spec = _spec(config, timezone)
         assert config.spec_type is not None  # _spec requires it
+        deadline = _starting_deadline(starting_deadline)
         if operation is None:
             raise InvalidArgument("operation is required")
         template = to_template(operation)
@@ -133,6 +152,7 @@ class ScheduleOps(TargetOps):
             last_run_at=None,
             created_at=self.now,
             updated_at=self.now,
+            starting_deadline=deadline,
             **_management_values(management or Management()),
         )
         try:
@@ -356,6 +376,23 @@ class ScheduleOps(TargetOps):
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
             .values(**values, updated_at=self.now)
+        )
+        return self.get_schedule(row.id)
+
+    def set_starting_deadline(
+        self, schedule_id: uuid.UUID | str, starting_deadline: str | None
+    ) -> Schedule:
+        """Set the schedule's ``starting_deadline`` (None: it fires however late).
+
+        :raises InvalidArgument: not a Go duration of at least 1m.
+        :raises NotFound: no such schedule.
+        """
+        deadline = _starting_deadline(starting_deadline)  # checked before the row is locked
+        row = self.schedule_row(schedule_id, lock=True)
+        self.conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == row.id)
+            .values(starting_deadline=deadline, updated_at=self.now)
         )
         return self.get_schedule(row.id)
 

@@ -158,6 +158,14 @@ task_schedule = sa.Table(
     sa.Column("source", sa.Text, nullable=True),
     sa.Column("protect", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("labels", JSON, nullable=True),
+    # docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)": the deadline as
+    # declared (a Go duration; NULL: none), and the last missed firing: when, how late
+    # (milliseconds), why ("deadline" or "freeze") and, for a freeze, its name.
+    sa.Column("starting_deadline", sa.String(64), nullable=True),
+    sa.Column("last_miss_at", UTCDateTime, nullable=True),
+    sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True),
+    sa.Column("last_miss_reason", sa.String(16), nullable=True),
+    sa.Column("last_miss_detail", sa.Text, nullable=True),
     # The dispatcher's claim query filters `enabled = <true>`; the index condition is written
     # the same way so SQLite's planner matches it (docs/benchmarks.md "SQLite partial indexes").
     sa.Index(
