@@ -1,15 +1,16 @@
 """``rackcron serve``: the dispatcher, the task runner, the gRPC shim and metrics, together.
 
 One process, one configuration: the poll loop and the runner each run in a thread
-of their own, over the same store, and the Flow gRPC shim serves on its own
-thread pool when given an address (alone with ``dispatch=None``); ``/metrics``
-and ``/healthz`` are served when a listen address is given. :func:`serve`
+of their own, over the same store, as does the task retention when given one (with
+or without the poll loop: pruning never delays a firing), and the Flow gRPC shim
+serves on its own thread pool when given an address (alone with ``dispatch=None``);
+``/metrics`` and ``/healthz`` are served when a listen address is given. :func:`serve`
 returns once ``stop`` is set (SIGTERM, SIGINT, or ``stop_after``) and everything
 has finished what it was doing, each wait bounded: RPCs in flight complete (up to
 the shim's grace period), the firing batch in progress completes its three phases,
-and the controller calls in progress are recorded if they end within the runner's
-``stop_grace`` (5 s; a hung one is abandoned, its task left leased). The metrics
-server waits for no client. So a hung controller or an idle metrics client never
+the retention's batch in progress commits, and the controller calls in progress are
+recorded if they end within the runner's ``stop_grace`` (5 s; a hung one is
+abandoned, its task left leased). The metrics server waits for no client. So a hung controller or an idle metrics client never
 holds a stop (docs/dispatch.md "Stopping").
 
 At start, with a task runner, every rack whose controller the server will not call
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,7 @@ from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
+from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.logs import event
 from rackcron.service import Service
@@ -37,7 +40,7 @@ from rackcron.service import Service
 if TYPE_CHECKING:
     from rackcron.shim.server import ShimConfig
 
-__all__ = ["DispatchConfig", "RunnerConfig", "ServeConfig", "serve"]
+__all__ = ["DispatchConfig", "RetentionConfig", "RunnerConfig", "ServeConfig", "serve"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,16 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    """How long final tasks are kept, and how the pruning paces itself (docs/dispatch.md
+    "Retention")."""
+
+    retention: timedelta  # final tasks that finished longer ago than this are deleted
+    interval: float = 60.0  # seconds from one pass to the next (the first is at start-up)
+    pause: float = 0.01  # seconds, at least, between two batches of a pass
+
+
+@dataclass(frozen=True)
 class ServeConfig:
     """Everything ``rackcron serve`` can be told, one object per part it runs."""
 
@@ -66,6 +79,7 @@ class ServeConfig:
     runner: RunnerConfig | None = field(default_factory=RunnerConfig)  # None: no deliveries
     controllers: Controllers = field(default_factory=lambda: Controllers(Simulator()))
     grpc: ShimConfig | None = None
+    retention: RetentionConfig | None = None  # None: keep every task
     metrics_listen: tuple[str, int] | None = None
     stop_after: float | None = None
 
@@ -80,6 +94,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     dispatch = config.dispatch
     health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)
     loops = _loops(service, dispatch, config, metrics, health, stop) if dispatch else []
+    if (retention := config.retention) is not None:
+        loops.append(_pruner(service, retention, metrics, stop))
     shim = server = timer = None
     try:
         if config.grpc is not None:
@@ -101,6 +117,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             poll_interval=dispatch.poll_interval if dispatch else "off",
             runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
+            task_retention=retention.retention.total_seconds() if retention else "off",
             metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
         )
         for loop in loops:
@@ -164,6 +181,19 @@ def _loops(
             )
         )
     return loops
+
+
+def _pruner(
+    service: Service, config: RetentionConfig, metrics: Metrics, stop: threading.Event
+) -> threading.Thread:
+    """The task retention's thread: it never shares one with firing."""
+    pruner = Pruner(service, config.retention, pause=config.pause, metrics=metrics)
+    return threading.Thread(
+        target=pruner.run,
+        args=(stop,),
+        kwargs={"interval": config.interval},
+        name="rackcron-retention",
+    )
 
 
 def _log_refused(service: Service, controllers: Controllers) -> None:

@@ -13,6 +13,7 @@ from rackcron.cli._common import (
     DURATION,
     GRPC_TOKEN_ENV,
     LISTEN,
+    Span,
     cli_errors,
     database_option,
     open_service,
@@ -22,7 +23,9 @@ from rackcron.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from rackcron.cli.serve import DispatchConfig, RunnerConfig
+    from datetime import timedelta
+
+    from rackcron.cli.serve import DispatchConfig, RetentionConfig, RunnerConfig
     from rackcron.dispatcher.controllers.allowlist import AllowList
     from rackcron.dispatcher.controllers.credentials import CredentialStore
     from rackcron.dispatcher.controllers.registry import Controllers
@@ -185,6 +188,12 @@ def _runner(
     )
 
 
+def _retention(task_retention: timedelta | None) -> RetentionConfig | None:
+    from rackcron.cli.serve import RetentionConfig
+
+    return None if task_retention is None else RetentionConfig(task_retention)
+
+
 def _controllers(
     default_controller: str | None,
     controller_allow: tuple[str, ...],
@@ -299,6 +308,15 @@ def _grpc_config(
     )
 )  # fmt: skip
 @option_group(
+    "retention", _retention,
+    click.option(
+        "--task-retention", type=Span(),
+        help="Delete final tasks (completed, failed, terminated) once they finished this long "
+        "ago, e.g. 720h (30 days): in the background, at most 500 per transaction, never a "
+        "task whose controller is still to be told to stop it. Default: keep every task.",
+    ),
+)  # fmt: skip
+@option_group(
     "controllers", _controllers,
     click.option(
         "--default-controller",
@@ -389,6 +407,7 @@ def serve(
     start_logs: Callable[[], None],
     metrics_listen: tuple[str, int] | None,
     runner: RunnerConfig | None,
+    retention: RetentionConfig | None,
     controllers: Controllers,
     grpc: ShimConfig | None,
     no_dispatch: bool,
@@ -412,13 +431,17 @@ def serve(
 
     With --grpc-listen the same process serves the Flow task-schedule and task
     RPCs (v1.Flow, with gRPC health checking and reflection) over the same store;
-    --no-dispatch serves them alone. SIGTERM or SIGINT stops everything cleanly:
+    --no-dispatch serves them alone. With --task-retention, final tasks older than
+    that are deleted in the background, in small batches (with or without the
+    dispatcher; replicas share the work). SIGTERM or SIGINT stops everything cleanly:
     RPCs in flight finish (up to --grpc-grace), then the work in progress
     (controller calls in flight get 5 seconds; a hung one is abandoned).
 
     Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 
     Example: rackcron serve --grpc-listen 127.0.0.1:50051 --no-dispatch
+
+    Example: rackcron serve --task-retention 720h --metrics-listen 127.0.0.1:9464
 
     Example: rackcron serve --database-url postgresql+psycopg://rackcron@db/rackcron
     --default-controller https://rc.example.net:8470 --controller-allow '*.example.net'
@@ -436,6 +459,7 @@ def serve(
         dispatch=None if no_dispatch else dispatch,
         runner=runner,
         controllers=controllers,
+        retention=retention,
         grpc=grpc,
         metrics_listen=metrics_listen,
         stop_after=stop_after,

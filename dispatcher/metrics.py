@@ -117,6 +117,9 @@ class Metrics:
             ["controller"],
             registry=r,
         )
+        self.tasks_pruned = Counter(
+            "rackcron_tasks_pruned", "Final tasks deleted by the task retention.", registry=r
+        )
         if task_counts is not None:
             r.register(_TaskCounts(task_counts))
 

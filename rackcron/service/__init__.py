@@ -1,10 +1,10 @@
 """The rackcron service: every task-schedule rule of docs/spec/SEMANTICS.md, once, over the store.
 
 Operations live in small groups (``_schedules``, ``_scopes``, ``_firing``,
-``_tasks``, ``_inventory``, ``_targets``), all methods of :class:`Operations`,
-which is bound to one open transaction. :class:`Service` gives each operation its
-own transaction (one RPC = one transaction) and also hands out a transaction for
-callers that need several operations to commit or fail together (the
+``_tasks``, ``_inventory``, ``_targets``, ``_retention``), all methods of
+:class:`Operations`, which is bound to one open transaction. :class:`Service` gives
+each operation its own transaction (one RPC = one transaction) and also hands out a
+transaction for callers that need several operations to commit or fail together (the
 reconciler's apply)::
 
     service = Service.open("sqlite:///rackcron.db")
@@ -44,6 +44,7 @@ from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import Firing, FiringOps, Missed, ScopeOutcome, Unfireable
 from rackcron.service._freezes import FreezeOps
 from rackcron.service._inventory import InventoryOps
+from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, FreezeOps, ApplyOps, DeliveryOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, FreezeOps, ApplyOps, DeliveryOps, RetentionOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -305,6 +306,8 @@ class Service:
     expire_queued = _in_transaction(Operations.expire_queued)
     promote_waiting = _in_transaction(Operations.promote_waiting)
     task_counts = _in_transaction(Operations.task_counts, write=False)
+    # Task retention (one batch per transaction)
+    prune_tasks = _in_transaction(Operations.prune_tasks)
 
     def submit_batch(
         self, firings: Sequence[Firing], *, before_commit: Callable[[], None] | None = None

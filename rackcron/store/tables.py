@@ -226,6 +226,14 @@ task = sa.Table(
         sqlite_where=sa.text("status = 'waiting'"),
         postgresql_where=sa.text("status = 'waiting'"),
     ),
+    # Task retention's oldest final tasks first (rackcron.retention): only final tasks
+    # have a finished time, and its `finished_at < cutoff` implies the index condition.
+    sa.Index(
+        "ix_task_finished",
+        "finished_at",
+        sqlite_where=sa.text("finished_at IS NOT NULL"),
+        postgresql_where=sa.text("finished_at IS NOT NULL"),
+    ),
 )
 
 #: Indexes that exist on PostgreSQL only.
@@ -251,7 +259,8 @@ task_schedule_scope = sa.Table(
     ),
     sa.Column("rack_id", sa.Uuid, sa.ForeignKey("rack.id"), nullable=False, index=True),
     sa.Column("component_filter", JSON, nullable=True),
-    sa.Column("last_task_id", sa.Uuid, sa.ForeignKey("task.id", ondelete="SET NULL")),
+    # Indexed: deleting a task (retention) looks up the scopes pointing at it.
+    sa.Column("last_task_id", sa.Uuid, sa.ForeignKey("task.id", ondelete="SET NULL"), index=True),
     sa.Column("ordinal", sa.Integer, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("schedule_id", "rack_id"),

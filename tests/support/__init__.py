@@ -13,6 +13,8 @@ A test module imports what it shares from here, never from another test module
   ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
   ``failure`` (the ``grpc.RpcError`` a call fails with);
 * ``git``: real git repositories in temp dirs (``git``, ``init_repo``);
+* ``history``: task history in bulk (``insert_tasks``: many task rows, one statement per
+  20,000);
 * ``hostile``: hostile strings (``HOSTILE``, ``hostile_text``) and states full of them
   (``hostile_states``);
 * ``markdown``: rendered Markdown read back as a parser does (``parse``, ``table_rows``);

@@ -6,7 +6,7 @@
 * ``rack.labels``: the labels a Rack document declares (JSON; NULL: none).
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0008
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from rackcron.store.tables import JSON, UTCDateTime
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
