@@ -224,31 +224,42 @@ _single(
 
 @schedules.command("trigger")
 @click.argument("schedule")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Fire even where a freeze window holds a scope (recorded, naming the freeze).",
+)
 @format_option
 @database_option
 @server_options
 def trigger_command(
-    schedule: str, fmt: str, database_url: str | None, server: Server | None
+    schedule: str, force: bool, fmt: str, database_url: str | None, server: Server | None
 ) -> None:
     """Fire a schedule now on every rack of its scope (overlap policy ignored).
 
-    Over --server, the ids of the tasks submitted are printed, in scope order.
+    A freeze window holding any of its scopes refuses the trigger, and nothing changes,
+    unless --force. Over --server, the ids of the tasks submitted are printed, in scope
+    order.
 
     Example: rackcron schedules trigger nightly-reset
     """
     with cli_errors():
         if server is not None:  # Flow answers with the task ids only
+            if force:
+                raise click.UsageError("--force is not carried over --server yet")
             client = _client(server)
             task_ids = client.trigger_ids(_lookup(client, schedule).id)
             lines = [f"task {t}" for t in task_ids]
         else:
             service = open_service(database_url)
-            result = service.trigger(_lookup(service, schedule).id)
+            result = service.trigger(_lookup(service, schedule).id, force=force)
             task_ids = result.task_ids
             lines = [
                 f"rack {o.rack_id}: {o.result} {o.task_id or o.error or ''}".rstrip()
                 for o in result.outcomes
             ]
+            for name in sorted(set(result.firing.overridden.values())):
+                lines.append(f"forced past freeze {name!r}")
     if fmt == "json":
         echo_json({"task_ids": [str(t) for t in task_ids]})
         return

@@ -37,7 +37,7 @@ from rackcron.timing import SpecError, format_rfc3339
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
-_RESULTS = ("submitted", "queued", "skipped", "failed")
+_RESULTS = ("submitted", "queued", "skipped", "frozen", "failed")
 
 #: Threads draining a poll's backlog on PostgreSQL (measured: 2 give 1.45x, 3 no more).
 DEFAULT_POSTGRES_WORKERS = 2
@@ -204,7 +204,11 @@ class Dispatcher:
             }
             if counts["failed"]:
                 fields["errors"] = "; ".join(
-                    f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.error
+                    f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.result == "failed"
+                )
+            if counts["frozen"]:
+                fields["frozen_by"] = ", ".join(
+                    sorted({o.error for o in result.outcomes if o.result == "frozen" and o.error})
                 )
             event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
             if self.metrics is not None:
@@ -216,5 +220,6 @@ class Dispatcher:
             m.tasks_submitted.inc(totals["submitted"] + totals["queued"])
             m.scopes_queued.inc(totals["queued"])
             m.scopes_skipped.inc(totals["skipped"])
+            m.scopes_frozen.inc(totals["frozen"])
             m.submissions_failed.inc(totals["failed"])
         return +totals

@@ -79,6 +79,9 @@ class Metrics:
         self.scopes_skipped = Counter(
             "rackcron_scopes_skipped", "Scopes skipped by the overlap policy.", registry=r
         )
+        self.scopes_frozen = Counter(
+            "rackcron_scopes_frozen", "Scopes a freeze window held at firing.", registry=r
+        )
         self.scopes_queued = Counter(
             "rackcron_scopes_queued",
             "Scopes whose task was queued behind an active one.",

@@ -41,8 +41,14 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
-from rackcron.service._firing import Firing, FiringOps, Missed, ScopeOutcome, Unfireable
-from rackcron.service._freezes import FreezeOps
+from rackcron.service._firing import (
+    Firing,
+    FiringOps,
+    Frozen,
+    Missed,
+    ScopeOutcome,
+    Unfireable,
+)
 from rackcron.service._inventory import InventoryOps
 from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
@@ -56,6 +62,7 @@ __all__ = [
     "ApplyLocked",
     "Batch",
     "FireResult",
+    "Frozen",
     "Missed",
     "Operations",
     "ScopeOutcome",
@@ -66,7 +73,7 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, FreezeOps, ApplyOps, DeliveryOps, RetentionOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps, DeliveryOps, RetentionOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -331,7 +338,7 @@ class Service:
                 [
                     ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message)
                     if s in f.submit
-                    else ScopeOutcome(s.id, s.rack_id, "skipped")
+                    else f.held(s)
                     for s in f.scopes
                 ]
                 for f in firings
@@ -363,15 +370,19 @@ class Service:
         self.write_back(o for outcomes in batch for o in outcomes)
         return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
-    def trigger(self, schedule_id: uuid.UUID | str) -> FireResult:
+    def trigger(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> FireResult:
         """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored.
 
+        A freeze holding any scope refuses it, changing nothing, unless ``force``: then it
+        fires, and ``FireResult.firing.overridden`` names the freezes it overrode.
+
         :raises NotFound: no such schedule.
+        :raises Frozen: a freeze holds a scope (a FailedPrecondition).
         :raises FailedPrecondition: a consumed one-time schedule, or every
             submission failed (the schedule has still advanced, as a firing does).
         """
         with self.transaction() as ops:
-            firing = ops.claim(schedule_id)
+            firing = ops.claim(schedule_id, force=force)
         (result,) = self._finish([firing])
         if firing.scopes and not result.task_ids:
             errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)

@@ -27,9 +27,10 @@ set: ``rackcron.task_conflicts``).
 
 from __future__ import annotations
 
+import itertools
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, NamedTuple
@@ -51,7 +52,9 @@ from rackcron.lifecycle import (
     promotions,
     status_values,
 )
-from rackcron.service._tasks import TaskOps, chunked
+from rackcron.models import OperationTemplate
+from rackcron.service._freezes import FreezeOps, operation_name
+from rackcron.service._tasks import RackQueue, TaskOps, chunked
 from rackcron.store.tables import rack, task
 
 __all__ = ["MAX_MESSAGE", "DeliveryOps", "Update", "Work", "storable"]
@@ -89,6 +92,7 @@ class Work(NamedTuple):
     description: str
     controller: dict[str, Any] | None  # the rack's controller setting; None: the default
     rack_name: str | None  # None: the rack is no longer in the inventory
+    schedule_id: uuid.UUID | None = None  # the schedule that fired it, if any
 
 
 class Update(NamedTuple):
@@ -158,6 +162,7 @@ _WORK = sa.select(
     task.c.description,
     rack.c.controller,
     rack.c.name,
+    task.c.schedule_id,
 ).select_from(task.outerjoin(rack, rack.c.id == task.c.rack_id))
 
 
@@ -170,7 +175,16 @@ def _by_id(statement: sa.Update) -> sa.Update:
     return statement.where(task.c.id == sa.bindparam("b_id"))
 
 
-class DeliveryOps(TaskOps):
+#: Seconds before a delivery a freeze holds is looked at again.
+HOLD_RECHECK = 30.0
+
+
+def _operation(kind: str, code: str, information: dict[str, Any]) -> str:
+    """A task's operation name (``power_on``, ...) from its row's template columns."""
+    return operation_name(OperationTemplate(type=kind, code=code, information=information))
+
+
+class DeliveryOps(TaskOps, FreezeOps):
     def claim_work(
         self,
         limit: int,
@@ -191,14 +205,37 @@ class DeliveryOps(TaskOps):
             .limit(limit * _CANDIDATES)
             .with_for_update(skip_locked=True, of=task)
         )
-        rows = (
+        rows = [
             Work(row[0], row[1], TaskStatus(row[2]), *row[3:]) for row in self.conn.execute(query)
-        )
-        work = [w for w in rows if take(w)][:limit]
+        ]
+        held = self._held_deliveries(rows)
+        work = [w for w in rows if w.task_id not in held and take(w)][:limit]
         until = self.now + timedelta(seconds=lease)
         for chunk in chunked([w.task_id for w in work]):
             self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=until))
         return work
+
+    def _held_deliveries(self, rows: Sequence[Work]) -> set[uuid.UUID]:
+        """The pending tasks a freeze holds now (docs/spec/SEMANTICS.md "Freeze windows"):
+        not delivered, and due again in :data:`HOLD_RECHECK` seconds. Running tasks and
+        stops are never held."""
+        pending = [w for w in rows if duty(w.status) is Duty.DELIVER]
+        holds = self.holds((w.rack_id for w in pending), (w.schedule_id for w in pending))
+        if holds is None:
+            return set()
+        held = {
+            w.task_id
+            for w in pending
+            if holds.holding(
+                w.rack_id,
+                w.schedule_id,
+                _operation(w.operation_type, w.operation_code, w.information),
+            )
+        }
+        later = self.now + timedelta(seconds=HOLD_RECHECK)
+        for chunk in chunked(sorted(held, key=str)):
+            self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=later))
+        return held
 
     def record(self, updates: Sequence[Update]) -> list[uuid.UUID]:
         """Write the runner's results; returns the ids of the ``started`` tasks that had
@@ -354,9 +391,13 @@ class DeliveryOps(TaskOps):
         if not racks:
             return []
         self.lock_racks(racks)
+        queues = self.rack_queues(racks)
+        held = self._held_waiting(queues)
         ids: list[uuid.UUID] = []
-        for queue in self.rack_queues(racks).values():
-            ids += (a.task_id for a in promotions(queue.waiting, queue.running))
+        for queue in queues.values():
+            # A waiting task a freeze holds stops its rack's queue, as a conflict does.
+            free = itertools.takewhile(lambda a: a.task_id not in held, queue.waiting)
+            ids += (a.task_id for a in promotions(free, queue.running))
         promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
         for chunk in chunked(ids):
             self.conn.execute(
@@ -365,6 +406,32 @@ class DeliveryOps(TaskOps):
                 .values(status=promoted, updated_at=self.now, next_check_at=self.now)
             )
         return ids
+
+    def _held_waiting(self, queues: Mapping[uuid.UUID, RackQueue]) -> set[uuid.UUID]:
+        """The waiting tasks of these queues a freeze holds now (none when no freeze is
+        open: then nothing more is read)."""
+        waiting = [a.task_id for q in queues.values() for a in q.waiting]
+        if not waiting or not self.active_freezes(self.now):
+            return set()
+        columns = (
+            task.c.id, task.c.rack_id, task.c.schedule_id, task.c.operation_type,
+            task.c.operation_code, task.c.operation_information,
+        )  # fmt: skip
+        rows: list[Any] = []
+        for chunk in chunked(waiting):
+            rows += self.conn.execute(sa.select(*columns).where(task.c.id.in_(chunk))).all()
+        holds = self.holds(queues, {r.schedule_id for r in rows})
+        if holds is None:  # the last freeze closed in between
+            return set()
+        return {
+            r.id
+            for r in rows
+            if holds.holding(
+                r.rack_id,
+                r.schedule_id,
+                _operation(r.operation_type, r.operation_code, r.operation_information),
+            )
+        }
 
     def task_counts(self) -> dict[str, int]:
         """How many tasks are in each status."""

@@ -33,8 +33,8 @@ never written back (a crash before phase 3) still blocks the next firing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
@@ -45,6 +45,7 @@ from rackcron.filters import ComponentFilter, from_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
 from rackcron.models import MissReason, Schedule, TaskStatus
 from rackcron.service import _rows
+from rackcron.service._freezes import FreezeOps, Holds, operation_name
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import TaskOps, TaskRequest, chunked, describe_error
 from rackcron.store.bulk import update_rows
@@ -55,6 +56,7 @@ __all__ = [
     "Firing",
     "FiringOps",
     "FiringScope",
+    "Frozen",
     "Missed",
     "ScopeOutcome",
     "Unfireable",
@@ -78,9 +80,9 @@ class ScopeOutcome:
 
     scope_id: uuid.UUID
     rack_id: uuid.UUID
-    result: Literal["submitted", "queued", "skipped", "failed"]
+    result: Literal["submitted", "queued", "skipped", "frozen", "failed"]
     task_id: uuid.UUID | None = None
-    error: str | None = None
+    error: str | None = None  # failed: why; frozen: the freeze that holds it
 
 
 class FiringScope(NamedTuple):
@@ -113,6 +115,37 @@ class Missed(NamedTuple):
     starting_deadline: str | None
 
 
+class Frozen(FailedPrecondition):
+    """A manual trigger refused: freezes hold some of its scopes (and nothing changed)."""
+
+    def __init__(
+        self, schedule: Schedule, scopes: Sequence[FiringScope], frozen: Mapping[uuid.UUID, str]
+    ) -> None:
+        racks = [str(s.rack_id) for s in scopes if s.id in frozen]
+        names = ", ".join(repr(n) for n in sorted(set(frozen.values())))
+        super().__init__(
+            f"id: task schedule {schedule.name!r} ({schedule.id}) is held by freeze {names} on"
+            f" rack {', '.join(racks)}: nothing was fired; trigger it with force to override"
+        )
+        self.freezes = sorted(set(frozen.values()))
+        self.racks = racks
+
+
+def _frozen(
+    holds: Holds | None, schedule: Schedule, scopes: Sequence[FiringScope]
+) -> dict[uuid.UUID, str]:
+    """scope id -> the name of the freeze holding it, for the scopes a freeze holds now."""
+    if holds is None:
+        return {}
+    operation = operation_name(schedule.template)
+    found = {}
+    for scope in scopes:
+        freeze = holds.holding(scope.rack_id, schedule.id, operation)
+        if freeze is not None:
+            found[scope.id] = freeze.name
+    return found
+
+
 class Claim(NamedTuple):
     """Phase 1's result: the claimed firings, the due schedules that cannot fire, and
     the firings missed (advanced and recorded, nothing to submit)."""
@@ -130,7 +163,16 @@ class Firing:
     at: datetime
     manual: bool
     scopes: list[FiringScope]  # every scope, in scope order
-    submit: list[FiringScope]  # the scopes the overlap policy lets through
+    submit: list[FiringScope]  # the scopes the overlap policy (and the freezes) let through
+    frozen: Mapping[uuid.UUID, str] = field(default_factory=dict)  # scope id -> its freeze
+    overridden: Mapping[uuid.UUID, str] = field(default_factory=dict)  # forced past these
+
+    def held(self, scope: FiringScope) -> ScopeOutcome:
+        """The outcome of a scope this firing does not submit: frozen, or skipped."""
+        freeze = self.frozen.get(scope.id)
+        if freeze is not None:
+            return ScopeOutcome(scope.id, scope.rack_id, "frozen", error=freeze)
+        return ScopeOutcome(scope.id, scope.rack_id, "skipped")
 
     @property
     def lag_seconds(self) -> float:
@@ -139,7 +181,7 @@ class Firing:
         return 0.0 if self.manual or due is None else (self.at - due).total_seconds()
 
 
-class FiringOps(ScheduleOps, TaskOps):
+class FiringOps(ScheduleOps, TaskOps, FreezeOps):
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""
         return self.claim_batch(limit).firings
@@ -162,23 +204,27 @@ class FiringOps(ScheduleOps, TaskOps):
             query = query.where(task_schedule.c.id.not_in(list(exclude)))
         return self._claim(list(self.conn.execute(query)), manual=False)
 
-    def claim(self, schedule_id: uuid.UUID | str) -> Firing:
+    def claim(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> Firing:
         """Phase 1 for TriggerTaskSchedule: fires regardless of enabled and next_run_at.
 
+        A scope a freeze holds refuses the whole trigger, before anything changes, unless
+        ``force`` (the firing then carries the freezes it overrode: ``Firing.overridden``).
+
         :raises NotFound: no such schedule.
-        :raises FailedPrecondition: a consumed one-time schedule.
+        :raises FailedPrecondition: a consumed one-time schedule (:class:`Frozen`: a freeze
+            holds a scope).
         """
         row = self.schedule_row(schedule_id, lock=True)
         if _rows.schedule(row).consumed:
             raise FailedPrecondition(
                 f"id: task schedule {row.id} is a one-time schedule that has already fired; create a new one"
             )
-        claim = self._claim([row], manual=True)
+        claim = self._claim([row], manual=True, force=force)
         if claim.unfireable:
             raise FailedPrecondition(claim.unfireable[0].error)
         return claim.firings[0]
 
-    def _claim(self, rows: Sequence[Any], *, manual: bool) -> Claim:
+    def _claim(self, rows: Sequence[Any], *, manual: bool, force: bool = False) -> Claim:
         if not rows:
             return Claim([], [], [])
         ids = [r.id for r in rows]
@@ -188,6 +234,7 @@ class FiringOps(ScheduleOps, TaskOps):
             for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
         busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
+        holds = self.holds((s[1] for found in stored.values() for s in found), ids)
         firings, unfireable, missed, updates, misses = [], [], [], [], []
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
@@ -195,8 +242,18 @@ class FiringOps(ScheduleOps, TaskOps):
                 due = schedule.next_run_at
                 late = deadline_lateness(due, self.now, schedule.starting_deadline, manual=manual)
                 scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
+                frozen = {} if late is not None else _frozen(holds, schedule, scopes)
+                if manual and frozen and not force:
+                    raise Frozen(schedule, scopes, frozen)
+                if manual:  # forced past them: the task manager still judges every scope
+                    frozen, overridden = {}, frozen
+                else:
+                    overridden = {}
+                open_scopes = [s for s in scopes if s.id not in frozen]
+                if scopes and not open_scopes:  # every scope frozen: a missed firing
+                    late = (self.now - due).total_seconds() if due is not None else 0.0
                 submit, _skipped = (
-                    select_scopes(scopes, busy, schedule.overlap_policy, manual=manual)
+                    select_scopes(open_scopes, busy, schedule.overlap_policy, manual=manual)
                     if late is None
                     else ([], scopes)
                 )
@@ -209,6 +266,8 @@ class FiringOps(ScheduleOps, TaskOps):
                     now=self.now,
                     fired=bool(submit) or manual,
                 )
+            except Frozen:
+                raise
             except Exception as exc:
                 error = f"task schedule {row.id} cannot be fired: {describe_error(exc)}"
                 unfireable.append(Unfireable(row.id, row.name, error))
@@ -216,11 +275,17 @@ class FiringOps(ScheduleOps, TaskOps):
             moved = (row.id, step.next_run_at, step.last_run_at, step.enabled)
             if late is None:
                 updates.append(moved)
-                firings.append(Firing(schedule, self.now, manual, scopes, submit))
+                firings.append(
+                    Firing(schedule, self.now, manual, scopes, submit, frozen, overridden)
+                )
                 continue
-            assert due is not None  # deadline_lateness is None without a due time
-            miss = Missed(row.id, schedule.name, due, self.now, late, MissReason.DEADLINE,
-                          None, schedule.starting_deadline)  # fmt: skip
+            assert due is not None  # automatic firings only: they have a due time
+            if frozen:
+                reason, detail = MissReason.FREEZE, ", ".join(sorted(set(frozen.values())))
+            else:
+                reason, detail = MissReason.DEADLINE, None
+            miss = Missed(row.id, schedule.name, due, self.now, late, reason, detail,
+                          schedule.starting_deadline)  # fmt: skip
             lateness_ms = round(late * 1000)
             misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
@@ -291,7 +356,7 @@ class FiringOps(ScheduleOps, TaskOps):
             outcomes = []
             for scope in firing.scopes:
                 if scope.id not in submitting:
-                    outcomes.append(ScopeOutcome(scope.id, scope.rack_id, "skipped"))
+                    outcomes.append(firing.held(scope))
                     continue
                 submitted = next(submissions)
                 if submitted.task_id is None:

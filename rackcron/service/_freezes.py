@@ -8,20 +8,57 @@ reads the ones whose window is open at an instant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 import sqlalchemy as sa
 
-from rackcron import timing
+from rackcron import derived, timing
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.freezes import active_window, check_freeze
+from rackcron.freezes import Target, active_window, check_freeze, holding
 from rackcron.models import Freeze
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
-from rackcron.store.tables import freeze
+from rackcron.service._tasks import chunked
+from rackcron.store.tables import freeze, rack, task_schedule
 
-__all__ = ["FreezeOps"]
+__all__ = ["FreezeOps", "Holds", "operation_name"]
+
+_Named = tuple[str, Mapping[str, str]]  # a name and its labels
+
+
+def operation_name(template: derived.Template | None) -> str:
+    """An operation's name as a tree writes it (``power_on``, ``upgrade_firmware``, ...)."""
+    return derived.operation_type(template).lower()
+
+
+class Holds:
+    """The freezes open at one instant, with the names and labels of the racks and
+    schedules they are asked about (read once, in bulk, by :meth:`FreezeOps.holds`)."""
+
+    def __init__(
+        self,
+        freezes: list[Freeze],
+        racks: Mapping[uuid.UUID, _Named],
+        schedules: Mapping[uuid.UUID, _Named],
+        at: datetime,
+    ) -> None:
+        self.freezes, self._racks, self._schedules, self.at = freezes, racks, schedules, at
+
+    def holding(
+        self, rack_id: uuid.UUID, schedule_id: uuid.UUID | None, operation: str
+    ) -> Freeze | None:
+        """The freeze that holds work of ``operation`` by this schedule on this rack, or None.
+
+        A rack no longer in the inventory is judged by no name and no labels.
+        """
+        rack_name, rack_labels = self._racks.get(rack_id, ("", {}))
+        schedule_name, schedule_labels = (
+            self._schedules.get(schedule_id, (None, {})) if schedule_id else (None, {})
+        )
+        target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
+        return holding(self.freezes, target, self.at)
 
 
 def _check_labels(labels: Mapping[str, str], field: str) -> None:
@@ -95,3 +132,25 @@ class FreezeOps(OpsBase):
     def active_freezes(self, at: datetime) -> list[Freeze]:
         """The freezes with a window open at ``at``, by name."""
         return [f for f in self.list_freezes() if active_window(f, at) is not None]
+
+    def holds(
+        self, rack_ids: Iterable[uuid.UUID], schedule_ids: Iterable[uuid.UUID | None]
+    ) -> Holds | None:
+        """What freezes hold now, for work on these racks by these schedules; None when no
+        freeze is open (the common case: one read of the freeze table, nothing else)."""
+        active = self.active_freezes(self.now)
+        if not active:
+            return None
+        racks: dict[uuid.UUID, _Named] = {}
+        for chunk in chunked(sorted(set(rack_ids), key=str)):
+            query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
+            racks.update((i, (name, labels or {})) for i, name, labels in self.conn.execute(query))
+        schedules: dict[uuid.UUID, _Named] = {}
+        wanted = sorted({s for s in schedule_ids if s is not None}, key=str)
+        for chunk in chunked(wanted):
+            columns = task_schedule.c.id, task_schedule.c.name, task_schedule.c.labels
+            query = sa.select(*columns).where(task_schedule.c.id.in_(chunk))
+            schedules.update(
+                (i, (name, labels or {})) for i, name, labels in self.conn.execute(query)
+            )
+        return Holds(active, racks, schedules, self.now)

@@ -1,0 +1,227 @@
+"""Freeze windows at firing, promotion, delivery and trigger, on both backends
+(docs/spec/SEMANTICS.md "Freeze windows").
+
+The fleet's racks 0 and 1 are labelled ``row: B``, the others ``row: A``; the test clock
+starts at 2026-06-01T12:00Z.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rackcron.errors import FailedPrecondition
+from rackcron.models import (
+    Freeze,
+    FreezeSelector,
+    Management,
+    MissReason,
+    OverlapPolicy,
+    Rack,
+    SpecType,
+    TaskStatus,
+)
+from rackcron.service import Frozen
+from tests.support.service import component_spec, create, set_status, snapshot
+
+ROW_B = FreezeSelector(rack_labels={"row": "B"})
+
+
+@pytest.fixture
+def labelled(service, fleet):  # type: ignore[no-untyped-def]
+    for i, rack_id in enumerate(fleet.racks):
+        (found,) = [r for r in service.list_racks() if r.id == rack_id]
+        service.upsert_rack(found.model_copy(update={"labels": {"row": "B" if i < 2 else "A"}}))
+    return fleet
+
+
+def freeze_now(service, clock, *, hours: float = 1, **fields) -> Freeze:  # type: ignore[no-untyped-def]
+    """A fixed freeze open from a minute ago for ``hours``."""
+    start = clock.now - timedelta(minutes=1)
+    item = Freeze(
+        id=uuid.uuid4(), name=fields.pop("name", "row-b"), start=start,
+        end=start + timedelta(hours=hours), **fields,
+    )  # fmt: skip
+    return service.upsert_freeze(item)
+
+
+def due(service, clock, racks, **kwargs):  # type: ignore[no-untyped-def]
+    """A schedule on ``racks`` due now (created an hour ago, hourly)."""
+    clock.advance(hours=-1)
+    schedule = create(service, racks, name=kwargs.pop("name", "hourly"), **kwargs)
+    clock.advance(hours=1)
+    return schedule
+
+
+def test_frozen_scopes_get_no_task_and_the_others_fire(service, labelled, clock) -> None:
+    freeze_now(service, clock, selector=ROW_B)
+    due(service, clock, labelled.racks[1:3])  # rack 1 is row B, rack 2 row A
+    (fired,) = service.fire_due()
+    assert [(o.rack_id, o.result, o.error) for o in fired.outcomes] == [
+        (labelled.racks[1], "frozen", "row-b"),
+        (labelled.racks[2], "submitted", None),
+    ]
+    assert {t.rack_id for t in service.list_tasks().items} == {labelled.racks[2]}
+
+
+def test_a_firing_whose_every_scope_is_frozen_is_missed(service, labelled, clock) -> None:
+    freeze_now(service, clock, selector=ROW_B)
+    schedule = due(service, clock, labelled.racks[:2])
+    assert service.fire_due() == []
+    stored = service.get_schedule(schedule.id)
+    assert stored.last_miss is not None
+    assert (stored.last_miss.reason, stored.last_miss.detail) == (MissReason.FREEZE, "row-b")
+    assert stored.next_run_at == clock.now + timedelta(hours=1)  # advanced as a skipped firing
+    assert stored.last_run_at is None
+    assert service.list_tasks().total == 0
+
+
+def test_freezes_are_judged_when_the_firing_happens_not_when_it_was_due(
+    service, labelled, clock
+) -> None:
+    schedule = due(service, clock, labelled.racks[:1])
+    clock.advance(minutes=5)  # due five minutes ago, before the freeze opened
+    freeze_now(service, clock, selector=ROW_B)
+    assert service.fire_due() == []
+    assert service.get_schedule(schedule.id).last_miss.reason == MissReason.FREEZE
+    clock.advance(hours=2)  # due again (an hour after the miss), the freeze has ended
+    (fired,) = service.fire_due()
+    assert [o.result for o in fired.outcomes] == ["submitted"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "frozen"),
+    [
+        (FreezeSelector(operations=["upgrade_firmware"]), False),
+        (FreezeSelector(operations=["power_on"]), True),
+        (FreezeSelector(schedules=["other"]), False),
+        (FreezeSelector(schedule_labels={"team": "infra"}), True),
+        (FreezeSelector(racks=["rack-a01"]), True),
+        (FreezeSelector(racks=["rack-a02"], operations=["power_on"]), False),
+    ],
+)
+def test_only_what_the_selector_names_is_frozen(service, labelled, clock, selector, frozen) -> None:
+    freeze_now(service, clock, selector=selector)
+    schedule = due(service, clock, labelled.racks[:1])  # rack-a01, a power_on
+    service.set_management(schedule.id, Management(labels={"team": "infra"}))
+    results = [o.result for f in service.fire_due() for o in f.outcomes]
+    assert results == ([] if frozen else ["submitted"])
+
+
+def test_a_trigger_touching_a_frozen_scope_is_refused_and_changes_nothing(
+    service, labelled, clock
+) -> None:
+    freeze_now(service, clock, selector=ROW_B)
+    schedule = create(service, labelled.racks[1:3], name="manual")
+    before = snapshot(service)
+    with pytest.raises(Frozen) as refused:
+        service.trigger(schedule.id)
+    assert isinstance(refused.value, FailedPrecondition)
+    assert "freeze 'row-b'" in refused.value.message
+    assert str(labelled.racks[1]) in refused.value.message
+    assert str(labelled.racks[2]) not in refused.value.message
+    assert refused.value.freezes == ["row-b"] and refused.value.racks == [str(labelled.racks[1])]
+    assert snapshot(service) == before
+
+
+def test_a_forced_trigger_fires_every_scope_and_names_the_freeze(service, labelled, clock) -> None:
+    freeze_now(service, clock, selector=ROW_B)
+    schedule = create(service, labelled.racks[1:3], name="manual")
+    result = service.trigger(schedule.id, force=True)
+    assert [o.result for o in result.outcomes] == ["submitted", "submitted"]
+    assert set(result.firing.overridden.values()) == {"row-b"}
+
+
+def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
+    service, labelled, clock
+) -> None:
+    rack = labelled.racks[0]
+    first = service.trigger(create(service, [rack], name="first").id).task_ids[0]
+    queued = create(service, [rack], name="queued", policy=OverlapPolicy.QUEUE)
+    (waiting,) = service.trigger(queued.id).task_ids
+    freeze_now(service, clock, hours=1, selector=ROW_B)
+    set_status(service, first, TaskStatus.COMPLETED)
+    assert service.promote_waiting() == []  # the rack is free, but frozen
+    assert [t.status for t in service.get_tasks([waiting])] == [TaskStatus.WAITING]
+    clock.advance(hours=1)
+    assert service.promote_waiting() == [waiting]
+
+
+def test_a_frozen_waiting_task_still_expires(service, labelled, clock) -> None:
+    rack = labelled.racks[0]
+    service.trigger(create(service, [rack], name="first").id)
+    queued = create(service, [rack], name="queued", policy=OverlapPolicy.QUEUE)
+    (waiting,) = service.trigger(queued.id).task_ids
+    freeze_now(service, clock, hours=3, selector=ROW_B)
+    clock.advance(hours=1, seconds=1)  # past the default queue timeout, still frozen
+    assert service.expire_queued() == 1
+    assert [t.status for t in service.get_tasks([waiting])] == [TaskStatus.TERMINATED]
+
+
+def test_pending_tasks_of_a_frozen_rack_are_not_delivered_running_ones_are_followed(
+    service, labelled, clock
+) -> None:
+    c0, c1 = labelled.components[labelled.racks[0]][:2]
+    running = service.trigger(create(service, name="a", target=component_spec(c0)).id).task_ids[0]
+    set_status(service, running, TaskStatus.RUNNING)
+    pending = service.trigger(create(service, name="b", target=component_spec(c1)).id).task_ids[0]
+    freeze_now(service, clock, selector=ROW_B)
+    claimed = service.claim_work(10, lease=60)
+    assert [w.task_id for w in claimed] == [running]  # pending: held; running: followed
+    assert service.claim_work(10, lease=60) == []  # held again (due in 30 s), running leased
+    clock.advance(hours=1)  # the freeze has ended (and the running task's lease too)
+    assert {w.task_id for w in service.claim_work(10, lease=60)} == {pending, running}
+
+
+def test_a_recurring_freeze_at_0130_on_fall_back_day(service, clock) -> None:
+    """01:30-02:30 America/New_York every night: on 2026-11-01 01:30 comes twice, and the
+    window opens at the first one (05:30Z) for an elapsed hour: 06:30Z, the second 01:30,
+    is already outside it."""
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="ny-1", labels={"site": "ny"})).id
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="nightly", cron="30 1 * * *", duration_seconds=3600,
+        timezone="America/New_York", selector=FreezeSelector(rack_labels={"site": "ny"}),
+    ))  # fmt: skip
+    clock.now = datetime(2026, 11, 1, 5, 40, tzinfo=UTC)  # 01:40 EDT: inside
+    frozen = create(service, [rack], name="inside", spec_type=SpecType.ONE_TIME,
+                    spec="2026-11-01T05:40:00Z")  # fmt: skip
+    assert service.fire_due() == []
+    assert service.get_schedule(frozen.id).last_miss.detail == "nightly"
+    clock.now = datetime(2026, 11, 1, 6, 35, tzinfo=UTC)  # 01:35 EST: the window has closed
+    create(service, [rack], name="after", spec_type=SpecType.ONE_TIME, spec="2026-11-01T06:35:00Z")
+    (fired,) = service.fire_due()
+    assert [o.result for o in fired.outcomes] == ["submitted"]
+
+
+def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled, clock) -> None:
+    import io
+
+    from rackcron.dispatcher.loop import Dispatcher
+    from rackcron.dispatcher.metrics import Metrics
+    from rackcron.logs import configure
+
+    freeze_now(service, clock, selector=ROW_B, name='row "B"')
+    due(service, clock, labelled.racks[:2], name="all-frozen")
+    due(service, clock, labelled.racks[1:3], name="half-frozen")
+    metrics = Metrics()
+    sample = metrics.registry.get_sample_value
+    stream = io.StringIO()
+    configure("text", stream=stream)
+    try:
+        summary = Dispatcher(service, metrics=metrics, workers=1).poll()
+    finally:
+        configure("text")
+    assert summary.fired == 1
+    assert [(m.name, m.reason, m.detail) for m in summary.missed] == [
+        ("all-frozen", MissReason.FREEZE, 'row "B"')
+    ]
+    assert sample("rackcron_firings_missed_total", {"reason": "freeze"}) == 1
+    assert sample("rackcron_scopes_frozen_total") == 1
+    lines = stream.getvalue().splitlines()
+    (fired,) = [line for line in lines if " fired " in line]
+    assert "submitted=1" in fired and "frozen=1" in fired
+    assert 'frozen_by="row \\"B\\""' in fired  # a freeze's name is data, escaped
+    (missed,) = [line for line in lines if " missed " in line]
+    assert "reason=freeze" in missed and 'detail="row \\"B\\""' in missed
