@@ -29,10 +29,13 @@ raised::
     │   │       the holder; `rackcron apply --break-lock`)
     │   ├── StalePlan  [FAILED_PRECONDITION]  rackcron.reconciler.apply
     │   │       the store (or the --server) changed since the plan was made
+    │   ├── Frozen  [FAILED_PRECONDITION]  rackcron.service._firing
+    │   │       a manual trigger with a scope a freeze window holds (names the
+    │   │       freeze and the racks; nothing changed; force overrides it)
     │   └── SubmissionRefused  [FAILED_PRECONDITION]  rackcron.service._tasks
-    │           TaskOps.submit_task: the rack is gone, busy under the skip
-    │           policy, or no component matches (submit_tasks reports it per
-    │           request instead)
+    │           TaskOps.submit_task: the rack is gone, blocked by a conflicting
+    │           task under the skip policy, its queue full, or no component
+    │           matches (submit_tasks reports it per request instead)
     ├── AlreadyExists  [ALREADY_EXISTS]  rackcron.errors
     │       a duplicate schedule name on create
     ├── Conflict  [UNKNOWN]  rackcron.errors
