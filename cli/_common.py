@@ -35,18 +35,23 @@ from rackcron.escape import terminal
 if TYPE_CHECKING:
     import grpc
 
+    from rackcron.audit import Audit
     from rackcron.reconciler.diagnostics import Diagnostic
     from rackcron.reconciler.validate import Validation
     from rackcron.service import Service
 
 __all__ = [
+    "AS_OPTION",
     "DURATION",
     "GRPC_TOKEN_ENV",
     "INSTANT",
     "LISTEN",
+    "REASON_OPTION",
     "Duration",
     "Server",
     "Span",
+    "audit_of",
+    "audit_options",
     "cli_errors",
     "database_option",
     "echo_json",
@@ -352,6 +357,39 @@ server_options = option_group(
     click.option("--token-file", type=_PATH,
                  help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
 )  # fmt: skip
+
+
+def audit_of(as_name: str | None, reason: str | None) -> Audit:
+    """Who makes a change from this command, and why (``rackcron.audit``): ``--as`` or
+    else the OS user, on this host, and ``--reason``.
+
+    :raises click.BadParameter: a name or reason the audit trail's rules refuse.
+    """
+    from rackcron.audit import Audit, check_name, check_reason, local_actor
+    from rackcron.errors import InvalidArgument
+
+    for flag, value, check in (("--as", as_name, check_name), ("--reason", reason, check_reason)):
+        if value is not None:
+            try:
+                check(value, flag)
+            except InvalidArgument as exc:
+                problem = exc.message.removeprefix(f"{flag}: ")
+                raise click.BadParameter(problem, param_hint=flag) from None
+    return Audit(local_actor(as_name), reason)
+
+
+AS_OPTION = click.option(
+    "--as", "as_name", metavar="NAME",
+    help="Who makes the change, for the audit trail (default: your OS user). Over --server it"
+    " is sent as a claim, recorded beside the identity the server authenticated.",
+)  # fmt: skip
+REASON_OPTION = click.option(
+    "--reason", metavar="TEXT",
+    help="Why, for the audit trail (`rackcron history`): one line, up to 500 characters.",
+)  # fmt: skip
+
+#: ``--as NAME`` and ``--reason TEXT``, passed on as ``audit: Audit`` (:func:`audit_of`).
+audit_options = option_group("audit", audit_of, AS_OPTION, REASON_OPTION)
 
 
 def stop_on_signals() -> threading.Event:

@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from rackcron.cli._common import (
+    AS_OPTION,
     DURATION,
     INSTANT,
+    REASON_OPTION,
     Server,
+    audit_of,
     cli_errors,
     database_option,
     echo_json,
@@ -23,7 +26,6 @@ from rackcron.cli._common import (
     print_table,
     server_options,
     stop_on_signals,
-    when,
 )
 from rackcron.escape import terminal
 
@@ -201,6 +203,8 @@ def plan(
     help="Remove the apply lock left by an apply that died (the refusal names its host, pid"
     " and start time: check that process is gone first), then exit.",
 )
+@AS_OPTION
+@REASON_OPTION
 @rev_option
 @owner_option
 @database_option
@@ -209,6 +213,8 @@ def apply(
     source: Path,
     auto_approve: bool,
     break_lock: bool,
+    as_name: str | None,
+    reason: str | None,
     rev: str | None,
     owner: str,
     database_url: str | None,
@@ -226,7 +232,8 @@ def apply(
     round of `rackcron sync`); a one-off apply says so instead. An apply that is
     killed (SIGKILL, power loss) leaves the lock held: every later apply is
     refused, naming the holder's host, pid and start time, until
-    `rackcron apply --break-lock`.
+    `rackcron apply --break-lock`, which is recorded in the audit trail (`rackcron
+    history`) with --as (default: your OS user) and --reason.
 
     With --server, the tree is planned and applied through a gRPC server's RPCs
     (rackcron serve, or Flow). That is not one transaction: the apply stops at the
@@ -235,6 +242,8 @@ def apply(
     Example: rackcron apply examples/ --auto-approve
 
     Example: rackcron apply examples/ --server 127.0.0.1:50051 --token-file token
+
+    Example: rackcron apply --break-lock --reason 'apply on ci-7 was killed'
     """
     from rackcron.reconciler.backend import PartlyApplied
     from rackcron.reconciler.trees import desired_state, load_plan
@@ -244,9 +253,14 @@ def apply(
         raise click.UsageError(
             "with --server, apply takes a tree (a saved plan or --break-lock needs the store)"
         )
+    if not break_lock and (as_name, reason) != (None, None):
+        raise click.UsageError(
+            "--as and --reason go with --break-lock (an apply is logged with its git author)"
+        )
     if break_lock:
+        audit = audit_of(as_name, reason)
         with cli_errors():
-            holder = open_service(database_url).break_apply_lock()
+            holder = open_service(database_url).break_apply_lock(audit=audit)
         click.echo(
             f"broke the apply lock held by {terminal(holder)}"
             if holder
@@ -345,25 +359,29 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
     "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="How many (0: all)."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text: a table; json: the versioned document (format_version, entries).",
+)  # fmt: skip
 @database_option
 def history(limit: int, fmt: str, database_url: str | None) -> None:
-    """Show the apply log, newest first: when, by whom, from which git revision, what changed.
+    """Show what changed the store, newest first: each apply (when, by whom, from which
+    git revision, what changed) and each change made outside an apply (a schedule
+    created, updated, paused, resumed, deleted or triggered, its scope changed, a task
+    cancelled, the apply lock broken: when, who, on what, and why).
 
     Example: rackcron history --limit 5
+
+    Example: rackcron history --format json --limit 0
     """
+    from rackcron.cli._history import HEADERS, document, rows
+
     with cli_errors():
-        records = open_service(database_url).list_applies(limit)
+        entries = open_service(database_url).history(limit)
+    data = document(entries)
     if fmt == "json":
-        echo_json([r.model_dump(mode="json") for r in records])
+        echo_json(data)
         return
-    rows = []
-    for r in records:
-        revision = (r.revision or "-")[:12] + (" (dirty)" if r.dirty else "")
-        counts = ", ".join(f"{v} {k}" for k, v in r.summary.items() if v) or "no changes"
-        rows.append([str(r.id), when(r.applied_at), r.author, revision, r.source, counts])
-    print_table(["#", "APPLIED (UTC)", "BY", "REVISION", "SOURCE", "CHANGES"], rows)
+    print_table(HEADERS, rows(data))
 
 
 @click.command("diff", cls=_PlanLike)

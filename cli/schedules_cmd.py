@@ -14,6 +14,7 @@ import click
 
 from rackcron.cli._common import (
     Server,
+    audit_options,
     cli_errors,
     database_option,
     echo_json,
@@ -27,6 +28,7 @@ from rackcron.cli._common import (
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
+    from rackcron.audit import Audit
     from rackcron.models import Schedule
     from rackcron.service import Service
     from rackcron.wire.client import FlowClient
@@ -112,6 +114,11 @@ def schedules() -> None:
     every command goes through the Flow RPCs of that server (rackcron serve
     --grpc-listen, or Flow itself); add --ca-file/--client-cert/--client-key for
     TLS and mTLS, and --token-file (or $RACKCRON_GRPC_TOKEN) for a bearer token.
+
+    Every change (pause, resume, trigger, delete) is recorded in the audit trail
+    (`rackcron history`) with who made it (--as, default your OS user; over --server
+    the server records the token and the address that called, and --as as a claim)
+    and why (--reason).
     """
 
 
@@ -196,16 +203,26 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         click.echo(terminal(f"  rack {scope.rack_id} ({what}{last})"))
 
 
+def _confirm(question: str, yes: bool) -> None:
+    """Ask ``question`` unless ``yes``; a no, or no answer (no terminal), aborts: exit 1."""
+    if not yes:
+        click.confirm(question, abort=True)
+
+
 def _single(verb: str, help_text: str) -> click.Command:
     @click.argument("schedule")
     @format_option
+    @audit_options
     @database_option
     @server_options
-    def command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
+    def command(
+        schedule: str, fmt: str, audit: Audit, database_url: str | None, server: Server | None
+    ) -> None:
         with cli_errors():
             service = _backend(database_url, server)
             target = _lookup(service, schedule)
-            result = getattr(service, f"{verb}_schedule")(target.id)
+            change = getattr(service, f"{verb}_schedule")
+            result = change(target.id, audit=audit)
         _show([result], fmt, server)
 
     command.__doc__ = help_text
@@ -214,45 +231,64 @@ def _single(verb: str, help_text: str) -> click.Command:
 
 _single(
     "pause",
-    "Pause a schedule (it keeps its next run time).\n\nExample: rackcron schedules pause nightly-reset",
+    "Pause a schedule (it keeps its next run time).\n\n"
+    "Example: rackcron schedules pause nightly-reset --reason 'row B maintenance'",
 )
 _single(
     "resume",
-    "Resume a schedule; interval and cron restart from now.\n\nExample: rackcron schedules resume nightly-reset",
+    "Resume a schedule; interval and cron restart from now.\n\n"
+    "Example: rackcron schedules resume nightly-reset",
 )
 
 
 @schedules.command("trigger")
 @click.argument("schedule")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--force",
     is_flag=True,
     help="Fire even where a freeze window holds a scope (recorded, naming the freeze).",
 )
 @format_option
+@audit_options
 @database_option
 @server_options
 def trigger_command(
-    schedule: str, force: bool, fmt: str, database_url: str | None, server: Server | None
+    schedule: str,
+    yes: bool,
+    force: bool,
+    fmt: str,
+    audit: Audit,
+    database_url: str | None,
+    server: Server | None,
 ) -> None:
-    """Fire a schedule now on every rack of its scope (overlap policy ignored).
+    """Fire a schedule now on every rack of its scope, after asking (--yes: do not ask).
+
+    A manual trigger skips the overlap check against each scope's own previous task,
+    but the task manager's conflict rule (docs/spec/SEMANTICS.md "Task conflicts")
+    still applies: under the skip policy a task that conflicts with an active task
+    on its rack is refused, under queue it waits. Without a terminal to answer on,
+    it refuses unless --yes is given, as delete does.
 
     A freeze window holding any of its scopes refuses the trigger, and nothing changes,
     unless --force. Over --server, the ids of the tasks submitted are printed, in scope
     order.
 
-    Example: rackcron schedules trigger nightly-reset
+    Example: rackcron schedules trigger nightly-reset --yes --reason 'rerun after fix'
     """
+    question = "Trigger schedule '{}' ({}) now on every rack of its scope?"
     with cli_errors():
         if server is not None:  # Flow answers with the task ids only
-            if force:
-                raise click.UsageError("--force is not carried over --server yet")
             client = _client(server)
-            task_ids = client.trigger_ids(_lookup(client, schedule).id)
+            target = _lookup(client, schedule)
+            _confirm(question.format(terminal(target.name), target.id), yes)
+            task_ids = client.trigger_ids(target.id, force=force, audit=audit)
             lines = [f"task {t}" for t in task_ids]
         else:
             service = open_service(database_url)
-            result = service.trigger(_lookup(service, schedule).id, force=force)
+            target = _lookup(service, schedule)
+            _confirm(question.format(terminal(target.name), target.id), yes)
+            result = service.trigger(target.id, force=force, audit=audit)
             task_ids = result.task_ids
             lines = [
                 f"rack {o.rack_id}: {o.result} {o.task_id or o.error or ''}".rstrip()
@@ -270,10 +306,11 @@ def trigger_command(
 @schedules.command("delete")
 @click.argument("schedule")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@audit_options
 @database_option
 @server_options
 def delete_command(
-    schedule: str, yes: bool, database_url: str | None, server: Server | None
+    schedule: str, yes: bool, audit: Audit, database_url: str | None, server: Server | None
 ) -> None:
     """Delete a schedule and its scope (tasks already submitted keep running).
 
@@ -282,7 +319,6 @@ def delete_command(
     with cli_errors():
         service = _backend(database_url, server)
         target = _lookup(service, schedule)
-        if not yes:
-            click.confirm(f"Delete schedule '{terminal(target.name)}' ({target.id})?", abort=True)
-        service.delete_schedule(target.id)
+        _confirm(f"Delete schedule '{terminal(target.name)}' ({target.id})?", yes)
+        service.delete_schedule(target.id, audit=audit)
     click.echo(f"deleted {terminal(target.name)}")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from rackcron.cli._common import (
+    Server,
+    audit_options,
     cli_errors,
     database_option,
     echo_json,
@@ -12,8 +16,13 @@ from rackcron.cli._common import (
     open_service,
     page_options,
     print_table,
+    server_options,
     when,
 )
+from rackcron.escape import terminal
+
+if TYPE_CHECKING:
+    from rackcron.audit import Audit
 
 __all__ = ["tasks"]
 
@@ -65,12 +74,24 @@ def list_command(
 
 @tasks.command("cancel")
 @click.argument("task_id")
+@audit_options
 @database_option
-def cancel_command(task_id: str, database_url: str | None) -> None:
+@server_options
+def cancel_command(
+    task_id: str, audit: Audit, database_url: str | None, server: Server | None
+) -> None:
     """Cancel an active task: it becomes terminated and its rack controller is told.
 
-    Example: rackcron tasks cancel 0b6c2f4e-8f1a-4e8e-9a51-3f2d7c1e9b20
+    Recorded in the audit trail (`rackcron history`) with --as (default: your OS user)
+    and --reason; with --server, through that server's CancelTask RPC.
+
+    Example: rackcron tasks cancel 0b6c2f4e-8f1a-4e8e-9a51-3f2d7c1e9b20 --reason 'wrong rack'
     """
     with cli_errors():
-        task = open_service(database_url).cancel_task(task_id)
-    click.echo(f"task {task.id}: {task.status.value}")
+        if server is None:
+            status = open_service(database_url).cancel_task(task_id, audit=audit).status
+        else:
+            from rackcron.wire.client import FlowClient
+
+            status = FlowClient(server.channel()).cancel_task(task_id, audit=audit)
+    click.echo(f"task {terminal(task_id)}: {status.value}")

@@ -70,6 +70,9 @@ validator::
     │       a spec, duration, timestamp or time zone does not parse (the
     │       service raises InvalidArgument from it; validate: a diagnostic;
     │       a CLI option or argument: an error naming it)
+    ├── BadTokenFile  rackcron.shim.tokens
+    │       a line of the gRPC token file breaks a rule (names the file and
+    │       the line, never the token): load_tokens raises UnusableConfig
     ├── JSONTooDeep  rackcron.boundedjson
     │       JSON nests deeper than MAX_DEPTH: a saved plan (apply FILE:
     │       InvalidArgument, "not a saved plan"), a controller's answer, the

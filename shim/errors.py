@@ -20,7 +20,7 @@ from rackcron.errors import RackcronError, StoreError
 from rackcron.logs import LOGGER
 from rackcron.wire.convert import check_strings
 
-__all__ = ["rpc_method", "status_of"]
+__all__ = ["rpc_method", "rpc_method_with_context", "status_of"]
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -54,13 +54,28 @@ def status_of(exc: BaseException, rpc: str) -> tuple[grpc.StatusCode, str]:
 
 def rpc_method(handler: Callable[[S, Any], R]) -> Callable[[S, Any, grpc.ServicerContext], R]:
     """Make ``handler(self, request)`` a servicer method: strings checked, errors as statuses."""
-    name = handler.__name__
+    return _serving(handler, lambda self, request, _context: handler(self, request))
 
-    @functools.wraps(handler)
+
+def rpc_method_with_context(
+    handler: Callable[[S, Any, grpc.ServicerContext], R],
+) -> Callable[[S, Any, grpc.ServicerContext], R]:
+    """:func:`rpc_method` for a handler that also reads its call's context (the metadata
+    and peer the audit trail records): ``handler(self, request, context)``."""
+    return _serving(handler, handler)
+
+
+def _serving(
+    original: Callable[..., R], handler: Callable[[S, Any, grpc.ServicerContext], R]
+) -> Callable[[S, Any, grpc.ServicerContext], R]:
+    """``handler`` as the servicer method ``original`` names (its name and docstring)."""
+    name = original.__name__
+
+    @functools.wraps(original)
     def call(self: S, request: Any, context: grpc.ServicerContext) -> R:
         try:
             check_strings(request)
-            return handler(self, request)
+            return handler(self, request, context)
         except Exception as exc:  # the one place an RPC's errors become statuses
             code, message = status_of(exc, name)
         context.abort(code, message)

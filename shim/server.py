@@ -9,20 +9,20 @@ as ``grpcurl`` work without the ``.proto`` files.
 
 Security, all optional and combinable: TLS with a server certificate; client
 certificates verified against a CA (mTLS), refused in the handshake otherwise;
-bearer tokens (``authorization: Bearer <token>`` metadata) compared in
-constant time, a request without a valid one being UNAUTHENTICATED before any
-handler runs. Health checks stay open so load balancers can probe. Requests
+bearer tokens (``authorization: Bearer <token>`` metadata, each with a name:
+``rackcron.shim.tokens``) compared in constant time, a request without a valid one
+being UNAUTHENTICATED before any handler runs; the name of the token a change came
+with is recorded in the audit trail. Health checks stay open so load balancers can probe. Requests
 larger than ``max_message_bytes`` are refused by gRPC (RESOURCE_EXHAUSTED).
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ from rackcron.logs import event
 from rackcron.service import Service
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.servicer import FlowServicer
+from rackcron.shim.tokens import ENV_TOKEN_NAME, BadTokenFile, Token, TokenSet, parse_tokens
 from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "ShimConfig",
     "ShimServer",
     "TlsFiles",
+    "Token",
     "UnusableConfig",
     "default_workers",
     "load_tokens",
@@ -82,7 +84,7 @@ class ShimConfig:
     host: str = "127.0.0.1"
     port: int = 50051
     tls: TlsFiles | None = None
-    tokens: tuple[str, ...] = ()  # empty: no token needed
+    tokens: tuple[Token, ...] = ()  # empty: no token needed
     workers: int = field(default_factory=default_workers)
     max_message_bytes: int = 4 * 1024 * 1024
     # Serve rackcron.v1.Reconciler (rackcron.shim.extras): callers may then write the inventory,
@@ -98,20 +100,27 @@ def _read(path: str, what: str) -> bytes:
         raise UnusableConfig(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
 
 
-def load_tokens(path: str | None, env_value: str | None) -> tuple[str, ...]:
-    """Tokens from a file (one per line; blank lines and ``#`` comments skipped) and an env value.
+def load_tokens(path: str | None, env_value: str | None) -> tuple[Token, ...]:
+    """Tokens from a token file (``rackcron.shim.tokens``: ``name:token`` or plain lines,
+    blank lines and ``#`` comments skipped) and an env value (named ``env``, unless the
+    file holds the same token).
 
-    :raises UnusableConfig: the file cannot be read or holds no token.
+    :raises UnusableConfig: the file cannot be read, holds no token, or breaks a rule
+        (naming the file and the line).
     """
-    tokens = []
+    tokens: list[Token] = []
     if path is not None:
-        lines = _read(path, "token file").decode("utf-8", "replace").splitlines()
-        found = [t.strip() for t in lines if t.strip() and not t.strip().startswith("#")]
-        if not found:
+        text = _read(path, "token file").decode("utf-8", "replace")
+        try:
+            tokens += parse_tokens(text, path)
+        except BadTokenFile as exc:
+            raise UnusableConfig(f"token file: {exc}") from None
+        if not tokens:
             raise UnusableConfig(f"token file: {path} holds no token")
-        tokens += found
     if env_value and env_value.strip():
-        tokens.append(env_value.strip())
+        secret = env_value.strip()
+        if all(t.secret != secret for t in tokens):
+            tokens.append(Token(ENV_TOKEN_NAME, secret))
     return tuple(tokens)
 
 
@@ -190,19 +199,8 @@ if TYPE_CHECKING:  # generic in the stubs only
 class _TokenAuth(grpc.ServerInterceptor):
     """Refuses every call but health checks unless it carries one of the tokens."""
 
-    def __init__(self, tokens: Iterable[str]) -> None:
-        self._tokens = [t.encode() for t in tokens]
-
-    def _valid(self, metadata: Iterable[tuple[str, Any]] | None) -> bool:
-        for key, value in metadata or ():
-            if key == "authorization" and isinstance(value, str):
-                scheme, _, token = value.partition(" ")
-                if scheme.lower() != "bearer":
-                    return False
-                given = token.strip().encode()
-                # Compare with every token, always: the time taken says nothing.
-                return sum(hmac.compare_digest(given, t) for t in self._tokens) > 0
-        return False
+    def __init__(self, tokens: TokenSet) -> None:
+        self._tokens = tokens
 
     def intercept_service(
         self,
@@ -212,7 +210,7 @@ class _TokenAuth(grpc.ServerInterceptor):
         handler = continuation(details)
         if handler is None or details.method in _HEALTH_METHODS:
             return handler
-        if self._valid(details.invocation_metadata):
+        if self._tokens.match(details.invocation_metadata) is not None:
             return handler
         event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
         return _refusal(handler)
@@ -260,9 +258,8 @@ class ShimServer:
         """``flow`` replaces the Flow servicer (benchmarks measure the stack's ceiling so)."""
         self.config = config
         self.port: int | None = None
-        interceptors: list[grpc.ServerInterceptor] = (
-            [_TokenAuth(config.tokens)] if config.tokens else []
-        )
+        tokens = TokenSet(config.tokens)
+        interceptors: list[grpc.ServerInterceptor] = [_TokenAuth(tokens)] if tokens else []
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="rackcron-grpc"),
             interceptors=interceptors,
@@ -272,7 +269,8 @@ class ShimServer:
             ],
             maximum_concurrent_rpcs=config.workers * 16,
         )
-        flow_pb2_grpc.add_FlowServicer_to_server(flow or FlowServicer(service), self._server)
+        flow = flow or FlowServicer(service, tokens)
+        flow_pb2_grpc.add_FlowServicer_to_server(flow, self._server)
         names = [FLOW_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
         if config.reconciler:
             reconciler_pb2_grpc.add_ReconcilerServicer_to_server(

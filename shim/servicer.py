@@ -4,16 +4,25 @@ Nothing here decides behaviour: the rules live in ``rackcron.service`` and each
 RPC runs in the one transaction the service gives it. :func:`~rackcron.shim.errors.rpc_method`
 refuses a NUL character in any string of a request and turns every error into a
 status.
+
+Each RPC that changes something passes the service who makes the change
+(:meth:`FlowServicer.audit`): the name of the token that authenticated the call and
+the peer address, the name the client claims and its reason (metadata read by
+``rackcron.wire.metadata``, checked before the service is called). The service
+records it in the audit trail, in the change's transaction.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import grpc
 from google.protobuf import empty_pb2
 
+from rackcron.audit import Actor, Audit, Via
 from rackcron.service import Service
-from rackcron.shim.errors import rpc_method
+from rackcron.shim.errors import rpc_method, rpc_method_with_context
+from rackcron.shim.tokens import TokenSet
 from rackcron.wire.convert import (
     pb_schedule,
     pb_scope,
@@ -23,6 +32,7 @@ from rackcron.wire.convert import (
     to_operation,
     to_target_spec,
 )
+from rackcron.wire.metadata import read_claims, read_force
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
 
@@ -40,17 +50,35 @@ def _optional_id(request: Any, field: str) -> str | None:
 
 
 class FlowServicer(flow_pb2_grpc.FlowServicer):
-    """``v1.Flow`` over one :class:`~rackcron.service.Service`."""
+    """``v1.Flow`` over one :class:`~rackcron.service.Service`; ``tokens``: those the
+    server accepts (the interceptor has checked the call's), to name who calls."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, tokens: TokenSet | None = None) -> None:
         self.service = service
+        self.tokens = tokens or TokenSet()
+
+    def audit(self, context: grpc.ServicerContext) -> Audit:
+        """Who makes the call's change: its token's name and its peer, with the name the
+        client claims and its reason.
+
+        :raises InvalidArgument: naming the metadata key of a claim or reason refused.
+        """
+        metadata = context.invocation_metadata()
+        claimed, reason = read_claims(metadata)
+        actor = Actor(Via.GRPC, self.tokens.match(metadata), context.peer(), claimed)
+        return Audit(actor, reason)
 
     # --- schedules ----------------------------------------------------------------------------
 
-    @rpc_method
-    def CreateTaskSchedule(self, request: pb.CreateTaskScheduleRequest) -> pb.TaskSchedule:
+    @rpc_method_with_context
+    def CreateTaskSchedule(
+        self, request: pb.CreateTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> pb.TaskSchedule:
         operation = to_operation(request.operation)
-        return pb_schedule(self.service.create_schedule(to_config(request.schedule), operation))
+        schedule = self.service.create_schedule(
+            to_config(request.schedule), operation, audit=self.audit(context)
+        )
+        return pb_schedule(schedule)
 
     @rpc_method
     def GetTaskSchedule(self, request: pb.GetTaskScheduleRequest) -> pb.TaskSchedule:
@@ -69,29 +97,43 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
             task_schedules=[pb_schedule(s) for s in page.items], total=page.total
         )
 
-    @rpc_method
-    def UpdateTaskSchedule(self, request: pb.UpdateTaskScheduleRequest) -> pb.TaskSchedule:
+    @rpc_method_with_context
+    def UpdateTaskSchedule(
+        self, request: pb.UpdateTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> pb.TaskSchedule:
         schedule = self.service.update_schedule(
-            request.id.id, to_config(request.schedule), list(request.update_mask.paths)
+            request.id.id,
+            to_config(request.schedule),
+            list(request.update_mask.paths),
+            audit=self.audit(context),
         )
         return pb_schedule(schedule)
 
-    @rpc_method
-    def PauseTaskSchedule(self, request: pb.PauseTaskScheduleRequest) -> pb.TaskSchedule:
-        return pb_schedule(self.service.pause_schedule(request.id.id))
+    @rpc_method_with_context
+    def PauseTaskSchedule(
+        self, request: pb.PauseTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> pb.TaskSchedule:
+        return pb_schedule(self.service.pause_schedule(request.id.id, audit=self.audit(context)))
 
-    @rpc_method
-    def ResumeTaskSchedule(self, request: pb.ResumeTaskScheduleRequest) -> pb.TaskSchedule:
-        return pb_schedule(self.service.resume_schedule(request.id.id))
+    @rpc_method_with_context
+    def ResumeTaskSchedule(
+        self, request: pb.ResumeTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> pb.TaskSchedule:
+        return pb_schedule(self.service.resume_schedule(request.id.id, audit=self.audit(context)))
 
-    @rpc_method
-    def DeleteTaskSchedule(self, request: pb.DeleteTaskScheduleRequest) -> empty_pb2.Empty:
-        self.service.delete_schedule(request.id.id)
+    @rpc_method_with_context
+    def DeleteTaskSchedule(
+        self, request: pb.DeleteTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> empty_pb2.Empty:
+        self.service.delete_schedule(request.id.id, audit=self.audit(context))
         return empty_pb2.Empty()
 
-    @rpc_method
-    def TriggerTaskSchedule(self, request: pb.TriggerTaskScheduleRequest) -> pb.SubmitTaskResponse:
-        result = self.service.trigger(request.id.id)
+    @rpc_method_with_context
+    def TriggerTaskSchedule(
+        self, request: pb.TriggerTaskScheduleRequest, context: grpc.ServicerContext
+    ) -> pb.SubmitTaskResponse:
+        force = read_force(context.invocation_metadata())
+        result = self.service.trigger(request.id.id, force=force, audit=self.audit(context))
         return pb.SubmitTaskResponse(task_ids=[pb.UUID(id=str(t)) for t in result.task_ids])
 
     @rpc_method
@@ -105,31 +147,36 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
 
     # --- scopes -------------------------------------------------------------------------------
 
-    @rpc_method
+    @rpc_method_with_context
     def AddTaskScheduleScope(
-        self, request: pb.AddTaskScheduleScopeRequest
+        self, request: pb.AddTaskScheduleScopeRequest, context: grpc.ServicerContext
     ) -> pb.AddTaskScheduleScopeResponse:
         target_spec = (
             to_target_spec(request.target_spec) if request.HasField("target_spec") else None
         )
-        scopes = self.service.add_scope(request.schedule_id.id, target_spec)
+        scopes = self.service.add_scope(
+            request.schedule_id.id, target_spec, audit=self.audit(context)
+        )
         return pb.AddTaskScheduleScopeResponse(scopes=[pb_scope(s) for s in scopes])
 
-    @rpc_method
+    @rpc_method_with_context
     def RemoveTaskScheduleScope(
-        self, request: pb.RemoveTaskScheduleScopeRequest
+        self, request: pb.RemoveTaskScheduleScopeRequest, context: grpc.ServicerContext
     ) -> empty_pb2.Empty:
-        self.service.remove_scope(request.scope_id.id)
+        self.service.remove_scope(request.scope_id.id, audit=self.audit(context))
         return empty_pb2.Empty()
 
-    @rpc_method
+    @rpc_method_with_context
     def UpdateTaskScheduleScope(
-        self, request: pb.UpdateTaskScheduleScopeRequest
+        self, request: pb.UpdateTaskScheduleScopeRequest, context: grpc.ServicerContext
     ) -> pb.UpdateTaskScheduleScopeResponse:
         desired = (
             to_target_spec(request.desired_scope) if request.HasField("desired_scope") else None
         )
-        return pb_scope_update(self.service.update_scope(request.schedule_id.id, desired))
+        update = self.service.update_scope(
+            request.schedule_id.id, desired, audit=self.audit(context)
+        )
+        return pb_scope_update(update)
 
     @rpc_method
     def ListTaskScheduleScopes(
@@ -155,6 +202,9 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
         tasks = self.service.get_tasks([t.id for t in request.task_ids])
         return pb.GetTasksByIDsResponse(tasks=[pb_task(t) for t in tasks])
 
-    @rpc_method
-    def CancelTask(self, request: pb.CancelTaskRequest) -> pb.CancelTaskResponse:
-        return pb.CancelTaskResponse(task=pb_task(self.service.cancel_task(request.task_id.id)))
+    @rpc_method_with_context
+    def CancelTask(
+        self, request: pb.CancelTaskRequest, context: grpc.ServicerContext
+    ) -> pb.CancelTaskResponse:
+        task = self.service.cancel_task(request.task_id.id, audit=self.audit(context))
+        return pb.CancelTaskResponse(task=pb_task(task))

@@ -7,7 +7,9 @@ import each other:
 
 * ``proto/`` -- the modules generated from ``schemas/proto/`` (``make proto``);
 * ``convert`` -- proto <-> domain, field by field, pure;
-* ``client`` -- channels, a Flow client, and remote errors as the core's errors.
+* ``client`` -- channels, a Flow client, and remote errors as the core's errors;
+* ``metadata`` -- the audit trail's metadata (a claimed name, a reason), written by
+  the client and read by the shim.
 
 It imports the core and nothing of the fronts (the import contract in
 ``make lint`` holds it).

@@ -14,16 +14,18 @@ it reports a local one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from rackcron.audit import Audit
 from rackcron.errors import NotFound, RackcronError
-from rackcron.models import Page, Schedule, Scope
-from rackcron.wire.convert import to_schedule, to_scope
+from rackcron.models import Page, Schedule, Scope, TaskStatus
+from rackcron.wire.convert import to_schedule, to_scope, to_task_status
+from rackcron.wire.metadata import FORCE, audit_metadata
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
 
@@ -116,10 +118,12 @@ class RemoteError(RackcronError):
         self.code = code.name
 
 
-def call(stub: Any, rpc: str, request: Any) -> Any:
-    """``stub.<rpc>(request)``. :raises RemoteError: the call failed."""
+def call(
+    stub: Any, rpc: str, request: Any, metadata: Sequence[tuple[str, str]] | None = None
+) -> Any:
+    """``stub.<rpc>(request)``, with ``metadata``. :raises RemoteError: the call failed."""
     try:
-        return getattr(stub, rpc)(request, timeout=TIMEOUT)
+        return getattr(stub, rpc)(request, timeout=TIMEOUT, metadata=metadata)
     except grpc.RpcError as exc:
         raise RemoteError(rpc, exc) from None
 
@@ -128,13 +132,15 @@ class FlowClient:
     """The schedule admin operations over ``v1.Flow``, with the service's shapes.
 
     Operations appear as the server shows them (``rackcron.templates.from_visible``).
+    A change's ``audit`` travels as metadata (``rackcron.wire.metadata``): its reason,
+    and its actor's name as a claim; the server records who authenticated the call.
     """
 
     def __init__(self, channel: grpc.Channel) -> None:
         self.stub = flow_pb2_grpc.FlowStub(channel)
 
-    def _schedule(self, rpc: str, request: Any) -> Schedule:
-        return to_schedule(call(self.stub, rpc, request))
+    def _schedule(self, rpc: str, request: Any, audit: Audit | None = None) -> Schedule:
+        return to_schedule(call(self.stub, rpc, request, _metadata(audit)))
 
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
         return self._schedule("GetTaskSchedule", pb.GetTaskScheduleRequest(id=_uuid(schedule_id)))
@@ -166,21 +172,40 @@ class FlowClient:
         request = pb.ListTaskScheduleScopesRequest(schedule_id=_uuid(schedule_id))
         return [to_scope(s) for s in call(self.stub, "ListTaskScheduleScopes", request).scopes]
 
-    def pause_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+    def pause_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule:
         request = pb.PauseTaskScheduleRequest(id=_uuid(schedule_id))
-        return self._schedule("PauseTaskSchedule", request)
+        return self._schedule("PauseTaskSchedule", request, audit)
 
-    def resume_schedule(self, schedule_id: uuid.UUID | str) -> Schedule:
+    def resume_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule:
         request = pb.ResumeTaskScheduleRequest(id=_uuid(schedule_id))
-        return self._schedule("ResumeTaskSchedule", request)
+        return self._schedule("ResumeTaskSchedule", request, audit)
 
-    def trigger_ids(self, schedule_id: uuid.UUID | str) -> list[uuid.UUID]:
-        """TriggerTaskSchedule: the ids of the tasks submitted, in scope order."""
+    def trigger_ids(
+        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+    ) -> list[uuid.UUID]:
+        """TriggerTaskSchedule: the ids of the tasks submitted, in scope order (``force``:
+        past freeze windows, through the ``rackcron-force`` metadata)."""
         request = pb.TriggerTaskScheduleRequest(id=_uuid(schedule_id))
-        return [uuid.UUID(t.id) for t in call(self.stub, "TriggerTaskSchedule", request).task_ids]
+        metadata = [*(_metadata(audit) or []), *([FORCE] if force else [])]
+        answer = call(self.stub, "TriggerTaskSchedule", request, metadata or None)
+        return [uuid.UUID(t.id) for t in answer.task_ids]
 
-    def delete_schedule(self, schedule_id: uuid.UUID | str) -> None:
-        call(self.stub, "DeleteTaskSchedule", pb.DeleteTaskScheduleRequest(id=_uuid(schedule_id)))
+    def delete_schedule(self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None) -> None:
+        request = pb.DeleteTaskScheduleRequest(id=_uuid(schedule_id))
+        call(self.stub, "DeleteTaskSchedule", request, _metadata(audit))
+
+    def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> TaskStatus:
+        """CancelTask: the status the task has now."""
+        request = pb.CancelTaskRequest(task_id=_uuid(task_id))
+        return to_task_status(call(self.stub, "CancelTask", request, _metadata(audit)).task.status)
+
+
+def _metadata(audit: Audit | None) -> list[tuple[str, str]] | None:
+    return None if audit is None else audit_metadata(audit)
 
 
 def _uuid(value: uuid.UUID | str) -> pb.UUID:

@@ -63,6 +63,7 @@ __all__ = [
     "to_schedule",
     "to_scope",
     "to_target_spec",
+    "to_task_status",
 ]
 
 _SPEC_TYPES = {
@@ -94,6 +95,7 @@ _PB_STATUSES = {
     TaskStatus.TERMINATED: pb.TASK_STATUS_TERMINATED,
     TaskStatus.WAITING: pb.TASK_STATUS_WAITING,
 }
+_STATUSES: dict[int, TaskStatus] = {int(n): status for status, n in _PB_STATUSES.items()}
 
 
 # --- requests -> domain ------------------------------------------------------------------------
@@ -460,6 +462,11 @@ def pb_operation(operation: Operation) -> pb.ScheduledOperation:
 
 def _when(message: Message, field: str) -> datetime | None:
     return getattr(message, field).ToDatetime(tzinfo=UTC) if message.HasField(field) else None
+
+
+def to_task_status(value: int) -> TaskStatus:
+    """A task's status from its enum number (an unknown number: ``unknown``)."""
+    return _STATUSES.get(value, TaskStatus.UNKNOWN)
 
 
 def to_schedule(

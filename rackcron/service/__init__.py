@@ -15,10 +15,17 @@ reconciler's apply)::
 
 Firing is the exception: :meth:`Service.trigger` and :meth:`Service.fire_due`
 run the three phases in three transactions (see ``_firing``).
+
+Every change a Service method makes outside an apply (create, update, pause, resume,
+delete, trigger, the scope changes, a cancel, a broken apply lock) is recorded in the
+audit trail in its own transaction, as done by its ``audit`` argument (default: the
+local OS user; ``rackcron.audit``). Operations on a transaction record nothing: that is
+how an apply runs, and it is logged as a whole (``record_apply``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -34,11 +41,23 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from rackcron import audit as _trail
+from rackcron.audit import Audit
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
-from rackcron.models import Schedule
+from rackcron.models import (
+    Management,
+    Operation,
+    Schedule,
+    ScheduleConfig,
+    Scope,
+    ScopeUpdate,
+    TargetSpec,
+    Task,
+)
 from rackcron.service import _rows
-from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
+from rackcron.service._applies import ApplyLocked, lock_holder
+from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Update, Work
 from rackcron.service._firing import (
@@ -73,7 +92,7 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, ApplyOps, DeliveryOps, RetentionOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, AuditOps, DeliveryOps, RetentionOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -97,6 +116,17 @@ class FireResult:
     @property
     def task_ids(self) -> list[uuid.UUID]:
         return [o.task_id for o in self.outcomes if o.task_id is not None]
+
+
+def _failed(firing: Firing, error: StoreError) -> list[ScopeOutcome]:
+    """A firing's outcomes when its submission transaction failed: every scope it was to
+    submit failed with ``error``, the rest skipped."""
+    return [
+        ScopeOutcome(s.id, s.rack_id, "failed", error=error.message)
+        if s in firing.submit
+        else firing.held(s)
+        for s in firing.scopes
+    ]
 
 
 def _utcnow() -> datetime:
@@ -197,7 +227,25 @@ class Service:
             raise store_error(exc) from exc
 
     # Schedules
-    create_schedule = _in_transaction(Operations.create_schedule)
+    def create_schedule(
+        self,
+        config: ScheduleConfig,
+        operation: Operation | None,
+        *,
+        management: Management | None = None,
+        audit: Audit | None = None,
+    ) -> Schedule:
+        """CreateTaskSchedule (:meth:`Operations.create_schedule`), recorded as by ``audit``.
+
+        :raises InvalidArgument: a missing or malformed field, operation or target, or an
+            ``audit`` the rules refuse (``rackcron.audit``).
+        :raises AlreadyExists: the name is taken.
+        :raises NotFound: a target names an unknown rack, component or domain.
+        """
+        with self.transaction() as ops:
+            schedule = ops.create_schedule(config, operation, management=management)
+            ops.record_action(audit, _trail.created(schedule))
+            return schedule
 
     @overload
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
@@ -222,23 +270,117 @@ class Service:
 
     find_schedule = _in_transaction(Operations.find_schedule, write=False)
     list_schedules = _in_transaction(Operations.list_schedules, write=False)
-    update_schedule = _in_transaction(Operations.update_schedule)
-    pause_schedule = _in_transaction(Operations.pause_schedule)
-    resume_schedule = _in_transaction(Operations.resume_schedule)
-    delete_schedule = _in_transaction(Operations.delete_schedule)
+
+    def update_schedule(
+        self,
+        schedule_id: uuid.UUID | str,
+        config: ScheduleConfig,
+        update_mask: Sequence[str],
+        *,
+        audit: Audit | None = None,
+    ) -> Schedule:
+        """UpdateTaskSchedule (:meth:`Operations.update_schedule`), recorded as by ``audit``
+        with the fields it changed. Raises what the operation raises."""
+        with self.transaction() as ops:
+            before = ops.peek_schedule(schedule_id)
+            schedule = ops.update_schedule(schedule_id, config, update_mask)
+            ops.record_action(audit, _trail.updated(before, schedule))
+            return schedule
+
+    def pause_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule:
+        """PauseTaskSchedule (:meth:`Operations.pause_schedule`), recorded as by ``audit``
+        (pausing a paused schedule changes nothing and records nothing)."""
+        with self.transaction() as ops:
+            before = ops.peek_schedule(schedule_id)
+            schedule = ops.pause_schedule(schedule_id)
+            ops.record_action(audit, _trail.paused(before, schedule))
+            return schedule
+
+    def resume_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule:
+        """ResumeTaskSchedule (:meth:`Operations.resume_schedule`), recorded as by ``audit``
+        with the next run it restarts from."""
+        with self.transaction() as ops:
+            schedule = ops.resume_schedule(schedule_id)
+            next_run = schedule.next_run_at.isoformat() if schedule.next_run_at else None
+            change = _trail.schedule_change(_trail.Action.RESUME, schedule, next_run_at=next_run)
+            ops.record_action(audit, change)
+            return schedule
+
+    def delete_schedule(self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None) -> None:
+        """DeleteTaskSchedule (:meth:`Operations.delete_schedule`), recorded as by ``audit``.
+
+        :raises NotFound: no such schedule.
+        """
+        with self.transaction() as ops:
+            schedule = _rows.schedule(ops.schedule_row(schedule_id, lock=True))
+            ops.delete_schedule(schedule.id)
+            ops.record_action(audit, _trail.schedule_change(_trail.Action.DELETE, schedule))
+
     check_conflicts = _in_transaction(Operations.check_conflicts, write=False)
     set_management = _in_transaction(Operations.set_management)
     set_starting_deadline = _in_transaction(Operations.set_starting_deadline)
+
     # Scopes
-    add_scope = _in_transaction(Operations.add_scope)
-    update_scope = _in_transaction(Operations.update_scope)
-    remove_scope = _in_transaction(Operations.remove_scope)
+    def add_scope(
+        self,
+        schedule_id: uuid.UUID | str,
+        target_spec: TargetSpec | None,
+        *,
+        audit: Audit | None = None,
+    ) -> list[Scope]:
+        """AddTaskScheduleScope (:meth:`Operations.add_scope`), recorded as by ``audit``
+        with the racks whose entry it created or re-filtered."""
+        with self.transaction() as ops:
+            scopes = ops.add_scope(schedule_id, target_spec)
+            racks = [str(s.rack_id) for s in scopes]
+            ops.record_action(audit, _trail.scope_added(ops.get_schedule(schedule_id), racks))
+            return scopes
+
+    def update_scope(
+        self,
+        schedule_id: uuid.UUID | str,
+        desired: TargetSpec | None,
+        *,
+        audit: Audit | None = None,
+    ) -> ScopeUpdate:
+        """UpdateTaskScheduleScope (:meth:`Operations.update_scope`), recorded as by
+        ``audit`` with its counts."""
+        with self.transaction() as ops:
+            update = ops.update_scope(schedule_id, desired)
+            schedule = ops.get_schedule(schedule_id)
+            ops.record_action(audit, _trail.scope_updated(schedule, update))
+            return update
+
+    def remove_scope(self, scope_id: uuid.UUID | str, *, audit: Audit | None = None) -> None:
+        """RemoveTaskScheduleScope (:meth:`Operations.remove_scope`), recorded as by
+        ``audit`` on the schedule it belonged to."""
+        with self.transaction() as ops:
+            removed = ops.peek_scope(scope_id)
+            ops.remove_scope(scope_id)
+            assert removed is not None  # the removal found it
+            schedule = ops.get_schedule(removed.schedule_id)
+            change = _trail.scope_removed(schedule, str(removed.id), str(removed.rack_id))
+            ops.record_action(audit, change)
+
     list_scopes = _in_transaction(Operations.list_scopes, write=False)
     scopes_by_schedule = _in_transaction(Operations.scopes_by_schedule, write=False)
     # Tasks
     list_tasks = _in_transaction(Operations.list_tasks, write=False)
     get_tasks = _in_transaction(Operations.get_tasks, write=False, single_read=True)
-    cancel_task = _in_transaction(Operations.cancel_task)
+
+    def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task:
+        """CancelTask (:meth:`Operations.cancel_task`), recorded as by ``audit`` with the
+        status the task had. Raises what the operation raises."""
+        with self.transaction() as ops:
+            was = ops.task_status(task_id)
+            cancelled = ops.cancel_task(task_id)
+            ops.record_action(audit, _trail.cancelled(cancelled, was))
+            return cancelled
+
     # Inventory
     upsert_rack = _in_transaction(Operations.upsert_rack)
     delete_rack = _in_transaction(Operations.delete_rack)
@@ -305,8 +447,17 @@ class Service:
         for holder in holders:
             self._unreleased.pop(holder, None)
 
-    break_apply_lock = _in_transaction(Operations.break_apply_lock)
+    def break_apply_lock(self, *, audit: Audit | None = None) -> str | None:
+        """Remove the apply lock whoever holds it (:meth:`Operations.break_apply_lock`);
+        return who did (None: nobody). Recorded as by ``audit``, with that holder."""
+        with self.transaction() as ops:
+            holder = ops.break_apply_lock()
+            ops.record_action(audit, _trail.lock_broken(holder))
+            return holder
+
     list_applies = _in_transaction(Operations.list_applies, write=False)
+    list_actions = _in_transaction(Operations.list_actions, write=False)
+    history = _in_transaction(Operations.history, write=False)
     # The task runner
     claim_work = _in_transaction(Operations.claim_work)
     record = _in_transaction(Operations.record)
@@ -334,15 +485,7 @@ class Service:
                     before_commit()
                 return outcomes
         except StoreError as exc:
-            return [
-                [
-                    ScopeOutcome(s.id, s.rack_id, "failed", error=exc.message)
-                    if s in f.submit
-                    else f.held(s)
-                    for s in f.scopes
-                ]
-                for f in firings
-            ]
+            return [_failed(f, exc) for f in firings]
 
     def write_back(self, outcomes: Iterable[ScopeOutcome]) -> bool:
         """Phase 3 in one transaction; False if the store failed.
@@ -370,20 +513,52 @@ class Service:
         self.write_back(o for outcomes in batch for o in outcomes)
         return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
 
-    def trigger(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> FireResult:
-        """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored.
+    def trigger(
+        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+    ) -> FireResult:
+        """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored;
+        recorded as by ``audit``, with its counts, in the transaction that submits its tasks
+        (phase 2).
 
         A freeze holding any scope refuses it, changing nothing, unless ``force``: then it
-        fires, and ``FireResult.firing.overridden`` names the freezes it overrode.
+        fires, ``FireResult.firing.overridden`` names the freezes it overrode, and the
+        record says so (``overrode_freeze``, ``frozen_racks``).
 
+        Should that transaction fail on the database, the tick is spent all the same:
+        the trigger is then recorded with every submission refused, in a transaction of
+        its own, if the database takes it.
+
+        :raises InvalidArgument: an ``audit`` the rules refuse (nothing is fired).
         :raises NotFound: no such schedule.
         :raises Frozen: a freeze holds a scope (a FailedPrecondition).
         :raises FailedPrecondition: a consumed one-time schedule, or every
             submission failed (the schedule has still advanced, as a firing does).
         """
+        if audit is not None:
+            _trail.checked(audit)  # before phase 1 commits: a refused audit fires nothing
         with self.transaction() as ops:
             firing = ops.claim(schedule_id, force=force)
-        (result,) = self._finish([firing])
+
+        overrode: dict[str, list[str]] = {}
+        for scope in firing.scopes:
+            if scope.id in firing.overridden:
+                overrode.setdefault(firing.overridden[scope.id], []).append(str(scope.rack_id))
+
+        def record(ops: Operations, outcomes: Sequence[ScopeOutcome]) -> None:
+            change = _trail.triggered(firing.schedule, [o.result for o in outcomes], overrode)
+            ops.record_action(audit, change)
+
+        try:
+            with self.transaction() as ops:
+                outcomes = ops.submit(firing)
+                record(ops, outcomes)
+        except StoreError as exc:
+            outcomes = _failed(firing, exc)
+            # Best effort: the trigger's own error names the database failure.
+            with contextlib.suppress(StoreError), self.transaction() as ops:
+                record(ops, outcomes)
+        self.write_back(outcomes)
+        result = FireResult(firing, outcomes)
         if firing.scopes and not result.task_ids:
             errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
             raise FailedPrecondition(

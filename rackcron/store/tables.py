@@ -3,7 +3,8 @@
 Follows the reference schema (docs/spec/SEMANTICS.md "Schedule" and "Scope"): ``task_schedule``
 with a partial index on ``next_run_at`` over enabled rows, ``task_schedule_scope``
 unique on (schedule_id, rack_id) and deleted with its schedule, plus the
-inventory (rack, component, NVL domain), the task outbox and the apply log.
+inventory (rack, component, NVL domain), the task outbox, the apply log and the audit
+trail of changes made outside an apply (``rackcron.audit``).
 Times are stored in UTC by :class:`UTCDateTime` and always read back aware.
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "POSTGRESQL_ONLY_INDEXES",
     "apply_lock",
     "apply_log",
+    "audit_log",
     "component",
     "metadata",
     "nvl_domain",
@@ -306,4 +308,24 @@ apply_log = sa.Table(
     sa.Column("author", sa.String(255), nullable=False),
     sa.Column("applied_at", UTCDateTime, nullable=False),
     sa.Column("summary", JSON, nullable=False),
+)
+
+# One row per change made outside an apply, written in the change's own transaction
+# (rackcron.audit): who (via, actor, peer, claimed), when, what (action, object, detail), why.
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("object_kind", sa.String(32), nullable=False),
+    sa.Column("object_id", sa.String(64), nullable=True),
+    sa.Column("object_name", sa.Text, nullable=True),
+    sa.Column("via", sa.String(16), nullable=False),
+    sa.Column("actor", sa.String(255), nullable=True),
+    sa.Column("peer", sa.Text, nullable=False),
+    sa.Column("claimed", sa.String(255), nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("detail", JSON, nullable=False),
+    sa.Index("ix_audit_log_at", "at", "id"),
 )

@@ -94,7 +94,9 @@ def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:
     assert paused.exit_code == 0 and "paused" in paused.output
     resumed = run("schedules", "resume", "burn-in-power-cycle", url=loaded)
     assert "enabled" in resumed.output
-    fired = run("schedules", "trigger", "burn-in-power-cycle", "--format", "json", url=loaded)
+    fired = run(
+        "schedules", "trigger", "burn-in-power-cycle", "--yes", "--format", "json", url=loaded
+    )
     task_ids = json.loads(fired.output)["task_ids"]
     assert len(task_ids) == 2
     listed = json.loads(

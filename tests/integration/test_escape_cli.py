@@ -258,7 +258,7 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
     views = {
         "list": run("schedules", "list", *db, color=True),
         "get": run("schedules", "get", str(created.id), *db, color=True),
-        "trigger": run("schedules", "trigger", str(created.id), *db, color=True),
+        "trigger": run("schedules", "trigger", str(created.id), "--yes", *db, color=True),
         "tasks": run("tasks", "list", *db, color=True),
         "plan": run("plan", str(tree), *db, color=True),
         "pause": run("schedules", "pause", str(created.id), *db, color=True),
@@ -330,5 +330,5 @@ def test_an_apply_with_overlong_provenance_is_logged_cut(tmp_path: Path, store_u
     applied = run("apply", str(saved), "--auto-approve", "--database-url", store_url)
     assert applied.exit_code == 0, applied.output
     history = run("history", "--format", "json", "--database-url", store_url)
-    (record,) = json.loads(history.output)
+    (record,) = json.loads(history.output)["entries"]
     assert (len(record["source"]), len(record["revision"])) == (4096, 64)

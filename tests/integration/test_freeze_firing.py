@@ -132,6 +132,37 @@ def test_a_forced_trigger_fires_every_scope_and_names_the_freeze(service, labell
     result = service.trigger(schedule.id, force=True)
     assert [o.result for o in result.outcomes] == ["submitted", "submitted"]
     assert set(result.firing.overridden.values()) == {"row-b"}
+    record = service.list_actions()[0]  # the audit trail names what was overridden
+    assert record.action == "trigger"
+    assert record.detail["overrode_freeze"] == ["row-b"]
+    assert record.detail["frozen_racks"] == [str(labelled.racks[1])]
+
+
+def test_trigger_over_grpc_is_refused_by_a_freeze_unless_forced(
+    shim, flow, service, labelled, clock
+) -> None:
+    """FAILED_PRECONDITION naming the freeze, nothing changed; the ``rackcron-force``
+    metadata forces it (v1.Flow has no field for it)."""
+    import grpc
+
+    from rackcron.wire.proto.v1 import flow_pb2 as pb
+
+    freeze_now(service, clock, selector=ROW_B)
+    schedule = create(service, labelled.racks[:1], name="remote")
+    request = pb.TriggerTaskScheduleRequest(id=pb.UUID(id=str(schedule.id)))
+    before = snapshot(service)
+    with pytest.raises(grpc.RpcError) as refused:
+        flow.TriggerTaskSchedule(request, timeout=10)
+    assert refused.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert "freeze 'row-b'" in refused.value.details()
+    assert snapshot(service) == before
+    with pytest.raises(grpc.RpcError) as bad:
+        flow.TriggerTaskSchedule(request, timeout=10, metadata=[("rackcron-force", "yes")])
+    assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "rackcron-force" in bad.value.details()
+    forced = flow.TriggerTaskSchedule(request, timeout=10, metadata=[("rackcron-force", "true")])
+    assert len(forced.task_ids) == 1
+    assert service.list_actions()[0].detail["overrode_freeze"] == ["row-b"]
 
 
 def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(

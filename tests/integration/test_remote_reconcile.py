@@ -226,7 +226,7 @@ def test_schedules_commands_work_over_grpc(served: str, service: Service, fleet)
     assert str(schedule.id) in schedules("get", "remote-admin")
     assert "paused" in schedules("pause", "remote-admin")
     assert "enabled" in schedules("resume", str(schedule.id))
-    triggered = schedules("trigger", "remote-admin").split()
+    triggered = schedules("trigger", "remote-admin", "--yes").split()
     task_ids = [uuid.UUID(t) for t in triggered if t != "task"]
     assert [t.id for t in service.get_tasks(task_ids)] == task_ids
     assert "deleted remote-admin" in schedules("delete", "remote-admin", "--yes")

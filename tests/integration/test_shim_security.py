@@ -38,6 +38,7 @@ from rackcron.shim.server import (
     ShimConfig,
     ShimServer,
     TlsFiles,
+    Token,
     UnusableConfig,
     load_tokens,
 )
@@ -51,6 +52,8 @@ from tests.support.service import create, snapshot
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 TIMEOUT = 5  # seconds, on every client call: nothing hangs
 TOKENS = ("a-first-token", "b-second-token")
+#: The server's side of TOKENS, as a token file of two plain lines names them.
+SERVER_TOKENS = (Token("token-1", TOKENS[0]), Token("token-2", TOKENS[1]))
 FLOW_METHODS = {
     "CreateTaskSchedule",
     "GetTaskSchedule",
@@ -244,7 +247,7 @@ class TestMutualTls:
 
     def test_mtls_and_tokens_combine(self, start_shim, open_channel, pki):
         tls_files = TlsFiles(pki.server_cert, pki.server_key, client_ca=pki.ca)
-        server = start_shim(tls=tls_files, tokens=TOKENS)
+        server = start_shim(tls=tls_files, tokens=SERVER_TOKENS)
         tls = ClientTls(ca=pki.ca, cert=pki.client_cert, key=pki.client_key)
         without = open_channel(f"localhost:{server.port}", tls)
         assert failure(lambda: list_schedules(without)).code() == grpc.StatusCode.UNAUTHENTICATED
@@ -273,7 +276,7 @@ REFUSED_METADATA = {
 class TestTokens:
     @pytest.fixture
     def server(self, start_shim) -> ShimServer:
-        return start_shim(tokens=TOKENS)
+        return start_shim(tokens=SERVER_TOKENS)
 
     @pytest.mark.parametrize("metadata", REFUSED_METADATA.values(), ids=REFUSED_METADATA.keys())
     def test_a_flow_rpc_without_a_valid_token_is_unauthenticated(
@@ -343,7 +346,7 @@ class TestTokens:
 
 def test_a_refused_write_changes_nothing(start_shim, open_channel, service, fleet):
     """On every backend: unauthenticated creates and deletes never reach the store."""
-    server = start_shim(tokens=TOKENS)
+    server = start_shim(tokens=SERVER_TOKENS)
     existing = create(service, fleet.racks[:2], name="existing")
     before = snapshot(service)
     flow = flow_pb2_grpc.FlowStub(open_channel(server.address))
@@ -368,10 +371,14 @@ class TestLoadTokens:
     def test_a_file_with_comments_and_blank_lines_and_an_env_value(self, tmp_path):
         path = tmp_path / "tokens"
         path.write_text("# who may call\n\n  first-token  \n# retired: old-token\nsecond\n\n")
-        assert load_tokens(str(path), "  from-env \n") == ("first-token", "second", "from-env")
+        assert load_tokens(str(path), "  from-env \n") == (
+            Token("token-1", "first-token"),
+            Token("token-2", "second"),
+            Token("env", "from-env"),
+        )
 
     def test_the_env_value_alone(self):
-        assert load_tokens(None, "from-env") == ("from-env",)
+        assert load_tokens(None, "from-env") == (Token("env", "from-env"),)
 
     @pytest.mark.parametrize("env_value", [None, "", "   "])
     def test_nothing_means_no_tokens(self, env_value):
@@ -577,7 +584,7 @@ class TestRequestSize:
     def test_the_limit_applies_before_the_token_check_changes_nothing(
         self, start_shim, open_channel, service, fleet
     ):
-        server = start_shim(max_message_bytes=LIMIT, tokens=TOKENS)
+        server = start_shim(max_message_bytes=LIMIT, tokens=SERVER_TOKENS)
         before = snapshot(service)
         flow = flow_pb2_grpc.FlowStub(open_channel(server.address, token=TOKENS[0]))
         request = create_request(name="x" * (LIMIT + 1))

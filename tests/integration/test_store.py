@@ -315,3 +315,37 @@ def test_0005_records_the_component_types_of_active_tasks(store_url) -> None:
         columns = {c["name"] for c in sa.inspect(conn).get_columns("task")}
     assert "component_types" not in columns
     engine.dispose()
+
+
+def test_0007_adds_the_audit_trail_and_its_downgrade_drops_it(store_url) -> None:
+    """The audit trail is a new table: a store at 0004 keeps its rows through the upgrade,
+    the service records into it, and the downgrade to 0004 drops it and nothing else."""
+    from alembic import command
+
+    from rackcron.store.engine import _alembic_config, _create_engine
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0004")
+    before = set(sa.inspect(engine).get_table_names())
+    assert "audit_log" not in before
+    upgrade(engine, "0007")
+    assert set(sa.inspect(engine).get_table_names()) == before | {"audit_log"}
+    upgrade(engine)
+    engine.dispose()
+
+    service = Service(open_engine(store_url))
+    try:
+        service.break_apply_lock()  # nobody holds it: nothing recorded
+        service.acquire_apply_lock("ops")
+        service.break_apply_lock()
+        (record,) = service.list_actions()
+        assert record.action == "break_lock" and record.detail["holder"].startswith("ops ")
+    finally:
+        service.close()
+
+    engine = _create_engine(store_url)
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0004")
+    assert set(sa.inspect(engine).get_table_names()) == before
+    engine.dispose()

@@ -5,6 +5,9 @@ Each of them is ``_in_transaction(Operations.<name>)``, typed with a ParamSpec: 
 returns its type; to ``inspect`` (``help()``) it has that signature too. mypy checks a
 snippet with the project's configuration: what it reveals for ``service.<name>`` is what
 it reveals for ``ops.<name>``, and wrong calls are errors.
+
+The changes the audit trail records are written out instead (``AUDITED``): each takes
+its operation's parameters and a keyword ``audit``, and returns the same type.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ WRAPPED = sorted(
     if getattr(value, "__wrapped__", None) is getattr(Operations, name, False)
 )
 
+#: The operations whose Service method also records the change (``rackcron.audit``).
+AUDITED = [
+    "add_scope", "break_apply_lock", "cancel_task", "create_schedule", "delete_schedule",
+    "pause_schedule", "remove_scope", "resume_schedule", "update_schedule", "update_scope",
+]  # fmt: skip
+
 _PREAMBLE = """\
 from rackcron.service import Operations, Service
 
@@ -34,7 +43,9 @@ def check(service: Service, ops: Operations) -> None:
 """
 #: Calls mypy must refuse, each with the error it names.
 _WRONG = {
-    "service.pause_schedule()": "Too few arguments",
+    "service.list_scopes()": "Too few arguments",
+    "service.pause_schedule()": 'Missing positional argument "schedule_id"',
+    "service.pause_schedule('x', audit='me')": "incompatible type",
     "service.list_tasks(rack=None)": 'Unexpected keyword argument "rack"',
     "service.delete_rack(42)": "incompatible type",
     "service.get_tasks(['a']).total": 'has no attribute "total"',
@@ -77,10 +88,21 @@ def _line(statement: str) -> int:
 
 def test_the_operations_are_found() -> None:
     # Reads and writes, and the one single-read (get_tasks) among them.
-    assert {"create_schedule", "list_schedules", "get_tasks", "record", "task_counts"} <= set(
-        WRAPPED
+    assert {"upsert_rack", "list_schedules", "get_tasks", "record", "task_counts"} <= set(WRAPPED)
+    assert len(WRAPPED) >= 25
+    assert not set(WRAPPED) & set(AUDITED)
+
+
+@pytest.mark.parametrize("name", AUDITED)
+def test_an_audited_operation_takes_its_parameters_and_audit(name: str) -> None:
+    ours = inspect.signature(getattr(Service, name))
+    theirs = inspect.signature(getattr(Operations, name))
+    audit = ours.parameters["audit"]
+    assert audit.kind == inspect.Parameter.KEYWORD_ONLY and audit.default is None
+    assert [p for p in ours.parameters.values() if p.name != "audit"] == list(
+        theirs.parameters.values()
     )
-    assert len(WRAPPED) >= 30
+    assert ours.return_annotation == theirs.return_annotation
 
 
 @pytest.mark.parametrize("name", WRAPPED)

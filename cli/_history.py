@@ -1,0 +1,87 @@
+"""``rackcron history``'s output: the applies and the audit trail, as JSON and as a table.
+
+The JSON document is the one source: the table is rendered from it, so the two cannot
+disagree. ``format_version`` follows the plan's rule (a minor bump adds keys, which
+readers ignore; a major bump is anything else)::
+
+    {"format_version": "1.0",
+     "entries": [                     # newest first
+       {"type": "action", "id": 7, "at": "...Z", "action": "pause",
+        "object_kind": "schedule", "object_id": "...", "object_name": "nightly",
+        "via": "grpc", "actor": "ci", "peer": "ipv4:10.0.0.7:50522", "claimed": "ana",
+        "reason": "row B maintenance", "detail": {}},
+       {"type": "apply", "id": 3, "at": "...Z", "applied_at": "...Z", "revision": "...",
+        "dirty": false, "source": "examples/fleet", "author": "...", "summary": {...}}]}
+
+Every value in the table is escaped for the terminal where it is placed (``print_table``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rackcron.audit import ActionRecord
+from rackcron.cli._common import when
+from rackcron.models import ApplyRecord
+
+__all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
+
+FORMAT_VERSION = "1.0"
+HEADERS = ["WHEN (UTC)", "WHAT", "OBJECT", "BY", "DETAILS", "REASON"]
+
+
+def _entry(record: ApplyRecord | ActionRecord) -> dict[str, Any]:
+    data = record.model_dump(mode="json")
+    if isinstance(record, ActionRecord):
+        return {"type": "action", **data, "at": when(record.at)}
+    return {"type": "apply", "at": when(record.applied_at), **data}
+
+
+def document(entries: Sequence[ApplyRecord | ActionRecord]) -> dict[str, Any]:
+    """The history as its versioned JSON document."""
+    return {"format_version": FORMAT_VERSION, "entries": [_entry(e) for e in entries]}
+
+
+def _by(entry: dict[str, Any]) -> str:
+    if entry["via"] == "local":
+        return f"{entry['actor']} (local, {entry['peer']})"
+    who = f"token {entry['actor']}" if entry["actor"] is not None else "no token"
+    claims = f", claims {entry['claimed']}" if entry["claimed"] is not None else ""
+    return f"{who} from {entry['peer']}{claims}"
+
+
+def _object(entry: dict[str, Any]) -> str:
+    kind, name = entry["object_kind"], entry["object_name"]
+    if kind == "apply_lock":
+        return "apply lock"
+    if kind == "schedule" and name is not None:
+        return f"schedule {name}"
+    return f"{kind} {entry['object_id']}"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(_value(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return "-" if value is None else str(value)
+
+
+def _action_row(entry: dict[str, Any]) -> list[str]:
+    details = ", ".join(f"{k}={_value(v)}" for k, v in entry["detail"].items()) or "-"
+    return [entry["at"], entry["action"], _object(entry), _by(entry), details,
+            entry["reason"] or "-"]  # fmt: skip
+
+
+def _apply_row(entry: dict[str, Any]) -> list[str]:
+    revision = (entry["revision"] or "-")[:12] + (" (dirty)" if entry["dirty"] else "")
+    counts = ", ".join(f"{v} {k}" for k, v in entry["summary"].items() if v) or "no changes"
+    return [entry["at"], f"apply #{entry['id']}", entry["source"], entry["author"],
+            f"revision {revision}: {counts}", "-"]  # fmt: skip
+
+
+def rows(data: dict[str, Any]) -> list[list[str]]:
+    """The table's rows (under :data:`HEADERS`) of a :func:`document`, unescaped."""
+    return [_action_row(e) if e["type"] == "action" else _apply_row(e) for e in data["entries"]]

@@ -1,0 +1,111 @@
+"""The audit trail in the store: writing a change's record in its transaction, reading it back.
+
+The rules of what is recorded are ``rackcron.audit``'s; :class:`~rackcron.service.Service`
+calls :meth:`AuditOps.record_action` inside the transaction of each change it makes
+outside an apply (docs/spec/SEMANTICS.md "Audit trail").
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron.audit import (
+    ActionRecord,
+    Audit,
+    Change,
+    bounded,
+    checked,
+    local_actor,
+    newest_first,
+)
+from rackcron.errors import InvalidArgument, NotFound
+from rackcron.models import ApplyRecord, Schedule, Scope
+from rackcron.service import _rows
+from rackcron.service._applies import ApplyOps
+from rackcron.service._schedules import ScheduleOps
+from rackcron.store.tables import audit_log, task, task_schedule_scope
+
+__all__ = ["AuditOps"]
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def _record(row: Any) -> ActionRecord:
+    return ActionRecord(
+        id=row.id, at=row.at, action=row.action, object_kind=row.object_kind,
+        object_id=row.object_id, object_name=row.object_name, via=row.via, actor=row.actor,
+        peer=row.peer, claimed=row.claimed, reason=row.reason, detail=row.detail,
+    )  # fmt: skip
+
+
+class AuditOps(ScheduleOps, ApplyOps):
+    def record_action(self, audit: Audit | None, change: Change | None) -> None:
+        """Append ``change``, made as ``audit`` says (None: by the local OS user, with no
+        reason), to the audit trail, in this transaction; ``change`` None (the call
+        changed nothing): nothing is recorded, but ``audit`` is still checked.
+
+        :raises InvalidArgument: a name, claim or reason the rules refuse; the change
+            is rolled back with the transaction.
+        """
+        audit = checked(audit) if audit is not None else Audit(local_actor())
+        if change is None:
+            return
+        actor = audit.actor
+        self.conn.execute(
+            audit_log.insert().values(
+                at=self.now, action=change.action.value, object_kind=change.kind,
+                object_id=change.object_id, object_name=bounded(change.name),
+                via=actor.via.value, actor=actor.name, peer=bounded(actor.peer),
+                claimed=actor.claimed, reason=audit.reason, detail=bounded(dict(change.detail)),
+            )
+        )  # fmt: skip
+
+    def list_actions(self, limit: int = 20) -> list[ActionRecord]:
+        """The audit trail, newest first (``limit`` 0: all)."""
+        query = sa.select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc())
+        if limit:
+            query = query.limit(limit)
+        return [_record(r) for r in self.conn.execute(query)]
+
+    def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]:
+        """Applies and the audit trail together, newest first (``limit`` 0: all)."""
+        return newest_first(self.list_applies(limit), self.list_actions(limit), limit)
+
+    def peek_schedule(self, schedule_id: uuid.UUID | str) -> Schedule | None:
+        """The schedule, its row locked, before a change that records what it changed;
+        None when ``schedule_id`` is malformed or unknown (the change then says which,
+        after its own checks: the order of its errors stays its own)."""
+        try:
+            return _rows.schedule(self.schedule_row(schedule_id, lock=True))
+        except (InvalidArgument, NotFound):
+            return None
+
+    def peek_scope(self, scope_id: uuid.UUID | str) -> Scope | None:
+        """A scope entry before its removal; None when ``scope_id`` is malformed or
+        unknown (the removal says which)."""
+        parsed = _uuid(scope_id)
+        if parsed is None:
+            return None
+        row = self.conn.execute(
+            sa.select(task_schedule_scope).where(task_schedule_scope.c.id == parsed)
+        ).first()
+        return None if row is None else _rows.scope(row)
+
+    def task_status(self, task_id: uuid.UUID | str) -> str | None:
+        """The status of a task before a cancel, None when ``task_id`` is malformed or
+        unknown (the cancel says which)."""
+        parsed = _uuid(task_id)
+        if parsed is None:
+            return None
+        status: str | None = self.conn.execute(
+            sa.select(task.c.status).where(task.c.id == parsed)
+        ).scalar_one_or_none()
+        return status
