@@ -233,6 +233,7 @@ class Service:
         operation: Operation | None,
         *,
         management: Management | None = None,
+        starting_deadline: str | None = None,
         audit: Audit | None = None,
     ) -> Schedule:
         """CreateTaskSchedule (:meth:`Operations.create_schedule`), recorded as by ``audit``.
@@ -243,7 +244,9 @@ class Service:
         :raises NotFound: a target names an unknown rack, component or domain.
         """
         with self.transaction() as ops:
-            schedule = ops.create_schedule(config, operation, management=management)
+            schedule = ops.create_schedule(
+                config, operation, management=management, starting_deadline=starting_deadline
+            )
             ops.record_action(audit, _trail.created(schedule))
             return schedule
 

@@ -154,6 +154,11 @@ NEW_VALUES = {
     "source": "b.yaml",
     "protect": False,
     "labels": {"team": "dc", "more": "x"},
+    "starting_deadline": "15m",
+    "last_miss_at": datetime(2030, 2, 2, 3, 4, 5, 6, tzinfo=UTC),
+    "last_miss_lateness_ms": 41_641_000,
+    "last_miss_reason": "freeze",
+    "last_miss_detail": "launch",
 }
 
 
@@ -171,6 +176,11 @@ def test_a_change_to_any_column_is_seen_at_once(service: Service, schedules, col
             .where(task_schedule.c.id == schedule.id)
             .values({column: NEW_VALUES[column]})
         )
+        if column.startswith("last_miss_"):  # a miss is written whole: set the rest too
+            others = {c: v for c, v in NEW_VALUES.items() if c.startswith("last_miss_")}
+            conn.execute(
+                task_schedule.update().where(task_schedule.c.id == schedule.id).values(others)
+            )
     after = through_sqlalchemy(service, schedule.id)
     assert after != before
     assert service.get_schedule(schedule.id) == after
