@@ -89,7 +89,7 @@ def _starting_deadline(text: str | None) -> str | None:
     """
     if text is None:
         return None
-    check_line(text, "starting_deadline", max_length=64)
+    check_line(text, "starting_deadline")
     try:
         parse_starting_deadline(text)
     except timing.SpecError as exc:

@@ -163,7 +163,7 @@ task_schedule = sa.Table(
     # docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)": the deadline as
     # declared (a Go duration; NULL: none), and the last missed firing: when, how late
     # (milliseconds), why ("deadline" or "freeze") and, for a freeze, its name.
-    sa.Column("starting_deadline", sa.String(64), nullable=True),
+    sa.Column("starting_deadline", sa.String(255), nullable=True),
     sa.Column("last_miss_at", UTCDateTime, nullable=True),
     sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True),
     sa.Column("last_miss_reason", sa.String(16), nullable=True),

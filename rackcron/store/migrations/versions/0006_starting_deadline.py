@@ -32,7 +32,7 @@ _COLUMNS = (
 
 def upgrade() -> None:
     with op.batch_alter_table("task_schedule") as batch:
-        batch.add_column(sa.Column("starting_deadline", sa.String(64), nullable=True))
+        batch.add_column(sa.Column("starting_deadline", sa.String(255), nullable=True))
         batch.add_column(sa.Column("last_miss_at", UTCDateTime, nullable=True))
         batch.add_column(sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True))
         batch.add_column(sa.Column("last_miss_reason", sa.String(16), nullable=True))
