@@ -6,7 +6,11 @@ phases of docs/spec/SEMANTICS.md "Dispatch"), so replicas on one PostgreSQL data
 the work and a due schedule fires once per tick. Within one process, ``workers``
 threads drain the backlog side by side the same way (on PostgreSQL, where a batch
 spends much of its time waiting on the server; SQLite has one writer at a time, so
-one worker). It logs one line per firing and feeds the metrics. A stop request is
+one worker). It logs one line per firing and feeds the metrics; with a notifier
+(``notify``) it tells of each firing that submitted nothing because every scope was
+busy (``firing.skipped``), once its claim has committed, so by the replica that
+claimed it. :meth:`Dispatcher.notify_missed` tells of a missed firing
+(``firing.missed``). A stop request is
 honoured between batches: the batch in progress finishes its three phases, so no
 claim is left half done.
 
@@ -24,14 +28,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, event
+from rackcron.models import Schedule
+from rackcron.notifications import MissReason, Notification, firing_missed, firing_skipped
 from rackcron.service import FireResult, Missed, Service
 from rackcron.timing import SpecError, format_rfc3339
 
@@ -65,6 +73,7 @@ class Dispatcher:
         health: HealthCheck | None = None,
         hook: Callable[[str], None] | None = None,
         workers: int | None = None,
+        notify: Callable[[Notification], None] | None = None,
     ) -> None:
         self.service = service
         self.batch_size = batch_size
@@ -73,6 +82,7 @@ class Dispatcher:
         self.metrics = metrics
         self.health = health
         self.hook = hook
+        self.notify = notify  # takes a notification without blocking (dispatcher.notify)
 
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
         """Fire everything due now (stopping early, between batches, if ``stop`` is set).
@@ -187,6 +197,23 @@ class Dispatcher:
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
 
+    def notify_missed(
+        self,
+        schedule: Schedule,
+        *,
+        due_at: datetime,
+        at: datetime,
+        reason: MissReason,
+        rack_ids: Sequence[uuid.UUID],
+        freeze: str | None = None,
+    ) -> None:
+        """Tell of a firing of ``schedule`` (due at ``due_at``, judged at ``at``) that gave
+        no task to the scopes on ``rack_ids``: later than its starting deadline, or inside
+        freeze ``freeze``. Call it once the claim that decided so has committed."""
+        if self.notify is not None:
+            self.notify(firing_missed(schedule.id, schedule.name, due_at=due_at, at=at,
+                                      reason=reason, rack_ids=rack_ids, freeze=freeze))  # fmt: skip
+
     def _report(self, batch: list[FireResult]) -> Counter[str]:
         """Log one line per firing and feed the metrics; the batch's scope outcomes."""
         totals: Counter[str] = Counter()
@@ -211,6 +238,15 @@ class Dispatcher:
                     sorted({o.error for o in result.outcomes if o.result == "frozen" and o.error})
                 )
             event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
+            if (
+                self.notify is not None
+                and not firing.manual
+                and counts["skipped"] == len(result.outcomes) > 0
+            ):
+                self.notify(firing_skipped(
+                    firing.schedule.id, firing.schedule.name, due_at=firing.schedule.next_run_at,
+                    at=firing.at, rack_ids=[o.rack_id for o in result.outcomes],
+                ))  # fmt: skip
             if self.metrics is not None:
                 self.metrics.lag.observe(lag)
             totals.update(counts)
