@@ -184,7 +184,8 @@ def _plural(n: int, word: str) -> str:
 def task_failed(task: TaskRef, reason: FailureReason, *, at: datetime) -> Notification:
     """``task.failed``: the task ended ``failed``."""
     text = (
-        f"*rackcron: task failed* ({reason.value}): {_v(task.operation_type)} on rack"
+        f"*rackcron: task failed* ({reason.value.replace('_', ' ')}):"
+        f" {_v(task.operation_type)} on rack"
         f" {_rack(task)}, {_schedule(task)}: {_v(task.message)}"
     )
     return Notification(
@@ -219,7 +220,7 @@ def firing_missed(
     scopes on ``rack_ids``, for ``reason``; ``freeze`` names the freeze window."""
     lateness = (at - due_at).total_seconds()
     if reason is MissReason.DEADLINE:
-        why = f"{lateness:g}s late, past its starting deadline"
+        why = f"{lateness:.0f}s late, past its starting deadline"
     else:
         why = "inside a freeze window" if freeze is None else f"inside freeze {_v(freeze)}"
     text = (
