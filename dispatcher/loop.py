@@ -8,9 +8,8 @@ threads drain the backlog side by side the same way (on PostgreSQL, where a batc
 spends much of its time waiting on the server; SQLite has one writer at a time, so
 one worker). It logs one line per firing and feeds the metrics; with a notifier
 (``notify``) it tells of each firing that submitted nothing because every scope was
-busy (``firing.skipped``), once its claim has committed, so by the replica that
-claimed it. :meth:`Dispatcher.notify_missed` tells of a missed firing
-(``firing.missed``). A stop request is
+busy (``firing.skipped``) and of each missed firing (``firing.missed``), once its
+claim has committed, so by the replica that claimed it. A stop request is
 honoured between batches: the batch in progress finishes its three phases, so no
 claim is left half done.
 
@@ -28,18 +27,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, event
-from rackcron.models import Schedule
-from rackcron.notifications import MissReason, Notification, firing_missed, firing_skipped
+from rackcron.models import MissReason
+from rackcron.notifications import Notification, firing_missed, firing_skipped
 from rackcron.service import FireResult, Missed, Service
 from rackcron.timing import SpecError, format_rfc3339
 
@@ -180,7 +177,8 @@ class Dispatcher:
                       poll_interval=interval)  # fmt: skip
 
     def _report_missed(self, missed: list[Missed]) -> None:
-        """A WARNING line per missed firing, and the metric (after the claim committed)."""
+        """A WARNING line per missed firing, the metric and the notification (after the
+        claim committed)."""
         for miss in missed:
             fields: dict[str, object] = {
                 "schedule": miss.name,
@@ -196,23 +194,12 @@ class Dispatcher:
             event(logging.WARNING, "missed", **fields)
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
-
-    def notify_missed(
-        self,
-        schedule: Schedule,
-        *,
-        due_at: datetime,
-        at: datetime,
-        reason: MissReason,
-        rack_ids: Sequence[uuid.UUID],
-        freeze: str | None = None,
-    ) -> None:
-        """Tell of a firing of ``schedule`` (due at ``due_at``, judged at ``at``) that gave
-        no task to the scopes on ``rack_ids``: later than its starting deadline, or inside
-        freeze ``freeze``. Call it once the claim that decided so has committed."""
-        if self.notify is not None:
-            self.notify(firing_missed(schedule.id, schedule.name, due_at=due_at, at=at,
-                                      reason=reason, rack_ids=rack_ids, freeze=freeze))  # fmt: skip
+            if self.notify is not None:
+                self.notify(firing_missed(
+                    miss.schedule_id, miss.name, due_at=miss.due, at=miss.at, reason=miss.reason,
+                    starting_deadline=miss.starting_deadline,
+                    freeze=miss.detail if miss.reason is MissReason.FREEZE else None,
+                ))  # fmt: skip
 
     def _report(self, batch: list[FireResult]) -> Counter[str]:
         """Log one line per firing and feed the metrics; the batch's scope outcomes."""

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from rackcron.escape import chat, shorten
 from rackcron.lifecycle import Event
+from rackcron.models import MissReason
 from rackcron.timing import format_rfc3339
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "ApplyOutcome",
     "FailureReason",
     "Kind",
-    "MissReason",
     "Notification",
     "TaskRef",
     "apply_applied",
@@ -93,14 +93,6 @@ FAILURE_REASONS: Mapping[Event, FailureReason] = MappingProxyType(
         Event.RACK_GONE: FailureReason.RACK_GONE,
     }
 )
-
-
-class MissReason(StrEnum):
-    """Why a firing was missed (``firing.missed``'s ``reason``; docs/spec/SEMANTICS.md
-    "Starting deadline" and "Freeze windows")."""
-
-    DEADLINE = "deadline"  # later than its starting deadline
-    FREEZE = "freeze"  # inside a freeze window
 
 
 ApplyOrigin = Literal["apply", "sync"]
@@ -213,26 +205,28 @@ def firing_missed(
     due_at: datetime,
     at: datetime,
     reason: MissReason,
-    rack_ids: Sequence[uuid.UUID],
+    starting_deadline: str | None = None,
     freeze: str | None = None,
 ) -> Notification:
-    """``firing.missed``: a firing (due at ``due_at``, judged at ``at``) gave no task to the
-    scopes on ``rack_ids``, for ``reason``; ``freeze`` names the freeze window."""
+    """``firing.missed``: a firing due at ``due_at`` and judged at ``at`` submitted nothing
+    (docs/spec/SEMANTICS.md "Starting deadline" and "Freeze windows"): later than
+    ``starting_deadline``, or inside freeze ``freeze``."""
     lateness = (at - due_at).total_seconds()
     if reason is MissReason.DEADLINE:
-        why = f"{lateness:.0f}s late, past its starting deadline"
+        deadline = "" if starting_deadline is None else f" of {_v(starting_deadline)}"
+        why = f"{lateness:.0f}s late, past its starting deadline{deadline}"
     else:
         why = "inside a freeze window" if freeze is None else f"inside freeze {_v(freeze)}"
     text = (
         f"*rackcron: firing missed* ({reason.value}): schedule {_v(name)}, due"
-        f" {format_rfc3339(due_at)}, fired no task on {_plural(len(rack_ids), 'rack')}: {why}"
+        f" {format_rfc3339(due_at)}, fired no task: {why}"
     )
     fields = {
         "schedule": _schedule_json(schedule_id, name),
         "reason": reason.value,
         "due_at": format_rfc3339(due_at),
         "lateness_seconds": lateness,
-        "rack_ids": [str(r) for r in rack_ids],
+        "starting_deadline": starting_deadline,
         "freeze": freeze,
     }
     return Notification(Kind.FIRING_MISSED, at, fields, text)

@@ -28,7 +28,7 @@ from rackcron.dispatcher.notify import Delivery, Notifier, parse_webhook
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.lifecycle import Event
 from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, TaskStatus
-from rackcron.notifications import Kind, MissReason
+from rackcron.notifications import Kind
 from rackcron.service import Service, Update
 from rackcron.store import open_engine
 from tests.support.net import free_port
@@ -373,19 +373,28 @@ def test_a_firing_whose_scopes_were_all_busy_is_told(service, fleet, clock, told
     assert [e["schedule"]["name"] for e in told.events] == ["other"]
 
 
-def test_a_missed_firing_is_told(service, fleet, clock, told) -> None:
+def test_a_missed_firing_is_told_once_by_the_dispatcher_that_claimed_it(
+    service, fleet, clock, told
+) -> None:
     schedule = create(service, fleet.racks[:1], name=f"late {HOSTILE}")
-    dispatcher = Dispatcher(service, notify=told)
-    due = clock.now - timedelta(hours=11)
-    dispatcher.notify_missed(
-        schedule, due_at=due, at=clock.now, reason=MissReason.DEADLINE, rack_ids=fleet.racks[:1]
-    )
+    service.set_starting_deadline(schedule.id, "15m")
+    due = service.get_schedule(schedule.id).next_run_at
+    clock.now = due + timedelta(minutes=20)
+    other = Collected()  # a second replica, polling after the first
+    Dispatcher(service, notify=told).poll()
+    Dispatcher(service, notify=other).poll()
     (event,) = told.events
-    assert event["kind"] == "firing.missed" and event["lateness_seconds"] == 39600.0
-    assert event["reason"] == "deadline" and event["schedule"]["id"] == str(schedule.id)
-    Dispatcher(service).notify_missed(  # no notifier: nothing to do
-        schedule, due_at=due, at=clock.now, reason=MissReason.FREEZE, rack_ids=[]
+    assert other.events == []
+    assert (event["kind"], event["reason"], event["lateness_seconds"]) == (
+        "firing.missed",
+        "deadline",
+        1200.0,
     )
+    assert event["schedule"] == {"id": str(schedule.id), "name": f"late {HOSTILE}"}
+    assert (event["starting_deadline"], event["freeze"]) == ("15m", None)
+    assert event["due_at"] == due.isoformat().replace("+00:00", "Z")
+    assert "&lt;!channel&gt;" in event["text"] and "@here" not in event["text"]
+    assert service.list_tasks().items == []
 
 
 @pytest.mark.parametrize("webhook", ["held", "down", "erroring"])

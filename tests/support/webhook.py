@@ -23,10 +23,10 @@ from typing import Any
 
 import jsonschema
 
+from rackcron.models import MissReason
 from rackcron.notifications import (
     FailureReason,
     Kind,
-    MissReason,
     Notification,
     TaskRef,
     apply_applied,
@@ -73,8 +73,7 @@ def one_of_each(name: str, *, at: datetime) -> dict[Kind, Notification]:
         Kind.TASK_FAILED: task_failed(_task(name, "failed"), FailureReason.FAILED, at=at),
         Kind.TASK_EXPIRED: task_expired(_task(name, "terminated"), at=at),
         Kind.FIRING_MISSED: firing_missed(
-            uuid.UUID(int=3), name, due_at=due, at=at, reason=MissReason.FREEZE,
-            rack_ids=[uuid.UUID(int=2)], freeze=name,
+            uuid.UUID(int=3), name, due_at=due, at=at, reason=MissReason.FREEZE, freeze=name,
         ),
         Kind.FIRING_SKIPPED: firing_skipped(
             uuid.UUID(int=3), name, due_at=due, at=at, rack_ids=[uuid.UUID(int=2)]

@@ -14,12 +14,12 @@ import pytest
 
 from rackcron.dispatcher.notify import load_secret, parse_webhook, sign
 from rackcron.lifecycle import Event
+from rackcron.models import MissReason
 from rackcron.notifications import (
     FAILURE_REASONS,
     VERSION,
     FailureReason,
     Kind,
-    MissReason,
     Notification,
     TaskRef,
     firing_missed,
@@ -91,13 +91,18 @@ def test_texts() -> None:
     )
     late = firing_missed(
         uuid.UUID(int=3), "nightly", due_at=DUE, at=DUE + timedelta(seconds=41641),
-        reason=MissReason.DEADLINE, rack_ids=[uuid.UUID(int=2), uuid.UUID(int=4)],
+        reason=MissReason.DEADLINE, starting_deadline="1h",
     )  # fmt: skip
     assert late.text == (
         "*rackcron: firing missed* (deadline): schedule nightly, due 2026-06-01T12:00:00Z,"
-        " fired no task on 2 racks: 41641s late, past its starting deadline"
+        " fired no task: 41641s late, past its starting deadline of 1h"
     )
-    assert late.to_json()["lateness_seconds"] == 41641.0 and late.to_json()["freeze"] is None
+    fields = late.to_json()
+    assert (fields["lateness_seconds"], fields["starting_deadline"], fields["freeze"]) == (
+        41641.0,
+        "1h",
+        None,
+    )
     assert texts[Kind.APPLY_APPLIED] == (
         "*rackcron: apply #7 applied* (apply): 2 create, 1 delete from rack-a01 at revision"
         " 0123456789ab by rack-a01"
