@@ -398,7 +398,8 @@ def _grpc_config(
 )  # fmt: skip
 @notify_options(
     "each task that fails or expires in its queue, each firing skipped because every scope was"
-    " busy or missed past its starting deadline, each rack controller that stops answering"
+    " busy or missed (its starting deadline passed, every scope frozen), each rack controller"
+    " that stops answering"
 )
 @click.option(
     "--no-dispatch",
@@ -444,10 +445,11 @@ def serve(
     (controller calls in flight get 5 seconds; a hung one is abandoned).
 
     With --notify URL (repeatable), each failed task, task expired in its queue,
-    firing skipped because all its racks were busy or missed past its starting
-    deadline, and rack controller that failed every retry is posted to the webhook as a JSON event with a Slack-compatible
-    `text` (docs/notifications.md), from a bounded queue with bounded retries: a
-    webhook that is down or slow never delays firing. --notify-secret-file signs
+    firing skipped because all its racks were busy or missed (past its starting
+    deadline, or every rack frozen), and rack controller that failed every retry
+    is posted to the webhook as a JSON event with a Slack-compatible `text`
+    (docs/notifications.md), from a bounded queue with bounded retries: a webhook
+    that is down or slow never delays firing. --notify-secret-file signs
     each body (X-Rackcron-Signature: sha256=HMAC).
 
     Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s

@@ -27,7 +27,7 @@ from rackcron.dispatcher.metrics import Metrics
 from rackcron.dispatcher.notify import Delivery, Notifier, parse_webhook
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.lifecycle import Event
-from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, TaskStatus
+from rackcron.models import ControllerSpec, Freeze, OverlapPolicy, QueueOptions, TaskStatus
 from rackcron.notifications import Kind
 from rackcron.service import Service, Update
 from rackcron.store import open_engine
@@ -395,6 +395,27 @@ def test_a_missed_firing_is_told_once_by_the_dispatcher_that_claimed_it(
     assert event["due_at"] == due.isoformat().replace("+00:00", "Z")
     assert "&lt;!channel&gt;" in event["text"] and "@here" not in event["text"]
     assert service.list_tasks().items == []
+
+
+def test_a_firing_whose_every_scope_is_frozen_is_told_missed(service, fleet, clock, told) -> None:
+    start = clock.now - timedelta(minutes=1)
+    service.upsert_freeze(
+        Freeze(
+            id=uuid.uuid4(), name=f"freeze {HOSTILE}", start=start, end=start + timedelta(hours=1)
+        )
+    )
+    clock.advance(hours=-1)
+    schedule = create(service, fleet.racks[:2], name="frozen")
+    clock.advance(hours=1)
+    Dispatcher(service, notify=told).poll()
+    (event,) = told.events
+    assert (event["kind"], event["reason"], event["freeze"]) == (
+        "firing.missed",
+        "freeze",
+        f"freeze {HOSTILE}",
+    )
+    assert event["schedule"]["id"] == str(schedule.id) and event["starting_deadline"] is None
+    assert "inside freeze" in event["text"] and "&lt;!channel&gt;" in event["text"]
 
 
 @pytest.mark.parametrize("webhook", ["held", "down", "erroring"])
