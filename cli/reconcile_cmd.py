@@ -27,9 +27,12 @@ from rackcron.cli._common import (
     server_options,
     stop_on_signals,
 )
+from rackcron.cli._notify import CLI_GRACE, NotifyConfig, notify_options, start
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
+    from rackcron.dispatcher.notify import Notifier
+    from rackcron.notifications import ApplyOutcome, Notification
     from rackcron.reconciler.apply import Provenance
     from rackcron.reconciler.backend import Backend, PartlyApplied
     from rackcron.reconciler.plan import Change, Plan
@@ -209,6 +212,7 @@ def plan(
 @owner_option
 @database_option
 @server_options
+@notify_options("the apply: applied, or failed")
 def apply(
     source: Path,
     auto_approve: bool,
@@ -219,6 +223,7 @@ def apply(
     owner: str,
     database_url: str | None,
     server: Server | None,
+    notify: NotifyConfig | None,
 ) -> None:
     """Apply SOURCE to the store: a tree (planned now) or a plan saved with `plan -o`.
 
@@ -239,7 +244,13 @@ def apply(
     (rackcron serve, or Flow). That is not one transaction: the apply stops at the
     first step the server refuses and lists what was applied and what was not.
 
+    With --notify URL, an apply that was attempted is posted to the webhook as an
+    apply.applied or apply.failed event (docs/notifications.md); the command waits
+    up to 5 seconds for the delivery before it exits.
+
     Example: rackcron apply examples/ --auto-approve
+
+    Example: rackcron apply examples/ --auto-approve --notify https://alerts.example.net/hook
 
     Example: rackcron apply examples/ --server 127.0.0.1:50051 --token-file token
 
@@ -277,20 +288,61 @@ def apply(
         if desired is not None:
             planned = backend.plan(desired, owner=owner, source=origin)
     provenance = _approved(planned, source, auto_approve)
+    notifier = start(notify)
     try:
-        with cli_errors():
-            try:
-                applied = backend.apply(planned, provenance, desired=desired, progress=_progress)
-            except PartlyApplied as exc:
-                _partly_applied(exc)
+        try:
+            with cli_errors():
+                try:
+                    applied = backend.apply(
+                        planned, provenance, desired=desired, progress=_progress
+                    )
+                except Exception as exc:
+                    _tell_failed(notifier, provenance, exc)
+                    if isinstance(exc, PartlyApplied):
+                        _partly_applied(exc)
+                    raise
+        finally:
+            for holder, error in backend.unreleased_apply_locks.items():
+                click.echo(
+                    f"warning: the apply lock could not be released: {error.message}. It is held"
+                    f" by {holder}: once the database is back, run `rackcron apply --break-lock`.",
+                    err=True,
+                )
+        _complete(applied.counts, applied.apply_id)
+        if notifier is not None:
+            notifier.emit(_applied(provenance, applied.counts, applied.apply_id))
     finally:
-        for holder, error in backend.unreleased_apply_locks.items():
-            click.echo(
-                f"warning: the apply lock could not be released: {error.message}. It is held"
-                f" by {holder}: once the database is back, run `rackcron apply --break-lock`.",
-                err=True,
-            )
-    _complete(applied.counts, applied.apply_id)
+        if notifier is not None:
+            notifier.close(CLI_GRACE)
+
+
+def _tell_failed(notifier: Notifier | None, provenance: Provenance, exc: Exception) -> None:
+    """Tell the webhooks an apply failed with ``exc``."""
+    from rackcron.errors import RackcronError
+    from rackcron.notifications import apply_failed
+
+    if notifier is None:
+        return
+    error = (
+        exc.message
+        if isinstance(exc, RackcronError)
+        else f"internal error: {type(exc).__name__}: {exc}"
+    )
+    notifier.emit(
+        apply_failed(
+            "apply", revision=provenance.revision, source=provenance.source,
+            author=provenance.author, outcome="failed", error=error, at=datetime.now(UTC),
+        )
+    )  # fmt: skip
+
+
+def _applied(provenance: Provenance, counts: dict[str, int], apply_id: int | None) -> Notification:
+    from rackcron.notifications import apply_applied
+
+    return apply_applied(
+        "apply", apply_id=apply_id, revision=provenance.revision, source=provenance.source,
+        author=provenance.author, counts=counts, at=datetime.now(UTC),
+    )  # fmt: skip
 
 
 def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
@@ -454,6 +506,10 @@ def diff(
 )
 @owner_option
 @database_option
+@notify_options(
+    "each round that applies the branch, and each round that cannot (a failure is told once"
+    " while the rounds after it fail the same way)"
+)
 def sync(
     repo: Path,
     tree: str,
@@ -463,6 +519,7 @@ def sync(
     once: bool,
     owner: str,
     database_url: str | None,
+    notify: NotifyConfig | None,
 ) -> None:
     """Keep the store converged on a git branch: fetch, plan, apply when changed, repeat.
 
@@ -470,7 +527,14 @@ def sync(
     line per round, keeps going after errors, and stops cleanly on SIGTERM or SIGINT
     after the round in progress.
 
+    With --notify URL, each applied round is posted to the webhook as apply.applied,
+    and a round that ends invalid, refused or failed as apply.failed, once for as
+    long as the rounds after it end the same way (docs/notifications.md).
+
     Example: rackcron sync --repo /srv/fleet-repo --path fleet --branch main --interval 60s
+
+    Example: rackcron sync --repo /srv/fleet-repo --path fleet --notify https://alerts.example.net/hook
+    --notify-secret-file /etc/rackcron/notify.key
     """
     import socket
 
@@ -481,17 +545,63 @@ def sync(
     stop = stop_on_signals()
     author = f"rackcron sync on {socket.gethostname()}"
 
+    notifier = start(notify)
+    told: list[tuple[str, str | None, str] | None] = [None]  # the last failure told
+
     def report(result: Round) -> None:
         click.echo(
             f"{datetime.now(UTC).isoformat(timespec='seconds')} {terminal(result.line())}",
             err=not result.ok,
         )
+        if notifier is not None:
+            _tell_round(notifier, result, tree, author, told)
 
-    last = sync_loop(
-        lambda: run_round(
-            service, repo, tree, remote=remote, branch=branch, owner=owner, author=author
-        ),
-        report, interval=interval, stop=stop, once=once,
-    )  # fmt: skip
+    try:
+        last = sync_loop(
+            lambda: run_round(
+                service, repo, tree, remote=remote, branch=branch, owner=owner, author=author
+            ),
+            report, interval=interval, stop=stop, once=once,
+        )  # fmt: skip
+    finally:
+        if notifier is not None:
+            notifier.close(CLI_GRACE)
     if once and not last.ok:
         sys.exit(1)
+
+
+#: A sync round's outcomes that tell of an apply that did not happen.
+_NOT_APPLIED: dict[str, ApplyOutcome] = {o: o for o in ("failed", "refused", "invalid")}
+
+
+def _tell_round(
+    notifier: Notifier,
+    result: Round,
+    source: str,
+    author: str,
+    told: list[tuple[str, str | None, str] | None],
+) -> None:
+    """Tell the webhooks of an applied round, or of a failed one unless the last failure
+    told (``told[0]``, updated) was the same."""
+    from rackcron.notifications import apply_applied, apply_failed
+
+    if result.record is not None:
+        told[0] = None
+        record = result.record
+        notifier.emit(
+            apply_applied(
+                "sync", apply_id=record.id, revision=record.revision, source=record.source,
+                author=record.author, counts={k: int(v) for k, v in record.summary.items()},
+                at=record.applied_at,
+            )
+        )  # fmt: skip
+    elif (outcome := _NOT_APPLIED.get(result.outcome)) is None:
+        told[0] = None
+    elif told[0] != (failure := (result.outcome, result.revision, result.detail)):
+        told[0] = failure
+        notifier.emit(
+            apply_failed(
+                "sync", revision=result.revision, source=source, author=author, outcome=outcome,
+                error=result.detail, at=datetime.now(UTC),
+            )
+        )  # fmt: skip

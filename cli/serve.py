@@ -13,6 +13,10 @@ recorded if they end within the runner's ``stop_grace`` (5 s; a hung one is
 abandoned, its task left leased). The metrics server waits for no client. So a hung controller or an idle metrics client never
 holds a stop (docs/dispatch.md "Stopping").
 
+With ``notify`` (``--notify``), one :class:`~rackcron.dispatcher.notify.Notifier`
+serves the dispatcher and the runner, counting in the same metrics; at stop, once
+both loops have ended, it gets ``NotifyConfig.grace`` (2 s) to deliver what is queued.
+
 At start, with a task runner, every rack whose controller the server will not call
 (a host off ``--controller-allow``, a credential it cannot resolve) is logged once,
 as ``rack controller refused``; its tasks fail with the same reason.
@@ -22,11 +26,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
 
+from rackcron.cli._notify import NotifyConfig, start
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
@@ -35,12 +41,20 @@ from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.logs import event
+from rackcron.notifications import Notification
 from rackcron.service import Service
 
 if TYPE_CHECKING:
     from rackcron.shim.server import ShimConfig
 
-__all__ = ["DispatchConfig", "RetentionConfig", "RunnerConfig", "ServeConfig", "serve"]
+__all__ = [
+    "DispatchConfig",
+    "NotifyConfig",
+    "RetentionConfig",
+    "RunnerConfig",
+    "ServeConfig",
+    "serve",
+]
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,7 @@ class ServeConfig:
     retention: RetentionConfig | None = None  # None: keep every task
     metrics_listen: tuple[str, int] | None = None
     stop_after: float | None = None
+    notify: NotifyConfig | None = None  # None: no webhooks
 
 
 def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
@@ -93,7 +108,9 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     # Without a dispatcher there is no poll to be late: the process is healthy while up.
     dispatch = config.dispatch
     health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)
-    loops = _loops(service, dispatch, config, metrics, health, stop) if dispatch else []
+    notifier = start(config.notify, metrics) if dispatch else None
+    notify = notifier.emit if notifier is not None else None
+    loops = _loops(service, dispatch, config, metrics, health, stop, notify) if dispatch else []
     if (retention := config.retention) is not None:
         loops.append(_pruner(service, retention, metrics, stop))
     shim = server = timer = None
@@ -119,6 +136,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             grpc=shim.address if shim else "off",
             task_retention=retention.retention.total_seconds() if retention else "off",
             metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
+            notify=", ".join(w.label for w in notifier.webhooks) if notifier else "off",
         )
         for loop in loops:
             loop.start()
@@ -130,6 +148,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
         for loop in loops:
             if loop.is_alive():
                 loop.join()
+        if notifier is not None and config.notify is not None:
+            notifier.close(config.notify.grace)  # after the loops: their last events go too
         if server is not None:
             server.stop()
         if timer is not None:
@@ -144,6 +164,7 @@ def _loops(
     metrics: Metrics,
     health: HealthCheck,
     stop: threading.Event,
+    notify: Callable[[Notification], None] | None,
 ) -> list[threading.Thread]:
     """The dispatcher's thread and, unless turned off, the task runner's."""
     dispatcher = Dispatcher(
@@ -153,6 +174,7 @@ def _loops(
         health=health,
         hook=fault_hook(),
         workers=dispatch.workers,
+        notify=notify,
     )
     loops = [
         threading.Thread(
@@ -171,6 +193,7 @@ def _loops(
             status_interval=config.runner.status_interval,
             batch_size=dispatch.batch_size,
             metrics=metrics,
+            notify=notify,
         )
         loops.append(
             threading.Thread(

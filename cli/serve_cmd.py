@@ -21,6 +21,7 @@ from rackcron.cli._common import (
     option_group,
     stop_on_signals,
 )
+from rackcron.cli._notify import NotifyConfig, notify_options
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -395,6 +396,11 @@ def _grpc_config(
         "`rackcron apply` needs.",
     )
 )  # fmt: skip
+@notify_options(
+    "each task that fails or expires in its queue, each firing skipped because every scope was"
+    " busy or missed (its starting deadline passed, every scope frozen), each rack controller"
+    " that stops answering"
+)
 @click.option(
     "--no-dispatch",
     is_flag=True,
@@ -410,6 +416,7 @@ def serve(
     retention: RetentionConfig | None,
     controllers: Controllers,
     grpc: ShimConfig | None,
+    notify: NotifyConfig | None,
     no_dispatch: bool,
     stop_after: float | None,
 ) -> None:
@@ -437,7 +444,18 @@ def serve(
     RPCs in flight finish (up to --grpc-grace), then the work in progress
     (controller calls in flight get 5 seconds; a hung one is abandoned).
 
+    With --notify URL (repeatable), each failed task, task expired in its queue,
+    firing skipped because all its racks were busy or missed (past its starting
+    deadline, or every rack frozen), and rack controller that failed every retry
+    is posted to the webhook as a JSON event with a Slack-compatible `text`
+    (docs/notifications.md), from a bounded queue with bounded retries: a webhook
+    that is down or slow never delays firing. --notify-secret-file signs
+    each body (X-Rackcron-Signature: sha256=HMAC).
+
     Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
+
+    Example: rackcron serve --notify https://hooks.slack.com/services/T0/B0/XXXX
+    --notify https://alerts.example.net/rackcron --notify-secret-file /etc/rackcron/notify.key
 
     Example: rackcron serve --grpc-listen 127.0.0.1:50051 --no-dispatch
 
@@ -455,6 +473,10 @@ def serve(
 
     if no_dispatch and grpc is None:
         raise click.UsageError("--no-dispatch needs --grpc-listen")
+    if no_dispatch and notify is not None:
+        raise click.UsageError(
+            "--notify tells what the dispatcher and runner do: not with --no-dispatch"
+        )
     config = ServeConfig(
         dispatch=None if no_dispatch else dispatch,
         runner=runner,
@@ -463,6 +485,7 @@ def serve(
         grpc=grpc,
         metrics_listen=metrics_listen,
         stop_after=stop_after,
+        notify=notify,
     )
     start_logs()
     stop = stop_on_signals()

@@ -9,20 +9,31 @@ parser reads through them — a status line, headers line by line, a body in chu
 ends by the deadline, with ``TimeoutError`` once it has passed. Both the ``http``
 controller driver (``rackcron.dispatcher.controllers.http``) and the metrics server
 (``rackcron.dispatcher.metrics``) read and write their sockets through them.
+:class:`BoundedHTTPConnection` and :class:`BoundedHTTPSConnection` are ``http.client``
+connections whose every socket operation ends by one deadline: the ``http`` driver's
+and the webhook notifier's (``rackcron.dispatcher.notify``).
 """
 
 from __future__ import annotations
 
+import http.client
 import io
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, WriteableBuffer
 
-__all__ = ["Deadline", "DeadlineReader", "DeadlineWriter", "reader"]
+__all__ = [
+    "BoundedHTTPConnection",
+    "BoundedHTTPSConnection",
+    "Deadline",
+    "DeadlineReader",
+    "DeadlineWriter",
+    "reader",
+]
 
 
 class Deadline:
@@ -96,3 +107,62 @@ def reader(sock: socket.socket, deadline: Deadline) -> io.BufferedReader:
     """A buffered file reading ``sock`` under ``deadline`` (what ``makefile("rb")`` gives,
     bounded)."""
     return io.BufferedReader(DeadlineReader(sock, deadline))
+
+
+class _Bounded(http.client.HTTPConnection):
+    """A connection whose every socket operation ends by ``deadline`` (set per call).
+
+    The TCP connect gets the time left, and so does the TLS handshake after it (``ssl``
+    bounds a handshake by the socket timeout as a whole); each ``send`` sets the socket
+    timeout to the time left; the answer is read through a :class:`DeadlineReader`, so
+    ``http.client``'s line-by-line header reads are bounded too.
+    """
+
+    deadline = Deadline(0.0)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = self._open_socket  # what connect() calls to open the socket
+
+    def _open_socket(
+        self, address: tuple[str, int], timeout: Any, source_address: Any = None
+    ) -> socket.socket:
+        sock = socket.create_connection(address, self.deadline.remaining(), source_address)
+        try:
+            sock.settimeout(self.deadline.remaining())  # what is left for the TLS handshake
+        except TimeoutError:
+            sock.close()
+            raise
+        return sock
+
+    def send(self, data: Any) -> None:
+        if self.sock is None:
+            self.connect()
+        assert self.sock is not None
+        self.sock.settimeout(self.deadline.remaining())
+        super().send(data)
+
+    def response_class(  # type: ignore[override]
+        self, sock: socket.socket, *args: Any, **kwargs: Any
+    ) -> http.client.HTTPResponse:
+        # http.client builds the answer with ``response_class(self.sock, ...)``, which
+        # reads through ``sock.makefile("rb")``: hand it a bounded file instead.
+        return http.client.HTTPResponse(_BoundedFile(sock, self.deadline), *args, **kwargs)  # type: ignore[arg-type]
+
+
+class BoundedHTTPConnection(_Bounded):
+    """An ``http.client.HTTPConnection`` bounded by its ``deadline`` (set before each call)."""
+
+
+class BoundedHTTPSConnection(_Bounded, http.client.HTTPSConnection):
+    """An ``http.client.HTTPSConnection`` bounded by its ``deadline`` (set before each call)."""
+
+
+class _BoundedFile:
+    """Stands in for the socket given to ``HTTPResponse``: its file reads under a deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return reader(self._sock, self._deadline)

@@ -6,7 +6,10 @@ phases of docs/spec/SEMANTICS.md "Dispatch"), so replicas on one PostgreSQL data
 the work and a due schedule fires once per tick. Within one process, ``workers``
 threads drain the backlog side by side the same way (on PostgreSQL, where a batch
 spends much of its time waiting on the server; SQLite has one writer at a time, so
-one worker). It logs one line per firing and feeds the metrics. A stop request is
+one worker). It logs one line per firing and feeds the metrics; with a notifier
+(``notify``) it tells of each firing that submitted nothing because every scope was
+busy (``firing.skipped``) and of each missed firing (``firing.missed``), once its
+claim has committed, so by the replica that claimed it. A stop request is
 honoured between batches: the batch in progress finishes its three phases, so no
 claim is left half done.
 
@@ -32,6 +35,8 @@ from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, event
+from rackcron.models import MissReason
+from rackcron.notifications import Notification, firing_missed, firing_skipped
 from rackcron.service import FireResult, Missed, Service
 from rackcron.timing import SpecError, format_rfc3339
 
@@ -65,6 +70,7 @@ class Dispatcher:
         health: HealthCheck | None = None,
         hook: Callable[[str], None] | None = None,
         workers: int | None = None,
+        notify: Callable[[Notification], None] | None = None,
     ) -> None:
         self.service = service
         self.batch_size = batch_size
@@ -73,6 +79,7 @@ class Dispatcher:
         self.metrics = metrics
         self.health = health
         self.hook = hook
+        self.notify = notify  # takes a notification without blocking (dispatcher.notify)
 
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
         """Fire everything due now (stopping early, between batches, if ``stop`` is set).
@@ -170,7 +177,8 @@ class Dispatcher:
                       poll_interval=interval)  # fmt: skip
 
     def _report_missed(self, missed: list[Missed]) -> None:
-        """A WARNING line per missed firing, and the metric (after the claim committed)."""
+        """A WARNING line per missed firing, the metric and the notification (after the
+        claim committed)."""
         for miss in missed:
             fields: dict[str, object] = {
                 "schedule": miss.name,
@@ -186,6 +194,12 @@ class Dispatcher:
             event(logging.WARNING, "missed", **fields)
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
+            if self.notify is not None:
+                self.notify(firing_missed(
+                    miss.schedule_id, miss.name, due_at=miss.due, at=miss.at, reason=miss.reason,
+                    starting_deadline=miss.starting_deadline,
+                    freeze=miss.detail if miss.reason is MissReason.FREEZE else None,
+                ))  # fmt: skip
 
     def _report(self, batch: list[FireResult]) -> Counter[str]:
         """Log one line per firing and feed the metrics; the batch's scope outcomes."""
@@ -211,6 +225,15 @@ class Dispatcher:
                     sorted({o.error for o in result.outcomes if o.result == "frozen" and o.error})
                 )
             event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
+            if (
+                self.notify is not None
+                and not firing.manual
+                and counts["skipped"] == len(result.outcomes) > 0
+            ):
+                self.notify(firing_skipped(
+                    firing.schedule.id, firing.schedule.name, due_at=firing.schedule.next_run_at,
+                    at=firing.at, rack_ids=[o.rack_id for o in result.outcomes],
+                ))  # fmt: skip
             if self.metrics is not None:
                 self.metrics.lag.observe(lag)
             totals.update(counts)

@@ -123,6 +123,25 @@ class Metrics:
         self.tasks_pruned = Counter(
             "rackcron_tasks_pruned", "Final tasks deleted by the task retention.", registry=r
         )
+        # The notifier's (rackcron.dispatcher.notify), by webhook: its scheme, host and port.
+        self.notifications_sent = Counter(
+            "rackcron_notifications_sent",
+            "Notifications a webhook accepted (2xx), by webhook.",
+            ["webhook"],
+            registry=r,
+        )
+        self.notifications_failed = Counter(
+            "rackcron_notifications_failed",
+            "Notifications not delivered: every attempt failed, or the webhook refused one.",
+            ["webhook"],
+            registry=r,
+        )
+        self.notifications_dropped = Counter(
+            "rackcron_notifications_dropped",
+            "Notifications dropped unsent: the webhook's queue was full, or the process stopped.",
+            ["webhook"],
+            registry=r,
+        )
         if task_counts is not None:
             r.register(_TaskCounts(task_counts))
 

@@ -21,6 +21,12 @@ What a call's outcome does to its task is ``rackcron.lifecycle``'s to say: the
 runner turns each outcome into a lifecycle event (and the task's message), and the
 store applies it (``Service.record``).
 
+With a notifier (``notify``), the runner tells what its own writes did, once they
+have committed: each task they failed (``task.failed``), each waiting task they
+expired (``task.expired``), and, per controller and round, the tasks whose calls
+it gave up on after every attempt (``controller.unreachable``); a result its store
+write dropped (its task moved on meanwhile) is not told (docs/notifications.md).
+
 A driver that raises anything else than ``ControllerError`` (a bug, an answer it
 did not expect) fails that call the same way, with the exception named in the
 task's message: one task's poison never takes its worker, or the other tasks of
@@ -47,6 +53,7 @@ from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from functools import partial
 
+from rackcron.derived import operation_type
 from rackcron.dispatcher.controllers.base import (
     ControllerError,
     ControllerRefused,
@@ -58,7 +65,15 @@ from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
 from rackcron.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
 from rackcron.logs import LOGGER, event
-from rackcron.service import Service, Update, Work
+from rackcron.notifications import (
+    FAILURE_REASONS,
+    Notification,
+    TaskRef,
+    controller_unreachable,
+    task_expired,
+    task_failed,
+)
+from rackcron.service import Service, Update, Work, Written
 
 __all__ = ["RetryPolicy", "TaskRunner"]
 
@@ -137,6 +152,20 @@ class _Workers:
             self._idle.release()
 
 
+def _task_ref(written: Written) -> TaskRef:
+    return TaskRef(
+        id=written.task_id,
+        rack_id=written.rack_id,
+        rack=written.rack_name,
+        schedule_id=written.schedule_id,
+        schedule=written.schedule_name,
+        operation_type=operation_type(written.template),
+        description=written.description,
+        status=written.status.value,
+        message=written.message,
+    )
+
+
 def _order(work: Work) -> TaskOrder:
     return TaskOrder(
         id=work.task_id,
@@ -165,6 +194,7 @@ class TaskRunner:
         workers: int = 32,
         metrics: Metrics | None = None,
         stop_grace: float = 5.0,
+        notify: Callable[[Notification], None] | None = None,
     ) -> None:
         self.service = service
         self.controllers = controllers
@@ -175,6 +205,7 @@ class TaskRunner:
         self.budget = budget  # seconds a worker spends on one controller's share per round
         self.metrics = metrics
         self.stop_grace = stop_grace  # seconds close() waits for the calls in flight
+        self.notify = notify  # takes a notification without blocking (dispatcher.notify)
         self._pool = _Workers(workers, "rackcron-runner")
         self._busy: dict[str, Future[None]] = {}  # controller key -> its worker
         self._lock = threading.Lock()
@@ -184,7 +215,10 @@ class TaskRunner:
         """One round; returns how many tasks were handed to workers."""
         expired = self.service.expire_queued()
         if expired:
-            event(logging.INFO, "queue timeout", tasks=expired)
+            event(logging.INFO, "queue timeout", tasks=len(expired))
+            if self.notify is not None:
+                for written in expired:
+                    self.notify(task_expired(_task_ref(written), at=written.at))
         for task_id in self.service.promote_waiting():
             event(logging.INFO, "task promoted", task=str(task_id))
         with self._lock:
@@ -249,8 +283,10 @@ class TaskRunner:
                 else Update(item.task_id, Event.RELEASED, item.status)
                 for item in share
             ]
-            self.service.record(updates)
+            recorded = self.service.record(updates)
             self._observe(share, updates)
+            if self.notify is not None:
+                self._notify(key, updates, recorded.written)
         except RackcronError as exc:  # the leases expire and the tasks come due again
             event(logging.ERROR, "recording task results failed", controller=key, error=exc.message)
         except Exception:
@@ -337,6 +373,29 @@ class TaskRunner:
     def _rack_gone(self, work: Work) -> Update:
         reason = f"rack {work.rack_id} is no longer in the inventory"
         return Update(work.task_id, Event.RACK_GONE, work.status, reason)
+
+    def _notify(self, key: str, updates: Iterable[Update], written: Iterable[Written]) -> None:
+        """Tell what the share's committed writes did: the tasks they failed, and the tasks
+        whose calls to controller ``key`` were given up on (ended or stop settled)."""
+        assert self.notify is not None
+        rows = {w.task_id: w for w in written}
+        unreachable = []
+        for update in updates:
+            row = rows.get(update.task_id)
+            if row is None:
+                continue
+            if ends(update.was, update.event) == TaskStatus.FAILED:
+                reason = FAILURE_REASONS[update.event]
+                self.notify(task_failed(_task_ref(row), reason, at=row.at))
+            if update.event is Event.RETRIES_EXHAUSTED:
+                unreachable.append(row)
+        if unreachable:
+            self.notify(
+                controller_unreachable(
+                    key, [_task_ref(r) for r in unreachable], attempts=self.retry.attempts,
+                    at=unreachable[0].at,
+                )
+            )  # fmt: skip
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
         racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}

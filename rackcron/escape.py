@@ -52,12 +52,21 @@ The media, and the rule of each:
     letters, digits, space and ``_.,/+=@-`` is a Mermaid entity code
     (``#35;``), so quotes, brackets, ``#``, ``%%``, ``-->``, backticks (which
     could close the fenced block) and HTML cannot leave the label.
-``chat`` (Slack-style webhook text)
-    ``&``, ``<`` and ``>`` become entities, so ``<!channel>``, ``<@U123>`` and
-    ``<http://x|y>`` cannot be formed from data; a ZERO WIDTH SPACE follows every
-    ``@``, so ``@here``, ``@channel`` and ``@everyone`` mention no one. This is
-    the one place an invisible character is added on purpose: chat clients give
-    no visible way to break a mention.
+``chat`` (Slack mrkdwn: the ``text`` of a webhook notification)
+    The value is first made one line by the terminal rule. Then ``&``, ``<`` and
+    ``>`` become ``&amp;``, ``&lt;`` and ``&gt;`` (the three escapes Slack defines), so
+    ``<!channel>``, ``<@U123>`` and ``<http://x|y>`` cannot be formed from data.
+    Slack has no escape for the rest, so a ZERO WIDTH SPACE (U+200B) is added where
+    data could otherwise mean something: after every ``@`` (``@here``, ``@channel``
+    and ``@everyone`` mention no one), after every ``:`` and ``.`` (no ``scheme://``
+    or ``host.domain`` a client would turn into a link, no ``:emoji:``), and on both
+    sides of every formatting mark ``*``, ``_``, ``~`` and a backtick (a mark opens
+    or closes bold, italic, strike or code only beside a space or a word boundary,
+    and it has neither: the value cannot format itself or end the program's own
+    formatting around it). These are the one place invisible characters are added
+    on purpose: chat clients give no visible way to break a mention or a link. A
+    reader who copies a value gets the zero width spaces too; the notification's
+    JSON fields carry every value exactly.
 ``logfmt_value`` (``key=value`` text logs)
     A value is written bare only when it is non-empty and holds no space, quote,
     ``=``, backslash or character the terminal rule would escape; otherwise it is
@@ -175,11 +184,17 @@ def mermaid_label(text: str) -> str:
     return f'"{body}"'
 
 
+_ZWSP = "\u200b"
+_CHAT_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_CHAT_AFTER = re.compile(r"[@:.]")
+_CHAT_MARKS = re.compile(r"[*_~`]")
+
+
 def chat(text: str) -> str:
-    """``text`` for a Slack-style chat message: no links, mentions or broadcasts from data."""
-    text = terminal(text, multiline=True)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("@", "@\u200b")
+    """``text`` for Slack mrkdwn: one line; no mention, link, emoji or formatting from data."""
+    text = terminal(text).translate(_CHAT_ENTITIES)
+    text = _CHAT_AFTER.sub(lambda m: m.group() + _ZWSP, text)
+    return _CHAT_MARKS.sub(lambda m: _ZWSP + m.group() + _ZWSP, text)
 
 
 _LOGFMT_QUOTE = frozenset(' "=\\')

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rackcron.errors import RackcronError
+from rackcron.models import ApplyRecord
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.git import fetch, read_tree
 from rackcron.reconciler.state import declared_state
@@ -26,11 +27,13 @@ __all__ = ["Round", "run_round", "sync_loop"]
 
 @dataclass(frozen=True)
 class Round:
-    """What one round did: ``outcome`` is in-sync, applied, invalid, refused or failed."""
+    """What one round did: ``outcome`` is in-sync, applied, invalid, refused or failed;
+    ``record`` is the apply log's entry of an applied round."""
 
     revision: str | None
     outcome: str
     detail: str
+    record: ApplyRecord | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,7 +73,7 @@ def run_round(
             service, plan, Provenance(source=tree.path, revision=revision, author=author)
         )
         counts = ", ".join(f"{n} {action}" for action, n in record.summary.items() if n)
-        return Round(revision, "applied", f"{counts} (apply #{record.id})")
+        return Round(revision, "applied", f"{counts} (apply #{record.id})", record)
     except RackcronError as exc:
         return Round(revision, "failed", exc.message)
     except Exception as exc:  # the loop outlives any one bad round

@@ -16,7 +16,8 @@ closed while idle is reopened once.
 
 ``timeout`` bounds a whole call, not each read: connecting (with the TLS handshake),
 sending, and reading the status line, the headers and the body all end by one
-:class:`~rackcron.dispatcher.deadline.Deadline` (the reopened connection included), so a
+:class:`~rackcron.dispatcher.deadline.Deadline` (the reopened connection included; the
+connections are ``rackcron.dispatcher.deadline``'s), so a
 controller trickling its answer a byte at a time fails the call with "timed out after
 Ns" like a silent one. Answers are parsed with :func:`rackcron.boundedjson.loads`: a
 document nested too deep is a malformed answer, not a ``RecursionError``.
@@ -25,7 +26,6 @@ document nested too deep is a malformed answer, not a ``RecursionError``.
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import socket
 import ssl
@@ -38,7 +38,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from rackcron import boundedjson
 from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
-from rackcron.dispatcher.deadline import Deadline, reader
+from rackcron.dispatcher.deadline import BoundedHTTPConnection, BoundedHTTPSConnection, Deadline
 
 __all__ = ["HttpController"]
 
@@ -90,7 +90,7 @@ class HttpController:
         self._headers = {"Accept": "application/json"}
         if token is not None:
             self._headers["Authorization"] = f"Bearer {token}"
-        self._idle: list[_HTTPConnection | _HTTPSConnection] = []
+        self._idle: list[BoundedHTTPConnection | BoundedHTTPSConnection] = []
         self._lock = threading.Lock()
 
     def submit(self, order: TaskOrder) -> ControllerState:
@@ -151,7 +151,7 @@ class HttpController:
 
     def _exchange(
         self,
-        connection: _HTTPConnection | _HTTPSConnection,
+        connection: BoundedHTTPConnection | BoundedHTTPSConnection,
         method: str,
         target: str,
         payload: bytes | None,
@@ -169,14 +169,16 @@ class HttpController:
             raise ControllerError(f"{self.url}: answer larger than {_MAX_ANSWER} bytes")
         return response.status, body
 
-    def _checkout(self) -> _HTTPConnection | _HTTPSConnection:
+    def _checkout(self) -> BoundedHTTPConnection | BoundedHTTPSConnection:
         """An idle kept-alive connection, or a new one (connected on first use)."""
         with self._lock:
             if self._idle:
                 return self._idle.pop()
         if self._tls is None:
-            return _HTTPConnection(self._host, self._port, timeout=self.timeout)
-        return _HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
+            return BoundedHTTPConnection(self._host, self._port, timeout=self.timeout)
+        return BoundedHTTPSConnection(
+            self._host, self._port, timeout=self.timeout, context=self._tls
+        )
 
     def _answer(self, status: int, body: bytes, *, ok: tuple[int, ...]) -> ControllerState:
         if status not in ok:
@@ -192,66 +194,6 @@ class HttpController:
             raise ControllerError(f"{self.url}: malformed answer: {_detail(body)}")
         message = data.get("message", "")
         return ControllerState(state, message if isinstance(message, str) else str(message))
-
-
-class _Bounded(http.client.HTTPConnection):
-    """A connection whose every socket operation ends by ``deadline`` (set per call).
-
-    The TCP connect gets the time left, and so does the TLS handshake after it (``ssl``
-    bounds a handshake by the socket timeout as a whole); each ``send`` sets the socket
-    timeout to the time left; the answer is read through a
-    :class:`~rackcron.dispatcher.deadline.DeadlineReader`, so ``http.client``'s line-by-line
-    header reads are bounded too.
-    """
-
-    deadline = Deadline(0.0)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = self._open_socket  # what connect() calls to open the socket
-
-    def _open_socket(
-        self, address: tuple[str, int], timeout: Any, source_address: Any = None
-    ) -> socket.socket:
-        sock = socket.create_connection(address, self.deadline.remaining(), source_address)
-        try:
-            sock.settimeout(self.deadline.remaining())  # what is left for the TLS handshake
-        except TimeoutError:
-            sock.close()
-            raise
-        return sock
-
-    def send(self, data: Any) -> None:
-        if self.sock is None:
-            self.connect()
-        assert self.sock is not None
-        self.sock.settimeout(self.deadline.remaining())
-        super().send(data)
-
-    def response_class(  # type: ignore[override]
-        self, sock: socket.socket, *args: Any, **kwargs: Any
-    ) -> http.client.HTTPResponse:
-        # http.client builds the answer with ``response_class(self.sock, ...)``, which
-        # reads through ``sock.makefile("rb")``: hand it a bounded file instead.
-        return http.client.HTTPResponse(_BoundedFile(sock, self.deadline), *args, **kwargs)  # type: ignore[arg-type]
-
-
-class _HTTPConnection(_Bounded):
-    pass
-
-
-class _HTTPSConnection(_Bounded, http.client.HTTPSConnection):
-    pass
-
-
-class _BoundedFile:
-    """Stands in for the socket given to ``HTTPResponse``: its file reads under a deadline."""
-
-    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
-        self._sock, self._deadline = sock, deadline
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        return reader(self._sock, self._deadline)
 
 
 def _split_url(url: str) -> SplitResult:

@@ -59,7 +59,7 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, lock_holder
 from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
-from rackcron.service._delivery import DeliveryOps, Update, Work
+from rackcron.service._delivery import DeliveryOps, Recorded, Update, Work, Written
 from rackcron.service._firing import (
     Firing,
     FiringOps,
@@ -84,11 +84,13 @@ __all__ = [
     "Frozen",
     "Missed",
     "Operations",
+    "Recorded",
     "ScopeOutcome",
     "Service",
     "Unfireable",
     "Update",
     "Work",
+    "Written",
 ]
 
 

@@ -23,6 +23,10 @@ The queue moves in :meth:`DeliveryOps.expire_queued` (a waiting task past its qu
 timeout is terminated) and :meth:`DeliveryOps.promote_waiting` (each rack's waiting
 tasks, oldest first, become pending until the first that conflicts with the running
 set: ``rackcron.task_conflicts``).
+
+Both ``record`` and ``expire_queued`` return the tasks their own statements ended
+(:class:`Written`), read back in the same transaction: a notification is sent by the
+process whose write made the change, once however many runners run.
 """
 
 from __future__ import annotations
@@ -53,11 +57,12 @@ from rackcron.lifecycle import (
     status_values,
 )
 from rackcron.models import OperationTemplate
+from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, operation_name
 from rackcron.service._tasks import RackQueue, TaskOps, chunked
-from rackcron.store.tables import rack, task
+from rackcron.store.tables import rack, task, task_schedule
 
-__all__ = ["MAX_MESSAGE", "DeliveryOps", "Update", "Work", "storable"]
+__all__ = ["MAX_MESSAGE", "DeliveryOps", "Recorded", "Update", "Work", "Written", "storable"]
 
 _CANDIDATES = 4  # due tasks read per task claimed, at most
 _WAITING = TaskStatus.WAITING.value
@@ -109,6 +114,29 @@ class Update(NamedTuple):
     was: TaskStatus
     message: str = ""
     delay: float = 0.0
+
+
+class Written(NamedTuple):
+    """A task as a write of the runner's side left it (:meth:`DeliveryOps.record`,
+    :meth:`DeliveryOps.expire_queued`): one that write ended, or whose owed stop it settled."""
+
+    task_id: uuid.UUID
+    rack_id: uuid.UUID
+    rack_name: str | None  # None: the rack is no longer in the inventory
+    schedule_id: uuid.UUID | None
+    schedule_name: str | None  # None: no schedule, or a deleted one
+    status: TaskStatus
+    message: str
+    description: str
+    template: OperationTemplate
+    at: datetime  # when the write was made
+
+
+class Recorded(NamedTuple):
+    """What :meth:`DeliveryOps.record` did beyond its writes."""
+
+    stop_again: list[uuid.UUID]  # started tasks found cancelled meanwhile: the stop is sent again
+    written: list[Written]  # the tasks its writes ended, or whose stop they settled
 
 
 class _Write(Enum):
@@ -164,6 +192,26 @@ _WORK = sa.select(
     rack.c.name,
     task.c.schedule_id,
 ).select_from(task.outerjoin(rack, rack.c.id == task.c.rack_id))
+
+
+_WRITTEN = sa.select(
+    task.c.id,
+    task.c.rack_id,
+    rack.c.name.label("rack_name"),
+    task.c.schedule_id,
+    task_schedule.c.name.label("schedule_name"),
+    task.c.status,
+    task.c.message,
+    task.c.description,
+    task.c.operation_type,
+    task.c.operation_code,
+    task.c.operation_information,
+    task.c.updated_at,
+).select_from(
+    task.outerjoin(rack, rack.c.id == task.c.rack_id).outerjoin(
+        task_schedule, task_schedule.c.id == task.c.schedule_id
+    )
+)
 
 
 def _status_is(*statuses: str) -> sa.ColumnElement[bool]:
@@ -237,10 +285,12 @@ class DeliveryOps(TaskOps, FreezeOps):
             self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=later))
         return held
 
-    def record(self, updates: Sequence[Update]) -> list[uuid.UUID]:
-        """Write the runner's results; returns the ids of the ``started`` tasks that had
-        been cancelled meanwhile: the cancellation may have reached the controller
-        before the task did, so it is sent again (they are made due now)."""
+    def record(self, updates: Sequence[Update]) -> Recorded:
+        """Write the runner's results. Returns the ids of the ``started`` tasks that had
+        been cancelled meanwhile (the cancellation may have reached the controller
+        before the task did, so it is sent again: they are made due now), and the tasks
+        these writes ended or settled the stop of (a result dropped because its task
+        moved on meanwhile is not among them)."""
         now = self.now
         groups: dict[_Write, list[tuple[Update, TaskStatus | None]]] = {}
         for update in updates:
@@ -333,7 +383,32 @@ class DeliveryOps(TaskOps, FreezeOps):
             .values(next_check_at=now),
             [{"b_id": u.task_id} for u, _ in groups.get(_Write.RELEASE, [])],
         )
-        return self._cancelled_meanwhile([u.task_id for u in started])
+        # The status each final write set (None: a stop settled, the status left as it was).
+        final = {
+            u.task_id: status
+            for w in (_Write.ENDED, _Write.ABANDONED, _Write.STOP_SETTLED)
+            for u, status in groups.get(w, [])
+        }
+        written = [w for w in self._written(list(final)) if final[w.task_id] in (None, w.status)]
+        return Recorded(self._cancelled_meanwhile([u.task_id for u in started]), written)
+
+    def _written(self, ids: Sequence[uuid.UUID]) -> list[Written]:
+        """Those of ``ids`` this transaction wrote, as stored: each such write sets
+        ``updated_at`` to its ``now``, and a guarded statement that found its task moved on
+        wrote nothing. (Two transactions of one instant, to the microsecond, could not be
+        told apart; ``record`` also checks the status its write set.)"""
+        found: list[Written] = []
+        for chunk in chunked(ids):
+            query = _WRITTEN.where(task.c.id.in_(chunk), task.c.updated_at == self.now)
+            found += (
+                Written(
+                    row.id, row.rack_id, row.rack_name, row.schedule_id, row.schedule_name,
+                    TaskStatus(row.status), row.message, row.description, _rows.template(row),
+                    row.updated_at,
+                )
+                for row in self.conn.execute(query)
+            )  # fmt: skip
+        return found
 
     def _cancelled_meanwhile(self, started: Sequence[uuid.UUID]) -> list[uuid.UUID]:
         """The accepted tasks found cancelled meanwhile owe the stop again
@@ -351,10 +426,10 @@ class DeliveryOps(TaskOps, FreezeOps):
             )
         return found
 
-    def expire_queued(self) -> int:
+    def expire_queued(self) -> list[Written]:
         """End every waiting task whose queue timeout has passed (``terminated``, as the
-        reference); returns how many."""
-        result = self.conn.execute(
+        reference); returns those this call ended."""
+        ended = self.conn.execute(
             task.update()
             .where(  # lifecycle.expired, set-wise
                 task.c.status == _WAITING,
@@ -367,8 +442,9 @@ class DeliveryOps(TaskOps, FreezeOps):
                 finished_at=self.now,
                 updated_at=self.now,
             )
+            .returning(task.c.id)
         )
-        return result.rowcount
+        return self._written(list(ended.scalars()))
 
     def promote_waiting(self) -> list[uuid.UUID]:
         """Promote the waiting tasks that may start; returns their ids.

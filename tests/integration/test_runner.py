@@ -504,7 +504,8 @@ def test_a_submit_accepted_after_its_task_was_cancelled_sends_the_cancel_again(
     service.cancel_task(task_id)
     service.record([Update(task_id, Event.STOP_SENT, TaskStatus.TERMINATED)])  # ...overtaken
     assert service.claim_work(10, lease=60) == []
-    assert service.record([Update(task_id, Event.ACCEPTED, work.status, delay=2)]) == [task_id]
+    recorded = service.record([Update(task_id, Event.ACCEPTED, work.status, delay=2)])
+    assert recorded.stop_again == [task_id]
     cancelled = task_of(service, task_id)
     assert (cancelled.status, cancelled.message) == (TaskStatus.TERMINATED, "cancelled")
     (again,) = service.claim_work(10, lease=60)

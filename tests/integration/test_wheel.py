@@ -84,7 +84,13 @@ def _env() -> dict[str, str]:
 
 
 #: Package data the wheel ships beside the modules (pyproject.toml, package-data).
-DATA = ("py.typed", "schemas/v1/*.json", "store/migrations/*.mako", "wire/proto/v1/*.pyi")
+DATA = (
+    "py.typed",
+    "schemas/v1/*.json",
+    "schemas/notifications/v1/*.json",
+    "store/migrations/*.mako",
+    "wire/proto/v1/*.pyi",
+)
 
 
 def test_the_wheel_holds_one_package_and_exactly_its_files(

@@ -32,6 +32,9 @@ A test module imports what it shares from here, never from another test module
 * ``trees``: YAML documents (``rack``, ``component``, ``rack_id``, ``documents``,
   ``schedule``; ``ONE_RACK``, ``RACKS``), declared trees in git repositories with the
   CLI on one store (``Repo``), plan readers (``actions``, ``rpcs``);
+* ``webhook``: a webhook receiver on 127.0.0.1 (``Receiver``, answering as each request's
+  ``Answer`` says: a status, a delay, or held), ``check`` (an event valid against the
+  published schema, and signed), ``wait_until``, and the ``SCHEMA``;
 * ``wire_spec``: the wire tables of docs/spec/flow-wire.md parsed into a ``Spec``
   (``parse_spec``, ``read_spec``, ``SCALARS``).
 """

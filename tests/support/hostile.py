@@ -65,6 +65,14 @@ HOSTILE = {
     "empty": "",
     "spaces": "  ",
     "non-ascii": "Zürich 東京",
+    "slack-broadcast": "<!channel> <!here|here> <!subteam^S1>",
+    "slack-user": "<@U123> <#C123>",
+    "slack-link": "<http://e.example|click me>",
+    "slack-mentions": "@here @channel @everyone",
+    "slack-format": "*bold* _it_ ~strike~ `code` ```pre```",
+    "slack-quote": "> quoted\n>>> all quoted",
+    "emoji": ":rotating_light: :x:",
+    "mailto": "mailto:ops@e.example",
 }
 
 OWNER = "fleet"

@@ -8,7 +8,9 @@ structure a reader's tool builds, not the characters we happen to emit.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
+from html import unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -243,17 +245,34 @@ def test_mermaid_label_entity_codes() -> None:
     assert mermaid_label('a "b" #1') == '"a #34;b#34; #35;1"'
 
 
-@pytest.mark.parametrize(
-    "text",
-    [*VALUES, "<!channel>", "<!here|here>", "<@U123>", "<http://x|y>", "@here @channel @everyone"],
-    ids=[*IDS, "slack-channel", "slack-here", "slack-user", "slack-link", "broadcasts"],
-)
-def test_chat_forms_no_link_or_mention(text: str) -> None:
+ZWSP = "\u200b"
+
+
+@pytest.mark.parametrize("text", VALUES, ids=IDS)
+def test_chat_forms_no_link_mention_or_formatting(text: str) -> None:
     shown = chat(text)
-    assert "<" not in shown and ">" not in shown
-    for word in ("@here", "@channel", "@everyone", "@user", "@U123", "@org"):
-        assert word not in shown
-    assert not _hidden(shown.replace("\u200b", ""), keep="\n")
+    assert "<" not in shown and ">" not in shown  # no <!channel>, <@U123>, <http://x|y>
+    assert not re.search(r"&(?!amp;|lt;|gt;)", shown)  # every & is one of the three escapes
+    assert not re.search(r"[@:.](?!\u200b)", shown)  # no @here, scheme://, host.domain, :emoji:
+    assert not re.search(r"(?<!\u200b)[*_~`]|[*_~`](?!\u200b)", shown)  # marks cannot pair
+    assert not _hidden(shown.replace(ZWSP, ""))  # one line, nothing hidden but ours
+    # Nothing else changed: undo the escapes, and the value is back as the terminal shows it.
+    assert unescape(shown.replace(ZWSP, "")) == terminal(text)
+
+
+def test_chat_examples() -> None:
+    assert chat("<!channel> a&b") == "&lt;!channel&gt; a&amp;b"
+    assert chat("@here") == f"@{ZWSP}here"
+    assert chat("see http://e.example") == f"see http:{ZWSP}//e.{ZWSP}example"
+    assert chat("*x*") == f"{ZWSP}*{ZWSP}x{ZWSP}*{ZWSP}"
+    assert chat("a\nb") == "a\\nb"
+
+
+@given(st.text())
+def test_chat_never_forms_structure(text: str) -> None:
+    shown = chat(text)
+    assert "<" not in shown and "\n" not in shown
+    assert unescape(shown.replace(ZWSP, "")) == terminal(text)
 
 
 @pytest.mark.parametrize(
