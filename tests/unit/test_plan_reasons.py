@@ -32,7 +32,7 @@ from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.reconciler.state import State, declared_state
 from rackcron.reconciler.validate import validate_sources
 from tests.support.hostile import OWNER, hostile_states
-from tests.support.trees import RACKS, schedule
+from tests.support.trees import RACKS, freeze, schedule
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "plan-format.md"
@@ -52,15 +52,20 @@ NO_C2 = RACKS.replace(
 )
 #: RACKS without r2 (and so without its component c3).
 NO_R2 = RACKS.replace(RACKS[RACKS.index("---\n") : RACKS.index("---\n", RACKS.index("r2"))], "")
+#: A freeze on r1 across NOW, and one naming a rack nobody has.
+ON_R1 = freeze("hold", '  start: "2026-05-31T00:00:00Z"\n  end: "2026-06-08T00:00:00Z"\n',
+               selector="{racks: [r1]}")  # fmt: skip
+ON_R9 = freeze("ghost", '  cron: "0 1 * * *"\n  duration: 1h\n', selector="{racks: [r9]}")
 FIRMWARE_1 = "{upgrade_firmware: {target_version: '1'}}"
 FIRMWARE_1_BMC = "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"
 
 
-def declared(*schedules: str, racks: str = RACKS) -> State:
-    """The desired state of a tree of ``racks`` and ``schedules`` (validated)."""
-    validation = validate_sources(
-        [("racks.yaml", racks.encode()), ("schedules.yaml", "".join(schedules).encode())]
-    )
+def declared(*schedules: str, racks: str = RACKS, freezes: str = "") -> State:
+    """The desired state of a tree of ``racks``, ``schedules`` and ``freezes`` (validated)."""
+    sources = [("racks.yaml", racks.encode()), ("schedules.yaml", "".join(schedules).encode())]
+    if freezes:
+        sources.append(("freezes.yaml", freezes.encode()))
+    validation = validate_sources(sources)
     assert validation.ok, [d.message for d in validation.errors]
     return declared_state(validation.declared, OWNER)
 
@@ -136,6 +141,18 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
         lambda: _plan(declared(), declared(schedule("once", spec_type="one-time", spec='"2026-05-31T00:00:00Z"',
                                                     extra="  starting_deadline: 1h\n"))),
         [], {"one_time_past_deadline"},
+    ),
+    "freeze-gone": (
+        lambda: _plan(declared(freezes=ON_R1), declared()),
+        [("freeze", "hold", "delete", "not_declared")], set(),
+    ),
+    "fires-in-freeze": (
+        lambda: _plan(declared(), declared(schedule("a", spec_type="interval", spec="6h"), freezes=ON_R1)),
+        [], {"fires_in_freeze"},
+    ),
+    "freeze-selects-unknown": (
+        lambda: _plan(declared(), declared(freezes=ON_R9)),
+        [], {"freeze_selects_unknown"},
     ),
     "flow-server": (
         lambda: _flow_plan(declared(schedule("a")), declared(schedule("a", operation="{power_off: {}}"))),
