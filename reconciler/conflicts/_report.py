@@ -154,7 +154,7 @@ class Held:
             "freeze": self.freeze,
             "at": timing.format_rfc3339(self.at),
             "zone": self.zone,
-            "local_at": self.local_at.isoformat(),
+            "local_at": _local(self.local_at),
             "racks": list(self.racks),
             "count": self.count,
             "count_exact": self.count_exact,
@@ -173,7 +173,7 @@ def held_message(held: Mapping[str, object], horizon: str) -> str:
     shown = ", ".join(str(r) for r in racks[:_RACKS_SHOWN])
     if len(racks) > _RACKS_SHOWN:
         shown += f" and {len(racks) - _RACKS_SHOWN} more"
-    local = f" ({held['local_at']} {held['zone']})" if held["zone"] != "UTC" else ""
+    local = f" ({held['local_at']} in {held['zone']})" if held["zone"] != "UTC" else ""
     count = int(held["count"])  # type: ignore[call-overload]
     times = "once" if count == 1 else f"{'' if held['count_exact'] else 'at least '}{count} times"
     return (

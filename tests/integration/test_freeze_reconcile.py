@@ -12,13 +12,19 @@ through ``rackcron diff --now``.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import grpc
 import pytest
 
 from rackcron.reconciler.state import store_state
+from rackcron.reconciler.validate import validate_sources
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
+from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
+from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, actions, freeze, schedule
 
@@ -160,7 +166,7 @@ def test_a_recurring_freeze_at_0130_on_the_fall_back_day_holds_the_first_0130(re
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert held(json.loads(result.output)) == [
-        'schedule "nightly" fires at 2026-11-01T05:30:00Z (2026-11-01T01:30:00-04:00'
+        'schedule "nightly" fires at 2026-11-01T05:30:00Z (2026-11-01T01:30:00-04:00 EDT in'
         ' America/New_York) inside freeze "backups" (rack r1): 14 times in the next 336h',
         'schedule "first-0130" fires at 2026-11-01T05:30:00Z inside freeze "backups" (rack r1):'
         " once in the next 336h",
@@ -310,3 +316,67 @@ def test_a_server_without_the_reconciler_refuses_freezes_and_labels_before_any_c
     assert service.list_schedules().items == []
     listed = run("freezes", "list", "--server", flow_only)
     assert listed.exit_code == 1 and "cannot show freezes" in listed.output
+
+
+# --- the docs' examples ------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readmes_freezes_list_is_real_output(store_url: str) -> None:
+    applied = run("apply", str(ROOT / "examples" / "fleet"), "--auto-approve", url=store_url)
+    assert applied.exit_code == 0, applied.output
+    command = "rackcron freezes list --at 2026-12-24T06:30:00Z"
+    readme = (ROOT / "README.md").read_text()
+    shown = readme[
+        readme.index(f"$ {command}\n") + len(command) + 3 : readme.index(
+            "```", readme.index(command)
+        )
+    ]
+    result = run(*command.split()[1:], url=store_url)
+    assert result.exit_code == 0 and result.output == shown
+
+
+def test_the_freezes_in_declaring_md_are_valid() -> None:
+    text = (ROOT / "docs" / "declaring.md").read_text()
+    section = text[text.index("\n## Freeze\n") :]
+    block = section[
+        section.index("```yaml\n") + 8 : section.index("```\n", section.index("```yaml\n") + 8)
+    ]
+    checked = validate_sources([("freezes.yaml", block.encode())])
+    assert checked.ok, [d.text() for d in checked.diagnostics]
+    assert [f.name for f in checked.declared.freezes] == ["year-end", "row-b-backup-window"]
+
+
+@pytest.mark.parametrize(
+    ("rpc", "args", "code", "message"),
+    [
+        ("UpsertFreeze", {"freeze": {"id": str(uuid.uuid4()), "name": "f\x1b[2J", "cron": "0 1 * * *",
+                                     "duration_seconds": 60}},
+         "INVALID_ARGUMENT", "freeze.name: must not contain control characters"),
+        ("UpsertFreeze", {"freeze": {"id": str(uuid.uuid4()), "name": "f" * 300, "cron": "0 1 * * *",
+                                     "duration_seconds": 60}},
+         "INVALID_ARGUMENT", "freeze.name must be at most 255 characters"),
+        ("UpsertFreeze", {"freeze": {"id": str(uuid.uuid4()), "name": "f", "start": "2026-01-01T00:00:00",
+                                     "end": "2026-01-02T00:00:00"}},
+         "INVALID_ARGUMENT", "freeze.start must be an instant with its UTC offset"),
+        ("UpsertFreeze", {"freeze": {"id": str(uuid.uuid4()), "name": "f", "cron": "0 1 * * *",
+                                     "duration_seconds": 2**40}},
+         "INVALID_ARGUMENT", "duration must be at most 8784h"),
+        ("UpsertFreeze", {"freeze": {"name": "f", "selector": {"racks": "all"}}},
+         "FAILED_PRECONDITION", "malformed step arguments"),
+        ("DeleteFreeze", {"name": "nothing"}, "NOT_FOUND", "freeze 'nothing' not found"),
+        ("DeleteFreeze", {"name": ["a"]}, "INVALID_ARGUMENT", "args_json.name: expected a string"),
+    ],
+    ids=["control-characters", "huge-name", "naive-start", "huge-duration", "malformed",
+         "unknown", "not-a-name"],
+)  # fmt: skip
+def test_hostile_freeze_steps_over_grpc_are_refused_and_change_nothing(
+    channel: grpc.Channel, service: Service, rpc: str, args: dict, code: str, message: str
+) -> None:
+    stub = reconciler_pb2_grpc.ReconcilerStub(channel)
+    with pytest.raises(grpc.RpcError) as refused:
+        stub.RunStep(rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args)), timeout=10)
+    assert refused.value.code().name == code, refused.value.details()
+    assert message in refused.value.details()
+    assert service.list_freezes() == []
