@@ -92,8 +92,8 @@ def test_freezes_and_labels_are_planned_applied_changed_and_pruned(repo: Repo) -
     assert plan["changes"][1]["reason_code"] == "not_declared"
     repo.apply()
     assert [(f.name, f.duration_seconds) for f in service.list_freezes()] == [("half-hours", 2700)]
-    (latest,) = json.loads(repo.cli("history", "--limit", "1", "--format", "json").output)
-    assert latest["summary"] == {"create": 0, "update": 1, "replace": 0, "delete": 1}
+    latest = service.list_applies(1)[0]
+    assert latest.summary == {"create": 0, "update": 1, "replace": 0, "delete": 1}
     service.close()
 
 
