@@ -46,6 +46,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("rackcron.cli.reconcile_cmd:sync", "Keep the store converged on a git branch."),
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
+    "freezes": ("rackcron.cli.freezes_cmd:freezes", "Show freeze windows: active now, next."),
     "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
     "dispatch": ("rackcron.cli.serve_cmd:dispatch", "Fire due schedules (the poll loop alone)."),
     "serve": (

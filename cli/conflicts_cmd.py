@@ -53,7 +53,8 @@ def _durations(
 
 
 def _read_store(database_url: str | None) -> StoreView:
-    """Every stored schedule with its scope, and the inventory, in one read-only transaction."""
+    """Every stored schedule with its scope, the inventory and the freezes, in one read-only
+    transaction."""
     from rackcron.reconciler.conflicts import StoredSchedule, StoreView
     from rackcron.store import missing_sqlite_file
 
@@ -67,7 +68,10 @@ def _read_store(database_url: str | None) -> StoreView:
                     StoredSchedule(s, tuple((e.rack_id, e.component_filter) for e in ops.list_scopes(s.id)))
                     for s in ops.list_schedules().items
                 )  # fmt: skip
-                return StoreView(schedules, tuple(ops.list_racks()), tuple(ops.list_components()))
+                return StoreView(
+                    schedules, tuple(ops.list_racks()), tuple(ops.list_components()),
+                    tuple(ops.list_freezes()),
+                )  # fmt: skip
         finally:
             service.close()
 
@@ -150,11 +154,15 @@ def conflicts(
     a conflict. --precise reports only pairs that can really collide: their
     component sets intersect on a shared rack (filters resolved through the
     inventory) and their firings overlap within the horizon, each firing assumed
-    to run for its operation's duration; each with its first colliding time.
+    to run for its operation's duration; each with its first colliding time. It
+    also lists the declared fire times within the horizon that fall inside a
+    freeze on racks the freeze selects (the tree's freezes, and with --with-store
+    the store's).
 
     Conflicts are warnings: exit 0, or 1 with --strict when any is found or when
-    a precise check stopped at --max-pairs unfinished. An invalid tree prints its
-    diagnostics and exits 1.
+    a precise check stopped at --max-pairs unfinished (fire times inside freezes
+    never fail it: holding them is what a freeze is for). An invalid tree prints
+    its diagnostics and exits 1.
 
     Example: rackcron conflicts examples/fleet --precise --duration ingest=1h
     """

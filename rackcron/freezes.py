@@ -22,12 +22,14 @@ from rackcron import timing
 from rackcron.models import Freeze, FreezeSelector
 
 __all__ = [
+    "MAX_DURATION_SECONDS",
     "OPERATION_NAMES",
     "Target",
     "active_window",
     "check_freeze",
     "holding",
     "matches",
+    "next_window",
     "windows",
 ]
 
@@ -35,6 +37,9 @@ __all__ = [
 OPERATION_NAMES = frozenset(
     {"power_on", "power_off", "power_reset", "upgrade_firmware", "bring_up", "ingest"}
 )
+
+#: The longest window of a recurring freeze: 366 days (a fixed window may be any length).
+MAX_DURATION_SECONDS = 366 * 86_400
 
 _TICK = timedelta(microseconds=1)
 
@@ -55,8 +60,9 @@ def check_freeze(freeze: Freeze) -> timing.Cron | None:
     """Check that ``freeze`` is one window or one recurrence; returns its cron, if any.
 
     :raises timing.SpecError: neither or both forms, an end not after its start, a cron
-        without a positive duration (or with ``@every``, which has no phase), a bad
-        cron expression or time zone, or an unknown operation name.
+        without a positive duration of at most :data:`MAX_DURATION_SECONDS` (or with
+        ``@every``, which has no phase), a bad cron expression or time zone, or an
+        unknown operation name.
     """
     fixed = freeze.start is not None or freeze.end is not None
     if fixed == (freeze.cron is not None):
@@ -77,6 +83,11 @@ def check_freeze(freeze: Freeze) -> timing.Cron | None:
     assert freeze.cron is not None
     if not freeze.duration_seconds or freeze.duration_seconds <= 0:
         raise timing.SpecError("a recurring freeze needs a positive duration")
+    if freeze.duration_seconds > MAX_DURATION_SECONDS:
+        raise timing.SpecError(
+            f"duration must be at most {MAX_DURATION_SECONDS // 3600}h (366 days),"
+            f" got {freeze.duration_seconds // 3600}h"
+        )
     spec = timing.parse_spec("cron", freeze.cron, freeze.timezone)
     assert isinstance(spec, timing.Cron)
     if spec.every is not None:
@@ -105,6 +116,17 @@ def windows(
 def active_window(freeze: Freeze, at: datetime) -> tuple[datetime, datetime] | None:
     """The window of ``freeze`` that holds the instant ``at``, or None."""
     return next(windows(freeze, at, at + _TICK), None)
+
+
+def next_window(freeze: Freeze, after: datetime) -> tuple[datetime, datetime] | None:
+    """The first window of ``freeze`` that opens after ``after`` (not one already open)."""
+    spec = check_freeze(freeze)
+    if spec is None:
+        assert freeze.start is not None and freeze.end is not None
+        return (freeze.start, freeze.end) if freeze.start > after else None
+    assert freeze.duration_seconds is not None
+    start = timing.next_after(spec, after)
+    return None if start is None else (start, start + timedelta(seconds=freeze.duration_seconds))
 
 
 def _labelled(wanted: Mapping[str, str], labels: Mapping[str, str]) -> bool:

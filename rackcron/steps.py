@@ -18,6 +18,7 @@ import pydantic
 from rackcron.errors import FailedPrecondition
 from rackcron.models import (
     Component,
+    Freeze,
     Management,
     NVLDomain,
     Operation,
@@ -81,6 +82,8 @@ STEPS: dict[str, Callable[[Operations, dict[str, Any]], Any]] = {
     "DeleteComponent": lambda ops, a: ops.delete_component(a["id"]),
     "DeleteRack": lambda ops, a: ops.delete_rack(a["id"]),
     "DeleteNVLDomain": lambda ops, a: ops.delete_nvl_domain(a["id"]),
+    "UpsertFreeze": lambda ops, a: ops.upsert_freeze(Freeze.model_validate(a["freeze"])),
+    "DeleteFreeze": lambda ops, a: ops.delete_freeze(a["name"]),
 }
 
 

@@ -4,9 +4,12 @@ The semantic stage uses the core's own rules, so the repository is judged
 exactly as the service would judge each request: spec strings and time zones
 through ``rackcron.timing``, operations through ``rackcron.templates``, and
 targets through ``rackcron.targets.resolve_targets`` against the inventory the
-tree itself declares (:class:`DeclaredInventory`). Names are unique per kind
-across the whole tree, and ids and external ids are unique where the store
-needs them to be. Every problem is a diagnostic at the value concerned.
+tree itself declares (:class:`DeclaredInventory`), and freezes through
+``rackcron.freezes.check_freeze``. Names are unique per kind across the whole
+tree, and ids and external ids are unique where the store needs them to be.
+Every problem is a diagnostic at the value concerned; a freeze selecting a rack
+or schedule the tree does not declare is a warning (another repository sharing
+the store may declare it).
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from rackcron import timing
 from rackcron.errors import RackcronError
 from rackcron.filters import ComponentType, canonical_type
 from rackcron.firing import parse_starting_deadline
+from rackcron.freezes import check_freeze
 from rackcron.models import (
     RETIRED_CONTROLLER_FIELDS,
     Component,
     ControllerSpec,
+    Freeze,
+    FreezeSelector,
+    Management,
     NVLDomain,
     Operation,
     OperationTemplate,
@@ -42,9 +49,26 @@ from rackcron.reconciler.yamlsource import SourceDocument
 from rackcron.targets import ComponentRef, Identifier, Resolved, normalize_mac, resolve_targets
 from rackcron.templates import to_template
 
-__all__ = ["Declared", "DeclaredInventory", "DeclaredSchedule", "build_declared"]
+__all__ = [
+    "FREEZE_IDS",
+    "Declared",
+    "DeclaredFreeze",
+    "DeclaredInventory",
+    "DeclaredSchedule",
+    "build_declared",
+    "freeze_id",
+]
 
 _OPERATION: pydantic.TypeAdapter[Operation] = pydantic.TypeAdapter(Operation)
+
+#: The namespace of declared freezes' ids: a freeze is known by its name, and its id is
+#: derived from it, so a plan of the same tree is the same plan wherever it is made.
+FREEZE_IDS = uuid.UUID("6f1c2b0e-5d4a-4c7e-9b8f-3a2d1e0f4c5b")
+
+
+def freeze_id(name: str) -> uuid.UUID:
+    """The id a declared freeze named ``name`` is created with."""
+    return uuid.uuid5(FREEZE_IDS, name)
 
 
 @dataclass(frozen=True)
@@ -73,6 +97,19 @@ class DeclaredSchedule:
         return self.config.spec_type
 
 
+@dataclass(frozen=True)
+class DeclaredFreeze:
+    """A declared freeze (its ``management`` holds its source, protect and labels; the
+    owner is set by the desired state) and the line of its document."""
+
+    freeze: Freeze
+    line: int
+
+    @property
+    def name(self) -> str:
+        return self.freeze.name
+
+
 @dataclass
 class Declared:
     """Everything a tree declares, in file order."""
@@ -81,6 +118,7 @@ class Declared:
     components: list[Component] = field(default_factory=list)
     domains: list[NVLDomain] = field(default_factory=list)
     schedules: list[DeclaredSchedule] = field(default_factory=list)
+    freezes: list[DeclaredFreeze] = field(default_factory=list)
 
 
 class DeclaredInventory:
@@ -181,7 +219,7 @@ class _Builder:
         if ok:
             self.declared.racks.append(Rack(
                 id=uuid.UUID(spec["id"]), name=name, external_id=spec.get("external_id"),
-                controller=controller,
+                controller=controller, labels=doc.data["metadata"].get("labels", {}),
             ))  # fmt: skip
             self.declared.components += components
 
@@ -311,6 +349,87 @@ class _Builder:
             self.problems.append(doc.diagnostic(path, exc.message))
             return None
 
+    def freeze(self, doc: SourceDocument) -> None:
+        meta, spec = doc.data["metadata"], doc.data["spec"]
+        ok = self.unique(doc, ("metadata", "name"), "freeze name", meta["name"])
+        values: dict[str, Any] = {"cron": spec.get("cron")}
+        for name in ("start", "end"):
+            if name in spec:
+                try:
+                    values[name] = timing.parse_rfc3339(spec[name])
+                except timing.SpecError as exc:
+                    ok = self.problem(doc, ("spec", name), str(exc))
+        if "timezone" in spec:
+            try:
+                if "cron" not in spec:
+                    raise timing.SpecError("timezone goes with cron, not with start and end")
+                timing.parse_timezone(spec["timezone"])
+            except timing.SpecError as exc:
+                ok = self.problem(doc, ("spec", "timezone"), str(exc))
+        if "duration" in spec:
+            try:
+                values["duration_seconds"] = _whole_seconds(spec["duration"])
+            except timing.SpecError as exc:
+                ok = self.problem(doc, ("spec", "duration"), str(exc))
+        if not ok:
+            return
+        freeze = Freeze(
+            id=freeze_id(meta["name"]), name=meta["name"], timezone=spec.get("timezone") or "UTC",
+            selector=FreezeSelector.model_validate(spec.get("selector", {})),
+            reason=spec.get("reason", ""), management=Management(
+                source=doc.file, protect=spec.get("protect", False), labels=meta.get("labels", {}),
+            ), **values,
+        )  # fmt: skip
+        try:
+            check_freeze(freeze)
+        except timing.SpecError as exc:
+            self.problem(doc, _freeze_path(str(exc), spec), str(exc))
+            return
+        self.declared.freezes.append(DeclaredFreeze(freeze, doc.line))
+        self.unknown_selected(doc, freeze.selector)
+
+    def problem(self, doc: SourceDocument, path: Path, message: str) -> bool:
+        """Report an error at ``path``; False, for the caller's ``ok``."""
+        self.problems.append(doc.diagnostic(path, message))
+        return False
+
+    def unknown_selected(self, doc: SourceDocument, selector: FreezeSelector) -> None:
+        """Warn about racks and schedules a freeze names that the tree does not declare."""
+        for field_name, space in (("racks", "rack"), ("schedules", "schedule")):
+            for i, name in enumerate(getattr(selector, field_name)):
+                if (f"{space} name", name) not in self.first_seen:
+                    self.problems.append(doc.diagnostic(
+                        ("spec", "selector", field_name, i),
+                        f"{space} {name!r} is not declared in this tree: the freeze holds it"
+                        " only if the store has it", severity="warning",
+                    ))  # fmt: skip
+
+
+#: Where a ``check_freeze`` message points, by how it starts (else: the cron expression).
+_FREEZE_PATHS: tuple[tuple[str, Path], ...] = (
+    ("end must", ("spec", "end")),
+    ("duration", ("spec", "duration")),
+    ("a recurring freeze", ("spec", "duration")),
+    ("give either", ("spec",)),
+    ("a fixed freeze", ("spec",)),
+    ("unknown operation", ("spec", "selector", "operations")),
+)
+
+
+def _freeze_path(message: str, spec: dict[str, Any]) -> Path:
+    """The field a ``check_freeze`` message is about (the spec when that field is absent)."""
+    path = next((p for start, p in _FREEZE_PATHS if message.startswith(start)), ("spec", "cron"))
+    return path if len(path) == 1 or path[1] in spec else ("spec",)
+
+
+def _whole_seconds(text: str) -> int:
+    """A freeze's ``duration`` (a Go duration) in seconds. :raises timing.SpecError: not a
+    Go duration, or not a whole number of seconds."""
+    nanoseconds = timing.parse_duration(text)
+    if nanoseconds % 1_000_000_000:
+        raise timing.SpecError(f"duration {text!r} is not a whole number of seconds")
+    return nanoseconds // 1_000_000_000
+
 
 def _without_field_prefix(message: str) -> str:
     return re.sub(r"^operation\.\w+\.", "", message)
@@ -333,9 +452,12 @@ def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[
     """The declared state of schema-valid ``documents``, and every semantic problem.
 
     Inventory is built first (racks, then domains), so schedules in any file can
-    refer to racks declared in any other.
+    refer to racks declared in any other; freezes last, so their selectors are
+    compared with every declared rack and schedule.
     """
-    by_kind: dict[str, list[SourceDocument]] = {"Rack": [], "NVLDomain": [], "TaskSchedule": []}
+    by_kind: dict[str, list[SourceDocument]] = {
+        "Rack": [], "NVLDomain": [], "TaskSchedule": [], "Freeze": []
+    }  # fmt: skip
     for doc in documents:
         by_kind[doc.data["kind"]].append(doc)
     builder = _Builder()
@@ -346,4 +468,6 @@ def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[
     inventory = DeclaredInventory(builder.declared)
     for doc in by_kind["TaskSchedule"]:
         builder.schedule(doc, inventory)
+    for doc in by_kind["Freeze"]:
+        builder.freeze(doc)
     return builder.declared, builder.problems

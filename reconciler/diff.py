@@ -1,8 +1,9 @@
 """Diffing two states into a plan (pure: states and ``now`` in, a :class:`Plan` out).
 
 Order of changes, safest first: inventory upserts (racks, components, domains),
-then schedules in declared order, then schedule deletions, then inventory
-deletions. Per schedule:
+then freeze upserts, then schedules in declared order, then schedule deletions,
+then freeze deletions, then inventory deletions (freezes: ``freeze_diff``). Per
+schedule:
 
 * absent from the store -> create (then pause when declared disabled);
 * operation changed, or the spec of a one-time schedule that has already fired
@@ -19,17 +20,22 @@ deletions. Per schedule:
 
 A schedule whose stored record says ``protect`` is never deleted or replaced:
 the plan carries an error until a change setting ``protect: false`` has been
-applied. Runtime fields never count as drift. A one-time schedule the plan leaves
-armed whose instant is further in the past than its starting deadline allows gets
-a warning (``one_time_past_deadline``): the dispatcher would miss it
-(docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
+applied. Runtime fields never count as drift.
+
+Warnings: a one-time schedule the plan leaves armed whose instant is further in the
+past than its starting deadline allows (``one_time_past_deadline``: the dispatcher
+would miss it, docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)");
+created or changed schedules that share racks with others; every declared fire time
+within :data:`FREEZE_HORIZON` that a freeze in force after the apply will hold
+(``rackcron.reconciler.conflicts.held_firings``); and freezes selecting racks or
+schedules that exist nowhere.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from rackcron import timing
@@ -37,7 +43,8 @@ from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.firing import parse_starting_deadline
 from rackcron.models import SpecType
-from rackcron.reconciler.conflicts import PairCount, count_pairs
+from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
+from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
 from rackcron.reconciler.inventory_diff import InventoryDiffer
 from rackcron.reconciler.plan import (
     MAX_WARNINGS,
@@ -51,9 +58,11 @@ from rackcron.reconciler.plan import (
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 from rackcron.steps import Step
 
-__all__ = ["diff", "filter_text", "scope_target_spec"]
+__all__ = ["FREEZE_HORIZON", "diff", "filter_text", "scope_target_spec"]
 
 FIRE_TIMES = 3
+#: How far ahead a plan looks for declared fire times inside freezes.
+FREEZE_HORIZON = timedelta(days=14)
 
 
 def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str:
@@ -134,7 +143,7 @@ def _fire_times(
     return times
 
 
-class _Differ(InventoryDiffer):
+class _Differ(InventoryDiffer, FreezeDiffer):
     def __init__(self, current: State, desired: State, owner: str, now: datetime) -> None:
         self.current, self.desired, self.owner, self.now = current, desired, owner, now
         self.errors: list[str] = []
@@ -390,6 +399,48 @@ class _Differ(InventoryDiffer):
             lines.append(PlanWarning("schedules_share_racks", message))
         return lines, count
 
+    def held(self) -> tuple[list[PlanWarning], int]:
+        """Declared fire times within :data:`FREEZE_HORIZON` that the freezes in force after
+        the apply hold: one warning per schedule and freeze (the first listed), and how
+        many pairs there are (a lower bound when the check stopped at its budget)."""
+        freezes = freezes_in_force(self.current, self.desired, self.owner)
+        if not freezes:
+            return [], 0
+        report = held_firings(
+            self._firers(), freezes, now=self.now, horizon=FREEZE_HORIZON, limit=MAX_WARNINGS
+        )
+        lines = [PlanWarning("fires_in_freeze", h.message(FREEZE_HORIZON)) for h in report.held]
+        if not report.exact:
+            lines.append(PlanWarning("fires_in_freeze", (
+                "the check of fire times inside freezes stopped at its work budget:"
+                " more schedules may fire inside freezes"
+            )))  # fmt: skip
+        return lines, max(report.total, len(report.held)) + (not report.exact)
+
+    def _firers(self) -> list[Firer]:
+        """The enabled declared schedules as the freeze check sees them, each firing as
+        the plan's fire times say (from the stored next run while it is kept)."""
+        firers = []
+        for want in self.desired.schedules.values():
+            if not want.enabled or want.operation is None:
+                continue
+            have = self.current.schedules.get(want.name)
+            start, fires = None, True
+            if have and _same_spec(have, want) and have.timezone == want.timezone:
+                fires = not have.consumed
+                start = have.next_run_at if have.enabled else None
+            racks = []
+            for rack_id in dict.fromkeys(r for r, _ in want.scope):
+                rack = self.desired.racks.get(rack_id) or self.current.racks.get(rack_id)
+                if rack is not None:
+                    racks.append((rack.name, rack.labels))
+            firers.append(Firer(
+                want.name, timing.parse_spec(want.spec_type, want.spec, want.timezone),
+                want.operation.kind, want.management.labels, tuple(racks), start, fires,
+                want.management.source,
+            ))  # fmt: skip
+        return firers
+
 
 def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
     """Same spec type and string; one-time instants compare as instants (Z == +00:00)."""
@@ -449,14 +500,14 @@ def diff(
 ) -> Plan:
     """The plan that makes ``current`` equal ``desired`` for the repository ``owner``."""
     differ = _Differ(current, desired, owner, now)
-    changes = differ.inventory_upserts()
+    changes = differ.inventory_upserts() + differ.freeze_upserts()
     schedule_changes = [c for want in desired.schedules.values() if (c := differ.schedule(want))]
     deletions, unmanaged = differ.deletions()
     deleted = {c.name for c in deletions}
     remaining = [
         s for n, s in current.schedules.items() if n not in deleted and n not in desired.schedules
     ]
-    changes += schedule_changes + deletions
+    changes += schedule_changes + deletions + differ.freeze_deletions()
     changes += differ.inventory_deletions([*desired.schedules.values(), *remaining])
     pairs, shared = differ.warnings({c.name for c in schedule_changes})
     # A one-time schedule stays armed when it is created or replaced, or not yet fired.
@@ -467,10 +518,14 @@ def diff(
         if name in armed or (name in current.schedules and not current.schedules[name].consumed)
         if (warning := _past_deadline(want, now)) is not None
     ]
-    warnings = late + pairs
+    held, held_count = differ.held()
+    unknown = differ.unknown_selected()
+    counts = {"one_time_past_deadline": len(late), "schedules_share_racks": shared.total,
+              "fires_in_freeze": held_count, "freeze_selects_unknown": len(unknown)}  # fmt: skip
     return Plan(
         owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
-        warnings=tuple(warnings), warnings_count=shared.total + len(late),
+        warnings=(*late, *pairs, *held, *unknown), warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact, source=source or {},
+        warnings_counts={code: n for code, n in counts.items() if n},
     )  # fmt: skip

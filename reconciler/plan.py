@@ -1,7 +1,7 @@
 """A plan is data: the changes that make the store match the tree, as RPC-shaped steps.
 
-Each :class:`Change` is one object (a rack, a component, an NVLink domain or a
-schedule) with the action a reader cares about (create, update, replace,
+Each :class:`Change` is one object (a rack, a component, an NVLink domain, a
+freeze or a schedule) with the action a reader cares about (create, update, replace,
 delete), why, the fields and scope entries that change, and the :class:`Step`
 calls that carry it out — the same calls the service (and the Flow RPCs)
 offer, with JSON arguments, so a saved plan can be applied later or through
@@ -18,7 +18,7 @@ may ignore; a major bump changes or removes something.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from rackcron.steps import Step
@@ -26,6 +26,7 @@ from rackcron.steps import Step
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "KINDS",
     "MAX_WARNINGS",
     "REASON_CODES",
     "WARNING_CODES",
@@ -48,11 +49,15 @@ FORMAT = "rackcron.plan/v1"
 # 1.5: reason_code on a replace or delete; warnings_detail ({code, message} per warning)
 # 1.6: starting_deadline (CreateTaskSchedule args, the SetStartingDeadline step, a field
 #      change) and the warning code one_time_past_deadline
-FORMAT_VERSION = "1.6"
-#: Warnings (pairs of schedules sharing racks) a plan lists; ``warnings_count`` counts all.
+# 1.7: freezes (kind "freeze", UpsertFreeze/DeleteFreeze, a rack's labels); warnings about
+#      them (fires_in_freeze, freeze_selects_unknown); warnings_counts (found, per code)
+FORMAT_VERSION = "1.7"
+#: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
+#: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
 
-Kind = Literal["rack", "component", "nvl_domain", "schedule"]
+Kind = Literal["rack", "component", "nvl_domain", "freeze", "schedule"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
 Action = Literal["create", "update", "replace", "delete"]
 
 #: Why a change replaces or deletes its object (docs/plan-format.md "Reason codes").
@@ -74,6 +79,10 @@ WarningCode = Literal[
     "server_without_reconciler",
     # a one-time instant already further in the past than the schedule's starting deadline
     "one_time_past_deadline",
+    # a declared fire time falls inside a freeze window on racks the freeze selects
+    "fires_in_freeze",
+    # a declared freeze names a rack or schedule that neither the tree nor the store has
+    "freeze_selects_unknown",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)
@@ -138,6 +147,8 @@ class Plan:
     warnings_count: int | None = None
     #: False: ``warnings_count`` is a lower bound (an exact count would cost N^2).
     warnings_count_exact: bool = True
+    #: Warnings found, per code (listed or not); empty: read from a plan older than 1.7.
+    warnings_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def applyable(self) -> bool:
@@ -168,7 +179,21 @@ class Plan:
             "warnings_count": max(self.warnings_count or 0, len(self.warnings)),
             "warnings_count_exact": self.warnings_count_exact,
             "warnings_detail": [_warning_json(w) for w in self.warnings],
+            "warnings_counts": dict(self.warnings_counts),
         }
+
+    def warned(self, *warnings: PlanWarning) -> Plan:
+        """This plan with ``warnings`` added at the end, each counted under its code."""
+        counts = dict(self.warnings_counts)
+        for warning in warnings:
+            if warning.code is not None:
+                counts[warning.code] = counts.get(warning.code, 0) + 1
+        return replace(
+            self,
+            warnings=(*self.warnings, *warnings),
+            warnings_count=(self.warnings_count or len(self.warnings)) + len(warnings),
+            warnings_counts=counts,
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> Plan:
@@ -187,6 +212,7 @@ class Plan:
                 warnings=_warnings(data), source=dict(data.get("source") or {}),
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
                 warnings_count_exact=data.get("warnings_count_exact") is not False,
+                warnings_counts=_counts(data.get("warnings_counts")),
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
@@ -198,6 +224,18 @@ def _texts(data: dict[str, Any], key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError(f"{key}: expected a list of strings")
     return tuple(value)
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """A saved ``warnings_counts`` (1.7); absent is empty."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+        for k, v in value.items()
+    ):
+        raise TypeError("warnings_counts: expected an object of counts")
+    return dict(value)
 
 
 def _more_than(count: Any, listed: int) -> int | None:
@@ -244,7 +282,7 @@ def _warnings(data: dict[str, Any]) -> tuple[PlanWarning, ...]:
 
 
 def _change(c: dict[str, Any]) -> Change:
-    if c["kind"] not in ("rack", "component", "nvl_domain", "schedule"):
+    if c["kind"] not in KINDS:
         raise ValueError(f"unknown kind {c['kind']!r}")
     if c["action"] not in ("create", "update", "replace", "delete"):
         raise ValueError(f"unknown action {c['action']!r}")

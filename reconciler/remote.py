@@ -6,16 +6,21 @@ the same RPCs, so one repository can drive rackcron's shim or a Flow deployment.
 
 The Flow RPCs carry less than the store holds. When the server also offers
 ``rackcron.v1.Reconciler`` (rackcron's shim does), the rest comes from there:
-the inventory, each schedule's full operation template, its management and its
-starting deadline, and the inventory, management and deadline steps run there, so
-the store ends up as a local apply leaves it. Without it (a Flow server), only schedules are managed: each
+the inventory, the freezes, each schedule's full operation template, its management
+and its starting deadline, and the inventory, freeze, management and deadline steps
+run there, so the store ends up as a local apply leaves it. Without it (a Flow
+server), only schedules are managed: each
 operation is compared as the server shows it (type, code, firmware version; see
 :func:`rackcron.templates.visible`), the declared inventory is taken to exist on
 the server, no schedule is marked with its repository, and so none is ever
-deleted (the plan lists them as unmanaged). A tree that declares a
-``starting_deadline`` cannot be applied to a server that does not carry it (no
-Reconciler service, or one that does not list the field in ``carries``): its plan
-has an error per such schedule, so nothing is changed.
+deleted (the plan lists them as unmanaged).
+
+What only rackcron's own service carries — a schedule's ``starting_deadline``,
+freezes and racks' labels (docs/spec/SEMANTICS.md "Freeze windows") — is never left
+out silently: a tree that declares one, planned against a server that does not
+carry it (no Reconciler service, or one that does not list it in ``carries``, from
+before it existed), gets a plan with an error naming what it cannot carry, so
+nothing is changed.
 
 An apply through RPCs is not one transaction: it stops at the first step that
 fails and reports what was applied and what was not (:class:`RemoteApply`).
@@ -36,6 +41,7 @@ from rackcron import boundedjson
 from rackcron.errors import FailedPrecondition, RackcronError
 from rackcron.models import (
     Component,
+    Freeze,
     Management,
     NVLDomain,
     Operation,
@@ -106,6 +112,21 @@ class RemoteStore:
             raise RackcronError("GetExtras: the server's extras_json is not a JSON object")
         return extras
 
+    def freezes(self) -> list[Freeze]:
+        """The server's freezes, by name (``rackcron freezes list --server``).
+
+        :raises FailedPrecondition: the server cannot show freezes (no
+            ``rackcron.v1.Reconciler``, or one from before freezes).
+        :raises RemoteError: the call failed.
+        """
+        extras = self._get_extras()
+        if extras is None or "freezes" not in extras:
+            raise FailedPrecondition(
+                "this server cannot show freezes: it offers no rackcron.v1.Reconciler"
+                " with them (rackcron serve --grpc-reconciler does)"
+            )
+        return sorted(_freezes_of(extras), key=lambda f: f.name)
+
     def _schedules(self) -> Iterator[pb.TaskSchedule]:
         offset = 0
         while True:
@@ -151,6 +172,7 @@ class RemoteStore:
             components={c.id: c for c in map(Component.model_validate, extras["components"])},
             domains={d.id: d for d in map(NVLDomain.model_validate, extras["nvl_domains"])},
             schedules=schedules,
+            freezes={f.name: f for f in _freezes_of(extras)},
         )
 
     def plan(self, desired: State, *, owner: str, now: Any, source: dict[str, Any]) -> Plan:
@@ -176,28 +198,43 @@ class RemoteStore:
             " and firmware version, the declared inventory is assumed to exist there, and no"
             " schedule is deleted except to be replaced"
         )
-        return replace(
-            result,
-            errors=(*result.errors, *protected, *uncarried),
-            warnings=(*result.warnings, PlanWarning("server_without_reconciler", note)),
-        )
+        result = replace(result, errors=(*result.errors, *protected, *uncarried))
+        return result.warned(PlanWarning("server_without_reconciler", note))
 
     def _uncarried(self, desired: State) -> list[str]:
-        """An error per declared schedule that uses a field this server cannot store."""
-        if "starting_deadline" in self.carries:
-            return []
+        """Why the server cannot carry ``desired`` (after :meth:`state`): an error per
+        declared schedule with a starting deadline, and one naming the freezes and the
+        labelled racks, when the server does not list them in ``carries``."""
         why = (
             "its rackcron.v1.Reconciler does not carry it (an older rackcron)"
             if self.extended
             else "it does not offer rackcron.v1.Reconciler (Flow, or rackcron serve without"
             " --grpc-reconciler), and the Flow RPCs do not carry it"
         )
-        return [
+        errors = [
             f'schedule "{s.name}" declares starting_deadline ({s.starting_deadline}), which this'
             f" server cannot carry: {why}; nothing is applied"
             for s in desired.schedules.values()
-            if s.starting_deadline is not None
+            if s.starting_deadline is not None and "starting_deadline" not in self.carries
         ]
+        what = []
+        if desired.freezes and "freezes" not in self.carries:
+            what.append(_named("freeze", sorted(desired.freezes)))
+        labelled = sorted(r.name for r in desired.racks.values() if r.labels)
+        if labelled and "rack_labels" not in self.carries:
+            what.append(f"the labels of {_named('rack', labelled)}")
+        if what:
+            server = (
+                "an older rackcron.v1.Reconciler"
+                if self.extended
+                else "no rackcron.v1.Reconciler (Flow, or rackcron serve without --grpc-reconciler)"
+            )
+            errors.append(
+                f"this server has {server}, so it cannot carry {' and '.join(what)} that the"
+                " tree declares; plan and apply against rackcron serve --grpc-reconciler, or"
+                " the store"
+            )
+        return errors
 
     # --- apply --------------------------------------------------------------------------------
 
@@ -332,6 +369,25 @@ class RemoteStore:
             )
         request = rpb.RunStepRequest(rpc=step.rpc, args_json=json.dumps(step.args))
         call(self.extras, "RunStep", request)
+
+
+def _freezes_of(extras: dict[str, Any]) -> list[Freeze]:
+    """The freezes of a server's extras. :raises RackcronError: they are malformed."""
+    raw = extras.get("freezes", [])
+    try:
+        if not isinstance(raw, list):
+            raise TypeError("expected a list")
+        return [Freeze.model_validate(f) for f in raw]
+    except (pydantic.ValidationError, TypeError) as exc:
+        first = str(exc).splitlines()[0]
+        raise RackcronError(f"GetExtras: the server's freezes are not usable: {first}") from None
+
+
+def _named(kind: str, names: list[str], shown: int = 5) -> str:
+    """``freezes "a", "b" and 3 more``: a few names of a list for a message."""
+    listed = ", ".join(f'"{n}"' for n in names[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{kind}{'s' if len(names) > 1 else ''} {listed}{more}"
 
 
 def _as_flow_shows(desired: State) -> State:

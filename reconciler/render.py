@@ -33,6 +33,8 @@ _VERB = {
     "delete": "will be destroyed",
 }
 _SCOPE_SYMBOL = {"add": "+", "remove": "-", "refilter": "~"}
+#: Kinds shown field by field (the inventory's creates are one line, one row).
+_BLOCKS = ("schedule", "freeze")
 _COLOURS = {"+": "32", "~": "33", "-/+": "35", "-": "31"}
 
 
@@ -90,7 +92,7 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         )
         if change.get("security_sensitive"):
             lines.append(f"  ! SECURITY-SENSITIVE: {terminal(change.get('security_reason', ''))}")
-        if change["kind"] != "schedule" and change["action"] == "create":
+        if change["kind"] not in _BLOCKS and change["action"] == "create":
             details = ", ".join(
                 f"{terminal(f['field'])} {_shown(f['new'])}"
                 for f in change["fields"]
@@ -131,8 +133,7 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         )
     for warning in plan["warnings"]:
         lines.append(f"  warning: {terminal(warning)}")
-    if more := _warnings_not_listed(plan):
-        lines.append(f"  warning: {more}")
+    lines += [f"  warning: {more}" for more in _warnings_not_listed(plan)]
     for error in plan["errors"]:
         lines.append(f"  error: {terminal(error)}")
     if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
@@ -232,7 +233,22 @@ def _inventory_row(change: dict[str, Any]) -> str:
     return f"| `{_SYMBOL[change['action']]}` | {kind} | {name} | {what or '—'} |"
 
 
-def _schedule_block(change: dict[str, Any]) -> list[str]:
+#: What warnings of a code are about, in the heading of a Markdown plan's warnings.
+_ABOUT = {
+    "schedules_share_racks": "schedules that share racks",
+    "fires_in_freeze": "fire times inside freezes",
+    "freeze_selects_unknown": "freezes selecting what does not exist",
+}
+
+
+def _warnings_about(plan: dict[str, Any]) -> str:
+    """The heading's words: what the plan's warnings are about, from their counts (1.7;
+    a plan before, or one of other warnings only: pairs sharing racks, as it always said)."""
+    about = [_ABOUT[code] for code in plan.get("warnings_counts") or () if code in _ABOUT]
+    return ", ".join(about) or _ABOUT["schedules_share_racks"]
+
+
+def _change_block(change: dict[str, Any]) -> list[str]:
     name = markdown_html_code(change["name"])  # raw HTML: Markdown is not parsed here
     summary = f"<code>{_SYMBOL[change['action']]}</code> <b>{name}</b> {_VERB[change['action']]}"
     lines = ["<details>", f"<summary>{summary}</summary>", ""]
@@ -257,16 +273,33 @@ def _schedule_block(change: dict[str, Any]) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def _warnings_not_listed(plan: dict[str, Any]) -> str:
-    """The note ending a list of warnings cut at :data:`rackcron.reconciler.plan.MAX_WARNINGS`."""
-    left = (plan.get("warnings_count") or 0) - len(plan["warnings"])
-    if left <= 0:
-        return ""
-    bound = "" if plan.get("warnings_count_exact", True) else "at least "
-    return (
-        f"… and {bound}{left} more pairs of schedules that share racks, not listed"
-        f" (a plan lists the first {len(plan['warnings'])})"
-    )
+#: What the warnings of a code are, for the note saying how many are not listed.
+_NOT_LISTED = {
+    "schedules_share_racks": "pairs of schedules that share racks",
+    "fires_in_freeze": "schedules firing inside freezes",
+}
+
+
+def _warnings_not_listed(plan: dict[str, Any]) -> list[str]:
+    """The notes ending a list of warnings cut at :data:`rackcron.reconciler.plan.MAX_WARNINGS`
+    (per code from 1.7; before, every warning was a pair sharing racks)."""
+    counts, detail = plan.get("warnings_counts"), plan.get("warnings_detail")
+    if not counts or detail is None:
+        counts = {"schedules_share_racks": plan.get("warnings_count") or 0}
+        listed = {"schedules_share_racks": len(plan["warnings"])}
+    else:
+        listed = {code: sum(d.get("code") == code for d in detail) for code in counts}
+    notes = []
+    for code, what in _NOT_LISTED.items():
+        left = counts.get(code, 0) - listed.get(code, 0)
+        if left <= 0:
+            continue
+        exact = code != "schedules_share_racks" or plan.get("warnings_count_exact", True)
+        bound = "" if exact else "at least "
+        notes.append(
+            f"… and {bound}{left} more {what}, not listed (a plan lists the first {listed[code]})"
+        )
+    return notes
 
 
 #: Unmanaged schedules a Markdown plan names; it counts the rest.
@@ -308,23 +341,19 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         count = plan.get("warnings_count") or len(plan["warnings"])
         if plan.get("warnings_count_exact") is False:
             count = f"at least {count}"
-        lines = [
-            "<details>",
-            f"<summary>⚠️ {count} warnings: schedules that share racks</summary>",
-            "",
-        ]
+        lines = ["<details>", f"<summary>⚠️ {count} warnings: {_warnings_about(plan)}</summary>", ""]
         lines += [f"- {markdown_code(shorten(w))}" for w in plan["warnings"]]
-        if more := _warnings_not_listed(plan):
-            lines.append(f"- {more}")
+        lines += [f"- {more}" for more in _warnings_not_listed(plan)]
         blocks.append(([*lines, "", "</details>", ""], 0))
-    inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
+    inventory = [c for c in plan["changes"] if c["kind"] not in _BLOCKS]
     table = ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
     for i, change in enumerate(inventory):
         row = [_inventory_row(change)] + ([""] if i == len(inventory) - 1 else [])
         blocks.append(((table if i == 0 else []) + row, 1))
-    schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
-    for i, change in enumerate(schedules):
-        blocks.append(((["#### Schedules", ""] if i == 0 else []) + _schedule_block(change), 1))
+    for kind, heading in (("freeze", "#### Freezes"), ("schedule", "#### Schedules")):
+        of_kind = [c for c in plan["changes"] if c["kind"] == kind]
+        for i, change in enumerate(of_kind):
+            blocks.append((([heading, ""] if i == 0 else []) + _change_block(change), 1))
     if unmanaged := plan["unmanaged"]:
         names = ", ".join(markdown_code(shorten(n)) for n in unmanaged[:_UNMANAGED_LISTED])
         if len(unmanaged) > _UNMANAGED_LISTED:

@@ -40,7 +40,12 @@ _PATTERN_MEANING = {
 }
 
 API_VERSION = "rackcron/v1"
-KINDS = {"Rack": "rack", "NVLDomain": "nvldomain", "TaskSchedule": "taskschedule"}
+KINDS = {
+    "Rack": "rack",
+    "NVLDomain": "nvldomain",
+    "TaskSchedule": "taskschedule",
+    "Freeze": "freeze",
+}
 
 
 @cache

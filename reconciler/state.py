@@ -20,6 +20,7 @@ from rackcron.filters import ComponentFilter, to_stored
 from rackcron.gcpause import gc_paused
 from rackcron.models import (
     Component,
+    Freeze,
     Management,
     NVLDomain,
     Operation,
@@ -36,7 +37,14 @@ if TYPE_CHECKING:
     from rackcron.reconciler.declared import Declared
     from rackcron.service import Operations
 
-__all__ = ["ScheduleState", "State", "declared_state", "store_state", "stored_schedule"]
+__all__ = [
+    "ScheduleState",
+    "State",
+    "declared_state",
+    "freeze_data",
+    "store_state",
+    "stored_schedule",
+]
 
 ScopeRow = tuple[uuid.UUID, ComponentFilter | None]
 
@@ -76,21 +84,29 @@ class ScheduleState:
         }
 
 
+def freeze_data(freeze: Freeze) -> dict[str, Any]:
+    """A freeze as a plan compares it: every field but its id (a freeze is known by name)."""
+    return freeze.model_dump(mode="json", exclude={"id"})
+
+
 @dataclass(frozen=True)
 class State:
     racks: dict[uuid.UUID, Rack] = field(default_factory=dict)
     components: dict[uuid.UUID, Component] = field(default_factory=dict)
     domains: dict[uuid.UUID, NVLDomain] = field(default_factory=dict)
     schedules: dict[str, ScheduleState] = field(default_factory=dict)
+    freezes: dict[str, Freeze] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """A digest of everything a plan compares: equal digests, equal plans."""
-        data = {
+        data: dict[str, Any] = {
             "racks": sorted(r.model_dump_json() for r in self.racks.values()),
             "components": sorted(c.model_dump_json() for c in self.components.values()),
             "domains": sorted(d.model_dump_json() for d in self.domains.values()),
             "schedules": [self.schedules[n].fingerprint_data() for n in sorted(self.schedules)],
         }
+        if self.freezes:  # a state without freezes keeps the digest it had before them
+            data["freezes"] = [freeze_data(self.freezes[n]) for n in sorted(self.freezes)]
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -129,6 +145,12 @@ def _declared_state(declared: Declared, owner: str) -> State:
         components={c.id: c for c in declared.components},
         domains={d.id: d.model_copy(update={"owner": owner}) for d in declared.domains},
         schedules=schedules,
+        freezes={
+            f.name: f.freeze.model_copy(
+                update={"management": f.freeze.management.model_copy(update={"owner": owner})}
+            )
+            for f in declared.freezes
+        },
     )
 
 
@@ -148,6 +170,7 @@ def _store_state(ops: Operations) -> State:
         components={c.id: c for c in ops.list_components()},
         domains={d.id: d for d in ops.list_nvl_domains()},
         schedules=schedules,
+        freezes={f.name: f for f in ops.list_freezes()},
     )
 
 

@@ -6,15 +6,16 @@ credential the server holds under the name it gives, are sent, among the hosts t
 server allows), as anyone who runs ``rackcron apply`` can.
 
 A Flow TaskSchedule shows its operation only as ``operation_type`` and
-``description``, and Flow has no RPCs for rackcron's inventory, for which
-repository manages a schedule, or for a schedule's ``starting_deadline``
-(docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)"). ``rackcron plan|apply --server`` reads and writes
+``description``, and Flow has no RPCs for rackcron's inventory (racks' labels
+included), for freezes, for which repository manages a schedule, or for a
+schedule's ``starting_deadline`` (docs/spec/SEMANTICS.md "Starting deadline (beyond
+the reference)"). ``rackcron plan|apply --server`` reads and writes
 schedules and scopes through ``v1.Flow``; when the server also offers this
 service (rackcron's shim does, Flow does not) it reads the rest here and runs
-the plan's inventory, management and deadline steps here, so a remote apply
-leaves the same store a local one does. GetExtras also lists, as ``carries``, the
-schedule fields beyond Flow's that this server stores (:data:`CARRIES`): a
-reconciler refuses to apply a tree using one that a server does not list.
+the plan's inventory, freeze, management and deadline steps here, so a remote apply
+leaves the same store a local one does. GetExtras also lists, as ``carries``, what
+beyond Flow's messages this server stores (:data:`CARRIES`): a reconciler refuses to
+apply a tree using something that a server does not list.
 """
 
 from __future__ import annotations
@@ -43,10 +44,13 @@ EXTRA_STEPS = frozenset(
         "DeleteNVLDomain",
         "SetManagement",
         "SetStartingDeadline",
+        "UpsertFreeze",
+        "DeleteFreeze",
     }
 )
-#: The schedule fields beyond the Flow RPCs that this server reads and writes here.
-CARRIES = ("starting_deadline",)
+#: What beyond the Flow RPCs this server reads and writes here: a schedule's starting
+#: deadline, freezes, and racks' labels.
+CARRIES = ("starting_deadline", "freezes", "rack_labels")
 
 
 def _json(value: Any, field: str) -> dict[str, Any]:
@@ -78,6 +82,7 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 "racks": [r.model_dump(mode="json") for r in ops.list_racks()],
                 "components": [c.model_dump(mode="json") for c in ops.list_components()],
                 "nvl_domains": [d.model_dump(mode="json") for d in ops.list_nvl_domains()],
+                "freezes": [f.model_dump(mode="json") for f in ops.list_freezes()],
                 "schedules": {
                     str(s.id): {
                         "template": s.template.model_dump(mode="json") if s.template else None,

@@ -72,10 +72,15 @@ class FreezeOps(OpsBase):
         """Create or replace the freeze named ``item.name``; returns it as stored.
 
         :raises InvalidArgument: no name, not one window or one recurrence
-            (``rackcron.freezes.check_freeze``), or text the store cannot hold.
+            (``rackcron.freezes.check_freeze``), a start or end without its UTC offset,
+            or text the store cannot hold.
         """
         if not item.name:
             raise InvalidArgument("freeze.name is required")
+        check_text(item.name, "freeze.name")
+        for field, moment in (("start", item.start), ("end", item.end)):
+            if moment is not None and moment.utcoffset() is None:
+                raise InvalidArgument(f"freeze.{field} must be an instant with its UTC offset")
         try:
             check_freeze(item)
         except timing.SpecError as exc:

@@ -46,18 +46,21 @@ into a :class:`StoreView`. Reports are frozen values; :meth:`ConflictReport.to_j
 is the documented ``rackcron.conflicts/v1`` form, and the text and diagnostic
 renderings are made from it.
 
-The package's modules, each one idea: ``_report`` holds the result values and
-their JSON form, ``_render`` the text, JSON and diagnostic renderings made from
+The package's modules, each one idea: ``_report`` holds the result values (fire
+times inside freezes included) and their JSON form, ``_render`` the text, JSON and diagnostic renderings made from
 it, ``_coarse`` the inputs, the inventory, the schedules compared and the pairs
 sharing a rack (the coarse check), ``_times`` fire times over the horizon and the
 first overlap of two schedules' firings, ``_precise`` the precise check (with its
-work budget), and ``_count`` how many pairs share a rack, counted without making them.
+work budget), ``_count`` how many pairs share a rack, counted without making them, and
+``_freezes`` the declared fire times that fall inside freezes (for the precise check
+and for plans).
 """
 
 from __future__ import annotations
 
 from rackcron.reconciler.conflicts._coarse import StoredSchedule, StoreView, coarse_conflicts
 from rackcron.reconciler.conflicts._count import PairCount, count_pairs
+from rackcron.reconciler.conflicts._freezes import Firer, held_firings
 from rackcron.reconciler.conflicts._precise import (
     DEFAULT_DURATIONS,
     MAX_PAIRS,
@@ -65,19 +68,28 @@ from rackcron.reconciler.conflicts._precise import (
     precise_conflicts,
 )
 from rackcron.reconciler.conflicts._render import render_json, render_text, to_diagnostics
-from rackcron.reconciler.conflicts._report import ConflictReport, format_duration
+from rackcron.reconciler.conflicts._report import (
+    ConflictReport,
+    Held,
+    HeldReport,
+    format_duration,
+)
 
 __all__ = [
     "DEFAULT_DURATIONS",
     "MAX_PAIRS",
     "OPERATIONS",
     "ConflictReport",
+    "Firer",
+    "Held",
+    "HeldReport",
     "PairCount",
     "StoreView",
     "StoredSchedule",
     "coarse_conflicts",
     "count_pairs",
     "format_duration",
+    "held_firings",
     "precise_conflicts",
     "render_json",
     "render_text",

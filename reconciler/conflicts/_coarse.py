@@ -36,7 +36,7 @@ from rackcron.reconciler.conflicts._report import (
 from rackcron.task_conflicts import OPERATION_KINDS, Work
 
 if TYPE_CHECKING:
-    from rackcron.models import Component, Rack, Schedule
+    from rackcron.models import Component, Freeze, Rack, Schedule
     from rackcron.reconciler.declared import Declared
 
 ScopeEntry = tuple[uuid.UUID, ComponentFilter | None]
@@ -55,11 +55,13 @@ class StoredSchedule:
 
 @dataclass(frozen=True)
 class StoreView:
-    """What the check reads from the store: every schedule with its scope, and the inventory."""
+    """What the check reads from the store: every schedule with its scope, the inventory,
+    and the freezes."""
 
     schedules: tuple[StoredSchedule, ...] = ()
     racks: tuple[Rack, ...] = ()
     components: tuple[Component, ...] = ()
+    freezes: tuple[Freeze, ...] = ()
 
 
 # --- inventory ---------------------------------------------------------------------------------
@@ -69,7 +71,9 @@ class Inventory:
     """Rack names and the components of each rack, to turn scope entries into component sets."""
 
     def __init__(self, racks: Iterable[Rack], components: Iterable[Component]) -> None:
+        racks = list(racks)
         self.rack_names = {r.id: r.name for r in racks}
+        self.rack_labels = {r.id: r.labels for r in racks}
         self.by_rack: dict[uuid.UUID, list[Component]] = {}
         self.names: dict[uuid.UUID, str] = {}
         self.types: dict[uuid.UUID, str] = {}

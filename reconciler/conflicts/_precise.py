@@ -9,6 +9,10 @@ firing assumed to keep its components busy for its operation's duration
 :data:`OPERATIONS`). Fire times are shared by schedules with the same spec and
 start, and asked for only for pairs whose tasks conflict.
 
+It also lists the declared fire times within the horizon that a freeze will hold
+(``_freezes``): the tree's freezes and, with the store, the stored ones an apply
+keeps.
+
 Every pair sharing a rack is compared, and N schedules on one rack are
 N*(N-1)/2 pairs, so the check has a work budget: after ``max_pairs`` pairs
 (:data:`MAX_PAIRS` by default) it stops and says so: the report is not
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING
 from rackcron import timing
 from rackcron.filters import ComponentFilter
 from rackcron.reconciler.conflicts._coarse import (
+    Inventory,
     StoreView,
     Subject,
     build_inventory,
@@ -33,6 +38,7 @@ from rackcron.reconciler.conflicts._coarse import (
     pair_count,
     sharing_pairs,
 )
+from rackcron.reconciler.conflicts._freezes import Firer, held_firings
 from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
     Collision,
@@ -51,6 +57,7 @@ from rackcron.reconciler.conflicts._times import (
 from rackcron.task_conflicts import Row, Work, conflicting_row
 
 if TYPE_CHECKING:
+    from rackcron.models import Freeze
     from rackcron.reconciler.declared import Declared
 
 OPERATIONS = ("power_on", "power_off", "power_reset", "bring_up", "ingest", "upgrade_firmware")
@@ -216,8 +223,42 @@ def precise_conflicts(
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both, str(row)) for rack, both, row in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
+    held = held_firings(
+        _firers(mine, declared, inventory), _freezes(declared, store, owner), now=now,
+        horizon=horizon,
+    )  # fmt: skip
     return ConflictReport(
         "precise", tuple(conflicts), len(mine), len(others) if store else None,
         now=now, horizon=horizon, durations=lengths, total=total,
-        exact=unchecked is None, unchecked=unchecked,
+        exact=unchecked is None, unchecked=unchecked, held=held,
     )  # fmt: skip
+
+
+def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> list[Firer]:
+    """The declared schedules compared, as the freeze check sees them."""
+    labels = {s.name: s.labels for s in declared.schedules}
+    firers = []
+    for subject in mine:
+        assert subject.spec is not None  # a declared schedule's spec is valid
+        party = subject.party
+        racks = tuple(
+            (inventory.rack_name(r), inventory.rack_labels.get(r, {}))
+            for r in dict.fromkeys(subject.racks)
+        )
+        firers.append(Firer(
+            party.name, subject.spec, party.operation, labels.get(party.name, {}), racks,
+            subject.start, subject.fires, party.source, party.line,
+        ))  # fmt: skip
+    return firers
+
+
+def _freezes(declared: Declared, store: StoreView | None, owner: str | None) -> list[Freeze]:
+    """The freezes after an apply: the declared ones, and the stored ones it keeps."""
+    names = {f.name for f in declared.freezes}
+    kept = [
+        f
+        for f in (store.freezes if store else ())
+        if f.name not in names
+        and not (owner is not None and f.management.owner == owner and not f.management.protect)
+    ]
+    return sorted([f.freeze for f in declared.freezes] + kept, key=lambda f: f.name)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rackcron.escape import terminal
-from rackcron.reconciler.conflicts._report import ConflictReport
+from rackcron.reconciler.conflicts._report import ConflictReport, held_message
 from rackcron.reconciler.diagnostics import Diagnostic, Severity
 
 
@@ -91,6 +91,11 @@ def render_text(data: Mapping[str, Any]) -> str:
         lines.append(terminal(_not_listed(data)))
     if not data.get("complete", True):
         lines.append(terminal(f"warning: {_incomplete(data)}"))
+    frozen = data.get("freezes") or {"count": 0, "held": []}
+    for held in frozen["held"]:
+        lines.append(terminal(f"warning: {held_message(held, data['horizon'])}"))
+        lines.append(terminal(f"  - declared at {held['source']}:{held['line']}"))
+    lines += [terminal(f"warning: {note}") for note in _held_notes(data)]
     checked = data["checked"]
     compared = f"{checked['declared']} declared schedules"
     if data["with_store"]:
@@ -103,10 +108,34 @@ def render_text(data: Mapping[str, Any]) -> str:
         found = f"at least {count} conflict{'s' if count != 1 else ''}"
         if not data.get("complete", True):
             found += " (incomplete)"
+    if frozen["count"]:
+        bound = "" if frozen["count_exact"] else "at least "
+        n = frozen["count"]
+        found += f"; {bound}{n} schedule{'s' if n != 1 else ''} firing inside freezes"
     if lines:
         lines.append("")
     lines.append(terminal(f"{mode.capitalize()} check of {compared}: {found}."))
     return "\n".join(lines)
+
+
+def _held_notes(data: Mapping[str, Any]) -> list[str]:
+    """Notes on fire times inside freezes not listed, or not all looked at."""
+    frozen = data.get("freezes")
+    if not frozen:
+        return []
+    notes = []
+    left = frozen["count"] - len(frozen["held"])
+    if left > 0:
+        notes.append(
+            f"… and {left} more schedules firing inside freezes, not listed"
+            f" (a report lists the first {len(frozen['held'])})"
+        )
+    if not frozen["count_exact"]:
+        notes.append(
+            "the check of fire times inside freezes stopped at its work budget:"
+            " more schedules may fire inside freezes"
+        )
+    return notes
 
 
 def _not_listed(data: Mapping[str, Any]) -> str:
@@ -160,4 +189,17 @@ def to_diagnostics(report: ConflictReport, severity: Severity = "warning") -> li
         diagnostics.append(
             Diagnostic(at["source"], at["line"], 1, severity, _incomplete(data), "$.metadata.name")
         )
+    # A fire time inside a freeze is what the freeze is for: a warning, whatever --strict says.
+    frozen = data.get("freezes") or {"held": []}
+    for held in frozen["held"]:
+        message = held_message(held, data["horizon"])
+        diagnostics.append(
+            Diagnostic(held["source"], held["line"], 1, "warning", message, "$.metadata.name")
+        )
+    if frozen["held"]:
+        first = frozen["held"][0]
+        diagnostics += [
+            Diagnostic(first["source"], first["line"], 1, "warning", note)
+            for note in _held_notes(data)
+        ]
     return diagnostics

@@ -21,9 +21,12 @@ from rackcron import timing
 FORMAT = "rackcron.conflicts/v1"
 # 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget);
 # 1.3: each precise rack's "rule" (the row of the task-conflict table that matches)
-FORMAT_VERSION = "1.3"
+# 1.4: "freezes" (precise): declared fire times inside freezes
+FORMAT_VERSION = "1.4"
 #: Conflicts one report lists; ``count`` counts them all (docs/conflicts.md).
 MAX_LISTED = 100
+#: Racks a message about a fire time inside a freeze names; it counts the rest.
+_RACKS_SHOWN = 10
 
 Mode = Literal["coarse", "precise"]
 Origin = Literal["declared", "store"]
@@ -131,6 +134,66 @@ class Unchecked:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A schedule firing inside a freeze: the first time, the racks held, how often."""
+
+    schedule: str
+    freeze: str
+    at: datetime
+    zone: str  # the schedule's zone (UTC for interval and one-time)
+    local_at: datetime
+    racks: tuple[str, ...]
+    count: int
+    count_exact: bool
+    source: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schedule": self.schedule,
+            "freeze": self.freeze,
+            "at": timing.format_rfc3339(self.at),
+            "zone": self.zone,
+            "local_at": _local(self.local_at),
+            "racks": list(self.racks),
+            "count": self.count,
+            "count_exact": self.count_exact,
+            "source": self.source,
+            "line": self.line,
+        }
+
+    def message(self, horizon: timedelta) -> str:
+        """One line for people: ``schedule "x" fires at T inside freeze "f" (racks ...)``."""
+        return held_message(self.to_json(), format_duration(horizon))
+
+
+def held_message(held: Mapping[str, object], horizon: str) -> str:
+    """:meth:`Held.message` from the JSON form (renderings are made from it)."""
+    racks = list(held["racks"])  # type: ignore[call-overload]
+    shown = ", ".join(str(r) for r in racks[:_RACKS_SHOWN])
+    if len(racks) > _RACKS_SHOWN:
+        shown += f" and {len(racks) - _RACKS_SHOWN} more"
+    local = f" ({held['local_at']} in {held['zone']})" if held["zone"] != "UTC" else ""
+    count = int(held["count"])  # type: ignore[call-overload]
+    times = "once" if count == 1 else f"{'' if held['count_exact'] else 'at least '}{count} times"
+    return (
+        f'schedule "{held["schedule"]}" fires at {held["at"]}{local} inside freeze'
+        f' "{held["freeze"]}" (rack{"s" if len(racks) > 1 else ""} {shown}):'
+        f" {times} in the next {horizon}"
+    )
+
+
+@dataclass(frozen=True)
+class HeldReport:
+    """The pairs found (the first ``limit`` listed), how many in all, and whether the
+    check looked at everything."""
+
+    held: tuple[Held, ...]
+    total: int
+    exact: bool
+
+
+@dataclass(frozen=True)
 class ConflictReport:
     """The outcome of one check: what was compared and the conflicts found, in tree order."""
 
@@ -147,6 +210,8 @@ class ConflictReport:
     exact: bool = True
     #: A precise check that stopped at its work budget: what it did not compare.
     unchecked: Unchecked | None = None
+    #: Precise: the declared fire times inside freezes.
+    held: HeldReport | None = None
 
     @property
     def complete(self) -> bool:
@@ -175,6 +240,12 @@ class ConflictReport:
             "complete": self.complete,
             "unchecked": self.unchecked.to_json() if self.unchecked else None,
             "conflicts": [_conflict_json(c, self.mode) for c in self.conflicts],
+            "freezes": self.held
+            and {
+                "count": self.held.total,
+                "count_exact": self.held.exact,
+                "held": [h.to_json() for h in self.held.held],
+            },
         }
 
 

@@ -70,7 +70,7 @@ def test_conflicts_json_keeps_the_exact_count(tree: Path) -> None:
     result = rackcron("conflicts", ".", "--format", "json", cwd=tree)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
-    assert data["format_version"] == "1.3"
+    assert data["format_version"] == "1.4"
     assert data["count"] == PAIRS and data["truncated"] is True
     assert len(data["conflicts"]) == MAX_LISTED
 
@@ -90,7 +90,7 @@ def test_plan_lists_a_bounded_number_of_warnings(tree: Path, tmp_path: Path, fmt
     output = result.stdout
     if fmt == "json":
         data = json.loads(output)
-        assert data["format_version"] == "1.6"
+        assert data["format_version"] == "1.7"
         assert data["warnings_count"] == PAIRS and len(data["warnings"]) == MAX_WARNINGS
         return
     # one line or block per schedule created, plus at most MAX_WARNINGS warnings

@@ -3,7 +3,7 @@ pointed at one store.
 
 ``rack`` builds one Rack document (``rack_id`` and ``component`` its ids and
 components) and ``documents`` joins documents into one YAML stream; ``schedule``
-builds one TaskSchedule document. ``ONE_RACK`` is the smallest valid tree; ``RACKS``
+builds one TaskSchedule document, ``freeze`` one Freeze document. ``ONE_RACK`` is the smallest valid tree; ``RACKS``
 declares three racks and their components. ``Repo`` writes racks and schedules into a
 git repository in a temp dir and runs ``rackcron plan|apply`` against a store URL.
 """
@@ -28,6 +28,7 @@ __all__ = [
     "actions",
     "component",
     "documents",
+    "freeze",
     "rack",
     "rack_id",
     "rpcs",
@@ -100,6 +101,16 @@ def schedule(name: str, *, spec: str = '"0 2 * * 1"', spec_type: str = "cron", r
     )
 
 
+def freeze(name: str, window: str, *, selector: str = "", extra: str = "", labels: str = "") -> str:
+    """A Freeze document (after a ``---`` line): ``window`` is its spec's lines, e.g.
+    ``'  start: "..."\n  end: "..."\n'``; ``selector`` a flow mapping (``{racks: [r1]}``)."""
+    meta = f"{{name: {name}, labels: {labels}}}" if labels else f"{{name: {name}}}"
+    text = f"---\napiVersion: rackcron/v1\nkind: Freeze\nmetadata: {meta}\nspec:\n{window}"
+    if selector:
+        text += f"  selector: {selector}\n"
+    return text + extra
+
+
 class Repo:
     """A git repository holding a declared tree, and the CLI pointed at one store."""
 
@@ -109,9 +120,16 @@ class Repo:
     def _git(self, *args: str) -> str:
         return git(self.path, *args)
 
-    def write(self, *schedules: str, racks: str = RACKS, commit: bool = True) -> None:
+    def write(
+        self, *schedules: str, racks: str = RACKS, freezes: str = "", commit: bool = True
+    ) -> None:
+        """Write the tree (``freezes.yaml`` only when ``freezes`` is given) and commit it."""
         (self.path / "racks.yaml").write_text(racks)
         (self.path / "schedules.yaml").write_text("".join(schedules))
+        if freezes:
+            (self.path / "freezes.yaml").write_text(freezes)
+        elif (self.path / "freezes.yaml").exists():
+            (self.path / "freezes.yaml").unlink()
         if commit:
             self._git("add", "-A")
             self._git("commit", "-q", "--allow-empty", "-m", "change")

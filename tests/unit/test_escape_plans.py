@@ -29,7 +29,7 @@ from tests.support.markdown import table_rows
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 # Strings the renderers branch on (closed sets written by the program), kept in the twin.
-_STRUCTURAL = {"format", "format_version", "kind", "action", "change", "field", "rpc"}
+_STRUCTURAL = {"format", "format_version", "kind", "action", "change", "field", "rpc", "code"}
 # Below these keys, dict keys are data too (labels, step arguments).
 _DATA = {"old", "new", "args", "source"}
 _MD = MarkdownIt("commonmark").enable("table")

@@ -32,7 +32,7 @@ from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.reconciler.state import State, declared_state
 from rackcron.reconciler.validate import validate_sources
 from tests.support.hostile import OWNER, hostile_states
-from tests.support.trees import RACKS, schedule
+from tests.support.trees import RACKS, freeze, schedule
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "plan-format.md"
@@ -52,15 +52,20 @@ NO_C2 = RACKS.replace(
 )
 #: RACKS without r2 (and so without its component c3).
 NO_R2 = RACKS.replace(RACKS[RACKS.index("---\n") : RACKS.index("---\n", RACKS.index("r2"))], "")
+#: A freeze on r1 across NOW, and one naming a rack nobody has.
+ON_R1 = freeze("hold", '  start: "2026-05-31T00:00:00Z"\n  end: "2026-06-08T00:00:00Z"\n',
+               selector="{racks: [r1]}")  # fmt: skip
+ON_R9 = freeze("ghost", '  cron: "0 1 * * *"\n  duration: 1h\n', selector="{racks: [r9]}")
 FIRMWARE_1 = "{upgrade_firmware: {target_version: '1'}}"
 FIRMWARE_1_BMC = "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"
 
 
-def declared(*schedules: str, racks: str = RACKS) -> State:
-    """The desired state of a tree of ``racks`` and ``schedules`` (validated)."""
-    validation = validate_sources(
-        [("racks.yaml", racks.encode()), ("schedules.yaml", "".join(schedules).encode())]
-    )
+def declared(*schedules: str, racks: str = RACKS, freezes: str = "") -> State:
+    """The desired state of a tree of ``racks``, ``schedules`` and ``freezes`` (validated)."""
+    sources = [("racks.yaml", racks.encode()), ("schedules.yaml", "".join(schedules).encode())]
+    if freezes:
+        sources.append(("freezes.yaml", freezes.encode()))
+    validation = validate_sources(sources)
     assert validation.ok, [d.message for d in validation.errors]
     return declared_state(validation.declared, OWNER)
 
@@ -137,6 +142,18 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
                                                     extra="  starting_deadline: 1h\n"))),
         [], {"one_time_past_deadline"},
     ),
+    "freeze-gone": (
+        lambda: _plan(declared(freezes=ON_R1), declared()),
+        [("freeze", "hold", "delete", "not_declared")], set(),
+    ),
+    "fires-in-freeze": (
+        lambda: _plan(declared(), declared(schedule("a", spec_type="interval", spec="6h"), freezes=ON_R1)),
+        [], {"fires_in_freeze"},
+    ),
+    "freeze-selects-unknown": (
+        lambda: _plan(declared(), declared(freezes=ON_R9)),
+        [], {"freeze_selects_unknown"},
+    ),
     "flow-server": (
         lambda: _flow_plan(declared(schedule("a")), declared(schedule("a", operation="{power_off: {}}"))),
         [("schedule", "a", "replace", "operation_changed")], {"server_without_reconciler"},
@@ -156,7 +173,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.6"
+    assert plan["format_version"] == "1.7"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -222,7 +239,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.6**." in DOCS.read_text()
+    assert "This is version **1.7**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.

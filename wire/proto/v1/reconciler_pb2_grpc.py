@@ -55,14 +55,14 @@ class ReconcilerServicer:
     """Missing associated documentation comment in .proto file."""
 
     def GetExtras(self, request, context):
-        """The inventory, and each schedule's operation template and management, as JSON.
+        """The inventory, the freezes, and each schedule's operation template and management, as JSON.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RunStep(self, request, context):
-        """One step of a plan that no Flow RPC expresses (inventory, a schedule's management).
+        """One step of a plan that no Flow RPC expresses (inventory, freezes, a schedule's management).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,153 @@
+"""Diffing freezes (a part of ``rackcron.reconciler.diff``; docs/spec/SEMANTICS.md "Freeze windows").
+
+Freezes are reconciled as schedules are: known by name, created by the repository
+that declares them (their management records its owner and source), updated in place
+(``UpsertFreeze`` replaces every field, so an update is one step whatever changed,
+and the plan lists the fields that did), and deleted when the repository that owns
+them no longer declares them, unless they are protected. A freeze another repository
+owns is an error to declare; one that nobody owns is adopted. Freeze upserts come
+right after the inventory, before any schedule changes, and deletions after the
+schedules': a remote apply, step by step, never leaves a new schedule unfrozen.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from rackcron import timing
+from rackcron.models import Freeze
+from rackcron.reconciler.conflicts import format_duration
+from rackcron.reconciler.plan import Change, FieldChange, PlanWarning
+from rackcron.reconciler.state import State, freeze_data
+from rackcron.steps import Step
+
+__all__ = ["FreezeDiffer", "freeze_fields", "freezes_in_force"]
+
+#: Names of an unknown rack or schedule one warning lists; it counts the rest.
+_NAMES_LISTED = 10
+
+
+def freeze_fields(freeze: Freeze) -> dict[str, Any]:
+    """What a plan shows of a freeze, field by field (empty values for what is not set;
+    ``start`` to ``timezone`` None for the form it does not use)."""
+    selector = freeze.selector
+    duration = freeze.duration_seconds
+    return {
+        "start": timing.format_rfc3339(freeze.start) if freeze.start else None,
+        "end": timing.format_rfc3339(freeze.end) if freeze.end else None,
+        "cron": freeze.cron,
+        "duration": format_duration(timedelta(seconds=duration)) if duration else None,
+        "timezone": freeze.timezone if freeze.cron is not None else None,
+        "reason": freeze.reason,
+        "selector.racks": list(selector.racks),
+        "selector.rack_labels": dict(selector.rack_labels),
+        "selector.schedules": list(selector.schedules),
+        "selector.schedule_labels": dict(selector.schedule_labels),
+        "selector.operations": list(selector.operations),
+        "labels": dict(freeze.management.labels),
+        "protect": freeze.management.protect,
+        "source": freeze.management.source,
+    }
+
+
+def _created_fields(freeze: Freeze) -> tuple[FieldChange, ...]:
+    """A created freeze's fields: those set (its source is the change's own)."""
+    return tuple(
+        FieldChange(name, None, value)
+        for name, value in freeze_fields(freeze).items()
+        if name != "source" and value not in (None, "", [], {}, False)
+    )
+
+
+def _changed_fields(have: Freeze, want: Freeze) -> tuple[FieldChange, ...]:
+    old, new = freeze_fields(have), freeze_fields(want)
+    return tuple(FieldChange(name, old[name], new[name]) for name in new if old[name] != new[name])
+
+
+def freezes_in_force(current: State, desired: State, owner: str) -> list[Freeze]:
+    """The freezes once a plan is applied: the declared ones, and the stored ones it does
+    not delete (another repository's, nobody's, or protected), by name."""
+    kept = {
+        name: f
+        for name, f in current.freezes.items()
+        if name not in desired.freezes and (f.management.owner != owner or f.management.protect)
+    }
+    return [f for _, f in sorted({**kept, **desired.freezes}.items())]
+
+
+class FreezeDiffer:
+    """The freeze part of a diff; the schedule differ extends it."""
+
+    current: State
+    desired: State
+    owner: str
+    errors: list[str]
+
+    def freeze_upserts(self) -> list[Change]:
+        changes = []
+        for name, want in self.desired.freezes.items():
+            have = self.current.freezes.get(name)
+            source = want.management.source
+            step = Step("UpsertFreeze", {"freeze": want.model_dump(mode="json")})
+            if have is None:
+                changes.append(Change("freeze", name, "create", "", _created_fields(want),
+                                      steps=(step,), source=source))  # fmt: skip
+                continue
+            if freeze_data(have) == freeze_data(want):
+                continue
+            if have.management.owner not in (None, self.owner):
+                self.errors.append(
+                    f'freeze "{name}" exists in the store and is managed by another repository'
+                    f" (owner {have.management.owner!r})"
+                )
+                continue
+            reason = (
+                "adopting a freeze that no repository managed"
+                if have.management.owner is None
+                else ""
+            )
+            changes.append(Change("freeze", name, "update", reason, _changed_fields(have, want),
+                                  steps=(step,), source=source))  # fmt: skip
+        return changes
+
+    def freeze_deletions(self) -> list[Change]:
+        changes = []
+        for name, have in sorted(self.current.freezes.items()):
+            if name in self.desired.freezes or have.management.owner != self.owner:
+                continue
+            if have.management.protect:
+                self.errors.append(
+                    f'freeze "{name}" is protected: the plan would delete it (it is no longer'
+                    " declared). Apply a change that sets `protect: false` on it first"
+                )
+                continue
+            changes.append(Change("freeze", name, "delete", "no longer declared",
+                                  steps=(Step("DeleteFreeze", {"name": name}),),
+                                  source=have.management.source, reason_code="not_declared"))  # fmt: skip
+        return changes
+
+    def unknown_selected(self) -> list[PlanWarning]:
+        """A warning per declared freeze naming racks or schedules that neither the tree
+        nor the store has (they hold nothing until one does)."""
+        racks = {r.name for r in self.desired.racks.values()}
+        racks |= {r.name for r in self.current.racks.values()}
+        schedules = set(self.desired.schedules) | set(self.current.schedules)
+        warnings = []
+        for name, freeze in self.desired.freezes.items():
+            for what, named, known in (
+                ("rack", freeze.selector.racks, racks),
+                ("schedule", freeze.selector.schedules, schedules),
+            ):
+                unknown = [n for n in dict.fromkeys(named) if n not in known]
+                if not unknown:
+                    continue
+                listed = ", ".join(f'"{n}"' for n in unknown[:_NAMES_LISTED])
+                if len(unknown) > _NAMES_LISTED:
+                    listed += f" and {len(unknown) - _NAMES_LISTED} more"
+                message = (
+                    f'freeze "{name}" selects {what}{"s" if len(unknown) > 1 else ""} {listed},'
+                    " which neither the tree nor the store has"
+                )
+                warnings.append(PlanWarning("freeze_selects_unknown", message))
+        return warnings
