@@ -98,6 +98,7 @@ class Work(NamedTuple):
     controller: dict[str, Any] | None  # the rack's controller setting; None: the default
     rack_name: str | None  # None: the rack is no longer in the inventory
     schedule_id: uuid.UUID | None = None  # the schedule that fired it, if any
+    forced: bool = False  # by a trigger forced past a freeze: never held by one
 
 
 class Update(NamedTuple):
@@ -191,6 +192,7 @@ _WORK = sa.select(
     rack.c.controller,
     rack.c.name,
     task.c.schedule_id,
+    task.c.forced,
 ).select_from(task.outerjoin(rack, rack.c.id == task.c.rack_id))
 
 
@@ -267,7 +269,7 @@ class DeliveryOps(TaskOps, FreezeOps):
         """The pending tasks a freeze holds now (docs/spec/SEMANTICS.md "Freeze windows"):
         not delivered, and due again in :data:`HOLD_RECHECK` seconds. Running tasks and
         stops are never held."""
-        pending = [w for w in rows if duty(w.status) is Duty.DELIVER]
+        pending = [w for w in rows if duty(w.status) is Duty.DELIVER and not w.forced]
         holds = self.holds((w.rack_id for w in pending), (w.schedule_id for w in pending))
         if holds is None:
             return set()
@@ -475,13 +477,22 @@ class DeliveryOps(TaskOps, FreezeOps):
             free = itertools.takewhile(lambda a: a.task_id not in held, queue.waiting)
             ids += (a.task_id for a in promotions(free, queue.running))
         promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
+        done: list[uuid.UUID] = []
         for chunk in chunked(ids):
-            self.conn.execute(
+            done += self.conn.execute(
                 task.update()
-                .where(task.c.id.in_(chunk), task.c.status == _WAITING)
+                .where(
+                    task.c.id.in_(chunk),
+                    task.c.status == _WAITING,
+                    # Past its queue timeout it is expired, never promoted (the next
+                    # round's expire_queued terminates it).
+                    sa.or_(task.c.queue_expires_at.is_(None), task.c.queue_expires_at > self.now),
+                )
                 .values(status=promoted, updated_at=self.now, next_check_at=self.now)
-            )
-        return ids
+                .returning(task.c.id)
+            ).scalars()
+        promoted_ids = set(done)
+        return [i for i in ids if i in promoted_ids]
 
     def _held_waiting(self, queues: Mapping[uuid.UUID, RackQueue]) -> set[uuid.UUID]:
         """The waiting tasks of these queues a freeze holds now (none when no freeze is
@@ -495,7 +506,8 @@ class DeliveryOps(TaskOps, FreezeOps):
         )  # fmt: skip
         rows: list[Any] = []
         for chunk in chunked(waiting):
-            rows += self.conn.execute(sa.select(*columns).where(task.c.id.in_(chunk))).all()
+            query = sa.select(*columns).where(task.c.id.in_(chunk), ~task.c.forced)
+            rows += self.conn.execute(query).all()
         holds = self.holds(queues, {r.schedule_id for r in rows})
         if holds is None:  # the last freeze closed in between
             return set()

@@ -346,6 +346,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                     description=description,
                     schedule_id=schedule.id,
                     scope_id=scope.id,
+                    forced=scope.id in firing.overridden,
                 )
                 for scope in firing.submit
             ]

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from rackcron import derived, timing
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.freezes import Target, active_window, check_freeze, holding
+from rackcron.freezes import Target, active_window, check_freeze, matches
 from rackcron.models import Freeze
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
@@ -58,13 +58,22 @@ class Holds:
             self._schedules.get(schedule_id, (None, {})) if schedule_id else (None, {})
         )
         target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
-        return holding(self.freezes, target, self.at)
+        # Every one of them is open at ``at`` (:meth:`FreezeOps.active_freezes`).
+        return next((f for f in self.freezes if matches(f.selector, target)), None)
 
 
 def _check_labels(labels: Mapping[str, str], field: str) -> None:
     for key, value in labels.items():
         check_text(key, field)
         check_text(value, f"{field}.{key}")
+
+
+def _open(freeze: Freeze, at: datetime) -> bool:
+    """Whether ``freeze`` holds at ``at``; True when it cannot be evaluated here."""
+    try:
+        return active_window(freeze, at) is not None
+    except (timing.SpecError, ValueError, OverflowError):
+        return True
 
 
 class FreezeOps(OpsBase):
@@ -135,8 +144,13 @@ class FreezeOps(OpsBase):
             raise NotFound(f"freeze {name!r} not found")
 
     def active_freezes(self, at: datetime) -> list[Freeze]:
-        """The freezes with a window open at ``at``, by name."""
-        return [f for f in self.list_freezes() if active_window(f, at) is not None]
+        """The freezes with a window open at ``at``, by name.
+
+        A stored freeze this host cannot evaluate (a time zone its tzdata lacks, a row
+        rackcron did not write) counts as open: it holds what it selects, and only that,
+        so it never stops the rest of the fleet and never lets its own racks through.
+        """
+        return [f for f in self.list_freezes() if _open(f, at)]
 
     def holds(
         self, rack_ids: Iterable[uuid.UUID], schedule_ids: Iterable[uuid.UUID | None]

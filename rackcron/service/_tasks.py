@@ -97,7 +97,7 @@ def new_task_id() -> uuid.UUID:
 _TASK_COLUMNS = (
     "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
     "operation_code", "operation_information", "component_uuids", "component_types",
-    "description", "queue_expires_at",
+    "description", "queue_expires_at", "forced",
 )  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
@@ -162,6 +162,7 @@ class TaskRequest:
     description: str
     schedule_id: uuid.UUID | None = None
     scope_id: uuid.UUID | None = None
+    forced: bool = False  # a trigger forced past a freeze: no freeze holds this task
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +403,7 @@ class TaskOps(OpsBase):
                 (
                     task_id, request.schedule_id, request.scope_id, rack_id, operation,
                     template.type, template.code, template.information, components, kinds,
-                    request.description, expires,
+                    request.description, expires, request.forced,
                 )
             )  # fmt: skip
             submissions.append(Submission(task_id=task_id, status=status))

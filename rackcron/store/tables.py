@@ -212,6 +212,8 @@ task = sa.Table(
     sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("next_check_at", UTCDateTime, nullable=True),
     sa.Column("cancel_pending", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Submitted by a trigger forced past a freeze window: no freeze holds it afterwards.
+    sa.Column("forced", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
     sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
     sa.Index("ix_task_created", "created_at", "id"),

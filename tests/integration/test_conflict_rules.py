@@ -222,3 +222,15 @@ def test_a_rack_that_lists_no_components_holds_one_task_at_a_time(service) -> No
     assert bare.submit("power_on")[0] == PENDING
     status, refusal, _ = bare.submit("upgrade_firmware")
     assert status is None and refusal is not None and "lists no components" in refusal
+
+
+def test_a_waiting_task_past_its_queue_timeout_is_never_promoted(service, rack, clock) -> None:
+    """Expired, not started: promotion, run apart from the expiry, leaves it waiting for
+    the expiry to terminate it."""
+    _, _, running = rack.submit("upgrade_firmware", rack.C0)
+    _, _, waiting = rack.submit("power_off", rack.PS, policy=OverlapPolicy.QUEUE)
+    set_status(service, running, TaskStatus.COMPLETED)
+    clock.advance(hours=1)  # the default queue timeout: expired at this instant
+    assert service.promote_waiting() == []
+    assert [t.status for t in service.get_tasks([waiting])] == [WAITING]
+    assert [w.task_id for w in service.expire_queued()] == [waiting]

@@ -172,11 +172,11 @@ def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     first = service.trigger(create(service, [rack], name="first").id).task_ids[0]
     queued = create(service, [rack], name="queued", policy=OverlapPolicy.QUEUE)
     (waiting,) = service.trigger(queued.id).task_ids
-    freeze_now(service, clock, hours=1, selector=ROW_B)
+    freeze_now(service, clock, hours=0.5, selector=ROW_B)
     set_status(service, first, TaskStatus.COMPLETED)
     assert service.promote_waiting() == []  # the rack is free, but frozen
     assert [t.status for t in service.get_tasks([waiting])] == [TaskStatus.WAITING]
-    clock.advance(hours=1)
+    clock.advance(minutes=30)  # the freeze has ended; the 1 h queue timeout has not
     assert service.promote_waiting() == [waiting]
 
 
@@ -256,3 +256,43 @@ def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled
     assert 'frozen_by="row \\"B\\""' in fired  # a freeze's name is data, escaped
     (missed,) = [line for line in lines if " missed " in line]
     assert "reason=freeze" in missed and 'detail="row \\"B\\""' in missed
+
+
+def test_a_forced_trigger_is_delivered_through_the_freeze_it_overrode(
+    service, labelled, clock
+) -> None:
+    """Forcing is for now: the forced task is not held afterwards by the freeze it
+    overrode, while an unforced task on the same rack still is."""
+    c0, c1 = labelled.components[labelled.racks[0]][:2]
+    freeze_now(service, clock, selector=ROW_B)
+    urgent = create(service, name="urgent", target=component_spec(c0))
+    (forced,) = service.trigger(urgent.id, force=True).task_ids
+    assert [w.task_id for w in service.claim_work(10, lease=60)] == [forced]
+    clock.advance(minutes=2)
+    queued = create(service, name="queued", target=component_spec(c1))
+    with pytest.raises(Frozen):
+        service.trigger(queued.id)
+
+
+def test_a_freeze_this_host_cannot_evaluate_holds_what_it_selects_and_nothing_else(
+    service, labelled, clock
+) -> None:
+    """A stored freeze in a zone this host's tzdata lacks counts as open: its own racks
+    stay held, and the rest of the fleet fires and delivers as before."""
+    import sqlalchemy as sa
+
+    from rackcron.store import transaction
+    from rackcron.store.tables import freeze
+
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="elsewhere", cron="0 22 * * 5", duration_seconds=3600,
+        timezone="Europe/Paris", selector=FreezeSelector(racks=["rack-a01"]),
+    ))  # fmt: skip
+    with transaction(service.engine) as conn:
+        conn.execute(freeze.update().values(timezone=sa.literal("America/Nowhere_Newer")))
+    due(service, clock, labelled.racks[:1], name="held")
+    due(service, clock, labelled.racks[2:3], name="elsewhere-rack")
+    (fired,) = service.fire_due()
+    assert fired.firing.schedule.name == "elsewhere-rack"
+    assert [o.result for o in fired.outcomes] == ["submitted"]
+    assert len(service.claim_work(10, lease=60)) == 1
