@@ -67,7 +67,7 @@ class Side:
 
     def __str__(self) -> str:
         if self.blind:
-            return "a task on a rack that lists no components"
+            return "a task that names no known component"
         what = "any task" if self.kind is None else _NAMES[self.kind]
         return what if self.component_type is None else f"{what} on {self.component_type}"
 

@@ -375,6 +375,24 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         return batch
 
     def write_back(self, outcomes: Sequence[ScopeOutcome]) -> None:
-        """Phase 3: each submitted scope's last_task_id (scopes deleted meanwhile are ignored)."""
-        rows = [(o.scope_id, o.task_id) for o in outcomes if o.task_id is not None]
+        """Phase 3: each submitted scope's last_task_id (scopes deleted meanwhile are ignored).
+
+        A task may already be gone: task retention deletes a final task as soon as it is
+        old enough, which a tiny retention makes possible before this phase runs. Its
+        scope is left alone (a foreign key to a deleted row would fail the whole
+        statement, every scope of the batch with it); the tasks that remain are locked
+        ``FOR KEY SHARE`` on PostgreSQL (the lock the foreign key takes anyway), which
+        retention's ``SKIP LOCKED`` leaves in place.
+        """
+        wanted = [o.task_id for o in outcomes if o.task_id is not None]
+        existing: set[uuid.UUID] = set()
+        for chunk in chunked(wanted):
+            existing.update(
+                self.conn.execute(
+                    sa.select(task.c.id)
+                    .where(task.c.id.in_(chunk))
+                    .with_for_update(read=True, key_share=True)
+                ).scalars()
+            )
+        rows = [(o.scope_id, o.task_id) for o in outcomes if o.task_id in existing]
         update_rows(self.conn, _scope, "id", ("last_task_id",), rows)

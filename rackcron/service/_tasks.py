@@ -97,7 +97,7 @@ def new_task_id() -> uuid.UUID:
 _TASK_COLUMNS = (
     "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
     "operation_code", "operation_information", "component_uuids", "component_types",
-    "description", "queue_expires_at", "forced",
+    "description", "queue_expires_at", "forced", "rack_seq",
 )  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
@@ -116,7 +116,11 @@ def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
 class Active:
     """An active task of a rack as the conflict rules see it (``lifecycle.Queued``); its
     :class:`~rackcron.task_conflicts.Work` is built only when a rule asks for it: most
-    racks of a firing hold no other task, and need none."""
+    racks of a firing hold no other task, and need none.
+
+    A row that lacks its component types (written by a rackcron older than migration
+    0005, during a rolling upgrade) says nothing of what it touches: it holds the rack,
+    as a task that lists no components does (``task_conflicts.BLIND``)."""
 
     __slots__ = ("_ids", "_kind", "_types", "_work", "task_id")
 
@@ -129,21 +133,23 @@ class Active:
     @property
     def work(self) -> Work:
         if self._work is None:
-            types = self._types if self._types is not None else ["UNKNOWN"] * len(self._ids)
-            self._work = Work.of(self._kind, self._ids, types)
+            known = self._types is not None
+            self._work = Work.of(self._kind, self._ids if known else (), self._types or ())
         return self._work
 
 
 @dataclass(slots=True)
 class RackQueue:
-    """A rack's active tasks: the running set (pending, running) and the waiting tasks,
-    oldest first."""
+    """A rack's active tasks: the running set (pending, running) and the waiting tasks in
+    order of submission; ``last`` is the highest ``rack_seq`` among them (0: none)."""
 
     running: list[Active] = field(default_factory=list)
     waiting: list[Active] = field(default_factory=list)
+    last: int = 0
 
-    def add(self, status: TaskStatus, active: Active) -> None:
+    def add(self, status: TaskStatus, active: Active, seq: int) -> None:
         (self.waiting if status == TaskStatus.WAITING else self.running).append(active)
+        self.last = max(self.last, seq)
 
 
 class SubmissionRefused(FailedPrecondition):
@@ -395,7 +401,8 @@ class TaskOps(OpsBase):
             if status == TaskStatus.WAITING:
                 timeout = template.information.get("queue_timeout_seconds")
                 expires = queue_deadline(self.now, timeout)
-            rack_queue.add(status, active)
+            seq = rack_queue.last + 1  # after every active task of the rack: no overtaking
+            rack_queue.add(status, active, seq)
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
@@ -403,7 +410,7 @@ class TaskOps(OpsBase):
                 (
                     task_id, request.schedule_id, request.scope_id, rack_id, operation,
                     template.type, template.code, template.information, components, kinds,
-                    request.description, expires, request.forced,
+                    request.description, expires, request.forced, seq,
                 )
             )  # fmt: skip
             submissions.append(Submission(task_id=task_id, status=status))
@@ -421,22 +428,25 @@ class TaskOps(OpsBase):
 
     def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
         """The active tasks of each of these racks (racks with none are absent): the running
-        set, and the waiting tasks oldest first (``lifecycle.promotions``' order)."""
+        set, and the waiting tasks in order of submission (``lifecycle.promotions``' order).
+
+        The order is ``rack_seq``, counted under the rack's lock, never a clock: a replica
+        whose clock runs behind cannot queue a task ahead of one queued before it."""
         found: dict[uuid.UUID, RackQueue] = {}
         columns = (
             task.c.rack_id, task.c.id, task.c.status, task.c.operation_type,
-            task.c.component_uuids, task.c.component_types,
+            task.c.component_uuids, task.c.component_types, task.c.rack_seq,
         )  # fmt: skip
         for chunk in chunked(rack_ids):
             query = (
                 sa.select(*columns)
                 .where(task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES))
-                .order_by(task.c.created_at, task.c.id)
+                .order_by(task.c.rack_seq, task.c.created_at, task.c.id)
             )
-            for rack_id, task_id, status, kind, ids, kinds in self.conn.execute(query):
+            for rack_id, task_id, status, kind, ids, kinds, seq in self.conn.execute(query):
                 if rack_id not in found:
                     found[rack_id] = RackQueue()
-                found[rack_id].add(TaskStatus(status), Active(task_id, kind, ids, kinds))
+                found[rack_id].add(TaskStatus(status), Active(task_id, kind, ids, kinds), seq)
         return found
 
     def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:

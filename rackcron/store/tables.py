@@ -214,6 +214,11 @@ task = sa.Table(
     sa.Column("cancel_pending", sa.Boolean, nullable=False, server_default=sa.false()),
     # Submitted by a trigger forced past a freeze window: no freeze holds it afterwards.
     sa.Column("forced", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The task's place in its rack's order of submission, counted by the submitter under
+    # the rack's lock (rackcron.service._tasks): waiting tasks are promoted in this order,
+    # whatever the submitters' clocks say. Only the order among a rack's active tasks
+    # means anything.
+    sa.Column("rack_seq", sa.BigInteger, nullable=False, server_default="0"),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
     sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
     sa.Index("ix_task_created", "created_at", "id"),

@@ -221,7 +221,7 @@ def test_a_rack_that_lists_no_components_holds_one_task_at_a_time(service) -> No
     bare.service, bare.id = service, service.upsert_rack(Rack(id=uuid.uuid4(), name="bare")).id
     assert bare.submit("power_on")[0] == PENDING
     status, refusal, _ = bare.submit("upgrade_firmware")
-    assert status is None and refusal is not None and "lists no components" in refusal
+    assert status is None and refusal is not None and "names no known component" in refusal
 
 
 def test_a_waiting_task_past_its_queue_timeout_is_never_promoted(service, rack, clock) -> None:

@@ -317,6 +317,52 @@ def test_0005_records_the_component_types_of_active_tasks(store_url) -> None:
     engine.dispose()
 
 
+def test_0011_numbers_each_racks_active_tasks_in_their_old_order(store_url) -> None:
+    """Active tasks get ``rack_seq`` 1, 2, ... per rack by (created_at, id); ended tasks
+    0. The downgrade drops the column."""
+    from alembic import command
+
+    from rackcron.store.engine import _alembic_config, _create_engine
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0010")
+    now = datetime(2026, 6, 1, 12)
+    racks = [uuid.uuid4(), uuid.uuid4()]
+    made = [  # (rack, status, minutes after now); inserted out of order
+        (racks[0], "waiting", 2), (racks[1], "pending", 5), (racks[0], "running", 0),
+        (racks[0], "completed", 1), (racks[0], "waiting", 1), (racks[1], "waiting", 6),
+    ]  # fmt: skip
+    ids = [uuid.uuid4() for _ in made]
+    task = sa.table(
+        "task", *(sa.column(c, sa.String) for c in (
+            "operation", "operation_type", "operation_code", "description", "status",
+            "message")),
+        sa.column("id", sa.Uuid), sa.column("rack_id", sa.Uuid),
+        sa.column("operation_information", sa.JSON), sa.column("component_uuids", sa.JSON),
+        sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+    )  # fmt: skip
+    with engine.begin() as conn:
+        for task_id, (rack_id, status, minutes) in zip(ids, made, strict=True):
+            at = now + timedelta(minutes=minutes)
+            conn.execute(task.insert().values(
+                id=task_id, rack_id=rack_id, operation="power_on", operation_type="power_control",
+                operation_code="power_on", operation_information={}, description="d",
+                status=status, message="", created_at=at, updated_at=at, component_uuids=[],
+            ))  # fmt: skip
+    upgrade(engine)
+    with engine.connect() as conn:
+        stored = {
+            uuid.UUID(str(i)): s for i, s in conn.execute(sa.text("SELECT id, rack_seq FROM task"))
+        }
+    assert [stored[i] for i in ids] == [3, 1, 1, 0, 2, 2]
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0010")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("task")}
+    assert "rack_seq" not in columns
+    engine.dispose()
+
+
 def test_0007_adds_the_audit_trail_and_its_downgrade_drops_it(store_url) -> None:
     """The audit trail is a new table: a store at 0004 keeps its rows through the upgrade,
     the service records into it, and the downgrade to 0004 drops it and nothing else."""

@@ -115,5 +115,5 @@ def test_a_task_targeting_no_known_component_holds_the_whole_rack(other: Work) -
     assert conflicting_row(blind, other) is BLIND and conflicting_row(other, blind) is BLIND
     assert (
         str(BLIND)
-        == "a task on a rack that lists no components and any task conflict on the whole rack"
+        == "a task that names no known component and any task conflict on the whole rack"
     )
