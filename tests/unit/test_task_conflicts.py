@@ -114,6 +114,5 @@ def test_a_task_targeting_no_known_component_holds_the_whole_rack(other: Work) -
     blind = power()  # a rack target on a rack whose inventory lists no components
     assert conflicting_row(blind, other) is BLIND and conflicting_row(other, blind) is BLIND
     assert (
-        str(BLIND)
-        == "a task that names no known component and any task conflict on the whole rack"
+        str(BLIND) == "a task that names no known component and any task conflict on the whole rack"
     )
