@@ -36,7 +36,7 @@ from rackcron.history import HEADERS, document, rows
 from rackcron.lifecycle import TaskStatus
 from rackcron.models import Schedule
 from rackcron.service import Service
-from rackcron.upcoming import upcoming
+from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 
 __all__ = ["WINDOWS", "console_app"]
 
@@ -213,7 +213,8 @@ class _Console:
         return self._render("timeline.html", title="Timeline", picture=picture, window=window,
                             hours=hours, by=by, start=start, legend=legend,
                             end=start + timedelta(hours=hours), bars=len(found.bars),
-                            conflicts=sum(1 for b in found.bars if b.conflicts_with))  # fmt: skip
+                            conflicts=sum(1 for b in found.bars if b.conflicts_with),
+                            max_fires=MAX_FIRES_PER_SCHEDULE)  # fmt: skip
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:

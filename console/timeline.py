@@ -97,6 +97,7 @@ class Picture:
     now_x: float | None  # None: now is outside the window
     now_utc: str
     truncated: bool
+    cut: tuple[str, ...]
 
 
 def _x(at: datetime, start: datetime, span: float) -> float:
@@ -197,4 +198,5 @@ def draw(
         now_x=now_x,
         now_utc=format_rfc3339(now),
         truncated=upcoming.truncated,
+        cut=upcoming.cut,
     )

@@ -12,8 +12,9 @@ scope's filter selects): the second of them would be refused under skip, or queu
 A bar whose start falls inside a freeze that holds it is marked with the freeze
 (``rackcron.freezes``).
 
-Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule and
-:data:`MAX_BARS` bars in all; past either, :attr:`Upcoming.truncated` says so.
+Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
+name is then in :attr:`Upcoming.cut`) and :data:`MAX_BARS` bars in all (past that,
+:attr:`Upcoming.truncated`).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class Upcoming:
     start: datetime
     end: datetime
     bars: tuple[Bar, ...]
-    truncated: bool = False
+    truncated: bool = False  # MAX_BARS reached: later bars are missing
+    cut: tuple[str, ...] = ()  # schedules whose later firings in the window are missing
     freezes: tuple[FreezeWindow, ...] = ()
 
 
@@ -139,12 +141,14 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     bars: list[Bar] = []
     works: dict[int, Work] = {}
     truncated = False
+    cut: list[str] = []
     for schedule in view.schedules:
         scopes = [s for s in view.scopes.get(schedule.id, ()) if s.rack_id in racks]
         if not scopes:
             continue
         fires = _fires(schedule, start, end)
-        truncated |= len(fires) == MAX_FIRES_PER_SCHEDULE
+        if len(fires) == MAX_FIRES_PER_SCHEDULE:
+            cut.append(schedule.name)
         operation = operation_name(schedule.template)
         length = expected_duration(operation)
         kind = schedule.template.type if schedule.template is not None else ""
@@ -167,7 +171,7 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     marked = _mark_conflicts(bars, works)
     marked.sort(key=lambda b: (b.start, b.rack, b.schedule))
     frozen = tuple(_freeze_windows(view.freezes, view.racks, start, end))
-    return Upcoming(start, end, tuple(marked), truncated, frozen)
+    return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), frozen)
 
 
 def _work(

@@ -185,7 +185,7 @@ def test_a_triggered_task_shows_in_the_live_rows_and_filters(console, fleet_stor
 
 
 def test_history_shows_applies_and_manual_actions(console, fleet_store) -> None:
-    schedule = fleet_store.list_schedules().items[0]
+    schedule = next(s for s in fleet_store.list_schedules().items if s.enabled)
     fleet_store.pause_schedule(schedule.id)
     page = console.get("/history")
     assert page.status == 200
