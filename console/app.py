@@ -236,9 +236,10 @@ class _Console:
             scopes = ops.list_scopes(schedule.id)
             racks = {r.id: r.name for r in ops.list_racks()}
             tasks = ops.list_tasks(schedule_id=schedule.id, limit=20).items
+            applied = ops.get_apply(schedule.applied_by) if schedule.applied_by else None
         fires = _next_fires(schedule, NEXT_FIRES)
         return self._render("schedule.html", title=schedule.name, schedule=schedule,
-                            scopes=scopes, racks=racks, tasks=tasks, fires=fires,
+                            scopes=scopes, racks=racks, tasks=tasks, fires=fires, applied=applied,
                             words=spec_words(schedule.spec_type, schedule.spec, schedule.timezone),
                             state=_state(schedule))  # fmt: skip
 

@@ -142,6 +142,8 @@ def test_a_bar_links_to_its_schedule_page(console, fleet_store) -> None:
     schedule = fleet_store.get_schedule(schedule_id)
     assert f"<h1>{schedule.name}</h1>" in schedule_page.body
     assert schedule.management.source and schedule.management.source in schedule_page.body
+    assert schedule.applied_by == fleet_store.list_applies()[0].id
+    assert f"by apply #{schedule.applied_by} of <code>{EXAMPLES}</code>" in schedule_page.body
     fires = re.findall(r"<tr><td><time datetime=\"([^\"]+)\"", schedule_page.body)
     if schedule.enabled and schedule.next_run_at is not None:
         assert 1 <= len(fires) <= 10
