@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,6 +101,7 @@ class ServeConfig:
     retention: RetentionConfig | None = None  # None: keep every task
     metrics_listen: tuple[str, int] | None = None  # the HTTP listener: console, /metrics, /healthz
     http_tokens: tuple[Token, ...] = ()  # the tokens it asks for (none: none asked)
+    http_tls: tuple[str, str] | None = None  # its certificate and key files: HTTPS
     stop_after: float | None = None
     notify: NotifyConfig | None = None  # None: no webhooks
 
@@ -127,8 +129,9 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             shim.start()
         if config.metrics_listen is not None:
             host, port = config.metrics_listen
-            wrap = _console(service, host, config.http_tokens)
-            server = MetricsServer(host, port, metrics, health, wrap=wrap)
+            tls = _http_tls(*config.http_tls) if config.http_tls else None
+            wrap = _console(service, host, config.http_tokens, secure=tls is not None)
+            server = MetricsServer(host, port, metrics, health, wrap=wrap, tls=tls)
             server.start()
         if config.stop_after is not None:
             timer = threading.Timer(config.stop_after, stop.set)
@@ -244,8 +247,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _http_tls(cert: str, key: str) -> ssl.SSLContext:
+    """The HTTP listener's TLS context. :raises UnusableConfig: a file cannot be used."""
+    from rackcron.shim.server import UnusableConfig
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise UnusableConfig(
+            f"--http-tls-cert {cert} / --http-tls-key {key}: {exc.strerror or exc}"
+        ) from None
+    return context
+
+
 def _console(
-    service: Service, host: str, tokens: tuple[Token, ...]
+    service: Service, host: str, tokens: tuple[Token, ...], *, secure: bool = False
 ) -> Callable[[WSGIApplication], WSGIApplication]:
     """The web console in front of /metrics and /healthz: open on loopback; elsewhere
     behind the tokens, and without tokens not served at all (/metrics stays open, as it
@@ -256,7 +273,9 @@ def _console(
     refusal = None
     if tokens:
         accepted = TokenSet(tokens)
-        gate = Gate(lambda token: accepted.match([("authorization", f"Bearer {token}")]))
+        gate = Gate(
+            lambda token: accepted.match([("authorization", f"Bearer {token}")]), secure=secure
+        )
     else:
         gate = Gate(None)
         if not is_loopback(host):

@@ -294,6 +294,12 @@ def _grpc_config(
     " the console is served only with --http-token-file.",
 )
 @click.option(
+    "--http-tls-cert",
+    type=click.Path(dir_okay=False),
+    help="PEM certificate (chain) for HTTPS on --http-listen (with --http-tls-key).",
+)
+@click.option("--http-tls-key", type=click.Path(dir_okay=False), help="PEM private key for HTTPS.")
+@click.option(
     "--http-token-file",
     type=click.Path(dir_okay=False),
     help="Bearer tokens (the --grpc-token-file format) the HTTP listener asks for: the console"
@@ -423,6 +429,8 @@ def serve(
     dispatch: DispatchConfig,
     start_logs: Callable[[], None],
     metrics_listen: tuple[str, int] | None,
+    http_tls_cert: str | None,
+    http_tls_key: str | None,
     http_token_file: str | None,
     runner: RunnerConfig | None,
     retention: RetentionConfig | None,
@@ -493,8 +501,12 @@ def serve(
         raise click.UsageError(
             "--notify tells what the dispatcher and runner do: not with --no-dispatch"
         )
-    if http_token_file is not None and metrics_listen is None:
-        raise click.UsageError("--http-token-file needs --http-listen")
+    for name, value in (("--http-token-file", http_token_file),
+                        ("--http-tls-cert", http_tls_cert), ("--http-tls-key", http_tls_key)):  # fmt: skip
+        if value is not None and metrics_listen is None:
+            raise click.UsageError(f"{name} needs --http-listen")
+    if (http_tls_cert is None) != (http_tls_key is None):
+        raise click.UsageError("--http-tls-cert and --http-tls-key go together")
     http_tokens: tuple[Token, ...] = ()
     if http_token_file is not None:
         from rackcron.shim.server import load_tokens
@@ -511,6 +523,7 @@ def serve(
         grpc=grpc,
         metrics_listen=metrics_listen,
         http_tokens=http_tokens,
+        http_tls=(http_tls_cert, http_tls_key) if http_tls_cert and http_tls_key else None,
         stop_after=stop_after,
         notify=notify,
     )

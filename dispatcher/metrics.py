@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -222,6 +223,11 @@ class _Handler(WSGIRequestHandler):
         self.deadline = Deadline(min(limits.idle_timeout, limits.request_timeout))
         self._head_ends = Deadline(limits.request_timeout).at
         self._exchange_ends = Deadline(limits.exchange_timeout).at
+        if isinstance(self.connection, ssl.SSLSocket):
+            # In this connection's thread, not the accept loop's; ssl bounds the whole
+            # handshake by the timeout, not each read.
+            self.connection.settimeout(self.deadline.remaining())
+            self.connection.do_handshake()
         self.rfile = reader(self.connection, self.deadline)
         self.wfile = DeadlineWriter(self.connection, self.deadline)
 
@@ -262,7 +268,8 @@ class _Server(AdmissionMixIn, WSGIServer):
 class MetricsServer:
     """``/metrics`` and ``/healthz`` on ``host:port`` (port 0: any free port), served
     from a background thread within ``limits`` (see the module docstring). ``wrap`` puts
-    another application in front (the web console), which hands these paths on.
+    another application in front (the web console), which hands these paths on; ``tls``
+    serves HTTPS (the handshake is bounded like a request's head).
 
     :raises OSError: the address cannot be bound.
     """
@@ -276,8 +283,13 @@ class MetricsServer:
         *,
         limits: Limits = Limits(),
         wrap: Callable[[WSGIApplication], WSGIApplication] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._server = _Server((host, port), limits)
+        if tls is not None:  # accepted sockets are TLS; each handshakes in its own thread
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         app = metrics_app(metrics, health)
         self._server.set_app(wrap(app) if wrap is not None else app)
         self.host = host

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import ssl
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -303,3 +304,43 @@ def test_a_task_status_filter_uses_the_lifecycle_names(console) -> None:
     page = console.get("/tasks")
     options = {a["value"] for a in page.all("option")}
     assert {s.value for s in TaskStatus} <= options
+
+
+def test_https_with_a_token_sets_a_secure_cookie(fleet_store, pki) -> None:
+    from rackcron.cli.serve import _http_tls
+
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0),
+                           wrap=_console(fleet_store, "0.0.0.0", (Token("ops", TOKEN),), secure=True),
+                           tls=_http_tls(pki.server_cert, pki.server_key))  # fmt: skip
+    server.start()
+    try:
+        trust = ssl.create_default_context(cafile=pki.ca)
+
+        def get(path: str, **kwargs: str) -> http.client.HTTPResponse:
+            conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=trust, timeout=10)
+            conn.request(kwargs.pop("method", "GET"), path, **kwargs)  # type: ignore[arg-type]
+            return conn.getresponse()
+
+        assert get("/healthz").status == 200
+        login = get("/login", method="POST", body=urllib.parse.urlencode({"token": TOKEN}),
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})  # type: ignore[arg-type]  # fmt: skip
+        assert login.status == 303
+        assert "Secure" in login.getheader("Set-Cookie", "")
+        plain = Console(server).get  # plain HTTP on a TLS port gets no page
+        with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+            plain("/healthz")
+    finally:
+        server.stop()
+
+
+def test_serve_refuses_half_a_tls_pair_and_a_missing_file(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    assert run("db", "upgrade", url=url).exit_code == 0
+    half = run("serve", "--http-listen", "127.0.0.1:0", "--http-tls-cert", "c.pem", url=url)
+    assert half.exit_code == 2 and "go together" in half.output
+    alone = run("serve", "--http-tls-cert", "c.pem", "--http-tls-key", "k.pem", url=url)
+    assert alone.exit_code == 2 and "--http-tls-cert needs --http-listen" in alone.output
+    missing = run("serve", "--http-listen", "127.0.0.1:0", "--http-tls-cert",
+                  str(tmp_path / "nope.pem"), "--http-tls-key", str(tmp_path / "nope.key"),
+                  "--stop-after", "1s", url=url)  # fmt: skip
+    assert missing.exit_code == 1 and "nope.pem" in missing.output
