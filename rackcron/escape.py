@@ -91,7 +91,7 @@ __all__ = [
     "logfmt_value",
     "markdown_code",
     "markdown_html_code",
-    "mermaid_label",
+    "mermaid_text",
     "shorten",
     "terminal",
 ]
@@ -175,13 +175,14 @@ def html(text: str) -> str:
     return _html.escape(terminal(text, multiline=True), quote=True)
 
 
-_MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,/+=@-")
+_MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.-/")
 
 
-def mermaid_label(text: str) -> str:
-    """``text`` as a double-quoted Mermaid label (``A["…"]``), entity-coded."""
-    body = "".join(c if c in _MERMAID_SAFE else f"#{ord(c)};" for c in terminal(text))
-    return f'"{body}"'
+def mermaid_text(text: str) -> str:
+    """``text`` for a Mermaid diagram's label, title or gantt section: one line, every
+    character but letters, digits, space and ``_.-/`` as an entity code (``#58;``), so no
+    separator, comment, directive or link can come from it."""
+    return "".join(c if c in _MERMAID_SAFE else f"#{ord(c)};" for c in terminal(text))
 
 
 _ZWSP = "\u200b"

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from rackcron.escape import markdown_code, markdown_html_code, shorten, terminal
+from rackcron.gantt import Item, gantt
+from rackcron.timing import SpecError, parse_rfc3339
 
 __all__ = ["MARKDOWN_LIMIT", "render_json", "render_markdown", "render_text"]
 
@@ -354,6 +356,8 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         of_kind = [c for c in plan["changes"] if c["kind"] == kind]
         for i, change in enumerate(of_kind):
             blocks.append((([heading, ""] if i == 0 else []) + _change_block(change), 1))
+    if chart := _fire_chart(plan["changes"]):
+        blocks.append((chart, 0))
     if unmanaged := plan["unmanaged"]:
         names = ", ".join(markdown_code(shorten(n)) for n in unmanaged[:_UNMANAGED_LISTED])
         if len(unmanaged) > _UNMANAGED_LISTED:
@@ -370,6 +374,37 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         lines += block
         size += _size(block)
     return "\n".join(lines).rstrip() + "\n"
+
+
+#: Changed schedules a plan's fire-time chart draws; the rest are in their tables.
+CHART_SCHEDULES = 20
+
+
+def _fire_chart(changes: list[dict[str, Any]]) -> list[str]:
+    """A Mermaid gantt of the changed schedules' next fire times, before and after (none
+    when no change moves a fire time)."""
+    items = []
+    charted = [c for c in changes if c["kind"] == "schedule" and c.get("fire_times")
+               and c["fire_times"]["before"] != c["fire_times"]["after"]]  # fmt: skip
+    for change in charted[:CHART_SCHEDULES]:
+        times = change["fire_times"]
+        sides: tuple[tuple[str, Literal["done", "active"]], ...] = (
+            ("before", "done"), ("after", "active"),
+        )  # fmt: skip
+        for side, mark in sides:
+            for i, (utc, _) in enumerate(times[side], start=1):
+                try:
+                    at = parse_rfc3339(utc)
+                except SpecError:  # a plan file edited by hand: the tables still show it
+                    continue
+                section = f"{change['name']} {side}"
+                items.append(Item(section, f"fire {i}", at, None, mark))
+    if not items:
+        return []
+    more = len(charted) - CHART_SCHEDULES
+    note = [f"… and {more} more changed schedules, in their tables above.", ""] if more > 0 else []
+    return ["#### Fire times before and after (UTC)", "", *gantt("Next fire times", items), "",
+            *note]  # fmt: skip
 
 
 def _size(lines: list[str]) -> int:

@@ -26,7 +26,7 @@ from rackcron.escape import (
     logfmt_value,
     markdown_code,
     markdown_html_code,
-    mermaid_label,
+    mermaid_text,
     terminal,
 )
 from tests.support.hostile import HOSTILE
@@ -231,18 +231,16 @@ def test_html_is_text_and_attribute_safe(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", [*VALUES, '"]-->B[x', "%% comment", "a```\nflowchart"], ids=[*IDS, "break-label", "mermaid-comment", "close-fence"])  # fmt: skip
-def test_mermaid_label_cannot_leave_its_quotes(text: str) -> None:
-    label = mermaid_label(text)
-    assert label.startswith('"') and label.endswith('"')
-    body = label[1:-1]
+def test_mermaid_text_holds_no_syntax(text: str) -> None:
+    body = mermaid_text(text)
     assert not set(body) - set(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,/+=@-#;"
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.-/#;"
     )
-    assert "%%" not in body and "-->" not in body
+    assert "%%" not in body and "-->" not in body and ":" not in body and "\n" not in body
 
 
-def test_mermaid_label_entity_codes() -> None:
-    assert mermaid_label('a "b" #1') == '"a #34;b#34; #35;1"'
+def test_mermaid_text_entity_codes() -> None:
+    assert mermaid_text('a "b" #1: x,y') == "a #34;b#34; #35;1#58; x#44;y"
 
 
 ZWSP = "\u200b"

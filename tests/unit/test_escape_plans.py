@@ -29,7 +29,18 @@ from tests.support.markdown import table_rows
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 # Strings the renderers branch on (closed sets written by the program), kept in the twin.
-_STRUCTURAL = {"format", "format_version", "kind", "action", "change", "field", "rpc", "code"}
+_STRUCTURAL = {
+    "format",
+    "format_version",
+    "kind",
+    "action",
+    "change",
+    "field",
+    "rpc",
+    "code",
+    "before",
+    "after",
+}  # fmt: skip  (fire times: computed by the program)
 # Below these keys, dict keys are data too (labels, step arguments).
 _DATA = {"old", "new", "args", "source"}
 _MD = MarkdownIt("commonmark").enable("table")
@@ -119,6 +130,17 @@ def test_a_hostile_plan_keeps_its_structure(states: tuple[State, State]) -> None
     blocks = [t for t in tokens if t.type == "html_block" and t.content.startswith("<details>")]
     schedules = [c for c in plan["changes"] if c["kind"] == "schedule"]
     assert len(blocks) == len(schedules) + 1  # and the warnings' block
+    # The fire-time chart: one Mermaid block whose every line is ours.
+    fences = [t for t in tokens if t.type == "fence" and t.info == "mermaid"]
+    moved = [s for s in schedules if s.get("fire_times")
+             and s["fire_times"]["before"] != s["fire_times"]["after"]]  # fmt: skip
+    assert len(fences) == (1 if moved else 0)
+    for fence in fences:
+        lines = fence.content.splitlines()
+        ours = ("    title ", "    dateFormat ", "    axisFormat ", "    section ", "    #")
+        assert lines[0] == "gantt" and all(line.startswith(ours) for line in lines[1:])
+        sides = sum(bool(s["fire_times"][k]) for s in moved[:20] for k in ("before", "after"))
+        assert sum(line.startswith("    section ") for line in lines) == sides
     tables = table_rows(tokens)
     inventory = [c for c in plan["changes"] if c["kind"] != "schedule"]
     assert tables[1] == 1 + len(inventory)  # the header row, then one row per change
