@@ -1,0 +1,456 @@
+"""The web console in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) driven by Selenium, against ``rackcron serve --http-listen`` over
+``examples/fleet`` with the built-in simulated controllers.
+
+Clicks through the pages as a viewer would: the timeline's rows against the store, a bar's
+link, the schedules filter, a triggered task showing up live, times in the browser's zone,
+the phone layout (390x844) and the pages with JavaScript off. Screenshots of each page at
+1280x800 and 390x844 go to ``$RACKCRON_TEST_ARTIFACTS`` (default: the test's temp dir).
+
+Without the browser the tests skip with one line, unless ``CI`` is set (``.ci/run``), which
+turns the skip into a failure, as ``RACKCRON_REQUIRE_POSTGRES`` does for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service as DriverService
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from rackcron.console.timeline import MIN_BAR
+from rackcron.service import Service
+from rackcron.timing import parse_rfc3339
+from tests.support.cli import run
+from tests.support.net import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "fleet"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ARTIFACTS_ENV = "RACKCRON_TEST_ARTIFACTS"
+ZONE = "America/New_York"
+DESKTOP = (1280, 800)
+PHONE = (390, 844)
+NAV = ("Timeline", "Schedules", "Tasks", "History")
+#: The schedule whose page the tests open (it has component filters and a source file).
+SHOWN = "nightly-compute-firmware"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _browser_installed() -> None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    if missing:
+        reason = (
+            f"browser tests need Debian's chromium and chromium-driver: no {', '.join(missing)}"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, but {reason}")
+        pytest.skip(reason)
+
+
+@dataclass(frozen=True)
+class Served:
+    """``rackcron serve`` over the example fleet: its store's URL, the console's, and each
+    page's name and path (the schedule page: :data:`SHOWN`'s)."""
+
+    url: str
+    base: str
+    pages: dict[str, str]
+
+    def page(self, path: str) -> str:
+        return self.base + path
+
+    def open_service(self) -> Service:
+        return Service.open(self.url)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("console-browser")
+    url = f"sqlite:///{tmp / 'fleet.db'}"
+    applied = run("apply", str(EXAMPLES), "--auto-approve", url=url)
+    assert applied.exit_code == 0, applied.output
+    service = Service.open(url)
+    try:
+        shown = f"/schedules/{service.find_schedule(SHOWN).id}"
+    finally:
+        service.close()
+    pages = {"timeline": "/?window=7d", "schedules": "/schedules", "schedule": shown,
+             "tasks": "/tasks", "history": "/history"}  # fmt: skip
+    port = free_port()
+    log = tmp / "serve.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
+         "--http-listen", f"127.0.0.1:{port}"],
+        stderr=log.open("w"), env={**os.environ, "RACKCRON_FAULT": ""},
+    )  # fmt: skip
+    try:
+        _wait_healthy(proc, port, log)
+        yield Served(url, f"http://127.0.0.1:{port}", pages)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert proc.returncode == 0 and "Traceback" not in text, text
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        assert proc.poll() is None, f"serve exited: {log.read_text()}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        assert time.monotonic() < deadline, f"no /healthz within 30 s: {log.read_text()}"
+        time.sleep(0.1)
+
+
+def _chromium(*, javascript: bool) -> WebDriver:
+    """Headless Chromium in the viewer's zone :data:`ZONE`. The driver's path is given, so
+    Selenium Manager never runs (it would download a driver)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US",
+                f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):  # fmt: skip
+        options.add_argument(arg)
+    if not javascript:
+        options.add_experimental_option(
+            "prefs", {"profile.managed_default_content_settings.javascript": 2}
+        )
+    driver = webdriver.Chrome(options=options, service=DriverService(str(CHROMEDRIVER)))
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
+    _size(driver, DESKTOP)
+    return driver
+
+
+def _size(driver: WebDriver, size: tuple[int, int]) -> None:
+    """The viewport, exactly (a phone size as a mobile device: the viewport meta tag counts)."""
+    width, height = size
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE},
+    )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    driver = _chromium(javascript=True)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def desktop(browser: WebDriver) -> WebDriver:
+    _size(browser, DESKTOP)
+    return browser
+
+
+@pytest.fixture
+def phone(browser: WebDriver) -> Iterator[WebDriver]:
+    _size(browser, PHONE)
+    yield browser
+    _size(browser, DESKTOP)
+
+
+def _h1(driver: WebDriver) -> str:
+    return driver.find_element(By.TAG_NAME, "h1").text
+
+
+def _text(element: WebElement) -> str:
+    """An element's text, shown or not (``.text`` is empty for text clipped by an SVG)."""
+    return element.get_attribute("textContent") or ""
+
+
+def _rows(driver: WebDriver) -> dict[str, set[str]]:
+    """The timeline's rows as drawn: row name -> the schedules of its bars."""
+    found: list[tuple[str, list[str]]] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('g[data-row]'), g => [g.getAttribute("
+        "'data-row'), Array.from(g.querySelectorAll('a[data-schedule]'), a => a.getAttribute("
+        "'data-schedule'))]);"
+    )
+    return {row: set(bars) for row, bars in found}
+
+
+def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
+    served: Served, desktop: WebDriver
+) -> None:
+    desktop.get(served.page("/?window=7d"))
+    now = datetime.now(UTC)
+    rows = _rows(desktop)
+    service = served.open_service()
+    try:
+        view = service.fleet_view()
+    finally:
+        service.close()
+    names = {r.id: r.name for r in view.racks}
+    expected: dict[str, set[str]] = {name: set() for name in names.values()}
+    for schedule in view.schedules:
+        if schedule.next_run_at is not None and schedule.next_run_at < now + timedelta(days=7):
+            for scope in view.scopes.get(schedule.id, []):
+                expected[names[scope.rack_id]].add(schedule.name)
+    assert rows == expected
+    assert any(rows.values())
+    # Every bar is drawn: a box the viewer sees and can click (MIN_BAR wide, give or take
+    # the rounding of the SVG's units to pixels, at 1280 wide).
+    narrow = desktop.execute_script(
+        "return Array.from(document.querySelectorAll('a[data-schedule]'), a => "
+        "a.getBoundingClientRect()).filter(r => r.width < arguments[0] || r.height < 10)"
+        ".map(r => [r.x, r.y, r.width, r.height]);",
+        MIN_BAR - 0.01,
+    )
+    assert narrow == []
+    assert desktop.find_element(By.CSS_SELECTOR, "line.now").is_displayed()
+
+
+def test_clicking_a_bar_opens_its_schedule_page(served: Served, phone: WebDriver) -> None:
+    phone.get(served.page("/?window=7d"))
+    frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
+    assert phone.execute_script("return arguments[0].scrollLeft", frame) == 0
+    bar = phone.execute_script(_LAST_BAR_IN_VIEW)
+    assert bar is not None, "every bar is covered"
+    # The last bars of the week are out of sight until the frame scrolls to them.
+    assert phone.execute_script("return arguments[0].scrollLeft", frame) > 0
+    assert phone.execute_script("return window.scrollX") == 0  # the page itself did not
+    name = bar.get_attribute("data-schedule")
+    target = urllib.parse.urljoin(phone.current_url, bar.get_dom_attribute("href"))
+    bar.click()
+    WebDriverWait(phone, 10).until(lambda d: d.current_url == target)
+    assert _h1(phone) == name
+
+
+#: The rightmost bar whose middle a click reaches (not covered by the now-line or a
+#: neighbour), scrolled into the middle of the frame; null if there is none.
+_LAST_BAR_IN_VIEW = """
+const bars = Array.from(document.querySelectorAll('a[data-schedule]'));
+bars.sort((a, b) => b.getBoundingClientRect().right - a.getBoundingClientRect().right);
+for (const a of bars) {
+  a.scrollIntoView({block: 'center', inline: 'center'});
+  const r = a.getBoundingClientRect();
+  const at = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  if (at !== null && at.closest('a') === a) return a;
+}
+return null;
+"""
+
+
+def test_the_schedules_filter_form_keeps_only_a_racks_schedules(
+    served: Served, desktop: WebDriver
+) -> None:
+    desktop.get(served.page("/schedules"))
+    every = _listed(desktop)
+    field = desktop.find_element(By.CSS_SELECTOR, "form.controls input[name=rack]")
+    field.send_keys("rack-b01")
+    desktop.find_element(By.CSS_SELECTOR, "form.controls button[type=submit]").click()
+    WebDriverWait(desktop, 10).until(lambda d: "rack=rack-b01" in d.current_url)
+    shown = _listed(desktop)
+    service = served.open_service()
+    try:
+        b01 = next(r.id for r in service.list_racks() if r.name == "rack-b01")
+        scopes = service.scopes_by_schedule()
+        schedules = service.list_schedules().items
+    finally:
+        service.close()
+    assert every == {s.name for s in schedules}
+    assert shown == {
+        s.name for s in schedules if any(sc.rack_id == b01 for sc in scopes.get(s.id, []))
+    }
+    assert shown and shown != every
+    field = desktop.find_element(By.CSS_SELECTOR, "form.controls input[name=rack]")
+    assert field.get_attribute("value") == "rack-b01"  # the form shows what it filters by
+    summary = desktop.find_element(By.CSS_SELECTOR, ".summary").text
+    assert summary == f"{len(shown)} of {len(every)} schedules."
+
+
+def _listed(driver: WebDriver) -> set[str]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-schedule]")
+    return {r.get_attribute("data-schedule") or "" for r in rows}
+
+
+def test_a_triggered_task_appears_on_the_tasks_page_without_a_reload(
+    served: Served, desktop: WebDriver
+) -> None:
+    desktop.get(served.page("/tasks"))
+    desktop.execute_script("window.rackcronTestMark = 'this page';")  # gone on a reload
+    triggered = run("schedules", "trigger", "monday-power-on", "--yes", "--format", "json",
+                    url=served.url)  # fmt: skip
+    assert triggered.exit_code == 0, triggered.output
+    task_ids = set(json.loads(triggered.output)["task_ids"])
+    assert task_ids
+    # live.js fetches the rows every 3 s.
+    WebDriverWait(desktop, 10, poll_frequency=0.2).until(
+        lambda d: task_ids <= {r.get_attribute("data-task") for r in _task_rows(d)}
+    )
+    assert desktop.execute_script("return window.rackcronTestMark") == "this page"
+    assert desktop.find_element(By.CSS_SELECTOR, ".js-live").text.startswith("Live: updated")
+    for row in _task_rows(desktop):
+        if row.get_attribute("data-task") in task_ids:
+            cells = row.find_elements(By.TAG_NAME, "td")
+            assert cells[1].text == "monday-power-on"
+            when = cells[0].find_element(By.TAG_NAME, "time")
+            assert _text(when) != when.get_attribute("datetime")  # the new rows are local too
+
+
+def _task_rows(driver: WebDriver) -> list[WebElement]:
+    return driver.find_elements(By.CSS_SELECTOR, "tr[data-task]")
+
+
+def test_times_show_in_the_browsers_zone_with_utc_on_hover(
+    served: Served, desktop: WebDriver
+) -> None:
+    desktop.get(served.page("/schedules"))
+    times = desktop.find_elements(By.CSS_SELECTOR, "time[datetime]")
+    assert times
+    for element in times:
+        utc, shown = element.get_attribute("datetime") or "", _text(element)
+        local = parse_rfc3339(utc).astimezone(ZoneInfo(ZONE))
+        assert shown != utc
+        assert element.get_attribute("title") == f"{utc} (UTC)"
+        assert shown == f"{local:%m/%d/%Y, %H:%M:%S} {local.tzname()}"
+    assert f"shown here in {ZONE}" in desktop.find_element(By.TAG_NAME, "footer").text
+    desktop.get(served.page("/?window=7d"))
+    for tick in desktop.find_elements(By.CSS_SELECTOR, "text[data-utc]"):
+        local = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(ZoneInfo(ZONE))
+        assert _text(tick) == f"{local:%a %H:%M}"
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+def test_screenshots_of_each_page(
+    served: Served, browser: WebDriver, size: tuple[int, int], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The viewport, and the whole page beside it (``-full``) when it is taller, as PNG."""
+    folder = Path(os.environ.get(ARTIFACTS_ENV) or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    _size(browser, size)
+    try:
+        for name, path in served.pages.items():
+            browser.get(served.page(path))
+            stem = f"console-{name}-{size[0]}x{size[1]}"
+            assert browser.save_screenshot(str(folder / f"{stem}.png"))
+            if browser.execute_script(
+                "return document.documentElement.scrollHeight > window.innerHeight"
+            ):
+                whole = browser.execute_cdp_cmd(
+                    "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}
+                )
+                (folder / f"{stem}-full.png").write_bytes(base64.b64decode(whole["data"]))
+    finally:
+        _size(browser, DESKTOP)
+    with capsys.disabled():
+        print(f"\nconsole screenshots at {size[0]}x{size[1]}: {folder}")
+
+
+#: The visible elements with text of their own (SVG text included) whose font is under 12
+#: CSS pixels as shown (an SVG's scale counts).
+_SMALL_TEXT = """
+const small = [];
+for (const el of document.body.querySelectorAll('*')) {
+  const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own) continue;
+  const style = getComputedStyle(el);
+  const box = el.getBoundingClientRect();
+  if (style.visibility === 'hidden' || box.width === 0 || box.height === 0) continue;
+  let size = parseFloat(style.fontSize);
+  if (el instanceof SVGGraphicsElement) {
+    const m = el.getScreenCTM();
+    size *= Math.hypot(m.a, m.b);
+  }
+  if (size < 12) small.push(`${el.tagName} ${size}px: ${el.textContent.trim().slice(0, 40)}`);
+}
+return small;
+"""
+
+
+def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
+    served: Served, phone: WebDriver
+) -> None:
+    for name, path in served.pages.items():
+        phone.get(served.page(path))
+        width, inner = phone.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert width <= inner, f"{name}: the page scrolls sideways ({width} > {inner})"
+        assert phone.execute_script(_SMALL_TEXT) == [], name
+        links = phone.find_elements(By.CSS_SELECTOR, "nav a")
+        assert [a.text for a in links] == list(NAV), name
+        for link in links:
+            box = link.rect
+            assert link.is_displayed() and box["x"] >= 0 and box["x"] + box["width"] <= inner
+    phone.get(served.page("/?window=7d"))
+    frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
+    scroll, client, overflow = phone.execute_script(
+        "const f = arguments[0]; return [f.scrollWidth, f.clientWidth,"
+        " getComputedStyle(f).overflowX];",
+        frame,
+    )
+    assert scroll > client and overflow == "auto"  # the timeline scrolls in its frame
+    # Around the pages by the nav links, from the schedule page: each link clicked once.
+    phone.get(served.page(served.pages["schedule"]))
+    for target in (*NAV, NAV[0]):
+        phone.find_element(By.CSS_SELECTOR, "nav").find_element(By.LINK_TEXT, target).click()
+        WebDriverWait(phone, 10).until(lambda d, t=target: _h1(d) == t)
+    # The schedule page, from the list.
+    phone.get(served.page(f"/schedules?name={SHOWN}"))
+    phone.find_element(By.LINK_TEXT, SHOWN).click()
+    WebDriverWait(phone, 10).until(lambda d: _h1(d) == SHOWN)
+
+
+@pytest.fixture(scope="module")
+def no_script() -> Iterator[WebDriver]:
+    driver = _chromium(javascript=False)
+    yield driver
+    driver.quit()
+
+
+def test_with_javascript_off_the_pages_render_in_utc(served: Served, no_script: WebDriver) -> None:
+    no_script.get(served.page(served.pages["timeline"]))
+    assert _h1(no_script) == "Timeline"
+    assert no_script.find_element(By.CSS_SELECTOR, "svg.timeline").size["width"] > PHONE[0]
+    rows = no_script.find_elements(By.CSS_SELECTOR, "g[data-row]")
+    assert rows and all(r.is_displayed() for r in rows)
+    assert no_script.find_elements(By.CSS_SELECTOR, "a[data-schedule]")
+    ticks = no_script.find_elements(By.CSS_SELECTOR, "text[data-utc]")
+    assert ticks
+    for tick in ticks:
+        utc = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(UTC)
+        assert _text(tick) == f"{utc:%a %H:%M}"  # the server's UTC label, untouched
+    times = 0
+    for name in ("schedules", "schedule", "tasks", "history"):
+        no_script.get(served.page(served.pages[name]))
+        assert _h1(no_script) == (SHOWN if name == "schedule" else name.capitalize())
+        table = no_script.find_element(By.CSS_SELECTOR, ".table-frame table")
+        assert table.is_displayed()
+        assert table.find_elements(By.CSS_SELECTOR, "tbody tr"), name
+        for element in no_script.find_elements(By.CSS_SELECTOR, "time[datetime]"):
+            assert _text(element) == element.get_attribute("datetime"), name  # UTC, as served
+            assert element.get_attribute("title") == _text(element)
+            times += 1
+        assert "shown here in" not in no_script.find_element(By.TAG_NAME, "footer").text
+    assert times
