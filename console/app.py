@@ -218,7 +218,7 @@ class _Console:
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
-            schedules = ops.list_schedules().items
+            schedules = sorted(ops.list_schedules().items, key=lambda s: s.name)
             scopes = ops.scopes_by_schedule()
             racks = {r.id: r.name for r in ops.list_racks()}
         wanted = _Filters.of(params)

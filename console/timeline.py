@@ -25,7 +25,8 @@ WIDTH = 1000.0  # the time axis, in SVG units
 LABEL = 180.0  # the row-name column
 ROW = 26.0  # one row's height
 AXIS = 30.0  # the tick labels' band above the rows
-MIN_BAR = 3.0
+MIN_BAR = 4.0
+PAD = 60.0  # room on the right for the last tick's label
 
 #: Each operation's colour (a colour-blind-safe palette), and one for anything else.
 COLOURS: Mapping[str, str] = {
@@ -189,7 +190,7 @@ def draw(
         rows.append(Row(name, key, AXIS + index * ROW, drawn, shades))
     now_x = _x(now, start, span) if start <= now < end else None
     return Picture(
-        width=LABEL + WIDTH,
+        width=LABEL + WIDTH + PAD,
         height=AXIS + max(1, len(rows)) * ROW,
         label_width=LABEL,
         axis=AXIS,
