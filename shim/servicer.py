@@ -192,6 +192,7 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
         page = self.service.list_tasks(
             rack_id=_optional_id(request, "rack_id"),
             component_id=_optional_id(request, "component_id"),
+            schedule_id=None,  # rackcron's own filter: ListTasksRequest has none
             active_only=request.active_only,
             **_page(request),
         )
