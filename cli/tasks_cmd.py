@@ -78,7 +78,7 @@ def list_command(
 ) -> None:
     """List tasks, newest first, each with its rack's and its schedule's name.
 
-    Example: rackcron tasks list --schedule nightly-compute-firmware --active-only
+    Example: rackcron tasks list --schedule demo-power-reset --active-only
 
     Example: rackcron tasks list --rack rack-a01 --component rack-a01/compute-0 --limit 20
     """
