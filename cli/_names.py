@@ -3,9 +3,10 @@
 
 The rule is :mod:`rackcron.names`'s (an id first, else the one object of that name,
 else an error listing the candidates, or saying none has it). On the store the
-service reads the candidates; over ``--server`` a schedule is looked up by id and
-then by name through ``v1.Flow``, and a rack name through the server's inventory
-(``rackcron.v1.Reconciler``; a server without it takes a rack's UUID only).
+service reads the candidates (a component is also named ``RACK/NAME`` there); over
+``--server`` a schedule is looked up by id and then by name through ``v1.Flow``, and
+a rack name through the server's inventory (``rackcron.v1.Reconciler``; a server
+without it takes a rack's UUID only).
 
 Completion (``shell_complete`` on those parameters) reads the store the command would
 use, and only if it exists: it never creates one, never calls a server, and offers
@@ -37,6 +38,7 @@ __all__ = [
     "complete_racks",
     "complete_schedules",
     "rack_names",
+    "resolve_component",
     "resolve_rack",
     "resolve_schedule",
     "schedule_argument",
@@ -101,6 +103,12 @@ def resolve_rack(backend: Service | FlowClient, ref: str) -> uuid.UUID:
     except FailedPrecondition as exc:
         raise FailedPrecondition(f"rack {ref!r}: {exc.message}; give the rack's UUID") from None
     return resolve("rack", ref, [rack_candidate(r) for r in racks])
+
+
+def resolve_component(service: Service, ref: str) -> uuid.UUID:
+    """The id of the component ``ref`` names (its id, its name, or ``RACK/NAME``), in the
+    store. :raises AmbiguousName: several have it. :raises NotFound: none has it."""
+    return service.resolve_component(ref)
 
 
 def rack_names(backend: Service | FlowClient, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:

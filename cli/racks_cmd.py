@@ -20,7 +20,7 @@ from rackcron.cli._common import (
     print_table,
     when,
 )
-from rackcron.cli._names import beside, complete_racks
+from rackcron.cli._names import beside, complete_racks, resolve_rack
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def get_command(rack: str, fmt: str, database_url: str | None) -> None:
     """
     with cli_errors():
         service = open_service(database_url)
-        (view,) = service.rack_views(service.resolve_rack(rack))
+        (view,) = service.rack_views(resolve_rack(service, rack))
     if fmt == "json":
         echo_json(_dump(view))
         return

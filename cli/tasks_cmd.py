@@ -19,7 +19,14 @@ from rackcron.cli._common import (
     server_options,
     when,
 )
-from rackcron.cli._names import beside, complete_racks, complete_schedules, resolve_schedule
+from rackcron.cli._names import (
+    beside,
+    complete_racks,
+    complete_schedules,
+    resolve_component,
+    resolve_rack,
+    resolve_schedule,
+)
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
@@ -85,8 +92,8 @@ def list_command(
     with cli_errors():
         service = open_service(database_url)
         page = service.list_tasks(
-            rack_id=None if rack is None else service.resolve_rack(rack),
-            component_id=None if component is None else service.resolve_component(component),
+            rack_id=None if rack is None else resolve_rack(service, rack),
+            component_id=None if component is None else resolve_component(service, component),
             schedule_id=None if schedule is None else resolve_schedule(service, schedule).id,
             active_only=active_only,
             offset=offset,
