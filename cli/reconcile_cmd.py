@@ -425,7 +425,7 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
 
     Example: rackcron history --format json --limit 0
     """
-    from rackcron.cli._history import HEADERS, document, rows
+    from rackcron.history import HEADERS, document, rows
 
     with cli_errors():
         entries = open_service(database_url).history(limit)

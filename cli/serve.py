@@ -24,6 +24,7 @@ as ``rack controller refused``; its tasks fail with the same reason.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 from collections.abc import Callable
@@ -45,7 +46,10 @@ from rackcron.notifications import Notification
 from rackcron.service import Service
 
 if TYPE_CHECKING:
+    from wsgiref.types import WSGIApplication
+
     from rackcron.shim.server import ShimConfig
+    from rackcron.shim.tokens import Token
 
 __all__ = [
     "DispatchConfig",
@@ -94,7 +98,8 @@ class ServeConfig:
     controllers: Controllers = field(default_factory=lambda: Controllers(Simulator()))
     grpc: ShimConfig | None = None
     retention: RetentionConfig | None = None  # None: keep every task
-    metrics_listen: tuple[str, int] | None = None
+    metrics_listen: tuple[str, int] | None = None  # the HTTP listener: console, /metrics, /healthz
+    http_tokens: tuple[Token, ...] = ()  # the tokens it asks for (none: none asked)
     stop_after: float | None = None
     notify: NotifyConfig | None = None  # None: no webhooks
 
@@ -121,7 +126,9 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             shim = ShimServer(service, config.grpc)
             shim.start()
         if config.metrics_listen is not None:
-            server = MetricsServer(*config.metrics_listen, metrics, health)
+            host, port = config.metrics_listen
+            wrap = _console(service, host, config.http_tokens)
+            server = MetricsServer(host, port, metrics, health, wrap=wrap)
             server.start()
         if config.stop_after is not None:
             timer = threading.Timer(config.stop_after, stop.set)
@@ -225,3 +232,40 @@ def _log_refused(service: Service, controllers: Controllers) -> None:
         setting = rack.controller.model_dump(mode="json") if rack.controller else None
         if reason := controllers.refusal(setting):
             event(logging.WARNING, "rack controller refused", rack=rack.name, reason=reason)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a listen address) is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _console(
+    service: Service, host: str, tokens: tuple[Token, ...]
+) -> Callable[[WSGIApplication], WSGIApplication]:
+    """The web console in front of /metrics and /healthz: open on loopback; elsewhere
+    behind the tokens, and without tokens not served at all (/metrics stays open, as it
+    was before the console)."""
+    from rackcron.console import Gate, console_app
+    from rackcron.shim.tokens import TokenSet
+
+    refusal = None
+    if tokens:
+        accepted = TokenSet(tokens)
+        gate = Gate(lambda token: accepted.match([("authorization", f"Bearer {token}")]))
+    else:
+        gate = Gate(None)
+        if not is_loopback(host):
+            refusal = (
+                f"the console is not served on {host}, beyond loopback, without a token:"
+                " start rackcron serve with --http-token-file"
+            )
+
+    def wrap(app: WSGIApplication) -> WSGIApplication:
+        return console_app(service, gate=gate, fallback=app, refusal=refusal)
+
+    return wrap

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rackcron.dispatcher.controllers.credentials import CredentialStore
     from rackcron.dispatcher.controllers.registry import Controllers
     from rackcron.shim.server import ShimConfig
+    from rackcron.shim.tokens import Token
 
 F = TypeVar("F", bound=Callable[..., Any])
 LogFormat = Literal["text", "json"]  # the choices of --log-format
@@ -284,9 +285,19 @@ def _grpc_config(
 @click.command("serve")
 @_daemon_options
 @click.option(
+    "--http-listen",
     "--metrics-listen",
+    "metrics_listen",
     type=LISTEN,
-    help="Serve Prometheus /metrics and /healthz here, e.g. 127.0.0.1:9464 (default: off).",
+    help="Serve the web console, Prometheus /metrics and /healthz here, e.g."
+    " 127.0.0.1:9464 (default: off; --metrics-listen is the same option). Beyond loopback"
+    " the console is served only with --http-token-file.",
+)
+@click.option(
+    "--http-token-file",
+    type=click.Path(dir_okay=False),
+    help="Bearer tokens (the --grpc-token-file format) the HTTP listener asks for: the console"
+    " (or its login form) and /metrics; /healthz stays open.",
 )
 @option_group(
     "runner", _runner,
@@ -412,6 +423,7 @@ def serve(
     dispatch: DispatchConfig,
     start_logs: Callable[[], None],
     metrics_listen: tuple[str, int] | None,
+    http_token_file: str | None,
     runner: RunnerConfig | None,
     retention: RetentionConfig | None,
     controllers: Controllers,
@@ -452,7 +464,11 @@ def serve(
     that is down or slow never delays firing. --notify-secret-file signs
     each body (X-Rackcron-Signature: sha256=HMAC).
 
-    Example: rackcron serve --metrics-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
+    With --http-listen, the same HTTP server shows the web console (read-only: a
+    timeline of the next firings, schedules, live tasks, history) beside /metrics and
+    /healthz; beyond loopback, only to a bearer token of --http-token-file.
+
+    Example: rackcron serve --http-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 
     Example: rackcron serve --notify https://hooks.slack.com/services/T0/B0/XXXX
     --notify https://alerts.example.net/rackcron --notify-secret-file /etc/rackcron/notify.key
@@ -477,6 +493,16 @@ def serve(
         raise click.UsageError(
             "--notify tells what the dispatcher and runner do: not with --no-dispatch"
         )
+    if http_token_file is not None and metrics_listen is None:
+        raise click.UsageError("--http-token-file needs --http-listen")
+    http_tokens: tuple[Token, ...] = ()
+    if http_token_file is not None:
+        from rackcron.shim.server import load_tokens
+
+        try:
+            http_tokens = load_tokens(http_token_file, None)
+        except UnusableConfig as exc:
+            raise click.BadParameter(str(exc), param_hint="--http-token-file") from None
     config = ServeConfig(
         dispatch=None if no_dispatch else dispatch,
         runner=runner,
@@ -484,6 +510,7 @@ def serve(
         retention=retention,
         grpc=grpc,
         metrics_listen=metrics_listen,
+        http_tokens=http_tokens,
         stop_after=stop_after,
         notify=notify,
     )

@@ -261,7 +261,8 @@ class _Server(AdmissionMixIn, WSGIServer):
 
 class MetricsServer:
     """``/metrics`` and ``/healthz`` on ``host:port`` (port 0: any free port), served
-    from a background thread within ``limits`` (see the module docstring).
+    from a background thread within ``limits`` (see the module docstring). ``wrap`` puts
+    another application in front (the web console), which hands these paths on.
 
     :raises OSError: the address cannot be bound.
     """
@@ -274,9 +275,11 @@ class MetricsServer:
         health: HealthCheck,
         *,
         limits: Limits = Limits(),
+        wrap: Callable[[WSGIApplication], WSGIApplication] | None = None,
     ) -> None:
         self._server = _Server((host, port), limits)
-        self._server.set_app(metrics_app(metrics, health))
+        app = metrics_app(metrics, health)
+        self._server.set_app(wrap(app) if wrap is not None else app)
         self.host = host
         self.port = self._server.server_port
         self._thread = threading.Thread(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["Template", "derive", "describe", "operation_type"]
+__all__ = ["Template", "derive", "describe", "operation_name", "operation_type"]
 
 
 class Template(Protocol):
@@ -82,3 +82,8 @@ def operation_type(template: Template | None) -> str:
 def describe(template: Template | None) -> str:
     """The response's human ``description`` (``Power Off (forced)``, ...)."""
     return derive(template)[1]
+
+
+def operation_name(template: Template | None) -> str:
+    """An operation's name as a tree writes it (``power_on``, ``upgrade_firmware``, ...)."""
+    return operation_type(template).lower()

@@ -133,11 +133,16 @@ def _labelled(wanted: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
 
 
+def selects_rack(selector: FreezeSelector, name: str, labels: Mapping[str, str]) -> bool:
+    """Whether ``selector``'s rack dimension takes this rack (an empty one takes every rack)."""
+    if not (selector.racks or selector.rack_labels):
+        return True
+    return name in selector.racks or _labelled(selector.rack_labels, labels)
+
+
 def matches(selector: FreezeSelector, target: Target) -> bool:
     """Whether ``selector`` holds ``target`` (:class:`~rackcron.models.FreezeSelector`)."""
-    if (selector.racks or selector.rack_labels) and not (
-        target.rack_name in selector.racks or _labelled(selector.rack_labels, target.rack_labels)
-    ):
+    if not selects_rack(selector, target.rack_name, target.rack_labels):
         return False
     if (selector.schedules or selector.schedule_labels) and not (
         target.schedule_name in selector.schedules

@@ -288,6 +288,9 @@ class Schedule(_Model):
     management: Management = Management()
     starting_deadline: str | None = None
     last_miss: Miss | None = None
+    #: The apply log entry (``ApplyRecord.id``) of the apply that last created or changed
+    #: it (None: not applied since the store recorded this, or made outside an apply).
+    applied_by: int | None = None
 
     # Pydantic's documented form; mypy does not support decorators over a property.
     @computed_field  # type: ignore[prop-decorator]

@@ -155,10 +155,15 @@ def _apply_locked(
                         raise ApplyFailed(change, step, exc) from exc
                     index += 1
             running, committing = None, True
-            return ops.record_apply(
+            record = ops.record_apply(
                 revision=provenance.revision, dirty=provenance.dirty, source=provenance.source,
                 author=provenance.author, summary=plan.counts(),
             )  # fmt: skip
+            changed = (
+                c.name for c in plan.changes if c.kind == "schedule" and c.action != "delete"
+            )
+            ops.mark_applied(changed, record.id)
+            return record
     except StoreError as exc:  # the database failed (Service.transaction translated it)
         if running is not None:
             raise ApplyFailed(*running, exc) from exc

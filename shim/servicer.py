@@ -14,7 +14,7 @@ records it in the audit trail, in the change's transaction.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import grpc
 from google.protobuf import empty_pb2
@@ -39,7 +39,12 @@ from rackcron.wire.proto.v1 import flow_pb2_grpc
 __all__ = ["FlowServicer"]
 
 
-def _page(request: Any) -> dict[str, int]:
+class _Paging(TypedDict, total=False):
+    offset: int
+    limit: int
+
+
+def _page(request: Any) -> _Paging:
     if not request.HasField("pagination"):
         return {}
     return {"offset": request.pagination.offset, "limit": request.pagination.limit}
@@ -192,7 +197,6 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
         page = self.service.list_tasks(
             rack_id=_optional_id(request, "rack_id"),
             component_id=_optional_id(request, "component_id"),
-            schedule_id=None,  # rackcron's own filter: ListTasksRequest has none
             active_only=request.active_only,
             **_page(request),
         )

@@ -76,6 +76,7 @@ from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
 from rackcron.store.failures import store_error
 from rackcron.store.lookup import Lookup
+from rackcron.upcoming import FleetView
 
 __all__ = [
     "UPDATE_MASK_PATHS",
@@ -468,6 +469,18 @@ class Service:
             holder = ops.break_apply_lock()
             ops.record_action(audit, _trail.lock_broken(holder))
             return holder
+
+    def fleet_view(self) -> FleetView:
+        """The enabled schedules with their scopes, the inventory and the freezes, read in
+        one transaction: what ``rackcron.upcoming`` draws a timeline from."""
+        with self.transaction(write=False) as ops:
+            return FleetView(
+                schedules=ops.list_schedules(enabled_only=True).items,
+                scopes=ops.scopes_by_schedule(),
+                racks=ops.list_racks(),
+                components=ops.list_components(),
+                freezes=ops.list_freezes(),
+            )
 
     list_applies = _in_transaction(Operations.list_applies, write=False)
     list_actions = _in_transaction(Operations.list_actions, write=False)

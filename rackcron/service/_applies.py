@@ -15,7 +15,7 @@ it before its own next acquisition (``stale``).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from rackcron.errors import FailedPrecondition
 from rackcron.models import ApplyRecord
 from rackcron.service._base import OpsBase
-from rackcron.store.tables import apply_lock, apply_log
+from rackcron.store.tables import apply_lock, apply_log, task_schedule
 from rackcron.text import check_line
 
 __all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
@@ -118,11 +118,27 @@ class ApplyOps(OpsBase):
             author=author, applied_at=self.now, summary=summary,
         )  # fmt: skip
 
+    def mark_applied(self, names: Iterable[str], apply_id: int) -> None:
+        """Record ``apply_id`` as the apply that last created or changed these schedules."""
+        wanted = sorted(set(names))
+        for start in range(0, len(wanted), 5_000):
+            self.conn.execute(
+                task_schedule.update()
+                .where(task_schedule.c.name.in_(wanted[start : start + 5_000]))
+                .values(applied_by=apply_id)
+            )
+
+    def get_apply(self, apply_id: int) -> ApplyRecord | None:
+        """The apply log entry ``apply_id``, if there is one."""
+        found = self._applies(sa.select(apply_log).where(apply_log.c.id == apply_id))
+        return found[0] if found else None
+
     def list_applies(self, limit: int = 20) -> list[ApplyRecord]:
         """The newest applies first."""
         query = sa.select(apply_log).order_by(apply_log.c.id.desc())
-        if limit:
-            query = query.limit(limit)
+        return self._applies(query.limit(limit) if limit else query)
+
+    def _applies(self, query: sa.Select[Any]) -> list[ApplyRecord]:
         return [
             ApplyRecord(
                 id=r.id,

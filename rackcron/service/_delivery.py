@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from rackcron.derived import operation_name
 from rackcron.lifecycle import (
     EXPIRED_MESSAGE,
     RUNNING_SET,
@@ -58,7 +59,7 @@ from rackcron.lifecycle import (
 )
 from rackcron.models import OperationTemplate
 from rackcron.service import _rows
-from rackcron.service._freezes import FreezeOps, operation_name
+from rackcron.service._freezes import FreezeOps
 from rackcron.service._tasks import RackQueue, TaskOps, chunked
 from rackcron.store.tables import rack, task, task_schedule
 

@@ -40,12 +40,13 @@ from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 
+from rackcron.derived import operation_name
 from rackcron.errors import FailedPrecondition
 from rackcron.filters import ComponentFilter, from_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
 from rackcron.models import MissReason, Schedule, TaskStatus
 from rackcron.service import _rows
-from rackcron.service._freezes import FreezeOps, Holds, operation_name
+from rackcron.service._freezes import FreezeOps, Holds
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import TaskOps, TaskRequest, chunked, describe_error
 from rackcron.store.bulk import update_rows

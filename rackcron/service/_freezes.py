@@ -14,7 +14,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from rackcron import derived, timing
+from rackcron import timing
 from rackcron.errors import InvalidArgument, NotFound
 from rackcron.freezes import Target, active_window, check_freeze, matches
 from rackcron.models import Freeze
@@ -23,14 +23,9 @@ from rackcron.service._base import OpsBase, check_text
 from rackcron.service._tasks import chunked
 from rackcron.store.tables import freeze, rack, task_schedule
 
-__all__ = ["FreezeOps", "Holds", "operation_name"]
+__all__ = ["FreezeOps", "Holds"]
 
 _Named = tuple[str, Mapping[str, str]]  # a name and its labels
-
-
-def operation_name(template: derived.Template | None) -> str:
-    """An operation's name as a tree writes it (``power_on``, ``upgrade_firmware``, ...)."""
-    return derived.operation_type(template).lower()
 
 
 class Holds:

@@ -54,6 +54,7 @@ def schedule(row: Any) -> Schedule:
             owner=row.owner, source=row.source, protect=row.protect, labels=row.labels or {}
         ),
         starting_deadline=row.starting_deadline,
+        applied_by=row.applied_by,
         last_miss=None
         if row.last_miss_at is None
         else Miss(

@@ -190,21 +190,24 @@ class TaskOps(OpsBase):
         *,
         rack_id: uuid.UUID | str | None = None,
         component_id: uuid.UUID | str | None = None,
-        schedule_id: uuid.UUID | str | None = None,
         active_only: bool = False,
         offset: int = 0,
         limit: int = 0,
+        schedule_id: uuid.UUID | str | None = None,
+        statuses: Iterable[TaskStatus] = (),
     ) -> Page[Task]:
-        """ListTasks, newest first; ``total`` counts before paging. ``schedule_id`` (the
-        tasks one schedule fired) is rackcron's own: ListTasksRequest has no such filter."""
+        """ListTasks, newest first; ``total`` counts before paging. ``schedule_id`` and
+        ``statuses`` (any of them) narrow it further (rackcron's own filters)."""
         check_page(offset, limit)
         query = sa.select(task)
         if rack_id is not None:
             query = query.where(task.c.rack_id == parse_id(rack_id, "rack_id"))
-        if component_id is not None:
-            query = query.where(self._covers(parse_id(component_id, "component_id")))
         if schedule_id is not None:
             query = query.where(task.c.schedule_id == parse_id(schedule_id, "schedule_id"))
+        if wanted := [s.value for s in statuses]:
+            query = query.where(task.c.status.in_(wanted))
+        if component_id is not None:
+            query = query.where(self._covers(parse_id(component_id, "component_id")))
         if active_only:
             query = query.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
         total = self.count(query)

@@ -168,6 +168,14 @@ task_schedule = sa.Table(
     sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True),
     sa.Column("last_miss_reason", sa.String(16), nullable=True),
     sa.Column("last_miss_detail", sa.Text, nullable=True),
+    # The apply (apply_log.id) that last created or changed it; NULL: none since 0012, or
+    # made through an RPC or the CLI.
+    sa.Column(
+        "applied_by",
+        sa.Integer,
+        sa.ForeignKey("apply_log.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
     # The dispatcher's claim query filters `enabled = <true>`; the index condition is written
     # the same way so SQLite's planner matches it (docs/benchmarks.md "SQLite partial indexes").
     sa.Index(

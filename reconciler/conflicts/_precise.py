@@ -55,21 +55,16 @@ from rackcron.reconciler.conflicts._times import (
     micros,
 )
 from rackcron.task_conflicts import Row, Work, conflicting_row
+from rackcron.upcoming import EXPECTED_DURATIONS
 
 if TYPE_CHECKING:
     from rackcron.models import Freeze
     from rackcron.reconciler.declared import Declared
 
 OPERATIONS = ("power_on", "power_off", "power_reset", "bring_up", "ingest", "upgrade_firmware")
-# How long an operation is assumed to keep its components busy once fired.
-DEFAULT_DURATIONS: Mapping[str, timedelta] = {
-    "power_on": timedelta(minutes=10),
-    "power_off": timedelta(minutes=10),
-    "power_reset": timedelta(minutes=10),
-    "bring_up": timedelta(hours=2),
-    "ingest": timedelta(minutes=30),
-    "upgrade_firmware": timedelta(hours=2),
-}
+# How long an operation is assumed to keep its components busy once fired: the same the
+# timeline draws (rackcron.upcoming).
+DEFAULT_DURATIONS: Mapping[str, timedelta] = EXPECTED_DURATIONS
 DEFAULT_HORIZON = timedelta(days=14)
 #: Pairs sharing a rack a precise check compares before it stops (about a second's work).
 MAX_PAIRS = 200_000

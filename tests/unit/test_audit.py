@@ -24,8 +24,8 @@ from rackcron.audit import (
     triggered,
     updated,
 )
-from rackcron.cli._history import HEADERS, document, rows
 from rackcron.errors import InvalidArgument
+from rackcron.history import HEADERS, document, rows
 from rackcron.models import ApplyRecord, OverlapPolicy, Schedule, SpecType
 from rackcron.shim.tokens import BadTokenFile, Token, TokenSet, parse_tokens
 from rackcron.wire.metadata import AS_KEY, REASON_KEY, audit_metadata, read_claims

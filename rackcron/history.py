@@ -1,4 +1,6 @@
-"""``rackcron history``'s output: the applies and the audit trail, as JSON and as a table.
+"""The history of a store: its applies and audit trail, as JSON and as table rows.
+
+What ``rackcron history`` prints and the web console's history page shows.
 
 The JSON document is the one source: the table is rendered from it, so the two cannot
 disagree. ``format_version`` follows the plan's rule (a minor bump adds keys, which
@@ -13,7 +15,8 @@ readers ignore; a major bump is anything else)::
        {"type": "apply", "id": 3, "at": "...Z", "applied_at": "...Z", "revision": "...",
         "dirty": false, "source": "examples/fleet", "author": "...", "summary": {...}}]}
 
-Every value in the table is escaped for the terminal where it is placed (``print_table``).
+The rows are unescaped text: each front escapes them for its medium (the CLI's
+``print_table`` for a terminal, the console's templates for HTML).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rackcron.audit import ActionRecord
-from rackcron.cli._common import when
 from rackcron.models import ApplyRecord
+from rackcron.timing import format_rfc3339
 
 __all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
 
@@ -35,8 +38,8 @@ HEADERS = ["WHEN (UTC)", "WHAT", "OBJECT", "BY", "DETAILS", "REASON"]
 def _entry(record: ApplyRecord | ActionRecord) -> dict[str, Any]:
     data = record.model_dump(mode="json")
     if isinstance(record, ActionRecord):
-        return {"type": "action", **data, "at": when(record.at)}
-    return {"type": "apply", "at": when(record.applied_at), **data}
+        return {"type": "action", **data, "at": format_rfc3339(record.at)}
+    return {"type": "apply", "at": format_rfc3339(record.applied_at), **data}
 
 
 def document(entries: Sequence[ApplyRecord | ActionRecord]) -> dict[str, Any]:

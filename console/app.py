@@ -1,0 +1,384 @@
+"""The console's WSGI application: read-only pages over the service, rendered server-side.
+
+Routes (GET unless said): ``/`` the timeline, ``/schedules`` and ``/schedules/<id>``,
+``/tasks`` (``?fragment=rows`` for the live refresh), ``/history``, ``/login`` (GET, POST),
+``/logout`` (POST), ``/static/<file>``. Anything that is not a page (``/metrics``,
+``/healthz``, ...) goes to ``fallback``, behind the same gate.
+
+Every value from the store reaches a page through Jinja2's HTML auto-escaping, after
+:func:`rackcron.escape.terminal` has made its control and invisible characters visible
+(the environment's ``finalize``); templates never mark data safe. Responses carry a
+Content-Security-Policy that allows only the console's own script and style files.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Any, Literal
+
+import jinja2
+from markupsafe import Markup
+
+from rackcron import escape, timing
+from rackcron.console import timeline
+from rackcron.console.auth import Gate
+from rackcron.console.words import spec_words
+from rackcron.errors import InvalidArgument, NotFound, RackcronError
+from rackcron.history import HEADERS, document, rows
+from rackcron.lifecycle import TaskStatus
+from rackcron.models import Schedule
+from rackcron.service import Service
+from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
+
+__all__ = ["WINDOWS", "console_app"]
+
+logger = logging.getLogger(__name__)
+
+Start = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], Start], Iterable[bytes]]
+
+#: The timeline's windows a link switches between; ``?hours=N`` (1 to 744) for another.
+WINDOWS = {"24h": 24, "7d": 168}
+MAX_HOURS = 744
+NEXT_FIRES = 10
+TASK_PAGE = 100
+HISTORY_PAGE = 100
+
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+_STATIC = {"console.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
+_SCHEDULE_PATH = re.compile(r"/schedules/([0-9a-fA-F-]{36})")
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup) or value is None:
+        return "" if value is None else value
+    return escape.terminal(str(value), multiline=True)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("rackcron.console", "templates"),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["utc"] = lambda at: timing.format_rfc3339(at) if at is not None else ""
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class _Response:
+    status: str
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class _Console:
+    def __init__(
+        self,
+        service: Service,
+        gate: Gate,
+        fallback: WSGIApp | None,
+        clock: Callable[[], datetime],
+        refusal: str | None,
+    ) -> None:
+        self.service, self.gate, self.fallback, self.clock = service, gate, fallback, clock
+        self.refusal = refusal
+        self.env = _environment()
+
+    # --- the WSGI entry -------------------------------------------------------------------
+
+    def __call__(self, environ: dict[str, Any], start: Start) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        method = environ.get("REQUEST_METHOD", "GET")
+        if path == "/healthz" and self.fallback is not None:  # probes need no token
+            return self.fallback(environ, start)
+        is_page = path in _PAGES or bool(_SCHEDULE_PATH.fullmatch(path))
+        if self.refusal is not None and (is_page or path in ("/login", "/logout")):
+            body = f"{self.refusal}\n".encode()
+            return self._send(start, _Response("403 Forbidden", body, "text/plain; charset=utf-8"))
+        if path.startswith("/static/"):
+            return self._send(start, self._static(path.removeprefix("/static/")))
+        if path == "/login":
+            return self._send(start, self._login(environ, method))
+        if self.gate.who(environ) is None:
+            if is_page or path == "/logout":
+                return self._send(start, _redirect("/login?next=" + urllib.parse.quote(path)))
+            return self._send(start, _Response("401 Unauthorized", b"a bearer token is needed\n",
+                                               "text/plain; charset=utf-8",
+                                               (("WWW-Authenticate", "Bearer"),)))  # fmt: skip
+        if path == "/logout" and method == "POST":
+            return self._send(start, _redirect("/login", cookie=self.gate.logout(environ)))
+        page = _PAGES.get(path)
+        match = _SCHEDULE_PATH.fullmatch(path)
+        if page is None and match is None:
+            if self.fallback is not None:
+                return self.fallback(environ, start)
+            return self._send(start, self._error("404 Not Found", f"no page at {path}"))
+        if method not in ("GET", "HEAD"):
+            return self._send(
+                start, self._error("405 Method Not Allowed", "the console is read-only")
+            )
+        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""), max_num_fields=20)
+        params = {k: v[-1] for k, v in query.items()}
+        try:
+            if match is not None:
+                response = self._schedule(match.group(1))
+            else:
+                assert page is not None
+                response = page(self, params)
+        except (InvalidArgument, NotFound) as exc:
+            status = "404 Not Found" if isinstance(exc, NotFound) else "400 Bad Request"
+            response = self._error(status, exc.message)
+        except RackcronError as exc:  # the store failed: say so, keep serving
+            logger.warning("console page %s failed: %s", escape.logfmt_value(path), exc.message)
+            response = self._error("503 Service Unavailable", exc.message)
+        return self._send(start, response)
+
+    def _send(self, start: Start, response: _Response) -> Iterable[bytes]:
+        headers = [
+            ("Content-Type", response.content_type),
+            ("Content-Length", str(len(response.body))),
+            ("Content-Security-Policy", _CSP),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+            ("Cache-Control", "no-store"),
+            *response.headers,
+        ]
+        start(response.status, headers)
+        return [response.body]
+
+    def _render(self, template: str, status: str = "200 OK", /, **context: Any) -> _Response:
+        body = self.env.get_template(template).render(
+            login=not self.gate.open, now=self.clock(), **context
+        )
+        return _Response(status, body.encode())
+
+    def _error(self, status: str, message: str) -> _Response:
+        return self._render("error.html", status, title=status, message=message)
+
+    def _static(self, name: str) -> _Response:
+        if name not in _STATIC:
+            return _Response("404 Not Found", b"not found\n", "text/plain; charset=utf-8")
+        body = resources.files("rackcron.console").joinpath("static", name).read_bytes()
+        return _Response("200 OK", body, _STATIC[name], (("Cache-Control", "max-age=300"),))
+
+    def _login(self, environ: dict[str, Any], method: str) -> _Response:
+        target = _local_path(
+            urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("next", ["/"])[-1]
+        )
+        if self.gate.open:
+            return _redirect(target)
+        if method != "POST":
+            return self._render("login.html", title="Sign in", target=target, failed=False)
+        length = min(int(environ.get("CONTENT_LENGTH") or 0), 4096)
+        form = urllib.parse.parse_qs(environ["wsgi.input"].read(length).decode("utf-8", "replace"))
+        cookie = self.gate.login(form.get("token", [""])[-1])
+        if cookie is None:
+            return self._render("login.html", "401 Unauthorized", title="Sign in",
+                                target=target, failed=True)  # fmt: skip
+        return _redirect(target, cookie=cookie)
+
+    # --- pages --------------------------------------------------------------------------
+
+    def timeline(self, params: Mapping[str, str]) -> _Response:
+        now = self.clock()
+        window = params.get("window", "24h")
+        hours = WINDOWS.get(window)
+        if hours is None:
+            hours = _int(params.get("hours", ""), "hours", 1, MAX_HOURS)
+            window = "custom"
+        start = now
+        if params.get("start"):
+            start = timing.parse_rfc3339(params["start"])
+        by: Literal["rack", "schedule"] = "schedule" if params.get("by") == "schedule" else "rack"
+        view = self.service.fleet_view()
+        found = upcoming(view, start, start + timedelta(hours=hours))
+        picture = timeline.draw(found, now, by=by, racks={r.id: r.name for r in view.racks})
+        legend = [(name, colour) for name, colour in timeline.COLOURS.items()]
+        return self._render("timeline.html", title="Timeline", picture=picture, window=window,
+                            hours=hours, by=by, start=start, legend=legend,
+                            end=start + timedelta(hours=hours), bars=len(found.bars),
+                            conflicts=sum(1 for b in found.bars if b.conflicts_with),
+                            max_fires=MAX_FIRES_PER_SCHEDULE)  # fmt: skip
+
+    def schedules(self, params: Mapping[str, str]) -> _Response:
+        with self.service.transaction(write=False) as ops:
+            schedules = ops.list_schedules().items
+            scopes = ops.scopes_by_schedule()
+            racks = {r.id: r.name for r in ops.list_racks()}
+        wanted = _Filters.of(params)
+        listed = []
+        for s in schedules:
+            names = sorted(racks.get(sc.rack_id, str(sc.rack_id)) for sc in scopes.get(s.id, []))
+            if wanted.keeps(s, names):
+                listed.append((s, names, _state(s)))
+        return self._render("schedules.html", title="Schedules", listed=listed, filters=wanted,
+                            total=len(schedules), words=spec_words)  # fmt: skip
+
+    def _schedule(self, schedule_id: str) -> _Response:
+        with self.service.transaction(write=False) as ops:
+            schedule = ops.get_schedule(schedule_id)
+            scopes = ops.list_scopes(schedule.id)
+            racks = {r.id: r.name for r in ops.list_racks()}
+            tasks = ops.list_tasks(schedule_id=schedule.id, limit=20).items
+            applied = ops.get_apply(schedule.applied_by) if schedule.applied_by else None
+        fires = _next_fires(schedule, NEXT_FIRES)
+        return self._render("schedule.html", title=schedule.name, schedule=schedule,
+                            scopes=scopes, racks=racks, tasks=tasks, fires=fires, applied=applied,
+                            words=spec_words(schedule.spec_type, schedule.spec, schedule.timezone),
+                            state=_state(schedule))  # fmt: skip
+
+    def tasks(self, params: Mapping[str, str]) -> _Response:
+        with self.service.transaction(write=False) as ops:
+            racks = {r.id: r.name for r in ops.list_racks()}
+            schedules = {s.id: s.name for s in ops.list_schedules().items}
+            rack_id = _named(params.get("rack", ""), racks, "rack")
+            schedule_id = _named(params.get("schedule", ""), schedules, "schedule")
+            status = params.get("status", "")
+            statuses = [_status(status)] if status else []
+            page = ops.list_tasks(rack_id=rack_id, schedule_id=schedule_id, statuses=statuses,
+                                  limit=TASK_PAGE)  # fmt: skip
+        context: dict[str, Any] = dict(tasks=page.items, total=page.total, racks=racks, schedules=schedules,
+                       rack=params.get("rack", ""), schedule=params.get("schedule", ""),
+                       status=status, statuses=[s.value for s in TaskStatus])  # fmt: skip
+        if params.get("fragment") == "rows":
+            return self._render("task_rows.html", **context)
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if k != "fragment"})
+        return self._render("tasks.html", title="Tasks", query=query, **context)
+
+    def history(self, params: Mapping[str, str]) -> _Response:
+        data = document(self.service.history(limit=HISTORY_PAGE))
+        return self._render("history.html", title="History", headers=HEADERS, rows=rows(data))
+
+
+_PAGES: dict[str, Callable[[_Console, Mapping[str, str]], _Response]] = {
+    "/": _Console.timeline,
+    "/schedules": _Console.schedules,
+    "/tasks": _Console.tasks,
+    "/history": _Console.history,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    name: str = ""
+    label: str = ""
+    rack: str = ""
+    enabled: str = ""  # "", "yes", "no"
+    owner: str = ""
+
+    @classmethod
+    def of(cls, params: Mapping[str, str]) -> _Filters:
+        return cls(
+            *(params.get(k, "").strip() for k in ("name", "label", "rack", "enabled", "owner"))
+        )
+
+    def keeps(self, schedule: Schedule, racks: list[str]) -> bool:
+        if self.name and self.name.lower() not in schedule.name.lower():
+            return False
+        if self.label:
+            key, _, value = self.label.partition("=")
+            labels = schedule.management.labels
+            if key not in labels or (value and labels[key] != value):
+                return False
+        if self.rack and self.rack not in racks:
+            return False
+        if self.enabled and (self.enabled == "yes") != schedule.enabled:
+            return False
+        return not self.owner or (schedule.management.owner or "") == self.owner
+
+
+def _state(schedule: Schedule) -> str:
+    if schedule.consumed:
+        return "consumed"
+    if not schedule.enabled:
+        return "paused"
+    if schedule.last_miss is not None and (
+        schedule.last_run_at is None or schedule.last_miss.at >= schedule.last_run_at
+    ):
+        return f"missed ({schedule.last_miss.reason.value})"
+    return "enabled"
+
+
+def _next_fires(schedule: Schedule, count: int) -> list[tuple[datetime, datetime]]:
+    """The next ``count`` fire times, in UTC and in the schedule's zone."""
+    if not schedule.enabled or schedule.next_run_at is None:
+        return []
+    spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone or "UTC")
+    found: list[tuple[datetime, datetime]] = []
+    at: datetime | None = schedule.next_run_at
+    while at is not None and len(found) < count:
+        found.append((at, timing.describe_local(spec, at)))
+        at = timing.next_after(spec, at)
+    return found
+
+
+def _int(text: str, field: str, low: int, high: int) -> int:
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise InvalidArgument(f"{field}: a whole number from {low} to {high}, got {text!r}")
+    return int(text)
+
+
+def _named(text: str, names: Mapping[uuid.UUID, str], what: str) -> uuid.UUID | None:
+    """A filter value: an id, or a name (the first match; names are unique per kind)."""
+    if not text:
+        return None
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        pass
+    for key, name in names.items():
+        if name == text:
+            return key
+    raise NotFound(f"{what}: no {what} named {text!r}")
+
+
+def _status(text: str) -> TaskStatus:
+    try:
+        return TaskStatus(text)
+    except ValueError:
+        raise InvalidArgument(f"status: unknown task status {text!r}") from None
+
+
+def _local_path(target: str) -> str:
+    """A redirect target that stays on this server: a path, never a scheme or a host."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def _redirect(target: str, *, cookie: str | None = None) -> _Response:
+    headers = [("Location", target)]
+    if cookie is not None:
+        headers.append(("Set-Cookie", cookie))
+    body = f'<a href="{html.escape(target)}">continue</a>\n'.encode()
+    return _Response("303 See Other", body, headers=tuple(headers))
+
+
+def console_app(
+    service: Service,
+    *,
+    gate: Gate | None = None,
+    fallback: WSGIApp | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    refusal: str | None = None,
+) -> WSGIApp:
+    """The console over ``service``; ``fallback`` serves every other path (``/metrics``,
+    ``/healthz``), behind the same ``gate`` (default: open, for loopback). ``refusal``:
+    the pages are not served, each answers 403 with this reason (``fallback`` still is)."""
+    return _Console(service, gate or Gate(None), fallback, clock, refusal)

@@ -1,0 +1,202 @@
+"""The timeline's picture, pure: rows, bars, freeze shading, ticks and the now-line of an
+:class:`~rackcron.upcoming.Upcoming`, as SVG coordinates the template draws.
+
+One row per rack (or per schedule, ``by="schedule"``), rows in name order. The time axis
+maps the window onto :data:`WIDTH` units after a :data:`LABEL` column; a bar is at least
+:data:`MIN_BAR` wide so a ten-minute power-on in a week stays visible and clickable.
+Colours are per operation (:data:`COLOURS`); a predicted conflict and a frozen firing are
+flags the template marks (outline, hatching). Nothing here reads a clock or the store.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from rackcron.timing import format_rfc3339
+from rackcron.upcoming import Bar, Upcoming
+
+__all__ = ["COLOURS", "Picture", "Row", "Tick", "draw"]
+
+WIDTH = 1000.0  # the time axis, in SVG units
+LABEL = 180.0  # the row-name column
+ROW = 26.0  # one row's height
+AXIS = 30.0  # the tick labels' band above the rows
+MIN_BAR = 3.0
+
+#: Each operation's colour (a colour-blind-safe palette), and one for anything else.
+COLOURS: Mapping[str, str] = {
+    "power_on": "#1b9e77",
+    "power_off": "#d95f02",
+    "power_reset": "#7570b3",
+    "upgrade_firmware": "#e7298a",
+    "bring_up": "#66a61e",
+    "ingest": "#e6ab02",
+}
+OTHER_COLOUR = "#666666"
+
+
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """A bar where it is drawn, with what its tooltip and link say. Firings of one schedule
+    on one row that touch at this scale are one bar: ``count`` firings, ``bar`` the first,
+    ``end_utc`` the last one's end."""
+
+    bar: Bar
+    x: float
+    width: float
+    colour: str
+    start_utc: str
+    end_utc: str
+    count: int = 1
+
+    @property
+    def conflict(self) -> bool:
+        return bool(self.bar.conflicts_with)
+
+
+@dataclass(frozen=True, slots=True)
+class Shade:
+    """A freeze window over a row."""
+
+    name: str
+    holds: str
+    x: float
+    width: float
+    start_utc: str
+    end_utc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    name: str
+    key: str  # the rack's or schedule's id
+    y: float
+    bars: tuple[Drawn, ...]
+    shades: tuple[Shade, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    x: float
+    utc: str  # RFC 3339, for the page's script to show in the viewer's zone
+    label: str  # the UTC label shown without script
+
+
+@dataclass(frozen=True, slots=True)
+class Picture:
+    width: float
+    height: float
+    label_width: float
+    axis: float
+    rows: tuple[Row, ...]
+    ticks: tuple[Tick, ...]
+    now_x: float | None  # None: now is outside the window
+    now_utc: str
+    truncated: bool
+    cut: tuple[str, ...]
+
+
+def _x(at: datetime, start: datetime, span: float) -> float:
+    return LABEL + (at - start).total_seconds() / span * WIDTH
+
+
+def _tick_step(span: timedelta) -> timedelta:
+    for hours in (1, 2, 3, 6, 12, 24, 48, 168):
+        if span / timedelta(hours=hours) <= 14:
+            return timedelta(hours=hours)
+    return timedelta(days=30)
+
+
+def _ticks(start: datetime, end: datetime, span: float) -> tuple[Tick, ...]:
+    step = _tick_step(end - start)
+    first = start.replace(minute=0, second=0, microsecond=0)
+    if step >= timedelta(days=1):
+        first = first.replace(hour=0)
+    while first < start:
+        first += step
+    ticks = []
+    at = first
+    daily = step >= timedelta(days=1)
+    while at < end:
+        label = at.strftime("%a %d %b" if daily else "%a %H:%M")
+        ticks.append(Tick(_x(at, start, span), format_rfc3339(at), label))
+        at += step
+    return tuple(ticks)
+
+
+def _merged(bars: list[Bar], start: datetime, span: float) -> tuple[Drawn, ...]:
+    """The bars of a row as drawn: per schedule, in time order, a bar that begins within
+    a unit of the previous one's end joins it (same conflict and freeze marks)."""
+    runs: list[Drawn] = []
+    last: dict[tuple[uuid.UUID, bool, str | None], int] = {}
+    for b in sorted(bars, key=lambda b: b.start):
+        x = _x(b.start, start, span)
+        right = max(x + MIN_BAR, min(_x(b.end, start, span), LABEL + WIDTH))
+        key = (b.schedule_id, bool(b.conflicts_with), b.freeze)
+        index = last.get(key)
+        if index is not None and x <= runs[index].x + runs[index].width + 1.0:
+            run = runs[index]
+            runs[index] = Drawn(run.bar, run.x, max(run.width, right - run.x), run.colour,
+                                run.start_utc, format_rfc3339(b.end), run.count + 1)  # fmt: skip
+            continue
+        last[key] = len(runs)
+        runs.append(Drawn(b, x, right - x, COLOURS.get(b.operation, OTHER_COLOUR),
+                          format_rfc3339(b.start), format_rfc3339(b.end)))  # fmt: skip
+    return tuple(runs)
+
+
+def draw(
+    upcoming: Upcoming,
+    now: datetime,
+    *,
+    by: Literal["rack", "schedule"] = "rack",
+    racks: Mapping[uuid.UUID, str] | None = None,
+) -> Picture:
+    """The picture of ``upcoming``; ``racks`` (id -> name) adds rows for racks without bars,
+    so every rack of the fleet shows."""
+    start, end = upcoming.start, upcoming.end
+    span = (end - start).total_seconds()
+    keyed: dict[str, tuple[str, list[Bar]]] = {}
+    if by == "rack":
+        for rack_id, name in (racks or {}).items():
+            keyed[str(rack_id)] = (name, [])
+    for bar in upcoming.bars:
+        key, name = (
+            (str(bar.rack_id), bar.rack) if by == "rack" else (str(bar.schedule_id), bar.schedule)
+        )
+        keyed.setdefault(key, (name, []))[1].append(bar)
+    rows = []
+    for index, (key, (name, bars)) in enumerate(sorted(keyed.items(), key=lambda kv: kv[1][0])):
+        drawn = _merged(bars, start, span)
+        shades: tuple[Shade, ...] = ()
+        if by == "rack":
+            shades = tuple(
+                Shade(
+                    name=w.name,
+                    holds=w.holds,
+                    x=_x(max(w.start, start), start, span),
+                    width=_x(min(w.end, end), start, span) - _x(max(w.start, start), start, span),
+                    start_utc=format_rfc3339(w.start),
+                    end_utc=format_rfc3339(w.end),
+                )
+                for w in upcoming.freezes
+                if uuid.UUID(key) in w.rack_ids
+            )
+        rows.append(Row(name, key, AXIS + index * ROW, drawn, shades))
+    now_x = _x(now, start, span) if start <= now < end else None
+    return Picture(
+        width=LABEL + WIDTH,
+        height=AXIS + max(1, len(rows)) * ROW,
+        label_width=LABEL,
+        axis=AXIS,
+        rows=tuple(rows),
+        ticks=_ticks(start, end, span),
+        now_x=now_x,
+        now_utc=format_rfc3339(now),
+        truncated=upcoming.truncated,
+        cut=upcoming.cut,
+    )

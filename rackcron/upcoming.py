@@ -1,0 +1,220 @@
+"""The fleet's upcoming firings in a window: one bar per (firing, rack), pure.
+
+What the web console's timeline draws and ``rackcron upcoming`` lists. Each enabled
+schedule fires at its stored ``next_run_at`` (an overdue one at the window's start: the
+dispatcher fires it at its next poll), then as its spec says (``rackcron.timing``). A
+firing occupies each rack of its scope for its operation's expected duration
+(:data:`EXPECTED_DURATIONS`, the same the precise conflict check assumes).
+
+Two bars on one rack whose times overlap are marked as a predicted conflict when their
+tasks would conflict (the table of ``rackcron.task_conflicts``, over the components each
+scope's filter selects): the second of them would be refused under skip, or queued.
+A bar whose start falls inside a freeze that holds it is marked with the freeze
+(``rackcron.freezes``).
+
+Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
+name is then in :attr:`Upcoming.cut`) and :data:`MAX_BARS` bars in all (past that,
+:attr:`Upcoming.truncated`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rackcron import timing
+from rackcron.derived import operation_name
+from rackcron.filters import ComponentFilter
+from rackcron.firing import select_components
+from rackcron.freezes import Target, holding, selects_rack, windows
+from rackcron.models import Component, Freeze, Rack, Schedule, Scope
+from rackcron.task_conflicts import Work, conflicts
+
+__all__ = [
+    "EXPECTED_DURATIONS",
+    "MAX_BARS",
+    "MAX_FIRES_PER_SCHEDULE",
+    "Bar",
+    "FleetView",
+    "FreezeWindow",
+    "Upcoming",
+    "expected_duration",
+    "upcoming",
+]
+
+#: How long an operation is expected to keep its components busy once fired.
+EXPECTED_DURATIONS: Mapping[str, timedelta] = {
+    "power_on": timedelta(minutes=10),
+    "power_off": timedelta(minutes=10),
+    "power_reset": timedelta(minutes=10),
+    "bring_up": timedelta(hours=2),
+    "ingest": timedelta(minutes=30),
+    "upgrade_firmware": timedelta(hours=2),
+}
+MAX_FIRES_PER_SCHEDULE = 1_000
+MAX_BARS = 20_000
+
+
+def expected_duration(operation: str) -> timedelta:
+    """:data:`EXPECTED_DURATIONS` of ``operation``; the longest for one not listed."""
+    return EXPECTED_DURATIONS.get(operation, max(EXPECTED_DURATIONS.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class FleetView:
+    """What the timeline reads of the store, in one transaction."""
+
+    schedules: Sequence[Schedule]
+    scopes: Mapping[uuid.UUID, Sequence[Scope]]
+    racks: Sequence[Rack]
+    components: Sequence[Component]
+    freezes: Sequence[Freeze] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One firing of one schedule on one rack, ``[start, end)`` in UTC."""
+
+    schedule_id: uuid.UUID
+    schedule: str
+    operation: str
+    rack_id: uuid.UUID
+    rack: str
+    start: datetime
+    end: datetime
+    freeze: str | None = None  # the freeze holding this firing, if one does
+    conflicts_with: tuple[str, ...] = ()  # schedules whose bars here conflict with it
+
+
+@dataclass(frozen=True, slots=True)
+class Upcoming:
+    """The bars of a window, by start time (then rack and schedule name)."""
+
+    start: datetime
+    end: datetime
+    bars: tuple[Bar, ...]
+    truncated: bool = False  # MAX_BARS reached: later bars are missing
+    cut: tuple[str, ...] = ()  # schedules whose later firings in the window are missing
+    freezes: tuple[FreezeWindow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FreezeWindow:
+    """A window of a freeze within the timeline's, and the racks its selector takes (what
+    else it selects, schedules and operations, is in ``holds``)."""
+
+    name: str
+    start: datetime
+    end: datetime
+    rack_ids: frozenset[uuid.UUID]
+    holds: str
+
+
+def _fires(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+    if not schedule.enabled or schedule.next_run_at is None:
+        return []
+    spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone or "UTC")
+    at: datetime | None = schedule.next_run_at
+    found: list[datetime] = []
+    while at is not None and at < end and len(found) < MAX_FIRES_PER_SCHEDULE:
+        found.append(max(at, start))
+        at = timing.next_after(spec, at)
+        while at is not None and at < start:  # an overdue schedule fires once, now
+            at = timing.next_after(spec, at)
+    return found
+
+
+def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
+    """The bars of every enabled schedule's firings that start in ``[start, end)``.
+
+    :raises ValueError: ``end`` is not after ``start``.
+    """
+    if end <= start:
+        raise ValueError(f"the window must end after it starts: {start} .. {end}")
+    racks = {r.id: r for r in view.racks}
+    on_rack: dict[uuid.UUID, list[tuple[str, str]]] = {}
+    for c in sorted(view.components, key=lambda c: str(c.id)):
+        if c.rack_id is not None:
+            on_rack.setdefault(c.rack_id, []).append((str(c.id), c.type.value))
+    bars: list[Bar] = []
+    works: dict[int, Work] = {}
+    truncated = False
+    cut: list[str] = []
+    for schedule in view.schedules:
+        scopes = [s for s in view.scopes.get(schedule.id, ()) if s.rack_id in racks]
+        if not scopes:
+            continue
+        fires = _fires(schedule, start, end)
+        if len(fires) == MAX_FIRES_PER_SCHEDULE:
+            cut.append(schedule.name)
+        operation = operation_name(schedule.template)
+        length = expected_duration(operation)
+        kind = schedule.template.type if schedule.template is not None else ""
+        for scope in scopes:
+            rack = racks[scope.rack_id]
+            work = _work(kind, scope.component_filter, on_rack.get(rack.id, []))
+            if work is None:
+                continue  # the filter matches nothing: the scope would submit nothing
+            target = Target(rack.name, rack.labels, schedule.name, schedule.management.labels,
+                            operation)  # fmt: skip
+            for at in fires:
+                if len(bars) == MAX_BARS:
+                    truncated = True
+                    break
+                freeze = holding(view.freezes, target, at)
+                bar = Bar(schedule.id, schedule.name, operation, rack.id, rack.name, at,
+                          at + length, freeze.name if freeze else None)  # fmt: skip
+                works[len(bars)] = work
+                bars.append(bar)
+    marked = _mark_conflicts(bars, works)
+    marked.sort(key=lambda b: (b.start, b.rack, b.schedule))
+    frozen = tuple(_freeze_windows(view.freezes, view.racks, start, end))
+    return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), frozen)
+
+
+def _work(
+    kind: str, component_filter: ComponentFilter | None, components: list[tuple[str, str]]
+) -> Work | None:
+    chosen = select_components(component_filter, components)
+    if chosen is None:
+        return None
+    types = dict(components)
+    return Work.of(kind, chosen, [types[c] for c in chosen])
+
+
+def _mark_conflicts(bars: list[Bar], works: Mapping[int, Work]) -> list[Bar]:
+    """``bars`` with ``conflicts_with`` set: per rack, a sweep over start times compares
+    each bar with the bars still running when it starts."""
+    by_rack: dict[uuid.UUID, list[int]] = {}
+    for i, bar in enumerate(bars):
+        by_rack.setdefault(bar.rack_id, []).append(i)
+    others: dict[int, set[str]] = {}
+    for indexes in by_rack.values():
+        indexes.sort(key=lambda i: bars[i].start)
+        running: list[int] = []
+        for i in indexes:
+            bar = bars[i]
+            running = [j for j in running if bars[j].end > bar.start]
+            for j in running:
+                if bars[j].schedule_id != bar.schedule_id and conflicts(works[i], works[j]):
+                    others.setdefault(i, set()).add(bars[j].schedule)
+                    others.setdefault(j, set()).add(bar.schedule)
+            running.append(i)
+    return [_with(bar, others[i]) if i in others else bar for i, bar in enumerate(bars)]
+
+
+def _with(bar: Bar, names: Iterable[str]) -> Bar:
+    return Bar(bar.schedule_id, bar.schedule, bar.operation, bar.rack_id, bar.rack, bar.start,
+               bar.end, bar.freeze, tuple(sorted(names)))  # fmt: skip
+
+
+def _freeze_windows(
+    freezes: Sequence[Freeze], racks: Sequence[Rack], start: datetime, end: datetime
+) -> Iterable[FreezeWindow]:
+    for freeze in freezes:
+        held = frozenset(r.id for r in racks if selects_rack(freeze.selector, r.name, r.labels))
+        holds = ", ".join(freeze.selector.operations) or "every operation"
+        for begin, finish in windows(freeze, start, end):
+            yield FreezeWindow(freeze.name, begin, finish, held, holds)

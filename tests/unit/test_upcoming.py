@@ -1,0 +1,158 @@
+"""rackcron.upcoming: the bars of a window, predicted conflicts and freezes, pure."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rackcron.filters import ComponentFilter
+from rackcron.models import (
+    Component,
+    ComponentType,
+    Freeze,
+    FreezeSelector,
+    OperationTemplate,
+    OverlapPolicy,
+    Rack,
+    Schedule,
+    Scope,
+    SpecType,
+)
+from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, FleetView, expected_duration, upcoming
+
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+RACK = Rack(id=uuid.uuid4(), name="rack-a01", labels={"row": "A"})
+OTHER = Rack(id=uuid.uuid4(), name="rack-b01", labels={"row": "B"})
+C0, C1, SHELF = (
+    Component(id=uuid.uuid4(), rack_id=RACK.id, type=t, name=n)
+    for t, n in (
+        (ComponentType.COMPUTE, "c0"),
+        (ComponentType.COMPUTE, "c1"),
+        (ComponentType.POWERSHELF, "ps"),
+    )
+)
+TEMPLATES = {
+    "power_on": OperationTemplate(type="power_control", code="power_on"),
+    "power_off": OperationTemplate(type="power_control", code="power_off"),
+    "upgrade_firmware": OperationTemplate(
+        type="firmware_control", code="upgrade", information={"target_version": "2"}
+    ),
+}
+
+
+def schedule(
+    name: str,
+    kind: str,
+    *targets: tuple[Rack, ComponentFilter | None],
+    spec: str = "6h",
+    spec_type: SpecType = SpecType.INTERVAL,
+    next_run_at: datetime | None = T0 + timedelta(hours=1),
+    enabled: bool = True,
+) -> tuple[Schedule, list[Scope]]:
+    made = Schedule(
+        id=uuid.uuid4(), name=name, spec_type=spec_type, spec=spec, timezone="UTC",
+        template=TEMPLATES[kind], overlap_policy=OverlapPolicy.SKIP, enabled=enabled,
+        next_run_at=next_run_at, last_run_at=None, created_at=T0, updated_at=T0,
+    )  # fmt: skip
+    scopes = [
+        Scope(
+            id=uuid.uuid4(),
+            schedule_id=made.id,
+            rack_id=r.id,
+            component_filter=f,
+            last_task_id=None,
+            created_at=T0,
+        )
+        for r, f in targets
+    ]
+    return made, scopes
+
+
+def view(*made: tuple[Schedule, list[Scope]], freezes: tuple[Freeze, ...] = ()) -> FleetView:
+    return FleetView(
+        schedules=[s for s, _ in made],
+        scopes={s.id: scopes for s, scopes in made},
+        racks=[RACK, OTHER],
+        components=[C0, C1, SHELF],
+        freezes=freezes,
+    )
+
+
+def only(*components: Component) -> ComponentFilter:
+    return ComponentFilter.components([c.id for c in components])
+
+
+def test_each_firing_is_a_bar_per_rack_as_long_as_its_operation() -> None:
+    made = schedule("six-hourly", "power_on", (RACK, None), (OTHER, None))
+    found = upcoming(view(made), T0, T0 + timedelta(hours=24))
+    starts = [T0 + timedelta(hours=h) for h in (1, 7, 13, 19)]
+    assert [(b.start, b.rack) for b in found.bars] == [
+        (at, rack) for at in starts for rack in ("rack-a01", "rack-b01")
+    ]
+    assert {b.end - b.start for b in found.bars} == {expected_duration("power_on")}
+    assert not found.truncated
+
+
+def test_an_overdue_schedule_fires_once_at_the_window_start() -> None:
+    made = schedule("late", "power_on", (RACK, None), next_run_at=T0 - timedelta(hours=13))
+    found = upcoming(view(made), T0, T0 + timedelta(hours=6))
+    assert [b.start for b in found.bars] == [T0, T0 + timedelta(hours=5)]
+
+
+def test_disabled_consumed_and_unscoped_schedules_draw_nothing() -> None:
+    paused = schedule("paused", "power_on", (RACK, None), enabled=False)
+    consumed = schedule("consumed", "power_on", (RACK, None), next_run_at=None)
+    unscoped = schedule("unscoped", "power_on")
+    assert upcoming(view(paused, consumed, unscoped), T0, T0 + timedelta(days=1)).bars == ()
+
+
+def test_overlapping_bars_are_marked_only_when_their_tasks_conflict() -> None:
+    shelf = schedule("shelf-off", "power_off", (RACK, only(SHELF)))
+    compute = schedule("c0-on", "power_on", (RACK, only(C0)))
+    firmware = schedule("c1-fw", "upgrade_firmware", (RACK, only(C1)))
+    found = upcoming(view(shelf, compute, firmware), T0, T0 + timedelta(hours=2))
+    marks = {b.schedule: b.conflicts_with for b in found.bars}
+    # The shelf's power holds the rack against both; compute power beside firmware on
+    # another component may run side by side.
+    assert marks == {
+        "shelf-off": ("c0-on", "c1-fw"),
+        "c0-on": ("shelf-off",),
+        "c1-fw": ("shelf-off",),
+    }
+
+
+def test_bars_that_do_not_overlap_in_time_are_not_marked() -> None:
+    first = schedule("first", "power_on", (RACK, only(C0)))
+    later = schedule("later", "power_off", (RACK, only(C0)),
+                     next_run_at=T0 + timedelta(hours=1, minutes=10))  # fmt: skip
+    found = upcoming(view(first, later), T0, T0 + timedelta(hours=2))
+    assert all(b.conflicts_with == () for b in found.bars)
+
+
+def test_a_bar_in_a_freeze_names_it_and_the_window_lists_its_racks() -> None:
+    freeze = Freeze(
+        id=uuid.uuid4(), name="row-b", start=T0, end=T0 + timedelta(hours=3),
+        selector=FreezeSelector(rack_labels={"row": "B"}, operations=["power_on"]),
+    )  # fmt: skip
+    made = schedule("both", "power_on", (RACK, None), (OTHER, None))
+    found = upcoming(view(made, freezes=(freeze,)), T0, T0 + timedelta(hours=8))
+    assert [(b.rack, b.start.hour, b.freeze) for b in found.bars] == [
+        ("rack-a01", 1, None), ("rack-b01", 1, "row-b"),
+        ("rack-a01", 7, None), ("rack-b01", 7, None),
+    ]  # fmt: skip
+    (window,) = found.freezes
+    assert (window.name, window.rack_ids, window.holds) == ("row-b", {OTHER.id}, "power_on")
+
+
+def test_a_schedule_firing_every_second_is_bounded() -> None:
+    made = schedule("hot", "power_on", (RACK, None), spec="1s", next_run_at=T0)
+    found = upcoming(view(made), T0, T0 + timedelta(hours=2))
+    assert len(found.bars) == MAX_FIRES_PER_SCHEDULE and found.cut == ("hot",)
+    assert not found.truncated
+
+
+def test_a_window_must_end_after_it_starts() -> None:
+    with pytest.raises(ValueError, match="must end after"):
+        upcoming(view(), T0, T0)
