@@ -47,6 +47,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
     "freezes": ("rackcron.cli.freezes_cmd:freezes", "Show freeze windows: active now, next."),
+    "racks": (
+        "rackcron.cli.racks_cmd:racks",
+        "Show racks: components, NVLink domain, controller, active tasks.",
+    ),
     "db": ("rackcron.cli.db_cmd:db", "Create or upgrade the store's schema."),
     "dispatch": ("rackcron.cli.serve_cmd:dispatch", "Fire due schedules (the poll loop alone)."),
     "serve": (

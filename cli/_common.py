@@ -211,15 +211,20 @@ def page_options(func: F) -> F:
 @contextmanager
 def cli_errors() -> Iterator[None]:
     """Turn core errors into one line on stderr and exit status 1; a tree with errors
-    (``InvalidTree``) prints its diagnostics instead (:func:`exit_invalid`)."""
+    (``InvalidTree``) prints its diagnostics instead (:func:`exit_invalid`), an ambiguous
+    name (``AmbiguousName``) a line per object that has it."""
     try:
         yield
     except RackcronError as exc:
-        from rackcron.reconciler.validate import InvalidTree  # only on the way out
+        from rackcron.names import AmbiguousName  # only on the way out
+        from rackcron.reconciler.validate import InvalidTree
 
         if isinstance(exc, InvalidTree):
             exit_invalid(exc.validation, label=exc.label)
         click.echo(f"error: {terminal(exc.message)}", err=True)
+        if isinstance(exc, AmbiguousName):  # one line per candidate: its id, name, details
+            for c in exc.candidates:
+                click.echo(f"  {c.id}  {terminal(c.name)}  {terminal(c.detail)}", err=True)
         sys.exit(1)
 
 
@@ -442,11 +447,13 @@ def echo_text(text: str, *, err: bool = False, colour: bool = False) -> None:
     )
 
 
-def print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """Left-aligned columns, two spaces apart; each cell one line, controls escaped."""
+def print_table(headers: list[str], rows: list[list[str]], *, indent: str = "") -> None:
+    """Left-aligned columns, two spaces apart (each line after ``indent``); each cell one
+    line, controls escaped."""
     rows = [[terminal(cell) for cell in row] for row in rows]
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
     ]
     for line in [headers, *rows]:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        cells = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
+        click.echo(f"{indent}{cells}".rstrip())

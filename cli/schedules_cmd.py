@@ -7,7 +7,6 @@ which offers the same operations with the same shapes.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 import click
@@ -24,6 +23,14 @@ from rackcron.cli._common import (
     print_table,
     server_options,
     when,
+)
+from rackcron.cli._names import (
+    beside,
+    complete_racks,
+    rack_names,
+    resolve_rack,
+    resolve_schedule,
+    schedule_argument,
 )
 from rackcron.escape import terminal
 
@@ -47,14 +54,6 @@ def _client(server: Server) -> FlowClient:
     from rackcron.wire.client import FlowClient
 
     return FlowClient(server.channel())
-
-
-def _lookup(service: Service | FlowClient, ref: str) -> Schedule:
-    """A schedule by UUID or by name."""
-    try:
-        return service.get_schedule(uuid.UUID(ref))
-    except ValueError:
-        return service.find_schedule(ref)
 
 
 #: A schedule's fields the Flow RPCs do not carry: left out of what --server shows.
@@ -110,7 +109,8 @@ def _show(schedules: list[Schedule], fmt: str, server: Server | None) -> None:
 def schedules() -> None:
     """Inspect and control the schedules in the store, or on a gRPC server (--server).
 
-    A SCHEDULE argument is a schedule's name or its UUID. With --server HOST:PORT
+    A SCHEDULE argument is a schedule's name or its UUID, and --rack a rack's (over
+    --server, a rack name needs the server's rackcron.v1.Reconciler). With --server HOST:PORT
     every command goes through the Flow RPCs of that server (rackcron serve
     --grpc-listen, or Flow itself); add --ca-file/--client-cert/--client-key for
     TLS and mTLS, and --token-file (or $RACKCRON_GRPC_TOKEN) for a bearer token.
@@ -123,14 +123,19 @@ def schedules() -> None:
 
 
 @schedules.command("list")
-@click.option("--rack", "rack_id", help="Only schedules with a scope on this rack (UUID).")
+@click.option(
+    "--rack",
+    metavar="RACK",
+    shell_complete=complete_racks,
+    help="Only schedules with a scope on this rack (its name or UUID).",
+)
 @click.option("--enabled-only", is_flag=True, help="Leave out paused schedules.")
 @page_options
 @format_option
 @database_option
 @server_options
 def list_command(
-    rack_id: str | None,
+    rack: str | None,
     enabled_only: bool,
     offset: int,
     limit: int,
@@ -140,12 +145,14 @@ def list_command(
 ) -> None:
     """List schedules, oldest first.
 
-    Example: rackcron schedules list --enabled-only --format json
+    Example: rackcron schedules list --rack rack-a01 --enabled-only --format json
 
     Example: rackcron schedules list --server flow.example.net:50051 --ca-file ca.pem
     """
     with cli_errors():
-        page = _backend(database_url, server).list_schedules(
+        backend = _backend(database_url, server)
+        rack_id = None if rack is None else str(resolve_rack(backend, rack))
+        page = backend.list_schedules(
             rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
         )
     if fmt == "json":
@@ -157,7 +164,7 @@ def list_command(
 
 
 @schedules.command("get")
-@click.argument("schedule")
+@schedule_argument
 @format_option
 @database_option
 @server_options
@@ -165,16 +172,20 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
     """Show one schedule and its scope.
 
     From the store it also shows the schedule's starting deadline and its last missed
-    firing, with how late it was (the Flow RPCs of --server carry neither).
+    firing, with how late it was (the Flow RPCs of --server carry neither). Each rack
+    of the scope is shown by name and id (over --server, by id alone unless the server
+    offers rackcron.v1.Reconciler).
 
     Example: rackcron schedules get nightly-compute-firmware
     """
     with cli_errors():
         service = _backend(database_url, server)
-        found = _lookup(service, schedule)
+        found = resolve_schedule(service, schedule)
         scopes = service.list_scopes(found.id)
+        names = rack_names(service, (s.rack_id for s in scopes))
     if fmt == "json":
-        echo_json({**_dump(found, server), "scopes": [s.model_dump(mode="json") for s in scopes]})
+        shown = [{**s.model_dump(mode="json"), "rack_name": names.get(s.rack_id)} for s in scopes]
+        echo_json({**_dump(found, server), "scopes": shown})
         return
     for label, value in [
         ("name", found.name),
@@ -200,7 +211,8 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         filt = scope.component_filter
         what = "all components" if filt is None else f"{filt.kind}: {', '.join(filt.items)}"
         last = f", last task {scope.last_task_id}" if scope.last_task_id else ""
-        click.echo(terminal(f"  rack {scope.rack_id} ({what}{last})"))
+        rack = beside(names.get(scope.rack_id), scope.rack_id)
+        click.echo(terminal(f"  rack {rack}: {what}{last}"))
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -210,7 +222,7 @@ def _confirm(question: str, yes: bool) -> None:
 
 
 def _single(verb: str, help_text: str) -> click.Command:
-    @click.argument("schedule")
+    @schedule_argument
     @format_option
     @audit_options
     @database_option
@@ -220,7 +232,7 @@ def _single(verb: str, help_text: str) -> click.Command:
     ) -> None:
         with cli_errors():
             service = _backend(database_url, server)
-            target = _lookup(service, schedule)
+            target = resolve_schedule(service, schedule)
             change = getattr(service, f"{verb}_schedule")
             result = change(target.id, audit=audit)
         _show([result], fmt, server)
@@ -242,7 +254,7 @@ _single(
 
 
 @schedules.command("trigger")
-@click.argument("schedule")
+@schedule_argument
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--force",
@@ -271,8 +283,8 @@ def trigger_command(
     it refuses unless --yes is given, as delete does.
 
     A freeze window holding any of its scopes refuses the trigger, and nothing changes,
-    unless --force. Over --server, the ids of the tasks submitted are printed, in scope
-    order.
+    unless --force. Each rack's outcome is printed with the rack's name and id; over
+    --server, the ids of the tasks submitted, in scope order.
 
     Example: rackcron schedules trigger nightly-reset --yes --reason 'rerun after fix'
     """
@@ -280,18 +292,20 @@ def trigger_command(
     with cli_errors():
         if server is not None:  # Flow answers with the task ids only
             client = _client(server)
-            target = _lookup(client, schedule)
+            target = resolve_schedule(client, schedule)
             _confirm(question.format(terminal(target.name), target.id), yes)
             task_ids = client.trigger_ids(target.id, force=force, audit=audit)
             lines = [f"task {t}" for t in task_ids]
         else:
             service = open_service(database_url)
-            target = _lookup(service, schedule)
+            target = resolve_schedule(service, schedule)
             _confirm(question.format(terminal(target.name), target.id), yes)
             result = service.trigger(target.id, force=force, audit=audit)
             task_ids = result.task_ids
+            names = rack_names(service, (o.rack_id for o in result.outcomes))
             lines = [
-                f"rack {o.rack_id}: {o.result} {o.task_id or o.error or ''}".rstrip()
+                f"rack {beside(names.get(o.rack_id), o.rack_id)}:"
+                f" {o.result} {o.task_id or o.error or ''}".rstrip()
                 for o in result.outcomes
             ]
             for name in sorted(set(result.firing.overridden.values())):
@@ -304,7 +318,7 @@ def trigger_command(
 
 
 @schedules.command("delete")
-@click.argument("schedule")
+@schedule_argument
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @audit_options
 @database_option
@@ -318,7 +332,7 @@ def delete_command(
     """
     with cli_errors():
         service = _backend(database_url, server)
-        target = _lookup(service, schedule)
+        target = resolve_schedule(service, schedule)
         _confirm(f"Delete schedule '{terminal(target.name)}' ({target.id})?", yes)
         service.delete_schedule(target.id, audit=audit)
     click.echo(f"deleted {terminal(target.name)}")

@@ -42,7 +42,7 @@ from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
-from rackcron.logs import event
+from rackcron.logs import Seconds, event
 from rackcron.notifications import Notification
 from rackcron.service import Service
 
@@ -141,10 +141,10 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             logging.INFO,
             "serving",
             dispatch=dispatch is not None,
-            poll_interval=dispatch.poll_interval if dispatch else "off",
+            poll_interval=Seconds(dispatch.poll_interval) if dispatch else "off",
             runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
-            task_retention=retention.retention.total_seconds() if retention else "off",
+            task_retention=Seconds(retention.retention.total_seconds()) if retention else "off",
             metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
             notify=", ".join(w.label for w in notifier.webhooks) if notifier else "off",
         )

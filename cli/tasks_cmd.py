@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,10 +19,20 @@ from rackcron.cli._common import (
     server_options,
     when,
 )
+from rackcron.cli._names import (
+    beside,
+    complete_racks,
+    complete_schedules,
+    resolve_component,
+    resolve_rack,
+    resolve_schedule,
+)
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
+    from rackcron.models import Task
+    from rackcron.service import Names
 
 __all__ = ["tasks"]
 
@@ -32,44 +42,140 @@ def tasks() -> None:
     """Inspect and cancel tasks (one per scope per firing)."""
 
 
+def _dump(task: Task, names: Names) -> dict[str, Any]:
+    schedule = None if task.schedule_id is None else names.schedules.get(task.schedule_id)
+    return {
+        **task.model_dump(mode="json"),
+        "rack_name": names.racks.get(task.rack_id),
+        "schedule_name": schedule,
+    }
+
+
 @tasks.command("list")
-@click.option("--rack", "rack_id", help="Only tasks on this rack (UUID).")
-@click.option("--component", "component_id", help="Only tasks covering this component (UUID).")
+@click.option(
+    "--rack",
+    metavar="RACK",
+    shell_complete=complete_racks,
+    help="Only tasks on this rack (its name or UUID).",
+)
+@click.option(
+    "--schedule",
+    metavar="SCHEDULE",
+    shell_complete=complete_schedules,
+    help="Only tasks this schedule fired (its name or UUID).",
+)
+@click.option(
+    "--component",
+    metavar="COMPONENT",
+    help="Only tasks covering this component (its UUID, its name, or RACK/NAME).",
+)
 @click.option("--active-only", is_flag=True, help="Only waiting, pending and running tasks.")
 @page_options
 @format_option
 @database_option
 def list_command(
-    rack_id: str | None,
-    component_id: str | None,
+    rack: str | None,
+    schedule: str | None,
+    component: str | None,
     active_only: bool,
     offset: int,
     limit: int,
     fmt: str,
     database_url: str | None,
 ) -> None:
-    """List tasks, newest first.
+    """List tasks, newest first, each with its rack's and its schedule's name.
 
-    Example: rackcron tasks list --active-only --limit 20
+    Example: rackcron tasks list --schedule demo-power-reset --active-only
+
+    Example: rackcron tasks list --rack rack-a01 --component rack-a01/compute-0 --limit 20
     """
     with cli_errors():
-        page = open_service(database_url).list_tasks(
-            rack_id=rack_id,
-            component_id=component_id,
+        service = open_service(database_url)
+        page = service.list_tasks(
+            rack_id=None if rack is None else resolve_rack(service, rack),
+            component_id=None if component is None else resolve_component(service, component),
+            schedule_id=None if schedule is None else resolve_schedule(service, schedule).id,
             active_only=active_only,
             offset=offset,
             limit=limit,
         )
+        names = service.names_of(
+            racks=(t.rack_id for t in page.items),
+            schedules=(t.schedule_id for t in page.items if t.schedule_id is not None),
+        )
     if fmt == "json":
-        echo_json({"tasks": [t.model_dump(mode="json") for t in page.items], "total": page.total})
+        echo_json({"tasks": [_dump(t, names) for t in page.items], "total": page.total})
         return
     rows = [
-        [str(t.id), t.status.value, str(t.rack_id), t.operation, when(t.created_at), t.description]
+        [
+            str(t.id),
+            t.status.value,
+            names.racks.get(t.rack_id, "-"),
+            str(t.rack_id),
+            names.schedules.get(t.schedule_id, "-") if t.schedule_id else "-",
+            t.operation,
+            when(t.created_at),
+            t.description,
+        ]
         for t in page.items
     ]
-    print_table(["ID", "STATUS", "RACK", "OPERATION", "CREATED (UTC)", "DESCRIPTION"], rows)
+    headers = ["ID", "STATUS", "RACK", "RACK ID", "SCHEDULE", "OPERATION", "CREATED (UTC)"]
+    print_table([*headers, "DESCRIPTION"], rows)
     if page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
+
+
+@tasks.command("get")
+@click.argument("task_id")
+@format_option
+@database_option
+def get_command(task_id: str, fmt: str, database_url: str | None) -> None:
+    """Show one task: its status and message, its rack, schedule and components by name.
+
+    Example: rackcron tasks get 0b6c2f4e-8f1a-4e8e-9a51-3f2d7c1e9b20
+    """
+    from rackcron.derived import operation_type
+    from rackcron.errors import InvalidArgument, NotFound
+    from rackcron.names import as_uuid
+
+    with cli_errors():
+        if as_uuid(task_id) is None:
+            raise InvalidArgument(f'task_id: invalid UUID "{task_id}"')
+        service = open_service(database_url)
+        found = service.get_tasks([task_id])
+        if not found:
+            raise NotFound(f"task_id: task {task_id} not found")
+        (task,) = found
+        names = service.names_of(
+            racks=[task.rack_id],
+            schedules=[] if task.schedule_id is None else [task.schedule_id],
+            components=task.component_uuids,
+        )
+    if fmt == "json":
+        echo_json(_dump(task, names))
+        return
+    schedule = "-"
+    if task.schedule_id is not None:
+        schedule = beside(names.schedules.get(task.schedule_id), task.schedule_id)
+    for label, value in [
+        ("id", str(task.id)),
+        ("status", task.status.value),
+        ("message", task.message or "-"),
+        ("rack", beside(names.racks.get(task.rack_id), task.rack_id)),
+        ("schedule", schedule),
+        ("operation", f"{task.operation} [{operation_type(task.template)}]"),
+        ("description", task.description),
+        ("created", when(task.created_at)),
+        ("started", when(task.started_at)),
+        ("finished", when(task.finished_at)),
+        ("queue expires", when(task.queue_expires_at)),
+    ]:
+        click.echo(f"{label + ':':16}{terminal(value)}")
+    click.echo(f"components:     {len(task.component_uuids)}")
+    types = task.component_types or [""] * len(task.component_uuids)
+    for component_id, kind in zip(task.component_uuids, types, strict=True):
+        line = f"  {beside(names.components.get(component_id), component_id)} {kind}"
+        click.echo(terminal(line.rstrip()))
 
 
 @tasks.command("cancel")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
-from rackcron.logs import LOGGER, event
+from rackcron.logs import LOGGER, Seconds, event
 from rackcron.models import MissReason
 from rackcron.notifications import Notification, firing_missed, firing_skipped
 from rackcron.service import FireResult, Missed, Service
@@ -154,7 +154,7 @@ class Dispatcher:
                         logging.INFO,
                         "poll",
                         fired=summary.fired,
-                        seconds=summary.seconds,
+                        seconds=Seconds(summary.seconds),
                         **summary.results,
                     )
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
@@ -174,7 +174,7 @@ class Dispatcher:
             if short:
                 event(logging.WARNING, "starting deadline shorter than twice the poll interval",
                       schedule=schedule.name, id=str(schedule.id), starting_deadline=deadline,
-                      poll_interval=interval)  # fmt: skip
+                      poll_interval=Seconds(interval))  # fmt: skip
 
     def _report_missed(self, missed: list[Missed]) -> None:
         """A WARNING line per missed firing, the metric and the notification (after the
@@ -185,7 +185,7 @@ class Dispatcher:
                 "id": str(miss.schedule_id),
                 "reason": miss.reason.value,
                 "due": format_rfc3339(miss.due),
-                "lateness": miss.lateness_seconds,
+                "lateness": Seconds(miss.lateness_seconds),
             }
             if miss.starting_deadline is not None:
                 fields["starting_deadline"] = miss.starting_deadline
@@ -214,7 +214,7 @@ class Dispatcher:
                 "schedule": firing.schedule.name,
                 "id": str(firing.schedule.id),
                 **counts,
-                "lag": lag,
+                "lag": Seconds(lag),
             }
             if counts["failed"]:
                 fields["errors"] = "; ".join(

@@ -49,7 +49,7 @@ from rackcron import __version__
 from rackcron.dispatcher.deadline import BoundedHTTPConnection, BoundedHTTPSConnection, Deadline
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.escape import terminal
-from rackcron.logs import LOGGER, event
+from rackcron.logs import LOGGER, Seconds, event
 from rackcron.notifications import Notification
 
 __all__ = [
@@ -264,7 +264,7 @@ class Notifier:
             if left := q.clear():
                 self.metrics.notifications_dropped.labels(webhook.label).inc(left)
                 event(logging.WARNING, "notifications dropped on stop", webhook=webhook.label,
-                      count=left, grace=grace)  # fmt: skip
+                      count=left, grace=Seconds(grace))  # fmt: skip
 
     def _serve(self, webhook: Webhook, q: _Queue) -> None:
         while (item := q.take()) is not None:

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
-from rackcron.logs import LOGGER, event
+from rackcron.logs import LOGGER, Seconds, event
 from rackcron.retention import MAX_BATCH
 from rackcron.service import Service
 
@@ -100,7 +100,7 @@ class Pruner:
                         "tasks pruned",
                         tasks=summary.deleted,
                         batches=summary.batches,
-                        seconds=summary.seconds,
-                        retention=self.retention.total_seconds(),
+                        seconds=Seconds(summary.seconds),
+                        retention=Seconds(self.retention.total_seconds()),
                     )
             stop.wait(max(0.0, interval - (time.monotonic() - started)))

@@ -52,6 +52,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, NamedTuple
 
 from rackcron.derived import operation_type
 from rackcron.dispatcher.controllers.base import (
@@ -64,7 +65,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
 from rackcron.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
-from rackcron.logs import LOGGER, event
+from rackcron.logs import LOGGER, Seconds, event
 from rackcron.notifications import (
     FAILURE_REASONS,
     Notification,
@@ -166,6 +167,25 @@ def _task_ref(written: Written) -> TaskRef:
     )
 
 
+class _Template(NamedTuple):
+    """A task's operation as ``rackcron.derived`` reads it."""
+
+    type: str
+    code: str
+    information: dict[str, Any]
+
+
+def _about(work: Work) -> dict[str, str]:
+    """The fields a log line about ``work`` starts with: the task, its rack (by name,
+    else id), its schedule's name (none: no schedule, or it is gone), its operation."""
+    fields = {"task": str(work.task_id), "rack": work.rack_name or str(work.rack_id)}
+    if work.schedule_name is not None:
+        fields["schedule"] = work.schedule_name
+    template = _Template(work.operation_type, work.operation_code, work.information)
+    fields["operation"] = operation_type(template)
+    return fields
+
+
 def _order(work: Work) -> TaskOrder:
     return TaskOrder(
         id=work.task_id,
@@ -255,7 +275,8 @@ class TaskRunner:
         self._pool.shutdown()
         hung = sorted(key for key, future in running.items() if future in pending)
         if hung:
-            event(logging.WARNING, "abandoned controller calls on stop", grace=self.stop_grace,
+            event(logging.WARNING, "abandoned controller calls on stop",
+                  grace=Seconds(self.stop_grace),
                   controllers=", ".join(hung))  # fmt: skip
 
     def run(self, stop: threading.Event, *, interval: float = 1.0) -> None:
@@ -398,33 +419,17 @@ class TaskRunner:
             )  # fmt: skip
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
-        racks = {w.task_id: w.rack_name or str(w.rack_id) for w in share}
+        works = {w.task_id: w for w in share}
         for update in updates:
             ended = ends(update.was, update.event)
             if ended is not None:
                 level = logging.INFO if ended == TaskStatus.COMPLETED else logging.WARNING
-                event(
-                    level,
-                    "task ended",
-                    task=str(update.task_id),
-                    rack=racks[update.task_id],
-                    status=ended.value,
-                    message=update.message,
-                )
+                event(level, "task ended", **_about(works[update.task_id]), status=ended.value,
+                      message=update.message)  # fmt: skip
                 if self.metrics is not None:
                     self.metrics.tasks_ended.labels(ended.value).inc()
             elif update.event is Event.ACCEPTED:
-                event(
-                    logging.INFO,
-                    "task started",
-                    task=str(update.task_id),
-                    rack=racks[update.task_id],
-                )
+                event(logging.INFO, "task started", **_about(works[update.task_id]))
             elif update.event is Event.RETRY_SCHEDULED:
-                event(
-                    logging.WARNING,
-                    "controller call failed",
-                    task=str(update.task_id),
-                    rack=racks[update.task_id],
-                    error=update.message,
-                )
+                event(logging.WARNING, "controller call failed", **_about(works[update.task_id]),
+                      error=update.message)  # fmt: skip

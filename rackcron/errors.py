@@ -14,6 +14,9 @@ raised::
     ├── InvalidArgument  [INVALID_ARGUMENT]  rackcron.errors
     │   │   a bad spec, timezone, filter, target, mask, page or step argument;
     │   │   a file given to apply that is not a saved plan
+    │   ├── AmbiguousName  [INVALID_ARGUMENT]  rackcron.names
+    │   │       a name on the command line that several racks (or components)
+    │   │       have: the CLI lists them with their ids; nothing is done
     │   └── InvalidTree  [INVALID_ARGUMENT]  rackcron.reconciler.validate
     │           the tree to plan, apply or diff has errors: the CLI prints its
     │           diagnostics and the summary, and exits 1

@@ -3,8 +3,12 @@
 Events go through the standard ``logging`` module (logger ``rackcron``), with their
 fields in ``extra={"fields": {...}}``; :func:`configure` installs the formatter::
 
-    2026-11-29T12:00:00.120Z INFO fired schedule=nightly-power-off submitted=4 skipped=1 lag=0.120
+    2026-11-29T12:00:00.120Z INFO fired schedule=nightly-power-off submitted=4 skipped=1 lag=0.12s
     {"ts": "2026-11-29T12:00:00.120Z", "level": "INFO", "event": "fired", "schedule": ...}
+
+A duration is logged as :class:`Seconds`: with its unit in text (``lag=1.247s``,
+``retention=1209600s``: milliseconds at most, no trailing zeros), a number of seconds
+in JSON (``"lag": 1.247``).
 
 Field values are data (schedule names, controller answers, errors): in text, a
 value is bare only when it holds nothing to misread (:func:`rackcron.escape.logfmt_value`),
@@ -22,7 +26,7 @@ from typing import IO, Any, Literal
 
 from rackcron.escape import logfmt_value, terminal
 
-__all__ = ["LOGGER", "configure", "event"]
+__all__ = ["LOGGER", "Seconds", "configure", "event"]
 
 LOGGER = logging.getLogger("rackcron")
 
@@ -38,7 +42,15 @@ def _timestamp(record: logging.LogRecord) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+class Seconds(float):
+    """A duration in seconds, as a log field: ``1.247s`` in text, ``1.247`` in JSON."""
+
+    __slots__ = ()
+
+
 def _text_value(value: Any) -> str:
+    if isinstance(value, Seconds):
+        return f"{value:.3f}".rstrip("0").rstrip(".") + "s"
     if isinstance(value, float):
         value = f"{value:.3f}"
     return logfmt_value(str(value))

@@ -127,6 +127,29 @@ class RemoteStore:
             )
         return sorted(_freezes_of(extras), key=lambda f: f.name)
 
+    def racks(self) -> list[Rack]:
+        """The server's racks, by name (``--rack NAME`` and rack names with ``--server``).
+
+        :raises FailedPrecondition: the server cannot show its inventory (no
+            ``rackcron.v1.Reconciler``).
+        :raises RemoteError: the call failed.
+        """
+        extras = self._get_extras()
+        if extras is None or "racks" not in extras:
+            raise FailedPrecondition(
+                "this server cannot show its racks: it offers no rackcron.v1.Reconciler"
+                " (rackcron serve --grpc-reconciler does)"
+            )
+        raw = extras["racks"]
+        try:
+            if not isinstance(raw, list):
+                raise TypeError("expected a list")
+            racks = [Rack.model_validate(r) for r in raw]
+        except (pydantic.ValidationError, TypeError) as exc:
+            first = str(exc).splitlines()[0]
+            raise RackcronError(f"GetExtras: the server's racks are not usable: {first}") from None
+        return sorted(racks, key=lambda r: (r.name, str(r.id)))
+
     def _schedules(self) -> Iterator[pb.TaskSchedule]:
         offset = 0
         while True:

@@ -32,7 +32,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from rackcron.logs import event
+from rackcron.logs import Seconds, event
 from rackcron.service import Service
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.servicer import FlowServicer
@@ -353,7 +353,7 @@ class ShimServer:
                 logging.WARNING,
                 "grpc stop timed out",
                 address=self.address,
-                waited=grace + STOP_SLACK,
+                waited=Seconds(grace + STOP_SLACK),
             )
             return
         event(logging.INFO, "grpc stopped", address=self.address)

@@ -137,6 +137,7 @@ class FlowClient:
     """
 
     def __init__(self, channel: grpc.Channel) -> None:
+        self.channel = channel
         self.stub = flow_pb2_grpc.FlowStub(channel)
 
     def _schedule(self, rpc: str, request: Any, audit: Audit | None = None) -> Schedule:

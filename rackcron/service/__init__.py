@@ -68,7 +68,8 @@ from rackcron.service._firing import (
     ScopeOutcome,
     Unfireable,
 )
-from rackcron.service._inventory import InventoryOps
+from rackcron.service._inventory import InventoryOps, RackView
+from rackcron.service._names import NameOps, Names
 from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
 from rackcron.service._scopes import ScopeOps
@@ -84,7 +85,9 @@ __all__ = [
     "FireResult",
     "Frozen",
     "Missed",
+    "Names",
     "Operations",
+    "RackView",
     "Recorded",
     "ScopeOutcome",
     "Service",
@@ -95,7 +98,7 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, AuditOps, DeliveryOps, RetentionOps):
+class Operations(ScopeOps, FiringOps, InventoryOps, NameOps, AuditOps, DeliveryOps, RetentionOps):
     """Every service operation, bound to one open transaction."""
 
 
@@ -391,12 +394,18 @@ class Service:
     upsert_rack = _in_transaction(Operations.upsert_rack)
     delete_rack = _in_transaction(Operations.delete_rack)
     list_racks = _in_transaction(Operations.list_racks, write=False)
+    rack_views = _in_transaction(Operations.rack_views, write=False)
     upsert_component = _in_transaction(Operations.upsert_component)
     delete_component = _in_transaction(Operations.delete_component)
     list_components = _in_transaction(Operations.list_components, write=False)
     upsert_nvl_domain = _in_transaction(Operations.upsert_nvl_domain)
     delete_nvl_domain = _in_transaction(Operations.delete_nvl_domain)
     list_nvl_domains = _in_transaction(Operations.list_nvl_domains, write=False)
+
+    # Names (rackcron.names): the id a name means, the names shown beside ids
+    resolve_rack = _in_transaction(Operations.resolve_rack, write=False)
+    resolve_component = _in_transaction(Operations.resolve_component, write=False)
+    names_of = _in_transaction(Operations.names_of, write=False)
 
     upsert_freeze = _in_transaction(Operations.upsert_freeze)
     get_freeze = _in_transaction(Operations.get_freeze, write=False)

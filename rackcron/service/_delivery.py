@@ -100,6 +100,7 @@ class Work(NamedTuple):
     rack_name: str | None  # None: the rack is no longer in the inventory
     schedule_id: uuid.UUID | None = None  # the schedule that fired it, if any
     forced: bool = False  # by a trigger forced past a freeze: never held by one
+    schedule_name: str | None = None  # None: no schedule, or it is gone
 
 
 class Update(NamedTuple):
@@ -194,7 +195,12 @@ _WORK = sa.select(
     rack.c.name,
     task.c.schedule_id,
     task.c.forced,
-).select_from(task.outerjoin(rack, rack.c.id == task.c.rack_id))
+    task_schedule.c.name,
+).select_from(
+    task.outerjoin(rack, rack.c.id == task.c.rack_id).outerjoin(
+        task_schedule, task_schedule.c.id == task.c.schedule_id
+    )
+)
 
 
 _WRITTEN = sa.select(

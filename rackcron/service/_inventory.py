@@ -9,20 +9,43 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import Component, NVLDomain, Rack
+from rackcron.models import Component, NVLDomain, Rack, Task
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text, parse_id
-from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack, task_schedule_scope
+from rackcron.store.tables import (
+    ACTIVE_STATUS_VALUES,
+    component,
+    nvl_domain,
+    nvl_domain_rack,
+    rack,
+    task,
+    task_schedule,
+    task_schedule_scope,
+)
 from rackcron.targets import normalize_mac
 
-__all__ = ["InventoryOps"]
+__all__ = ["InventoryOps", "RackView"]
 
 #: Controller URLs and file paths are longer than names; the JSON column has no limit of its own.
 _MAX_CONTROLLER_TEXT = 2048
+
+
+@dataclass(frozen=True)
+class RackView:
+    """A rack with what ``rackcron racks`` shows of it: its components (by name), the
+    NVLink domains it is in, and its active tasks (oldest first) with their schedules'
+    names (a task whose schedule is gone has none)."""
+
+    rack: Rack
+    components: list[Component]
+    domains: list[NVLDomain]
+    active_tasks: list[Task]
+    schedule_names: dict[uuid.UUID, str]
 
 
 class InventoryOps(OpsBase):
@@ -82,6 +105,51 @@ class InventoryOps(OpsBase):
         return [
             _rows.rack(r)
             for r in self.conn.execute(sa.select(rack).order_by(rack.c.name, rack.c.id))
+        ]
+
+    def rack_views(self, rack_id: uuid.UUID | str | None = None) -> list[RackView]:
+        """Every rack by name (or the one ``rack_id``) as a :class:`RackView`.
+
+        :raises NotFound: no rack ``rack_id``.
+        """
+        query = sa.select(rack).order_by(rack.c.name, rack.c.id)
+        tasks = sa.select(task, task_schedule.c.name.label("schedule_name")).select_from(
+            task.outerjoin(task_schedule, task_schedule.c.id == task.c.schedule_id)
+        )
+        tasks = tasks.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
+        if rack_id is not None:
+            rack_id = parse_id(rack_id, "rack_id")
+            query = query.where(rack.c.id == rack_id)
+            tasks = tasks.where(task.c.rack_id == rack_id)
+        racks = [_rows.rack(r) for r in self.conn.execute(query)]
+        if rack_id is not None and not racks:
+            raise NotFound(f"rack [id: {rack_id}] is not found")
+        components: dict[uuid.UUID | None, list[Component]] = {}
+        for c in self.list_components(rack_id):
+            components.setdefault(c.rack_id, []).append(c)
+        domains: dict[uuid.UUID, list[NVLDomain]] = {}
+        for d in self.list_nvl_domains():
+            for member in d.rack_ids:
+                domains.setdefault(member, []).append(d)
+        active: dict[uuid.UUID, list[Task]] = {}
+        names: dict[uuid.UUID, str] = {}
+        for row in self.conn.execute(tasks.order_by(task.c.created_at, task.c.id)):
+            active.setdefault(row.rack_id, []).append(_rows.task(row))
+            if row.schedule_name is not None:
+                names[row.schedule_id] = row.schedule_name
+        return [
+            RackView(
+                r,
+                components.get(r.id, []),
+                domains.get(r.id, []),
+                active.get(r.id, []),
+                {
+                    t.schedule_id: names[t.schedule_id]
+                    for t in active.get(r.id, [])
+                    if t.schedule_id is not None and t.schedule_id in names
+                },
+            )
+            for r in racks
         ]
 
     def delete_rack(self, rack_id: uuid.UUID | str) -> None:

@@ -210,7 +210,7 @@ def test_the_dispatcher_logs_counts_and_returns_each_miss(service, fleet, clock)
     assert " WARNING missed " in line
     # The name is data: quoted and escaped, so it cannot pose as another field.
     assert 'schedule="late \\"one\\" x=1"' in line
-    assert f"id={made.id} reason=deadline due=2026-06-01T13:00:00Z lateness=1200.000" in line
+    assert f"id={made.id} reason=deadline due=2026-06-01T13:00:00Z lateness=1200s" in line
     assert line.endswith("starting_deadline=15m")
 
 
@@ -228,7 +228,7 @@ def test_run_warns_about_deadlines_shorter_than_two_polls(service, fleet) -> Non
         configure("text")
     (line,) = stream.getvalue().splitlines()
     assert " WARNING starting deadline shorter than twice the poll interval " in line
-    assert "schedule=tight" in line and "starting_deadline=1m poll_interval=60.000" in line
+    assert "schedule=tight" in line and "starting_deadline=1m poll_interval=60s" in line
 
 
 # --- the store: migration 0006 -------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""Names and ids: the id a name on the command line means, and the names shown beside ids.
+
+Resolution follows :func:`rackcron.names.resolve` (an id first, else the one object of
+that name, else ambiguous or not found); these operations only read the candidates
+for it, by name or id, in one SELECT each. A component's name is unique only within
+its rack, so ``RACK/COMPONENT`` (a rack's name or id, a slash, the component's name)
+names one too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron.names import Candidate, as_uuid, rack_candidate, resolve
+from rackcron.service import _rows
+from rackcron.service._base import OpsBase
+from rackcron.service._tasks import chunked
+from rackcron.store.tables import component, rack, task_schedule
+
+__all__ = ["NameOps", "Names"]
+
+_COMPONENT_HINT = ", or name it as RACK/COMPONENT"
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names of the ids asked for that exist, by kind (an id missing has none)."""
+
+    racks: dict[uuid.UUID, str] = field(default_factory=dict)
+    schedules: dict[uuid.UUID, str] = field(default_factory=dict)
+    components: dict[uuid.UUID, str] = field(default_factory=dict)
+
+
+def _named(table: sa.Table, ref: str, *extra: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
+    """Rows called ``ref``, or whose id it is."""
+    as_id = as_uuid(ref)
+    by_name = sa.and_(table.c.name == ref, *extra)
+    return by_name if as_id is None else sa.or_(by_name, table.c.id == as_id)
+
+
+def _component_detail(row: Any) -> str:
+    """What tells a component from another of its name: its rack, type, external id."""
+    parts = [f"rack {row.rack_name}" if row.rack_name else "in no rack", row.type]
+    if row.external_id:
+        parts.append(f"external id {row.external_id}")
+    return ", ".join(parts)
+
+
+class NameOps(OpsBase):
+    def resolve_rack(self, ref: str) -> uuid.UUID:
+        """The id of the rack ``ref`` names (``rackcron.names``).
+
+        :raises AmbiguousName: several racks have that name.
+        :raises NotFound: no rack has it, and it is not a UUID.
+        """
+        rows = self.conn.execute(sa.select(rack).where(_named(rack, ref)))
+        return resolve("rack", ref, [rack_candidate(_rows.rack(r)) for r in rows])
+
+    def resolve_component(self, ref: str) -> uuid.UUID:
+        """The id of the component ``ref`` names: its id, its name, or ``RACK/NAME``.
+
+        :raises AmbiguousName: several components have that name (in that rack).
+        :raises NotFound: no component (or rack, for ``RACK/NAME``) has it.
+        """
+        query = sa.select(component, rack.c.name.label("rack_name")).select_from(
+            component.outerjoin(rack, rack.c.id == component.c.rack_id)
+        )
+        rows = [(r, r.name) for r in self.conn.execute(query.where(_named(component, ref)))]
+        rack_ref, slash, name = ref.rpartition("/")
+        if slash and rack_ref and not rows:
+            rack_id = self.resolve_rack(rack_ref)
+            where = sa.and_(component.c.rack_id == rack_id, component.c.name == name)
+            rows = [(r, ref) for r in self.conn.execute(query.where(where))]
+        candidates = [Candidate(r.id, called, _component_detail(r)) for r, called in rows]
+        return resolve("component", ref, candidates, hint=_COMPONENT_HINT)
+
+    def names_of(
+        self,
+        *,
+        racks: Iterable[uuid.UUID] = (),
+        schedules: Iterable[uuid.UUID] = (),
+        components: Iterable[uuid.UUID] = (),
+    ) -> Names:
+        """The names of these racks, schedules and components (those that exist)."""
+        found = Names()
+        for table, ids, into in (
+            (rack, racks, found.racks),
+            (task_schedule, schedules, found.schedules),
+            (component, components, found.components),
+        ):
+            for chunk in chunked(sorted(set(ids), key=str)):
+                query = sa.select(table.c.id, table.c.name).where(table.c.id.in_(chunk))
+                into.update((row.id, row.name) for row in self.conn.execute(query))
+        return found
