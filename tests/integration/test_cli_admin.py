@@ -90,13 +90,16 @@ def test_schedules_list_get_json(loaded: str) -> None:
 
 
 def test_pause_resume_trigger_tasks_cancel(loaded: str) -> None:
-    paused = run("schedules", "pause", "burn-in-power-cycle", url=loaded)
+    # A row-A schedule: the example freezes hold row B (daily, and at the year's end), so a
+    # row-B trigger would depend on the day the test runs.
+    paused = run("schedules", "pause", "nightly-compute-firmware", url=loaded)
     assert paused.exit_code == 0 and "paused" in paused.output
-    resumed = run("schedules", "resume", "burn-in-power-cycle", url=loaded)
+    resumed = run("schedules", "resume", "nightly-compute-firmware", url=loaded)
     assert "enabled" in resumed.output
     fired = run(
-        "schedules", "trigger", "burn-in-power-cycle", "--yes", "--format", "json", url=loaded
-    )
+        "schedules", "trigger", "nightly-compute-firmware", "--yes", "--format", "json",
+        url=loaded,
+    )  # fmt: skip
     task_ids = json.loads(fired.output)["task_ids"]
     assert len(task_ids) == 2
     listed = json.loads(
