@@ -47,6 +47,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
     "freezes": ("rackcron.cli.freezes_cmd:freezes", "Show freeze windows: active now, next."),
+    "upcoming": (
+        "rackcron.cli.upcoming_cmd:upcoming_command",
+        "List the next firings, rack by rack, from a tree or the store.",
+    ),
     "racks": (
         "rackcron.cli.racks_cmd:racks",
         "Show racks: components, NVLink domain, controller, active tasks.",
