@@ -70,19 +70,29 @@ def _holds(selector: FreezeSelector) -> str:
 
 
 def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
+    """A freeze and its windows at ``at``; one this host cannot evaluate (a zone its tzdata
+    lacks) is active, as the server counts it, with no window and the ``error``."""
     from rackcron.freezes import active_window, next_window
+    from rackcron.timing import SpecError
 
+    try:
+        window, upcoming = active_window(freeze, at), next_window(freeze, at)
+    except (SpecError, ValueError, OverflowError) as exc:
+        return {**freeze.model_dump(mode="json"), "active": True, "window": None,
+                "next_window": None, "error": f"cannot be evaluated here: {exc}"}  # fmt: skip
     return {
         **freeze.model_dump(mode="json"),
-        "active": active_window(freeze, at) is not None,
-        "window": _span(active_window(freeze, at)),
-        "next_window": _span(next_window(freeze, at)),
+        "active": window is not None,
+        "window": _span(window),
+        "next_window": _span(upcoming),
     }
 
 
 def _row(freeze: Freeze, status: dict[str, Any]) -> list[str]:
     window, upcoming = status["window"], status["next_window"]
     active = f"yes, until {window['end']}" if window else "no"
+    if "error" in status:
+        active = f"yes ({status['error']})"
     following = f"{upcoming['start']} .. {upcoming['end']}" if upcoming else "-"
     return [
         freeze.name,

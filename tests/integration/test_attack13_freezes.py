@@ -8,6 +8,7 @@ The fleet's racks are ``rack-a01`` .. ``rack-a05``; the test clock starts at
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -158,6 +159,57 @@ def test_a_label_selector_that_a_rack_carries_is_no_warning(repo: Repo) -> None:
     assert repo.plan()["warnings_detail"] == []
     checked = run("validate", str(repo.path))
     assert checked.exit_code == 0 and "0 warnings" in checked.output, checked.output
+
+
+# --- a stored freeze this host cannot evaluate ----------------------------------------------
+
+
+def _unevaluable(service: Service) -> None:
+    """A freeze another host applied, in a zone this host's tzdata lacks (a zone newer
+    than its tzdata: Europe/Kyiv before 2022b, America/Ciudad_Juarez before 2022g)."""
+    import sqlalchemy as sa
+
+    from rackcron.store import transaction
+    from rackcron.store.tables import freeze as freeze_table
+
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="elsewhere", cron="0 22 * * 5", duration_seconds=3600,
+        timezone="Europe/Paris", selector=FreezeSelector(racks=["r1"]),
+    ))  # fmt: skip
+    with transaction(service.engine) as conn:
+        conn.execute(freeze_table.update().values(timezone=sa.literal("America/Nowhere_Newer")))
+
+
+def test_freezes_list_shows_a_freeze_this_host_cannot_evaluate(
+    store_url: str, service: Service
+) -> None:
+    """It counts as open for what it selects (SEMANTICS "Freeze windows"): the list says so
+    instead of failing as a whole."""
+    _unevaluable(service)
+    shown = run("freezes", "list", url=store_url)
+    assert shown.exit_code == 0, shown.output
+    (row,) = shown.output.splitlines()[1:]
+    assert row.startswith("elsewhere") and "cannot be evaluated here" in row, row
+    listed = run("freezes", "list", "--format", "json", url=store_url)
+    assert listed.exit_code == 0, listed.output
+    (status,) = json.loads(listed.output)["freezes"]
+    assert status["active"] is True and status["window"] is None
+    assert "America/Nowhere_Newer" in status["error"]
+
+
+def test_a_plan_and_an_apply_go_on_beside_a_freeze_this_host_cannot_evaluate(
+    repo: Repo, service: Service
+) -> None:
+    """Another repository's freeze must not stop every plan and apply on this host (an
+    emergency change included): the plan says what it could not check."""
+    _unevaluable(service)
+    repo.write(schedule("nightly", spec='"*/5 * * * *"'))
+    plan = repo.plan()
+    assert plan["errors"] == []
+    (warning,) = [w["message"] for w in plan["warnings_detail"] if w["code"] == "fires_in_freeze"]
+    assert warning.startswith('freeze "elsewhere" cannot be evaluated here'), warning
+    repo.apply()
+    assert [s.name for s in service.list_schedules().items] == ["nightly"]
 
 
 # --- what a tree may declare -----------------------------------------------------------------
