@@ -72,19 +72,16 @@ def _holds(selector: FreezeSelector) -> str:
 def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
     """A freeze and its windows at ``at``; one this host cannot evaluate (a zone its tzdata
     lacks) is active, as the server counts it, with no window and the ``error``."""
-    from rackcron.freezes import active_window, next_window
-    from rackcron.timing import SpecError
+    from rackcron.freezes import active_window, next_window, unevaluable
 
-    try:
-        window, upcoming = active_window(freeze, at), next_window(freeze, at)
-    except (SpecError, ValueError, OverflowError) as exc:
+    if (why := unevaluable(freeze)) is not None:
         return {**freeze.model_dump(mode="json"), "active": True, "window": None,
-                "next_window": None, "error": f"cannot be evaluated here: {exc}"}  # fmt: skip
+                "next_window": None, "error": f"cannot be evaluated here: {why}"}  # fmt: skip
     return {
         **freeze.model_dump(mode="json"),
-        "active": window is not None,
-        "window": _span(window),
-        "next_window": _span(upcoming),
+        "active": active_window(freeze, at) is not None,
+        "window": _span(active_window(freeze, at)),
+        "next_window": _span(next_window(freeze, at)),
     }
 
 

@@ -42,7 +42,7 @@ from rackcron import timing
 from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.firing import parse_starting_deadline
-from rackcron.freezes import check_freeze
+from rackcron.freezes import unevaluable
 from rackcron.models import SpecType
 from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
@@ -406,15 +406,13 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         many pairs there are (a lower bound when the check stopped at its budget)."""
         freezes, lines = [], []
         for freeze in freezes_in_force(self.current, self.desired, self.owner):
-            try:
-                check_freeze(freeze)
-            except (timing.SpecError, ValueError, OverflowError) as exc:  # a stored one
-                lines.append(PlanWarning("fires_in_freeze", (
-                    f'freeze "{freeze.name}" cannot be evaluated here ({exc}): the fire times'
-                    " it holds are not listed (the server counts it as open for what it selects)"
-                )))  # fmt: skip
-            else:
+            if (why := unevaluable(freeze)) is None:
                 freezes.append(freeze)
+                continue
+            lines.append(PlanWarning("fires_in_freeze", (  # a stored one: the tree's are valid
+                f'freeze "{freeze.name}" cannot be evaluated here ({why}): the fire times'
+                " it holds are not listed (the server counts it as open for what it selects)"
+            )))  # fmt: skip
         if not freezes:
             return lines, len(lines)
         report = held_firings(

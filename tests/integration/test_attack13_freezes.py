@@ -210,6 +210,8 @@ def test_a_plan_and_an_apply_go_on_beside_a_freeze_this_host_cannot_evaluate(
     assert warning.startswith('freeze "elsewhere" cannot be evaluated here'), warning
     repo.apply()
     assert [s.name for s in service.list_schedules().items] == ["nightly"]
+    checked = repo.cli("conflicts", str(repo.path), "--precise", "--with-store")
+    assert checked.exit_code == 0, checked.output
 
 
 # --- what a tree may declare -----------------------------------------------------------------
