@@ -70,8 +70,13 @@ def _holds(selector: FreezeSelector) -> str:
 
 
 def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
-    from rackcron.freezes import active_window, next_window
+    """A freeze and its windows at ``at``; one this host cannot evaluate (a zone its tzdata
+    lacks) is active, as the server counts it, with no window and the ``error``."""
+    from rackcron.freezes import active_window, next_window, unevaluable
 
+    if (why := unevaluable(freeze)) is not None:
+        return {**freeze.model_dump(mode="json"), "active": True, "window": None,
+                "next_window": None, "error": f"cannot be evaluated here: {why}"}  # fmt: skip
     return {
         **freeze.model_dump(mode="json"),
         "active": active_window(freeze, at) is not None,
@@ -83,6 +88,8 @@ def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
 def _row(freeze: Freeze, status: dict[str, Any]) -> list[str]:
     window, upcoming = status["window"], status["next_window"]
     active = f"yes, until {window['end']}" if window else "no"
+    if "error" in status:
+        active = f"yes ({status['error']})"
     following = f"{upcoming['start']} .. {upcoming['end']}" if upcoming else "-"
     return [
         freeze.name,

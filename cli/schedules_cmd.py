@@ -308,7 +308,7 @@ def trigger_command(
                 f" {o.result} {o.task_id or o.error or ''}".rstrip()
                 for o in result.outcomes
             ]
-            for name in sorted(set(result.firing.overridden.values())):
+            for name in sorted({n for names in result.firing.overridden.values() for n in names}):
                 lines.append(f"forced past freeze {name!r}")
     if fmt == "json":
         echo_json({"task_ids": [str(t) for t in task_ids]})

@@ -89,13 +89,25 @@ class Webhook:
         return f"{self.scheme}://{host}:{self.port}"
 
 
+def _shown(url: str) -> str:
+    """``url`` as an error message quotes it: its scheme and host, never a password or the
+    path and query (a Slack webhook's secret is its path)."""
+    parts = urlsplit(url)
+    if not parts.netloc:
+        return terminal(f"{parts.scheme}:…" if parts.scheme else "…")
+    host = parts.netloc.rpartition("@")[2]
+    rest = "/…" if parts.path not in ("", "/") or parts.query or parts.fragment else ""
+    return terminal(f"{parts.scheme}://{host}{rest}")
+
+
 def parse_webhook(url: str) -> Webhook:
     """``url`` as a webhook: ``http(s)://host[:port][/path][?query]``.
 
-    :raises ValueError: another scheme, no host, a bad port, a user or a fragment.
+    :raises ValueError: another scheme, no host, a bad port, a user or a fragment (the
+        message quotes the URL without its user, password, path or query).
     """
-    shown = terminal(url)
     parts = urlsplit(url)
+    shown = _shown(url)
     if parts.scheme not in ("http", "https"):
         raise ValueError(f"expected an http:// or https:// URL, got {shown!r}")
     try:

@@ -6,8 +6,8 @@ scope changed, a task cancelled, the apply lock broken — is one call of the se
 made in one transaction, and the service writes one audit record in that transaction
 (docs/spec/SEMANTICS.md "Audit trail"). So a change that fails or is rolled back records
 nothing, and a change that commits cannot lose its record. A call that changes nothing
-(pausing a paused schedule, a scope update or addition that finds the scope as asked,
-breaking a lock nobody holds) records nothing either: the builders below return None.
+(pausing a paused schedule, an update to the values a schedule has, a scope update or
+addition that finds the scope as asked, breaking a lock nobody holds) records nothing either: the builders below return None.
 
 A record says:
 
@@ -232,12 +232,14 @@ def created(schedule: Schedule) -> Change:
 _UPDATED_FIELDS = ("name", "spec_type", "spec", "timezone", "overlap_policy")
 
 
-def updated(before: Schedule | None, after: Schedule) -> Change:
+def updated(before: Schedule | None, after: Schedule) -> Change | None:
     """A schedule updated: the fields whose values changed (``before`` None: unknown), and
-    the name it had when it was renamed."""
+    the name it had when it was renamed; None when nothing changed (not even its next run)."""
     if before is None:
         return schedule_change(Action.UPDATE, after)
     fields = [f for f in _UPDATED_FIELDS if getattr(before, f) != getattr(after, f)]
+    if not fields and before.next_run_at == after.next_run_at:
+        return None
     detail: dict[str, Any] = {"fields": fields}
     if before.name != after.name:
         detail["renamed_from"] = before.name

@@ -30,6 +30,7 @@ __all__ = [
     "holding",
     "matches",
     "next_window",
+    "unevaluable",
     "windows",
 ]
 
@@ -93,6 +94,16 @@ def check_freeze(freeze: Freeze) -> timing.Cron | None:
     if spec.every is not None:
         raise timing.SpecError("@every has no fixed start: give a cron time")
     return spec
+
+
+def unevaluable(freeze: Freeze) -> str | None:
+    """Why this host cannot evaluate a stored ``freeze`` (a time zone its tzdata lacks, a
+    row rackcron did not write), or None when it can."""
+    try:
+        check_freeze(freeze)
+    except (ValueError, OverflowError) as exc:  # timing.SpecError included
+        return str(exc)
+    return None
 
 
 def windows(

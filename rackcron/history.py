@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rackcron.audit import ActionRecord
+from rackcron.escape import shorten
 from rackcron.models import ApplyRecord
 from rackcron.timing import format_rfc3339
 
@@ -79,10 +80,12 @@ def _action_row(entry: dict[str, Any]) -> list[str]:
 
 
 def _apply_row(entry: dict[str, Any]) -> list[str]:
+    """An apply's row; its provenance is cut (a remote apply's is the client's, of any
+    length, and one long cell would pad every row of the table to it)."""
     revision = (entry["revision"] or "-")[:12] + (" (dirty)" if entry["dirty"] else "")
     counts = ", ".join(f"{v} {k}" for k, v in entry["summary"].items() if v) or "no changes"
-    return [entry["at"], f"apply #{entry['id']}", entry["source"], entry["author"],
-            f"revision {revision}: {counts}", "-"]  # fmt: skip
+    return [entry["at"], f"apply #{entry['id']}", shorten(entry["source"]),
+            shorten(entry["author"]), shorten(f"revision {revision}: {counts}"), "-"]  # fmt: skip
 
 
 def rows(data: dict[str, Any]) -> list[list[str]]:

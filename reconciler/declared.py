@@ -394,7 +394,20 @@ class _Builder:
         return False
 
     def unknown_selected(self, doc: SourceDocument, selector: FreezeSelector) -> None:
-        """Warn about racks and schedules a freeze names that the tree does not declare."""
+        """Warn about racks and schedules a freeze names that the tree does not declare, and
+        labels it selects that no rack or schedule of the tree carries."""
+        for field_name, space, carried in (
+            ("rack_labels", "rack", [r.labels for r in self.declared.racks]),
+            ("schedule_labels", "schedule", [s.labels for s in self.declared.schedules]),
+        ):
+            wanted = getattr(selector, field_name)
+            if wanted and not any(wanted.items() <= labels.items() for labels in carried):
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
+                self.problems.append(doc.diagnostic(
+                    ("spec", "selector", field_name),
+                    f"no {space} of this tree carries the labels {shown}: the freeze holds only"
+                    f" {space}s the store labels so", severity="warning",
+                ))  # fmt: skip
         for field_name, space in (("racks", "rack"), ("schedules", "schedule")):
             for i, name in enumerate(getattr(selector, field_name)):
                 if (f"{space} name", name) not in self.first_seen:

@@ -42,6 +42,7 @@ from rackcron import timing
 from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.firing import parse_starting_deadline
+from rackcron.freezes import unevaluable
 from rackcron.models import SpecType
 from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
@@ -403,19 +404,28 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         """Declared fire times within :data:`FREEZE_HORIZON` that the freezes in force after
         the apply hold: one warning per schedule and freeze (the first listed), and how
         many pairs there are (a lower bound when the check stopped at its budget)."""
-        freezes = freezes_in_force(self.current, self.desired, self.owner)
+        freezes, lines = [], []
+        for freeze in freezes_in_force(self.current, self.desired, self.owner):
+            if (why := unevaluable(freeze)) is None:
+                freezes.append(freeze)
+                continue
+            lines.append(PlanWarning("fires_in_freeze", (  # a stored one: the tree's are valid
+                f'freeze "{freeze.name}" cannot be evaluated here ({why}): the fire times'
+                " it holds are not listed (the server counts it as open for what it selects)"
+            )))  # fmt: skip
         if not freezes:
-            return [], 0
+            return lines, len(lines)
         report = held_firings(
             self._firers(), freezes, now=self.now, horizon=FREEZE_HORIZON, limit=MAX_WARNINGS
         )
-        lines = [PlanWarning("fires_in_freeze", h.message(FREEZE_HORIZON)) for h in report.held]
+        unevaluated = len(lines)
+        lines += [PlanWarning("fires_in_freeze", h.message(FREEZE_HORIZON)) for h in report.held]
         if not report.exact:
             lines.append(PlanWarning("fires_in_freeze", (
                 "the check of fire times inside freezes stopped at its work budget:"
                 " more schedules may fire inside freezes"
             )))  # fmt: skip
-        return lines, max(report.total, len(report.held)) + (not report.exact)
+        return lines, unevaluated + max(report.total, len(report.held)) + (not report.exact)
 
     def _firers(self) -> list[Firer]:
         """The enabled declared schedules as the freeze check sees them, each firing as

@@ -129,10 +129,18 @@ class FreezeDiffer:
 
     def unknown_selected(self) -> list[PlanWarning]:
         """A warning per declared freeze naming racks or schedules that neither the tree
-        nor the store has (they hold nothing until one does)."""
+        nor the store has, or labels that none of them carries (they hold nothing until
+        one does)."""
         racks = {r.name for r in self.desired.racks.values()}
         racks |= {r.name for r in self.current.racks.values()}
         schedules = set(self.desired.schedules) | set(self.current.schedules)
+        labelled = {
+            "rack": [r.labels for r in {**self.current.racks, **self.desired.racks}.values()],
+            "schedule": [
+                s.management.labels
+                for s in {**self.current.schedules, **self.desired.schedules}.values()
+            ],
+        }
         warnings = []
         for name, freeze in self.desired.freezes.items():
             for what, named, known in (
@@ -150,4 +158,16 @@ class FreezeDiffer:
                     " which neither the tree nor the store has"
                 )
                 warnings.append(PlanWarning("freeze_selects_unknown", message))
+            for what, wanted in (
+                ("rack", freeze.selector.rack_labels),
+                ("schedule", freeze.selector.schedule_labels),
+            ):
+                if wanted and not any(
+                    wanted.items() <= labels.items() for labels in labelled[what]
+                ):
+                    shown = ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
+                    warnings.append(PlanWarning("freeze_selects_unknown", (
+                        f'freeze "{name}" selects {what}s labelled {shown}, which no {what}'
+                        " of the tree or the store carries"
+                    )))  # fmt: skip
         return warnings

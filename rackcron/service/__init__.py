@@ -568,8 +568,8 @@ class Service:
 
         overrode: dict[str, list[str]] = {}
         for scope in firing.scopes:
-            if scope.id in firing.overridden:
-                overrode.setdefault(firing.overridden[scope.id], []).append(str(scope.rack_id))
+            for name in firing.overridden.get(scope.id, ()):
+                overrode.setdefault(name, []).append(str(scope.rack_id))
 
         def record(ops: Operations, outcomes: Sequence[ScopeOutcome]) -> None:
             change = _trail.triggered(firing.schedule, [o.result for o in outcomes], overrode)

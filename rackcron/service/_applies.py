@@ -94,13 +94,17 @@ class ApplyOps(OpsBase):
     ) -> ApplyRecord:
         """Append an apply to the log.
 
-        :raises InvalidArgument: ``revision``, ``source`` or ``author`` is not one line of text.
+        An apply's own provenance is fitted to these bounds before it gets here
+        (``rackcron.reconciler.apply.Provenance``): only a peer's RecordApply can break them.
+
+        :raises InvalidArgument: ``revision``, ``source`` or ``author`` is not one line of
+            text that fits its column (64, 4096 and 255 characters).
         """
-        for field, value in (("revision", revision), ("source", source), ("author", author)):
+        for field, value, length in (
+            ("revision", revision, 64), ("source", source, 4096), ("author", author, 255)
+        ):  # fmt: skip
             if value is not None:
-                check_line(
-                    value, field, max_length=None
-                )  # a long provenance never refuses an apply
+                check_line(value, field, max_length=length)
         result = self.conn.execute(
             apply_log.insert().values(
                 revision=revision,

@@ -83,7 +83,7 @@ class ScopeOutcome:
     rack_id: uuid.UUID
     result: Literal["submitted", "queued", "skipped", "frozen", "failed"]
     task_id: uuid.UUID | None = None
-    error: str | None = None  # failed: why; frozen: the freeze that holds it
+    error: str | None = None  # failed: why; frozen: the freezes that hold it
 
 
 class FiringScope(NamedTuple):
@@ -120,30 +120,38 @@ class Frozen(FailedPrecondition):
     """A manual trigger refused: freezes hold some of its scopes (and nothing changed)."""
 
     def __init__(
-        self, schedule: Schedule, scopes: Sequence[FiringScope], frozen: Mapping[uuid.UUID, str]
+        self,
+        schedule: Schedule,
+        scopes: Sequence[FiringScope],
+        frozen: Mapping[uuid.UUID, tuple[str, ...]],
     ) -> None:
         racks = [str(s.rack_id) for s in scopes if s.id in frozen]
-        names = ", ".join(repr(n) for n in sorted(set(frozen.values())))
+        self.freezes = _names(frozen)
+        names = ", ".join(repr(n) for n in self.freezes)
         super().__init__(
             f"id: task schedule {schedule.name!r} ({schedule.id}) is held by freeze {names} on"
             f" rack {', '.join(racks)}: nothing was fired; trigger it with force to override"
         )
-        self.freezes = sorted(set(frozen.values()))
         self.racks = racks
+
+
+def _names(frozen: Mapping[uuid.UUID, tuple[str, ...]]) -> list[str]:
+    """The names of the freezes holding any of these scopes, each once, sorted."""
+    return sorted({name for names in frozen.values() for name in names})
 
 
 def _frozen(
     holds: Holds | None, schedule: Schedule, scopes: Sequence[FiringScope]
-) -> dict[uuid.UUID, str]:
-    """scope id -> the name of the freeze holding it, for the scopes a freeze holds now."""
+) -> dict[uuid.UUID, tuple[str, ...]]:
+    """scope id -> the names of the freezes holding it, for the scopes freezes hold now."""
     if holds is None:
         return {}
     operation = operation_name(schedule.template)
     found = {}
     for scope in scopes:
-        freeze = holds.holding(scope.rack_id, schedule.id, operation)
-        if freeze is not None:
-            found[scope.id] = freeze.name
+        freezes = holds.all_holding(scope.rack_id, schedule.id, operation)
+        if freezes:
+            found[scope.id] = tuple(f.name for f in freezes)
     return found
 
 
@@ -165,14 +173,15 @@ class Firing:
     manual: bool
     scopes: list[FiringScope]  # every scope, in scope order
     submit: list[FiringScope]  # the scopes the overlap policy (and the freezes) let through
-    frozen: Mapping[uuid.UUID, str] = field(default_factory=dict)  # scope id -> its freeze
-    overridden: Mapping[uuid.UUID, str] = field(default_factory=dict)  # forced past these
+    # scope id -> the names of the freezes holding it; those a forced trigger overrode
+    frozen: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
+    overridden: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
 
     def held(self, scope: FiringScope) -> ScopeOutcome:
         """The outcome of a scope this firing does not submit: frozen, or skipped."""
-        freeze = self.frozen.get(scope.id)
-        if freeze is not None:
-            return ScopeOutcome(scope.id, scope.rack_id, "frozen", error=freeze)
+        freezes = self.frozen.get(scope.id)
+        if freezes:
+            return ScopeOutcome(scope.id, scope.rack_id, "frozen", error=", ".join(freezes))
         return ScopeOutcome(scope.id, scope.rack_id, "skipped")
 
     @property
@@ -282,7 +291,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 continue
             assert due is not None  # automatic firings only: they have a due time
             if frozen:
-                reason, detail = MissReason.FREEZE, ", ".join(sorted(set(frozen.values())))
+                reason, detail = MissReason.FREEZE, ", ".join(_names(frozen))
             else:
                 reason, detail = MissReason.DEADLINE, None
             miss = Missed(row.id, schedule.name, due, self.now, late, reason, detail,

@@ -44,7 +44,15 @@ class Holds:
     def holding(
         self, rack_id: uuid.UUID, schedule_id: uuid.UUID | None, operation: str
     ) -> Freeze | None:
-        """The freeze that holds work of ``operation`` by this schedule on this rack, or None.
+        """The first freeze (by name) that holds work of ``operation`` by this schedule on
+        this rack, or None."""
+        return next(iter(self.all_holding(rack_id, schedule_id, operation)), None)
+
+    def all_holding(
+        self, rack_id: uuid.UUID, schedule_id: uuid.UUID | None, operation: str
+    ) -> list[Freeze]:
+        """Every freeze that holds work of ``operation`` by this schedule on this rack, by
+        name (overlapping freezes: each is named, and each overridden by a forced trigger).
 
         A rack no longer in the inventory is judged by no name and no labels.
         """
@@ -54,7 +62,7 @@ class Holds:
         )
         target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
         # Every one of them is open at ``at`` (:meth:`FreezeOps.active_freezes`).
-        return next((f for f in self.freezes if matches(f.selector, target)), None)
+        return [f for f in self.freezes if matches(f.selector, target)]
 
 
 def _check_labels(labels: Mapping[str, str], field: str) -> None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from rackcron import timing
 from rackcron.filters import ComponentFilter
+from rackcron.freezes import unevaluable
 from rackcron.reconciler.conflicts._coarse import (
     Inventory,
     StoreView,
@@ -248,12 +249,14 @@ def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> li
 
 
 def _freezes(declared: Declared, store: StoreView | None, owner: str | None) -> list[Freeze]:
-    """The freezes after an apply: the declared ones, and the stored ones it keeps."""
+    """The freezes after an apply: the declared ones, and the stored ones it keeps (but
+    those this host cannot evaluate: ``rackcron.freezes.unevaluable``)."""
     names = {f.name for f in declared.freezes}
     kept = [
         f
         for f in (store.freezes if store else ())
         if f.name not in names
         and not (owner is not None and f.management.owner == owner and not f.management.protect)
+        and unevaluable(f) is None
     ]
     return sorted([f.freeze for f in declared.freezes] + kept, key=lambda f: f.name)

@@ -131,7 +131,7 @@ def test_a_forced_trigger_fires_every_scope_and_names_the_freeze(service, labell
     schedule = create(service, labelled.racks[1:3], name="manual")
     result = service.trigger(schedule.id, force=True)
     assert [o.result for o in result.outcomes] == ["submitted", "submitted"]
-    assert set(result.firing.overridden.values()) == {"row-b"}
+    assert set(result.firing.overridden.values()) == {("row-b",)}
     record = service.list_actions()[0]  # the audit trail names what was overridden
     assert record.action == "trigger"
     assert record.detail["overrode_freeze"] == ["row-b"]

@@ -106,7 +106,9 @@ def test_an_update_records_the_fields_it_changed() -> None:
     change = updated(before, after)
     assert (change.action, change.name) == ("update", "renamed")
     assert change.detail == {"fields": ["name", "timezone"], "renamed_from": "nightly"}
-    assert updated(before, before).detail == {"fields": []}
+    assert updated(before, before) is None  # nothing changed: nothing recorded
+    moved = before.model_copy(update={"next_run_at": datetime(2026, 6, 2, tzinfo=UTC)})
+    assert updated(before, moved).detail == {"fields": []}  # same fields, a new next run
     assert updated(None, after).detail == {}
 
 

@@ -32,6 +32,7 @@ def test_a_fixed_and_a_recurring_freeze_are_declared_with_their_source() -> None
                selector="{rack_labels: {row: B}, operations: [power_reset, upgrade_firmware]}",
                labels="{team: fleet}"),
         freeze("nightly", NIGHTLY, selector="{racks: [r1], schedules: [s1]}"),
+        racks=RACKS.replace("metadata: {name: r1}", "metadata: {name: r1, labels: {row: B}}"),
         schedules=schedule("s1"),
     )  # fmt: skip
     assert checked.ok and not checked.diagnostics, problems(checked)
