@@ -38,10 +38,11 @@ def run(
     Fails the test on a traceback: an exception the command let out instead of an exit
     code, or one printed. ``url``: ``--database-url url`` goes after ``args``;
     ``color=True`` keeps escape sequences as for a terminal (click strips ANSI colour
-    codes only when writing to a pipe, and never other controls).
+    codes only when writing to a pipe, and never other controls). Usage lines name the
+    program ``rackcron``, as the installed command does.
     """
     argv = [*args, "--database-url", url] if url is not None else list(args)
-    result = CliRunner().invoke(main, argv, input=input, env=env, color=color)
+    result = CliRunner().invoke(main, argv, input=input, env=env, color=color, prog_name="rackcron")
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         shown = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
         raise AssertionError(f"rackcron {' '.join(args)} raised:\n{shown}{result.output}")
