@@ -282,9 +282,9 @@ def test_console_examples_print_what_they_show(
     home.mkdir()
     sandbox = _sandbox(home)
     monkeypatch.chdir(home)
-    for name in list(os.environ):
-        if name.startswith(_NOT_PASSED):
-            monkeypatch.delenv(name)
+    for variable in list(os.environ):
+        if variable.startswith(_NOT_PASSED):
+            monkeypatch.delenv(variable)
     for key, value in sandbox.env.items():
         monkeypatch.setenv(key, value)
     failures = []
