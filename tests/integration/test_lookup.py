@@ -159,6 +159,7 @@ NEW_VALUES = {
     "last_miss_lateness_ms": 41_641_000,
     "last_miss_reason": "freeze",
     "last_miss_detail": "launch",
+    "applied_by": 1,  # the apply log entry the test writes first
 }
 
 
@@ -170,6 +171,9 @@ def test_the_memo_covers_every_column() -> None:
 def test_a_change_to_any_column_is_seen_at_once(service: Service, schedules, column) -> None:
     schedule = schedules[0]
     before = service.get_schedule(schedule.id)
+    if column == "applied_by":
+        with service.transaction() as ops:
+            ops.record_apply(revision=None, dirty=False, source="t", author="a", summary={})
     with transaction(service.engine) as conn:
         conn.execute(
             task_schedule.update()

@@ -90,6 +90,9 @@ DATA = (
     "schemas/notifications/v1/*.json",
     "store/migrations/*.mako",
     "wire/proto/v1/*.pyi",
+    "console/templates/*.html",
+    "console/static/*.css",
+    "console/static/*.js",
 )
 
 
