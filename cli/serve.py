@@ -19,7 +19,9 @@ both loops have ended, it gets ``NotifyConfig.grace`` (2 s) to deliver what is q
 
 At start, with a task runner, every rack whose controller the server will not call
 (a host off ``--controller-allow``, a credential it cannot resolve) is logged once,
-as ``rack controller refused``; its tasks fail with the same reason.
+as ``rack controller refused``; its tasks fail with the same reason. With the
+dispatcher, a store holding no schedule is logged as a warning, ``no schedules in the
+store``: nothing will fire, and the URL may name the wrong store.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.logs import Seconds, event
 from rackcron.notifications import Notification
 from rackcron.service import Service
+from rackcron.store import redacted_url
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication
@@ -59,6 +62,7 @@ __all__ = [
     "RunnerConfig",
     "ServeConfig",
     "serve",
+    "warn_if_empty",
 ]
 
 
@@ -117,6 +121,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)
     notifier = start(config.notify, metrics) if dispatch else None
     notify = notifier.emit if notifier is not None else None
+    if dispatch:
+        warn_if_empty(service)
     loops = _loops(service, dispatch, config, metrics, health, stop, notify) if dispatch else []
     if (retention := config.retention) is not None:
         loops.append(_pruner(service, retention, metrics, stop))
@@ -288,3 +294,15 @@ def _console(
         return console_app(service, gate=gate, fallback=app, refusal=refusal)
 
     return wrap
+
+
+def warn_if_empty(service: Service) -> None:
+    """A warning when the store holds no schedule: nothing will fire (none applied yet, or
+    the URL names another store than meant)."""
+    if service.list_schedules(limit=1).total == 0:
+        event(
+            logging.WARNING,
+            "no schedules in the store",
+            store=redacted_url(service.engine.url),
+            hint="nothing fires until a tree is applied: rackcron apply PATH --database-url URL",
+        )

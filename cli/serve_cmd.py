@@ -111,6 +111,7 @@ def dispatch(
     Example: rackcron dispatch --database-url postgresql+psycopg://rackcron@db/rackcron
     --poll-interval 5s --log-format json
     """
+    from rackcron.cli.serve import warn_if_empty
     from rackcron.dispatcher.faults import fault_hook
     from rackcron.dispatcher.loop import Dispatcher
 
@@ -118,6 +119,7 @@ def dispatch(
     with cli_errors():
         service = open_service(database_url)
         try:
+            warn_if_empty(service)
             dispatcher = Dispatcher(
                 service, batch_size=dispatch.batch_size, hook=fault_hook(), workers=dispatch.workers
             )

@@ -208,10 +208,20 @@ class Service:
 
     @classmethod
     def open(
-        cls, url: str | None = None, *, pool_size: int | None = None, **kwargs: Any
+        cls,
+        url: str | None = None,
+        *,
+        pool_size: int | None = None,
+        create: bool = True,
+        **kwargs: Any,
     ) -> Service:
-        """Open the store at ``url`` (default: ``default_database_url()``)."""
-        return cls(open_engine(url or default_database_url(), pool_size=pool_size), **kwargs)
+        """Open the store at ``url`` (default: ``default_database_url()``); with ``create``
+        False, a SQLite file that does not exist is refused (``open_engine``).
+
+        :raises StoreError: the store cannot be opened.
+        """
+        url = url or default_database_url()
+        return cls(open_engine(url, pool_size=pool_size, create=create), **kwargs)
 
     def close(self) -> None:
         self.engine.dispose()
