@@ -44,6 +44,7 @@ from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
 from rackcron.logs import Seconds, event
 from rackcron.notifications import Notification
 from rackcron.service import Service
@@ -106,6 +107,7 @@ class ServeConfig:
     metrics_listen: tuple[str, int] | None = None  # the HTTP listener: console, /metrics, /healthz
     http_tokens: tuple[Token, ...] = ()  # the tokens it asks for (none: none asked)
     http_tls: tuple[str, str] | None = None  # its certificate and key files: HTTPS
+    schedule_metrics_limit: int = DEFAULT_LIMIT  # schedules with series of their own; 0: none
     stop_after: float | None = None
     notify: NotifyConfig | None = None  # None: no webhooks
 
@@ -115,7 +117,11 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
 
     :raises UnusableConfig: the gRPC shim cannot start (a TLS file, its address).
     """
-    metrics = Metrics(service.task_counts)
+    metrics = Metrics(
+        service.task_counts,
+        schedules=service.schedule_states,
+        schedule_limit=config.schedule_metrics_limit,
+    )
     # Without a dispatcher there is no poll to be late: the process is healthy while up.
     dispatch = config.dispatch
     health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)

@@ -425,6 +425,16 @@ def _grpc_config(
     is_flag=True,
     help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
 )
+@click.option(
+    "--schedule-metrics-limit",
+    type=click.IntRange(min=0),
+    default=1000,  # schedule_metrics.DEFAULT_LIMIT, not imported: help loads no prometheus_client
+    show_default=True,
+    metavar="N",
+    help="Schedules given series of their own on /metrics (next run, last success, tasks"
+    " ended), the oldest first; the rest are counted in rackcron_schedule_metrics_dropped."
+    " 0: no per-schedule series.",
+)
 @click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
 def serve(
     database_url: str | None,
@@ -440,6 +450,7 @@ def serve(
     grpc: ShimConfig | None,
     notify: NotifyConfig | None,
     no_dispatch: bool,
+    schedule_metrics_limit: int,
     stop_after: float | None,
 ) -> None:
     """Run the dispatcher, the task runner and (with --grpc-listen) the Flow gRPC API.
@@ -526,6 +537,7 @@ def serve(
         metrics_listen=metrics_listen,
         http_tokens=http_tokens,
         http_tls=(http_tls_cert, http_tls_key) if http_tls_cert and http_tls_key else None,
+        schedule_metrics_limit=schedule_metrics_limit,
         stop_after=stop_after,
         notify=notify,
     )

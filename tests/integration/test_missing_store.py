@@ -1,4 +1,4 @@
-"""No accidental stores (README "The store: `rackcron db`"): only ``apply``, ``sync`` and
+"""No accidental stores (README.md "The store: `rackcron db`"): only ``apply``, ``sync`` and
 ``db upgrade`` create a store. Every other command that reads one, ``serve`` and
 ``dispatch`` included, refuses a SQLite file that does not exist (a mistyped URL, or the
 default store before anything was applied): exit 1, no traceback, the path and how to
