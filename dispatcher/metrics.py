@@ -78,8 +78,7 @@ class _TaskCounts(Collector):
 class Metrics:
     """The daemons' counters, in a registry of their own; with ``schedules`` (and a
     ``schedule_limit`` above 0), the per-schedule series of
-    :mod:`rackcron.dispatcher.schedule_metrics`, read at most every ``schedule_refresh``
-    seconds."""
+    :mod:`rackcron.dispatcher.schedule_metrics`."""
 
     def __init__(
         self,
@@ -87,7 +86,6 @@ class Metrics:
         *,
         schedules: Callable[[int], ScheduleStates] | None = None,
         schedule_limit: int = DEFAULT_LIMIT,
-        schedule_refresh: float = 5.0,
     ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -162,7 +160,7 @@ class Metrics:
             r.register(_TaskCounts(task_counts))
         self.schedules: ScheduleSeries | None = None
         if schedules is not None and schedule_limit > 0:
-            self.schedules = ScheduleSeries(schedules, schedule_limit, refresh=schedule_refresh)
+            self.schedules = ScheduleSeries(schedules, schedule_limit)
             r.register(self.schedules)
 
     def task_ended(self, status: str, schedule_id: uuid.UUID | None) -> None:

@@ -48,14 +48,20 @@ _STATUSES = sorted(status.value for status in FINAL_STATUSES)
 
 class ScheduleSeries(Collector):
     """The per-schedule series of at most ``limit`` (> 0) schedules, read with ``read``
-    at most every ``refresh`` seconds (see the module docstring)."""
+    at most every ``refresh`` seconds of ``clock`` (see the module docstring)."""
 
     def __init__(
-        self, read: Callable[[int], ScheduleStates], limit: int, *, refresh: float = 5.0
+        self,
+        read: Callable[[int], ScheduleStates],
+        limit: int,
+        *,
+        refresh: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._read = read
         self.limit = limit
         self._refresh = refresh
+        self._clock = clock
         self._shown: list[ScheduleState] = []
         self._total = 0
         self._read_at: float | None = None
@@ -81,7 +87,7 @@ class ScheduleSeries(Collector):
     def _update(self) -> None:
         with self._reading:
             at = self._read_at
-            if at is not None and time.monotonic() - at <= self._refresh:
+            if at is not None and self._clock() - at <= self._refresh:
                 return
             try:
                 states = self._read(self.limit)
@@ -89,7 +95,7 @@ class ScheduleSeries(Collector):
                 return
             with self._lock:
                 self._shown, self._total = states.schedules, states.total
-                self._read_at = time.monotonic()
+                self._read_at = self._clock()
                 self._keep_shown()
             if states.total <= self.limit or self._warned:
                 return

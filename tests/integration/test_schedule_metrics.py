@@ -29,6 +29,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.runner import TaskRunner
+from rackcron.dispatcher.schedule_metrics import ScheduleSeries
 from rackcron.models import ControllerSpec, TaskStatus
 from rackcron.service import ScheduleStates, Service
 from rackcron.store import transaction
@@ -150,16 +151,19 @@ def test_past_the_limit_the_oldest_keep_their_series_and_the_rest_are_counted(
         reads.append(limit)
         return service.schedule_states(limit)
 
-    metrics = Metrics(schedules=read, schedule_limit=2, schedule_refresh=0.5)
+    now = [0.0]
+    metrics = Metrics()
+    metrics.registry.register(ScheduleSeries(read, 2, refresh=5.0, clock=lambda: now[0]))
     server = MetricsServer("127.0.0.1", 0, metrics, HealthCheck(60.0))
     server.start()
     try:
         first = scrape(server.port)
         create(service, [fleet.racks[0]], name="newest")
         service.delete_schedule(oldest[0].id)
+        now[0] += 5.0
         again = scrape(server.port)  # within the refresh interval: the same read
         assert reads == [2]
-        time.sleep(0.6)
+        now[0] += 0.1
         later = scrape(server.port)
         scrape(server.port)
     finally:
