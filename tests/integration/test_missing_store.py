@@ -31,7 +31,11 @@ REFUSING = {
     "schedules delete": ["schedules", "delete", "nightly", "--yes"],
     "schedules trigger": ["schedules", "trigger", "nightly", "--yes"],
     "tasks list": ["tasks", "list"],
+    "tasks get": ["tasks", "get", str(uuid.uuid4())],
     "tasks cancel": ["tasks", "cancel", str(uuid.uuid4())],
+    "racks list": ["racks", "list"],
+    "racks get": ["racks", "get", "r1"],
+    "upcoming": ["upcoming"],  # without PATH: the store's schedules
     "history": ["history"],
     "freezes list": ["freezes", "list"],
     "db current": ["db", "current"],
