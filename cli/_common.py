@@ -405,11 +405,18 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
-def open_service(database_url: str | None, *, pool_size: int | None = None) -> Service:
-    """The service over ``database_url`` (or the default store)."""
+def open_service(
+    database_url: str | None, *, pool_size: int | None = None, create: bool = False
+) -> Service:
+    """The service over ``database_url`` (or the default store). Only the commands that
+    make a store pass ``create`` (apply, sync); for every other one a SQLite file that
+    does not exist is a typo, refused with how to create the store, and nothing is made.
+
+    :raises StoreError: the store cannot be opened, or does not exist.
+    """
     from rackcron.service import Service
 
-    return Service.open(database_url, pool_size=pool_size)
+    return Service.open(database_url, pool_size=pool_size, create=create)
 
 
 def echo_json(value: Any) -> None:

@@ -56,10 +56,7 @@ def _read_store(database_url: str | None) -> StoreView:
     """Every stored schedule with its scope, the inventory and the freezes, in one read-only
     transaction."""
     from rackcron.reconciler.conflicts import StoredSchedule, StoreView
-    from rackcron.store import missing_sqlite_file
 
-    if missing := missing_sqlite_file(database_url):
-        raise click.UsageError(f"--with-store: no store at {missing}")
     with cli_errors():
         service = open_service(database_url)
         try:

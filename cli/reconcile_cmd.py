@@ -105,7 +105,7 @@ def _backend(database_url: str | None, server: Server | None, *, create_store: b
                 err=True,
             )
             database_url = "sqlite://"
-        return StoreBackend(open_service(database_url))
+        return StoreBackend(open_service(database_url, create=create_store))
 
 
 def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
@@ -541,7 +541,7 @@ def sync(
     from rackcron.reconciler.sync import run_round, sync_loop
 
     with cli_errors():
-        service = open_service(database_url)
+        service = open_service(database_url, create=True)
     stop = stop_on_signals()
     author = f"rackcron sync on {socket.gethostname()}"
 

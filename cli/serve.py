@@ -19,7 +19,9 @@ both loops have ended, it gets ``NotifyConfig.grace`` (2 s) to deliver what is q
 
 At start, with a task runner, every rack whose controller the server will not call
 (a host off ``--controller-allow``, a credential it cannot resolve) is logged once,
-as ``rack controller refused``; its tasks fail with the same reason.
+as ``rack controller refused``; its tasks fail with the same reason. With the
+dispatcher, a store holding no schedule is logged as a warning, ``no schedules in the
+store``: nothing will fire, and the URL may name the wrong store.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
+from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
 from rackcron.logs import Seconds, event
 from rackcron.notifications import Notification
 from rackcron.service import Service
+from rackcron.store import redacted_url
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication
@@ -59,6 +63,7 @@ __all__ = [
     "RunnerConfig",
     "ServeConfig",
     "serve",
+    "warn_if_empty",
 ]
 
 
@@ -102,6 +107,7 @@ class ServeConfig:
     metrics_listen: tuple[str, int] | None = None  # the HTTP listener: console, /metrics, /healthz
     http_tokens: tuple[Token, ...] = ()  # the tokens it asks for (none: none asked)
     http_tls: tuple[str, str] | None = None  # its certificate and key files: HTTPS
+    schedule_metrics_limit: int = DEFAULT_LIMIT  # schedules with series of their own; 0: none
     stop_after: float | None = None
     notify: NotifyConfig | None = None  # None: no webhooks
 
@@ -111,12 +117,18 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
 
     :raises UnusableConfig: the gRPC shim cannot start (a TLS file, its address).
     """
-    metrics = Metrics(service.task_counts)
+    metrics = Metrics(
+        service.task_counts,
+        schedules=service.schedule_states,
+        schedule_limit=config.schedule_metrics_limit,
+    )
     # Without a dispatcher there is no poll to be late: the process is healthy while up.
     dispatch = config.dispatch
     health = HealthCheck(max_age=max(3 * dispatch.poll_interval, 60.0) if dispatch else inf)
     notifier = start(config.notify, metrics) if dispatch else None
     notify = notifier.emit if notifier is not None else None
+    if dispatch:
+        warn_if_empty(service)
     loops = _loops(service, dispatch, config, metrics, health, stop, notify) if dispatch else []
     if (retention := config.retention) is not None:
         loops.append(_pruner(service, retention, metrics, stop))
@@ -288,3 +300,15 @@ def _console(
         return console_app(service, gate=gate, fallback=app, refusal=refusal)
 
     return wrap
+
+
+def warn_if_empty(service: Service) -> None:
+    """A warning when the store holds no schedule: nothing will fire (none applied yet, or
+    the URL names another store than meant)."""
+    if service.list_schedules(limit=1).total == 0:
+        event(
+            logging.WARNING,
+            "no schedules in the store",
+            store=redacted_url(service.engine.url),
+            hint="nothing fires until a tree is applied: rackcron apply PATH --database-url URL",
+        )

@@ -111,6 +111,7 @@ def dispatch(
     Example: rackcron dispatch --database-url postgresql+psycopg://rackcron@db/rackcron
     --poll-interval 5s --log-format json
     """
+    from rackcron.cli.serve import warn_if_empty
     from rackcron.dispatcher.faults import fault_hook
     from rackcron.dispatcher.loop import Dispatcher
 
@@ -118,6 +119,7 @@ def dispatch(
     with cli_errors():
         service = open_service(database_url)
         try:
+            warn_if_empty(service)
             dispatcher = Dispatcher(
                 service, batch_size=dispatch.batch_size, hook=fault_hook(), workers=dispatch.workers
             )
@@ -423,6 +425,16 @@ def _grpc_config(
     is_flag=True,
     help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
 )
+@click.option(
+    "--schedule-metrics-limit",
+    type=click.IntRange(min=0),
+    default=1000,  # schedule_metrics.DEFAULT_LIMIT, not imported: help loads no prometheus_client
+    show_default=True,
+    metavar="N",
+    help="Schedules given series of their own on /metrics (next run, last success, tasks"
+    " ended), the oldest first; the rest are counted in rackcron_schedule_metrics_dropped."
+    " 0: no per-schedule series.",
+)
 @click.option("--stop-after", type=DURATION, help="Stop by itself after this long (demos, soak).")
 def serve(
     database_url: str | None,
@@ -438,6 +450,7 @@ def serve(
     grpc: ShimConfig | None,
     notify: NotifyConfig | None,
     no_dispatch: bool,
+    schedule_metrics_limit: int,
     stop_after: float | None,
 ) -> None:
     """Run the dispatcher, the task runner and (with --grpc-listen) the Flow gRPC API.
@@ -524,6 +537,7 @@ def serve(
         metrics_listen=metrics_listen,
         http_tokens=http_tokens,
         http_tls=(http_tls_cert, http_tls_key) if http_tls_cert and http_tls_key else None,
+        schedule_metrics_limit=schedule_metrics_limit,
         stop_after=stop_after,
         notify=notify,
     )

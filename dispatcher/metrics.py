@@ -25,9 +25,10 @@ import logging
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import WSGIApplication
 
@@ -37,7 +38,11 @@ from prometheus_client.registry import Collector
 
 from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
+from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
 from rackcron.models import MissReason
+
+if TYPE_CHECKING:
+    from rackcron.service import ScheduleStates
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
 
@@ -71,9 +76,17 @@ class _TaskCounts(Collector):
 
 
 class Metrics:
-    """The daemons' counters, in a registry of their own."""
+    """The daemons' counters, in a registry of their own; with ``schedules`` (and a
+    ``schedule_limit`` above 0), the per-schedule series of
+    :mod:`rackcron.dispatcher.schedule_metrics`."""
 
-    def __init__(self, task_counts: Callable[[], dict[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        task_counts: Callable[[], dict[str, int]] | None = None,
+        *,
+        schedules: Callable[[int], ScheduleStates] | None = None,
+        schedule_limit: int = DEFAULT_LIMIT,
+    ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.fired = Counter("rackcron_schedules_fired", "Schedules fired.", registry=r)
@@ -145,6 +158,17 @@ class Metrics:
         )
         if task_counts is not None:
             r.register(_TaskCounts(task_counts))
+        self.schedules: ScheduleSeries | None = None
+        if schedules is not None and schedule_limit > 0:
+            self.schedules = ScheduleSeries(schedules, schedule_limit)
+            r.register(self.schedules)
+
+    def task_ended(self, status: str, schedule_id: uuid.UUID | None) -> None:
+        """A task the runner saw end in ``status``; ``schedule_id``: the schedule that
+        fired it, if any."""
+        self.tasks_ended.labels(status).inc()
+        if self.schedules is not None and schedule_id is not None:
+            self.schedules.task_ended(schedule_id, status)
 
 
 class HealthCheck:

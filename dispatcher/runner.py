@@ -427,7 +427,7 @@ class TaskRunner:
                 event(level, "task ended", **_about(works[update.task_id]), status=ended.value,
                       message=update.message)  # fmt: skip
                 if self.metrics is not None:
-                    self.metrics.tasks_ended.labels(ended.value).inc()
+                    self.metrics.task_ended(ended.value, works[update.task_id].schedule_id)
             elif update.event is Event.ACCEPTED:
                 event(logging.INFO, "task started", **_about(works[update.task_id]))
             elif update.event is Event.RETRY_SCHEDULED:

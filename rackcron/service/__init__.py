@@ -71,7 +71,13 @@ from rackcron.service._firing import (
 from rackcron.service._inventory import InventoryOps, RackView
 from rackcron.service._names import NameOps, Names
 from rackcron.service._retention import RetentionOps
-from rackcron.service._schedules import BY_ID, UPDATE_MASK_PATHS, not_found
+from rackcron.service._schedules import (
+    BY_ID,
+    UPDATE_MASK_PATHS,
+    ScheduleState,
+    ScheduleStates,
+    not_found,
+)
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
 from rackcron.store.failures import store_error
@@ -89,6 +95,8 @@ __all__ = [
     "Operations",
     "RackView",
     "Recorded",
+    "ScheduleState",
+    "ScheduleStates",
     "ScopeOutcome",
     "Service",
     "Unfireable",
@@ -208,10 +216,20 @@ class Service:
 
     @classmethod
     def open(
-        cls, url: str | None = None, *, pool_size: int | None = None, **kwargs: Any
+        cls,
+        url: str | None = None,
+        *,
+        pool_size: int | None = None,
+        create: bool = True,
+        **kwargs: Any,
     ) -> Service:
-        """Open the store at ``url`` (default: ``default_database_url()``)."""
-        return cls(open_engine(url or default_database_url(), pool_size=pool_size), **kwargs)
+        """Open the store at ``url`` (default: ``default_database_url()``); with ``create``
+        False, a SQLite file that does not exist is refused (``open_engine``).
+
+        :raises StoreError: the store cannot be opened.
+        """
+        url = url or default_database_url()
+        return cls(open_engine(url, pool_size=pool_size, create=create), **kwargs)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -279,6 +297,7 @@ class Service:
 
     find_schedule = _in_transaction(Operations.find_schedule, write=False)
     list_schedules = _in_transaction(Operations.list_schedules, write=False)
+    schedule_states = _in_transaction(Operations.schedule_states, write=False)
 
     def update_schedule(
         self,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -17,16 +18,24 @@ from rackcron import timing
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.filters import to_stored
 from rackcron.firing import parse_starting_deadline
+from rackcron.lifecycle import TaskStatus
 from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
 from rackcron.service._targets import TargetOps
-from rackcron.store.tables import task_schedule, task_schedule_scope
+from rackcron.store.tables import task, task_schedule, task_schedule_scope
 from rackcron.targets import Resolved
 from rackcron.templates import check_rule_id, to_template
 from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
 
-__all__ = ["BY_ID", "UPDATE_MASK_PATHS", "ScheduleOps", "not_found"]
+__all__ = [
+    "BY_ID",
+    "UPDATE_MASK_PATHS",
+    "ScheduleOps",
+    "ScheduleState",
+    "ScheduleStates",
+    "not_found",
+]
 
 # Built once: the hottest statement (GetTaskSchedule, and every write by id).
 BY_ID = sa.select(task_schedule).where(task_schedule.c.id == sa.bindparam("id"))
@@ -35,6 +44,23 @@ _BY_ID_LOCKED = BY_ID.with_for_update()
 UPDATE_MASK_PATHS = frozenset(
     {"schedule.name", "schedule.overlap_policy", "schedule.spec", "schedule.spec.timezone"}
 )
+
+
+class ScheduleState(NamedTuple):
+    """What the per-schedule metrics show of one schedule."""
+
+    id: uuid.UUID
+    name: str
+    enabled: bool
+    next_run_at: datetime | None
+    last_success_at: datetime | None  # the newest completed task's end; None: none kept
+
+
+class ScheduleStates(NamedTuple):
+    """The schedules the per-schedule metrics show, and how many the store holds."""
+
+    schedules: list[ScheduleState]
+    total: int
 
 
 #: The text an update writes, by mask path: (path, the field its message names, the value).
@@ -249,6 +275,38 @@ class ScheduleOps(TargetOps):
         return Page[Schedule](
             items=[_rows.schedule(r) for r in self.conn.execute(query)], total=total
         )
+
+    def schedule_states(self, limit: int) -> ScheduleStates:
+        """The first ``limit`` schedules by created_at then id, each with its next run and
+        its last success (the newest completed task still in the store), and how many
+        schedules there are: one statement, for the per-schedule metrics.
+
+        :raises InvalidArgument: a negative or too large ``limit``.
+        """
+        check_page(0, limit)
+        last_success = (
+            sa.select(sa.func.max(task.c.finished_at))
+            .where(task.c.schedule_id == task_schedule.c.id, task.c.status == TaskStatus.COMPLETED)
+            .scalar_subquery()
+        )
+        total = sa.select(sa.func.count()).select_from(task_schedule).scalar_subquery()
+        query = (
+            sa.select(
+                task_schedule.c.id,
+                task_schedule.c.name,
+                task_schedule.c.enabled,
+                task_schedule.c.next_run_at,
+                last_success.label("last_success_at"),
+                total.label("total"),
+            )
+            .order_by(task_schedule.c.created_at, task_schedule.c.id)
+            .limit(limit)
+        )
+        rows = self.conn.execute(query).all()
+        states = [
+            ScheduleState(r.id, r.name, r.enabled, r.next_run_at, r.last_success_at) for r in rows
+        ]
+        return ScheduleStates(states, rows[0].total if rows else 0)
 
     def update_schedule(
         self, schedule_id: uuid.UUID | str, config: ScheduleConfig, update_mask: Sequence[str]

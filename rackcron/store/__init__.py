@@ -8,6 +8,7 @@ from rackcron.store.engine import (
     missing_sqlite_file,
     open_engine,
     open_reader,
+    redacted_url,
     transaction,
     upgrade,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "missing_sqlite_file",
     "open_engine",
     "open_reader",
+    "redacted_url",
     "transaction",
     "upgrade",
 ]

@@ -15,12 +15,20 @@ supported backends. Both give the service the same guarantees:
 The schema is owned by Alembic (``rackcron/store/migrations``). A fresh SQLite
 file is migrated automatically; any other database must be at the newest
 revision (``rackcron db upgrade``), or opening it fails with a clear message.
+
+A store is made only by whoever asks for one (``create``; in the CLI: ``apply``,
+``sync`` and ``db upgrade``). Opened with ``create=False``, a SQLite file that does not
+exist is refused, naming the path and how to create the store, with nothing written (no
+file, no directory), and an existing file without a schema is not migrated. An in-memory
+SQLite database is always fresh, and always migrated; a PostgreSQL database that does
+not exist fails to connect, saying so (``rackcron.store.failures``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +51,10 @@ __all__ = [
     "database_revision",
     "default_database_url",
     "head_revision",
+    "missing_sqlite_file",
     "open_engine",
     "open_reader",
+    "redacted_url",
     "transaction",
     "upgrade",
 ]
@@ -66,26 +76,38 @@ def default_database_url() -> str:
 _SECRET_PARAMETER = re.compile(r"pass|secret|token|key", re.IGNORECASE)
 
 
+def _sqlite_file(url: sa.URL) -> str | None:
+    """The absolute path of the SQLite file ``url`` names, as the driver opens it (no ``~``
+    expansion); None for another backend, an in-memory database or a ``file:`` URI."""
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return None if database.startswith("file:") else os.path.abspath(database)
+
+
 def missing_sqlite_file(url: str | None) -> str | None:
     """The path of the SQLite file ``url`` (default: the default store) names, if it does
     not exist yet; None for any other store, an in-memory one, or a URL that does not parse
     (opening it reports that)."""
     try:
-        parsed = sa.make_url(url or default_database_url())
-    except sa.exc.ArgumentError:
+        path = _sqlite_file(sa.make_url(url or default_database_url()))
+    except (sa.exc.ArgumentError, ValueError):
         return None
-    database = parsed.database or ""
-    if (
-        parsed.get_backend_name() != "sqlite"
-        or database in ("", ":memory:")
-        or database.startswith("file:")
-    ):
-        return None
-    return None if Path(database).expanduser().exists() else database
+    return None if path is None or os.path.exists(path) else path
 
 
-def shown_url(url: str | sa.URL) -> str:
-    """``url`` as messages show it: no password, in its user part or its query, ever.
+def _no_store(url: str, path: str) -> StoreError:
+    """The refusal of a SQLite store that does not exist, saying how to make it."""
+    given = shlex.quote(redacted_url(url))
+    return StoreError(
+        f"no store at {path}: no such SQLite file (check the database URL); create the store"
+        f" with `rackcron db upgrade --database-url {given}` or `rackcron apply PATH"
+        f" --database-url {given}`"
+    )
+
+
+def redacted_url(url: str | sa.URL) -> str:
+    """``url`` without its password, in its user part or its query, ever.
 
     A URL that cannot be parsed is not shown at all: where its password is cannot be told.
     """
@@ -95,9 +117,14 @@ def shown_url(url: str | sa.URL) -> str:
             key: "redacted" if _SECRET_PARAMETER.search(key) else value
             for key, value in parsed.query.items()
         }
-        return repr(parsed.set(query=query).render_as_string(hide_password=True))
+        return parsed.set(query=query).render_as_string(hide_password=True)
     except (sa.exc.ArgumentError, ValueError, TypeError):
         return "(a URL that cannot be parsed; not shown, as it may hold a password)"
+
+
+def shown_url(url: str | sa.URL) -> str:
+    """``url`` as messages show it: :func:`redacted_url`, quoted."""
+    return repr(redacted_url(url))
 
 
 def _create_engine(url: str, pool_size: int | None = None) -> Engine:
@@ -134,21 +161,28 @@ def _no_url(exc: Exception, url: str) -> str:
     return str(exc).replace(url, "…") if url else str(exc)
 
 
-def open_engine(url: str, *, migrate: bool | None = None, pool_size: int | None = None) -> Engine:
+def open_engine(
+    url: str, *, migrate: bool | None = None, pool_size: int | None = None, create: bool = True
+) -> Engine:
     """Create an engine for ``url`` and check (or bring) its schema to the newest revision.
 
     ``migrate`` None means: migrate automatically only a SQLite database that has
-    no schema yet. True always migrates; False never does. ``pool_size`` is the
-    number of PostgreSQL connections kept open (at least 5; half as many again, at
-    least 10, may be opened under load); None keeps SQLAlchemy's default (5 and 10).
+    no schema yet (with ``create`` False, only an in-memory one). True always
+    migrates; False never does. ``create`` False refuses a SQLite file that does not
+    exist, creating nothing. ``pool_size`` is the number of PostgreSQL connections
+    kept open (at least 5; half as many again, at least 10, may be opened under load);
+    None keeps SQLAlchemy's default (5 and 10).
 
-    :raises StoreError: the URL is invalid, the database is unreachable, or its
-        schema is not at the newest revision.
+    :raises StoreError: the URL is invalid, the SQLite file does not exist (``create``
+        False), the database is unreachable, or its schema is not at the newest revision.
     """
+    if not create and (path := missing_sqlite_file(url)):
+        raise _no_store(url, path)
     engine = _create_engine(url, pool_size)
     with _store_errors(engine):
         revision = current_revision(engine)
-        if migrate or (migrate is None and revision is None and engine.dialect.name == "sqlite"):
+        fresh = revision is None and engine.dialect.name == "sqlite"
+        if migrate or (migrate is None and fresh and (create or _sqlite_file(engine.url) is None)):
             upgrade(engine)
         elif revision != head_revision():
             raise StoreError(
@@ -161,8 +195,11 @@ def open_engine(url: str, *, migrate: bool | None = None, pool_size: int | None 
 def database_revision(url: str) -> str | None:
     """The schema revision of the database at ``url``, changing nothing.
 
-    :raises StoreError: the URL is invalid or the database is unreachable.
+    :raises StoreError: the URL is invalid, the SQLite file does not exist, or the
+        database is unreachable.
     """
+    if path := missing_sqlite_file(url):
+        raise _no_store(url, path)
     engine = _create_engine(url)
     with _store_errors(engine):
         revision = current_revision(engine)
@@ -189,9 +226,8 @@ def _busy_timeout(url: sa.URL) -> float:
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
-    database = url.database or ""
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if path := _sqlite_file(url):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
     timeout = _busy_timeout(url)
     # Take over transaction control from pysqlite so BEGIN can be IMMEDIATE
     # (SQLAlchemy's documented recipe for SQLite transactions).

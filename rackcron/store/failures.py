@@ -17,6 +17,7 @@ full                      SQLITE_FULL; 53100 disk_full
 locked                    SQLITE_BUSY, SQLITE_LOCKED; 55P03 lock_not_available
 read-only                 SQLITE_READONLY; 25006 read_only_sql_transaction
 unreachable               a connection that failed to open; 57P03, class 08
+no such database          3D000; a connection refused as the database does not exist
 lost                      57P01/57P02 (terminated), a connection SQLAlchemy found dead
 ========================  =======================================================
 
@@ -27,6 +28,7 @@ Messages never carry SQL text or parameters.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import sqlalchemy as sa
@@ -40,6 +42,7 @@ LOCKED = "the database is locked by another connection"
 READ_ONLY = "the database is read-only"
 UNREACHABLE = "the database is unreachable"
 LOST = "the connection to the database was lost"
+NO_DATABASE = "the database does not exist (create it on the server, then `rackcron db upgrade`)"
 
 # SQLite's primary result code names (extended codes, SQLITE_IOERR_WRITE say, count
 # as their primary one).
@@ -67,7 +70,7 @@ _POSTGRES = {
     "57P01": LOST,
     "57P02": LOST,
     "57P03": UNREACHABLE,
-    "3D000": "the database does not exist",
+    "3D000": NO_DATABASE,
     "28P01": "the database refused the credentials",
     "28000": "the database refused the credentials",
     "08": LOST,
@@ -109,6 +112,8 @@ def _cause(exc: BaseException) -> str | None:
     if isinstance(state, str):
         return _POSTGRES.get(state) or _POSTGRES.get(state[:2])
     text = str(exc).lower()
+    if text.startswith("connection failed") and re.search(r'database ".*" does not exist', text):
+        return NO_DATABASE  # psycopg: the server refused the connection, with no SQLSTATE
     if text.startswith("connection failed") or "connection refused" in text:
         return UNREACHABLE  # psycopg, a connection that never opened (no SQLSTATE)
     if "server closed the connection" in text or "connection is closed" in text:

@@ -12,7 +12,7 @@ import pytest
 
 from rackcron.cli import main
 from rackcron.service import Service
-from rackcron.store import open_engine
+from rackcron.store import head_revision, open_engine
 from tests.support.cli import run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
@@ -131,9 +131,12 @@ def test_delete_asks_and_errors_are_one_line(loaded: str) -> None:
 
 def test_db_upgrade_and_current(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    assert "none" in run("db", "current", "--database-url", url).output
+    missing = run("db", "current", "--database-url", url)  # changes nothing: creates no file
+    assert missing.exit_code == 1 and f"no store at {tmp_path / 'fresh.db'}" in missing.output
+    assert not (tmp_path / "fresh.db").exists()
     result = run("db", "upgrade", "--database-url", url)
     assert result.exit_code == 0 and "schema at revision" in result.output
+    assert run("db", "current", "--database-url", url).output.startswith(f"{head_revision()} ")
     bad = run("db", "current", "--database-url", "nope://x")
     assert bad.exit_code == 1 and bad.output.startswith("error: ")
 

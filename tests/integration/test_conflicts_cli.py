@@ -236,7 +236,7 @@ def test_with_store_uses_the_stored_phase_of_an_interval(tmp_path: Path, store_u
 def test_with_store_refuses_a_missing_sqlite_file(tree: Path, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere.db"
     result = run("conflicts", str(tree), "--with-store", "--database-url", f"sqlite:///{missing}")
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert f"no store at {missing}" in result.output
     assert not missing.exists()
 

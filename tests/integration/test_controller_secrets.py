@@ -416,13 +416,14 @@ def test_serve_refuses_a_default_controller_that_is_not_allowed(tmp_path: Path) 
     [
         (["--controller-allow", "rc*.example.com"], "'*' may only stand for the first labels"),
         (["--controller-allow", "rc.example.com:http"], "the port must be a number"),
-        (["--controller-secrets", "/nonexistent/secrets"], "not a directory"),
+        (["--controller-secrets", "{tmp}/no-secrets"], "not a directory"),
     ],
     ids=["glob-inside-a-label", "named-port", "missing-secrets-directory"],
 )
 def test_bad_controller_flags_are_usage_errors(
     args: list[str], message: str, tmp_path: Path
 ) -> None:
+    args = [arg.format(tmp=tmp_path) for arg in args]
     result = run("serve", "--database-url", f"sqlite:///{tmp_path}/x.db", *args)
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output

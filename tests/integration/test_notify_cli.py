@@ -117,17 +117,18 @@ def test_sync_tells_each_apply_and_a_failure_once(
         (["--notify", "ftp://e.example/x"], "Invalid value for '--notify': expected an http:// or https:// URL"),
         (["--notify", "https://u:p@e.example/"], "carries no user or password"),
         (["--notify-secret-file", "/dev/null"], "--notify-secret-file needs --notify"),
-        (["--notify", "http://127.0.0.1:1/", "--notify-secret-file", "/no/such/file"],
-         "Invalid value for --notify-secret-file: cannot read /no/such/file"),
+        (["--notify", "http://127.0.0.1:1/", "--notify-secret-file", "{tmp}/no-such-file"],
+         "Invalid value for --notify-secret-file: cannot read {tmp}/no-such-file"),
         (["--notify", "http://127.0.0.1:1/", "--no-dispatch", "--grpc-listen", "127.0.0.1:0"],
          "--notify tells what the dispatcher and runner do: not with --no-dispatch"),
     ],
     ids=["scheme", "user", "secret-alone", "secret-missing", "no-dispatch"],
 )  # fmt: skip
 def test_serve_refuses_bad_notify_options(args: list[str], error: str, tmp_path: Path) -> None:
+    args = [arg.format(tmp=tmp_path) for arg in args]
     result = run("serve", *args, "--database-url", f"sqlite:///{tmp_path / 'x.db'}")
     assert result.exit_code == 2, result.output
-    assert error in result.output
+    assert error.format(tmp=tmp_path) in result.output
     assert not (tmp_path / "x.db").exists()
 
 

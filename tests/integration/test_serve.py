@@ -130,9 +130,11 @@ def test_a_taken_metrics_port_is_one_clear_error(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
+        url = f"sqlite:///{tmp_path / 'x.db'}"
+        assert run("db", "upgrade", "--database-url", url).exit_code == 0
         result = subprocess.run(
-            [sys.executable, "-m", "rackcron.cli", "serve", "--database-url",
-             f"sqlite:///{tmp_path / 'x.db'}", "--metrics-listen", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
+             "--metrics-listen", f"127.0.0.1:{port}"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode == 1
@@ -195,10 +197,11 @@ def _start_serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], P
     """``rackcron serve`` with metrics on 127.0.0.1 port 0; the process, its log, the port
     (read from its ``serving`` line)."""
     log = tmp_path / "serve.log"
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    assert run("db", "upgrade", "--database-url", url).exit_code == 0  # new, or as the test left it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url",
-         f"sqlite:///{tmp_path / 'serve.db'}", "--metrics-listen", "127.0.0.1:0",
-         "--log-format", "json", *args],
+        [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
+         "--metrics-listen", "127.0.0.1:0", "--log-format", "json", *args],
         stderr=log.open("w"), env={**os.environ, "RACKCRON_FAULT": ""},
     )  # fmt: skip
     deadline = time.monotonic() + 30

@@ -172,9 +172,9 @@ def test_a_grpc_listener_that_cannot_start_is_one_clear_error(problem, tmp_path)
         if problem == "unreadable certificate":
             args = ["--grpc-listen", "127.0.0.1:0", "--grpc-tls-cert", str(tmp_path / "none.pem"),
                     "--grpc-tls-key", str(tmp_path / "none.key")]  # fmt: skip
+        url, _ = _store(tmp_path)
         result = subprocess.run(
-            [sys.executable, "-m", "rackcron.cli", "serve", "--database-url",
-             f"sqlite:///{tmp_path / 'x.db'}", *args],
+            [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url, *args],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert result.returncode == 1, result.stderr

@@ -82,11 +82,30 @@ def raised_while_handling(first: BaseException, second: BaseException) -> BaseEx
             ' server at "127.0.0.1", port 1 failed: Connection refused)',
         ),
         (
+            psycopg.OperationalError(
+                'connection failed: connection to server at "127.0.0.1", port 5432 failed:'
+                ' FATAL:  database "typo" does not exist'
+            ),
+            "the database does not exist (create it on the server, then `rackcron db upgrade`)"
+            ' (OperationalError: connection failed: connection to server at "127.0.0.1",'
+            ' port 5432 failed: FATAL:  database "typo" does not exist)',
+        ),
+        (
             sqlite_error("no such table: task_schedule", "SQLITE_ERROR"),
             "OperationalError: no such table: task_schedule",
         ),
     ],
-    ids=["full", "locked", "read-only", "io", "terminated", "pg-full", "refused", "unknown"],
+    ids=[
+        "full",
+        "locked",
+        "read-only",
+        "io",
+        "terminated",
+        "pg-full",
+        "refused",
+        "no-database",
+        "unknown",
+    ],
 )
 def test_each_cause_is_named_with_the_driver_error(error: Exception, expected: str) -> None:
     assert describe(wrapped(error)) == expected
