@@ -69,6 +69,7 @@ __all__ = [
     "scope_added",
     "scope_removed",
     "scope_updated",
+    "step_run",
     "triggered",
     "updated",
 ]
@@ -96,6 +97,7 @@ class Action(StrEnum):
     REMOVE_SCOPE = "remove_scope"
     CANCEL = "cancel"
     BREAK_LOCK = "break_lock"
+    STEP = "step"  # a plan step run through rackcron.v1.Reconciler's RunStep
 
 
 class Via(StrEnum):
@@ -303,6 +305,31 @@ def lock_broken(holder: str | None) -> Change | None:
     if holder is None:
         return None
     return Change(Action.BREAK_LOCK, "apply_lock", None, None, {"holder": holder})
+
+
+#: The object kind a Reconciler step changes, by its rpc.
+_STEP_KINDS = {
+    "UpsertRack": "rack", "DeleteRack": "rack",
+    "UpsertComponent": "component", "DeleteComponent": "component",
+    "UpsertNVLDomain": "nvl_domain", "DeleteNVLDomain": "nvl_domain",
+    "UpsertFreeze": "freeze", "DeleteFreeze": "freeze",
+    "SetManagement": "schedule", "SetStartingDeadline": "schedule",
+}  # fmt: skip
+
+
+def step_run(rpc: str, args: Mapping[str, Any]) -> Change:
+    """A plan step run on its own through RunStep (a remote apply runs each of its steps
+    so): the rpc, and the object it names (the ``name`` and ``id`` of its arguments, or
+    of the object an upsert carries)."""
+    kind = _STEP_KINDS.get(rpc, "inventory")
+    carried = args.get(kind)
+    named = carried if isinstance(carried, Mapping) else args
+    name, object_id = named.get("name"), named.get("id")
+    return Change(
+        Action.STEP, kind,
+        object_id if isinstance(object_id, str) else None,
+        name if isinstance(name, str) else None, {"rpc": rpc},
+    )  # fmt: skip
 
 
 # --- reading the trail back ---------------------------------------------------------------

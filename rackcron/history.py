@@ -13,7 +13,8 @@ readers ignore; a major bump is anything else)::
         "via": "grpc", "actor": "ci", "peer": "ipv4:10.0.0.7:50522", "claimed": "ana",
         "reason": "row B maintenance", "detail": {}},
        {"type": "apply", "id": 3, "at": "...Z", "applied_at": "...Z", "revision": "...",
-        "dirty": false, "source": "examples/fleet", "author": "...", "summary": {...}}]}
+        "dirty": false, "source": "examples/fleet", "author": "...", "summary": {...},
+        "token": "ci", "peer": "ipv4:10.0.0.7:50522"}]}  # token, peer: null for a local apply
 
 The rows are unescaped text: each front escapes them for its medium (the CLI's
 ``print_table`` for a terminal, the console's templates for HTML).
@@ -32,7 +33,7 @@ from rackcron.timing import format_rfc3339
 
 __all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1: an apply's token and peer
 HEADERS = ["WHEN (UTC)", "WHAT", "OBJECT", "BY", "DETAILS", "REASON"]
 
 
@@ -60,8 +61,8 @@ def _object(entry: dict[str, Any]) -> str:
     kind, name = entry["object_kind"], entry["object_name"]
     if kind == "apply_lock":
         return "apply lock"
-    if kind == "schedule" and name is not None:
-        return f"schedule {name}"
+    if kind != "task" and name is not None:  # a task is named by its id
+        return f"{kind} {name}"
     return f"{kind} {entry['object_id']}"
 
 
@@ -84,8 +85,12 @@ def _apply_row(entry: dict[str, Any]) -> list[str]:
     length, and one long cell would pad every row of the table to it)."""
     revision = (entry["revision"] or "-")[:12] + (" (dirty)" if entry["dirty"] else "")
     counts = ", ".join(f"{v} {k}" for k, v in entry["summary"].items() if v) or "no changes"
+    by = entry["author"]
+    if entry.get("peer") is not None:  # a remote apply: the author is the client's claim
+        who = f"token {entry['token']}" if entry.get("token") is not None else "no token"
+        by = f"{who} from {entry['peer']}, claims {by}"
     return [entry["at"], f"apply #{entry['id']}", shorten(entry["source"]),
-            shorten(entry["author"]), shorten(f"revision {revision}: {counts}"), "-"]  # fmt: skip
+            shorten(by), shorten(f"revision {revision}: {counts}"), "-"]  # fmt: skip
 
 
 def rows(data: dict[str, Any]) -> list[list[str]]:

@@ -565,6 +565,11 @@ class ApplyRecord(_Model):
     author: str
     applied_at: datetime
     summary: dict[str, Any]
+    #: A remote apply's: the token the server authenticated (None: it asks none) and the
+    #: peer's address; ``author`` is then what the client claims. None and None for a
+    #: local apply.
+    token: str | None = None
+    peer: str | None = None
 
 
 T = TypeVar("T")

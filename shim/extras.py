@@ -23,10 +23,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import grpc
+
 from rackcron import boundedjson
+from rackcron.audit import step_run
 from rackcron.errors import InvalidArgument
 from rackcron.service import Service
-from rackcron.shim.errors import rpc_method
+from rackcron.shim.errors import rpc_method, rpc_method_with_context
+from rackcron.shim.servicer import call_audit
+from rackcron.shim.tokens import TokenSet
 from rackcron.steps import Step, run_step
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
@@ -70,10 +75,16 @@ def _json(value: Any, field: str) -> dict[str, Any]:
 
 
 class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
-    """``rackcron.v1.Reconciler`` over one :class:`~rackcron.service.Service`."""
+    """``rackcron.v1.Reconciler`` over one :class:`~rackcron.service.Service`; ``tokens``
+    name who calls, as for ``v1.Flow``.
 
-    def __init__(self, service: Service) -> None:
+    Each RunStep is recorded in the audit trail, in its own transaction, as the token and
+    peer that ran it (a remote apply's steps, one by one, as its Flow calls are); a
+    RecordApply keeps that identity beside the author the client claims."""
+
+    def __init__(self, service: Service, tokens: TokenSet | None = None) -> None:
         self.service = service
+        self.tokens = tokens or TokenSet()
 
     @rpc_method
     def GetExtras(self, request: pb.GetExtrasRequest) -> pb.GetExtrasResponse:
@@ -95,21 +106,28 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
             }
         return pb.GetExtrasResponse(extras_json=json.dumps(extras))
 
-    @rpc_method
-    def RunStep(self, request: pb.RunStepRequest) -> pb.RunStepResponse:
+    @rpc_method_with_context
+    def RunStep(
+        self, request: pb.RunStepRequest, context: grpc.ServicerContext
+    ) -> pb.RunStepResponse:
         if request.rpc not in EXTRA_STEPS:
             raise InvalidArgument(
                 f"rpc: {request.rpc!r} is not run here; expected one of"
                 f" {', '.join(sorted(EXTRA_STEPS))} (schedules go through v1.Flow)"
             )
         args = _json(request.args_json, "args_json")
+        audit = call_audit(self.tokens, context)
         with self.service.transaction() as ops:
             run_step(ops, Step(request.rpc, args))
+            ops.record_action(audit, step_run(request.rpc, args))
         return pb.RunStepResponse()
 
-    @rpc_method
-    def RecordApply(self, request: pb.RecordApplyRequest) -> pb.RecordApplyResponse:
+    @rpc_method_with_context
+    def RecordApply(
+        self, request: pb.RecordApplyRequest, context: grpc.ServicerContext
+    ) -> pb.RecordApplyResponse:
         summary = _json(request.summary_json, "summary_json")
+        actor = call_audit(self.tokens, context).actor
         with self.service.transaction() as ops:
             record = ops.record_apply(
                 revision=request.revision or None,
@@ -117,5 +135,7 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 source=request.source,
                 author=request.author,
                 summary=summary,
+                token=actor.name,
+                peer=actor.peer,
             )
         return pb.RecordApplyResponse(id=record.id)

@@ -274,7 +274,7 @@ class ShimServer:
         names = [FLOW_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
         if config.reconciler:
             reconciler_pb2_grpc.add_ReconcilerServicer_to_server(
-                ReconcilerServicer(service), self._server
+                ReconcilerServicer(service, tokens), self._server
             )
             names.append(RECONCILER_SERVICE)
         self._health = _Health()

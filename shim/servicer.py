@@ -36,7 +36,7 @@ from rackcron.wire.metadata import read_claims, read_force
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
 
-__all__ = ["FlowServicer"]
+__all__ = ["FlowServicer", "call_audit"]
 
 
 class _Paging(TypedDict, total=False):
@@ -54,6 +54,18 @@ def _optional_id(request: Any, field: str) -> str | None:
     return getattr(request, field).id if request.HasField(field) else None
 
 
+def call_audit(tokens: TokenSet, context: grpc.ServicerContext) -> Audit:
+    """Who makes a call's change: its token's name and its peer, with the name the client
+    claims and its reason.
+
+    :raises InvalidArgument: naming the metadata key of a claim or reason refused.
+    """
+    metadata = context.invocation_metadata()
+    claimed, reason = read_claims(metadata)
+    actor = Actor(Via.GRPC, tokens.match(metadata), context.peer(), claimed)
+    return Audit(actor, reason)
+
+
 class FlowServicer(flow_pb2_grpc.FlowServicer):
     """``v1.Flow`` over one :class:`~rackcron.service.Service`; ``tokens``: those the
     server accepts (the interceptor has checked the call's), to name who calls."""
@@ -63,15 +75,8 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
         self.tokens = tokens or TokenSet()
 
     def audit(self, context: grpc.ServicerContext) -> Audit:
-        """Who makes the call's change: its token's name and its peer, with the name the
-        client claims and its reason.
-
-        :raises InvalidArgument: naming the metadata key of a claim or reason refused.
-        """
-        metadata = context.invocation_metadata()
-        claimed, reason = read_claims(metadata)
-        actor = Actor(Via.GRPC, self.tokens.match(metadata), context.peer(), claimed)
-        return Audit(actor, reason)
+        """Who makes the call's change (:func:`call_audit`)."""
+        return call_audit(self.tokens, context)
 
     # --- schedules ----------------------------------------------------------------------------
 

@@ -91,8 +91,11 @@ class ApplyOps(OpsBase):
         source: str,
         author: str,
         summary: dict[str, Any],
+        token: str | None = None,
+        peer: str | None = None,
     ) -> ApplyRecord:
-        """Append an apply to the log.
+        """Append an apply to the log; ``token`` and ``peer``: who a server authenticated
+        for a remote apply (``author`` is then what the client claims).
 
         An apply's own provenance is fitted to these bounds before it gets here
         (``rackcron.reconciler.apply.Provenance``): only a peer's RecordApply can break them.
@@ -113,13 +116,16 @@ class ApplyOps(OpsBase):
                 author=author,
                 applied_at=self.now,
                 summary=summary,
+                token=token,
+                peer=None if peer is None else peer[:4096],
             )
         )
         key = result.inserted_primary_key
         assert key is not None  # a single-row INSERT without RETURNING has it
         return ApplyRecord(
             id=key[0], revision=revision, dirty=dirty, source=source,
-            author=author, applied_at=self.now, summary=summary,
+            author=author, applied_at=self.now, summary=summary, token=token,
+            peer=None if peer is None else peer[:4096],
         )  # fmt: skip
 
     def mark_applied(self, names: Iterable[str], apply_id: int) -> None:
@@ -152,6 +158,8 @@ class ApplyOps(OpsBase):
                 author=r.author,
                 applied_at=r.applied_at,
                 summary=r.summary,
+                token=r.token,
+                peer=r.peer,
             )
             for r in self.conn.execute(query)
         ]

@@ -323,6 +323,10 @@ apply_log = sa.Table(
     sa.Column("author", sa.String(255), nullable=False),
     sa.Column("applied_at", UTCDateTime, nullable=False),
     sa.Column("summary", JSON, nullable=False),
+    # A remote apply's (RecordApply): who the server authenticated, beside the author the
+    # client claims. NULL for a local apply, and for a remote one before 0014.
+    sa.Column("token", sa.String(255), nullable=True),
+    sa.Column("peer", sa.Text, nullable=True),
 )
 
 # One row per change made outside an apply, written in the change's own transaction

@@ -51,11 +51,6 @@ def history(store_url: str) -> list[dict]:
 # --- changes through rackcron.v1.Reconciler ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RunStep (DeleteFreeze, UpsertFreeze, SetStartingDeadline, UpsertRack, ...) writes "
-    "no audit record: a token holder lifts a freeze, or moves a rack's controller, untraced",
-)
 @pytest.mark.parametrize(
     ("rpc", "args"),
     [
@@ -83,11 +78,6 @@ def test_a_reconciler_step_outside_an_apply_leaves_a_trace(
     assert "ci" in json.dumps(entries[0])  # the token that made the change
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RecordApply stores the author the client claims, and nothing of the identity "
-    "the server authenticated (token name, peer): a remote apply record is forgeable",
-)
 def test_a_remote_apply_record_names_the_token_and_peer_beside_the_claimed_author(
     reconciler_shim: ShimServer, store_url: str
 ) -> None:
