@@ -48,7 +48,7 @@ run: $(STAMP)
 	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron serve --database-url sqlite:///$(RUN_DB) --poll-interval 2s \
 		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=2s --sim-duration POWER_OFF=2s \
-		--metrics-listen 127.0.0.1:9464 $(RUN_ARGS)
+		--http-listen 127.0.0.1:9464 $(RUN_ARGS)
 
 ## bench: the benchmark scripts (peers installed with the bench extra)
 bench: bench-deps

@@ -157,7 +157,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             runner=dispatch is not None and config.runner is not None,
             grpc=shim.address if shim else "off",
             task_retention=Seconds(retention.retention.total_seconds()) if retention else "off",
-            metrics=f"http://{server.host}:{server.port}/metrics" if server else "off",
+            metrics=f"{_base(server, config)}/metrics" if server else "off",
+            console=f"{_base(server, config)}/" if server else "off",
             notify=", ".join(w.label for w in notifier.webhooks) if notifier else "off",
         )
         for loop in loops:
@@ -247,6 +248,13 @@ def _log_refused(service: Service, controllers: Controllers) -> None:
         setting = rack.controller.model_dump(mode="json") if rack.controller else None
         if reason := controllers.refusal(setting):
             event(logging.WARNING, "rack controller refused", rack=rack.name, reason=reason)
+
+
+def _base(server: MetricsServer, config: ServeConfig) -> str:
+    """The HTTP listener's base URL (an IPv6 host in brackets)."""
+    scheme = "https" if config.http_tls else "http"
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    return f"{scheme}://{host}:{server.port}"
 
 
 def is_loopback(host: str) -> bool:
