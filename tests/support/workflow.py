@@ -140,7 +140,8 @@ def run_job(
     one that ran did.
 
     ``env``: the runner's variables (PATH, HOME, GITHUB_BASE_REF, ...); ``$GITHUB_OUTPUT``
-    and ``$GITHUB_STEP_SUMMARY`` are added, the summary at ``workspace/../summary.md``.
+    and ``$GITHUB_STEP_SUMMARY`` are added (the summary is a file beside ``workspace``,
+    ``summary.md``).
     ``context``: what expressions look up (``github``; ``steps`` is filled in as steps
     run). ``skip``: names of steps not to run, taken as succeeded.
     """
