@@ -119,6 +119,8 @@ def schedules() -> None:
     (`rackcron history`) with who made it (--as, default your OS user; over --server
     the server records the token and the address that called, and --as as a claim)
     and why (--reason).
+
+    Example: rackcron schedules list --rack rack-b01
     """
 
 
@@ -244,12 +246,12 @@ def _single(verb: str, help_text: str) -> click.Command:
 _single(
     "pause",
     "Pause a schedule (it keeps its next run time).\n\n"
-    "Example: rackcron schedules pause nightly-reset --reason 'row B maintenance'",
+    "Example: rackcron schedules pause burn-in-power-cycle --reason 'row B maintenance'",
 )
 _single(
     "resume",
     "Resume a schedule; interval and cron restart from now.\n\n"
-    "Example: rackcron schedules resume nightly-reset",
+    "Example: rackcron schedules resume burn-in-power-cycle",
 )
 
 
@@ -286,7 +288,7 @@ def trigger_command(
     unless --force. Each rack's outcome is printed with the rack's name and id; over
     --server, the ids of the tasks submitted, in scope order.
 
-    Example: rackcron schedules trigger nightly-reset --yes --reason 'rerun after fix'
+    Example: rackcron schedules trigger demo-power-reset --yes --reason 'rerun after fix'
     """
     question = "Trigger schedule '{}' ({}) now on every rack of its scope?"
     with cli_errors():
@@ -328,7 +330,7 @@ def delete_command(
 ) -> None:
     """Delete a schedule and its scope (tasks already submitted keep running).
 
-    Example: rackcron schedules delete old-firmware-rollout --yes
+    Example: rackcron schedules delete demo-queued-power-off --yes
     """
     with cli_errors():
         service = _backend(database_url, server)
