@@ -14,6 +14,7 @@ aborts pass through untouched.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -78,6 +79,19 @@ class _LazyGroup(click.Group):
         module_name, _, attr = _COMMANDS[cmd_name][0].partition(":")
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # click suggests close matches for a mistyped option, not for a command.
+        name = args[0]
+        if name not in _COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3)
+            if close:
+                shown = ", ".join(repr(c) for c in close)
+                which = shown if len(close) == 1 else f"one of {shown}"
+                ctx.fail(f"No such command {name!r}. Did you mean {which}?")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:

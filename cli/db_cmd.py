@@ -11,7 +11,10 @@ __all__ = ["db"]
 
 @click.group()
 def db() -> None:
-    """Create or upgrade the store's schema (Alembic migrations)."""
+    """Create or upgrade the store's schema (Alembic migrations).
+
+    Example: rackcron db upgrade --database-url sqlite:///rackcron.db
+    """
 
 
 @db.command("upgrade")

@@ -177,9 +177,9 @@ def plan(
     With --server, the plan is made against a gRPC server (rackcron serve, or Flow)
     from its RPCs instead of the store.
 
-    Example: rackcron plan examples/ --format markdown -o plan.json
+    Example: rackcron plan examples/fleet --format markdown -o plan.json
 
-    Example: rackcron plan examples/ --server 127.0.0.1:50051
+    Example: rackcron plan examples/fleet --server 127.0.0.1:50051
     """
     from rackcron.reconciler.render import render_json
     from rackcron.reconciler.trees import desired_state
@@ -248,11 +248,11 @@ def apply(
     apply.applied or apply.failed event (docs/notifications.md); the command waits
     up to 5 seconds for the delivery before it exits.
 
-    Example: rackcron apply examples/ --auto-approve
+    Example: rackcron apply examples/fleet --auto-approve
 
-    Example: rackcron apply examples/ --auto-approve --notify https://alerts.example.net/hook
+    Example: rackcron apply examples/fleet --auto-approve --notify https://alerts.example.net/hook
 
-    Example: rackcron apply examples/ --server 127.0.0.1:50051 --token-file token
+    Example: rackcron apply examples/fleet --server 127.0.0.1:50051 --token-file token
 
     Example: rackcron apply --break-lock --reason 'apply on ci-7 was killed'
     """
@@ -461,7 +461,7 @@ def diff(
     rendered like `rackcron plan`. A path that did not exist at BASE compares against
     an empty tree.
 
-    Example: rackcron diff examples/ --base origin/main --head HEAD --format markdown
+    Example: rackcron diff examples/fleet --base origin/main --head HEAD --format markdown
     """
     from rackcron.reconciler.trees import diff_revisions
 
@@ -532,6 +532,8 @@ def sync(
     long as the rounds after it end the same way (docs/notifications.md).
 
     Example: rackcron sync --repo /srv/fleet-repo --path fleet --branch main --interval 60s
+
+    Example: rackcron sync --once --path examples/fleet --branch main
 
     Example: rackcron sync --repo /srv/fleet-repo --path fleet --notify https://alerts.example.net/hook
     --notify-secret-file /etc/rackcron/notify.key

@@ -35,8 +35,11 @@ from rackcron.cli._names import (
 from rackcron.escape import terminal
 
 if TYPE_CHECKING:
+    import uuid
+    from collections.abc import Mapping, Sequence
+
     from rackcron.audit import Audit
-    from rackcron.models import Schedule
+    from rackcron.models import Page, Schedule, Task
     from rackcron.service import Service
     from rackcron.wire.client import FlowClient
 
@@ -119,6 +122,8 @@ def schedules() -> None:
     (`rackcron history`) with who made it (--as, default your OS user; over --server
     the server records the token and the address that called, and --as as a claim)
     and why (--reason).
+
+    Example: rackcron schedules list --rack rack-b01
     """
 
 
@@ -163,16 +168,44 @@ def list_command(
         click.echo(f"({len(page.items)} of {page.total})")
 
 
+#: How many of a schedule's newest tasks `schedules get` shows.
+RECENT_TASKS = 5
+
+
+def _recent(tasks: Sequence[Task], names: Mapping[uuid.UUID, str]) -> list[str]:
+    """One line per task, as given: created, rack (its id if it is gone), status, id;
+    the columns aligned."""
+    rows = [
+        (when(t.created_at), names.get(t.rack_id, str(t.rack_id)), t.status.value, str(t.id))
+        for t in tasks
+    ]
+    rack_width = max((len(row[1]) for row in rows), default=0)
+    return [
+        f"  {at}  {rack:{rack_width}}  {status:10}  task {task}" for at, rack, status, task in rows
+    ]
+
+
+def _newest_tasks(backend: Service | FlowClient, schedule_id: uuid.UUID) -> Page[Task] | None:
+    """The schedule's newest tasks, from the store; None over --server (Flow's ListTasks
+    has no schedule filter)."""
+    from rackcron.service import Service
+
+    if not isinstance(backend, Service):
+        return None
+    return backend.list_tasks(schedule_id=schedule_id, limit=RECENT_TASKS)
+
+
 @schedules.command("get")
 @schedule_argument
 @format_option
 @database_option
 @server_options
 def get_command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
-    """Show one schedule and its scope.
+    """Show one schedule, its scope and its newest tasks.
 
-    From the store it also shows the schedule's starting deadline and its last missed
-    firing, with how late it was (the Flow RPCs of --server carry neither). Each rack
+    From the store it also shows the schedule's starting deadline, its last missed
+    firing, with how late it was, and its 5 newest tasks (when each was created, on
+    which rack, its status); the Flow RPCs of --server carry none of them. Each rack
     of the scope is shown by name and id (over --server, by id alone unless the server
     offers rackcron.v1.Reconciler).
 
@@ -182,10 +215,24 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         service = _backend(database_url, server)
         found = resolve_schedule(service, schedule)
         scopes = service.list_scopes(found.id)
-        names = rack_names(service, (s.rack_id for s in scopes))
+        recent = _newest_tasks(service, found.id)
+        tasks = [] if recent is None else recent.items
+        names = rack_names(service, {*(s.rack_id for s in scopes), *(t.rack_id for t in tasks)})
     if fmt == "json":
         shown = [{**s.model_dump(mode="json"), "rack_name": names.get(s.rack_id)} for s in scopes]
-        echo_json({**_dump(found, server), "scopes": shown})
+        extra: dict[str, object] = {}
+        if recent is not None:
+            extra["recent_tasks"] = [
+                {
+                    "id": str(t.id),
+                    "created_at": when(t.created_at),
+                    "rack_id": str(t.rack_id),
+                    "rack_name": names.get(t.rack_id),
+                    "status": t.status.value,
+                }
+                for t in tasks
+            ]
+        echo_json({**_dump(found, server), "scopes": shown, **extra})
         return
     for label, value in [
         ("name", found.name),
@@ -206,6 +253,11 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ),
     ]:
         click.echo(f"{label + ':':16}{terminal(value)}")
+    if recent is not None:
+        count = "none" if not tasks else f"newest {len(tasks)} of {recent.total}"
+        click.echo(f"{'recent tasks:':16}{count}")
+        for line in _recent(tasks, names):
+            click.echo(terminal(line))
     click.echo("scope:")
     for scope in scopes:
         filt = scope.component_filter
@@ -244,12 +296,12 @@ def _single(verb: str, help_text: str) -> click.Command:
 _single(
     "pause",
     "Pause a schedule (it keeps its next run time).\n\n"
-    "Example: rackcron schedules pause nightly-reset --reason 'row B maintenance'",
+    "Example: rackcron schedules pause burn-in-power-cycle --reason 'row B maintenance'",
 )
 _single(
     "resume",
     "Resume a schedule; interval and cron restart from now.\n\n"
-    "Example: rackcron schedules resume nightly-reset",
+    "Example: rackcron schedules resume burn-in-power-cycle",
 )
 
 
@@ -286,7 +338,7 @@ def trigger_command(
     unless --force. Each rack's outcome is printed with the rack's name and id; over
     --server, the ids of the tasks submitted, in scope order.
 
-    Example: rackcron schedules trigger nightly-reset --yes --reason 'rerun after fix'
+    Example: rackcron schedules trigger demo-power-reset --yes --reason 'rerun after fix'
     """
     question = "Trigger schedule '{}' ({}) now on every rack of its scope?"
     with cli_errors():
@@ -328,7 +380,7 @@ def delete_command(
 ) -> None:
     """Delete a schedule and its scope (tasks already submitted keep running).
 
-    Example: rackcron schedules delete old-firmware-rollout --yes
+    Example: rackcron schedules delete demo-queued-power-off --yes
     """
     with cli_errors():
         service = _backend(database_url, server)

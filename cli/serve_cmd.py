@@ -82,6 +82,7 @@ _log_options = option_group(
     click.option(
         "--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
         default="info", show_default=True,
+        help="The least severe events to log (warning: problems only).",
     ),
 )  # fmt: skip
 

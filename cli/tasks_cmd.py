@@ -39,7 +39,10 @@ __all__ = ["tasks"]
 
 @click.group()
 def tasks() -> None:
-    """Inspect and cancel tasks (one per scope per firing)."""
+    """Inspect and cancel tasks (one per scope per firing).
+
+    Example: rackcron tasks list --rack rack-a04 --active-only
+    """
 
 
 def _dump(task: Task, names: Names) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def validate(paths: tuple[Path, ...], fmt: str, with_conflicts: bool) -> None:
     strings or time zones, cron that never fires, duplicate names, targets that
     name undeclared racks, components or domains). Exit status: 0 clean, 1 errors.
 
-    Example: rackcron validate examples/ --format github --conflicts
+    Example: rackcron validate examples/fleet --format github --conflicts
     """
     from rackcron.reconciler.validate import validate_tree
 

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
 
 from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import head_revision, open_engine
 from tests.support.cli import run
+from tests.support.help_examples import commands, help_examples
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 
@@ -25,28 +25,16 @@ def loaded(store_url: str) -> str:
     return store_url
 
 
-def _all_commands() -> list[list[str]]:
-    ctx = click.Context(main)
-    found = []
-    for name in main.list_commands(ctx):
-        command = main.get_command(ctx, name)
-        found.append([name])
-        if isinstance(command, click.Group):
-            found += [[name, sub] for sub in command.list_commands(ctx)]
-    return found
+#: Groups whose help has no example yet, and why.
+_GROUPS_WITHOUT_EXAMPLE = {"freezes": "its module is being reworked on another branch"}
 
 
-@pytest.mark.parametrize("path", _all_commands(), ids=" ".join)
-def test_every_command_has_help_with_an_example(path: list[str]) -> None:
+@pytest.mark.parametrize("path", commands(main), ids=" ".join)
+def test_every_command_and_group_has_help_with_an_example(path: list[str]) -> None:
     result = run(*path, "--help")
     assert result.exit_code == 0, result.output
-    command = main
-    for part in path:
-        command = command.get_command(click.Context(command), part)  # type: ignore[union-attr,assignment]
-    if not isinstance(command, click.Group):
-        assert "example" in result.output.lower(), (
-            f"`rackcron {' '.join(path)} --help` has no example"
-        )
+    if path[0] not in _GROUPS_WITHOUT_EXAMPLE or len(path) > 1:
+        assert help_examples(result.output), f"`rackcron {' '.join(path)} --help` has no example"
     readme = (EXAMPLES.parents[1] / "README.md").read_text()
     assert f"rackcron {path[0]}" in readme, f"README does not mention `rackcron {path[0]}`"
 

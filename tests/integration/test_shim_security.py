@@ -545,6 +545,22 @@ class TestReflection:
         health = descriptor_pool.DescriptorPool(database).FindServiceByName("grpc.health.v1.Health")
         assert {m.name for m in health.methods} >= {"Check", "Watch"}
 
+    def test_a_method_is_not_found_by_its_own_name(self, start_shim, open_channel):
+        """docs/grpc.md "Reflection and grpcurl": grpcio-reflection answers NOT_FOUND for
+        a method's full name (grpc/grpc#34743), which `grpcurl describe v1.Flow.ListTasks`
+        asks for; its service and its messages resolve. When this fails, upstream fixed
+        it: drop the limitation from the docs."""
+        stub = reflection_pb2_grpc.ServerReflectionStub(open_channel(start_shim().address))
+
+        def error_code(symbol: str) -> int:
+            """The reflection error code of asking for ``symbol``'s file (0: found)."""
+            request = reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol)
+            (response,) = stub.ServerReflectionInfo(iter([request]), timeout=TIMEOUT)
+            return response.error_response.error_code
+
+        assert error_code(f"{FLOW_SERVICE}.ListTasks") == grpc.StatusCode.NOT_FOUND.value[0]
+        assert error_code(FLOW_SERVICE) == 0 and error_code("v1.ListTasksRequest") == 0
+
 
 # --- 6. request size ---------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ A test module imports what it shares from here, never from another test module
   ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
   ``failure`` (the ``grpc.RpcError`` a call fails with);
 * ``git``: real git repositories in temp dirs (``git``, ``init_repo``);
+* ``help_examples``: the examples of ``rackcron ... --help`` read as commands
+  (``help_examples``, ``HelpExample``), every command's path (``commands``), and why an
+  example cannot run in a sandbox (``not_run``);
 * ``history``: task history in bulk (``insert_tasks``: many task rows, one statement per
   20,000);
 * ``hostile``: hostile strings (``HOSTILE``, ``hostile_text``) and states full of them
@@ -36,5 +39,7 @@ A test module imports what it shares from here, never from another test module
   ``Answer`` says: a status, a delay, or held), ``check`` (an event valid against the
   published schema, and signed), ``wait_until``, and the ``SCHEMA``;
 * ``wire_spec``: the wire tables of docs/spec/flow-wire.md parsed into a ``Spec``
-  (``parse_spec``, ``read_spec``, ``SCALARS``).
+  (``parse_spec``, ``read_spec``, ``SCALARS``);
+* ``workflow``: a GitHub Actions job's ``run:`` steps run here as the runner would
+  (``load_job``, ``run_job``, ``evaluate`` for the ``${{ }}`` expressions it uses).
 """
