@@ -129,12 +129,42 @@ def test_the_steps_are_the_ones_tested(job: Job) -> None:
     assert f'paths: ["{job.env["TREE"]}/**"]' in document
 
 
-def test_rackcron_is_installed_from_a_pinned_revision(job: Job) -> None:
+def _install(
+    job: Job, cwd: Path, repo: str, bindir: Path
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The install step's script in ``cwd`` with ``RACKCRON_REPO=repo``, ``pip`` a stand-in
+    that records its arguments; (the run, what pip was asked)."""
     install = next(s for s in job.steps if s.name == INSTALL)
-    assert install.run == 'pip install "rackcron @ git+${RACKCRON_REPO}@${RACKCRON_REF}"'
+    assert install.run is not None
+    bindir.mkdir(exist_ok=True)
+    pip = bindir / "pip"
+    pip.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/pip-args"\n')
+    pip.chmod(0o755)
+    env = {**os.environ, **job.env, "RACKCRON_REPO": repo, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    run = subprocess.run(["bash", "-eo", "pipefail", "-c", install.run], cwd=cwd, env=env,
+                         capture_output=True, text=True)  # fmt: skip
+    asked = bindir / "pip-args"
+    return run, asked.read_text() if asked.exists() else ""
+
+
+def test_rackcron_is_installed_from_a_pinned_revision(job: Job, tmp_path: Path) -> None:
     ref, repo = job.env["RACKCRON_REF"], job.env["RACKCRON_REPO"]
     assert re.fullmatch(r"[0-9a-f]{40}", ref), "a full commit id: the one pin that cannot move"
     assert re.fullmatch(r"https://github\.com/[\w.-]+/rackcron", repo)
+    # Copied as it is, the workflow says what to set instead of failing in pip.
+    fake = tmp_path / "fake-bin"
+    unset, asked = _install(job, tmp_path, repo, fake)
+    assert unset.returncode == 1 and asked == ""
+    assert unset.stdout.startswith("::error::set RACKCRON_REPO")
+    # Set, it installs that commit of that repository, and nothing else.
+    mirror = "https://github.com/acme/rackcron"
+    done, asked = _install(job, tmp_path, mirror, fake)
+    assert done.returncode == 0, done.stderr
+    assert asked.splitlines() == ["install", f"rackcron @ git+{mirror}@{ref}"]
+    # In rackcron's own repository it reviews with its own code.
+    (fake / "pip-args").unlink()
+    own, asked = _install(job, ROOT, repo, fake)
+    assert own.returncode == 0 and asked.splitlines() == ["install", "."]
     requirement = Requirement(f"rackcron @ git+{repo}@{ref}")
     assert requirement.name == "rackcron" and requirement.url == f"git+{repo}@{ref}"
     shallow = subprocess.run(
