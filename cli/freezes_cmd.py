@@ -111,6 +111,8 @@ def freezes() -> None:
 
     Freezes are declared in a tree (kind: Freeze, docs/declaring.md) and reconciled
     by `rackcron plan` and `rackcron apply`; these commands only read them.
+
+    Example: rackcron freezes list --at 2026-12-24T06:30:00Z
     """
 
 

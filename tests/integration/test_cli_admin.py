@@ -26,7 +26,7 @@ def loaded(store_url: str) -> str:
 
 
 #: Groups whose help has no example yet, and why.
-_GROUPS_WITHOUT_EXAMPLE = {"freezes": "its module is being reworked on another branch"}
+_GROUPS_WITHOUT_EXAMPLE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("path", commands(main), ids=" ".join)
