@@ -147,9 +147,10 @@ def _frozen(
     if holds is None:
         return {}
     operation = operation_name(schedule.template)
+    named = (schedule.name, schedule.management.labels)
     found = {}
     for scope in scopes:
-        freezes = holds.all_holding(scope.rack_id, schedule.id, operation)
+        freezes = holds.all_holding(scope.rack_id, named, operation)
         if freezes:
             found[scope.id] = tuple(f.name for f in freezes)
     return found
@@ -244,7 +245,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
         busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
-        holds = self.holds((s[1] for found in stored.values() for s in found), ids)
+        holds = self.holds(s[1] for found in stored.values() for s in found)
         firings, unfireable, missed, updates, misses = [], [], [], [], []
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
@@ -357,6 +358,8 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                     schedule_id=schedule.id,
                     scope_id=scope.id,
                     forced=scope.id in firing.overridden,
+                    schedule_name=schedule.name,
+                    schedule_labels=schedule.management.labels,
                 )
                 for scope in firing.submit
             ]
