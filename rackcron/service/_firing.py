@@ -44,6 +44,7 @@ from rackcron.derived import operation_name
 from rackcron.errors import FailedPrecondition
 from rackcron.filters import ComponentFilter, from_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
+from rackcron.freezes import already_missed
 from rackcron.models import MissReason, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
@@ -114,6 +115,9 @@ class Missed(NamedTuple):
     reason: MissReason
     detail: str | None  # reason "freeze": the freeze's name
     starting_deadline: str | None
+    # A freeze miss inside the same freezes' windows as the schedule's previous miss
+    # (``rackcron.freezes.already_missed``): counted, not notified.
+    repeated: bool = False
 
 
 class Frozen(FailedPrecondition):
@@ -291,12 +295,17 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 )
                 continue
             assert due is not None  # automatic firings only: they have a due time
+            repeated = False
             if frozen:
-                reason, detail = MissReason.FREEZE, ", ".join(_names(frozen))
+                names = _names(frozen)
+                reason, detail = MissReason.FREEZE, ", ".join(names)
+                assert holds is not None  # frozen scopes come from it
+                holding = [f for f in holds.freezes if f.name in names]
+                repeated = already_missed(schedule.last_miss, holding, self.now)
             else:
                 reason, detail = MissReason.DEADLINE, None
             miss = Missed(row.id, schedule.name, due, self.now, late, reason, detail,
-                          schedule.starting_deadline)  # fmt: skip
+                          schedule.starting_deadline, repeated)  # fmt: skip
             lateness_ms = round(late * 1000)
             misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
