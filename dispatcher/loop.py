@@ -8,8 +8,9 @@ threads drain the backlog side by side the same way (on PostgreSQL, where a batc
 spends much of its time waiting on the server; SQLite has one writer at a time, so
 one worker). It logs one line per firing and feeds the metrics; with a notifier
 (``notify``) it tells of each firing that submitted nothing because every scope was
-busy (``firing.skipped``) and of each missed firing (``firing.missed``), once its
-claim has committed, so by the replica that claimed it. A stop request is
+busy (``firing.skipped``) and of each missed firing (``firing.missed``; a firing a
+freeze holds only when it is the first its schedule misses in that freeze's window:
+``Missed.repeated``), once its claim has committed, so by the replica that claimed it. A stop request is
 honoured between batches: the batch in progress finishes its three phases, so no
 claim is left half done.
 
@@ -178,7 +179,7 @@ class Dispatcher:
 
     def _report_missed(self, missed: list[Missed]) -> None:
         """A WARNING line per missed firing, the metric and the notification (after the
-        claim committed)."""
+        claim committed; none for a freeze miss that repeats the schedule's previous)."""
         for miss in missed:
             fields: dict[str, object] = {
                 "schedule": miss.name,
@@ -194,7 +195,7 @@ class Dispatcher:
             event(logging.WARNING, "missed", **fields)
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
-            if self.notify is not None:
+            if self.notify is not None and not miss.repeated:
                 self.notify(firing_missed(
                     miss.schedule_id, miss.name, due_at=miss.due, at=miss.at, reason=miss.reason,
                     starting_deadline=miss.starting_deadline,

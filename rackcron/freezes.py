@@ -14,18 +14,19 @@ freezes and the names and labels they need.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rackcron import timing
-from rackcron.models import Freeze, FreezeSelector
+from rackcron.models import Freeze, FreezeSelector, Miss, MissReason
 
 __all__ = [
     "MAX_DURATION_SECONDS",
     "OPERATION_NAMES",
     "Target",
     "active_window",
+    "already_missed",
     "check_freeze",
     "holding",
     "matches",
@@ -169,3 +170,27 @@ def holding(freezes: Iterable[Freeze], target: Target, at: datetime) -> Freeze |
         if matches(freeze.selector, target) and active_window(freeze, at) is not None:
             return freeze
     return None
+
+
+def already_missed(previous: Miss | None, holding: Sequence[Freeze], at: datetime) -> bool:
+    """Whether a schedule's firing missed at ``at`` because ``holding`` hold every scope
+    repeats its ``previous`` miss: that one was inside each of these freezes too, in the
+    window of each that is open at ``at``. Such a miss is counted and not told
+    (docs/notifications.md "A freeze is told once per window"). A freeze whose windows
+    this host cannot evaluate counts as one window for as long as it holds.
+    """
+    if previous is None or previous.reason is not MissReason.FREEZE or not previous.detail:
+        return False
+    # A freeze miss records the names sorted, ", "-joined (a tree's names hold no comma).
+    same = previous.detail == ", ".join(sorted(f.name for f in holding))
+    before = set(previous.detail.split(", "))
+    for freeze in holding:
+        if not same and freeze.name not in before:
+            return False
+        try:
+            window = active_window(freeze, at)
+        except (ValueError, OverflowError):  # timing.SpecError included
+            continue
+        if window is None or window[0] > previous.at:
+            return False
+    return True

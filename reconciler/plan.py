@@ -51,7 +51,8 @@ FORMAT = "rackcron.plan/v1"
 #      change) and the warning code one_time_past_deadline
 # 1.7: freezes (kind "freeze", UpsertFreeze/DeleteFreeze, a rack's labels); warnings about
 #      them (fires_in_freeze, freeze_selects_unknown); warnings_counts (found, per code)
-FORMAT_VERSION = "1.7"
+# 1.8: the warning code not_compared
+FORMAT_VERSION = "1.8"
 #: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
 #: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
@@ -83,6 +84,9 @@ WarningCode = Literal[
     "fires_in_freeze",
     # a declared freeze names a rack or schedule that neither the tree nor the store has
     "freeze_selects_unknown",
+    # planned through a server that cannot show freezes, starting deadlines or labels: the
+    # plan did not compare them, and what the server holds of them stays in force
+    "not_compared",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)

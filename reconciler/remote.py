@@ -20,7 +20,10 @@ freezes and racks' labels (docs/spec/SEMANTICS.md "Freeze windows") — is never
 out silently: a tree that declares one, planned against a server that does not
 carry it (no Reconciler service, or one that does not list it in ``carries``, from
 before it existed), gets a plan with an error naming what it cannot carry, so
-nothing is changed.
+nothing is changed. Such a server cannot show what it holds of them either, so a
+tree that no longer declares a freeze or a deadline cannot be told from one that
+never did: every plan against it warns (``not_compared``) that they were not
+compared and that what the server holds of them stays in force.
 
 An apply through RPCs is not one transaction: it stops at the first step that
 fails and reports what was applied and what was not (:class:`RemoteApply`).
@@ -202,9 +205,11 @@ class RemoteStore:
         """The plan that makes the server match ``desired``."""
         current = self.state(desired)
         uncarried = self._uncarried(desired)
+        not_compared = self._not_compared()
         if self.extended:
             result = diff(current, desired, owner=owner, now=now, source=source)
-            return replace(result, errors=(*result.errors, *uncarried))
+            result = replace(result, errors=(*result.errors, *uncarried))
+            return result.warned(*not_compared)
         result = diff(current, _as_flow_shows(desired), owner=owner, now=now, source=source)
         # The server cannot record `protect`: the tree's word is the one to keep.
         protected = [
@@ -222,7 +227,27 @@ class RemoteStore:
             " schedule is deleted except to be replaced"
         )
         result = replace(result, errors=(*result.errors, *protected, *uncarried))
-        return result.warned(PlanWarning("server_without_reconciler", note))
+        return result.warned(*not_compared, PlanWarning("server_without_reconciler", note))
+
+    def _not_compared(self) -> list[PlanWarning]:
+        """What the plan cannot compare on this server (after :meth:`state`): what only
+        rackcron.v1.Reconciler shows, and this server does not; none when it shows all."""
+        if self.extended:
+            what = [name for key, name in _ONLY_RECONCILER if key not in self.carries]
+            server = "an older rackcron.v1.Reconciler"
+        else:
+            what = ["freezes", "starting deadlines", "labels", "the inventory"]
+            server = "no rackcron.v1.Reconciler"
+        if not what:
+            return []
+        listed = ", ".join(what[:-1]) + (" and " if len(what) > 1 else "") + what[-1]
+        # The gist first: a Markdown plan shows a warning's first 200 characters.
+        message = (
+            f"{listed} were not compared: this server cannot show them ({server}), so what"
+            " it holds of them stays in force, even if the tree dropped it; plan against"
+            " rackcron serve --grpc-reconciler or the store to compare them"
+        )
+        return [PlanWarning("not_compared", message)]
 
     def _uncarried(self, desired: State) -> list[str]:
         """Why the server cannot carry ``desired`` (after :meth:`state`): an error per
@@ -392,6 +417,15 @@ class RemoteStore:
             )
         request = rpb.RunStepRequest(rpc=step.rpc, args_json=json.dumps(step.args))
         call(self.extras, "RunStep", request)
+
+
+#: What only rackcron.v1.Reconciler carries beyond Flow: its key in ``carries``, and what
+#: a plan calls it.
+_ONLY_RECONCILER = (
+    ("freezes", "freezes"),
+    ("starting_deadline", "starting deadlines"),
+    ("rack_labels", "racks' labels"),
+)
 
 
 def _freezes_of(extras: dict[str, Any]) -> list[Freeze]:

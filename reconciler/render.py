@@ -142,9 +142,16 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         lines.append("")
     if plan["errors"]:
         lines.append("The plan has errors: nothing can be applied.")
+    elif plan["changes"]:
+        lines.append(_summary(plan))
     else:
-        lines.append(_summary(plan) if plan["changes"] else "No changes.")
+        lines.append("No changes to what this server shows." if _partial(plan) else "No changes.")
     return "\n".join(lines)
+
+
+def _partial(plan: dict[str, Any]) -> bool:
+    """Whether the plan compared only part of the state (1.8: a ``not_compared`` warning)."""
+    return any(d.get("code") == "not_compared" for d in plan.get("warnings_detail") or ())
 
 
 def _sensitive(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -240,6 +247,7 @@ _ABOUT = {
     "schedules_share_racks": "schedules that share racks",
     "fires_in_freeze": "fire times inside freezes",
     "freeze_selects_unknown": "freezes selecting what does not exist",
+    "not_compared": "what the server cannot show",
 }
 
 
@@ -320,11 +328,12 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
     closing note says how many changes are not, and where the full plan is.
     """
     s = plan["summary"]
-    status = (
-        "❌ cannot be applied"
-        if plan["errored"]
-        else ("no changes" if not plan["changes"] else "ready to apply")
-    )
+    if plan["errored"]:
+        status = "❌ cannot be applied"
+    elif plan["changes"]:
+        status = "ready to apply"
+    else:
+        status = "no changes to what the server shows" if _partial(plan) else "no changes"
     head = [
         "### rackcron plan",
         "",

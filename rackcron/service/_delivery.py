@@ -22,7 +22,8 @@ would fail the whole write, and the same answer would fail it again every lease)
 The queue moves in :meth:`DeliveryOps.expire_queued` (a waiting task past its queue
 timeout is terminated) and :meth:`DeliveryOps.promote_waiting` (each rack's waiting
 tasks, oldest first, become pending until the first that conflicts with the running
-set: ``rackcron.task_conflicts``).
+set: ``rackcron.task_conflicts``). A freeze holds a pending or waiting task by its rack
+and by the schedule name and labels the task recorded at submission.
 
 Both ``record`` and ``expire_queued`` return the tasks their own statements ended
 (:class:`Written`), read back in the same transaction: a notification is sent by the
@@ -34,7 +35,7 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, NamedTuple
@@ -59,8 +60,8 @@ from rackcron.lifecycle import (
 )
 from rackcron.models import OperationTemplate
 from rackcron.service import _rows
-from rackcron.service._freezes import FreezeOps
-from rackcron.service._tasks import RackQueue, TaskOps, chunked
+from rackcron.service._freezes import FreezeOps, Named
+from rackcron.service._tasks import TaskOps, chunked
 from rackcron.store.tables import rack, task, task_schedule
 
 __all__ = ["MAX_MESSAGE", "DeliveryOps", "Recorded", "Update", "Work", "Written", "storable"]
@@ -236,6 +237,32 @@ def _by_id(statement: sa.Update) -> sa.Update:
 HOLD_RECHECK = 30.0
 
 
+#: What :meth:`DeliveryOps._held` judges a task by.
+_HELD = sa.select(
+    task.c.id,
+    task.c.rack_id,
+    task.c.operation_type,
+    task.c.operation_code,
+    task.c.operation_information,
+    task.c.schedule_name,
+    task.c.schedule_labels,
+    task_schedule.c.name.label("current_name"),
+    task_schedule.c.labels.label("current_labels"),
+).select_from(task.outerjoin(task_schedule, task_schedule.c.id == task.c.schedule_id))
+
+
+def _recorded(row: Any) -> Named | None:
+    """The schedule a task is judged by: the name and labels it recorded at submission;
+    for a task that recorded none while its schedule exists (written by a rackcron older
+    than migration 0013, during a rolling upgrade), its schedule as it is now; None for a
+    task of no schedule, or of one deleted before it could record it."""
+    if row.schedule_name is not None:
+        return row.schedule_name, row.schedule_labels or {}
+    if row.current_name is not None:
+        return row.current_name, row.current_labels or {}
+    return None
+
+
 def _operation(kind: str, code: str, information: dict[str, Any]) -> str:
     """A task's operation name (``power_on``, ...) from its row's template columns."""
     return operation_name(OperationTemplate(type=kind, code=code, information=information))
@@ -276,19 +303,8 @@ class DeliveryOps(TaskOps, FreezeOps):
         """The pending tasks a freeze holds now (docs/spec/SEMANTICS.md "Freeze windows"):
         not delivered, and due again in :data:`HOLD_RECHECK` seconds. Running tasks and
         stops are never held."""
-        pending = [w for w in rows if duty(w.status) is Duty.DELIVER and not w.forced]
-        holds = self.holds((w.rack_id for w in pending), (w.schedule_id for w in pending))
-        if holds is None:
-            return set()
-        held = {
-            w.task_id
-            for w in pending
-            if holds.holding(
-                w.rack_id,
-                w.schedule_id,
-                _operation(w.operation_type, w.operation_code, w.information),
-            )
-        }
+        pending = [w.task_id for w in rows if duty(w.status) is Duty.DELIVER and not w.forced]
+        held = self._held(pending)
         later = self.now + timedelta(seconds=HOLD_RECHECK)
         for chunk in chunked(sorted(held, key=str)):
             self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=later))
@@ -477,7 +493,7 @@ class DeliveryOps(TaskOps, FreezeOps):
             return []
         self.lock_racks(racks)
         queues = self.rack_queues(racks)
-        held = self._held_waiting(queues)
+        held = self._held([a.task_id for q in queues.values() for a in q.waiting])
         ids: list[uuid.UUID] = []
         for queue in queues.values():
             # A waiting task a freeze holds stops its rack's queue, as a conflict does.
@@ -501,29 +517,24 @@ class DeliveryOps(TaskOps, FreezeOps):
         promoted_ids = set(done)
         return [i for i in ids if i in promoted_ids]
 
-    def _held_waiting(self, queues: Mapping[uuid.UUID, RackQueue]) -> set[uuid.UUID]:
-        """The waiting tasks of these queues a freeze holds now (none when no freeze is
-        open: then nothing more is read)."""
-        waiting = [a.task_id for q in queues.values() for a in q.waiting]
-        if not waiting or not self.active_freezes(self.now):
+    def _held(self, task_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of these tasks a freeze holds now, each judged by its rack as it is and by
+        the schedule it recorded (:func:`_recorded`); forced tasks are never held. Nothing
+        more is read when no freeze is open."""
+        active = self.active_freezes(self.now) if task_ids else []
+        if not active:
             return set()
-        columns = (
-            task.c.id, task.c.rack_id, task.c.schedule_id, task.c.operation_type,
-            task.c.operation_code, task.c.operation_information,
-        )  # fmt: skip
         rows: list[Any] = []
-        for chunk in chunked(waiting):
-            query = sa.select(*columns).where(task.c.id.in_(chunk), ~task.c.forced)
-            rows += self.conn.execute(query).all()
-        holds = self.holds(queues, {r.schedule_id for r in rows})
-        if holds is None:  # the last freeze closed in between
-            return set()
+        for chunk in chunked(task_ids):
+            rows += self.conn.execute(_HELD.where(task.c.id.in_(chunk), ~task.c.forced)).all()
+        holds = self.holds((r.rack_id for r in rows), active)
+        assert holds is not None
         return {
             r.id
             for r in rows
             if holds.holding(
                 r.rack_id,
-                r.schedule_id,
+                _recorded(r),
                 _operation(r.operation_type, r.operation_code, r.operation_information),
             )
         }

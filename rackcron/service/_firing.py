@@ -44,6 +44,7 @@ from rackcron.derived import operation_name
 from rackcron.errors import FailedPrecondition
 from rackcron.filters import ComponentFilter, from_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
+from rackcron.freezes import already_missed
 from rackcron.models import MissReason, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
@@ -114,6 +115,9 @@ class Missed(NamedTuple):
     reason: MissReason
     detail: str | None  # reason "freeze": the freeze's name
     starting_deadline: str | None
+    # A freeze miss inside the same freezes' windows as the schedule's previous miss
+    # (``rackcron.freezes.already_missed``): counted, not notified.
+    repeated: bool = False
 
 
 class Frozen(FailedPrecondition):
@@ -147,9 +151,10 @@ def _frozen(
     if holds is None:
         return {}
     operation = operation_name(schedule.template)
+    named = (schedule.name, schedule.management.labels)
     found = {}
     for scope in scopes:
-        freezes = holds.all_holding(scope.rack_id, schedule.id, operation)
+        freezes = holds.all_holding(scope.rack_id, named, operation)
         if freezes:
             found[scope.id] = tuple(f.name for f in freezes)
     return found
@@ -244,7 +249,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
         busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
-        holds = self.holds((s[1] for found in stored.values() for s in found), ids)
+        holds = self.holds(s[1] for found in stored.values() for s in found)
         firings, unfireable, missed, updates, misses = [], [], [], [], []
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
@@ -290,12 +295,17 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 )
                 continue
             assert due is not None  # automatic firings only: they have a due time
+            repeated = False
             if frozen:
-                reason, detail = MissReason.FREEZE, ", ".join(_names(frozen))
+                names = _names(frozen)
+                reason, detail = MissReason.FREEZE, ", ".join(names)
+                assert holds is not None  # frozen scopes come from it
+                holding = [f for f in holds.freezes if f.name in names]
+                repeated = already_missed(schedule.last_miss, holding, self.now)
             else:
                 reason, detail = MissReason.DEADLINE, None
             miss = Missed(row.id, schedule.name, due, self.now, late, reason, detail,
-                          schedule.starting_deadline)  # fmt: skip
+                          schedule.starting_deadline, repeated)  # fmt: skip
             lateness_ms = round(late * 1000)
             misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
@@ -357,6 +367,8 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                     schedule_id=schedule.id,
                     scope_id=scope.id,
                     forced=scope.id in firing.overridden,
+                    schedule_name=schedule.name,
+                    schedule_labels=schedule.management.labels,
                 )
                 for scope in firing.submit
             ]

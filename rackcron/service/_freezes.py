@@ -21,45 +21,41 @@ from rackcron.models import Freeze
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
 from rackcron.service._tasks import chunked
-from rackcron.store.tables import freeze, rack, task_schedule
+from rackcron.store.tables import freeze, rack
 
-__all__ = ["FreezeOps", "Holds"]
+__all__ = ["FreezeOps", "Holds", "Named"]
 
-_Named = tuple[str, Mapping[str, str]]  # a name and its labels
+#: A name and its labels: a rack's, or a schedule's as a task recorded it.
+Named = tuple[str, Mapping[str, str]]
 
 
 class Holds:
-    """The freezes open at one instant, with the names and labels of the racks and
-    schedules they are asked about (read once, in bulk, by :meth:`FreezeOps.holds`)."""
+    """The freezes open at one instant, with the names and labels of the racks they are
+    asked about (read once, in bulk, by :meth:`FreezeOps.holds`)."""
 
     def __init__(
-        self,
-        freezes: list[Freeze],
-        racks: Mapping[uuid.UUID, _Named],
-        schedules: Mapping[uuid.UUID, _Named],
-        at: datetime,
+        self, freezes: list[Freeze], racks: Mapping[uuid.UUID, Named], at: datetime
     ) -> None:
-        self.freezes, self._racks, self._schedules, self.at = freezes, racks, schedules, at
+        self.freezes, self._racks, self.at = freezes, racks, at
 
-    def holding(
-        self, rack_id: uuid.UUID, schedule_id: uuid.UUID | None, operation: str
-    ) -> Freeze | None:
+    def holding(self, rack_id: uuid.UUID, schedule: Named | None, operation: str) -> Freeze | None:
         """The first freeze (by name) that holds work of ``operation`` by this schedule on
         this rack, or None."""
-        return next(iter(self.all_holding(rack_id, schedule_id, operation)), None)
+        return next(iter(self.all_holding(rack_id, schedule, operation)), None)
 
     def all_holding(
-        self, rack_id: uuid.UUID, schedule_id: uuid.UUID | None, operation: str
+        self, rack_id: uuid.UUID, schedule: Named | None, operation: str
     ) -> list[Freeze]:
-        """Every freeze that holds work of ``operation`` by this schedule on this rack, by
-        name (overlapping freezes: each is named, and each overridden by a forced trigger).
+        """Every freeze that holds work of ``operation`` by this schedule (None: work of
+        no schedule) on this rack, by name (overlapping freezes: each is named, and each
+        overridden by a forced trigger).
 
-        A rack no longer in the inventory is judged by no name and no labels.
+        A firing is judged by its schedule as it is; a task by the schedule's name and
+        labels it recorded at submission, so renaming or deleting the schedule releases
+        nothing. A rack no longer in the inventory is judged by no name and no labels.
         """
         rack_name, rack_labels = self._racks.get(rack_id, ("", {}))
-        schedule_name, schedule_labels = (
-            self._schedules.get(schedule_id, (None, {})) if schedule_id else (None, {})
-        )
+        schedule_name, schedule_labels = schedule or (None, {})
         target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
         # Every one of them is open at ``at`` (:meth:`FreezeOps.active_freezes`).
         return [f for f in self.freezes if matches(f.selector, target)]
@@ -156,23 +152,17 @@ class FreezeOps(OpsBase):
         return [f for f in self.list_freezes() if _open(f, at)]
 
     def holds(
-        self, rack_ids: Iterable[uuid.UUID], schedule_ids: Iterable[uuid.UUID | None]
+        self, rack_ids: Iterable[uuid.UUID], active: list[Freeze] | None = None
     ) -> Holds | None:
-        """What freezes hold now, for work on these racks by these schedules; None when no
-        freeze is open (the common case: one read of the freeze table, nothing else)."""
-        active = self.active_freezes(self.now)
+        """What freezes hold now, for work on these racks; None when no freeze is open (the
+        common case: one read of the freeze table, nothing else). ``active``: the freezes
+        open now, when the caller has read them already."""
+        if active is None:
+            active = self.active_freezes(self.now)
         if not active:
             return None
-        racks: dict[uuid.UUID, _Named] = {}
+        racks: dict[uuid.UUID, Named] = {}
         for chunk in chunked(sorted(set(rack_ids), key=str)):
             query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
             racks.update((i, (name, labels or {})) for i, name, labels in self.conn.execute(query))
-        schedules: dict[uuid.UUID, _Named] = {}
-        wanted = sorted({s for s in schedule_ids if s is not None}, key=str)
-        for chunk in chunked(wanted):
-            columns = task_schedule.c.id, task_schedule.c.name, task_schedule.c.labels
-            query = sa.select(*columns).where(task_schedule.c.id.in_(chunk))
-            schedules.update(
-                (i, (name, labels or {})) for i, name, labels in self.conn.execute(query)
-            )
-        return Holds(active, racks, schedules, self.now)
+        return Holds(active, racks, self.now)

@@ -113,7 +113,9 @@ class InventoryOps(OpsBase):
         :raises NotFound: no rack ``rack_id``.
         """
         query = sa.select(rack).order_by(rack.c.name, rack.c.id)
-        tasks = sa.select(task, task_schedule.c.name.label("schedule_name")).select_from(
+        # As the schedule is named now (the task's own schedule_name is what it recorded).
+        current = task_schedule.c.name.label("current_schedule_name")
+        tasks = sa.select(task, current).select_from(
             task.outerjoin(task_schedule, task_schedule.c.id == task.c.schedule_id)
         )
         tasks = tasks.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
@@ -135,8 +137,8 @@ class InventoryOps(OpsBase):
         names: dict[uuid.UUID, str] = {}
         for row in self.conn.execute(tasks.order_by(task.c.created_at, task.c.id)):
             active.setdefault(row.rack_id, []).append(_rows.task(row))
-            if row.schedule_name is not None:
-                names[row.schedule_id] = row.schedule_name
+            if row.current_schedule_name is not None:
+                names[row.schedule_id] = row.current_schedule_name
         return [
             RackView(
                 r,

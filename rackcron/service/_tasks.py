@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -97,7 +97,7 @@ def new_task_id() -> uuid.UUID:
 _TASK_COLUMNS = (
     "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
     "operation_code", "operation_information", "component_uuids", "component_types",
-    "description", "queue_expires_at", "forced", "rack_seq",
+    "description", "queue_expires_at", "forced", "rack_seq", "schedule_name", "schedule_labels",
 )  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
@@ -169,6 +169,10 @@ class TaskRequest:
     schedule_id: uuid.UUID | None = None
     scope_id: uuid.UUID | None = None
     forced: bool = False  # a trigger forced past a freeze: no freeze holds this task
+    # The schedule's name and labels as they are now: the task records them, and freezes
+    # hold it by them (docs/spec/SEMANTICS.md "Freeze windows").
+    schedule_name: str | None = None
+    schedule_labels: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,7 +421,8 @@ class TaskOps(OpsBase):
                 (
                     task_id, request.schedule_id, request.scope_id, rack_id, operation,
                     template.type, template.code, template.information, components, kinds,
-                    request.description, expires, request.forced, seq,
+                    request.description, expires, request.forced, seq, request.schedule_name,
+                    dict(request.schedule_labels or {}) or None,
                 )
             )  # fmt: skip
             submissions.append(Submission(task_id=task_id, status=status))

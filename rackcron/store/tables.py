@@ -227,6 +227,11 @@ task = sa.Table(
     # whatever the submitters' clocks say. Only the order among a rack's active tasks
     # means anything.
     sa.Column("rack_seq", sa.BigInteger, nullable=False, server_default="0"),
+    # The submitting schedule's name and labels at submission (NULL: no schedule, or a
+    # task ended before migration 0013): what a freeze selecting schedules holds the task
+    # by, whatever becomes of the schedule (docs/spec/SEMANTICS.md "Freeze windows").
+    sa.Column("schedule_name", sa.String(255), nullable=True),
+    sa.Column("schedule_labels", JSON, nullable=True),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
     sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
     sa.Index("ix_task_created", "created_at", "id"),

@@ -93,11 +93,6 @@ def test_a_firing_missed_inside_overlapping_freezes_names_each_once(
 # --- the schedule a freeze names goes away ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a held task is judged by its schedule's current name and labels: deleting or "
-    "renaming the schedule a freeze names releases its tasks inside the window",
-)
 @pytest.mark.parametrize("change", ["delete", "rename"])
 def test_a_task_held_by_its_schedules_name_stays_held_when_the_schedule_changes(
     service: Service, fleet: Fleet, clock: Clock, change: str

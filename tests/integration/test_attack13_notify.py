@@ -53,11 +53,6 @@ def test_apply_refuses_a_bad_webhook_without_quoting_its_password(repo: Repo) ->
 # --- what a planned freeze sends ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every firing a freeze holds is told: a planned freeze floods the alert channel "
-    "(a minutely schedule: 240 messages in 4 hours) and fills the queue real alerts need",
-)
 def test_a_planned_freeze_is_told_once_per_schedule_and_window(
     service: Service, fleet: Fleet, clock: Clock
 ) -> None:

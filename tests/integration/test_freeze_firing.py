@@ -180,6 +180,47 @@ def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     assert service.promote_waiting() == [waiting]
 
 
+def test_a_waiting_task_is_held_by_the_schedule_labels_it_was_submitted_with(
+    service, labelled, clock
+) -> None:
+    """Relabelling the schedule during the window releases none of its queued tasks,
+    and labelling another schedule into the freeze holds none of the tasks it already
+    queued: a task is judged by what its schedule was when it was submitted."""
+    rack = labelled.racks[0]
+    first = service.trigger(create(service, [rack], name="first").id).task_ids[0]
+    infra = Management(labels={"team": "infra"})
+    queued = create(service, [rack], name="queued", policy=OverlapPolicy.QUEUE)
+    service.set_management(queued.id, infra)
+    (held,) = service.trigger(queued.id).task_ids
+    other = create(service, [rack], name="other", policy=OverlapPolicy.QUEUE)
+    (free,) = service.trigger(other.id).task_ids
+    freeze_now(service, clock, selector=FreezeSelector(schedule_labels={"team": "infra"}))
+    service.set_management(queued.id, Management())
+    service.set_management(other.id, infra)
+    set_status(service, first, TaskStatus.COMPLETED)
+    assert service.promote_waiting() == []  # the held task stops its rack's queue
+    service.cancel_task(held)
+    assert service.promote_waiting() == [free]
+
+
+def test_a_task_that_recorded_no_schedule_is_judged_by_its_schedule_as_it_is(
+    service, labelled, clock
+) -> None:
+    """A task row written by a rackcron older than migration 0013 (a rolling upgrade)."""
+    from rackcron.store import transaction
+    from rackcron.store.tables import task
+
+    nightly = create(service, labelled.racks[2:3], name="nightly")
+    (pending,) = service.trigger(nightly.id).task_ids
+    with transaction(service.engine) as conn:
+        conn.execute(task.update().values(schedule_name=None, schedule_labels=None))
+    freeze_now(service, clock, selector=FreezeSelector(schedules=["nightly"]))
+    assert service.claim_work(10, lease=60) == []
+    service.delete_schedule(nightly.id)  # nothing left to judge it by
+    clock.advance(seconds=31)
+    assert [w.task_id for w in service.claim_work(10, lease=60)] == [pending]
+
+
 def test_a_frozen_waiting_task_still_expires(service, labelled, clock) -> None:
     rack = labelled.racks[0]
     service.trigger(create(service, [rack], name="first").id)

@@ -418,6 +418,35 @@ def test_a_firing_whose_every_scope_is_frozen_is_told_missed(service, fleet, clo
     assert "inside freeze" in event["text"] and "&lt;!channel&gt;" in event["text"]
 
 
+def test_a_freeze_miss_is_told_once_per_window_whoever_polls(service, fleet, clock, told) -> None:
+    """A minutely schedule under a recurring freeze (12:00-12:30, 13:00-13:30): told at the
+    first miss of each window, and when a second freeze joins; every miss counted. What
+    was told is read from the schedule's stored last miss, so a restarted dispatcher (a
+    new one every minute here) or another replica tells no more."""
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="half-hours", cron="0 * * * *", duration_seconds=1800,
+        timezone="UTC",
+    ))  # fmt: skip
+    create(service, fleet.racks[:2], name="minutely", spec="1m")
+    metrics = Metrics()
+    for minute in range(1, 71):  # 12:01 .. 13:10
+        clock.advance(minutes=1)
+        if minute == 15:  # a second freeze joins, in force until 12:20
+            service.upsert_freeze(Freeze(
+                id=uuid.uuid4(), name="audit", start=clock.now,
+                end=clock.now + timedelta(minutes=5),
+            ))  # fmt: skip
+        Dispatcher(service, notify=told, metrics=metrics).poll()  # a new one each minute
+    missed = [e for e in told.events if e["kind"] == "firing.missed"]
+    assert [(e["at"][11:16], e["freeze"]) for e in missed] == [
+        ("12:01", "half-hours"),
+        ("12:15", "audit, half-hours"),
+        ("13:00", "half-hours"),
+    ]
+    sample = metrics.registry.get_sample_value
+    assert sample("rackcron_firings_missed_total", {"reason": "freeze"}) == 29 + 11
+
+
 @pytest.mark.parametrize("webhook", ["held", "down", "erroring"])
 def test_firing_stays_on_time_whatever_the_webhook_does(service, fleet, clock, webhook) -> None:
     """Ten ticks of a schedule whose every task fails: each tick fires on time, and its

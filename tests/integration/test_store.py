@@ -363,6 +363,72 @@ def test_0011_numbers_each_racks_active_tasks_in_their_old_order(store_url) -> N
     engine.dispose()
 
 
+def test_0013_records_the_schedule_of_each_active_task(store_url) -> None:
+    """Active tasks of a schedule that exists get its name and labels as they are; ended
+    tasks and tasks of no schedule record none. The downgrade drops both columns."""
+    from alembic import command
+
+    from rackcron.store.engine import _alembic_config, _create_engine
+    from rackcron.store.tables import JSON
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0012")
+    now = datetime(2026, 6, 1, 12)
+    labelled, plain = uuid.uuid4(), uuid.uuid4()
+    schedule = sa.table(
+        "task_schedule", *(sa.column(c, sa.String) for c in (
+            "name", "spec_type", "spec", "timezone", "operation_type", "operation_code",
+            "overlap_policy")),
+        sa.column("id", sa.Uuid), sa.column("operation_information", JSON),
+        sa.column("labels", JSON), sa.column("enabled", sa.Boolean),
+        sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+    )  # fmt: skip
+    task = sa.table(
+        "task", *(sa.column(c, sa.String) for c in (
+            "operation", "operation_type", "operation_code", "description", "status",
+            "message")),
+        sa.column("id", sa.Uuid), sa.column("rack_id", sa.Uuid), sa.column("schedule_id", sa.Uuid),
+        sa.column("operation_information", sa.JSON), sa.column("component_uuids", sa.JSON),
+        sa.column("created_at", sa.DateTime), sa.column("updated_at", sa.DateTime),
+    )  # fmt: skip
+    made = [  # (schedule, status)
+        (labelled, "waiting"), (plain, "pending"), (labelled, "running"),
+        (labelled, "completed"), (None, "waiting"),
+    ]  # fmt: skip
+    ids = [uuid.uuid4() for _ in made]
+    with engine.begin() as conn:
+        for schedule_id, name, labels in ((labelled, "nightly", {"team": "infra"}),
+                                          (plain, "hourly", None)):  # fmt: skip
+            conn.execute(schedule.insert().values(
+                id=schedule_id, name=name, spec_type="interval", spec="1h", timezone="UTC",
+                operation_type="power_control", operation_code="power_on",
+                operation_information={}, overlap_policy="skip", enabled=True, labels=labels,
+                created_at=now, updated_at=now,
+            ))  # fmt: skip
+        for task_id, (schedule_id, status) in zip(ids, made, strict=True):
+            conn.execute(task.insert().values(
+                id=task_id, rack_id=uuid.uuid4(), schedule_id=schedule_id, operation="power_on",
+                operation_type="power_control", operation_code="power_on",
+                operation_information={}, description="d", status=status, message="",
+                created_at=now, updated_at=now, component_uuids=[],
+            ))  # fmt: skip
+    upgrade(engine)
+    read = sa.text("SELECT id, schedule_name, schedule_labels FROM task")
+    with engine.connect() as conn:
+        stored = {
+            uuid.UUID(str(i)): (n, json.loads(lb) if isinstance(lb, str) else lb)
+            for i, n, lb in conn.execute(read)
+        }
+    infra = ("nightly", {"team": "infra"})
+    assert [stored[i] for i in ids] == [infra, ("hourly", None), infra, (None, None), (None, None)]
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0012")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("task")}
+    assert not columns & {"schedule_name", "schedule_labels"}
+    engine.dispose()
+
+
 def test_0007_adds_the_audit_trail_and_its_downgrade_drops_it(store_url) -> None:
     """The audit trail is a new table: a store at 0004 keeps its rows through the upgrade,
     the service records into it, and the downgrade to 0004 drops it and nothing else."""

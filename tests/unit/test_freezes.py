@@ -9,8 +9,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from rackcron import timing
-from rackcron.freezes import Target, active_window, check_freeze, holding, matches, windows
-from rackcron.models import Freeze, FreezeSelector
+from rackcron.freezes import (
+    Target,
+    active_window,
+    already_missed,
+    check_freeze,
+    holding,
+    matches,
+    windows,
+)
+from rackcron.models import Freeze, FreezeSelector, Miss, MissReason
 
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -141,3 +149,44 @@ def test_holding_is_the_first_active_freeze_that_matches() -> None:
 def test_a_freeze_is_one_window_or_one_recurrence(fields: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(timing.SpecError, match=message):
         check_freeze(freeze(**fields))
+
+
+# --- a freeze miss told once per window ---------------------------------------------------
+
+NIGHT = utc(2026, 12, 1, 23)  # inside NIGHTLY's window of Dec 1, 22:00 .. Dec 2, 06:00
+
+
+def freeze_miss(at: datetime, detail: str | None = "f") -> Miss:
+    return Miss(at=at, lateness_seconds=0.0, reason=MissReason.FREEZE, detail=detail)
+
+
+@pytest.mark.parametrize(
+    ("previous", "holding", "repeated"),
+    [
+        (None, [NIGHTLY], False),
+        (freeze_miss(NIGHT - timedelta(minutes=30)), [NIGHTLY], True),
+        (freeze_miss(utc(2026, 12, 1, 22)), [NIGHTLY], True),  # at the window's start
+        (freeze_miss(utc(2026, 12, 1, 5)), [NIGHTLY], False),  # the night before
+        (freeze_miss(NIGHT, "other"), [NIGHTLY], False),
+        (freeze_miss(NIGHT, "f, g"), [NIGHTLY], True),  # g has closed; f was told
+        (freeze_miss(NIGHT), [NIGHTLY, freeze(name="g", start=NIGHT, end=HOLIDAYS.start)], False),
+        (
+            Miss(at=NIGHT, lateness_seconds=60.0, reason=MissReason.DEADLINE),
+            [NIGHTLY],
+            False,
+        ),
+        (  # a freeze this host cannot evaluate is one window while it holds
+            freeze_miss(NIGHT, "x"),
+            [freeze(name="x", cron="0 22 * * *", duration_seconds=3600, timezone="Nowhere/Newer")],
+            True,
+        ),
+    ],
+    ids=[
+        "first", "same-window", "window-start", "next-window", "another-freeze",
+        "fewer-freezes", "a-freeze-joins", "after-a-deadline-miss", "unevaluable",
+    ],
+)  # fmt: skip
+def test_a_freeze_miss_repeats_the_previous_inside_the_same_windows(
+    previous: Miss | None, holding: list[Freeze], repeated: bool
+) -> None:
+    assert already_missed(previous, holding, NIGHT + timedelta(minutes=30)) is repeated

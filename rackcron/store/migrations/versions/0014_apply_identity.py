@@ -5,7 +5,7 @@ of the RecordApply call, beside the ``author`` the client claims (which a client
 write as it likes). NULL for local applies and for every entry written before.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-12-02
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0012"  # 0013 when the held-task migration lands
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
