@@ -225,6 +225,11 @@ _SHORT_UUID = re.compile(r"\b[0-9a-f]{4}…(?:[0-9a-f]{3}\b)?")
 _INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
 #: A git revision, whole or abbreviated: 7 to 40 hex digits, letters and digits both.
 _REVISION = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+#: Where a revision is named as one, it may be all digits: ``[main (root-commit) 4509763]``
+#: (git commit's first line), ``revision 84ea6d42`` (history).
+_NAMED_REVISION = re.compile(
+    r"(?<=^\[)([^\]\s]+(?: \(root-commit\))? )[0-9a-f]{7,40}(?=\])|(?<=\brevision )[0-9a-f]{7,40}\b"
+)
 #: A gRPC peer's address: the client's port is whatever the system gave it.
 _PEER = re.compile(r"\b(ipv[46]:[^\s,]*):\d+\b")
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -245,7 +250,9 @@ def normalise(line: str, *, sandbox: str, host: str, clock_pinned: bool) -> str:
     * the client's port in a gRPC peer address (``ipv4:127.0.0.1:50086``) -> ``<port>``;
     * UUIDs, whole or shortened (``33c1…``) -> ``<id>``;
     * ISO 8601 instants -> ``<time>``, unless ``clock_pinned`` (:func:`pins_clock`);
-    * git revisions (7 to 40 hex digits with a letter and a digit) -> ``<rev>``;
+    * git revisions (7 to 40 hex digits with a letter and a digit, or any such digits
+      where a line names them as a revision: a commit's first line, ``revision …``)
+      -> ``<rev>``;
     * runs of spaces -> one space, and trailing spaces dropped (columns widen with
       their content).
     """
@@ -259,6 +266,7 @@ def normalise(line: str, *, sandbox: str, host: str, clock_pinned: bool) -> str:
     line = _SHORT_UUID.sub("<id>", line)
     if not clock_pinned:
         line = _INSTANT.sub("<time>", line)
+    line = _NAMED_REVISION.sub(lambda m: f"{m.group(1) or ''}<rev>", line)
     line = _REVISION.sub("<rev>", line)
     return _SPACES.sub(" ", line).rstrip()
 

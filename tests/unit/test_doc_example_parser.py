@@ -212,6 +212,11 @@ def norm(line: str, pinned: bool = False) -> str:
             "[main (root-commit) <rev>] fleet: first revision",
         ),
         (
+            "[main (root-commit) 4509763] fleet: first revision",
+            "[main (root-commit) <rev>] fleet: first revision",
+        ),
+        ("revision 840164220123: 95 create", "revision <rev>: 95 create"),
+        (
             "7 files, 25 documents: 0 errors, 0 warnings",
             "7 files, 25 documents: 0 errors, 0 warnings",
         ),
@@ -231,6 +236,8 @@ def norm(line: str, pinned: bool = False) -> str:
         "instants",
         "revision",
         "short-revision",
+        "all-digit-commit",
+        "all-digit-revision",
         "counts",
         "not-revisions",
         "mac",
