@@ -13,16 +13,20 @@ A bar whose start falls inside a freeze that holds it is marked with the freeze
 (``rackcron.freezes``).
 
 Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
-name is then in :attr:`Upcoming.cut`) and :data:`MAX_BARS` bars in all (past that,
-:attr:`Upcoming.truncated`).
+name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (past that,
+:attr:`Upcoming.truncated`) and the first :data:`MAX_FIRES_PER_SCHEDULE` windows of each
+freeze (its name is then in :attr:`Upcoming.freezes_cut`: a freeze every minute is 44,640
+windows in 31 days).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import islice
 
 from rackcron import timing
 from rackcron.derived import operation_name
@@ -98,6 +102,7 @@ class Upcoming:
     truncated: bool = False  # MAX_BARS reached: later bars are missing
     cut: tuple[str, ...] = ()  # schedules whose later firings in the window are missing
     freezes: tuple[FreezeWindow, ...] = ()
+    freezes_cut: tuple[str, ...] = ()  # freezes whose later windows in the window are missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +125,23 @@ def _fires(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]
     found: list[datetime] = []
     while at is not None and at < end and len(found) < MAX_FIRES_PER_SCHEDULE:
         found.append(max(at, start))
-        at = timing.next_after(spec, at)
-        while at is not None and at < start:  # an overdue schedule fires once, now
-            at = timing.next_after(spec, at)
+        at = _not_before(spec, timing.next_after(spec, at), start)  # overdue: once, now
     return found
+
+
+def _not_before(spec: timing.Spec, at: datetime | None, start: datetime) -> datetime | None:
+    """The first of ``spec``'s fire times from ``at`` on that is not before ``start``, in one
+    step: a 1 s interval a year behind (or a window a year ahead) is 31 million of them."""
+    if at is None or at >= start:
+        return at
+    period = None  # a fixed period from ``at`` (a constant delay's is whole seconds already)
+    if isinstance(spec, timing.Interval):
+        period = spec.delta
+    elif isinstance(spec, timing.Cron) and spec.every is not None:
+        period = timedelta(seconds=spec.every)
+    if period is not None:
+        return at + -((at - start) // period) * period
+    return timing.next_after(spec, start - timedelta(microseconds=1))  # cron: memoryless
 
 
 def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
@@ -170,8 +188,11 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
                 bars.append(bar)
     marked = _mark_conflicts(bars, works)
     marked.sort(key=lambda b: (b.start, b.rack, b.schedule))
-    frozen = tuple(_freeze_windows(view.freezes, view.racks, start, end))
-    return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), frozen)
+    frozen = list(_freeze_windows(view.freezes, view.racks, start, end))
+    counts = Counter(w.name for w in frozen)
+    freezes_cut = tuple(sorted(n for n, c in counts.items() if c == MAX_FIRES_PER_SCHEDULE))
+    return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), tuple(frozen),
+                    freezes_cut)  # fmt: skip
 
 
 def _work(
@@ -185,24 +206,58 @@ def _work(
 
 
 def _mark_conflicts(bars: list[Bar], works: Mapping[int, Work]) -> list[Bar]:
-    """``bars`` with ``conflicts_with`` set: per rack, a sweep over start times compares
-    each bar with the bars still running when it starts."""
+    """``bars`` with ``conflicts_with`` set, rack by rack (:func:`_sweep`)."""
     by_rack: dict[uuid.UUID, list[int]] = {}
     for i, bar in enumerate(bars):
         by_rack.setdefault(bar.rack_id, []).append(i)
     others: dict[int, set[str]] = {}
     for indexes in by_rack.values():
-        indexes.sort(key=lambda i: bars[i].start)
-        running: list[int] = []
-        for i in indexes:
-            bar = bars[i]
-            running = [j for j in running if bars[j].end > bar.start]
-            for j in running:
-                if bars[j].schedule_id != bar.schedule_id and conflicts(works[i], works[j]):
-                    others.setdefault(i, set()).add(bars[j].schedule)
-                    others.setdefault(j, set()).add(bar.schedule)
-            running.append(i)
+        _sweep(bars, sorted(indexes, key=lambda i: bars[i].start), works, others)
     return [_with(bar, others[i]) if i in others else bar for i, bar in enumerate(bars)]
+
+
+def _sweep(
+    bars: list[Bar], indexes: list[int], works: Mapping[int, Work], others: dict[int, set[str]]
+) -> None:
+    """Adds to ``others`` the schedules each of one rack's bars (``indexes``, by start)
+    conflicts with.
+
+    A bar conflicts with schedule S when one of S's bars overlaps it: either that bar was
+    running when this one started (the forward sweep: S's latest bar so far, since one
+    schedule's bars on a rack are all as long), or it starts while this one runs (the
+    backward sweep: S's earliest bar from here on). Each sweep keeps one bar per schedule,
+    in start order, and walks only the schedules that fired recently enough: a schedule
+    firing every second is one entry, not the thousand bars it has running (comparing
+    every pair of running bars took minutes for 20 such schedules on one rack)."""
+    longest = max(bars[i].end - bars[i].start for i in indexes)
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], bool] = {}
+
+    def conflict(i: int, j: int) -> bool:
+        key = (bars[i].schedule_id, bars[j].schedule_id)  # one work per schedule on a rack
+        if key not in pairs:
+            pairs[key] = conflicts(works[i], works[j])
+        return pairs[key]
+
+    latest: dict[uuid.UUID, int] = {}  # schedule -> its latest bar so far, in start order
+    for i in indexes:
+        bar = bars[i]
+        for schedule_id, j in reversed(latest.items()):
+            if bars[j].start <= bar.start - longest:
+                break  # this one and every earlier one ended before ``bar`` started
+            if schedule_id != bar.schedule_id and bars[j].end > bar.start and conflict(i, j):
+                others.setdefault(i, set()).add(bars[j].schedule)
+        latest.pop(bar.schedule_id, None)
+        latest[bar.schedule_id] = i
+    earliest: dict[uuid.UUID, int] = {}  # schedule -> its earliest bar from here on
+    for i in reversed(indexes):
+        bar = bars[i]
+        for schedule_id, j in reversed(earliest.items()):
+            if bars[j].start >= bar.end:
+                break  # this one and every later one starts after ``bar`` ended
+            if schedule_id != bar.schedule_id and conflict(i, j):
+                others.setdefault(i, set()).add(bars[j].schedule)
+        earliest.pop(bar.schedule_id, None)
+        earliest[bar.schedule_id] = i
 
 
 def _with(bar: Bar, names: Iterable[str]) -> Bar:
@@ -216,5 +271,5 @@ def _freeze_windows(
     for freeze in freezes:
         held = frozenset(r.id for r in racks if selects_rack(freeze.selector, r.name, r.labels))
         holds = ", ".join(freeze.selector.operations) or "every operation"
-        for begin, finish in windows(freeze, start, end):
+        for begin, finish in islice(windows(freeze, start, end), MAX_FIRES_PER_SCHEDULE):
             yield FreezeWindow(freeze.name, begin, finish, held, holds)

@@ -1,0 +1,106 @@
+"""``rackcron upcoming`` attacked with schedules and times that cost: a window far from
+a one-second schedule's next run, many firings all overlapping on one rack, a start at
+the end of the calendar, and hostile names in the Mermaid gantt. The real CLI over the
+store on both backends, and over trees."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from rackcron.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.service import Service
+from tests.support.cli import run
+from tests.support.service import make_operation, rack_spec
+
+
+def _rack(service: Service, name: str = "rack-1") -> uuid.UUID:
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name=name))
+    service.upsert_component(Component(id=uuid.uuid4(), rack_id=rack.id,
+                                       type=ComponentType.COMPUTE, name="c0"))  # fmt: skip
+    return rack.id
+
+
+def _every_second(service: Service, name: str, rack: uuid.UUID, operation: str) -> None:
+    service.create_schedule(ScheduleConfig(name=name, spec_type="interval", spec="1s"),
+                            make_operation(operation, target=rack_spec(rack)))  # fmt: skip
+
+
+def test_a_window_years_after_a_one_second_schedules_next_run_is_cheap(
+    service: Service, store_url: str
+) -> None:
+    # The stored next run is the test clock's (2026-06-01): --now ten years later was
+    # 315 million steps of the overdue skip, one fire time at a time.
+    _every_second(service, "every-second", _rack(service), "power_on")
+    started = time.monotonic()
+    result = run("upcoming", "--now", "2036-06-01T00:00:00.5Z", "--window", "1h", "--format",
+                 "json", url=store_url)  # fmt: skip
+    assert time.monotonic() - started < 10
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    starts = [f["start"] for f in data["firings"]]
+    assert len(starts) == 1000 and data["cut"] == ["every-second"]
+    # Fired once at the window's start (overdue), then on the period of the stored run.
+    assert starts[:3] == ["2036-06-01T00:00:00.500000Z", "2036-06-01T00:00:01Z",
+                          "2036-06-01T00:00:02Z"]  # fmt: skip
+
+
+def test_many_overlapping_firings_on_one_rack_are_marked_in_bounded_time(
+    service: Service, store_url: str
+) -> None:
+    rack = _rack(service)
+    for n in range(10):
+        _every_second(service, f"fw-{n}", rack, "upgrade_firmware")
+    started = time.monotonic()
+    result = run("upcoming", "--window", "744h", "--format", "json", url=store_url)
+    assert time.monotonic() - started < 30
+    firings = json.loads(result.output)["firings"]
+    assert len(firings) == 10_000
+    assert all(len(f["conflicts_with"]) == 9 for f in firings)
+
+
+def test_a_start_at_the_end_of_the_calendar_is_a_usage_error(store_url: str) -> None:
+    assert run("db", "upgrade", url=store_url).exit_code == 0
+    result = run("upcoming", "--now", "9999-12-31T23:00:00Z", url=store_url)
+    assert result.exit_code == 2 and "--now" in result.output, result.output
+    assert "internal error" not in result.output
+
+
+HOSTILE = [
+    'click x href "javascript:alert(1)"',
+    "%%{init: {'securityLevel': 'loose'}}%%",
+    "```\n# out of the fence",
+    "a:b, 2026-01-01, 1d",
+    "section evil",
+    "x\u2028click y call alert(1)",
+    "<img src=x onerror=alert(1)>",
+]
+
+
+def test_hostile_rack_names_cannot_leave_a_mermaid_label(service: Service, store_url: str) -> None:
+    from rackcron.store import tables, transaction
+
+    for n, name in enumerate(HOSTILE):
+        rack = _rack(service, f"rack-{n}")
+        service.create_schedule(ScheduleConfig(name=f"s{n}", spec_type="interval", spec="6h"),
+                                make_operation("power_on", target=rack_spec(rack)))  # fmt: skip
+        with transaction(service.engine) as conn:  # what a store written by another tool holds
+            conn.execute(tables.rack.update().where(tables.rack.c.id == rack).values(name=name))
+            conn.execute(tables.task_schedule.update().where(tables.task_schedule.c.name == f"s{n}")
+                         .values(name=name + " schedule"))  # fmt: skip
+    result = run("upcoming", "--window", "24h", "--format", "mermaid", url=store_url)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "```mermaid" and lines[-1] == "```"
+    assert "```" not in "\n".join(lines[1:-1])
+    body = lines[1:-1]
+    assert all(
+        line == "gantt" or line.startswith(("    title ", "    dateFormat ", "    axisFormat ",
+                                            "    section ", "    #"))
+        for line in body
+    ), body  # fmt: skip
+    for line in body:
+        assert "%%" not in line and "<" not in line and '"' not in line, line
+        if line.startswith("    #"):  # a task: the first ':' is the one before its data
+            assert line.index(":") == line.index(" :") + 1, line
