@@ -13,17 +13,18 @@ A bar whose start falls inside a freeze that holds it is marked with the freeze
 (``rackcron.freezes``).
 
 Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
-name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (past that,
-:attr:`Upcoming.truncated`) and the first :data:`MAX_FIRES_PER_SCHEDULE` windows of each
+name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (the earliest; past
+that, :attr:`Upcoming.truncated`) and the first :data:`MAX_FIRES_PER_SCHEDULE` windows of each
 freeze (its name is then in :attr:`Upcoming.freezes_cut`: a freeze every minute is 44,640
 windows in 31 days).
 """
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
@@ -117,16 +118,51 @@ class FreezeWindow:
     holds: str
 
 
-def _fires(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+def _fires(schedule: Schedule, start: datetime, end: datetime) -> Iterator[datetime]:
+    """The schedule's firings that start before ``end``, in order (an overdue one at
+    ``start``)."""
     if not schedule.enabled or schedule.next_run_at is None:
-        return []
+        return
     spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone or "UTC")
     at: datetime | None = schedule.next_run_at
-    found: list[datetime] = []
-    while at is not None and at < end and len(found) < MAX_FIRES_PER_SCHEDULE:
-        found.append(max(at, start))
+    while at is not None and at < end:
+        yield max(at, start)
         at = _not_before(spec, timing.next_after(spec, at), start)  # overdue: once, now
-    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What each firing of one schedule puts on the racks of its scope."""
+
+    schedule: Schedule
+    operation: str
+    length: timedelta
+    targets: tuple[tuple[Rack, Work, Target], ...]
+
+
+def _plan(
+    schedule: Schedule,
+    scopes: Iterable[Scope],
+    racks: Mapping[uuid.UUID, Rack],
+    on_rack: Mapping[uuid.UUID, list[tuple[str, str]]],
+) -> _Plan | None:
+    """None when no scope would submit anything (no rack known, a filter matching none)."""
+    operation = operation_name(schedule.template)
+    kind = schedule.template.type if schedule.template is not None else ""
+    targets = []
+    for scope in scopes:
+        rack = racks.get(scope.rack_id)
+        if rack is None:
+            continue
+        work = _work(kind, scope.component_filter, on_rack.get(rack.id, []))
+        if work is None:
+            continue  # the filter matches nothing: the scope would submit nothing
+        target = Target(rack.name, rack.labels, schedule.name, schedule.management.labels,
+                        operation)  # fmt: skip
+        targets.append((rack, work, target))
+    if not targets:
+        return None
+    return _Plan(schedule, operation, expected_duration(operation), tuple(targets))
 
 
 def _not_before(spec: timing.Spec, at: datetime | None, start: datetime) -> datetime | None:
@@ -156,36 +192,39 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     for c in sorted(view.components, key=lambda c: str(c.id)):
         if c.rack_id is not None:
             on_rack.setdefault(c.rack_id, []).append((str(c.id), c.type.value))
+    # The fleet's firings in time order, merged from each schedule's: past MAX_BARS the
+    # latest are the ones left out, whichever schedules they belong to.
+    plans: list[tuple[_Plan, Iterator[datetime]]] = []
+    heap: list[tuple[datetime, int]] = []
+    for schedule in view.schedules:
+        plan = _plan(schedule, view.scopes.get(schedule.id, ()), racks, on_rack)
+        fires = _fires(schedule, start, end)
+        if plan is not None and (first := next(fires, None)) is not None:
+            heap.append((first, len(plans)))
+            plans.append((plan, fires))
+    heapq.heapify(heap)
+    fired = [0] * len(plans)
     bars: list[Bar] = []
     works: dict[int, Work] = {}
     truncated = False
     cut: list[str] = []
-    for schedule in view.schedules:
-        scopes = [s for s in view.scopes.get(schedule.id, ()) if s.rack_id in racks]
-        if not scopes:
-            continue
-        fires = _fires(schedule, start, end)
-        if len(fires) == MAX_FIRES_PER_SCHEDULE:
+    while heap and not truncated:
+        at, index = heapq.heappop(heap)
+        plan, fires = plans[index]
+        schedule = plan.schedule
+        for rack, work, target in plan.targets:
+            if len(bars) == MAX_BARS:
+                truncated = True
+                break
+            freeze = holding(view.freezes, target, at)
+            works[len(bars)] = work
+            bars.append(Bar(schedule.id, schedule.name, plan.operation, rack.id, rack.name, at,
+                            at + plan.length, freeze.name if freeze else None))  # fmt: skip
+        fired[index] += 1
+        if fired[index] == MAX_FIRES_PER_SCHEDULE:
             cut.append(schedule.name)
-        operation = operation_name(schedule.template)
-        length = expected_duration(operation)
-        kind = schedule.template.type if schedule.template is not None else ""
-        for scope in scopes:
-            rack = racks[scope.rack_id]
-            work = _work(kind, scope.component_filter, on_rack.get(rack.id, []))
-            if work is None:
-                continue  # the filter matches nothing: the scope would submit nothing
-            target = Target(rack.name, rack.labels, schedule.name, schedule.management.labels,
-                            operation)  # fmt: skip
-            for at in fires:
-                if len(bars) == MAX_BARS:
-                    truncated = True
-                    break
-                freeze = holding(view.freezes, target, at)
-                bar = Bar(schedule.id, schedule.name, operation, rack.id, rack.name, at,
-                          at + length, freeze.name if freeze else None)  # fmt: skip
-                works[len(bars)] = work
-                bars.append(bar)
+        elif (following := next(fires, None)) is not None:
+            heapq.heappush(heap, (following, index))
     marked = _mark_conflicts(bars, works)
     marked.sort(key=lambda b: (b.start, b.rack, b.schedule))
     frozen = list(_freeze_windows(view.freezes, view.racks, start, end))
@@ -230,10 +269,10 @@ def _sweep(
     firing every second is one entry, not the thousand bars it has running (comparing
     every pair of running bars took minutes for 20 such schedules on one rack)."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
-    pairs: dict[tuple[uuid.UUID, uuid.UUID], bool] = {}
+    pairs: dict[tuple[int, int], bool] = {}
 
     def conflict(i: int, j: int) -> bool:
-        key = (bars[i].schedule_id, bars[j].schedule_id)  # one work per schedule on a rack
+        key = (id(works[i]), id(works[j]))  # a scope's bars share one Work
         if key not in pairs:
             pairs[key] = conflicts(works[i], works[j])
         return pairs[key]

@@ -104,3 +104,26 @@ def test_hostile_rack_names_cannot_leave_a_mermaid_label(service: Service, store
         assert "%%" not in line and "<" not in line and '"' not in line, line
         if line.startswith("    #"):  # a task: the first ':' is the one before its data
             assert line.index(":") == line.index(" :") + 1, line
+
+
+def test_past_the_bar_limit_the_latest_firings_are_left_out(
+    service: Service, store_url: str
+) -> None:
+    # 30 hourly schedules over 744 h are 22,320 bars, past MAX_BARS (20,000). The oldest
+    # schedules took every bar, to the window's end, and the three newest had none: the
+    # page said "the latest are not shown" while it left out the next hour's firings.
+    rack = _rack(service)
+    for n in range(30):
+        service.create_schedule(ScheduleConfig(name=f"hourly-{n:02d}", spec_type="interval",
+                                               spec="1h"),
+                                make_operation("power_on", target=rack_spec(rack)))  # fmt: skip
+    result = run("upcoming", "--now", "2026-06-01T12:00:00Z", "--window", "744h", "--format",
+                 "json", url=store_url)  # fmt: skip
+    data = json.loads(result.output)
+    assert data["truncated"] is True and len(data["firings"]) == 20_000
+    first_hour = {f["schedule"] for f in data["firings"] if f["start"] == "2026-06-01T13:00:00Z"}
+    assert first_hour == {f"hourly-{n:02d}" for n in range(30)}
+    per_schedule = {f["schedule"] for f in data["firings"]}
+    assert len(per_schedule) == 30
+    last = max(f["start"] for f in data["firings"])
+    assert last == "2026-06-29T07:00:00Z"  # 13:00 + 666 h: the 667th hour, 20,000 / 30
