@@ -33,7 +33,7 @@ from rackcron import timing
 from rackcron.derived import operation_name
 from rackcron.filters import ComponentFilter
 from rackcron.firing import select_components
-from rackcron.freezes import Target, holding, selects_rack, windows
+from rackcron.freezes import Target, matches, selects_rack, windows
 from rackcron.models import Component, Freeze, Rack, Schedule, Scope
 from rackcron.task_conflicts import Work, conflicts
 
@@ -203,6 +203,7 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
             heap.append((first, len(plans)))
             plans.append((plan, fires))
     heapq.heapify(heap)
+    held = _Held(view.freezes, start, end)
     fired = [0] * len(plans)
     bars: list[Bar] = []
     works: dict[int, Work] = {}
@@ -216,7 +217,7 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
             if len(bars) == MAX_BARS:
                 truncated = True
                 break
-            freeze = holding(view.freezes, target, at)
+            freeze = held.by(target, at)
             works[len(bars)] = work
             bars.append(Bar(schedule.id, schedule.name, plan.operation, rack.id, rack.name, at,
                             at + plan.length, freeze.name if freeze else None))  # fmt: skip
@@ -232,6 +233,36 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     freezes_cut = tuple(sorted(n for n, c in counts.items() if c == MAX_FIRES_PER_SCHEDULE))
     return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), tuple(frozen),
                     freezes_cut)  # fmt: skip
+
+
+class _Held:
+    """Which freeze holds a firing (:func:`rackcron.freezes.holding`), asked in time order:
+    each freeze's windows in ``[start, end)`` are walked forward once, where ``holding``
+    computed a window afresh per firing and freeze (100 freezes and 20,000 firings: 22 s)."""
+
+    def __init__(self, freezes: Sequence[Freeze], start: datetime, end: datetime) -> None:
+        self._freezes = freezes
+        self._windows = [windows(f, start, end) for f in freezes]
+        self._current: list[tuple[datetime, datetime] | None] = [
+            next(w, None) for w in self._windows
+        ]
+        self._at = start
+
+    def by(self, target: Target, at: datetime) -> Freeze | None:
+        """The first freeze (in the order given) open at ``at`` that holds ``target``."""
+        assert at >= self._at, "firings are asked in time order"
+        self._at = at
+        for index, freeze in enumerate(self._freezes):
+            if matches(freeze.selector, target) and self._open(index, at):
+                return freeze
+        return None
+
+    def _open(self, index: int, at: datetime) -> bool:
+        window = self._current[index]
+        while window is not None and window[1] <= at:  # ended: every later one starts later
+            window = next(self._windows[index], None)
+        self._current[index] = window
+        return window is not None and window[0] <= at
 
 
 def _work(
