@@ -15,6 +15,7 @@ nothing rather than fail, since whatever it raised would land in the user's shel
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: A name a shell takes as one word, as typed: letters, digits and ``_.:@%+=,/-``, not
+#: starting with ``~``, ``=`` or ``-`` (a path, an assignment, an option).
+_SHELL_WORD = re.compile(r"(?![~=-])[\w.:@%+=,/-]+")
 
 
 def beside(name: str | None, object_id: uuid.UUID) -> str:
@@ -154,8 +158,9 @@ def _complete(
     return [
         CompletionItem(name, help=terminal(about))
         for name, about in found
-        # a name a shell could not take back as typed (a control character) is not offered
-        if name.startswith(incomplete) and terminal(name) == name
+        # a name a shell could not take back as typed is not offered: a control character,
+        # or one the shell reads (bash inserts a completion unquoted: `x;reboot`, `$(...)`)
+        if name.startswith(incomplete) and _SHELL_WORD.fullmatch(name)
     ]
 
 

@@ -182,6 +182,8 @@ def upcoming_command(
     if window > 744 * 3600:
         raise click.BadParameter("at most 744h (31 days)", param_hint="--window")
     start = (now or datetime.now(UTC)).astimezone(UTC)
+    if start.year >= 9000:  # a window, and each firing's length, must stay in the calendar
+        raise click.BadParameter("must be before the year 9000", param_hint="--now")
     view = _view(path, owner, database_url, start)
     with cli_errors():
         found = upcoming(view, start, start + timedelta(seconds=window))

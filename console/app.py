@@ -35,6 +35,7 @@ from rackcron.errors import InvalidArgument, NotFound, RackcronError
 from rackcron.history import HEADERS, document, rows
 from rackcron.lifecycle import TaskStatus
 from rackcron.models import Schedule
+from rackcron.names import AmbiguousName, Candidate, rack_candidate, resolve
 from rackcron.service import Service
 from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 
@@ -51,6 +52,9 @@ MAX_HOURS = 744
 NEXT_FIRES = 10
 TASK_PAGE = 100
 HISTORY_PAGE = 100
+#: The ``?start=`` a timeline may have: far enough either way, and never near the end
+#: of the calendar (where adding a window or a firing's length overflows).
+_SANE_START = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -58,6 +62,12 @@ _CSP = (
 )
 _STATIC = {"console.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 _SCHEDULE_PATH = re.compile(r"/schedules/([0-9a-fA-F-]{36})")
+MAX_FORM = 4096  # bytes of a sign-in form
+MAX_FIELDS = 20  # query parameters of a page
+# What a redirect may keep as is: RFC 3986's unreserved and reserved characters and "%";
+# anything else (a control character, a space, a backslash, non-ASCII) is percent-encoded,
+# so a Location header can never end early nor name another host once a browser strips it.
+_URL_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
 
 
 def _finalize(value: Any) -> Any:
@@ -116,7 +126,8 @@ class _Console:
         if path == "/login":
             return self._send(start, self._login(environ, method))
         if self.gate.who(environ) is None:
-            if is_page or path == "/logout":
+            live = "fragment=rows" in environ.get("QUERY_STRING", "")  # the script's refresh
+            if (is_page and not live) or path == "/logout":
                 return self._send(start, _redirect("/login?next=" + urllib.parse.quote(path)))
             return self._send(start, _Response("401 Unauthorized", b"a bearer token is needed\n",
                                                "text/plain; charset=utf-8",
@@ -133,9 +144,8 @@ class _Console:
             return self._send(
                 start, self._error("405 Method Not Allowed", "the console is read-only")
             )
-        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""), max_num_fields=20)
-        params = {k: v[-1] for k, v in query.items()}
         try:
+            params = _query(environ)
             if match is not None:
                 response = self._schedule(match.group(1))
             else:
@@ -143,13 +153,16 @@ class _Console:
                 response = page(self, params)
         except (InvalidArgument, NotFound) as exc:
             status = "404 Not Found" if isinstance(exc, NotFound) else "400 Bad Request"
-            response = self._error(status, exc.message)
+            message = exc.message
+            if isinstance(exc, AmbiguousName):
+                message += ": " + "; ".join(f"{c.id} ({c.detail})" for c in exc.candidates)
+            response = self._error(status, message)
         except RackcronError as exc:  # the store failed: say so, keep serving
             logger.warning("console page %s failed: %s", escape.logfmt_value(path), exc.message)
             response = self._error("503 Service Unavailable", exc.message)
-        return self._send(start, response)
+        return self._send(start, response, head=method == "HEAD")
 
-    def _send(self, start: Start, response: _Response) -> Iterable[bytes]:
+    def _send(self, start: Start, response: _Response, *, head: bool = False) -> Iterable[bytes]:
         headers = [
             ("Content-Type", response.content_type),
             ("Content-Length", str(len(response.body))),
@@ -160,7 +173,7 @@ class _Console:
             *response.headers,
         ]
         start(response.status, headers)
-        return [response.body]
+        return [] if head else [response.body]
 
     def _render(self, template: str, status: str = "200 OK", /, **context: Any) -> _Response:
         body = self.env.get_template(template).render(
@@ -178,16 +191,27 @@ class _Console:
         return _Response("200 OK", body, _STATIC[name], (("Cache-Control", "max-age=300"),))
 
     def _login(self, environ: dict[str, Any], method: str) -> _Response:
-        target = _local_path(
-            urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("next", ["/"])[-1]
-        )
+        try:
+            target = _local_path(_query(environ).get("next", "/"))
+        except InvalidArgument as exc:
+            return self._error("400 Bad Request", exc.message)
         if self.gate.open:
             return _redirect(target)
         if method != "POST":
             return self._render("login.html", title="Sign in", target=target, failed=False)
-        length = min(int(environ.get("CONTENT_LENGTH") or 0), 4096)
-        form = urllib.parse.parse_qs(environ["wsgi.input"].read(length).decode("utf-8", "replace"))
-        cookie = self.gate.login(form.get("token", [""])[-1])
+        length = environ.get("CONTENT_LENGTH") or "0"
+        if not re.fullmatch(r"[0-9]{1,9}", length):  # "-1" would read to the end of the stream
+            return self._error("400 Bad Request", "the form needs a Content-Length")
+        if int(length) > MAX_FORM:
+            return self._error(
+                "413 Content Too Large", f"a sign-in form is at most {MAX_FORM} bytes"
+            )
+        body = environ["wsgi.input"].read(int(length)).decode("utf-8", "replace")
+        try:
+            token = urllib.parse.parse_qs(body, max_num_fields=MAX_FIELDS).get("token", [""])[-1]
+        except ValueError:
+            return self._error("400 Bad Request", f"at most {MAX_FIELDS} form fields")
+        cookie = self.gate.login(token)
         if cookie is None:
             return self._render("login.html", "401 Unauthorized", title="Sign in",
                                 target=target, failed=True)  # fmt: skip
@@ -204,7 +228,14 @@ class _Console:
             window = "custom"
         start = now
         if params.get("start"):
-            start = timing.parse_rfc3339(params["start"])
+            try:
+                start = timing.parse_rfc3339(params["start"])
+            except ValueError as exc:
+                raise InvalidArgument(f"start: {exc}") from None
+        if not _SANE_START[0] <= start <= _SANE_START[1]:
+            raise InvalidArgument(
+                f"start: a time from {_SANE_START[0].year} to {_SANE_START[1].year}"
+            )
         by: Literal["rack", "schedule"] = "schedule" if params.get("by") == "schedule" else "rack"
         view = self.service.fleet_view()
         found = upcoming(view, start, start + timedelta(hours=hours))
@@ -245,10 +276,12 @@ class _Console:
 
     def tasks(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
-            racks = {r.id: r.name for r in ops.list_racks()}
+            inventory = ops.list_racks()
+            racks = {r.id: r.name for r in inventory}
             schedules = {s.id: s.name for s in ops.list_schedules().items}
-            rack_id = _named(params.get("rack", ""), racks, "rack")
-            schedule_id = _named(params.get("schedule", ""), schedules, "schedule")
+            rack_id = _named(params.get("rack", ""), map(rack_candidate, inventory), "rack")
+            schedule_id = _named(params.get("schedule", ""),
+                                 (Candidate(k, v) for k, v in schedules.items()), "schedule")  # fmt: skip
             status = params.get("status", "")
             statuses = [_status(status)] if status else []
             page = ops.list_tasks(rack_id=rack_id, schedule_id=schedule_id, statuses=statuses,
@@ -328,24 +361,25 @@ def _next_fires(schedule: Schedule, count: int) -> list[tuple[datetime, datetime
     return found
 
 
+def _query(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The query's parameters, the last of each name. :raises InvalidArgument: too many."""
+    try:
+        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""), max_num_fields=MAX_FIELDS)
+    except ValueError:
+        raise InvalidArgument(f"at most {MAX_FIELDS} query parameters") from None
+    return {k: v[-1] for k, v in query.items()}
+
+
 def _int(text: str, field: str, low: int, high: int) -> int:
-    if not text.isdigit() or not low <= int(text) <= high:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not low <= int(text) <= high:
         raise InvalidArgument(f"{field}: a whole number from {low} to {high}, got {text!r}")
     return int(text)
 
 
-def _named(text: str, names: Mapping[uuid.UUID, str], what: str) -> uuid.UUID | None:
-    """A filter value: an id, or a name (the first match; names are unique per kind)."""
-    if not text:
-        return None
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        pass
-    for key, name in names.items():
-        if name == text:
-            return key
-    raise NotFound(f"{what}: no {what} named {text!r}")
+def _named(text: str, candidates: Iterable[Candidate], what: str) -> uuid.UUID | None:
+    """A filter value: an id or a name, by the command line's rule (``rackcron.names``:
+    two racks of one name are ambiguous, not the first of them)."""
+    return resolve(what, text, candidates) if text else None
 
 
 def _status(text: str) -> TaskStatus:
@@ -356,10 +390,11 @@ def _status(text: str) -> TaskStatus:
 
 
 def _local_path(target: str) -> str:
-    """A redirect target that stays on this server: a path, never a scheme or a host."""
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """A redirect target that stays on this server: a path, never a scheme or a host, with
+    every character a browser would drop or a header would end at percent-encoded."""
+    if not target.startswith("/") or target[1:2] in ("/", "\\"):
         return "/"
-    return target
+    return urllib.parse.quote(target, safe=_URL_SAFE)
 
 
 def _redirect(target: str, *, cookie: str | None = None) -> _Response:

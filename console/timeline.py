@@ -4,6 +4,9 @@
 One row per rack (or per schedule, ``by="schedule"``), rows in name order. The time axis
 maps the window onto :data:`WIDTH` units after a :data:`LABEL` column; a bar is at least
 :data:`MIN_BAR` wide so a ten-minute power-on in a week stays visible and clickable.
+A freeze's windows that touch at this scale are one shade, and a shade covers a run of
+adjacent rows the freeze selects, so a nightly freeze over 10,000 racks is one shade a
+night, not 10,000; past :data:`MAX_SHADES` the rest are left out (``shades_cut``).
 Colours are per operation (:data:`COLOURS`); a predicted conflict and a frozen firing are
 flags the template marks (outline, hatching). Nothing here reads a clock or the store.
 """
@@ -17,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from rackcron.timing import format_rfc3339
-from rackcron.upcoming import Bar, Upcoming
+from rackcron.upcoming import Bar, FreezeWindow, Upcoming
 
 __all__ = ["COLOURS", "Picture", "Row", "Tick", "draw"]
 
@@ -27,6 +30,7 @@ ROW = 26.0  # one row's height
 AXIS = 30.0  # the tick labels' band above the rows
 MIN_BAR = 4.0
 PAD = 60.0  # room on the right for the last tick's label
+MAX_SHADES = 5_000
 
 #: Each operation's colour (a colour-blind-safe palette), and one for anything else.
 COLOURS: Mapping[str, str] = {
@@ -61,14 +65,17 @@ class Drawn:
 
 @dataclass(frozen=True, slots=True)
 class Shade:
-    """A freeze window over a row."""
+    """A freeze's window (``count`` windows that touch at this scale) over a run of rows."""
 
     name: str
     holds: str
     x: float
     width: float
+    y: float
+    height: float
     start_utc: str
     end_utc: str
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +84,6 @@ class Row:
     key: str  # the rack's or schedule's id
     y: float
     bars: tuple[Drawn, ...]
-    shades: tuple[Shade, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +100,14 @@ class Picture:
     label_width: float
     axis: float
     rows: tuple[Row, ...]
+    shades: tuple[Shade, ...]
     ticks: tuple[Tick, ...]
     now_x: float | None  # None: now is outside the window
     now_utc: str
     truncated: bool
     cut: tuple[str, ...]
+    shades_cut: bool = False
+    freezes_cut: tuple[str, ...] = ()  # freezes shaded up to their first windows only
 
 
 def _x(at: datetime, start: datetime, span: float) -> float:
@@ -170,24 +179,10 @@ def draw(
             (str(bar.rack_id), bar.rack) if by == "rack" else (str(bar.schedule_id), bar.schedule)
         )
         keyed.setdefault(key, (name, []))[1].append(bar)
-    rows = []
-    for index, (key, (name, bars)) in enumerate(sorted(keyed.items(), key=lambda kv: kv[1][0])):
-        drawn = _merged(bars, start, span)
-        shades: tuple[Shade, ...] = ()
-        if by == "rack":
-            shades = tuple(
-                Shade(
-                    name=w.name,
-                    holds=w.holds,
-                    x=_x(max(w.start, start), start, span),
-                    width=_x(min(w.end, end), start, span) - _x(max(w.start, start), start, span),
-                    start_utc=format_rfc3339(w.start),
-                    end_utc=format_rfc3339(w.end),
-                )
-                for w in upcoming.freezes
-                if uuid.UUID(key) in w.rack_ids
-            )
-        rows.append(Row(name, key, AXIS + index * ROW, drawn, shades))
+    ordered = sorted(keyed.items(), key=lambda kv: kv[1][0])
+    rows = [Row(name, key, AXIS + index * ROW, _merged(bars, start, span))
+            for index, (key, (name, bars)) in enumerate(ordered)]  # fmt: skip
+    shades = _shades(upcoming, [uuid.UUID(r.key) for r in rows], span) if by == "rack" else []
     now_x = _x(now, start, span) if start <= now < end else None
     return Picture(
         width=LABEL + WIDTH + PAD,
@@ -195,9 +190,52 @@ def draw(
         label_width=LABEL,
         axis=AXIS,
         rows=tuple(rows),
+        shades=tuple(shades[:MAX_SHADES]),
         ticks=_ticks(start, end, span),
         now_x=now_x,
         now_utc=format_rfc3339(now),
         truncated=upcoming.truncated,
         cut=upcoming.cut,
+        shades_cut=len(shades) > MAX_SHADES,
+        freezes_cut=upcoming.freezes_cut,
     )
+
+
+def _runs(selected: frozenset[uuid.UUID], rows: list[uuid.UUID]) -> list[tuple[int, int]]:
+    """The runs of adjacent rows whose rack is in ``selected``: (first row, row count)."""
+    runs: list[tuple[int, int]] = []
+    for index, rack_id in enumerate(rows):
+        if rack_id not in selected:
+            continue
+        if runs and sum(runs[-1]) == index:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((index, 1))
+    return runs
+
+
+def _shades(upcoming: Upcoming, rows: list[uuid.UUID], span: float) -> list[Shade]:
+    """The freeze shading: per freeze, its windows merged at this scale, each over the runs
+    of rows it selects; at most one past :data:`MAX_SHADES` (which says some are cut)."""
+    start, end = upcoming.start, upcoming.end
+    merged: list[tuple[FreezeWindow, float, float, datetime, int]] = []
+    for w in sorted(upcoming.freezes, key=lambda w: (w.name, w.start)):
+        left, right = _x(max(w.start, start), start, span), _x(min(w.end, end), start, span)
+        if merged and merged[-1][0].name == w.name and left <= merged[-1][2] + 1.0:
+            first, x, last, _, count = merged[-1]
+            merged[-1] = (first, x, max(last, right), w.end, count + 1)
+        else:
+            merged.append((w, left, right, w.end, 1))
+    runs: dict[frozenset[uuid.UUID], list[tuple[int, int]]] = {}  # per set of racks
+    shades: list[Shade] = []
+    for window, left, right, until, count in merged:
+        if window.rack_ids not in runs:
+            runs[window.rack_ids] = _runs(window.rack_ids, rows)
+        for row, length in runs[window.rack_ids]:
+            shades.append(Shade(window.name, window.holds, left, right - left, AXIS + row * ROW,
+                                length * ROW, format_rfc3339(window.start),
+                                format_rfc3339(until), count))  # fmt: skip
+            if len(shades) > MAX_SHADES:
+                return shades
+    return shades
+    return shades

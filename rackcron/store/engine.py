@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,11 +79,36 @@ _SECRET_PARAMETER = re.compile(r"pass|secret|token|key", re.IGNORECASE)
 
 def _sqlite_file(url: sa.URL) -> str | None:
     """The absolute path of the SQLite file ``url`` names, as the driver opens it (no ``~``
-    expansion); None for another backend, an in-memory database or a ``file:`` URI."""
+    expansion); None for another backend or an in-memory database.
+
+    As SQLAlchemy's pysqlite dialect passes it on: without ``uri=true`` the database is a
+    file name, whatever it starts with (``file:x.db`` is a file of that name). With it,
+    the driver gets a SQLite URI, the URL's other parameters appended as its query:
+    ``file:PATH`` opens PATH (``mode=memory`` and ``file::memory:`` no file), and a name
+    without ``file:`` is a file named with that query (``x.db?mode=ro``, literally).
+    """
     database = url.database or ""
     if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
         return None
-    return None if database.startswith("file:") else os.path.abspath(database)
+    query = {k: v if isinstance(v, str) else v[-1] for k, v in url.query.items()}
+    if not sa.util.asbool(query.get("uri", False)):
+        return os.path.abspath(database)
+    extra = {k: query[k] for k in sorted(query) if k not in _PYSQLITE_PARAMETERS}
+    if not database.startswith("file:"):
+        suffix = "&".join(f"{k}={v}" for k, v in extra.items())
+        return os.path.abspath(f"{database}?{suffix}" if suffix else database)
+    uri = urllib.parse.urlsplit(database)
+    mode = extra.get("mode") or urllib.parse.parse_qs(uri.query).get("mode", [""])[-1]
+    path = urllib.parse.unquote(uri.path)
+    if mode == "memory" or path in ("", ":memory:"):
+        return None
+    return os.path.abspath(path)
+
+
+#: The URL parameters SQLAlchemy gives the pysqlite driver itself, not a SQLite URI.
+_PYSQLITE_PARAMETERS = frozenset(
+    {"uri", "timeout", "isolation_level", "detect_types", "check_same_thread", "cached_statements"}
+)
 
 
 def missing_sqlite_file(url: str | None) -> str | None:

@@ -1,0 +1,36 @@
+"""Counting the work a computation does, to bound it in a test without a wall clock.
+
+:func:`count_steps` wraps the calls whose number says how much work the fleet's
+timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
+freezes alike) and pairs of firings compared (``rackcron.upcoming``'s ``conflicts``).
+A defect that makes the work grow with a window's length or a schedule's frequency
+shows up as millions of calls, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rackcron import timing, upcoming
+
+__all__ = ["count_steps"]
+
+
+def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count ``next_after`` and ``conflicts`` calls from now to the end of the test."""
+    counts: Counter[str] = Counter()
+
+    def counted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return call(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(timing, "next_after", counted("next_after", timing.next_after))
+    monkeypatch.setattr(upcoming, "conflicts", counted("conflicts", upcoming.conflicts))
+    return counts
