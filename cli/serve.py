@@ -26,7 +26,6 @@ store``: nothing will fire, and the URL may name the wrong store.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import ssl
 import threading
@@ -36,6 +35,7 @@ from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
 
+from rackcron.addresses import is_loopback
 from rackcron.cli._notify import NotifyConfig, start
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
@@ -255,16 +255,6 @@ def _base(server: MetricsServer, config: ServeConfig) -> str:
     scheme = "https" if config.http_tls else "http"
     host = f"[{server.host}]" if ":" in server.host else server.host
     return f"{scheme}://{host}:{server.port}"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a listen address) is a loopback address or ``localhost``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _http_tls(cert: str, key: str) -> ssl.SSLContext:

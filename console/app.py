@@ -13,6 +13,7 @@ Content-Security-Policy that allows only the console's own script and style file
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import re
@@ -29,7 +30,7 @@ from markupsafe import Markup
 
 from rackcron import escape, timing
 from rackcron.console import timeline
-from rackcron.console.auth import Gate
+from rackcron.console.auth import Gate, Throttled
 from rackcron.console.words import spec_words
 from rackcron.errors import InvalidArgument, NotFound, RackcronError
 from rackcron.history import HEADERS, document, rows
@@ -125,7 +126,11 @@ class _Console:
             return self._send(start, self._static(path.removeprefix("/static/")))
         if path == "/login":
             return self._send(start, self._login(environ, method))
-        if self.gate.who(environ) is None:
+        try:
+            who = self.gate.who(environ)
+        except Throttled as exc:
+            return self._send(start, _throttled(exc))
+        if who is None:
             live = "fragment=rows" in environ.get("QUERY_STRING", "")  # the script's refresh
             if (is_page and not live) or path == "/logout":
                 return self._send(start, _redirect("/login?next=" + urllib.parse.quote(path)))
@@ -211,7 +216,10 @@ class _Console:
             token = urllib.parse.parse_qs(body, max_num_fields=MAX_FIELDS).get("token", [""])[-1]
         except ValueError:
             return self._error("400 Bad Request", f"at most {MAX_FIELDS} form fields")
-        cookie = self.gate.login(token)
+        try:
+            cookie = self.gate.login(environ, token)
+        except Throttled as exc:
+            return _throttled(exc, page=self._error("429 Too Many Requests", str(exc)))
         if cookie is None:
             return self._render("login.html", "401 Unauthorized", title="Sign in",
                                 target=target, failed=True)  # fmt: skip
@@ -395,6 +403,15 @@ def _local_path(target: str) -> str:
     if not target.startswith("/") or target[1:2] in ("/", "\\"):
         return "/"
     return urllib.parse.quote(target, safe=_URL_SAFE)
+
+
+def _throttled(exc: Throttled, *, page: _Response | None = None) -> _Response:
+    """The 429 answer: ``page`` (a plain-text line when None) with Retry-After."""
+    retry = (("Retry-After", str(exc.retry_after)),)
+    if page is None:
+        return _Response("429 Too Many Requests", f"{exc}\n".encode(),
+                         "text/plain; charset=utf-8", retry)  # fmt: skip
+    return dataclasses.replace(page, headers=page.headers + retry)
 
 
 def _redirect(target: str, *, cookie: str | None = None) -> _Response:

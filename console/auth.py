@@ -7,6 +7,12 @@ the caller gives a ``match`` function that names the token a value is, or None. 
 makes a session: a random id, kept in memory (at most :data:`MAX_SESSIONS`, each for
 :data:`SESSION_HOURS`), sent as an HttpOnly, SameSite=Strict cookie (Secure over TLS);
 the token itself never reaches the browser's storage. A restart ends every session.
+
+Wrong tokens, in the header or the form, are counted per client
+(:class:`rackcron.guesses.Guesses`): a client past the limit is answered
+:class:`Throttled` (429) without its token being checked. Session cookies are not
+counted: their ids are random 256-bit values, and a stale one (after a restart) is no
+attack.
 """
 
 from __future__ import annotations
@@ -18,11 +24,23 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from http.cookies import SimpleCookie
 
-__all__ = ["COOKIE", "Gate"]
+from rackcron.addresses import client_key
+from rackcron.guesses import Guesses
+
+__all__ = ["COOKIE", "Gate", "Throttled"]
 
 COOKIE = "rackcron_session"
 MAX_SESSIONS = 1_000
 SESSION_HOURS = 12
+
+
+class Throttled(Exception):
+    """The request's client has given too many wrong tokens: it may try again in
+    ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many wrong tokens from this address: try again in {retry_after} s")
+        self.retry_after = retry_after
 
 
 class Gate:
@@ -38,19 +56,23 @@ class Gate:
         self._match, self.secure, self._clock = match, secure, clock
         self._sessions: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
+        self._guesses = Guesses("console", clock=clock)
 
     @property
     def open(self) -> bool:
         return self._match is None
 
     def who(self, environ: Mapping[str, object]) -> str | None:
-        """The token name a request is authorised by ("" when no token is needed), or None."""
+        """The token name a request is authorised by ("" when no token is needed), or None.
+
+        :raises Throttled: it carries a token, and its client has given too many wrong ones.
+        """
         if self._match is None:
             return ""
         header = environ.get("HTTP_AUTHORIZATION")
         if isinstance(header, str):
             scheme, _, token = header.partition(" ")
-            return self._match(token.strip()) if scheme.lower() == "bearer" else None
+            return self._check(environ, token if scheme.lower() == "bearer" else None)
         cookie = environ.get("HTTP_COOKIE")
         if isinstance(cookie, str):
             jar: SimpleCookie = SimpleCookie()
@@ -73,11 +95,26 @@ class Gate:
                 return None
             return name
 
-    def login(self, token: str) -> str | None:
-        """A ``Set-Cookie`` value for a new session if ``token`` is one of the server's."""
+    def _check(self, environ: Mapping[str, object], token: str | None) -> str | None:
+        """The name of ``token`` (None: a credential that is no token), counted when wrong."""
+        assert self._match is not None
+        client = client_key(str(environ.get("REMOTE_ADDR") or ""))
+        wait = self._guesses.wait(client)
+        if wait is not None:
+            raise Throttled(wait)
+        name = None if token is None else self._match(token.strip())
+        if name is None:
+            self._guesses.failed(client)
+        return name
+
+    def login(self, environ: Mapping[str, object], token: str) -> str | None:
+        """A ``Set-Cookie`` value for a new session if ``token`` is one of the server's.
+
+        :raises Throttled: the request's client has given too many wrong tokens.
+        """
         if self._match is None:
             return None
-        name = self._match(token.strip())
+        name = self._check(environ, token)
         if name is None:
             return None
         key = secrets.token_urlsafe(32)

@@ -8,15 +8,13 @@ A connection over either cap is refused at once, before it gets a thread or read
 byte: :class:`Admission` decides, :class:`AdmissionMixIn` applies it to a
 ``socketserver`` server.
 
-A "client" is its address as the kernel reports it: an IPv4 address, or an IPv6 /64
-network (one host commonly holds a whole /64), an IPv4-mapped IPv6 address counting as
-its IPv4 address (:func:`client_key`). Clients behind one NAT share a cap.
+A "client" is :func:`rackcron.addresses.client_key` of its address: an IPv4 address or
+an IPv6 /64 network. Clients behind one NAT share a cap.
 """
 
 from __future__ import annotations
 
 import enum
-import ipaddress
 import logging
 import socket
 import ssl
@@ -25,7 +23,9 @@ from contextlib import suppress
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Admission", "AdmissionMixIn", "Refusal", "client_key"]
+from rackcron.addresses import client_key
+
+__all__ = ["Admission", "AdmissionMixIn", "Refusal"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,20 +35,6 @@ class Refusal(enum.Enum):
 
     SERVER_FULL = "too many clients"
     CLIENT_FULL = "too many connections from your address"
-
-
-def client_key(host: str) -> str:
-    """The client that ``host`` (a peer address) counts as; anything that is not an
-    IP address counts as itself."""
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 class Admission:

@@ -94,6 +94,9 @@ validator::
     │   └── ControllerRefused  rackcron.dispatcher.controllers.base
     │           the server will not call this controller (host not allowed,
     │           credential not resolvable): the task fails at once, unsent
+    ├── Throttled  rackcron.console.auth
+    │       a console request from an address that gave too many wrong tokens
+    │       (rackcron.guesses): the console answers 429 with Retry-After
     └── UnusableConfig  rackcron.shim.server
             `rackcron serve` cannot start its gRPC shim (an unreadable TLS or
             token file, an address in use): a CLI error, exit 1 (2 for the

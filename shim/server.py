@@ -11,17 +11,18 @@ Security, all optional and combinable: TLS with a server certificate; client
 certificates verified against a CA (mTLS), refused in the handshake otherwise;
 bearer tokens (``authorization: Bearer <token>`` metadata, each with a name:
 ``rackcron.shim.tokens``) compared in constant time, a request without a valid one
-being UNAUTHENTICATED before any handler runs; the name of the token a change came
+being UNAUTHENTICATED before any handler runs, and a peer past the limit of wrong
+tokens RESOURCE_EXHAUSTED (``rackcron.guesses``); the name of the token a change came
 with is recorded in the audit trail. Health checks stay open so load balancers can probe. Requests
 larger than ``max_message_bytes`` are refused by gRPC (RESOURCE_EXHAUSTED).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from rackcron.addresses import client_key, is_loopback
+from rackcron.guesses import Guesses
 from rackcron.logs import Seconds, event
 from rackcron.service import Service
 from rackcron.shim.extras import ReconcilerServicer
@@ -197,10 +200,13 @@ if TYPE_CHECKING:  # generic in the stubs only
 
 
 class _TokenAuth(grpc.ServerInterceptor):
-    """Refuses every call but health checks unless it carries one of the tokens."""
+    """Refuses every call but health checks unless it carries one of the tokens; a peer
+    past the limit of wrong tokens (:class:`rackcron.guesses.Guesses`) is refused
+    RESOURCE_EXHAUSTED whatever its token, so the answer says nothing about it."""
 
     def __init__(self, tokens: TokenSet) -> None:
         self._tokens = tokens
+        self._guesses = Guesses("grpc")
 
     def intercept_service(
         self,
@@ -210,39 +216,59 @@ class _TokenAuth(grpc.ServerInterceptor):
         handler = continuation(details)
         if handler is None or details.method in _HEALTH_METHODS:
             return handler
-        if self._tokens.match(details.invocation_metadata) is not None:
-            return handler
-        event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
-        return _refusal(handler)
+        metadata = details.invocation_metadata or ()
+        name = self._tokens.match(metadata)
+        guessed = any(key == "authorization" for key, _ in metadata)
+
+        def admit(context: grpc.ServicerContext) -> None:
+            """Aborts the call unless its token is right and its peer not refused."""
+            client = client_key(peer_address(context.peer()))
+            wait = self._guesses.wait(client)
+            if wait is not None:
+                context.set_trailing_metadata((("grpc-retry-pushback-ms", str(wait * 1000)),))
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"too many wrong tokens from this address: try again in {wait} s")  # fmt: skip
+            if name is None:
+                if guessed:
+                    self._guesses.failed(client)
+                event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+        return _guarded(handler, admit)
 
 
-def _refusal(handler: _Handler) -> _Handler:
-    """A handler of the same shape as ``handler`` that answers UNAUTHENTICATED."""
+def peer_address(peer: str) -> str:
+    """The address in a gRPC peer string (``ipv4:10.0.0.1:5000``, ``ipv6:[::1]:5000``);
+    any other peer (``unix:...``) is itself."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    if kind == "ipv6" and rest.startswith("["):
+        return urllib.parse.unquote(rest[1:].partition("]")[0])
+    return peer
 
-    def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
 
-    shapes = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }
-    make = shapes[(handler.request_streaming, handler.response_streaming)]
+def _guarded(handler: _Handler, admit: Callable[[grpc.ServicerContext], None]) -> _Handler:
+    """A handler of the same shape as ``handler`` that calls ``admit`` (which aborts a
+    call it refuses) before the handler's behaviour."""
+    shape = (handler.request_streaming, handler.response_streaming)
+    behaviour, make = {
+        (False, False): (handler.unary_unary, grpc.unary_unary_rpc_method_handler),
+        (False, True): (handler.unary_stream, grpc.unary_stream_rpc_method_handler),
+        (True, False): (handler.stream_unary, grpc.stream_unary_rpc_method_handler),
+        (True, True): (handler.stream_stream, grpc.stream_stream_rpc_method_handler),
+    }[shape]
+    assert behaviour is not None
+
+    def call(request: Any, context: grpc.ServicerContext) -> Any:
+        admit(context)
+        return behaviour(request, context)
+
     return make(
-        refuse,
+        call,
         request_deserializer=handler.request_deserializer,
         response_serializer=handler.response_serializer,
     )
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ShimServer:
@@ -321,7 +347,7 @@ class ShimServer:
         self._server.start()
         for name in ("", FLOW_SERVICE):
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        if not _loopback(config.host) and (config.tls is None or not config.tokens):
+        if not is_loopback(config.host) and (config.tls is None or not config.tokens):
             event(
                 logging.WARNING,
                 "grpc exposed",

@@ -31,6 +31,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
+from rackcron import guesses
 from rackcron.service import Service
 from rackcron.shim import server as shim_server
 from rackcron.shim.server import (
@@ -41,6 +42,7 @@ from rackcron.shim.server import (
     Token,
     UnusableConfig,
     load_tokens,
+    peer_address,
 )
 from rackcron.store import transaction
 from rackcron.wire.client import ClientTls, connect
@@ -342,6 +344,48 @@ class TestTokens:
         assert [r.fields["rpc"] for r in refusals] == [f"/{FLOW_SERVICE}/ListTaskSchedules"]
         assert "guess-secret" not in rackcron_log.text
         assert all("guess-secret" not in str(r.fields) for r in rackcron_log.records)
+
+    def test_guessing_tokens_is_slowed_down(self, server, open_channel, rackcron_log):
+        # Past LIMIT wrong tokens a minute the peer is refused, the right token too (it is
+        # not checked, so the answer says nothing), on unary and streaming calls alike.
+        channel = open_channel(server.address)
+        codes = [failure(lambda n=n: list_schedules(channel, bearer(f"guess-{n}"))).code()
+                 for n in range(guesses.LIMIT + 3)]  # fmt: skip
+        assert (
+            codes
+            == [grpc.StatusCode.UNAUTHENTICATED] * guesses.LIMIT
+            + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 3
+        )
+        error = failure(lambda: list_schedules(channel, bearer(TOKENS[0])))
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert re.fullmatch(r"too many wrong tokens from this address: try again in \d+ s",
+                            error.details())  # fmt: skip
+        pushback = dict(error.trailing_metadata())["grpc-retry-pushback-ms"]
+        assert 1_000 <= int(pushback) <= guesses.WINDOW * 1_000
+        error = failure(lambda: list_services(channel, bearer(TOKENS[0])))
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert check_health(channel) == health_pb2.HealthCheckResponse.SERVING  # probes pass
+        warnings = [r for r in rackcron_log.records if r.getMessage() == "too many wrong tokens"]
+        assert [(r.fields["listener"], r.fields["client"]) for r in warnings] == [
+            ("grpc", "127.0.0.1")
+        ]
+
+    def test_calls_without_a_token_are_not_counted_as_guesses(self, server, open_channel):
+        channel = open_channel(server.address)
+        for _ in range(guesses.LIMIT + 3):
+            assert (
+                failure(lambda: list_schedules(channel)).code() == grpc.StatusCode.UNAUTHENTICATED
+            )
+        assert list_schedules(channel, bearer(TOKENS[0])).total == 0
+
+
+@pytest.mark.parametrize(
+    ("peer", "address"),
+    [("ipv4:192.0.2.7:5000", "192.0.2.7"), ("ipv6:[2001:db8::1]:5000", "2001:db8::1"),
+     ("ipv6:[fe80::1%25eth0]:5000", "fe80::1%eth0"), ("unix:/run/rackcron.sock", "unix:/run/rackcron.sock")],
+)  # fmt: skip
+def test_peer_addresses(peer: str, address: str) -> None:
+    assert peer_address(peer) == address
 
 
 def test_a_refused_write_changes_nothing(start_shim, open_channel, service, fleet):
