@@ -9,11 +9,14 @@ its stored next run.
 ``--format json`` is versioned like the plan (``format_version``; a minor bump adds
 keys)::
 
-    {"format_version": "1.0", "source": "examples/fleet" | "store",
+    {"format_version": "1.1", "source": "examples/fleet" | "store",
      "start": "...Z", "end": "...Z", "truncated": false, "cut": ["demo-power-reset"],
      "firings": [{"start": "...Z", "end": "...Z", "rack": "rack-a01", "rack_id": "...",
                   "schedule": "nightly", "operation": "power_on", "freeze": null,
-                  "conflicts_with": []}]}
+                  "conflicts_with": [], "conflicts_more": false}]}
+
+``conflicts_with`` names at most 10 schedules (sorted); ``conflicts_more`` (added in 1.1)
+says more conflict than it names.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT_VERSION", "upcoming_command"]
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 _HEADERS = ["START (UTC)", "END (UTC)", "RACK", "SCHEDULE", "OPERATION", "NOTE"]
 
 
@@ -68,7 +71,8 @@ def _note(bar: Bar) -> str:
     if bar.freeze:
         parts.append(f"held by freeze {bar.freeze}")
     if bar.conflicts_with:
-        parts.append(f"conflicts with {', '.join(bar.conflicts_with)}")
+        more = " and more" if bar.conflicts_more else ""
+        parts.append(f"conflicts with {', '.join(bar.conflicts_with)}{more}")
     return "; ".join(parts) or "-"
 
 
@@ -90,6 +94,7 @@ def _document(found: Upcoming, source: str) -> dict[str, Any]:
                 "operation": b.operation,
                 "freeze": b.freeze,
                 "conflicts_with": list(b.conflicts_with),
+                "conflicts_more": b.conflicts_more,
             }
             for b in found.bars
         ],

@@ -9,8 +9,10 @@ firing occupies each rack of its scope for its operation's expected duration
 Two bars on one rack whose times overlap are marked as a predicted conflict when their
 tasks would conflict (the table of ``rackcron.task_conflicts``, over the components each
 scope's filter selects): the second of them would be refused under skip, or queued.
-A bar whose start falls inside a freeze that holds it is marked with the freeze
-(``rackcron.freezes``).
+A bar names at most :data:`MAX_CONFLICT_NAMES` of the schedules it conflicts with (the
+first its sweeps meet), and says when there are more: n schedules in lockstep on one rack
+would otherwise put n names on each of their bars. A bar whose start falls inside a
+freeze that holds it is marked with the freeze (``rackcron.freezes``).
 
 Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
 name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (the earliest; past
@@ -40,6 +42,7 @@ from rackcron.task_conflicts import Work, conflicts
 __all__ = [
     "EXPECTED_DURATIONS",
     "MAX_BARS",
+    "MAX_CONFLICT_NAMES",
     "MAX_FIRES_PER_SCHEDULE",
     "Bar",
     "FleetView",
@@ -60,6 +63,7 @@ EXPECTED_DURATIONS: Mapping[str, timedelta] = {
 }
 MAX_FIRES_PER_SCHEDULE = 1_000
 MAX_BARS = 20_000
+MAX_CONFLICT_NAMES = 10
 
 
 def expected_duration(operation: str) -> timedelta:
@@ -91,6 +95,7 @@ class Bar:
     end: datetime
     freeze: str | None = None  # the freeze holding this firing, if one does
     conflicts_with: tuple[str, ...] = ()  # schedules whose bars here conflict with it
+    conflicts_more: bool = False  # more schedules conflict than conflicts_with names
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,16 +285,42 @@ def _mark_conflicts(bars: list[Bar], works: Mapping[int, Work]) -> list[Bar]:
     by_rack: dict[uuid.UUID, list[int]] = {}
     for i, bar in enumerate(bars):
         by_rack.setdefault(bar.rack_id, []).append(i)
-    others: dict[int, set[str]] = {}
+    found = _Conflicts()
     for indexes in by_rack.values():
-        _sweep(bars, sorted(indexes, key=lambda i: bars[i].start), works, others)
-    return [_with(bar, others[i]) if i in others else bar for i, bar in enumerate(bars)]
+        _sweep(bars, sorted(indexes, key=lambda i: bars[i].start), works, found)
+    return [found.mark(i, bar) for i, bar in enumerate(bars)]
+
+
+class _Conflicts:
+    """The schedules each bar conflicts with: up to :data:`MAX_CONFLICT_NAMES`, then
+    only that there are more (the bar is then full: its sweeps stop for it)."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, set[str]] = {}
+        self.full: set[int] = set()
+
+    def add(self, i: int, name: str) -> bool:
+        """Records that bar ``i`` conflicts with schedule ``name``; whether it is full."""
+        names = self.names.setdefault(i, set())
+        if name not in names:
+            if len(names) < MAX_CONFLICT_NAMES:
+                names.add(name)
+            else:
+                self.full.add(i)
+        return i in self.full
+
+    def mark(self, i: int, bar: Bar) -> Bar:
+        if i not in self.names:
+            return bar
+        return Bar(bar.schedule_id, bar.schedule, bar.operation, bar.rack_id, bar.rack,
+                   bar.start, bar.end, bar.freeze, tuple(sorted(self.names[i])),
+                   i in self.full)  # fmt: skip
 
 
 def _sweep(
-    bars: list[Bar], indexes: list[int], works: Mapping[int, Work], others: dict[int, set[str]]
+    bars: list[Bar], indexes: list[int], works: Mapping[int, Work], found: _Conflicts
 ) -> None:
-    """Adds to ``others`` the schedules each of one rack's bars (``indexes``, by start)
+    """Adds to ``found`` the schedules each of one rack's bars (``indexes``, by start)
     conflicts with.
 
     A bar conflicts with schedule S when one of S's bars overlaps it: either that bar was
@@ -298,7 +329,9 @@ def _sweep(
     backward sweep: S's earliest bar from here on). Each sweep keeps one bar per schedule,
     in start order, and walks only the schedules that fired recently enough: a schedule
     firing every second is one entry, not the thousand bars it has running (comparing
-    every pair of running bars took minutes for 20 such schedules on one rack)."""
+    every pair of running bars took minutes for 20 such schedules on one rack). A bar's
+    walk stops once it is full, so n schedules in lockstep cost n x 11 steps a firing,
+    not n x n."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
     pairs: dict[tuple[int, int], bool] = {}
 
@@ -314,25 +347,25 @@ def _sweep(
         for schedule_id, j in reversed(latest.items()):
             if bars[j].start <= bar.start - longest:
                 break  # this one and every earlier one ended before ``bar`` started
-            if schedule_id != bar.schedule_id and bars[j].end > bar.start and conflict(i, j):
-                others.setdefault(i, set()).add(bars[j].schedule)
+            if (
+                schedule_id != bar.schedule_id
+                and bars[j].end > bar.start
+                and conflict(i, j)
+                and found.add(i, bars[j].schedule)
+            ):
+                break  # full
         latest.pop(bar.schedule_id, None)
         latest[bar.schedule_id] = i
     earliest: dict[uuid.UUID, int] = {}  # schedule -> its earliest bar from here on
     for i in reversed(indexes):
         bar = bars[i]
         for schedule_id, j in reversed(earliest.items()):
-            if bars[j].start >= bar.end:
-                break  # this one and every later one starts after ``bar`` ended
+            if i in found.full or bars[j].start >= bar.end:
+                break  # full, or this one and every later one starts after ``bar`` ended
             if schedule_id != bar.schedule_id and conflict(i, j):
-                others.setdefault(i, set()).add(bars[j].schedule)
+                found.add(i, bars[j].schedule)
         earliest.pop(bar.schedule_id, None)
         earliest[bar.schedule_id] = i
-
-
-def _with(bar: Bar, names: Iterable[str]) -> Bar:
-    return Bar(bar.schedule_id, bar.schedule, bar.operation, bar.rack_id, bar.rack, bar.start,
-               bar.end, bar.freeze, tuple(sorted(names)))  # fmt: skip
 
 
 def _freeze_windows(

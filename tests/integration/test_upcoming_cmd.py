@@ -23,7 +23,7 @@ def _json(*args: str, url: str | None = None) -> dict:  # type: ignore[type-arg]
 
 def test_from_a_tree_each_rack_lists_its_schedules_firings() -> None:
     data = _json(FLEET, "--window", "24h", "--rack", "rack-b01")
-    assert data["format_version"] == "1.0" and data["source"] == FLEET
+    assert data["format_version"] == "1.1" and data["source"] == FLEET
     assert (data["start"], data["end"]) == (NOW, "2026-12-02T00:00:00Z")
     assert [(f["start"], f["schedule"], f["freeze"]) for f in data["firings"]] == [
         ("2026-12-01T06:00:00Z", "burn-in-power-cycle", "row-b-backup-window"),

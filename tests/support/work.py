@@ -2,7 +2,9 @@
 
 :func:`count_steps` wraps the calls whose number says how much work the fleet's
 timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
-freezes alike) and pairs of firings compared (``rackcron.upcoming``'s ``conflicts``).
+freezes alike), pairs of firings compared (``rackcron.upcoming``'s ``conflicts``, each
+pair of scopes once) and conflicts noted on bars (``noted``: one per bar and schedule its
+sweeps meet).
 A defect that makes the work grow with a window's length or a schedule's frequency
 shows up as millions of calls, whatever the machine's speed.
 """
@@ -21,7 +23,8 @@ __all__ = ["count_steps"]
 
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Count ``next_after`` and ``conflicts`` calls from now to the end of the test."""
+    """Count ``next_after``, ``conflicts`` and ``noted`` calls from now to the end of the
+    test."""
     counts: Counter[str] = Counter()
 
     def counted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,4 +36,6 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(timing, "next_after", counted("next_after", timing.next_after))
     monkeypatch.setattr(upcoming, "conflicts", counted("conflicts", upcoming.conflicts))
+    noted = upcoming._Conflicts.add
+    monkeypatch.setattr(upcoming._Conflicts, "add", counted("noted", noted))
     return counts
