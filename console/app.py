@@ -32,9 +32,10 @@ from rackcron import escape, timing
 from rackcron.console import timeline
 from rackcron.console.auth import Gate, Throttled
 from rackcron.console.words import spec_words
-from rackcron.errors import InvalidArgument, NotFound, RackcronError
+from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
 from rackcron.history import HEADERS, document, rows
 from rackcron.lifecycle import TaskStatus
+from rackcron.logs import event
 from rackcron.models import Schedule
 from rackcron.names import AmbiguousName, Candidate, rack_candidate, resolve
 from rackcron.service import Service
@@ -42,7 +43,6 @@ from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 
 __all__ = ["WINDOWS", "console_app"]
 
-logger = logging.getLogger(__name__)
 
 Start = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], Start], Iterable[bytes]]
@@ -162,9 +162,15 @@ class _Console:
             if isinstance(exc, AmbiguousName):
                 message += ": " + "; ".join(f"{c.id} ({c.detail})" for c in exc.candidates)
             response = self._error(status, message)
-        except RackcronError as exc:  # the store failed: say so, keep serving
-            logger.warning("console page %s failed: %s", escape.logfmt_value(path), exc.message)
-            response = self._error("503 Service Unavailable", exc.message)
+        except StoreError as exc:  # say so, keep serving; the details are the log's
+            correlation = uuid.uuid4().hex[:16]
+            event(logging.WARNING, "console page failed", path=path, correlation_id=correlation,
+                  error=exc.message)  # fmt: skip
+            response = self._error("503 Service Unavailable", "the store cannot be read now"
+                                   f" (correlation id {correlation}: the server's log has the"
+                                   " details)")  # fmt: skip
+        except RackcronError as exc:
+            response = self._error("400 Bad Request", exc.message)
         return self._send(start, response, head=method == "HEAD")
 
     def _send(self, start: Start, response: _Response, *, head: bool = False) -> Iterable[bytes]:

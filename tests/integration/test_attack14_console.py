@@ -6,6 +6,7 @@ live refresh without a session, names that are ambiguous, and what one page may 
 from __future__ import annotations
 
 import http.client
+import logging
 import re
 import socket
 import urllib.parse
@@ -328,3 +329,30 @@ def test_a_signed_in_browser_keeps_its_session_while_its_address_is_refused(gate
     assert _get(gated, "/tasks", headers={"Cookie": cookie})[0] == 200
     # A stale or made-up session cookie is not counted as a guess: it is sent to sign in.
     assert _get(gated, "/tasks", headers={"Cookie": "rackcron_session=made-up"})[0] == 303
+
+
+def test_a_store_that_fails_is_a_503_that_names_no_database(
+    service: Service, open_console, caplog: pytest.LogCaptureFixture, monkeypatch
+) -> None:
+    # The driver's message names the database's host, port and tables; the page gives a
+    # correlation id, and the log (the operator's) the message under it.
+    from sqlalchemy import text
+
+    logger = logging.getLogger("rackcron")
+    monkeypatch.setattr(logger, "propagate", False)
+    logger.addHandler(caplog.handler)
+    try:
+        with service.engine.begin() as conn:
+            conn.execute(text("ALTER TABLE task RENAME TO task_gone"))
+        status, _, body = _get(open_console, "/tasks")
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert status == 503, body
+    page = body.decode()
+    found = re.search(r"correlation id ([0-9a-f]{16})", page)
+    assert found, page
+    for leak in ("SELECT", "no such table", "does not exist", "sqlalche.me", "FROM task"):
+        assert leak not in page, leak
+    assert str(service.engine.url.database) not in page and "127.0.0.1" not in page
+    (record,) = [r for r in caplog.records if r.getMessage() == "console page failed"]
+    assert record.fields["correlation_id"] == found.group(1)  # type: ignore[attr-defined]
