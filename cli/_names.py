@@ -10,7 +10,8 @@ without it takes a rack's UUID only).
 
 Completion (``shell_complete`` on those parameters) reads the store the command would
 use, and only if it exists: it never creates one, never calls a server, and offers
-nothing rather than fail, since whatever it raised would land in the user's shell.
+nothing rather than fail, since whatever it raised would land in the user's shell; a
+PostgreSQL store that does not answer is given :data:`COMPLETION_TIMEOUT` seconds.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+COMPLETION_TIMEOUT = 2
 #: A name a shell takes as one word, as typed: letters, digits and ``_.:@%+=,/-``, not
 #: starting with ``~``, ``=`` or ``-`` (a path, an assignment, an option).
 _SHELL_WORD = re.compile(r"(?![~=-])[\w.:@%+=,/-]+")
@@ -139,7 +142,7 @@ def _completion_service(ctx: click.Context) -> Service | None:
     url = params.get("database_url") or default_database_url()
     if missing_sqlite_file(url) is not None:
         return None
-    return Service(open_engine(url, migrate=False))
+    return Service(open_engine(url, migrate=False, connect_timeout=COMPLETION_TIMEOUT))
 
 
 def _complete(

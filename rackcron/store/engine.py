@@ -153,7 +153,15 @@ def shown_url(url: str | sa.URL) -> str:
     return repr(redacted_url(url))
 
 
-def _create_engine(url: str, pool_size: int | None = None) -> Engine:
+#: Seconds a PostgreSQL connection may take to open, unless the URL sets
+#: ``?connect_timeout=``: libpq's default is to wait as long as TCP does (minutes, for a
+#: host that drops packets), which looks like a hang.
+CONNECT_TIMEOUT = 10
+
+
+def _create_engine(
+    url: str, pool_size: int | None = None, connect_timeout: int = CONNECT_TIMEOUT
+) -> Engine:
     try:
         url_obj = sa.make_url(url)
         url_obj.port  # noqa: B018 (a bad port raises here, not later in a driver)
@@ -164,8 +172,9 @@ def _create_engine(url: str, pool_size: int | None = None) -> Engine:
     pool = {}
     if pool_size is not None:  # never below SQLAlchemy's default (5, and 10 more under load)
         pool = {"pool_size": max(5, pool_size), "max_overflow": max(10, pool_size // 2)}
+    connect = {} if "connect_timeout" in url_obj.query else {"connect_timeout": connect_timeout}
     try:
-        return sa.create_engine(url_obj, pool_pre_ping=True, **pool)
+        return sa.create_engine(url_obj, pool_pre_ping=True, connect_args=connect, **pool)
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise StoreError(f"cannot use database URL {shown_url(url_obj)}: {exc}") from exc
 
@@ -188,7 +197,12 @@ def _no_url(exc: Exception, url: str) -> str:
 
 
 def open_engine(
-    url: str, *, migrate: bool | None = None, pool_size: int | None = None, create: bool = True
+    url: str,
+    *,
+    migrate: bool | None = None,
+    pool_size: int | None = None,
+    create: bool = True,
+    connect_timeout: int = CONNECT_TIMEOUT,
 ) -> Engine:
     """Create an engine for ``url`` and check (or bring) its schema to the newest revision.
 
@@ -197,14 +211,15 @@ def open_engine(
     migrates; False never does. ``create`` False refuses a SQLite file that does not
     exist, creating nothing. ``pool_size`` is the number of PostgreSQL connections
     kept open (at least 5; half as many again, at least 10, may be opened under load);
-    None keeps SQLAlchemy's default (5 and 10).
+    None keeps SQLAlchemy's default (5 and 10). ``connect_timeout``: seconds a
+    PostgreSQL connection may take to open, unless the URL sets its own.
 
     :raises StoreError: the URL is invalid, the SQLite file does not exist (``create``
         False), the database is unreachable, or its schema is not at the newest revision.
     """
     if not create and (path := missing_sqlite_file(url)):
         raise _no_store(url, path)
-    engine = _create_engine(url, pool_size)
+    engine = _create_engine(url, pool_size, connect_timeout)
     with _store_errors(engine):
         revision = current_revision(engine)
         fresh = revision is None and engine.dialect.name == "sqlite"

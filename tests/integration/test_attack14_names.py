@@ -4,7 +4,11 @@ and bash inserts a completion as it is, unquoted (click's bash script adds each 
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -66,3 +70,35 @@ def test_completion_offers_no_name_a_shell_or_click_would_read_otherwise(
     finally:
         service.close()
     assert _complete("rackcron schedules get ", store_url) == []
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port on loopback that accepts connections and never answers (a database host
+    that hangs), as a PostgreSQL URL's port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(listener.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+    for conn in held:
+        conn.close()
+
+
+def test_completion_against_a_store_that_does_not_answer_offers_nothing(silent_server) -> None:
+    # libpq waits as long as TCP does by default: completion would hang the user's shell.
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{silent_server}/db"
+    assert _complete("rackcron schedules get nig", url) == []
+
+
+def test_a_store_that_does_not_answer_is_an_error_not_a_hang(silent_server) -> None:
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{silent_server}/db?connect_timeout=2"
+    result = run("schedules", "list", url=url)
+    assert result.exit_code == 1 and "timeout" in result.output.lower(), result.output
+    assert "Traceback" not in result.output
