@@ -16,7 +16,8 @@ claim is left half done.
 
 A firing missed for its starting deadline (docs/spec/SEMANTICS.md "Starting deadline
 (beyond the reference)") was recorded in its claim's transaction; after that commit the
-loop logs it as a WARNING ``missed`` line, counts it in
+loop logs it as a WARNING ``missed`` line (INFO for a freeze's later misses of one
+schedule in one window), counts it in
 ``rackcron_firings_missed_total{reason}``, and hands it back in
 :attr:`PollSummary.missed`. At start, :meth:`Dispatcher.run` warns about each stored
 deadline shorter than twice the poll interval: such a schedule can be missed merely
@@ -192,7 +193,8 @@ class Dispatcher:
                 fields["starting_deadline"] = miss.starting_deadline
             if miss.detail is not None:
                 fields["detail"] = miss.detail
-            event(logging.WARNING, "missed", **fields)
+            # A freeze's later misses of one window are expected: the first one warns.
+            event(logging.INFO if miss.repeated else logging.WARNING, "missed", **fields)
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
             if self.notify is not None and not miss.repeated:

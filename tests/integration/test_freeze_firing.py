@@ -274,7 +274,7 @@ def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled
     from rackcron.dispatcher.metrics import Metrics
     from rackcron.logs import configure
 
-    freeze_now(service, clock, selector=ROW_B, name='row "B"')
+    freeze_now(service, clock, selector=ROW_B, name='row "B"', hours=3)
     due(service, clock, labelled.racks[:2], name="all-frozen")
     due(service, clock, labelled.racks[1:3], name="half-frozen")
     metrics = Metrics()
@@ -297,6 +297,18 @@ def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled
     assert 'frozen_by="row \\"B\\""' in fired  # a freeze's name is data, escaped
     (missed,) = [line for line in lines if " missed " in line]
     assert "reason=freeze" in missed and 'detail="row \\"B\\""' in missed
+    assert " WARNING missed " in missed
+    # The same freeze's next misses of the schedule, an hour later, are expected: INFO.
+    clock.advance(hours=1)
+    stream = io.StringIO()
+    configure("text", stream=stream)
+    try:
+        summary = Dispatcher(service, metrics=metrics, workers=1).poll()
+    finally:
+        configure("text")
+    assert [m.name for m in summary.missed] == ["all-frozen"]
+    (missed,) = [line for line in stream.getvalue().splitlines() if " missed " in line]
+    assert " INFO missed " in missed and "reason=freeze" in missed
 
 
 def test_a_forced_trigger_is_delivered_through_the_freeze_it_overrode(
