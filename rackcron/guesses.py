@@ -5,8 +5,12 @@ A client (:func:`rackcron.addresses.client_key` of its address) that has given
 :data:`LIMIT` wrong tokens within :data:`WINDOW` seconds is refused until the oldest of
 them is a window old: its next tokens are not checked at all, right or wrong, so the
 answer says nothing about them. Reaching the limit is logged, at most once per client and
-window. At most :data:`MAX_CLIENTS` clients are remembered (the longest quiet forgotten
-first), so the count costs bounded memory whatever addresses a peer comes from.
+window. At most :data:`MAX_CLIENTS` clients (and the overflow) are remembered, each
+with at most its latest :data:`LIMIT` wrong tokens, so the count costs bounded
+memory whatever addresses a peer comes from: a client is forgotten only once its wrong
+tokens are a window old, and while every place is taken by a client with recent ones,
+newcomers all count as one client, :data:`OVERFLOW`, refused like any other (cycling
+through many addresses gains nothing then).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rackcron.logs import Seconds, event
 
@@ -26,11 +30,12 @@ __all__ = ["LIMIT", "WINDOW", "Guesses"]
 LIMIT = 20
 WINDOW = 60.0
 MAX_CLIENTS = 10_000
+OVERFLOW = "(other addresses)"
 
 
 @dataclass
 class _Client:
-    failures: deque[float] = field(default_factory=deque)
+    failures: deque[float]  # the times of the latest wrong tokens, at most ``limit``
     warned: float = -math.inf
 
 
@@ -55,7 +60,7 @@ class Guesses:
     def wait(self, client: str) -> int | None:
         """Whole seconds until ``client`` may give a token again; None: it may now."""
         with self._lock:
-            found = self._clients.get(client)
+            found = self._clients.get(client) or self._clients.get(OVERFLOW)
             if found is None:
                 return None
             now = self._clock()
@@ -68,10 +73,10 @@ class Guesses:
         """``client`` gave a wrong token."""
         with self._lock:
             now = self._clock()
-            found = self._clients.pop(client, None) or _Client()
-            self._clients[client] = found  # the most recent last
-            while len(self._clients) > self._max_clients:
-                self._clients.popitem(last=False)
+            if client not in self._clients and not self._room(now):
+                client = OVERFLOW
+            found = self._clients.pop(client, None) or _Client(deque(maxlen=self.limit))
+            self._clients[client] = found  # the most recently failed last
             self._forget_old(found, now)
             found.failures.append(now)
             if len(found.failures) < self.limit or now - found.warned < self.window:
@@ -80,6 +85,16 @@ class Guesses:
             refused = Seconds(found.failures[0] + self.window - now)
         event(logging.WARNING, "too many wrong tokens", listener=self.listener, client=client,
               wrong=self.limit, within=Seconds(self.window), refused_for=refused)  # fmt: skip
+
+    def _room(self, now: float) -> bool:
+        """Whether a new client can be remembered, once those with only old wrong
+        tokens (the least recently failed first) are forgotten."""
+        while len(self._clients) >= self._max_clients:
+            oldest = next(iter(self._clients.values()))
+            if oldest.failures and oldest.failures[-1] > now - self.window:
+                return False
+            self._clients.popitem(last=False)
+        return True
 
     def _forget_old(self, client: _Client, now: float) -> None:
         while client.failures and client.failures[0] <= now - self.window:

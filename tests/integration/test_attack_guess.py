@@ -40,15 +40,6 @@ def _status(port: int, token: str, source: str = "127.0.0.1") -> int:
 
 
 @SQLITE_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="Guesses forgets the least recently failed client past MAX_CLIENTS (10,000), and a"
-    " refused client adds no failures, so it is the first forgotten: a peer with 10,001"
-    " client keys (an IPv6 /48 is 65,536 /64s) cycles through them and is never refused."
-    " Proposed: never evict a client that is refused or has live failures (evict only"
-    " expired ones); when the table is full of live clients, count the newcomer under a"
-    " shared overflow key (or a coarser prefix, /48) that is refused like any client",
-)
 def test_a_refused_address_is_not_forgotten_when_other_addresses_fill_the_table(
     gated: MetricsServer,
 ) -> None:

@@ -63,14 +63,6 @@ def _names_of_fw00(service: Service, store_url: str, rack: uuid.UUID) -> tuple[s
 
 
 @SQLITE_ONLY
-@pytest.mark.xfail(
-    strict=True,
-    reason="which 10 names a full bar shows is the order its sweeps meet schedules in:"
-    " list_schedules orders by (created_at, id), and schedules made in one tick (one"
-    " apply) are ordered by their random UUIDs, so the same tree shows other names on"
-    " every store (6 different sets in 6 re-creations). Proposed: order the plans (and"
-    " so the sweeps' ties) by schedule name, or keep the 10 smallest names",
-)
 def test_the_names_a_full_bar_shows_do_not_depend_on_random_ids(
     service: Service, store_url: str
 ) -> None:

@@ -53,13 +53,21 @@ def test_reaching_the_limit_is_logged_once_a_window(clock, caplog) -> None:
     assert fields["wrong"] == 2
 
 
-def test_memory_is_bounded_whatever_addresses_a_peer_comes_from(clock) -> None:
-    guesses = Guesses("test", limit=1, clock=clock, max_clients=100)
-    for n in range(10_000):
+def test_memory_is_bounded_and_cycling_through_addresses_gains_nothing(clock) -> None:
+    guesses = Guesses("test", limit=3, clock=clock, max_clients=100)
+    for _ in range(3):
+        guesses.failed("10.9.9.9")
+    assert guesses.wait("10.9.9.9") == WINDOW
+    for n in range(10_000):  # a peer with many addresses, one wrong token from each
         guesses.failed(f"10.{n // 65536}.{n // 256 % 256}.{n % 256}")
-    assert len(guesses._clients) == 100
-    assert guesses.wait("10.0.39.15") == WINDOW  # the most recent are the ones kept
-    assert guesses.wait("10.0.0.0") is None
+    assert len(guesses._clients) == 101  # 100 and the overflow
+    assert all(len(c.failures) <= 3 for c in guesses._clients.values())
+    assert guesses.wait("10.9.9.9") == WINDOW  # a refused client is not forgotten
+    assert guesses.wait("10.0.39.15") == WINDOW  # newcomers share one place, refused
+    assert guesses.wait("10.0.0.1") is None  # remembered before the table filled
+    clock.now += WINDOW  # every wrong token is a window old: room again, newcomers apart
+    guesses.failed("192.0.2.1")
+    assert "192.0.2.1" in guesses._clients and guesses.wait("192.0.2.1") is None
 
 
 def _request(address: str, authorization: str | None = None, cookie: str | None = None) -> dict:
