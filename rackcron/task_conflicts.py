@@ -4,7 +4,9 @@ The table is docs/spec/SEMANTICS.md "Task conflicts", as data (:data:`TABLE`), a
 :func:`conflicts` is its one reading. Every decision that asks "may these two run side
 by side?" asks it here: the task manager's submission and promotion
 (``rackcron.service._tasks``, ``rackcron.service._delivery``) and the reconciler's
-precise conflict analysis (``rackcron.reconciler.conflicts``). Nothing here does I/O.
+precise conflict analysis (``rackcron.reconciler.conflicts``); the timeline
+(``rackcron.upcoming``) asks it through :func:`meeting_points`, the same table read as an
+index. Nothing here does I/O.
 
 A task is seen as its :class:`Work`: the operation type (the reference's:
 ``power_control``, ``firmware_control``, ``bring_up``; anything else is a type added
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from types import MappingProxyType
 
 __all__ = [
@@ -25,12 +28,14 @@ __all__ = [
     "OPERATION_KINDS",
     "TABLE",
     "Kind",
+    "Point",
     "Reach",
     "Row",
     "Side",
     "Work",
     "conflicting_row",
     "conflicts",
+    "meeting_points",
 ]
 
 
@@ -159,3 +164,44 @@ def conflicting_row(x: Work, y: Work) -> Row | None:
 def conflicts(x: Work, y: Work) -> bool:
     """Whether two tasks of one rack may not run at the same time."""
     return conflicting_row(x, y) is not None
+
+
+#: Where a task stands or looks: a row (its index in :data:`TABLE`, :data:`BLIND` last), a
+#: side of it, and a component id (None: the whole rack, for a :attr:`Reach.RACK` row).
+Point = tuple[int, str, str | None]
+
+
+def meeting_points(work: Work) -> tuple[frozenset[Point], frozenset[Point]]:
+    """Where ``work`` stands and where it looks: ``x`` and ``y`` conflict exactly when
+    ``x`` looks where ``y`` stands (and so ``y`` where ``x`` stands).
+
+    A task matching side ``a`` of a row stands at that side and looks at side ``b``, over
+    the row's places (the whole rack, or each of its components), and the other way round
+    (a row whose sides are alike has one: a task matching it stands and looks there).
+    A caller holding many tasks by where they stand meets only those that conflict with a
+    new one, where asking :func:`conflicts` of each would compare every pair.
+    """
+    rack, parts = _meeting_sides(work.operation_type, work.types)
+    stands: set[Point] = {(i, side, None) for i, side, _ in rack}
+    stands.update((i, side, c) for i, side, _ in parts for c in work.components)
+    looks: set[Point] = {(i, other, None) for i, _, other in rack}
+    looks.update((i, other, c) for i, _, other in parts for c in work.components)
+    return frozenset(stands), frozenset(looks)
+
+
+_Sides = tuple[tuple[int, str, str], ...]  # (row, side it stands at, side it looks at)
+
+
+@lru_cache(maxsize=256)  # bounded: operation types come from the store
+def _meeting_sides(operation_type: str, types: frozenset[str]) -> tuple[_Sides, _Sides]:
+    """The sides a task matches, of rows over the whole rack and over components: what
+    :func:`meeting_points` spreads over a task's places (a fleet has a few kinds of task)."""
+    work = Work(operation_type, {str(n): t for n, t in enumerate(types)})  # none: blind
+    rack: list[tuple[int, str, str]] = []
+    parts: list[tuple[int, str, str]] = []
+    for index, row in enumerate((*TABLE, BLIND)):
+        sides = (("a", "b", row.a), ("b", "a", row.b)) if row.a != row.b else (("a", "a", row.a),)
+        for side, other, this in sides:
+            if this.matches(work):
+                (rack if row.reach is Reach.RACK else parts).append((index, side, other))
+    return tuple(rack), tuple(parts)

@@ -2,9 +2,9 @@
 
 :func:`count_steps` wraps the calls whose number says how much work the fleet's
 timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
-freezes alike), pairs of firings compared (``rackcron.upcoming``'s ``conflicts``, each
-pair of scopes once) and conflicts noted on bars (``noted``: one per bar and schedule its
-sweeps meet).
+freezes alike), bars met in the timeline's conflict sweeps (``met``: each a conflict
+unless the times do not overlap; a sweep's other work is a lookup per place a bar looks)
+and conflicts noted on bars (``noted``: one per bar and schedule its sweeps meet).
 A defect that makes the work grow with a window's length or a schedule's frequency
 shows up as millions of calls, whatever the machine's speed.
 """
@@ -12,7 +12,7 @@ shows up as millions of calls, whatever the machine's speed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,8 +23,8 @@ __all__ = ["count_steps"]
 
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Count ``next_after``, ``conflicts`` and ``noted`` calls from now to the end of the
-    test."""
+    """Count ``next_after`` calls, ``met`` bars and ``noted`` calls from now to the end of
+    the test."""
     counts: Counter[str] = Counter()
 
     def counted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,7 +35,14 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         return wrapper
 
     monkeypatch.setattr(timing, "next_after", counted("next_after", timing.next_after))
-    monkeypatch.setattr(upcoming, "conflicts", counted("conflicts", upcoming.conflicts))
+    meet = upcoming._Seen.meet
+
+    def met(seen: upcoming._Seen, looks: Any) -> Iterator[int]:
+        for bar in meet(seen, looks):
+            counts["met"] += 1
+            yield bar
+
+    monkeypatch.setattr(upcoming._Seen, "meet", met)
     noted = upcoming._Conflicts.add
     monkeypatch.setattr(upcoming._Conflicts, "add", counted("noted", noted))
     return counts

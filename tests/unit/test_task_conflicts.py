@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rackcron.task_conflicts import BLIND, TABLE, Reach, Work, conflicting_row, conflicts
+from rackcron.task_conflicts import (
+    BLIND,
+    TABLE,
+    Reach,
+    Work,
+    conflicting_row,
+    conflicts,
+    meeting_points,
+)
 
 PS0, PS1 = "00000000-0000-0000-0000-0000000000a0", "00000000-0000-0000-0000-0000000000a1"
 C0, C1 = "00000000-0000-0000-0000-0000000000c0", "00000000-0000-0000-0000-0000000000c1"
@@ -116,3 +126,21 @@ def test_a_task_targeting_no_known_component_holds_the_whole_rack(other: Work) -
     assert (
         str(BLIND) == "a task that names no known component and any task conflict on the whole rack"
     )
+
+
+_KINDS = ("power_control", "firmware_control", "bring_up", "a_later_type")
+_WORKS = st.builds(
+    lambda kind, ids: work(kind, *sorted(ids)),
+    st.sampled_from(_KINDS),
+    st.sets(st.sampled_from(sorted(TYPES)), max_size=4),  # none: a blind task
+)
+
+
+@settings(max_examples=500)
+@given(_WORKS, _WORKS)
+def test_meeting_points_agree_with_the_table(x: Work, y: Work) -> None:
+    # The timeline meets only the bars where a new one looks: one missed point would
+    # hide a conflict, one extra would mark a pair that may run side by side.
+    x_stands, x_looks = meeting_points(x)
+    y_stands, y_looks = meeting_points(y)
+    assert bool(x_looks & y_stands) == conflicts(x, y) == bool(y_looks & x_stands)
