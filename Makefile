@@ -56,6 +56,7 @@ bench: bench-deps
 	$(BIN)/python bench/plan.py
 	$(BIN)/python bench/dispatch.py
 	$(BIN)/python bench/grpc.py
+	$(BIN)/python bench/console.py
 
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

@@ -15,6 +15,12 @@ as the best of ``--repeat`` runs:
 printed as seconds, the page's ratio to the floor, its size in bytes, and the ratio of
 the doubled fleet's time to the first (linear growth: about 2).
 
+Then one crowded rack: ``--crowded`` hourly schedules in lockstep (then twice as many),
+either each powering on its own compute component (they overlap and never conflict) or
+each upgrading the whole rack's firmware (they all conflict), and the time to compute a
+24 h window's firings against the floor above: upcoming grows with the firings (about 2
+when doubled), not with the schedules running beside each (about 4).
+
 Run: ``.venv/bin/python bench/console.py`` (1,000 racks, 500 schedules) or ``--racks
 5000 --schedules 2500``.
 """
@@ -38,7 +44,7 @@ from rackcron.store import open_engine
 from rackcron.upcoming import upcoming
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.service import make_operation, rack_spec
+from tests.support.service import component_spec, make_operation, rack_spec
 
 NOW = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
 SPECS = [("interval", "1h"), ("interval", "6h"), ("interval", "24h"), ("cron", "30 2 * * *"),
@@ -110,10 +116,46 @@ def measure(service: Service, window: timedelta, query: str, repeat: int) -> dic
             "bytes": float(len(body)), "bars": float(len(found.bars))}  # fmt: skip
 
 
+def _crowded(path: Path, schedules: int, apart: bool) -> Service:
+    service = Service(open_engine(f"sqlite:///{path}", migrate=True, create=True),
+                      clock=lambda: NOW)  # fmt: skip
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="crowded"))
+    for i in range(schedules):
+        if apart:
+            component = service.upsert_component(Component(id=uuid.uuid4(), rack_id=rack.id,
+                                                           type=ComponentType.COMPUTE,
+                                                           name=f"c{i}"))  # fmt: skip
+            operation = make_operation("power_on", target=component_spec(component.id))
+        else:
+            operation = make_operation("upgrade_firmware", target=rack_spec(rack.id),
+                                       target_version="2.0")  # fmt: skip
+        service.create_schedule(ScheduleConfig(name=f"s-{i:05d}", spec_type="interval",
+                                               spec="1h"), operation)  # fmt: skip
+    return service
+
+
+def crowded(tmp: Path, schedules: int, repeat: int) -> None:
+    """The one-rack rows (module docstring)."""
+    print(f"\n{'one rack':>14} {'sched':>6} {'bars':>7} {'floor s':>8} {'upcoming s':>10}"
+          f" {'up/floor':>8} {'x2 growth':>9}")  # fmt: skip
+    for apart, label in ((True, "never conflict"), (False, "all conflict")):
+        first = None
+        for scale in (1, 2):
+            service = _crowded(tmp / f"crowded-{label[0]}{scale}.db", schedules * scale, apart)
+            found = measure(service, timedelta(hours=24), "window=24h", repeat)
+            service.close()
+            first = first or found["upcoming"]
+            growth = f"{found['upcoming'] / first:.2f}" if scale == 2 else "-"
+            print(f"{label:>14} {schedules * scale:>6} {int(found['bars']):>7}"
+                  f" {found['floor']:>8.3f} {found['upcoming']:>10.3f}"
+                  f" {found['upcoming'] / found['floor']:>8.1f} {growth:>9}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--racks", type=int, default=1_000)
     parser.add_argument("--schedules", type=int, default=500)
+    parser.add_argument("--crowded", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rows = []
@@ -134,6 +176,8 @@ def main() -> None:
         print(f"{racks:>6} {schedules:>6} {label:>6} {int(f['bars']):>7} {f['floor']:>8.3f}"
               f" {f['upcoming']:>10.3f} {f['page']:>7.3f} {f['page'] / f['floor']:>10.1f}"
               f" {f['bytes'] / 1024:>7.0f} {growth:>9}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        crowded(Path(tmp), args.crowded, args.repeat)
 
 
 if __name__ == "__main__":
