@@ -11,8 +11,9 @@ tasks would conflict (the table of ``rackcron.task_conflicts``, over the compone
 scope's filter selects, read as an index: a bar meets only the bars it conflicts with):
 the second of them would be refused under skip, or queued.
 A bar names at most :data:`MAX_CONFLICT_NAMES` of the schedules it conflicts with (the
-first its sweeps meet, ties in time by schedule name), and says when there are more: n schedules in lockstep on one rack
-would otherwise put n names on each of their bars. A bar whose start falls inside a
+first its sweeps meet: which ones depends only on the schedules, their names and times),
+and says when there are more: n schedules in lockstep on one rack would otherwise put n
+names on each of their bars. A bar whose start falls inside a
 freeze that holds it is marked with the freeze (``rackcron.freezes``).
 
 Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
@@ -26,11 +27,11 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import groupby, islice
+from itertools import islice
 
 from rackcron import timing
 from rackcron.derived import operation_name
@@ -329,95 +330,122 @@ def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: 
     either that bar was running when this one started (the forward sweep: S's latest such
     bar so far, since one schedule's bars on a rack are all as long), or it starts while
     this one runs (the backward sweep: S's earliest such bar from here on). Each sweep
-    holds the bars it has seen by where their tasks stand (:class:`_Seen`), and a bar
-    meets only those where it looks: each is a conflict, if the times overlap. So a bar
-    costs a step per schedule it conflicts with (at most 11: its walk stops once it is
-    full) and per such schedule's bar that ended within the longest duration, plus a
-    lookup per place it looks: not one per running bar (20 schedules firing every second
-    on one rack took minutes), nor one per overlapping schedule (800 power-ons in lockstep,
-    each on its own component, were 639,200 comparisons and 45 s for no conflict)."""
+    holds the bars it has seen in groups (:func:`_groups`), and a bar walks only the
+    groups it conflicts with that still hold bars that may overlap it, until it is full.
+    So a bar costs a step per schedule it conflicts with (at most 11) and per group it
+    walks: not one per running bar (20 schedules firing every second on one rack took
+    minutes), nor one per overlapping schedule (800 power-ons in lockstep, each on its own
+    component, were 639,200 comparisons and 45 s for no conflict), nor one per place it
+    looks (19 whole-rack power-ons beside one per component, on 144 components: 11 s)."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
-    points = _numbered(meets[i] for i in indexes)
+    group, views = _groups(bars, indexes, meets)
     owner: dict[uuid.UUID, int] = {}  # schedule -> a number, for cheap keys
-    seen = _Seen()
+
+    def ended(j: int, at: datetime) -> bool:
+        return bars[j].end <= at
+
+    def starts_after(j: int, at: datetime) -> bool:
+        return bars[j].start >= at
+
+    seen = _Seen(views)
     for i in indexes:
-        bar = bars[i]
-        stands, looks = points[id(meets[i])]
-        for j in seen.meet(looks):
-            if bars[j].start <= bar.start - longest:
-                break  # this one and every earlier one ended before ``bar`` started
-            if (
-                bars[j].schedule_id != bar.schedule_id
-                and bars[j].end > bar.start
-                and found.add(i, bars[j].schedule)
-            ):
-                break  # full
-        seen.put(i, owner.setdefault(bar.schedule_id, len(owner)), stands)
-    seen = _Seen()
+        into, view = group[id(meets[i])]
+        _note(bars, i, seen.meet(view, ended, bars[i].start), found)
+        seen.put(i, owner.setdefault(bars[i].schedule_id, len(owner)), into)
+    seen = _Seen(views)
     for i in reversed(indexes):
-        bar = bars[i]
-        stands, looks = points[id(meets[i])]
-        for j in () if i in found.full else seen.meet(looks):
+        into, view = group[id(meets[i])]
+        if i not in found.full:
+            # What starts ``longest`` after this bar, starts after it and every earlier one end.
+            _note(bars, i, seen.meet(view, starts_after, bars[i].start + longest), found)
+        seen.put(i, owner[bars[i].schedule_id], into)
+
+
+def _note(bars: list[Bar], i: int, walks: Iterable[Iterator[int]], found: _Conflicts) -> None:
+    """Adds to ``found`` the schedules of the bars ``walks`` meet that overlap bar ``i``
+    (each walk in the order its bars started, forward or backward), until it is full."""
+    bar = bars[i]
+    for walk in walks:
+        for j in walk:
             if bars[j].start >= bar.end:
-                break  # this one and every later one starts after ``bar`` ended
+                break  # this one and every later one of the walk starts after ``bar`` ended
             if bars[j].schedule_id != bar.schedule_id and found.add(i, bars[j].schedule):
-                break  # full
-        seen.put(i, owner[bar.schedule_id], stands)
+                return  # full
 
 
-def _numbered(meets: Iterable[_Meets]) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """One rack's meets (by identity: a scope's bars share one) with their points numbered.
+def _groups(
+    bars: list[Bar], indexes: list[int], meets: Sequence[_Meets]
+) -> tuple[dict[int, tuple[int | None, int]], list[tuple[int, ...]]]:
+    """Where one rack's bars go in a sweep, and which groups each meets: by meet (by
+    identity: a scope's bars share one), the group its bars join (None: nobody looks where
+    they stand) and its view (an index into the list returned: the groups it looks at).
 
-    Points where the same meets stand share a number (on a rack of rack-wide tasks, a
-    row's every component is one), and a point where none stands, or none looks, has none:
-    a meet looking at a point then meets exactly whom it met at the points of its number.
+    Bars whose tasks stand at the same places (of those some task looks at) and last as
+    long form a group: a bar looking at a place then meets its groups, each once, and
+    within a group the bars end in the order they started.
     """
-    distinct = {id(meet): meet for meet in meets}
-    standers: dict[Point, set[int]] = {}
-    for key, (stands, _) in distinct.items():
-        for point in stands:
-            standers.setdefault(point, set()).add(key)
-    looked = set().union(*(looks for _, looks in distinct.values()))
-    classes: dict[frozenset[int], int] = {}
-    number = {
-        point: classes.setdefault(frozenset(keys), len(classes))
-        for point, keys in standers.items()
-        if point in looked
-    }
-    return {
-        key: (
-            tuple({number[p] for p in stands if p in number}),
-            tuple({number[p] for p in looks if p in number}),
-        )
-        for key, (stands, looks) in distinct.items()
-    }
+    distinct = {id(meets[i]): (meets[i], bars[i].end - bars[i].start) for i in indexes}
+    looked = set().union(*(looks for (_, looks), _ in distinct.values()))
+    numbers: dict[tuple[frozenset[Point], timedelta], int] = {}
+    into: dict[int, int | None] = {}
+    at: dict[Point, set[int]] = {}  # place -> the groups standing there
+    for key, ((stands, _), length) in distinct.items():
+        places = stands & looked
+        if not places:
+            into[key] = None
+            continue
+        number = into[key] = numbers.setdefault((places, length), len(numbers))
+        for place in places:
+            at.setdefault(place, set()).add(number)
+    views: dict[frozenset[int], int] = {}
+    seen: dict[frozenset[Point], int] = {}  # looks -> view, for meets that look alike
+    group: dict[int, tuple[int | None, int]] = {}
+    for key, ((_, looks), _) in distinct.items():
+        if looks not in seen:
+            groups = frozenset().union(*(at[p] for p in looks if p in at))
+            seen[looks] = views.setdefault(groups, len(views))
+        group[key] = (into[key], seen[looks])
+    return group, [tuple(sorted(groups)) for groups in views]
 
 
 class _Seen:
-    """The bars a sweep has seen, by the points where their tasks stand
-    (:func:`rackcron.task_conflicts.meeting_points`, numbered by :func:`_numbered`): at
-    each point, each schedule's last seen bar there, in the order seen. A schedule firing
-    every second is one entry."""
+    """The bars a sweep has seen, by group (:func:`_groups`): in each, each schedule's last
+    seen bar there, in the order seen (a schedule firing every second is one entry). A
+    group is dropped from a view once a walk finds it empty, until a bar joins it again:
+    a bar walks only groups that may hold a bar for it."""
 
-    def __init__(self) -> None:
-        self._at: dict[int, dict[int, int]] = {}  # point -> schedule -> order seen
+    def __init__(self, views: Sequence[tuple[int, ...]]) -> None:
+        self._in: dict[int, OrderedDict[int, int]] = {}  # group -> schedule -> order seen
         self._bars: list[int] = []  # bar by the order seen
+        self._views = [set(groups) for groups in views]  # view -> groups it may find bars in
+        self._dropped: dict[int, list[int]] = {}  # group -> views that dropped it
 
-    def put(self, bar: int, schedule: int, stands: Iterable[int]) -> None:
-        order = len(self._bars)
+    def put(self, bar: int, schedule: int, group: int | None) -> None:
+        if group is None:
+            return
+        there = self._in.setdefault(group, OrderedDict())
+        there[schedule] = len(self._bars)
+        there.move_to_end(schedule)
         self._bars.append(bar)
-        for point in stands:
-            there = self._at.setdefault(point, {})
-            there.pop(schedule, None)
-            there[schedule] = order
+        for view in self._dropped.pop(group, ()):
+            self._views[view].add(group)
 
-    def meet(self, looks: Iterable[int]) -> Iterator[int]:
-        """The bars seen where ``looks``, each once, last seen first."""
-        walks = [reversed(self._at[p].values()) for p in looks if p in self._at]
-        if len(walks) == 1:  # one point's walk holds no bar twice
-            return map(self._bars.__getitem__, walks[0])
-        orders = (order for order, _ in groupby(heapq.merge(*walks, reverse=True)))
-        return map(self._bars.__getitem__, orders)
+    def meet(
+        self, view: int, gone: Callable[[int, datetime], bool], at: datetime
+    ) -> Iterator[Iterator[int]]:
+        """A walk per group of ``view`` that holds bars, each last seen first. A group's
+        oldest bars that are ``gone`` at ``at`` (and so are all older ones) are dropped
+        first, and a group left empty is dropped from the view."""
+        groups = self._views[view]
+        for group in tuple(groups):
+            there = self._in.get(group)
+            while there and gone(self._bars[next(iter(there.values()))], at):
+                there.popitem(last=False)
+            if there:
+                yield map(self._bars.__getitem__, reversed(there.values()))
+            else:
+                groups.discard(group)
+                self._dropped.setdefault(group, []).append(view)
 
 
 def _freeze_windows(

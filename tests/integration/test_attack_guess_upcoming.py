@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from rackcron.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.models import Component, ComponentType, Rack, ScheduleConfig, TargetSpec
 from rackcron.service import Service
 from tests.support.cli import run
 from tests.support.service import component_spec, make_operation, rack_spec
@@ -18,6 +18,18 @@ SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 #: only its own schedule's bar an hour away, and stops there); walking every overlapping
 #: schedule was n x (n - 1) = 89,700 comparisons (800 such schedules: 639,200 and 45 s).
 BUDGET_MET = 20_000
+#: Walks and bars met for 19 whole-rack power-ons every minute beside schedules on parts of
+#: a rack of 144 components: about 20,000 walks and 155,000 bars (one or two walks and 11
+#: bars a firing, whatever the rack's size). Walking each place a bar looks, as the timeline
+#: once did, pulled each whole-rack schedule once per component: 2 million walks and 21.6
+#: million bars (11 s for 40 h).
+BUDGET_WIDE_WALKED = 40_000
+BUDGET_WIDE_MET = 400_000
+#: Bars met for 200 whole-rack ingests at each hour and 200 power-ons at each half hour, each
+#: on its own component, beside one firmware upgrade (the longest bar, 2 h): about 110,000,
+#: 12 a firing. Meeting every bar that could conflict and started within the longest bar's
+#: length, ended or not, was 1.2 million (800 of each: 3.7 s, where it now takes 0.5 s).
+BUDGET_ENDED_MET = 300_000
 
 
 @SQLITE_ONLY
@@ -61,3 +73,71 @@ def test_the_names_a_full_bar_shows_do_not_depend_on_random_ids(
     rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="rack-1")).id
     seen = {_names_of_fw00(service, store_url, rack) for _ in range(6)}
     assert len(seen) == 1, seen
+
+
+def _components(service: Service, rack: uuid.UUID, k: int) -> list[uuid.UUID]:
+    return [service.upsert_component(Component(id=uuid.uuid4(), rack_id=rack, name=f"c{n}",
+                                               type=ComponentType.COMPUTE)).id
+            for n in range(k)]  # fmt: skip
+
+
+def _power_on(service: Service, name: str, spec: str, target: TargetSpec,
+              operation: str = "power_on", spec_type: str = "interval") -> None:  # fmt: skip
+    service.create_schedule(ScheduleConfig(name=name, spec_type=spec_type, spec=spec),
+                            make_operation(operation, target=target))  # fmt: skip
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("parts", ["one per component", "halves by bit"])
+def test_whole_rack_schedules_beside_schedules_on_parts_cost_no_more_on_a_bigger_rack(
+    service: Service, store_url: str, monkeypatch: pytest.MonkeyPatch, parts: str
+) -> None:
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="rack-1")).id
+    components = _components(service, rack, 144)
+    for n in range(19):
+        _power_on(service, f"whole-{n:02d}", "1m", rack_spec(rack))
+    if parts == "one per component":
+        subsets = [[c] for c in components]
+    else:  # component k in subset b when bit b of k is set: each two subsets share parts
+        subsets = [[c for k, c in enumerate(components) if k >> b & 1] for b in range(8)]
+    for n, subset in enumerate(subsets):
+        _power_on(service, f"part-{n:03d}", "3h", component_spec(*subset))
+    steps = count_steps(monkeypatch)
+    result = run("upcoming", "--now", "2026-06-01T12:00:00Z", "--window", "12h", "--format",
+                 "json", url=store_url)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    firings = json.loads(result.output)["firings"]
+    assert len(firings) == 19 * 719 + 3 * len(subsets)  # from 12:01, and at 15:00, 18:00, 21:00
+    # Every firing conflicts with more than ten others: the other whole-rack ones, and each
+    # part's with the 19 whole-rack ones running then (and the parts it shares components with).
+    assert all(f["conflicts_more"] and len(f["conflicts_with"]) == 10 for f in firings)
+    if parts == "one per component":
+        on_parts = [f for f in firings if f["schedule"].startswith("part-")]
+        assert all(n.startswith("whole-") for f in on_parts for n in f["conflicts_with"])
+    assert steps["walked"] < BUDGET_WIDE_WALKED and steps["met"] < BUDGET_WIDE_MET, steps
+
+
+@SQLITE_ONLY
+def test_bars_that_ended_are_not_met_again(
+    service: Service, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="rack-1")).id
+    for n, component in enumerate(_components(service, rack, 200)):
+        _power_on(service, f"ingest-{n:03d}", "0 * * * *", rack_spec(rack), "ingest", "cron")
+        _power_on(service, f"on-{n:03d}", "30 * * * *", component_spec(component), "power_on",
+                  "cron")  # fmt: skip
+    _power_on(service, "firmware", "0 5 * * *", rack_spec(rack), "upgrade_firmware", "cron")
+    steps = count_steps(monkeypatch)
+    result = run("upcoming", "--now", "2026-06-01T12:00:00Z", "--window", "24h", "--format",
+                 "json", url=store_url)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    firings = json.loads(result.output)["firings"]
+    assert len(firings) == 200 * (23 + 24) + 1  # the clock is 12:00: ingests from 13:00
+    # An ingest holds the whole rack for 30 minutes: it ends as the power-ons start (which
+    # conflict only with the firmware upgrade, from 05:00 to 07:00).
+    ingests = [f for f in firings if f["schedule"].startswith("ingest-")]
+    assert all(f["conflicts_more"] for f in ingests)
+    on = [f for f in firings
+          if f["schedule"].startswith("on-") and f["start"][11:13] not in ("05", "06")]  # fmt: skip
+    assert on and not any(f["conflicts_with"] for f in on)
+    assert steps["met"] < BUDGET_ENDED_MET, steps

@@ -2,9 +2,10 @@
 
 :func:`count_steps` wraps the calls whose number says how much work the fleet's
 timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
-freezes alike), bars met in the timeline's conflict sweeps (``met``: each a conflict
-unless the times do not overlap; a sweep's other work is a lookup per place a bar looks)
-and conflicts noted on bars (``noted``: one per bar and schedule its sweeps meet).
+freezes alike), the timeline's conflict sweeps' walks (``walked``: one per group of bars
+a bar walks) and the bars they meet (``met``: each a conflict unless the times do not
+overlap), and conflicts noted on bars (``noted``: one per bar and schedule its sweeps
+meet).
 A defect that makes the work grow with a window's length or a schedule's frequency
 shows up as millions of calls, whatever the machine's speed.
 """
@@ -23,8 +24,8 @@ __all__ = ["count_steps"]
 
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Count ``next_after`` calls, ``met`` bars and ``noted`` calls from now to the end of
-    the test."""
+    """Count ``next_after`` calls, ``walked`` groups, ``met`` bars and ``noted`` calls from
+    now to the end of the test."""
     counts: Counter[str] = Counter()
 
     def counted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,10 +38,15 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     monkeypatch.setattr(timing, "next_after", counted("next_after", timing.next_after))
     meet = upcoming._Seen.meet
 
-    def met(seen: upcoming._Seen, looks: Any) -> Iterator[int]:
-        for bar in meet(seen, looks):
+    def bars(walk: Iterator[int]) -> Iterator[int]:
+        for bar in walk:
             counts["met"] += 1
             yield bar
+
+    def met(seen: upcoming._Seen, *args: Any) -> Iterator[Iterator[int]]:
+        for walk in meet(seen, *args):
+            counts["walked"] += 1
+            yield bars(walk)
 
     monkeypatch.setattr(upcoming._Seen, "meet", met)
     noted = upcoming._Conflicts.add
