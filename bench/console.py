@@ -16,10 +16,12 @@ printed as seconds, the page's ratio to the floor, its size in bytes, and the ra
 the doubled fleet's time to the first (linear growth: about 2).
 
 Then one crowded rack: ``--crowded`` hourly schedules in lockstep (then twice as many),
-either each powering on its own compute component (they overlap and never conflict) or
-each upgrading the whole rack's firmware (they all conflict), and the time to compute a
-24 h window's firings against the floor above: upcoming grows with the firings (about 2
-when doubled), not with the schedules running beside each (about 4).
+either each powering on its own compute component (they overlap and never conflict),
+or each upgrading the whole rack's firmware (they all conflict), or each powering on its
+own component beside 10 whole-rack power-ons every 10 minutes (which conflict with all),
+and the time to compute a 24 h window's firings against the floor above: upcoming grows
+with the firings (about 2 when doubled), not with the schedules running beside each, nor
+with the components a whole-rack firing covers (about 4).
 
 Run: ``.venv/bin/python bench/console.py`` (1,000 racks, 500 schedules) or ``--racks
 5000 --schedules 2500``.
@@ -116,12 +118,16 @@ def measure(service: Service, window: timedelta, query: str, repeat: int) -> dic
             "bytes": float(len(body)), "bars": float(len(found.bars))}  # fmt: skip
 
 
-def _crowded(path: Path, schedules: int, apart: bool) -> Service:
+def _crowded(path: Path, schedules: int, shape: str) -> Service:
     service = Service(open_engine(f"sqlite:///{path}", migrate=True, create=True),
                       clock=lambda: NOW)  # fmt: skip
     rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="crowded"))
+    for i in range(10 if shape == "beside" else 0):
+        service.create_schedule(ScheduleConfig(name=f"whole-{i:02d}", spec_type="interval",
+                                               spec="10m"),
+                                make_operation("power_on", target=rack_spec(rack.id)))  # fmt: skip
     for i in range(schedules):
-        if apart:
+        if shape != "together":
             component = service.upsert_component(Component(id=uuid.uuid4(), rack_id=rack.id,
                                                            type=ComponentType.COMPUTE,
                                                            name=f"c{i}"))  # fmt: skip
@@ -136,17 +142,18 @@ def _crowded(path: Path, schedules: int, apart: bool) -> Service:
 
 def crowded(tmp: Path, schedules: int, repeat: int) -> None:
     """The one-rack rows (module docstring)."""
-    print(f"\n{'one rack':>14} {'sched':>6} {'bars':>7} {'floor s':>8} {'upcoming s':>10}"
+    print(f"\n{'one rack':>15} {'sched':>6} {'bars':>7} {'floor s':>8} {'upcoming s':>10}"
           f" {'up/floor':>8} {'x2 growth':>9}")  # fmt: skip
-    for apart, label in ((True, "never conflict"), (False, "all conflict")):
+    for shape, label in (("apart", "never conflict"), ("together", "all conflict"),
+                         ("beside", "beside 10 whole")):  # fmt: skip
         first = None
         for scale in (1, 2):
-            service = _crowded(tmp / f"crowded-{label[0]}{scale}.db", schedules * scale, apart)
+            service = _crowded(tmp / f"crowded-{shape}{scale}.db", schedules * scale, shape)
             found = measure(service, timedelta(hours=24), "window=24h", repeat)
             service.close()
             first = first or found["upcoming"]
             growth = f"{found['upcoming'] / first:.2f}" if scale == 2 else "-"
-            print(f"{label:>14} {schedules * scale:>6} {int(found['bars']):>7}"
+            print(f"{label:>15} {schedules * scale:>6} {int(found['bars']):>7}"
                   f" {found['floor']:>8.3f} {found['upcoming']:>10.3f}"
                   f" {found['upcoming'] / found['floor']:>8.1f} {growth:>9}")  # fmt: skip
 
