@@ -31,6 +31,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from itertools import islice
 
 from rackcron import timing
@@ -330,45 +331,51 @@ def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: 
     either that bar was running when this one started (the forward sweep: S's latest such
     bar so far, since one schedule's bars on a rack are all as long), or it starts while
     this one runs (the backward sweep: S's earliest such bar from here on). Each sweep
-    holds the bars it has seen in groups (:func:`_groups`), and a bar walks only the
-    groups it conflicts with that still hold bars that may overlap it, until it is full.
-    So a bar costs a step per schedule it conflicts with (at most 11) and per group it
-    walks: not one per running bar (20 schedules firing every second on one rack took
-    minutes), nor one per overlapping schedule (800 power-ons in lockstep, each on its own
-    component, were 639,200 comparisons and 45 s for no conflict), nor one per place it
-    looks (19 whole-rack power-ons beside one per component, on 144 components: 11 s)."""
+    holds the bars it has seen in groups (:func:`_groups`), and a bar walks, until it is
+    full, only the groups it conflicts with whose latest bar overlaps it: a group that
+    does not is set aside for the bars that look as this one does (their bars are as long,
+    so it overlaps none of them either) until a bar joins it. So a bar costs a step per
+    schedule it conflicts with (at most 11) and one per group it walks; a group set aside
+    costs one step, paid for by the bar that joins it: not one per running bar (20
+    schedules firing every second on one rack took minutes), nor one per overlapping
+    schedule (800 power-ons in lockstep, each on its own component, were 639,200
+    comparisons and 45 s for no conflict), nor one per place it looks (19 whole-rack
+    power-ons beside one per component, on 144 components: 11 s)."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
     group, views = _groups(bars, indexes, meets)
     owner: dict[uuid.UUID, int] = {}  # schedule -> a number, for cheap keys
 
-    def ended(j: int, at: datetime) -> bool:
+    def ended(at: datetime, j: int) -> bool:
         return bars[j].end <= at
 
-    def starts_after(j: int, at: datetime) -> bool:
+    def starts_after(at: datetime, j: int) -> bool:
         return bars[j].start >= at
 
     seen = _Seen(views)
     for i in indexes:
         into, view = group[id(meets[i])]
-        _note(bars, i, seen.meet(view, ended, bars[i].start), found)
+        gone = partial(ended, bars[i].start)  # and so for every later bar
+        _note(bars, i, seen.meet(view, gone, gone), found)
         seen.put(i, owner.setdefault(bars[i].schedule_id, len(owner)), into)
     seen = _Seen(views)
     for i in reversed(indexes):
         into, view = group[id(meets[i])]
         if i not in found.full:
             # What starts ``longest`` after this bar, starts after it and every earlier one end.
-            _note(bars, i, seen.meet(view, starts_after, bars[i].start + longest), found)
+            gone = partial(starts_after, bars[i].start + longest)
+            _note(bars, i, seen.meet(view, gone, partial(starts_after, bars[i].end)), found)
         seen.put(i, owner[bars[i].schedule_id], into)
 
 
 def _note(bars: list[Bar], i: int, walks: Iterable[Iterator[int]], found: _Conflicts) -> None:
-    """Adds to ``found`` the schedules of the bars ``walks`` meet that overlap bar ``i``
-    (each walk in the order its bars started, forward or backward), until it is full."""
+    """Adds to ``found`` the schedules of the bars ``walks`` meet that overlap bar ``i``,
+    until it is full. A walk goes from the bar nearest ``i`` away from it: backward, the
+    first that starts after ``i`` ends ends the walk (forward, all overlap it)."""
     bar = bars[i]
     for walk in walks:
         for j in walk:
             if bars[j].start >= bar.end:
-                break  # this one and every later one of the walk starts after ``bar`` ended
+                break
             if bars[j].schedule_id != bar.schedule_id and found.add(i, bars[j].schedule):
                 return  # full
 
@@ -382,7 +389,9 @@ def _groups(
 
     Bars whose tasks stand at the same places (of those some task looks at) and last as
     long form a group: a bar looking at a place then meets its groups, each once, and
-    within a group the bars end in the order they started.
+    within a group the bars end in the order they started. Meets that look at the same
+    places share a view when their bars last as long (a group of no use to one bar of a
+    view is then of no use to the view's next bars: :meth:`_Seen.meet`).
     """
     distinct = {id(meets[i]): (meets[i], bars[i].end - bars[i].start) for i in indexes}
     looked = set().union(*(looks for (_, looks), _ in distinct.values()))
@@ -397,22 +406,21 @@ def _groups(
         number = into[key] = numbers.setdefault((places, length), len(numbers))
         for place in places:
             at.setdefault(place, set()).add(number)
-    views: dict[frozenset[int], int] = {}
-    seen: dict[frozenset[Point], int] = {}  # looks -> view, for meets that look alike
+    views: dict[tuple[frozenset[int], timedelta], int] = {}
+    seen: dict[frozenset[Point], frozenset[int]] = {}  # looks -> groups, for meets that look alike
     group: dict[int, tuple[int | None, int]] = {}
-    for key, ((_, looks), _) in distinct.items():
+    for key, ((_, looks), length) in distinct.items():
         if looks not in seen:
-            groups = frozenset().union(*(at[p] for p in looks if p in at))
-            seen[looks] = views.setdefault(groups, len(views))
-        group[key] = (into[key], seen[looks])
-    return group, [tuple(sorted(groups)) for groups in views]
+            seen[looks] = frozenset().union(*(at[p] for p in looks if p in at))
+        group[key] = (into[key], views.setdefault((seen[looks], length), len(views)))
+    return group, [tuple(sorted(groups)) for groups, _ in views]
 
 
 class _Seen:
     """The bars a sweep has seen, by group (:func:`_groups`): in each, each schedule's last
     seen bar there, in the order seen (a schedule firing every second is one entry). A
-    group is dropped from a view once a walk finds it empty, until a bar joins it again:
-    a bar walks only groups that may hold a bar for it."""
+    group is dropped from a view once a walk finds nothing in it for the view, until a bar
+    joins it again: a bar walks only groups that may hold a bar for it."""
 
     def __init__(self, views: Sequence[tuple[int, ...]]) -> None:
         self._in: dict[int, OrderedDict[int, int]] = {}  # group -> schedule -> order seen
@@ -431,17 +439,18 @@ class _Seen:
             self._views[view].add(group)
 
     def meet(
-        self, view: int, gone: Callable[[int, datetime], bool], at: datetime
+        self, view: int, gone: Callable[[int], bool], idle: Callable[[int], bool]
     ) -> Iterator[Iterator[int]]:
-        """A walk per group of ``view`` that holds bars, each last seen first. A group's
-        oldest bars that are ``gone`` at ``at`` (and so are all older ones) are dropped
-        first, and a group left empty is dropped from the view."""
+        """A walk per group of ``view``, over its bars last seen first. A group's oldest
+        bars that are ``gone`` (for every bar from here on; and so are all older ones) are
+        dropped first, and a group left empty, or whose last seen bar is ``idle`` (of no
+        use to the view's bars from here on), is dropped from the view."""
         groups = self._views[view]
         for group in tuple(groups):
             there = self._in.get(group)
-            while there and gone(self._bars[next(iter(there.values()))], at):
+            while there and gone(self._bars[next(iter(there.values()))]):
                 there.popitem(last=False)
-            if there:
+            if there and not idle(self._bars[next(reversed(there.values()))]):
                 yield map(self._bars.__getitem__, reversed(there.values()))
             else:
                 groups.discard(group)
