@@ -335,12 +335,13 @@ def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: 
     full, only the groups it conflicts with whose latest bar overlaps it: a group that
     does not is set aside for the bars that look as this one does (their bars are as long,
     so it overlaps none of them either) until a bar joins it. So a bar costs a step per
-    schedule it conflicts with (at most 11) and one per group it walks; a group set aside
-    costs one step, paid for by the bar that joins it: not one per running bar (20
+    schedule it conflicts with (at most 11) and one per group it walks, and a bar joining
+    a group one step for each view that had set it aside: not one per running bar (20
     schedules firing every second on one rack took minutes), nor one per overlapping
     schedule (800 power-ons in lockstep, each on its own component, were 639,200
     comparisons and 45 s for no conflict), nor one per place it looks (19 whole-rack
-    power-ons beside one per component, on 144 components: 11 s)."""
+    power-ons beside one per component, on 144 components: 11 s). What still costs more
+    is in docs/benchmarks.md ("bench/console.py")."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
     group, views = _groups(bars, indexes, meets)
     owner: dict[uuid.UUID, int] = {}  # schedule -> a number, for cheap keys
