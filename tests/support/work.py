@@ -3,9 +3,9 @@
 :func:`count_steps` wraps the calls whose number says how much work the fleet's
 timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
 freezes alike), the timeline's conflict sweeps' walks (``walked``: one per group of bars
-a bar walks) and the bars they meet (``met``: each a conflict unless the times do not
-overlap), and conflicts noted on bars (``noted``: one per bar and schedule its sweeps
-meet).
+a bar walks), the bars they meet (``met``: each a conflict unless the times do not
+overlap) and the bars they check to drop or set aside a group (``checked``), and
+conflicts noted on bars (``noted``: one per bar and schedule its sweeps meet).
 A defect that makes the work grow with a window's length or a schedule's frequency
 shows up as millions of calls, whatever the machine's speed.
 """
@@ -24,8 +24,8 @@ __all__ = ["count_steps"]
 
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Count ``next_after`` calls, ``walked`` groups, ``met`` bars and ``noted`` calls from
-    now to the end of the test."""
+    """Count ``next_after`` calls, ``walked`` groups, ``met`` and ``checked`` bars and
+    ``noted`` calls from now to the end of the test."""
     counts: Counter[str] = Counter()
 
     def counted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,8 +43,10 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             counts["met"] += 1
             yield bar
 
-    def met(seen: upcoming._Seen, *args: Any) -> Iterator[Iterator[int]]:
-        for walk in meet(seen, *args):
+    def met(
+        seen: upcoming._Seen, view: int, *checks: Callable[[int], bool]
+    ) -> Iterator[Iterator[int]]:
+        for walk in meet(seen, view, *(counted("checked", check) for check in checks)):
             counts["walked"] += 1
             yield bars(walk)
 
