@@ -128,14 +128,15 @@ class FreezeWindow:
 
 def _fires(schedule: Schedule, start: datetime, end: datetime) -> Iterator[datetime]:
     """The schedule's firings that start before ``end``, in order (an overdue one at
-    ``start``)."""
+    ``start``, and then its next fire time after ``start``)."""
     if not schedule.enabled or schedule.next_run_at is None:
         return
     spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone or "UTC")
     at: datetime | None = schedule.next_run_at
     while at is not None and at < end:
-        yield max(at, start)
-        at = _not_before(spec, timing.next_after(spec, at), start)  # overdue: once, now
+        fired = max(at, start)  # overdue: once, now
+        yield fired
+        at = _not_before(spec, timing.next_after(spec, at), fired + timedelta(microseconds=1))
 
 
 _Meets = tuple[frozenset[Point], frozenset[Point]]  # where a scope's task stands, looks

@@ -101,6 +101,14 @@ def test_an_overdue_schedule_fires_once_at_the_window_start() -> None:
     assert [b.start for b in found.bars] == [T0, T0 + timedelta(hours=5)]
 
 
+def test_an_overdue_schedule_whose_period_lands_on_the_window_start_fires_there_once() -> None:
+    made = schedule(
+        "late", "power_on", (RACK, None), spec="1m", next_run_at=T0 - timedelta(minutes=5)
+    )
+    found = upcoming(view(made), T0, T0 + timedelta(minutes=3))
+    assert [b.start for b in found.bars] == [T0 + timedelta(minutes=m) for m in range(3)]
+
+
 def test_disabled_consumed_and_unscoped_schedules_draw_nothing() -> None:
     paused = schedule("paused", "power_on", (RACK, None), enabled=False)
     consumed = schedule("consumed", "power_on", (RACK, None), next_run_at=None)
