@@ -342,7 +342,7 @@ def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: 
     schedule (800 power-ons in lockstep, each on its own component, were 639,200
     comparisons and 45 s for no conflict), nor one per place it looks (19 whole-rack
     power-ons beside one per component, on 144 components: 11 s). What still costs more
-    is in docs/benchmarks.md ("bench/console.py")."""
+    is in docs/benchmarks.md "`bench/console.py`: the web console's timeline"."""
     longest = max(bars[i].end - bars[i].start for i in indexes)
     group, views = _groups(bars, indexes, meets)
     owner: dict[uuid.UUID, int] = {}  # schedule -> a number, for cheap keys
