@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rackcron.reconciler.diagnostics import Diagnostic
     from rackcron.reconciler.validate import Validation
     from rackcron.service import Service
+    from rackcron.store.limits import Role, SessionLimits
 
 __all__ = [
     "AS_OPTION",
@@ -406,17 +407,27 @@ def stop_on_signals() -> threading.Event:
 
 
 def open_service(
-    database_url: str | None, *, pool_size: int | None = None, create: bool = False
+    database_url: str | None,
+    *,
+    pool_size: int | None = None,
+    create: bool = False,
+    role: Role | None = None,
+    limits: SessionLimits | None = None,
 ) -> Service:
     """The service over ``database_url`` (or the default store). Only the commands that
     make a store pass ``create`` (apply, sync); for every other one a SQLite file that
     does not exist is a typo, refused with how to create the store, and nothing is made.
+    ``role`` and ``limits``: its PostgreSQL session limits (``rackcron.store.limits``;
+    default: the strict ones of ``serve``).
 
     :raises StoreError: the store cannot be opened, or does not exist.
     """
     from rackcron.service import Service
+    from rackcron.store.limits import Role
 
-    return Service.open(database_url, pool_size=pool_size, create=create)
+    return Service.open(
+        database_url, pool_size=pool_size, create=create, role=role or Role.SERVE, limits=limits
+    )
 
 
 def echo_json(value: Any) -> None:

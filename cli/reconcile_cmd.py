@@ -94,6 +94,7 @@ def _backend(database_url: str | None, server: Server | None, *, create_store: b
     """
     from rackcron.reconciler.backend import RemoteBackend, StoreBackend
     from rackcron.store import missing_sqlite_file
+    from rackcron.store.limits import Role
 
     with cli_errors():
         if server is not None:
@@ -105,7 +106,7 @@ def _backend(database_url: str | None, server: Server | None, *, create_store: b
                 err=True,
             )
             database_url = "sqlite://"
-        return StoreBackend(open_service(database_url, create=create_store))
+        return StoreBackend(open_service(database_url, create=create_store, role=Role.APPLY))
 
 
 def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
@@ -541,9 +542,10 @@ def sync(
     import socket
 
     from rackcron.reconciler.sync import run_round, sync_loop
+    from rackcron.store.limits import Role
 
     with cli_errors():
-        service = open_service(database_url, create=True)
+        service = open_service(database_url, create=True, role=Role.APPLY)
     stop = stop_on_signals()
     author = f"rackcron sync on {socket.gethostname()}"
 

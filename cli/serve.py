@@ -30,7 +30,7 @@ import logging
 import ssl
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
@@ -47,8 +47,9 @@ from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
 from rackcron.logs import Seconds, event
 from rackcron.notifications import Notification
-from rackcron.service import Service
+from rackcron.service import DEFAULT_LEASE, Service
 from rackcron.store import redacted_url
+from rackcron.store.limits import LIMITS, Role, SessionLimits
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication
@@ -74,6 +75,18 @@ class DispatchConfig:
     poll_interval: float = 10.0
     batch_size: int = 500
     workers: int | None = None  # None: the dispatcher's default for the backend
+    lease: float = DEFAULT_LEASE  # seconds a claimed firing is this replica's alone
+    lock_timeout: float = 2.0  # PostgreSQL: seconds a statement waits for a row lock
+    idle_timeout: float = 10.0  # PostgreSQL: seconds a transaction may sit idle
+
+    @property
+    def session_limits(self) -> SessionLimits:
+        """The store's session limits for this process (``rackcron.store.limits``)."""
+        return replace(
+            LIMITS[Role.SERVE],
+            lock_timeout=round(self.lock_timeout * 1000),
+            idle_in_transaction_session_timeout=round(self.idle_timeout * 1000),
+        )
 
 
 @dataclass(frozen=True)
@@ -198,6 +211,7 @@ def _loops(
         hook=fault_hook(),
         workers=dispatch.workers,
         notify=notify,
+        lease=dispatch.lease,
     )
     loops = [
         threading.Thread(

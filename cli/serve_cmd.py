@@ -40,10 +40,20 @@ LogFormat = Literal["text", "json"]  # the choices of --log-format
 TOKEN_ENV = "RACKCRON_CONTROLLER_TOKEN"
 
 
-def _dispatch(poll_interval: float, batch_size: int, workers: int | None) -> DispatchConfig:
+def _dispatch(
+    poll_interval: float,
+    batch_size: int,
+    workers: int | None,
+    firing_lease: float,
+    db_lock_timeout: float,
+    db_idle_timeout: float,
+) -> DispatchConfig:
     from rackcron.cli.serve import DispatchConfig
 
-    return DispatchConfig(poll_interval=poll_interval, batch_size=batch_size, workers=workers)
+    return DispatchConfig(
+        poll_interval=poll_interval, batch_size=batch_size, workers=workers, lease=firing_lease,
+        lock_timeout=db_lock_timeout, idle_timeout=db_idle_timeout,
+    )  # fmt: skip
 
 
 #: How the dispatcher polls: ``dispatch: DispatchConfig``.
@@ -61,6 +71,21 @@ _dispatch_options = option_group(
         "--workers", type=click.IntRange(1, 16),
         help="Threads draining a poll's backlog side by side (default: 2 on "
         "PostgreSQL, 1 on SQLite, which has one writer at a time).",
+    ),
+    click.option(
+        "--firing-lease", type=DURATION, default="30s", show_default=True,
+        help="How long a replica has a firing it claimed to itself; past it, any replica "
+        "creates the tasks the firing still owes (its replica died or stalled).",
+    ),
+    click.option(
+        "--db-lock-timeout", type=DURATION, default="2s", show_default=True,
+        help="PostgreSQL: how long a statement waits for a row lock before giving up "
+        "(a replica paused while holding locks stalls no one longer).",
+    ),
+    click.option(
+        "--db-idle-timeout", type=DURATION, default="10s", show_default=True,
+        help="PostgreSQL: how long a transaction may sit idle before the server ends it "
+        "and releases its locks (a paused or cut-off replica).",
     ),
 )  # fmt: skip
 
@@ -118,12 +143,13 @@ def dispatch(
 
     start_logs()
     with cli_errors():
-        service = open_service(database_url)
+        service = open_service(database_url, limits=dispatch.session_limits)
         try:
             warn_if_empty(service)
             dispatcher = Dispatcher(
-                service, batch_size=dispatch.batch_size, hook=fault_hook(), workers=dispatch.workers
-            )
+                service, batch_size=dispatch.batch_size, hook=fault_hook(),
+                workers=dispatch.workers, lease=dispatch.lease,
+            )  # fmt: skip
             if once:
                 summary = dispatcher.poll()
                 counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.results.items()))
@@ -547,7 +573,7 @@ def serve(
     # Each RPC thread may hold a connection, next to the dispatcher's and the runner's.
     pool_size = config.grpc.workers + 4 if config.grpc else None
     with cli_errors():
-        service = open_service(database_url, pool_size=pool_size)
+        service = open_service(database_url, pool_size=pool_size, limits=dispatch.session_limits)
         try:
             run_server(service, config, stop)
         except (OSError, UnusableConfig) as exc:  # a port is taken, a TLS file unreadable

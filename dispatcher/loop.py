@@ -39,7 +39,7 @@ from rackcron.firing import parse_starting_deadline
 from rackcron.logs import LOGGER, Seconds, event
 from rackcron.models import MissReason
 from rackcron.notifications import Notification, firing_missed, firing_skipped
-from rackcron.service import FireResult, Missed, Service
+from rackcron.service import DEFAULT_LEASE, Completed, FireResult, Missed, Service
 from rackcron.timing import SpecError, format_rfc3339
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
@@ -73,6 +73,7 @@ class Dispatcher:
         hook: Callable[[str], None] | None = None,
         workers: int | None = None,
         notify: Callable[[Notification], None] | None = None,
+        lease: float = DEFAULT_LEASE,
     ) -> None:
         self.service = service
         self.batch_size = batch_size
@@ -82,6 +83,7 @@ class Dispatcher:
         self.health = health
         self.hook = hook
         self.notify = notify  # takes a notification without blocking (dispatcher.notify)
+        self.lease = lease  # seconds a claimed firing is this replica's alone
 
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
         """Fire everything due now (stopping early, between batches, if ``stop`` is set).
@@ -98,8 +100,11 @@ class Dispatcher:
 
         def drain() -> None:
             try:
-                for batch in self.service.fire_batches(batch_size=self.batch_size, hook=self.hook):
-                    counts = self._report(batch.results)
+                batches = self.service.fire_batches(
+                    batch_size=self.batch_size, hook=self.hook, lease=self.lease
+                )
+                for batch in batches:
+                    counts = self._report(batch.results) + self._report_completed(batch.completed)
                     for schedule in batch.unfireable:
                         event(logging.ERROR, "cannot fire", schedule=schedule.name,
                               id=str(schedule.schedule_id), error=schedule.error)  # fmt: skip
@@ -136,6 +141,8 @@ class Dispatcher:
         self._warn_short_deadlines(interval)
         while not stop.is_set():
             started = time.monotonic()
+            if self.health is not None:
+                self.health.started()
             try:
                 summary = self.poll(stop)
             except Exception as exc:  # the loop outlives any poll; /healthz reports it
@@ -204,6 +211,35 @@ class Dispatcher:
                     freeze=miss.detail if miss.reason is MissReason.FREEZE else None,
                 ))  # fmt: skip
 
+    def _report_completed(self, completed: list[Completed]) -> Counter[str]:
+        """Log one line per recorded firing completed late (a WARNING: its replica died or
+        stalled, or a rack was busy) and feed the metrics; the scope outcomes."""
+        totals: Counter[str] = Counter()
+        for firing in completed:
+            counts: Counter[str] = Counter(o.result for o in firing.done.values())
+            delay = (firing.created_at - firing.fired_at).total_seconds()
+            fields: dict[str, object] = {
+                "schedule": firing.schedule_name,
+                "id": str(firing.schedule_id),
+                "firing": str(firing.firing_id),
+                **counts,
+                "delay": Seconds(delay),
+                "lag": Seconds(firing.lag_seconds),
+            }
+            if not firing.finished:
+                fields["still_owed"] = "scopes whose racks are locked by another transaction"
+            event(logging.WARNING, "completed late", **fields)
+            if self.metrics is not None and firing.done:
+                self.metrics.lag.observe(firing.lag_seconds)
+            totals.update(counts)
+        if self.metrics is not None and completed:
+            m = self.metrics
+            m.firings_completed_late.inc(len(completed))
+            m.tasks_submitted.inc(totals["submitted"] + totals["queued"])
+            m.scopes_queued.inc(totals["queued"])
+            m.submissions_failed.inc(totals["failed"])
+        return totals
+
     def _report(self, batch: list[FireResult]) -> Counter[str]:
         """Log one line per firing and feed the metrics; the batch's scope outcomes."""
         totals: Counter[str] = Counter()
@@ -211,14 +247,19 @@ class Dispatcher:
             firing = result.firing
             counts = dict.fromkeys(_RESULTS, 0)
             for outcome in result.outcomes:
-                counts[outcome.result] += 1
-            lag = firing.lag_seconds
+                counts[outcome.result] = counts.get(outcome.result, 0) + 1
+            lag = result.lag_seconds
             fields: dict[str, object] = {
                 "schedule": firing.schedule.name,
                 "id": str(firing.schedule.id),
                 **counts,
                 "lag": Seconds(lag),
             }
+            if counts.get("deferred"):  # owed by the firing's record: completed later
+                fields["deferred_because"] = "; ".join(sorted({
+                    o.error or "its rack is locked by another transaction"
+                    for o in result.outcomes if o.result == "deferred"
+                }))  # fmt: skip
             if counts["failed"]:
                 fields["errors"] = "; ".join(
                     f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.result == "failed"
@@ -248,4 +289,5 @@ class Dispatcher:
             m.scopes_skipped.inc(totals["skipped"])
             m.scopes_frozen.inc(totals["frozen"])
             m.submissions_failed.inc(totals["failed"])
+            m.scopes_deferred.inc(totals["deferred"])
         return +totals

@@ -109,8 +109,28 @@ class Metrics:
         )
         self.lag = Histogram(
             "rackcron_dispatch_lag_seconds",
-            "Dispatch time minus the time the schedule was due.",
+            "Due to created: when a firing's tasks were created minus when it was due"
+            " (a firing that created none: when it was claimed).",
             buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.delivery_lag = Histogram(
+            "rackcron_delivery_lag_seconds",
+            "Due to delivered: when a rack controller took a firing's task minus when the"
+            " firing was due.",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.scopes_deferred = Counter(
+            "rackcron_scopes_deferred",
+            "Scopes whose task a recorded firing still owes after its own replica's attempt"
+            " (a rack locked by another transaction, or the store failed).",
+            registry=r,
+        )
+        self.firings_completed_late = Counter(
+            "rackcron_firings_completed_late",
+            "Recorded firings completed after their lease ran out (their replica died or"
+            " stalled, or a rack was busy).",
             registry=r,
         )
         self.firings_missed = Counter(
@@ -172,23 +192,31 @@ class Metrics:
 
 
 class HealthCheck:
-    """Healthy while the dispatcher's last good poll is recent enough."""
+    """Healthy while the dispatcher's last good poll is recent enough; unhealthy, saying
+    so, when the poll in progress has run longer than that (a stalled poll)."""
 
     def __init__(self, max_age: float) -> None:
         self.max_age = max_age
         self._last = time.monotonic()
         self._error = ""
+        self._polling: float | None = None  # when the poll in progress started
+
+    def started(self) -> None:
+        self._polling = time.monotonic()
 
     def ok(self) -> None:
-        self._last, self._error = time.monotonic(), ""
+        self._last, self._error, self._polling = time.monotonic(), "", None
 
     def failed(self, error: str) -> None:
-        self._error = error
+        self._error, self._polling = error, None
 
     def status(self) -> tuple[bool, str]:
-        age = time.monotonic() - self._last
+        now = time.monotonic()
+        age = now - self._last
         if age > self.max_age:
             reason = f"no successful poll for {age:.0f}s"
+            if self._polling is not None:
+                reason += f": the poll in progress has run for {now - self._polling:.0f}s"
             return False, f"{reason}: {self._error}" if self._error else reason
         return True, "ok"
 

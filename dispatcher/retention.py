@@ -4,7 +4,8 @@
 beside the poll loop and the task runner, so a firing never waits for a pass: one pass at
 start-up, then one every ``interval``. Which tasks go is ``rackcron.retention``'s rule
 (final, owing no stop, finished before now less the retention); ``Service.prune_tasks``
-deletes at most ``batch_size`` of them (at most 500) per transaction, oldest first.
+deletes at most ``batch_size`` of them (at most 500) per transaction, oldest first; then
+``Service.prune_firings`` deletes the firing records that finished as long ago.
 
 A pass runs batches until one deletes nothing. Between two batches it waits ``pause``,
 and at least as long as the last batch took, so it holds the store's one writer
@@ -38,6 +39,7 @@ class PruneSummary:
     deleted: int
     batches: int  # transactions that deleted tasks
     seconds: float
+    firings: int = 0  # finished firing records deleted
 
 
 class Pruner:
@@ -66,22 +68,29 @@ class Pruner:
             to 500 (``Service.prune_tasks``).
         """
         started = time.monotonic()
-        deleted = batches = 0
+        deleted = batches = firings = 0
+        pruning = self.service.prune_tasks
         while True:
             began = time.monotonic()
-            count = self.service.prune_tasks(self.retention, limit=self.batch_size)
+            count = pruning(self.retention, limit=self.batch_size)
             if not count:
-                break
-            deleted += count
-            batches += 1
-            if self.metrics is not None:
-                self.metrics.tasks_pruned.inc(count)
+                if pruning == self.service.prune_firings:
+                    break
+                pruning = self.service.prune_firings  # then the finished firing records
+                continue
+            if pruning == self.service.prune_tasks:
+                deleted += count
+                batches += 1
+                if self.metrics is not None:
+                    self.metrics.tasks_pruned.inc(count)
+            else:
+                firings += count
             rest = max(self.pause, time.monotonic() - began)
             if stop is None:
                 time.sleep(rest)
             elif stop.wait(rest):
                 break
-        return PruneSummary(deleted, batches, time.monotonic() - started)
+        return PruneSummary(deleted, batches, time.monotonic() - started, firings)
 
     def run(self, stop: threading.Event, *, interval: float = 60.0) -> None:
         """A pass at once, then one every ``interval`` seconds, until ``stop`` is set."""
@@ -94,12 +103,13 @@ class Pruner:
                 LOGGER.error("task pruning failed", exc_info=not isinstance(exc, RackcronError),
                              extra={"fields": {"error": message}})  # fmt: skip
             else:
-                if summary.deleted:
+                if summary.deleted or summary.firings:
                     event(
                         logging.INFO,
                         "tasks pruned",
                         tasks=summary.deleted,
                         batches=summary.batches,
+                        firings=summary.firings,
                         seconds=Seconds(summary.seconds),
                         retention=Seconds(self.retention.total_seconds()),
                     )

@@ -429,7 +429,14 @@ class TaskRunner:
                 if self.metrics is not None:
                     self.metrics.task_ended(ended.value, works[update.task_id].schedule_id)
             elif update.event is Event.ACCEPTED:
-                event(logging.INFO, "task started", **_about(works[update.task_id]))
+                work = works[update.task_id]
+                lag = {}
+                if work.due_at is not None:  # due to delivered (docs/dispatch.md "Lag")
+                    seconds = (self.service.clock() - work.due_at).total_seconds()
+                    lag = {"lag": Seconds(seconds)}
+                    if self.metrics is not None:
+                        self.metrics.delivery_lag.observe(seconds)
+                event(logging.INFO, "task started", **_about(work), **lag)
             elif update.event is Event.RETRY_SCHEDULED:
                 event(logging.WARNING, "controller call failed", **_about(works[update.task_id]),
                       error=update.message)  # fmt: skip

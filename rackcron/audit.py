@@ -254,11 +254,13 @@ def triggered(
     overrode: Mapping[str, Sequence[str]] | None = None,
 ) -> Change:
     """A manual trigger: how many of its scopes' tasks were submitted, queued, skipped and
-    refused (the task manager's ``failed``); and, when it was forced past freezes,
+    refused (the task manager's ``failed``), and ``deferred`` when the store failed (the
+    firing's record keeps them owed); and, when it was forced past freezes,
     ``overrode_freeze`` (their names) and ``frozen_racks`` (the racks they held)."""
     counts: dict[str, Any] = {"submitted": 0, "queued": 0, "skipped": 0, "refused": 0}
     for result in results:
-        counts["refused" if result == "failed" else result] += 1
+        key = "refused" if result == "failed" else result
+        counts[key] = counts.get(key, 0) + 1
     if overrode:
         counts["overrode_freeze"] = sorted(overrode)
         counts["frozen_racks"] = sorted({r for racks in overrode.values() for r in racks})

@@ -33,7 +33,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
@@ -61,6 +61,8 @@ from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, Recorded, Update, Work, Written
 from rackcron.service._firing import (
+    DEFAULT_LEASE,
+    Completed,
     Firing,
     FiringOps,
     Frozen,
@@ -81,13 +83,16 @@ from rackcron.service._schedules import (
 from rackcron.service._scopes import ScopeOps
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
 from rackcron.store.failures import store_error
+from rackcron.store.limits import Role, SessionLimits
 from rackcron.store.lookup import Lookup
 from rackcron.upcoming import FleetView
 
 __all__ = [
+    "DEFAULT_LEASE",
     "UPDATE_MASK_PATHS",
     "ApplyLocked",
     "Batch",
+    "Completed",
     "FireResult",
     "Frozen",
     "Missed",
@@ -113,34 +118,36 @@ class Operations(ScopeOps, FiringOps, InventoryOps, NameOps, AuditOps, DeliveryO
 @dataclass(frozen=True)
 class Batch:
     """One batch of a drain: its firings' results, the due schedules that cannot fire,
-    and the firings missed (each already recorded on its schedule)."""
+    the firings missed (each already recorded on its schedule), and the recorded firings
+    of earlier polls completed now (``completed``: their replica died or stalled, or a
+    rack was busy)."""
 
     results: list[FireResult]
     unfireable: list[Unfireable]
     missed: list[Missed]
+    completed: list[Completed] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class FireResult:
-    """One firing, after all three phases."""
+    """One firing, after all three phases; ``created_at``: when its tasks were created
+    (None: it created none)."""
 
     firing: Firing
     outcomes: list[ScopeOutcome]
+    created_at: datetime | None = None
 
     @property
     def task_ids(self) -> list[uuid.UUID]:
         return [o.task_id for o in self.outcomes if o.task_id is not None]
 
-
-def _failed(firing: Firing, error: StoreError) -> list[ScopeOutcome]:
-    """A firing's outcomes when its submission transaction failed: every scope it was to
-    submit failed with ``error``, the rest skipped."""
-    return [
-        ScopeOutcome(s.id, s.rack_id, "failed", error=error.message)
-        if s in firing.submit
-        else firing.held(s)
-        for s in firing.scopes
-    ]
+    @property
+    def lag_seconds(self) -> float:
+        """From the due time to the creation of its tasks, else to its claim (0 for a
+        manual trigger)."""
+        if self.firing.manual:
+            return 0.0
+        return ((self.created_at or self.firing.at) - self.firing.due).total_seconds()
 
 
 def _utcnow() -> datetime:
@@ -167,11 +174,13 @@ def _in_transaction(
     *,
     write: bool = True,
     single_read: bool = False,
+    role: Role | None = None,
 ) -> Callable[Concatenate[Service, P], R]:
     """Operation ``method`` in a transaction of its own, as a Service method with the same
     parameters (less ``self``) and return type; ``single_read``: it runs one SELECT, on
     the store's reader (``rackcron.store.open_reader``), retried once if the connection
-    it got was dead.
+    it got was dead; ``role``: the transaction's PostgreSQL session limits, if not the
+    engine's (``rackcron.store.limits``).
 
     Each call looks the operation up by name on its :class:`Operations`, so a method
     replaced on that class (a test's monkeypatch) is the one that runs."""
@@ -183,7 +192,7 @@ def _in_transaction(
 
     def call(self: Service, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if not single_read:
-            with self.transaction(write=write) as ops:
+            with self.transaction(write=write, role=role) as ops:
                 return bound(ops)(*args, **kwargs)
         try:
             with self.transaction(write=False, engine=self.reader) as ops:
@@ -221,15 +230,19 @@ class Service:
         *,
         pool_size: int | None = None,
         create: bool = True,
+        role: Role = Role.SERVE,
+        limits: SessionLimits | None = None,
         **kwargs: Any,
     ) -> Service:
         """Open the store at ``url`` (default: ``default_database_url()``); with ``create``
-        False, a SQLite file that does not exist is refused (``open_engine``).
+        False, a SQLite file that does not exist is refused (``open_engine``); ``role``
+        and ``limits``: its PostgreSQL session limits (``rackcron.store.limits``).
 
         :raises StoreError: the store cannot be opened.
         """
         url = url or default_database_url()
-        return cls(open_engine(url, pool_size=pool_size, create=create), **kwargs)
+        engine = open_engine(url, pool_size=pool_size, create=create, role=role, limits=limits)
+        return cls(engine, **kwargs)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -237,16 +250,17 @@ class Service:
 
     @contextmanager
     def transaction(
-        self, *, write: bool = True, engine: Engine | None = None
+        self, *, write: bool = True, engine: Engine | None = None, role: Role | None = None
     ) -> Iterator[Operations]:
         """Operations in one transaction on ``engine`` (default: the store's): committed at
-        the end, rolled back on any error.
+        the end, rolled back on any error; ``role``: its PostgreSQL session limits, if not
+        the engine's.
 
         :raises StoreError: the database failed (the driver error is chained).
         """
         try:
-            with transaction(engine or self.engine, write=write) as conn:
-                yield Operations(conn, self.clock())
+            with transaction(engine or self.engine, write=write, role=role) as conn:
+                yield Operations(conn, self.clock(), self.clock)
         except sa.exc.SQLAlchemyError as exc:
             raise store_error(exc) from exc
 
@@ -511,27 +525,72 @@ class Service:
     promote_waiting = _in_transaction(Operations.promote_waiting)
     task_counts = _in_transaction(Operations.task_counts, write=False)
     # Task retention (one batch per transaction)
-    prune_tasks = _in_transaction(Operations.prune_tasks)
+    prune_tasks = _in_transaction(Operations.prune_tasks, role=Role.RETENTION)
+    prune_firings = _in_transaction(Operations.prune_firings, role=Role.RETENTION)
 
-    def submit_batch(
-        self, firings: Sequence[Firing], *, before_commit: Callable[[], None] | None = None
-    ) -> list[list[ScopeOutcome]]:
-        """Phase 2 of claimed firings, in one transaction: each firing's outcomes.
+    def complete(
+        self,
+        firings: Sequence[Firing],
+        *,
+        defer_held: bool = True,
+        before_commit: Callable[[], None] | None = None,
+        record: Callable[[Operations, Firing, list[ScopeOutcome]], None] | None = None,
+    ) -> list[FireResult]:
+        """Phase 2 of claimed firings, in one transaction: each firing's result.
 
-        A store failure fails every scope of the batch (the ticks are spent: at most
-        once) and never the next batch's. ``before_commit`` runs inside the
-        transaction once the tasks are written (a fault-injection point).
+        A store failure leaves every scope it was to submit ``deferred`` (the firing's
+        record keeps the debt; its lease is ended, best effort, so any replica completes
+        it at its next poll) and never fails the next batch. ``before_commit`` runs
+        inside the transaction once the tasks are written (a fault-injection point);
+        ``record`` inside it too, for each firing (a trigger's audit record).
         """
-        if not firings:
-            return []
+        recorded = [f.id for f in firings if f.id is not None]
+        done: dict[uuid.UUID, Completed] = {}
         try:
             with self.transaction() as ops:
-                outcomes = ops.submit_batch(firings)
-                if before_commit is not None:
+                done = {c.firing_id: c for c in ops.complete(recorded, defer_held=defer_held)}
+                results = [self._result(f, done) for f in firings]
+                if record is not None:
+                    for result in results:
+                        record(ops, result.firing, result.outcomes)
+                if before_commit is not None and recorded:
                     before_commit()
-                return outcomes
+                return results
         except StoreError as exc:
-            return [_failed(f, exc) for f in firings]
+            with contextlib.suppress(StoreError), self.transaction() as ops:
+                ops.release(recorded)
+            return [self._result(f, {}, exc.message) for f in firings]
+
+    @staticmethod
+    def _result(
+        firing: Firing, done: Mapping[uuid.UUID, Completed], error: str | None = None
+    ) -> FireResult:
+        completed = done.get(firing.id) if firing.id is not None else None
+        if completed is None and error is None:
+            error = "its firing is being completed by another replica, or was deleted"
+        outcomes = firing.outcomes(completed.done if completed else {}, error)
+        created = completed.created_at if completed and completed.done else None
+        return FireResult(firing, outcomes, created)
+
+    def complete_overdue(
+        self, *, batch_size: int = 500, exclude: set[uuid.UUID] | None = None
+    ) -> Iterator[list[Completed]]:
+        """Phase 2 and 3 of the recorded firings whose lease has run out, ``batch_size``
+        at a time, each batch in its own transactions; ``exclude`` collects the ids tried
+        (a firing still owing a scope is not tried twice in one call)."""
+        tried = exclude if exclude is not None else set()
+        while True:
+            try:
+                with self.transaction() as ops:
+                    completed = ops.complete_overdue(batch_size, exclude=tried)
+            except StoreError:
+                return
+            tried.update(c.firing_id for c in completed)
+            if completed:
+                self.write_back(o for c in completed for o in c.done.values())
+                yield completed
+            if len(completed) < batch_size:
+                return
 
     def write_back(self, outcomes: Iterable[ScopeOutcome]) -> bool:
         """Phase 3 in one transaction; False if the store failed.
@@ -553,11 +612,11 @@ class Service:
     ) -> list[FireResult]:
         """Phases 2 and 3 of a claimed batch of firings."""
         before_commit = None if hook is None else (lambda: hook("submitting"))
-        batch = self.submit_batch(firings, before_commit=before_commit)
+        results = self.complete(firings, before_commit=before_commit)
         if hook is not None:
             hook("submitted")
-        self.write_back(o for outcomes in batch for o in outcomes)
-        return [FireResult(f, outcomes) for f, outcomes in zip(firings, batch, strict=True)]
+        self.write_back(o for r in results for o in r.outcomes)
+        return results
 
     def trigger(
         self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
@@ -590,22 +649,23 @@ class Service:
             for name in firing.overridden.get(scope.id, ()):
                 overrode.setdefault(name, []).append(str(scope.rack_id))
 
-        def record(ops: Operations, outcomes: Sequence[ScopeOutcome]) -> None:
+        def record(ops: Operations, _: Firing, outcomes: Sequence[ScopeOutcome]) -> None:
             change = _trail.triggered(firing.schedule, [o.result for o in outcomes], overrode)
             ops.record_action(audit, change)
 
-        try:
-            with self.transaction() as ops:
-                outcomes = ops.submit(firing)
-                record(ops, outcomes)
-        except StoreError as exc:
-            outcomes = _failed(firing, exc)
-            # Best effort: the trigger's own error names the database failure.
+        (result,) = self.complete([firing], defer_held=False, record=record)
+        deferred = [o for o in result.outcomes if o.result == "deferred"]
+        if deferred:  # the store failed: best effort, the record says so
             with contextlib.suppress(StoreError), self.transaction() as ops:
-                record(ops, outcomes)
-        self.write_back(outcomes)
-        result = FireResult(firing, outcomes)
+                record(ops, firing, result.outcomes)
+        self.write_back(result.outcomes)
         if firing.scopes and not result.task_ids:
+            if deferred:
+                raise StoreError(
+                    f"the tasks of task schedule {firing.schedule.id} could not be submitted"
+                    f" now ({deferred[0].error}); the firing is recorded, and the dispatcher"
+                    " submits them at its next poll"
+                )
             errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
             raise FailedPrecondition(
                 f"id: every task submission of task schedule {firing.schedule.id} failed: {errors}"
@@ -618,10 +678,18 @@ class Service:
             return ops.claim_due(limit)
 
     def fire_batches(
-        self, *, batch_size: int = 500, hook: Callable[[str], None] | None = None
+        self,
+        *,
+        batch_size: int = 500,
+        hook: Callable[[str], None] | None = None,
+        lease: float = DEFAULT_LEASE,
     ) -> Iterator[Batch]:
         """Fire every schedule due now, ``batch_size`` at a time, yielding each batch's
         results: each batch is claimed, submitted and written back in three transactions.
+
+        First, the recorded firings whose lease has run out are completed (``Batch.completed``:
+        their replica died or stalled, or a rack was busy); each firing claimed now is
+        recorded with a lease of ``lease`` seconds.
 
         A due schedule whose row cannot be fired (rackcron did not write it: a time zone
         this host lacks, say) is reported in ``Batch.unfireable`` and left as it is; the
@@ -636,11 +704,13 @@ class Service:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        for completed in self.complete_overdue(batch_size=batch_size):
+            yield Batch([], [], [], completed)
         unfireable: set[uuid.UUID] = set()
         while True:
             with gc_paused():
                 with self.transaction() as ops:
-                    claim = ops.claim_batch(batch_size, exclude=unfireable)
+                    claim = ops.claim_batch(batch_size, exclude=unfireable, lease=lease)
                 if claim.firings and hook is not None:
                     hook("claimed")
                 results = self._finish(claim.firings, hook) if claim.firings else []

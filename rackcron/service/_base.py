@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, overload
 
@@ -93,11 +94,15 @@ def paged(query: sa.Select[Any], offset: int, limit: int) -> sa.Select[Any]:
 
 
 class OpsBase:
-    """Operations bound to one open transaction; ``now`` is fixed for its duration."""
+    """Operations bound to one open transaction; ``now`` is fixed for its duration, and
+    ``clock`` reads the time afresh (default: ``now``)."""
 
-    def __init__(self, conn: Connection, now: datetime) -> None:
+    def __init__(
+        self, conn: Connection, now: datetime, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.conn = conn
         self.now = now
+        self.clock = clock or (lambda: now)
 
     def count(self, query: sa.Select[Any]) -> int:
         return self.conn.execute(

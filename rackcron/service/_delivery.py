@@ -102,6 +102,7 @@ class Work(NamedTuple):
     schedule_id: uuid.UUID | None = None  # the schedule that fired it, if any
     forced: bool = False  # by a trigger forced past a freeze: never held by one
     schedule_name: str | None = None  # None: no schedule, or it is gone
+    due_at: datetime | None = None  # its firing's due time; None: not from a firing
 
 
 class Update(NamedTuple):
@@ -197,6 +198,7 @@ _WORK = sa.select(
     task.c.schedule_id,
     task.c.forced,
     task_schedule.c.name,
+    task.c.due_at,
 ).select_from(
     task.outerjoin(rack, rack.c.id == task.c.rack_id).outerjoin(
         task_schedule, task_schedule.c.id == task.c.schedule_id

@@ -5,29 +5,34 @@ firings with a fixed number of statements, whatever the batch's size (``IN``
 lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
 
 1. :meth:`FiringOps.claim_due` / :meth:`FiringOps.claim` lock the schedule rows
-   (PostgreSQL ``FOR UPDATE``, ``SKIP LOCKED`` for the dispatcher; SQLite's
+   (PostgreSQL ``FOR NO KEY UPDATE``, ``SKIP LOCKED`` for the dispatcher; SQLite's
    ``BEGIN IMMEDIATE``), re-check they are due, read their scopes and the busy
    scopes (one query each), apply the overlap policy and advance every schedule
-   with one statement (``rackcron.store.bulk``), then the caller commits. From here the tick is spent:
-   a crash later loses at most this tick's tasks, never fires it twice. A firing
-   later than its schedule's ``starting_deadline`` is *missed* here
-   (``rackcron.firing.deadline_lateness``): it advances as a firing whose every scope
-   was skipped, records the miss on the schedule in the same statement, and goes no
-   further (:class:`Missed`); a crash can neither lose nor repeat it.
-2. :meth:`FiringOps.submit_batch` hands every eligible scope of the batch to the
-   task manager (:meth:`TaskOps.submit_tasks`): racks locked once, decisions in
-   memory, one insert per table. A scope the task manager refuses fails alone; if
-   the batch insert fails, it is redone scope by scope in savepoints, so one
-   scope's failure still does not stop the others.
+   with one statement (``rackcron.store.bulk``), and *record* each firing that has
+   scopes to submit: a ``firing`` row (its operation, the schedule's name and labels,
+   a lease) and a ``firing_scope`` row per scope it will submit. Then the caller
+   commits: the tick is spent, and what it owes is written down. A firing later than its
+   schedule's ``starting_deadline`` is *missed* here (``rackcron.firing.deadline_lateness``):
+   it advances as a firing whose every scope was skipped, records the miss on the
+   schedule in the same statement, and goes no further (:class:`Missed`).
+2. :meth:`FiringOps.complete` creates the tasks a recorded firing still owes: it locks
+   the firing row (``SKIP LOCKED``: a firing another replica is completing is left to
+   it), reads its open scopes, hands them to the task manager
+   (:meth:`TaskOps.submit_tasks`: racks locked once, decisions in memory, one insert
+   per table) and sets each scope's result in the same transaction as its task. The
+   replica that claimed a firing completes it at once; any replica completes a firing
+   whose lease ran out (:meth:`FiringOps.complete_overdue`): its own replica died or
+   stalled. A task row carries its firing's id, unique with its scope id: a scope gets
+   at most one task per firing. A rack another transaction holds past the session's
+   ``lock_timeout`` (a replica paused or cut off while holding it) is not waited for any
+   longer: its scopes stay owed (``deferred``) and the firing is offered to every replica
+   at the next poll.
 3. :meth:`FiringOps.write_back` records each scope's ``last_task_id`` (one
-   statement).
+   statement); it is only a shortcut for the overlap check.
 
-A crash between phases is safe: the claim commits before anything is submitted,
-and the write-back is only a shortcut for the overlap check.
-
-The overlap check counts a scope as busy when its last task is active OR any
-active task carries its scope id, so a task submitted in phase 2 whose id was
-never written back (a crash before phase 3) still blocks the next firing.
+The overlap check counts a scope as busy when its last task is active, when any
+active task carries its scope id (one never written back), or when an open firing
+still owes it a task.
 """
 
 from __future__ import annotations
@@ -35,26 +40,42 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 
 from rackcron.derived import operation_name
 from rackcron.errors import FailedPrecondition
-from rackcron.filters import ComponentFilter, from_stored
+from rackcron.filters import ComponentFilter, from_stored, to_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
 from rackcron.freezes import already_missed
-from rackcron.models import MissReason, Schedule, TaskStatus
+from rackcron.models import MissReason, OperationTemplate, OverlapPolicy, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
 from rackcron.service._schedules import ScheduleOps
-from rackcron.service._tasks import TaskOps, TaskRequest, chunked, describe_error
-from rackcron.store.bulk import update_rows
-from rackcron.store.tables import ACTIVE_STATUS_VALUES, task, task_schedule, task_schedule_scope
+from rackcron.service._tasks import (
+    Submission,
+    TaskOps,
+    TaskRequest,
+    chunked,
+    describe_error,
+    new_task_id,
+)
+from rackcron.store.bulk import insert_rows, update_rows
+from rackcron.store.tables import (
+    ACTIVE_STATUS_VALUES,
+    firing,
+    firing_scope,
+    task,
+    task_schedule,
+    task_schedule_scope,
+)
 
 __all__ = [
+    "DEFAULT_LEASE",
     "Claim",
+    "Completed",
     "Firing",
     "FiringOps",
     "FiringScope",
@@ -68,12 +89,39 @@ _scope = task_schedule_scope
 _SCOPES = sa.select(_scope.c.id, _scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
 
 
+#: Seconds a replica has the firings it claimed to itself before any replica may complete
+#: them (``rackcron serve --firing-lease``).
+DEFAULT_LEASE = 30.0
+
 #: The last miss's columns a missed firing writes, beside ``last_miss_at``.
 _MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail")
 
 
+_FIRING_COLUMNS = (
+    "id", "schedule_id", "manual", "due_at", "operation_type", "operation_code",
+    "operation_information", "overlap_policy", "schedule_name", "schedule_labels",
+)  # fmt: skip
+_FIRING_SCOPE_COLUMNS = (
+    "firing_id",
+    "scope_id",
+    "ordinal",
+    "rack_id",
+    "component_filter",
+    "forced",
+)
+
+
 def _filter(stored: Any) -> ComponentFilter | None:
     return None if stored is None else from_stored(stored)
+
+
+def _outcome(scope: Any, submitted: Submission) -> ScopeOutcome:
+    """A recorded scope's outcome from the task manager's answer."""
+    if submitted.task_id is None:
+        return ScopeOutcome(scope.scope_id, scope.rack_id, "failed", error=submitted.error)
+    queued = submitted.status == TaskStatus.WAITING
+    result: Literal["queued", "submitted"] = "queued" if queued else "submitted"
+    return ScopeOutcome(scope.scope_id, scope.rack_id, result, task_id=submitted.task_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +130,9 @@ class ScopeOutcome:
 
     scope_id: uuid.UUID
     rack_id: uuid.UUID
-    result: Literal["submitted", "queued", "skipped", "frozen", "failed"]
+    # deferred: its task is still owed (its rack was busy, or the store failed); the
+    # firing's record keeps the debt, and a later completion pays it.
+    result: Literal["submitted", "queued", "skipped", "frozen", "failed", "deferred"]
     task_id: uuid.UUID | None = None
     error: str | None = None  # failed: why; frozen: the freezes that hold it
 
@@ -181,6 +231,7 @@ class Firing:
     # scope id -> the names of the freezes holding it; those a forced trigger overrode
     frozen: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
     overridden: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
+    id: uuid.UUID | None = None  # its record (None: it has nothing to submit)
 
     def held(self, scope: FiringScope) -> ScopeOutcome:
         """The outcome of a scope this firing does not submit: frozen, or skipped."""
@@ -190,10 +241,45 @@ class Firing:
         return ScopeOutcome(scope.id, scope.rack_id, "skipped")
 
     @property
-    def lag_seconds(self) -> float:
-        """Dispatch time minus the time the schedule was due (0 for a manual trigger)."""
+    def due(self) -> datetime:
+        """When it was due: the schedule's next run (a manual trigger: its own time)."""
         due = self.schedule.next_run_at
-        return 0.0 if self.manual or due is None else (self.at - due).total_seconds()
+        return self.at if self.manual or due is None else due
+
+    def outcomes(
+        self, done: Mapping[uuid.UUID, ScopeOutcome], error: str | None = None
+    ) -> list[ScopeOutcome]:
+        """Every scope's outcome, in scope order: ``done`` (by scope id) for the scopes it
+        submits, ``deferred`` (with ``error``, if any) for those of them not done yet,
+        :meth:`held` for the rest."""
+        submitting = {s.id for s in self.submit}
+        return [
+            done.get(s.id, ScopeOutcome(s.id, s.rack_id, "deferred", error=error))
+            if s.id in submitting
+            else self.held(s)
+            for s in self.scopes
+        ]
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What one completion of a recorded firing did: the outcomes of the scopes it
+    submitted now (by scope id) and when their tasks were created."""
+
+    firing_id: uuid.UUID
+    schedule_id: uuid.UUID
+    schedule_name: str
+    due: datetime
+    fired_at: datetime
+    manual: bool
+    done: dict[uuid.UUID, ScopeOutcome]
+    created_at: datetime
+    finished: bool  # False: some scope is still owed (its rack was busy)
+
+    @property
+    def lag_seconds(self) -> float:
+        """From the due time to the creation of its tasks (0 for a manual trigger)."""
+        return 0.0 if self.manual else (self.created_at - self.due).total_seconds()
 
 
 class FiringOps(ScheduleOps, TaskOps, FreezeOps):
@@ -201,9 +287,12 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""
         return self.claim_batch(limit).firings
 
-    def claim_batch(self, limit: int, exclude: Collection[uuid.UUID] = ()) -> Claim:
+    def claim_batch(
+        self, limit: int, exclude: Collection[uuid.UUID] = (), *, lease: float = DEFAULT_LEASE
+    ) -> Claim:
         """:meth:`claim_due`, also returning the due schedules that cannot be fired
-        (left as they are); ``exclude`` leaves those ids out."""
+        (left as they are); ``exclude`` leaves those ids out. The firings are recorded,
+        leased for ``lease`` seconds."""
         query = (
             sa.select(task_schedule)
             .where(
@@ -213,11 +302,13 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             )
             .order_by(task_schedule.c.next_run_at)
             .limit(limit)
-            .with_for_update(skip_locked=True)
+            # NO KEY UPDATE: it changes no key, so a task's foreign key check (KEY SHARE)
+            # on the schedule does not wait for it.
+            .with_for_update(skip_locked=True, key_share=True)
         )
         if exclude:
             query = query.where(task_schedule.c.id.not_in(list(exclude)))
-        return self._claim(list(self.conn.execute(query)), manual=False)
+        return self._claim(list(self.conn.execute(query)), manual=False, lease=lease)
 
     def claim(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> Firing:
         """Phase 1 for TriggerTaskSchedule: fires regardless of enabled and next_run_at.
@@ -239,7 +330,14 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             raise FailedPrecondition(claim.unfireable[0].error)
         return claim.firings[0]
 
-    def _claim(self, rows: Sequence[Any], *, manual: bool, force: bool = False) -> Claim:
+    def _claim(
+        self,
+        rows: Sequence[Any],
+        *,
+        manual: bool,
+        force: bool = False,
+        lease: float = DEFAULT_LEASE,
+    ) -> Claim:
         if not rows:
             return Claim([], [], [])
         ids = [r.id for r in rows]
@@ -290,8 +388,9 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             moved = (row.id, step.next_run_at, step.last_run_at, step.enabled)
             if late is None:
                 updates.append(moved)
+                record = new_task_id() if submit else None
                 firings.append(
-                    Firing(schedule, self.now, manual, scopes, submit, frozen, overridden)
+                    Firing(schedule, self.now, manual, scopes, submit, frozen, overridden, record)
                 )
                 continue
             assert due is not None  # automatic firings only: they have a due time
@@ -325,76 +424,160 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             misses,
             same={"updated_at": self.now, "last_miss_at": self.now},
         )
+        self._record([f for f in firings if f.id is not None], lease)
         return Claim(firings, unfireable, missed)
+
+    def _record(self, firings: Sequence[Firing], lease: float) -> None:
+        """Write down what these firings will submit (phase 1's record)."""
+        if not firings:
+            return
+        records, scopes = [], []
+        for f in firings:
+            schedule = f.schedule
+            template = schedule.template
+            assert template is not None and f.id is not None
+            records.append((
+                f.id, schedule.id, f.manual, f.due, template.type, template.code,
+                template.information, schedule.overlap_policy.value, schedule.name,
+                dict(schedule.management.labels or {}) or None,
+            ))  # fmt: skip
+            scopes += [
+                (f.id, s.id, i, s.rack_id, to_stored(s.component_filter), s.id in f.overridden)
+                for i, s in enumerate(f.submit)
+            ]  # fmt: skip
+        insert_rows(self.conn, firing, _FIRING_COLUMNS, records,
+                    same={"fired_at": self.now, "lease_until": self.now + timedelta(seconds=lease)})  # fmt: skip
+        insert_rows(self.conn, firing_scope, _FIRING_SCOPE_COLUMNS, scopes)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or any task
-        carrying their scope id (one never written back). One row per busy scope,
-        however many tasks are queued behind it."""
+        carrying their scope id (one never written back), or one an open firing still
+        owes them. One row per busy scope, however many tasks are queued behind it."""
         active = task.c.status.in_(ACTIVE_STATUS_VALUES)
         by_scope = sa.exists().where(task.c.scope_id == _scope.c.id, active)
         by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
+        owed = sa.exists().where(
+            firing_scope.c.scope_id == _scope.c.id, firing_scope.c.result.is_(None)
+        )
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
-            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_scope | by_last)
+            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_scope | by_last | owed)
             busy.update(self.conn.execute(query).scalars())
         return busy
 
-    def submit(self, firing: Firing) -> list[ScopeOutcome]:
-        """Phase 2 for one firing: :meth:`submit_batch` with a batch of one."""
-        return self.submit_batch([firing])[0]
+    def complete(
+        self, firing_ids: Sequence[uuid.UUID], *, defer_held: bool = True
+    ) -> list[Completed]:
+        """Phase 2: create the tasks these recorded firings still owe, deciding their
+        scopes in the order given, then scope order (a task created earlier in the batch
+        counts as active on its rack for the later ones).
 
-    def submit_batch(self, firings: Sequence[Firing]) -> list[list[ScopeOutcome]]:
-        """Phase 2: one task per scope to submit, for a whole batch of firings at once.
-
-        The task manager decides the scopes in claim order, then scope order (a task
-        submitted earlier in the batch counts as active on its rack), and creates
-        them with one insert per table; a scope it refuses, or whose insert fails,
-        is ``failed`` and stops no other. Returns each firing's outcomes, in scope order.
+        A firing another transaction is completing, or one already finished, is left
+        out. ``defer_held``: a rack another transaction holds past the session's lock
+        timeout is not waited for any longer, and its scopes stay owed (the firing is then
+        offered to every replica at once). A scope
+        the task manager refuses, or whose insert fails, is ``failed`` and stops no other.
         """
+        order = {fid: i for i, fid in enumerate(firing_ids)}
+        rows: list[Any] = []
+        for chunk in chunked(list(firing_ids)):
+            query = (
+                sa.select(firing)
+                .where(firing.c.id.in_(chunk), firing.c.finished_at.is_(None))
+                .with_for_update(skip_locked=True)
+            )
+            rows += self.conn.execute(query).all()
+        rows.sort(key=lambda r: order[r.id])
+        return self._complete(rows, defer_held=defer_held)
+
+    def complete_overdue(self, limit: int, exclude: Collection[uuid.UUID] = ()) -> list[Completed]:
+        """Phase 2 for up to ``limit`` recorded firings whose lease has run out (their
+        replica died or stalled, or a rack was busy), the oldest first; ``exclude`` leaves
+        those ids out."""
+        query = (
+            sa.select(firing)
+            .where(firing.c.finished_at.is_(None), firing.c.lease_until <= self.now)
+            .order_by(firing.c.lease_until, firing.c.fired_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        if exclude:
+            query = query.where(firing.c.id.not_in(list(exclude)))
+        return self._complete(self.conn.execute(query).all(), defer_held=True)
+
+    def _complete(self, rows: Sequence[Any], *, defer_held: bool) -> list[Completed]:
+        if not rows:
+            return []
+        owed: dict[uuid.UUID, list[Any]] = {r.id: [] for r in rows}
+        for chunk in chunked(list(owed)):
+            query = (
+                sa.select(firing_scope)
+                .where(firing_scope.c.firing_id.in_(chunk), firing_scope.c.result.is_(None))
+                .order_by(firing_scope.c.firing_id, firing_scope.c.ordinal)
+            )
+            for scope in self.conn.execute(query):
+                owed[scope.firing_id].append(scope)
         requests = []
-        for firing in firings:
-            schedule = firing.schedule
-            assert schedule.template is not None
-            description = task_description(schedule.name, firing.at)
+        for row in rows:
+            template = OperationTemplate(
+                type=row.operation_type, code=row.operation_code,
+                information=row.operation_information,
+            )  # fmt: skip
+            description = task_description(row.schedule_name, row.fired_at)
+            policy = OverlapPolicy(row.overlap_policy)
             requests += [
                 TaskRequest(
-                    rack_id=scope.rack_id,
-                    component_filter=scope.component_filter,
-                    template=schedule.template,
-                    policy=schedule.overlap_policy,
-                    description=description,
-                    schedule_id=schedule.id,
-                    scope_id=scope.id,
-                    forced=scope.id in firing.overridden,
-                    schedule_name=schedule.name,
-                    schedule_labels=schedule.management.labels,
+                    rack_id=scope.rack_id, component_filter=_filter(scope.component_filter),
+                    template=template, policy=policy, description=description,
+                    schedule_id=row.schedule_id, scope_id=scope.scope_id, forced=scope.forced,
+                    schedule_name=row.schedule_name, schedule_labels=row.schedule_labels,
+                    firing_id=row.id, due_at=row.due_at,
                 )
-                for scope in firing.submit
-            ]
-        submissions = iter(self.submit_tasks(requests))
-        batch = []
-        for firing in firings:
-            submitting = {s.id for s in firing.submit}
-            outcomes = []
-            for scope in firing.scopes:
-                if scope.id not in submitting:
-                    outcomes.append(firing.held(scope))
-                    continue
+                for scope in owed[row.id]
+            ]  # fmt: skip
+        submissions = iter(self.submit_tasks(requests, defer_held=defer_held))
+        created = self.clock()
+        completed: list[Completed] = []
+        results: list[tuple[Any, ...]] = []
+        finished: list[uuid.UUID] = []
+        deferred: list[uuid.UUID] = []
+        for row in rows:
+            done: dict[uuid.UUID, ScopeOutcome] = {}
+            for scope in owed[row.id]:
                 submitted = next(submissions)
-                if submitted.task_id is None:
-                    outcomes.append(
-                        ScopeOutcome(scope.id, scope.rack_id, "failed", error=submitted.error)
-                    )
-                else:
-                    result: Literal["queued", "submitted"] = (
-                        "queued" if submitted.status == TaskStatus.WAITING else "submitted"
-                    )
-                    outcomes.append(
-                        ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.task_id)
-                    )
-            batch.append(outcomes)
-        return batch
+                if submitted.deferred:
+                    continue
+                outcome = _outcome(scope, submitted)
+                done[scope.scope_id] = outcome
+                results.append((row.id, scope.scope_id, outcome.result, outcome.task_id,
+                                outcome.error))  # fmt: skip
+            complete = len(done) == len(owed[row.id])
+            (finished if complete else deferred).append(row.id)
+            completed.append(Completed(
+                row.id, row.schedule_id, row.schedule_name, row.due_at, row.fired_at,
+                row.manual, done, created, complete,
+            ))  # fmt: skip
+        update_rows(self.conn, firing_scope, ("firing_id", "scope_id"),
+                    ("result", "task_id", "error"), results)  # fmt: skip
+        if finished:
+            for chunk in chunked(finished):
+                self.conn.execute(
+                    firing.update()
+                    .where(firing.c.id.in_(chunk))
+                    .values(finished_at=self.now, lease_until=None)
+                )
+        if deferred:  # owed scopes on busy racks: any replica may try again at its next poll
+            self.release(deferred)
+        return completed
+
+    def release(self, firing_ids: Sequence[uuid.UUID]) -> None:
+        """End these recorded firings' leases now: any replica may complete them."""
+        for chunk in chunked(list(firing_ids)):
+            self.conn.execute(
+                firing.update()
+                .where(firing.c.id.in_(chunk), firing.c.finished_at.is_(None))
+                .values(lease_until=self.now)
+            )
 
     def write_back(self, outcomes: Sequence[ScopeOutcome]) -> None:
         """Phase 3: each submitted scope's last_task_id (scopes deleted meanwhile are ignored).

@@ -31,7 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from rackcron.lifecycle import FINAL_STATUSES, status_values
 from rackcron.retention import MAX_BATCH, cutoff
 from rackcron.service._base import OpsBase
-from rackcron.store.tables import task, task_schedule_scope
+from rackcron.store.tables import firing, task, task_schedule_scope
 
 __all__ = ["RetentionOps"]
 
@@ -87,6 +87,27 @@ class RetentionOps(OpsBase):
         # By id alone: the rows are this transaction's (locked on PostgreSQL, and SQLite's
         # one writer), so they still match the rule.
         return self.conn.execute(task.delete().where(self._among(task.c.id, doomed))).rowcount
+
+    def prune_firings(self, retention: timedelta, *, limit: int = MAX_BATCH) -> int:
+        """Delete up to ``limit`` firing records that finished more than ``retention`` ago
+        (their scopes with them), oldest first; returns how many were deleted. An open
+        firing is never deleted: it still owes tasks.
+
+        :raises ValueError: ``limit`` is not from 1 to ``retention.MAX_BATCH``.
+        """
+        if not 1 <= limit <= MAX_BATCH:
+            raise ValueError(f"limit must be from 1 to {MAX_BATCH}, got {limit}")
+        oldest = (
+            sa.select(firing.c.id)
+            .where(firing.c.finished_at < cutoff(self.now, retention))
+            .order_by(firing.c.finished_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        ids = list(self.conn.execute(oldest).scalars())
+        if not ids:
+            return 0
+        return self.conn.execute(firing.delete().where(self._among(firing.c.id, ids))).rowcount
 
     def _unset_last_tasks(self, ids: list[uuid.UUID]) -> set[uuid.UUID]:
         """Unset the ``last_task_id`` of the scopes pointing at these tasks whose rows can be

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -98,10 +99,14 @@ _TASK_COLUMNS = (
     "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
     "operation_code", "operation_information", "component_uuids", "component_types",
     "description", "queue_expires_at", "forced", "rack_seq", "schedule_name", "schedule_labels",
+    "firing_id", "due_at",
 )  # fmt: skip
 
 #: Each existing rack's components as (id text, type), in id order.
 RackComponents = dict[uuid.UUID, list[tuple[str, str]]]
+
+#: PostgreSQL's SQLSTATE for a lock not obtained within ``lock_timeout``.
+_LOCK_NOT_AVAILABLE = "55P03"
 
 _MILLIS = (1 << 48) - 1
 _RAND_B = (1 << 62) - 1
@@ -173,15 +178,20 @@ class TaskRequest:
     # hold it by them (docs/spec/SEMANTICS.md "Freeze windows").
     schedule_name: str | None = None
     schedule_labels: Mapping[str, str] | None = None
+    # The recorded firing asking, and its due time (docs/spec/SEMANTICS.md "Dispatch").
+    firing_id: uuid.UUID | None = None
+    due_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Submission:
-    """The task manager's answer to one request: a created task, or why it was refused."""
+    """The task manager's answer to one request: a created task, why it was refused, or
+    ``deferred``: its rack is locked by another transaction, so it was not decided now."""
 
     task_id: uuid.UUID | None = None
     status: TaskStatus | None = None  # pending or waiting when created
     error: str | None = None
+    deferred: bool = False
 
 
 #: GetTasksByIDs asks for at most this many (one IN list: SQLite allows 32,766 parameters).
@@ -280,12 +290,27 @@ class TaskOps(OpsBase):
         )
         return self.get_tasks([task_id])[0]
 
-    def lock_racks(self, rack_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+    def lock_racks(
+        self, rack_ids: Iterable[uuid.UUID], *, defer_held: bool = False
+    ) -> set[uuid.UUID]:
         """Lock these racks' rows (PostgreSQL) in id order, the one order every submitter uses.
 
-        Returns the ids of the racks that exist.
+        Returns the ids of the racks that exist. ``defer_held``: a rack another
+        transaction still holds once the session's ``lock_timeout`` has passed (a replica
+        paused or cut off while holding it) is left alone, and left out of the result.
         """
         ids = sorted(set(rack_ids), key=str)
+        if not defer_held:
+            return self._lock_racks(ids)
+        try:
+            with self.conn.begin_nested():  # rolled back on a timeout: no lock kept
+                return self._lock_racks(ids)
+        except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                raise
+        return self._lock_racks(ids, skip_locked=True)
+
+    def _lock_racks(self, ids: Sequence[uuid.UUID], *, skip_locked: bool = False) -> set[uuid.UUID]:
         found: set[uuid.UUID] = set()
         for chunk in chunked(ids):
             found.update(
@@ -293,7 +318,7 @@ class TaskOps(OpsBase):
                     sa.select(rack.c.id)
                     .where(rack.c.id.in_(chunk))
                     .order_by(rack.c.id)
-                    .with_for_update()
+                    .with_for_update(skip_locked=skip_locked)
                 ).scalars()
             )
         return found
@@ -317,13 +342,17 @@ class TaskOps(OpsBase):
         request = TaskRequest(
             rack_id, component_filter, template, policy, description, schedule_id, scope_id
         )
-        (submitted,) = self._submit_locked([request], self._lock_racks_with_components([rack_id]))
+        (submitted,) = self._submit_locked(
+            [request], self._lock_racks_with_components([rack_id])[0]
+        )
         if submitted.error is not None:
             raise SubmissionRefused(submitted.error)
         assert submitted.task_id is not None
         return self.get_tasks([submitted.task_id])[0]
 
-    def submit_tasks(self, requests: Sequence[TaskRequest]) -> list[Submission]:
+    def submit_tasks(
+        self, requests: Sequence[TaskRequest], *, defer_held: bool = False
+    ) -> list[Submission]:
         """Create many task rows at once, each as :meth:`submit_task` would, in request order.
 
         The racks are locked once, in id order; a task created earlier in the batch
@@ -331,16 +360,25 @@ class TaskOps(OpsBase):
         is a :class:`Submission` with an ``error`` and stops no other. Should the
         batch's insert itself fail (a schedule deleted meanwhile, say), the batch
         is rolled back and redone one request at a time, each in a savepoint, so
-        that only the bad requests fail.
+        that only the bad requests fail. ``defer_held`` (PostgreSQL): a rack another
+        transaction holds past the session's lock timeout is not waited for any longer;
+        its requests come back ``deferred``.
         """
         if not requests:
             return []
-        on_rack = self._lock_racks_with_components(r.rack_id for r in requests)
+        on_rack, held = self._lock_racks_with_components(
+            (r.rack_id for r in requests), defer_held=defer_held
+        )
+        deciding = [r for r in requests if r.rack_id not in held]
         try:
             with self.conn.begin_nested():
-                return self._submit_locked(requests, on_rack)
+                decided = self._submit_locked(deciding, on_rack)
         except Exception:  # the batch's insert failed: find the bad requests one by one
-            return self._submit_one_by_one(requests, on_rack)
+            decided = self._submit_one_by_one(deciding, on_rack)
+        if not held:
+            return decided
+        answers = iter(decided)
+        return [Submission(deferred=True) if r.rack_id in held else next(answers) for r in requests]
 
     def _submit_one_by_one(
         self, requests: Sequence[TaskRequest], on_rack: RackComponents
@@ -422,18 +460,21 @@ class TaskOps(OpsBase):
                     task_id, request.schedule_id, request.scope_id, rack_id, operation,
                     template.type, template.code, template.information, components, kinds,
                     request.description, expires, request.forced, seq, request.schedule_name,
-                    dict(request.schedule_labels or {}) or None,
+                    dict(request.schedule_labels or {}) or None, request.firing_id, request.due_at,
                 )
             )  # fmt: skip
             submissions.append(Submission(task_id=task_id, status=status))
+        # Created now, once the racks are locked, not when the transaction began: a
+        # submitter that waited for a rack must not hide the wait from the lag figures.
+        created = self.clock() if task_rows else self.now
         for status, rows in task_rows.items():
             shared = {
                 "status": status.value,
                 "message": "",
                 # A pending task is the runner's to deliver from now on.
-                "next_check_at": self.now if status == TaskStatus.PENDING else None,
-                "created_at": self.now,
-                "updated_at": self.now,
+                "next_check_at": created if status == TaskStatus.PENDING else None,
+                "created_at": created,
+                "updated_at": created,
             }
             insert_rows(self.conn, task, _TASK_COLUMNS, rows, same=shared)
         return submissions
@@ -461,18 +502,28 @@ class TaskOps(OpsBase):
                 found[rack_id].add(TaskStatus(status), Active(task_id, kind, ids, kinds), seq)
         return found
 
-    def _lock_racks_with_components(self, rack_ids: Iterable[uuid.UUID]) -> RackComponents:
+    def _lock_racks_with_components(
+        self, rack_ids: Iterable[uuid.UUID], *, defer_held: bool = False
+    ) -> tuple[RackComponents, set[uuid.UUID]]:
         """Lock the racks as :meth:`lock_racks` does, and read their components.
 
-        Returns each existing rack's components as (id, type), in id order, ids as
+        Returns each locked rack's components as (id, type), in id order, ids as
         UUID text: they go into JSON as text. A firing reads every component of
         every rack it targets, so they come packed, one row per rack, and no UUID
-        object is built for them.
+        object is built for them. Also returns the racks held by another transaction
+        (``defer_held`` only), which are neither locked nor read.
         """
         ids = sorted(set(rack_ids), key=str)
         dialect = self.conn.dialect.name
-        if dialect == "postgresql":
-            self.lock_racks(ids)  # SQLite: the write transaction already excludes others
+        held: set[uuid.UUID] = set()
+        if dialect == "postgresql":  # SQLite: the write transaction already excludes others
+            locked = self.lock_racks(ids, defer_held=defer_held)
+            if defer_held and len(locked) < len(ids):
+                missing = [i for i in ids if i not in locked]
+                for chunk in chunked(missing):
+                    query = sa.select(rack.c.id).where(rack.c.id.in_(chunk))
+                    held.update(self.conn.execute(query).scalars())
+                ids = [i for i in ids if i not in held]
         as_text = _uuid_text(dialect)
         entry = as_text(component.c.id) + ":" + component.c.type
         packed = (
@@ -494,7 +545,7 @@ class TaskOps(OpsBase):
                 found[racks[rack_id]] = (
                     sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []
                 )
-        return found
+        return found, held
 
 
 def _uuid_text(dialect: str) -> Callable[[sa.ColumnElement[Any]], sa.ColumnElement[str]]:

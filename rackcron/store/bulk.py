@@ -53,38 +53,42 @@ def insert_rows(
 def update_rows(
     conn: Connection,
     table: sa.Table,
-    key: str,
+    key: str | Sequence[str],
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     *,
     same: Mapping[str, Any] | None = None,
 ) -> None:
-    """For each row ``(key value, *column values)``: set ``columns`` (and the values
-    in ``same``, shared by every row) on the row of ``table`` whose ``key`` matches."""
+    """For each row ``(*key values, *column values)``: set ``columns`` (and the values
+    in ``same``, shared by every row) on the row of ``table`` whose ``key`` (a column, or
+    several) matches."""
     if not rows:
         return
     same = dict(same or {})
     quote = conn.dialect.identifier_preparer.quote
-    names = [key, *columns]
+    keys = [key] if isinstance(key, str) else list(key)
+    names = [*keys, *columns]
     if conn.dialect.name == "postgresql":
         sets = [f"{quote(c)} = given.{quote(c)}" for c in columns]
         sets += [f"{quote(c)} = {v}" for c, v in zip(same, _constants(same), strict=True)]
+        match = " AND ".join(f"{quote(table.name)}.{quote(k)} = given.{quote(k)}" for k in keys)
         sql = (
             f"UPDATE {quote(table.name)} SET {', '.join(sets)}"
             f" FROM unnest({_arrays(conn, table, names)})"
-            f" AS given({', '.join(quote(n) for n in names)})"
-            f" WHERE {quote(table.name)}.{quote(key)} = given.{quote(key)}"
+            f" AS given({', '.join(quote(n) for n in names)}) WHERE {match}"
         )
         conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
                      {**_array_values(conn, table, names, rows), **_constant_values(same)})  # fmt: skip
         return
     assignments = ", ".join(f"{quote(c)} = ?" for c in [*columns, *same])
-    sql = f"UPDATE {quote(table.name)} SET {assignments} WHERE {quote(key)} = ?"
-    # The key is bound last: rotate each row (key, *columns) to (*columns, *same, key).
-    values = _driver_rows(conn, table, [*columns, key], [(*r[1:], r[0]) for r in rows], {})
+    match = " AND ".join(f"{quote(k)} = ?" for k in keys)
+    sql = f"UPDATE {quote(table.name)} SET {assignments} WHERE {match}"
+    # The keys are bound last: rotate each row (*keys, *columns) to (*columns, *same, *keys).
+    n = len(keys)
+    values = _driver_rows(conn, table, [*columns, *keys], [(*r[n:], *r[:n]) for r in rows], {})
     if same:
         constants = tuple(_convert(conn, table, c, [v])[0] for c, v in same.items())
-        values = ((*r[:-1], *constants, r[-1]) for r in values)
+        values = ((*r[:-n], *constants, *r[-n:]) for r in values)
     conn.exec_driver_sql(sql, list(values))
 
 

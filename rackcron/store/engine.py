@@ -45,6 +45,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from rackcron.errors import StoreError
 from rackcron.store.failures import describe
+from rackcron.store.limits import LIMITS, Role, SessionLimits, connect_arguments, set_local
 
 __all__ = [
     "DEFAULT_DATABASE_ENV",
@@ -160,7 +161,10 @@ CONNECT_TIMEOUT = 10
 
 
 def _create_engine(
-    url: str, pool_size: int | None = None, connect_timeout: int = CONNECT_TIMEOUT
+    url: str,
+    pool_size: int | None = None,
+    connect_timeout: int = CONNECT_TIMEOUT,
+    limits: SessionLimits = LIMITS[Role.SERVE],
 ) -> Engine:
     try:
         url_obj = sa.make_url(url)
@@ -172,7 +176,9 @@ def _create_engine(
     pool = {}
     if pool_size is not None:  # never below SQLAlchemy's default (5, and 10 more under load)
         pool = {"pool_size": max(5, pool_size), "max_overflow": max(10, pool_size // 2)}
-    connect = {} if "connect_timeout" in url_obj.query else {"connect_timeout": connect_timeout}
+    connect = connect_arguments(limits, url_obj.query)
+    if "connect_timeout" not in url_obj.query:
+        connect["connect_timeout"] = connect_timeout
     try:
         return sa.create_engine(url_obj, pool_pre_ping=True, connect_args=connect, **pool)
     except (sa.exc.ArgumentError, ImportError) as exc:
@@ -203,6 +209,8 @@ def open_engine(
     pool_size: int | None = None,
     create: bool = True,
     connect_timeout: int = CONNECT_TIMEOUT,
+    role: Role = Role.SERVE,
+    limits: SessionLimits | None = None,
 ) -> Engine:
     """Create an engine for ``url`` and check (or bring) its schema to the newest revision.
 
@@ -212,14 +220,16 @@ def open_engine(
     exist, creating nothing. ``pool_size`` is the number of PostgreSQL connections
     kept open (at least 5; half as many again, at least 10, may be opened under load);
     None keeps SQLAlchemy's default (5 and 10). ``connect_timeout``: seconds a
-    PostgreSQL connection may take to open, unless the URL sets its own.
+    PostgreSQL connection may take to open, unless the URL sets its own. ``role``: the
+    PostgreSQL session limits of its connections (``rackcron.store.limits``), unless
+    ``limits`` gives others.
 
     :raises StoreError: the URL is invalid, the SQLite file does not exist (``create``
         False), the database is unreachable, or its schema is not at the newest revision.
     """
     if not create and (path := missing_sqlite_file(url)):
         raise _no_store(url, path)
-    engine = _create_engine(url, pool_size, connect_timeout)
+    engine = _create_engine(url, pool_size, connect_timeout, limits or LIMITS[role])
     with _store_errors(engine):
         revision = current_revision(engine)
         fresh = revision is None and engine.dialect.name == "sqlite"
@@ -308,8 +318,12 @@ def open_reader(engine: Engine) -> Engine:
         return engine.execution_options(rackcron_autocommit=True)
     pool = engine.pool
     size = pool.size() if isinstance(pool, sa.pool.QueuePool) else 5
+    connect = connect_arguments(LIMITS[Role.SERVE], engine.url.query)
+    if "connect_timeout" not in engine.url.query:
+        connect["connect_timeout"] = CONNECT_TIMEOUT
     reader = sa.create_engine(
         engine.url,
+        connect_args=connect,
         isolation_level="AUTOCOMMIT",
         pool_reset_on_return=None,  # autocommit: no transaction to roll back on check-in
         pool_size=size,
@@ -330,12 +344,18 @@ def open_reader(engine: Engine) -> Engine:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = True) -> Iterator[Connection]:
-    """One transaction: committed when the block ends, rolled back if it raises."""
+def transaction(
+    engine: Engine, *, write: bool = True, role: Role | None = None
+) -> Iterator[Connection]:
+    """One transaction: committed when the block ends, rolled back if it raises. ``role``:
+    on PostgreSQL, this transaction takes that role's session limits instead of the
+    engine's (``rackcron.store.limits``)."""
     with engine.connect() as conn:
         if not write:
             conn = conn.execution_options(rackcron_write=False)
         with conn.begin():
+            if role is not None and conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(set_local(role))
             yield conn
 
 
@@ -386,6 +406,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             _driver_execute(conn, "PRAGMA foreign_keys = OFF")
         try:
             with conn.begin():
+                if not sqlite:
+                    conn.exec_driver_sql(set_local(Role.MIGRATE))
                 command.upgrade(_alembic_config(conn), revision)
                 if sqlite and (broken := conn.exec_driver_sql("PRAGMA foreign_key_check").first()):
                     raise StoreError(f"migrating broke a foreign key of table {broken[0]}")

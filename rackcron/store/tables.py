@@ -27,6 +27,8 @@ __all__ = [
     "apply_log",
     "audit_log",
     "component",
+    "firing",
+    "firing_scope",
     "metadata",
     "nvl_domain",
     "nvl_domain_rack",
@@ -232,6 +234,12 @@ task = sa.Table(
     # by, whatever becomes of the schedule (docs/spec/SEMANTICS.md "Freeze windows").
     sa.Column("schedule_name", sa.String(255), nullable=True),
     sa.Column("schedule_labels", JSON, nullable=True),
+    # The firing that submitted it (NULL: no firing, or before migration 0015) and that
+    # firing's due time (the lag metrics measure from it). A scope gets at most one task
+    # per firing, whoever completes the firing (docs/spec/SEMANTICS.md "Dispatch").
+    sa.Column("firing_id", sa.Uuid, nullable=True),
+    sa.Column("due_at", UTCDateTime, nullable=True),
+    sa.Index("uq_task_firing_scope", "firing_id", "scope_id", unique=True),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
     sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
     sa.Index("ix_task_created", "created_at", "id"),
@@ -289,6 +297,72 @@ task_schedule_scope = sa.Table(
 )
 
 # One row while an apply runs: who holds the lock and since when.
+# A firing recorded by phase 1 (docs/spec/SEMANTICS.md "Dispatch"): what it will submit,
+# decided then, so that any replica can finish it should its own die or stall. Its
+# operation and the schedule's name and labels are copied: a later change of the schedule
+# is for the next firing. Open while ``finished_at`` is NULL; ``lease_until``: until when
+# the replica that claimed it has it to itself (then anyone may complete it).
+firing = sa.Table(
+    "firing",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column(
+        "schedule_id",
+        sa.Uuid,
+        sa.ForeignKey("task_schedule.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("manual", sa.Boolean, nullable=False),
+    sa.Column("due_at", UTCDateTime, nullable=False),
+    sa.Column("fired_at", UTCDateTime, nullable=False),
+    sa.Column("operation_type", sa.String(64), nullable=False),
+    sa.Column("operation_code", sa.String(64), nullable=False),
+    sa.Column("operation_information", JSON, nullable=False),
+    sa.Column("overlap_policy", sa.String(16), nullable=False),
+    sa.Column("schedule_name", sa.String(255), nullable=False),
+    sa.Column("schedule_labels", JSON, nullable=True),
+    sa.Column("lease_until", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Index(
+        "ix_firing_open",
+        "lease_until",
+        sqlite_where=sa.text("finished_at IS NULL"),
+        postgresql_where=sa.text("finished_at IS NULL"),
+    ),
+    sa.Index(
+        "ix_firing_finished",
+        "finished_at",
+        sqlite_where=sa.text("finished_at IS NOT NULL"),
+        postgresql_where=sa.text("finished_at IS NOT NULL"),
+    ),
+)
+
+# One row per scope a recorded firing will submit: ``result`` NULL until its task is
+# created (or refused) in the same transaction that sets it.
+firing_scope = sa.Table(
+    "firing_scope",
+    metadata,
+    sa.Column(
+        "firing_id", sa.Uuid, sa.ForeignKey("firing.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("scope_id", sa.Uuid, primary_key=True),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("rack_id", sa.Uuid, nullable=False),
+    sa.Column("component_filter", JSON, nullable=True),
+    sa.Column("forced", sa.Boolean, nullable=False),
+    sa.Column("result", sa.String(16), nullable=True),
+    sa.Column("task_id", sa.Uuid, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    # The overlap check: is a scope's task of an open firing still to be created?
+    sa.Index(
+        "ix_firing_scope_open",
+        "scope_id",
+        sqlite_where=sa.text("result IS NULL"),
+        postgresql_where=sa.text("result IS NULL"),
+    ),
+)
+
 freeze = sa.Table(
     "freeze",
     metadata,

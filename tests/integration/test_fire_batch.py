@@ -154,18 +154,18 @@ def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) ->
     assert statements_to_fire(90) == statements_to_fire(60)
 
 
-def test_a_failing_batch_insert_is_redone_scope_by_scope(service, fleet, clock) -> None:
-    """A schedule deleted between the claim and the submission fails its own scopes
-    only; the scopes after it are decided again, without the tasks that failed."""
+def test_a_schedule_deleted_after_its_claim_submits_nothing(service, fleet, clock) -> None:
+    """A schedule deleted between the claim and the submission takes its firing's record
+    with it: none of its scopes gets a task, and the scopes after it are decided without
+    them."""
     r = fleet.racks
     doomed = create(service, r[:2], name="doomed", spec="30m", policy=OverlapPolicy.QUEUE)
     kept = create(service, r[1:3], name="kept", spec="45m", policy=OverlapPolicy.QUEUE)
     clock.advance(hours=1)
     firings = service.claim_due(10)
     service.delete_schedule(doomed.id)
-    outcomes = service.submit_batch(firings)
-    assert [o.result for o in outcomes[0]] == ["failed", "failed"]
-    assert all("IntegrityError" in (o.error or "") for o in outcomes[0])
+    outcomes = [r.outcomes for r in service.complete(firings)]
+    assert [o.result for o in outcomes[0]] == ["deferred", "deferred"]
     # Rack 1's task from "doomed" never existed: "kept" runs there rather than waits.
     assert [o.result for o in outcomes[1]] == ["submitted", "submitted"]
     assert service.write_back(o for found in outcomes for o in found)
@@ -198,27 +198,34 @@ def test_a_rack_gone_before_submission_fails_its_scope_only(service, fleet, cloc
     gone = service.list_scopes(schedule.id)[1]
     service.remove_scope(gone.id)
     service.delete_rack(gone.rack_id)
-    (outcomes,) = service.submit_batch([firing])
+    (result,) = service.complete([firing])
+    outcomes = result.outcomes
     assert [o.result for o in outcomes] == ["submitted", "failed", "submitted"]
     assert outcomes[1].error == f"rack {gone.rack_id} no longer exists"
 
 
-def test_a_store_failure_fails_the_batch_and_spends_its_ticks(
+def test_a_store_failure_defers_the_batch_and_the_next_poll_completes_it(
     service, fleet, clock, monkeypatch
 ) -> None:
+    """docs/spec/SEMANTICS.md "Dispatch": the ticks are spent, the firings' records keep
+    what they owe, and the next poll pays it, once."""
     schedules = [create(service, fleet.racks[i : i + 1], name=f"b{i}") for i in range(3)]
     clock.advance(hours=1)
 
-    def broken(self, firings):  # type: ignore[no-untyped-def]
+    def broken(self, firing_ids, *, defer_held=True):  # type: ignore[no-untyped-def]
         raise sa.exc.OperationalError("SELECT", {}, Exception("server closed the connection"))
 
-    monkeypatch.setattr(Operations, "submit_batch", broken)
+    monkeypatch.setattr(Operations, "complete", broken)
     fired = service.fire_due()
-    assert [results(f) for f in fired] == [["failed"]] * 3
+    assert [results(f) for f in fired] == [["deferred"]] * 3
     assert "server closed the connection" in fired[0].outcomes[0].error
     monkeypatch.undo()
-    assert service.fire_due() == []  # spent: never fired twice
     assert service.list_tasks().total == 0
+    completed = [c for b in service.fire_batches() for c in b.completed]
+    assert sorted(c.schedule_name for c in completed) == ["b0", "b1", "b2"]
+    assert service.list_tasks().total == 3
+    assert service.fire_due() == [] and not list(service.fire_batches())  # never twice
+    assert service.list_tasks().total == 3
     assert {service.get_schedule(s.id).next_run_at for s in schedules} == {
         clock.now + timedelta(hours=1)}  # fmt: skip
 

@@ -373,7 +373,7 @@ def test_serve_keeps_every_task_by_default_and_prunes_with_a_retention(store_url
     text = log.read_text()
     assert re.search(r" INFO serving .*\btask_retention=2592000s(\s|$)", text), text
     (pruned,) = [line for line in text.splitlines() if " INFO tasks pruned " in line]
-    assert " tasks=20 batches=1 " in pruned and pruned.endswith(" retention=2592000s")
+    assert " tasks=20 batches=1 firings=0 " in pruned and pruned.endswith(" retention=2592000s")
     assert _ids(store_url) == kept
     # docs/dispatch.md "Retention" shows the line as it is, numbers aside.
     documented = next(line for line in DISPATCH_DOC.read_text().splitlines()

@@ -77,6 +77,7 @@ def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> No
         assert scrape(port, "/healthz") == (200, "ok\n")
         assert metric(text, "rackcron_schedules_fired_total") >= 2
         assert metric(text, "rackcron_dispatch_lag_seconds_count") >= 2
+        assert metric(text, "rackcron_delivery_lag_seconds_count") >= 1  # due to delivered
         for family in (
             "rackcron_submissions_failed_total",
             "rackcron_controller_errors",
@@ -96,6 +97,8 @@ def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> No
     assert not [line for line in lines if line["level"] == "ERROR"]
     fired = next(line for line in lines if line["event"] == "fired")
     assert fired["schedule"] == "every-second" and fired["lag"] >= 0
+    started = next(line for line in lines if line["event"] == "task started")
+    assert started["lag"] >= fired["lag"]  # delivered after it was created
     service = Service.open(url)  # the store is free: nothing left locked or half done
     try:
         tasks = service.list_tasks().items

@@ -252,8 +252,8 @@ def test_three_phases_and_a_crash_before_write_back(service, fleet, clock) -> No
     claimed = service.get_schedule(schedule.id)  # phase 1 committed: spent, nothing submitted
     assert (claimed.last_run_at, claimed.next_run_at) == (clock.now, clock.now + HOUR)
     assert service.list_tasks().total == 0
-    with service.transaction() as ops:
-        outcomes = ops.submit(firing)
+    (result,) = service.complete([firing])
+    outcomes = result.outcomes
     # Crash here: phase 3 never runs, so no last_task_id was written back.
     assert [s.last_task_id for s in service.list_scopes(schedule.id)] == [None, None]
     assert service.fire_due() == []  # the tick is spent, not fired twice
@@ -272,8 +272,7 @@ def test_write_back_ignores_a_scope_deleted_meanwhile(service, fleet, clock) -> 
     schedule = create(service, fleet.racks[:2])
     with service.transaction() as ops:
         firing = ops.claim(schedule.id)
-    with service.transaction() as ops:
-        outcomes = ops.submit(firing)
+    outcomes = service.complete([firing])[0].outcomes
     service.remove_scope(outcomes[0].scope_id)
     with service.transaction() as ops:
         ops.write_back(outcomes)
