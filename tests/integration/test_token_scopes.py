@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import re
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -100,18 +101,18 @@ def state(service: Service, fleet: Fleet) -> RpcState:
 
 @pytest.fixture
 def refusals(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The ``rpc refused`` events logged during the test (on logger "rackcron" itself:
-    other tests may have turned its propagation off)."""
-    import logging
-
+    """The fields of each ``rpc refused`` event logged during the test (on logger
+    "rackcron" itself: other tests may have turned its propagation off)."""
     logger = logging.getLogger("rackcron")
     monkeypatch.setattr(logger, "propagate", False)
+    level = logger.level
+    logger.setLevel(logging.INFO)
     logger.addHandler(caplog.handler)
-    monkeypatch.setattr(logger, "level", logging.INFO)
     try:
         yield lambda: [r.fields for r in caplog.records if r.getMessage() == "rpc refused"]
     finally:
         logger.removeHandler(caplog.handler)
+        logger.setLevel(level)
 
 
 def test_every_classified_rpc_has_a_request_here() -> None:
@@ -256,7 +257,9 @@ def _request(
     """One request to the HTTP listener: its status, body and Set-Cookie."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(method, path, body=body if method == "GET" else body or "", headers=headers)
+        if body is None and method != "GET":
+            body = ""  # a Content-Length: 0, as a form with nothing in it
+        conn.request(method, path, body=body, headers=headers)
         answer = conn.getresponse()
         return answer.status, answer.read().decode(), answer.getheader("Set-Cookie")
     finally:
