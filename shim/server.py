@@ -15,8 +15,8 @@ one being UNAUTHENTICATED before any handler runs, one whose token's scope is sh
 what the call needs (``rackcron.shim.access``) PERMISSION_DENIED, also before, and a peer
 past the limit of wrong tokens RESOURCE_EXHAUSTED (``rackcron.guesses``); the name of
 the token a change came with is recorded in the audit trail. Health checks stay open so
-load balancers can probe. Requests
-larger than ``max_message_bytes`` are refused by gRPC (RESOURCE_EXHAUSTED).
+load balancers can probe. Requests larger than ``max_message_bytes`` are refused by gRPC
+(RESOURCE_EXHAUSTED).
 """
 
 from __future__ import annotations
@@ -222,7 +222,8 @@ class _TokenAuth(grpc.ServerInterceptor):
         need = needed(details.method, metadata)
 
         def admit(context: grpc.ServicerContext) -> None:
-            """Aborts the call unless its token is right and its peer not refused."""
+            """Aborts the call unless its token is right, of a scope that allows it, and
+            its peer not refused."""
             client = client_key(peer_address(context.peer()))
             wait = self._guesses.wait(client)
             if wait is not None:

@@ -40,6 +40,7 @@ from tests.support.cli import run, run_process
 from tests.support.flow import failure, uid
 from tests.support.rpcs import REQUESTS, RpcState, invoke, prepare
 from tests.support.service import snapshot
+from tests.support.trees import Repo, schedule
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 TOKEN_FILE = """\
@@ -246,6 +247,25 @@ def test_the_cli_shows_a_refusal_for_scope(scoped_shim, service, state, tmp_path
     assert "write-secret" not in refused.output
     assert snapshot(service) == before
     assert run("schedules", "list", *server).exit_code == 0
+
+
+@SQLITE_ONLY
+def test_a_read_token_plans_remotely_and_cannot_apply(scoped_shim, service, tmp_path) -> None:
+    repo = Repo(tmp_path / "repo", "sqlite:///unused.db")  # the CLI goes through --server
+    repo.write(schedule("weekly-on"))
+    for name in ("dashboard", "ci"):
+        (tmp_path / name).write_text(SECRETS[name])
+    server = ("--server", scoped_shim.address, "--token-file")
+    planned = run("plan", str(repo.path), *server, str(tmp_path / "dashboard"))
+    assert planned.exit_code == 0 and "weekly-on" in planned.output, planned.output
+    before = snapshot(service)
+    refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "dashboard"))
+    assert refused.exit_code != 0
+    assert "PERMISSION_DENIED" in refused.output and "'dashboard' has scope read" in refused.output
+    assert snapshot(service) == before
+    applied = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
+    assert applied.exit_code == 0, applied.output
+    assert [s.name for s in service.list_schedules().items] == ["weekly-on"]
 
 
 # --- the console -------------------------------------------------------------------------------
