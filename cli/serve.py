@@ -21,7 +21,9 @@ At start, with a task runner, every rack whose controller the server will not ca
 (a host off ``--controller-allow``, a credential it cannot resolve) is logged once,
 as ``rack controller refused``; its tasks fail with the same reason. With the
 dispatcher, a store holding no schedule is logged as a warning, ``no schedules in the
-store``: nothing will fire, and the URL may name the wrong store.
+store``: nothing will fire, and the URL may name the wrong store. Each token of the gRPC
+or the HTTP listener without a scope (``rackcron.shim.tokens``) is logged as a warning,
+``token without a scope``, naming the token (never its secret): it may do everything.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ __all__ = [
     "ServeConfig",
     "serve",
     "warn_if_empty",
+    "warn_unscoped",
 ]
 
 
@@ -142,6 +145,8 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     notify = notifier.emit if notifier is not None else None
     if dispatch:
         warn_if_empty(service)
+    warn_unscoped("grpc", config.grpc.tokens if config.grpc else ())
+    warn_unscoped("http", config.http_tokens)
     loops = _loops(service, dispatch, config, metrics, health, stop, notify) if dispatch else []
     if (retention := config.retention) is not None:
         loops.append(_pruner(service, retention, metrics, stop))
@@ -312,6 +317,22 @@ def _console(
         return console_app(service, gate=gate, fallback=app, refusal=refusal)
 
     return wrap
+
+
+def warn_unscoped(listener: str, tokens: tuple[Token, ...]) -> None:
+    """A warning per token of ``listener`` without a scope: it has every right (a line
+    of an older token file keeps what every token could do then)."""
+    for token in tokens:
+        if token.scope is None:
+            event(
+                logging.WARNING,
+                "token without a scope",
+                listener=listener,
+                token=token.name,
+                scope=token.rights.value,
+                hint=f"give it only the scope it needs: a line 'read {token.name}:TOKEN'"
+                " (or write, or admin) in the token file (docs/security.md)",
+            )
 
 
 def warn_if_empty(service: Service) -> None:

@@ -332,7 +332,8 @@ def _grpc_config(
     "--http-token-file",
     type=click.Path(dir_okay=False),
     help="Bearer tokens (the --grpc-token-file format) the HTTP listener asks for: the console"
-    " (or its login form) and /metrics; /healthz stays open.",
+    " (or its login form) and /metrics, which any scope may read (they change nothing);"
+    " /healthz stays open.",
 )
 @option_group(
     "runner", _runner,
@@ -418,8 +419,11 @@ def _grpc_config(
     ),
     click.option(
         "--grpc-token-file", type=click.Path(dir_okay=False),
-        help="File of bearer tokens, one per line: gRPC calls must carry one (also accepted: "
-        f"${GRPC_TOKEN_ENV}). Health checks need none.",
+        help="File of bearer tokens, one per line as 'SCOPE NAME:TOKEN': gRPC calls must carry"
+        " one whose SCOPE allows them (read: the reads; write: also changes; admin: also"
+        " triggers forced past a freeze). A line without a scope ('NAME:TOKEN' or a bare"
+        " token, as before scopes) may do everything, with a warning at start. Also"
+        f" accepted: ${GRPC_TOKEN_ENV} (named env, no scope). Health checks need none.",
     ),
     click.option(
         "--grpc-workers", type=click.IntRange(1, 256),

@@ -9,12 +9,14 @@ as ``grpcurl`` work without the ``.proto`` files.
 
 Security, all optional and combinable: TLS with a server certificate; client
 certificates verified against a CA (mTLS), refused in the handshake otherwise;
-bearer tokens (``authorization: Bearer <token>`` metadata, each with a name:
-``rackcron.shim.tokens``) compared in constant time, a request without a valid one
-being UNAUTHENTICATED before any handler runs, and a peer past the limit of wrong
-tokens RESOURCE_EXHAUSTED (``rackcron.guesses``); the name of the token a change came
-with is recorded in the audit trail. Health checks stay open so load balancers can probe. Requests
-larger than ``max_message_bytes`` are refused by gRPC (RESOURCE_EXHAUSTED).
+bearer tokens (``authorization: Bearer <token>`` metadata, each with a name and a
+scope: ``rackcron.shim.tokens``) compared in constant time, a request without a valid
+one being UNAUTHENTICATED before any handler runs, one whose token's scope is short of
+what the call needs (``rackcron.shim.access``) PERMISSION_DENIED, also before, and a peer
+past the limit of wrong tokens RESOURCE_EXHAUSTED (``rackcron.guesses``); the name of
+the token a change came with is recorded in the audit trail. Health checks stay open so
+load balancers can probe. Requests larger than ``max_message_bytes`` are refused by gRPC
+(RESOURCE_EXHAUSTED).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from rackcron.addresses import client_key, is_loopback
 from rackcron.guesses import Guesses
 from rackcron.logs import Seconds, event
 from rackcron.service import Service
+from rackcron.shim.access import OPEN, needed
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.servicer import FlowServicer
 from rackcron.shim.tokens import ENV_TOKEN_NAME, BadTokenFile, Token, TokenSet, parse_tokens
@@ -56,11 +59,6 @@ __all__ = [
 FLOW_SERVICE = flow_pb2.DESCRIPTOR.services_by_name["Flow"].full_name  # "v1.Flow"
 RECONCILER_SERVICE = reconciler_pb2.DESCRIPTOR.services_by_name["Reconciler"].full_name
 STOP_SLACK = 5.0  # seconds stop() waits past the grace period for grpcio's shutdown
-_HEALTH_METHODS = (
-    "/grpc.health.v1.Health/Check",
-    "/grpc.health.v1.Health/Watch",
-    "/grpc.health.v1.Health/List",
-)
 
 
 class UnusableConfig(Exception):
@@ -104,9 +102,9 @@ def _read(path: str, what: str) -> bytes:
 
 
 def load_tokens(path: str | None, env_value: str | None) -> tuple[Token, ...]:
-    """Tokens from a token file (``rackcron.shim.tokens``: ``name:token`` or plain lines,
-    blank lines and ``#`` comments skipped) and an env value (named ``env``, unless the
-    file holds the same token).
+    """Tokens from a token file (``rackcron.shim.tokens``: ``scope name:token``,
+    ``name:token`` or plain lines, blank lines and ``#`` comments skipped) and an env
+    value (named ``env``, without a scope, unless the file holds the same token).
 
     :raises UnusableConfig: the file cannot be read, holds no token, or breaks a rule
         (naming the file and the line).
@@ -200,9 +198,11 @@ if TYPE_CHECKING:  # generic in the stubs only
 
 
 class _TokenAuth(grpc.ServerInterceptor):
-    """Refuses every call but health checks unless it carries one of the tokens; a peer
-    past the limit of wrong tokens (:class:`rackcron.guesses.Guesses`) is refused
-    RESOURCE_EXHAUSTED whatever its token, so the answer says nothing about it."""
+    """Refuses every call but health checks unless it carries one of the tokens, of a
+    scope that allows the call (:func:`rackcron.shim.access.needed`); a peer past the
+    limit of wrong tokens (:class:`rackcron.guesses.Guesses`) is refused
+    RESOURCE_EXHAUSTED whatever its token, so the answer says nothing about it. A
+    token short of the scope is no wrong token: it is not counted as a guess."""
 
     def __init__(self, tokens: TokenSet) -> None:
         self._tokens = tokens
@@ -214,25 +214,35 @@ class _TokenAuth(grpc.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> _Handler | None:
         handler = continuation(details)
-        if handler is None or details.method in _HEALTH_METHODS:
+        if handler is None or details.method in OPEN:
             return handler
         metadata = details.invocation_metadata or ()
-        name = self._tokens.match(metadata)
+        token = self._tokens.find(metadata)
         guessed = any(key == "authorization" for key, _ in metadata)
+        need = needed(details.method, metadata)
 
         def admit(context: grpc.ServicerContext) -> None:
-            """Aborts the call unless its token is right and its peer not refused."""
+            """Aborts the call unless its token is right, of a scope that allows it, and
+            its peer not refused."""
             client = client_key(peer_address(context.peer()))
             wait = self._guesses.wait(client)
             if wait is not None:
                 context.set_trailing_metadata((("grpc-retry-pushback-ms", str(wait * 1000)),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               f"too many wrong tokens from this address: try again in {wait} s")  # fmt: skip
-            if name is None:
+            if token is None:
                 if guessed:
                     self._guesses.failed(client)
                 event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+            elif not token.rights.allows(need.scope):
+                event(logging.WARNING, "rpc refused", rpc=details.method, token=token.name,
+                      scope=token.rights.value, needs=need.scope.value, peer=context.peer())  # fmt: skip
+                context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"{need.what} needs a token of scope {need.scope.value}; the token"
+                    f" {token.name!r} has scope {token.rights.value}",
+                )
 
         return _guarded(handler, admit)
 
@@ -303,6 +313,8 @@ class ShimServer:
                 ReconcilerServicer(service, tokens), self._server
             )
             names.append(RECONCILER_SERVICE)
+        #: The full names of the services served (every one reflection lists).
+        self.services = tuple(names)
         self._health = _Health()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(names, self._server)

@@ -3,32 +3,70 @@
 The token file (``rackcron serve --grpc-token-file``) holds one token per line; blank
 lines and lines starting with ``#`` are skipped. A line is either
 
-* ``NAME:TOKEN`` -- a named token: NAME is 1 to 64 letters, digits, ``.``, ``_`` or
-  ``-`` (starting with a letter or digit), split from the token at the first ``:``;
-* ``TOKEN`` -- a plain token (a line without ``:``), named by its position among the
-  file's tokens: ``token-1``, ``token-2``, ...
+* ``SCOPE NAME:TOKEN`` -- a named token with a scope (:class:`Scope`): ``read``,
+  ``write`` or ``admin``, then whitespace, then the name;
+* ``NAME:TOKEN`` -- a named token without a scope: NAME is 1 to 64 letters, digits,
+  ``.``, ``_`` or ``-`` (starting with a letter or digit), split from the token at the
+  first ``:``;
+* ``TOKEN`` -- a plain token (a line without ``:``), without a scope, named by its
+  position among the file's tokens: ``token-1``, ``token-2``, ...
 
-The name is who the audit trail records for the calls a token authenticates
-(``rackcron.audit``), so names and tokens are each unique in a file. A token is
-printable ASCII (it travels in a header). A line breaking a rule makes the file
-unusable, the error naming the file and the line, and never the token.
-``$RACKCRON_GRPC_TOKEN`` adds a token named ``env`` (the same token as a line of the
-file keeps that line's name).
+A token without a scope keeps the rights every token had before scopes existed:
+:data:`UNSCOPED` (``admin``), and ``serve`` warns about it. The scope form cannot be
+mistaken for an older line: before the first ``:`` an older file held a name alone,
+which has no whitespace. The name is who the audit trail records for the calls a token
+authenticates (``rackcron.audit``), so names and tokens are each unique in a file. A
+token is printable ASCII (it travels in a header). A line breaking a rule makes the
+file unusable, the error naming the file and the line, and never the token.
+``$RACKCRON_GRPC_TOKEN`` adds a token named ``env``, without a scope (the same token
+as a line of the file keeps that line's name and scope).
 """
 
 from __future__ import annotations
 
+import enum
 import hmac
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ENV_TOKEN_NAME", "BadTokenFile", "Token", "TokenSet", "parse_tokens"]
+__all__ = [
+    "ENV_TOKEN_NAME",
+    "UNSCOPED",
+    "BadTokenFile",
+    "Scope",
+    "Token",
+    "TokenSet",
+    "parse_tokens",
+]
 
 TOKEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: The name of the token given by environment variable.
 ENV_TOKEN_NAME = "env"
+
+
+class Scope(enum.Enum):
+    """What a token may do; each scope allows what the ones before it do.
+
+    ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
+    ``rackcron.v1.Reconciler``) what an apply changes, ``admin`` also overrides the
+    safety rules (a trigger forced past a freeze). Which scope each RPC needs:
+    ``rackcron.shim.access``.
+    """
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+    def allows(self, needed: Scope) -> bool:
+        """Whether a token of this scope may do what needs ``needed``."""
+        order = list(Scope)
+        return order.index(self) >= order.index(needed)
+
+
+#: The rights of a token without a scope: every token's before scopes existed.
+UNSCOPED = Scope.ADMIN
 
 
 class BadTokenFile(ValueError):
@@ -37,10 +75,17 @@ class BadTokenFile(ValueError):
 
 @dataclass(frozen=True)
 class Token:
-    """A bearer token and the name calls it authenticates are recorded under."""
+    """A bearer token, the name calls it authenticates are recorded under, and its scope
+    (None: its line gave none, and it has :data:`UNSCOPED`'s rights)."""
 
     name: str
     secret: str = field(repr=False)
+    scope: Scope | None = None
+
+    @property
+    def rights(self) -> Scope:
+        """What the token may do: its scope, else :data:`UNSCOPED`."""
+        return self.scope or UNSCOPED
 
 
 def _printable_ascii(text: str) -> bool:
@@ -60,16 +105,19 @@ def parse_tokens(text: str, path: str) -> tuple[Token, ...]:
         if not line or line.startswith("#"):
             continue
         where = f"{path}:{number}"
-        name, colon, secret = (part.strip() for part in line.partition(":"))
+        head, colon, secret = (part.strip() for part in line.partition(":"))
         if not colon:
-            name, secret = f"token-{len(tokens) + 1}", line
-        elif not TOKEN_NAME.fullmatch(name):
-            raise BadTokenFile(
-                f"{where}: the name before the first ':' must be 1 to 64 letters, digits,"
-                " '.', '_' or '-', starting with a letter or digit (a plain token has no ':')"
-            )
-        elif not secret:
-            raise BadTokenFile(f"{where}: no token after the name {name!r}")
+            scope, name, secret = None, f"token-{len(tokens) + 1}", line
+        else:
+            scope, name = _scope_and_name(head, where)
+            if not TOKEN_NAME.fullmatch(name):
+                raise BadTokenFile(
+                    f"{where}: the name before the first ':' must be 1 to 64 letters, digits,"
+                    " '.', '_' or '-', starting with a letter or digit, after a scope if"
+                    " any (a plain token has no ':')"
+                )
+            if not secret:
+                raise BadTokenFile(f"{where}: no token after the name {name!r}")
         if not _printable_ascii(secret):
             raise BadTokenFile(f"{where}: the token must be printable ASCII")
         if name in names:
@@ -77,15 +125,35 @@ def parse_tokens(text: str, path: str) -> tuple[Token, ...]:
         if secret in secrets:
             raise BadTokenFile(f"{where}: the same token as line {secrets[secret]}")
         names[name], secrets[secret] = number, number
-        tokens.append(Token(name, secret))
+        tokens.append(Token(name, secret, scope))
     return tuple(tokens)
 
 
+def _scope_and_name(head: str, where: str) -> tuple[Scope | None, str]:
+    """The scope and the name a line gives before its first ``:`` (the name unchecked).
+
+    :raises BadTokenFile: two words, the first of them no scope (not shown: it may be
+        part of a token written without its name).
+    """
+    words = head.split()
+    if len(words) != 2:
+        return None, head
+    word, name = words
+    try:
+        return Scope(word), name
+    except ValueError:
+        scopes = ", ".join(s.value for s in Scope)
+        raise BadTokenFile(
+            f"{where}: before the first ':' give a name, or a scope ({scopes}) and a name:"
+            " the first word is no scope"
+        ) from None
+
+
 class TokenSet:
-    """The tokens a server accepts, and the name of the one a call carries."""
+    """The tokens a server accepts, and which of them a call carries."""
 
     def __init__(self, tokens: Iterable[Token] = ()) -> None:
-        self._tokens = [(t.name, t.secret.encode()) for t in tokens]
+        self._tokens = [(t, t.secret.encode()) for t in tokens]
 
     def __bool__(self) -> bool:
         return bool(self._tokens)
@@ -93,9 +161,9 @@ class TokenSet:
     def __len__(self) -> int:
         return len(self._tokens)
 
-    def match(self, metadata: Iterable[tuple[str, Any]] | None) -> str | None:
-        """The name of the token in the call's first ``authorization: Bearer <token>``
-        metadata; None when there is none or it is not one of the tokens."""
+    def find(self, metadata: Iterable[tuple[str, Any]] | None) -> Token | None:
+        """The token in the call's first ``authorization: Bearer <token>`` metadata; None
+        when there is none or it is not one of the tokens."""
         for key, value in metadata or ():
             if key == "authorization" and isinstance(value, str):
                 scheme, _, token = value.partition(" ")
@@ -103,8 +171,13 @@ class TokenSet:
                     return None
                 given = token.strip().encode()
                 found = None
-                for name, secret in self._tokens:  # every token, always: the time says nothing
+                for candidate, secret in self._tokens:  # every one, always: the time says nothing
                     if hmac.compare_digest(given, secret):
-                        found = name
+                        found = candidate
                 return found
         return None
+
+    def match(self, metadata: Iterable[tuple[str, Any]] | None) -> str | None:
+        """The name of the token the call carries (:meth:`find`), or None."""
+        found = self.find(metadata)
+        return None if found is None else found.name

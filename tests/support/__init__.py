@@ -27,6 +27,9 @@ A test module imports what it shares from here, never from another test module
 * ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
 * ``pki``: test certificates (``Pki``, ``make_pki``: a CA, a server and a client
   certificate it signed, and a stranger's), the integration tests' ``pki`` fixture;
+* ``rpcs``: every RPC the shim serves with a token, each with a request that succeeds
+  over a prepared store (``REQUESTS``, ``RpcState``, ``prepare``), and ``invoke`` to
+  call any of them (the token scope tests);
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen

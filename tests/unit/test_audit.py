@@ -217,7 +217,7 @@ def test_a_token_file_with_both_line_forms() -> None:
 
 
 BAD_LINES = {
-    "a name with a space": ("ok:a\nbad name:secret-1\n", 2, "the name before the first ':'"),
+    "a name with a space": ("ok:a\nbad name:secret-1\n", 2, "the first word is no scope"),
     "a name starting with a dash": ("-x:secret-1\n", 1, "the name before the first ':'"),
     "a name too long": (f"{'n' * 65}:secret-1\n", 1, "the name before the first ':'"),
     "no token after the name": ("# c\nci:\n", 2, "no token after the name 'ci'"),

@@ -1,0 +1,88 @@
+"""Which scope each RPC needs: the one table, read by the token check of ``server``.
+
+Every method of every service the shim serves is in :data:`RPC_SCOPES` or
+:data:`OPEN` (a unit test holds it, so a new RPC cannot be served unclassified; one
+missing anyway needs ``admin``, the most any token has). Reads need ``read``; changes
+need ``write``: schedules, their scopes and tasks through ``v1.Flow``, and what an
+apply changes (inventory, freezes, deadlines, the apply log) through
+``rackcron.v1.Reconciler``; overriding a safety rule needs ``admin``: a call with
+``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``),
+whatever its method.
+
+docs/security.md "Token scopes" shows the table to users; docs/grpc.md lists it per RPC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from rackcron.errors import InvalidArgument
+from rackcron.shim.tokens import Scope
+from rackcron.wire.metadata import FORCE_KEY, read_force
+
+__all__ = ["OPEN", "RPC_SCOPES", "Need", "needed"]
+
+_FLOW = "/v1.Flow/"
+_RECONCILER = "/rackcron.v1.Reconciler/"
+
+#: The scope each method needs, by its full name (``/package.Service/Method``).
+RPC_SCOPES: Mapping[str, Scope] = MappingProxyType(
+    {
+        f"{_FLOW}GetTaskSchedule": Scope.READ,
+        f"{_FLOW}ListTaskSchedules": Scope.READ,
+        f"{_FLOW}ListTaskScheduleScopes": Scope.READ,
+        f"{_FLOW}CheckScheduleConflicts": Scope.READ,
+        f"{_FLOW}ListTasks": Scope.READ,
+        f"{_FLOW}GetTasksByIDs": Scope.READ,
+        f"{_FLOW}CreateTaskSchedule": Scope.WRITE,
+        f"{_FLOW}UpdateTaskSchedule": Scope.WRITE,
+        f"{_FLOW}PauseTaskSchedule": Scope.WRITE,
+        f"{_FLOW}ResumeTaskSchedule": Scope.WRITE,
+        f"{_FLOW}DeleteTaskSchedule": Scope.WRITE,
+        f"{_FLOW}TriggerTaskSchedule": Scope.WRITE,  # forced: ADMIN (see needed)
+        f"{_FLOW}AddTaskScheduleScope": Scope.WRITE,
+        f"{_FLOW}RemoveTaskScheduleScope": Scope.WRITE,
+        f"{_FLOW}UpdateTaskScheduleScope": Scope.WRITE,
+        f"{_FLOW}CancelTask": Scope.WRITE,
+        f"{_RECONCILER}GetExtras": Scope.READ,
+        f"{_RECONCILER}RunStep": Scope.WRITE,
+        f"{_RECONCILER}RecordApply": Scope.WRITE,
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Scope.READ,
+    }
+)
+#: Methods open to every caller, with a token or without: health checks, so load
+#: balancers can probe.
+OPEN = frozenset(
+    {
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+        "/grpc.health.v1.Health/List",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Need:
+    """The scope a call needs, and what the call is, as its refusal says it."""
+
+    scope: Scope
+    what: str
+
+
+def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
+    """The scope a call of ``method`` (a full name) with ``metadata`` needs.
+
+    A force value the call's handler will refuse (``INVALID_ARGUMENT``) asks for no
+    more than the method's scope: the handler then says what is wrong with it.
+    """
+    rpc = method.rpartition("/")[2]
+    try:
+        forced = read_force(metadata)
+    except InvalidArgument:
+        forced = False
+    if forced:
+        return Need(Scope.ADMIN, f"{rpc} with {FORCE_KEY}: true")
+    return Need(RPC_SCOPES.get(method, Scope.ADMIN), rpc)
