@@ -101,24 +101,10 @@ def held_firings(
     inside a window of the freeze on a scope it selects; in schedule, then freeze, order."""
     end = now + horizon
     budget = _Budget(max_steps)
-    spans: dict[tuple[str, datetime], _Spans] = {}
+    spans: dict[str, _Spans] = {}
     found: list[Held] = []
     total = 0
     exact = True
-
-    def opened(freeze: Freeze, until: datetime) -> _Spans:
-        """The freeze's windows in ``[now, until)``, merged (each window one step)."""
-        nonlocal exact
-        if (freeze.name, until) not in spans:
-            found = []
-            for window in windows(freeze, now, until):
-                if not budget.spend():
-                    exact = False
-                    break
-                found.append(window)
-            spans[freeze.name, until] = _merged(found)
-        return spans[freeze.name, until]
-
     for firer in firers:
         if not firer.fires or not exact:
             continue
@@ -136,13 +122,21 @@ def held_firings(
             )
             if not held:
                 continue
+            if freeze.name not in spans:
+                opened = []
+                for window in windows(freeze, now, end):
+                    if not budget.spend():
+                        exact = False
+                        break
+                    opened.append(window)
+                spans[freeze.name] = _merged(opened)
             if times is None:
                 times = Times(firer.spec, firer.start, True, now, end)
             first, work, count, complete = _working(
-                times, firer.times, opened(freeze, max(end, own)), micros(min(end, own)), budget
+                times, firer.times, freeze, spans[freeze.name], micros(min(end, own)), budget
             )
             # The later ones: their work starts at the firing.
-            later, more, rest = _inside(times, opened(freeze, end), budget, own)
+            later, more, rest = _inside(times, spans[freeze.name], budget, own)
             count, complete = count + more, complete and rest
             first = later if first is None else first
             exact = exact and budget.left >= 0
@@ -161,28 +155,38 @@ def held_firings(
     return HeldReport(tuple(found), total, exact)
 
 
-def _meets(spans: _Spans, start: int, end: int) -> bool:
-    """Whether ``[start, end)`` meets one of ``spans``."""
-    i = bisect_right(spans, (start, end))  # the spans starting at or before ``start``, or so
-    return (i > 0 and spans[i - 1][1] > start) or (i < len(spans) and spans[i][0] < end)
+def _meets(spans: _Spans, at: int) -> bool:
+    """Whether the instant ``at`` is inside one of ``spans``."""
+    i = bisect_right(spans, at, key=lambda span: span[0])  # the spans starting by ``at``
+    return i > 0 and spans[i - 1][1] > at
 
 
 def _working(
-    times: Times, own: OperationTimes, spans: _Spans, until: int, budget: _Budget
+    times: Times,
+    own: OperationTimes,
+    freeze: Freeze,
+    spans: _Spans,
+    until: int,
+    budget: _Budget,
 ) -> tuple[int | None, tuple[datetime, datetime] | None, int, bool]:
     """Among the fire times before ``until`` (the operation's own times, or the horizon),
-    the first held by ``spans`` at its firing or over its work window, that window when
-    the firing itself is not inside, how many are held, and whether that count is exact."""
+    the first held by ``freeze`` (its windows in the horizon: ``spans``) at its firing or
+    over its work window, that window when the firing itself is not inside, how many are
+    held, and whether that count is exact. Work windows may reach past the horizon: each
+    is asked of the freeze (once per distinct window)."""
     first: int | None = None
     work: tuple[datetime, datetime] | None = None
     count = 0
+    met: dict[tuple[datetime, datetime], bool] = {}
     at = times.after(-1)  # the first
     while at is not None and at < until:
         if not budget.spend():
             return first, work, count, False
         window = work_window(instant(at), *own)
-        inside = _meets(spans, at, at + 1)
-        if inside or (window is not None and _meets(spans, micros(window[0]), micros(window[1]))):
+        inside = _meets(spans, at)
+        if window is not None and window not in met:
+            met[window] = next(windows(freeze, *window), None) is not None
+        if inside or (window is not None and met[window]):
             if first is None:
                 first, work = at, None if inside else window
             count += 1

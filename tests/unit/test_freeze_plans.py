@@ -384,3 +384,18 @@ def test_fire_times_are_held_by_their_operations_own_work_window(
     first = "2026-06-01T01:00:00Z" if work else "2026-06-01T12:00:00Z"
     assert (timing.format_rfc3339(held.at), held.count, held.count_exact) == (first, count, True)
     assert held.to_json()["work"] == work
+
+
+def test_a_start_time_far_beyond_the_horizon_is_asked_of_the_freeze_directly() -> None:
+    """The freeze's windows up to the start time are not walked: one question, exact."""
+    half_hours = Freeze(id=uuid.uuid4(), name="half-hours", cron="0 * * * *",
+                        duration_seconds=1800, timezone="UTC")  # fmt: skip
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    starts = datetime(2090, 1, 1, 0, 10, tzinfo=UTC)
+    once = Firer("fw", timing.parse_spec("one-time", "2026-06-01T00:45:00Z"), "upgrade_firmware",
+                 {}, (("r1", {}),), times=OperationTimes(starts))  # fmt: skip
+    report = held_firings([once], [half_hours], now=now, horizon=timedelta(days=1), max_steps=100)
+    (held,) = report.held
+    assert report.exact and held.count == 1 and held.to_json()["work"] == {
+        "start": "2090-01-01T00:10:00Z", "end": None
+    }  # fmt: skip
