@@ -6,7 +6,10 @@ A :class:`~rackcron.models.Freeze` is a fixed window ``[start, end)`` or windows
 open, as firings are: a freeze ending at 06:00 no longer holds a firing at 06:00.
 
 What a freeze holds is a :class:`Target`: one scope of one firing (its rack, its
-schedule, its operation), or one task. Everything here is pure: ``at`` is always an
+schedule, its operation), or one task. A firing is held by a window open at the firing,
+or by one meeting the operation's own *work window* (:func:`work_window`: a firmware
+upgrade's ``start_time`` to ``end_time``), so work the firing hands over for later does
+not start inside a freeze either. Everything here is pure: ``at`` is always an
 argument, and the callers (the dispatcher's firing, the task runner's promotions and
 deliveries, a manual trigger, and the plan's review of declared fire times) read the
 freezes and the names and labels they need.
@@ -29,10 +32,12 @@ __all__ = [
     "already_missed",
     "check_freeze",
     "holding",
+    "in_force",
     "matches",
     "next_window",
     "unevaluable",
     "windows",
+    "work_window",
 ]
 
 #: The operation names a selector may list (a tree's names, docs/declaring.md).
@@ -164,10 +169,41 @@ def matches(selector: FreezeSelector, target: Target) -> bool:
     return not selector.operations or target.operation in selector.operations
 
 
-def holding(freezes: Iterable[Freeze], target: Target, at: datetime) -> Freeze | None:
-    """The first of ``freezes`` (in the order given) active at ``at`` that holds ``target``."""
+def work_window(
+    at: datetime, start: datetime | None, end: datetime | None
+) -> tuple[datetime, datetime] | None:
+    """The span, beyond the firing at ``at``, in which an operation fired then may start
+    its work, given its own ``start`` and ``end`` times (``rackcron.templates.operation_times``);
+    None when it starts at the firing.
+
+    The work starts at ``start`` when that is later than the firing, else at the firing;
+    with an ``end`` after that, it may start anywhere until ``end``: ``[start, end)``.
+    Otherwise it is the instant it starts (a span of one microsecond).
+    """
+    begin = at if start is None else max(at, start)
+    if end is not None and end > begin:
+        return begin, end
+    return None if begin == at else (begin, begin + _TICK)
+
+
+def in_force(freeze: Freeze, at: datetime, work: tuple[datetime, datetime] | None = None) -> bool:
+    """Whether ``freeze`` holds work fired at ``at`` whose :func:`work_window` is ``work``:
+    one of its windows is open at ``at``, or meets ``work``."""
+    if active_window(freeze, at) is not None:
+        return True
+    return work is not None and next(windows(freeze, *work), None) is not None
+
+
+def holding(
+    freezes: Iterable[Freeze],
+    target: Target,
+    at: datetime,
+    work: tuple[datetime, datetime] | None = None,
+) -> Freeze | None:
+    """The first of ``freezes`` (in the order given) :func:`in_force` for work fired at
+    ``at`` (with that ``work`` window) that holds ``target``."""
     for freeze in freezes:
-        if matches(freeze.selector, target) and active_window(freeze, at) is not None:
+        if matches(freeze.selector, target) and in_force(freeze, at, work):
             return freeze
     return None
 

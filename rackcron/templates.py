@@ -4,14 +4,16 @@ A schedule keeps its operation WITHOUT a target, as ``{type, code, information}`
 (docs/spec/SEMANTICS.md "Operation template", docs/spec/flow-wire.md "Operation templates").
 Here: an operation to
 its template, the template as far as a response shows it (``visible``), and the
-human ``Task.operation`` text; the response's ``operation_type`` and ``description``
+human ``Task.operation`` text, and the operation's own times (``operation_times``,
+which freezes judge); the response's ``operation_type`` and ``description``
 are derived in ``rackcron.derived``. Pure functions.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
 from rackcron.derived import derive
 from rackcron.errors import FailedPrecondition, InvalidArgument
@@ -28,8 +30,10 @@ from rackcron.models import (
 from rackcron.task_conflicts import OPERATION_KINDS
 
 __all__ = [
+    "OperationTimes",
     "check_rule_id",
     "from_visible",
+    "operation_times",
     "task_operation_text",
     "to_template",
     "visible",
@@ -143,11 +147,17 @@ def _queue_timeout(options: Any, info: dict[str, Any], kind: str) -> None:
         info["queue_timeout_seconds"] = seconds
 
 
+#: The template information fields that are the operation's own times (whole Unix seconds),
+#: as (start, end): firmware ``start_time`` and ``end_time``. An operation that gains a
+#: time parameter joins here, and freezes judge it (``operation_times``).
+_TIME_FIELDS = ("start_time", "end_time")
+
+
 def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:
     info: dict[str, Any] = {"operation": 1}
     if op.target_version:
         info["target_version"] = op.target_version
-    for name in ("start_time", "end_time"):
+    for name in _TIME_FIELDS:
         value = getattr(op, name)
         if value is not None:
             if value.tzinfo is None:
@@ -160,6 +170,29 @@ def _firmware_info(op: UpgradeFirmware) -> dict[str, Any]:
     if op.override_version_check:
         info["override_version_check"] = True
     return info
+
+
+class OperationTimes(NamedTuple):
+    """An operation's own times: when its work may start and by when (None: not given)."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+def _instant(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None  # a row rackcron did not write: no time, as if not given
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def operation_times(template: OperationTemplate | None) -> OperationTimes:
+    """The time parameters of a stored operation (docs/spec/SEMANTICS.md "Freeze windows
+    (beyond the reference)"): firmware ``start_time`` and ``end_time``; none for the others."""
+    info = template.information if template is not None and template.information else {}
+    return OperationTimes(*(_instant(info.get(name)) for name in _TIME_FIELDS))
 
 
 # The template each (operation_type, description) a rackcron operation can have comes from.

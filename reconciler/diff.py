@@ -58,6 +58,7 @@ from rackcron.reconciler.plan import (
 )
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 from rackcron.steps import Step
+from rackcron.templates import operation_times
 
 __all__ = ["FREEZE_HORIZON", "diff", "filter_text", "scope_target_spec"]
 
@@ -447,7 +448,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             firers.append(Firer(
                 want.name, timing.parse_spec(want.spec_type, want.spec, want.timezone),
                 want.operation.kind, want.management.labels, tuple(racks), start, fires,
-                want.management.source,
+                want.management.source, times=operation_times(want.template),
             ))  # fmt: skip
         return firers
 

@@ -49,7 +49,7 @@ from rackcron.derived import operation_name
 from rackcron.errors import FailedPrecondition
 from rackcron.filters import ComponentFilter, from_stored, to_stored
 from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
-from rackcron.freezes import already_missed
+from rackcron.freezes import already_missed, work_window
 from rackcron.models import MissReason, OperationTemplate, OverlapPolicy, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
@@ -71,6 +71,7 @@ from rackcron.store.tables import (
     task_schedule,
     task_schedule_scope,
 )
+from rackcron.templates import operation_times
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -197,14 +198,17 @@ def _names(frozen: Mapping[uuid.UUID, tuple[str, ...]]) -> list[str]:
 def _frozen(
     holds: Holds | None, schedule: Schedule, scopes: Sequence[FiringScope]
 ) -> dict[uuid.UUID, tuple[str, ...]]:
-    """scope id -> the names of the freezes holding it, for the scopes freezes hold now."""
+    """scope id -> the names of the freezes holding it, for the scopes freezes hold now or
+    over the operation's own work window (docs/spec/SEMANTICS.md "Freeze windows (beyond
+    the reference)")."""
     if holds is None:
         return {}
     operation = operation_name(schedule.template)
     named = (schedule.name, schedule.management.labels)
+    work = work_window(holds.at, *operation_times(schedule.template))
     found = {}
     for scope in scopes:
-        freezes = holds.all_holding(scope.rack_id, named, operation)
+        freezes = holds.all_holding(scope.rack_id, named, operation, work)
         if freezes:
             found[scope.id] = tuple(f.name for f in freezes)
     return found

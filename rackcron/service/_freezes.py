@@ -9,14 +9,14 @@ reads the ones whose window is open at an instant.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 import sqlalchemy as sa
 
 from rackcron import timing
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.freezes import Target, active_window, check_freeze, matches
+from rackcron.freezes import Target, check_freeze, in_force, matches
 from rackcron.models import Freeze
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
@@ -30,35 +30,61 @@ Named = tuple[str, Mapping[str, str]]
 
 
 class Holds:
-    """The freezes open at one instant, with the names and labels of the racks they are
-    asked about (read once, in bulk, by :meth:`FreezeOps.holds`)."""
+    """The stored freezes, and those open at one instant, with the names and labels of the
+    racks they are asked about (read once, in bulk, when first needed:
+    :meth:`FreezeOps.holds`)."""
 
     def __init__(
-        self, freezes: list[Freeze], racks: Mapping[uuid.UUID, Named], at: datetime
+        self,
+        freezes: list[Freeze],
+        racks: Callable[[], Mapping[uuid.UUID, Named]],
+        at: datetime,
+        active: list[Freeze] | None = None,
     ) -> None:
-        self.freezes, self._racks, self.at = freezes, racks, at
+        self.freezes, self._read, self.at = freezes, racks, at
+        self.active = [f for f in freezes if _open(f, at)] if active is None else active
+        self._open = {id(f) for f in self.active}
+        self._racks: Mapping[uuid.UUID, Named] | None = None
+        self._working: dict[tuple[datetime, datetime], list[Freeze]] = {}
 
     def holding(self, rack_id: uuid.UUID, schedule: Named | None, operation: str) -> Freeze | None:
-        """The first freeze (by name) that holds work of ``operation`` by this schedule on
-        this rack, or None."""
+        """The first freeze (by name) open now that holds work of ``operation`` by this
+        schedule on this rack, or None."""
         return next(iter(self.all_holding(rack_id, schedule, operation)), None)
 
     def all_holding(
-        self, rack_id: uuid.UUID, schedule: Named | None, operation: str
+        self,
+        rack_id: uuid.UUID,
+        schedule: Named | None,
+        operation: str,
+        work: tuple[datetime, datetime] | None = None,
     ) -> list[Freeze]:
         """Every freeze that holds work of ``operation`` by this schedule (None: work of
         no schedule) on this rack, by name (overlapping freezes: each is named, and each
-        overridden by a forced trigger).
+        overridden by a forced trigger): open now, or meeting the operation's ``work``
+        window (``rackcron.freezes.work_window``; None: the work starts now).
 
         A firing is judged by its schedule as it is; a task by the schedule's name and
         labels it recorded at submission, so renaming or deleting the schedule releases
         nothing. A rack no longer in the inventory is judged by no name and no labels.
         """
+        candidates = self.active if work is None else self._in_force(work)
+        if not candidates:
+            return []
+        if self._racks is None:
+            self._racks = self._read()
         rack_name, rack_labels = self._racks.get(rack_id, ("", {}))
         schedule_name, schedule_labels = schedule or (None, {})
         target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
-        # Every one of them is open at ``at`` (:meth:`FreezeOps.active_freezes`).
-        return [f for f in self.freezes if matches(f.selector, target)]
+        return [f for f in candidates if matches(f.selector, target)]
+
+    def _in_force(self, work: tuple[datetime, datetime]) -> list[Freeze]:
+        """The freezes open now or meeting ``work`` (``rackcron.freezes.in_force``), by name."""
+        if work not in self._working:
+            self._working[work] = [
+                f for f in self.freezes if id(f) in self._open or _in_force(f, self.at, work)
+            ]
+        return self._working[work]
 
 
 def _check_labels(labels: Mapping[str, str], field: str) -> None:
@@ -69,8 +95,13 @@ def _check_labels(labels: Mapping[str, str], field: str) -> None:
 
 def _open(freeze: Freeze, at: datetime) -> bool:
     """Whether ``freeze`` holds at ``at``; True when it cannot be evaluated here."""
+    return _in_force(freeze, at, None)
+
+
+def _in_force(freeze: Freeze, at: datetime, work: tuple[datetime, datetime] | None) -> bool:
+    """``rackcron.freezes.in_force``; True when ``freeze`` cannot be evaluated here."""
     try:
-        return active_window(freeze, at) is not None
+        return in_force(freeze, at, work)
     except (timing.SpecError, ValueError, OverflowError):
         return True
 
@@ -154,15 +185,20 @@ class FreezeOps(OpsBase):
     def holds(
         self, rack_ids: Iterable[uuid.UUID], active: list[Freeze] | None = None
     ) -> Holds | None:
-        """What freezes hold now, for work on these racks; None when no freeze is open (the
-        common case: one read of the freeze table, nothing else). ``active``: the freezes
-        open now, when the caller has read them already."""
-        if active is None:
-            active = self.active_freezes(self.now)
-        if not active:
+        """What freezes hold now, or over an operation's work window, for work on these
+        racks; None when no freeze is stored (the common case: one read of the freeze
+        table, nothing else; the racks are read only when a freeze may hold something).
+        ``active``: the freezes open now, when the caller has read them already (and
+        only those are asked about)."""
+        freezes = self.list_freezes() if active is None else active
+        if not freezes:
             return None
+        ids = sorted(set(rack_ids), key=str)
+        return Holds(freezes, lambda: self._rack_names(ids), self.now, active)
+
+    def _rack_names(self, ids: list[uuid.UUID]) -> dict[uuid.UUID, Named]:
         racks: dict[uuid.UUID, Named] = {}
-        for chunk in chunked(sorted(set(rack_ids), key=str)):
+        for chunk in chunked(ids):
             query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
             racks.update((i, (name, labels or {})) for i, name, labels in self.conn.execute(query))
-        return Holds(active, racks, self.now)
+        return racks

@@ -9,7 +9,11 @@ with the freeze's windows in ``[now, now + horizon)`` (``rackcron.freezes.window
 merged where they overlap), using the same fire times as the precise conflict check
 (:class:`~rackcron.reconciler.conflicts._times.Times`: from ``now``, or from a stored
 phase). A firing the dispatcher makes late is judged at the moment it happens;
-this check, made ahead, judges each firing at its due time.
+this check, made ahead, judges each firing at its due time. A firing is also held
+when its operation's own work window (``rackcron.freezes.work_window``: a firmware
+upgrade's ``start_time`` to ``end_time``, :attr:`Firer.times`) meets a window of the
+freeze: fire times before the operation's own times are judged one by one, those
+after as above.
 
 Each pair of a schedule and a freeze that meet is one
 :class:`~rackcron.reconciler.conflicts._report.Held`: the first fire
@@ -21,15 +25,17 @@ is an argument.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rackcron import timing
-from rackcron.freezes import Target, matches, windows
+from rackcron.freezes import Target, matches, windows, work_window
 from rackcron.models import Freeze
 from rackcron.reconciler.conflicts._report import MAX_LISTED, Held, HeldReport
 from rackcron.reconciler.conflicts._times import Times, instant, micros
+from rackcron.templates import OperationTimes
 
 __all__ = ["MAX_COUNTED", "MAX_STEPS", "Firer", "held_firings"]
 
@@ -52,6 +58,13 @@ class Firer:
     fires: bool = True  # False: a one-time schedule that has fired
     source: str | None = None
     line: int | None = None
+    times: OperationTimes = field(
+        default_factory=OperationTimes
+    )  # its operation's own start and end times
+
+
+#: Spans in integer microseconds, sorted and merged.
+_Spans = list[tuple[int, int]]
 
 
 def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[int, int]]:
@@ -88,7 +101,7 @@ def held_firings(
     inside a window of the freeze on a scope it selects; in schedule, then freeze, order."""
     end = now + horizon
     budget = _Budget(max_steps)
-    spans: dict[str, list[tuple[int, int]]] = {}
+    spans: dict[str, _Spans] = {}
     found: list[Held] = []
     total = 0
     exact = True
@@ -96,6 +109,8 @@ def held_firings(
         if not firer.fires or not exact:
             continue
         times: Times | None = None
+        # Fire times before the operation's own times are judged with their work window.
+        own = max((t for t in firer.times if t is not None), default=now)
         for freeze in freezes:
             held = tuple(
                 name
@@ -117,7 +132,13 @@ def held_firings(
                 spans[freeze.name] = _merged(opened)
             if times is None:
                 times = Times(firer.spec, firer.start, True, now, end)
-            first, count, complete = _inside(times, spans[freeze.name], budget)
+            first, work, count, complete = _working(
+                times, firer.times, freeze, spans[freeze.name], micros(min(end, own)), budget
+            )
+            # The later ones: their work starts at the firing.
+            later, more, rest = _inside(times, spans[freeze.name], budget, own)
+            count, complete = count + more, complete and rest
+            first = later if first is None else first
             exact = exact and budget.left >= 0
             if first is None:
                 continue
@@ -127,24 +148,66 @@ def held_firings(
                 zone = firer.spec.timezone.key if isinstance(firer.spec, timing.Cron) else "UTC"
                 found.append(Held(
                     firer.name, freeze.name, at, zone, timing.describe_local(firer.spec, at),
-                    held, count, complete, firer.source, firer.line,
+                    held, count, complete, firer.source, firer.line, work,
                 ))  # fmt: skip
             if not exact:
                 break
     return HeldReport(tuple(found), total, exact)
 
 
+def _meets(spans: _Spans, at: int) -> bool:
+    """Whether the instant ``at`` is inside one of ``spans``."""
+    i = bisect_right(spans, at, key=lambda span: span[0])  # the spans starting by ``at``
+    return i > 0 and spans[i - 1][1] > at
+
+
+def _working(
+    times: Times,
+    own: OperationTimes,
+    freeze: Freeze,
+    spans: _Spans,
+    until: int,
+    budget: _Budget,
+) -> tuple[int | None, tuple[datetime, datetime] | None, int, bool]:
+    """Among the fire times before ``until`` (the operation's own times, or the horizon),
+    the first held by ``freeze`` (its windows in the horizon: ``spans``) at its firing or
+    over its work window, that window when the firing itself is not inside, how many are
+    held, and whether that count is exact. Work windows may reach past the horizon: each
+    is asked of the freeze (once per distinct window)."""
+    first: int | None = None
+    work: tuple[datetime, datetime] | None = None
+    count = 0
+    met: dict[tuple[datetime, datetime], bool] = {}
+    at = times.after(-1)  # the first
+    while at is not None and at < until:
+        if not budget.spend():
+            return first, work, count, False
+        window = work_window(instant(at), *own)
+        inside = _meets(spans, at)
+        if window is not None and window not in met:
+            met[window] = next(windows(freeze, *window), None) is not None
+        if inside or (window is not None and met[window]):
+            if first is None:
+                first, work = at, None if inside else window
+            count += 1
+            if count >= MAX_COUNTED:
+                return first, work, count, False
+        at = times.after(at)
+    return first, work, count, True
+
+
 def _inside(
-    times: Times, spans: list[tuple[int, int]], budget: _Budget
+    times: Times, spans: _Spans, budget: _Budget, since: datetime
 ) -> tuple[int | None, int, bool]:
-    """The first fire time inside ``spans``, how many fall inside, and whether that count
-    is exact (not stopped at :data:`MAX_COUNTED` or by the budget)."""
+    """The first fire time from ``since`` inside ``spans``, how many fall inside, and whether
+    that count is exact (not stopped at :data:`MAX_COUNTED` or by the budget)."""
     first: int | None = None
     count = 0
+    floor = micros(since)
     for start, end in spans:
         if not budget.spend():
             return first, count, False
-        at = times.after(start - 1)
+        at = times.after(max(start, floor) - 1)
         while at is not None and at < end:
             first = at if first is None else first
             count += 1

@@ -56,6 +56,7 @@ from rackcron.reconciler.conflicts._times import (
     micros,
 )
 from rackcron.task_conflicts import Row, Work, conflicting_row
+from rackcron.templates import operation_times, to_template
 from rackcron.upcoming import EXPECTED_DURATIONS
 
 if TYPE_CHECKING:
@@ -233,6 +234,9 @@ def precise_conflicts(
 def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> list[Firer]:
     """The declared schedules compared, as the freeze check sees them."""
     labels = {s.name: s.labels for s in declared.schedules}
+    own = {
+        s.name: operation_times(s.template or to_template(s.operation)) for s in declared.schedules
+    }
     firers = []
     for subject in mine:
         assert subject.spec is not None  # a declared schedule's spec is valid
@@ -243,7 +247,7 @@ def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> li
         )
         firers.append(Firer(
             party.name, subject.spec, party.operation, labels.get(party.name, {}), racks,
-            subject.start, subject.fires, party.source, party.line,
+            subject.start, subject.fires, party.source, party.line, own[party.name],
         ))  # fmt: skip
     return firers
 

@@ -22,7 +22,8 @@ FORMAT = "rackcron.conflicts/v1"
 # 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget);
 # 1.3: each precise rack's "rule" (the row of the task-conflict table that matches)
 # 1.4: "freezes" (precise): declared fire times inside freezes
-FORMAT_VERSION = "1.4"
+# 1.5: each held firing's "work": the operation's own work window a freeze meets
+FORMAT_VERSION = "1.5"
 #: Conflicts one report lists; ``count`` counts them all (docs/conflicts.md).
 MAX_LISTED = 100
 #: Racks a message about a fire time inside a freeze names; it counts the rest.
@@ -135,7 +136,9 @@ class Unchecked:
 
 @dataclass(frozen=True)
 class Held:
-    """A schedule firing inside a freeze: the first time, the racks held, how often."""
+    """A schedule firing inside a freeze: the first time, the racks held, how often, and
+    the work window of the operation fired then when that, not the firing, meets the
+    freeze (``rackcron.freezes.work_window``)."""
 
     schedule: str
     freeze: str
@@ -147,8 +150,15 @@ class Held:
     count_exact: bool
     source: str | None = None
     line: int | None = None
+    work: tuple[datetime, datetime] | None = None
 
     def to_json(self) -> dict[str, object]:
+        work = None
+        if self.work is not None:
+            start, end = self.work
+            # A work window of one microsecond is the instant the work starts.
+            until = None if end - start <= timedelta(microseconds=1) else _utc(end)
+            work = {"start": _utc(start), "end": until}
         return {
             "schedule": self.schedule,
             "freeze": self.freeze,
@@ -160,6 +170,7 @@ class Held:
             "count_exact": self.count_exact,
             "source": self.source,
             "line": self.line,
+            "work": work,
         }
 
     def message(self, horizon: timedelta) -> str:
@@ -176,8 +187,14 @@ def held_message(held: Mapping[str, object], horizon: str) -> str:
     local = f" ({held['local_at']} in {held['zone']})" if held["zone"] != "UTC" else ""
     count = int(held["count"])  # type: ignore[call-overload]
     times = "once" if count == 1 else f"{'' if held['count_exact'] else 'at least '}{count} times"
+    inside = "inside"
+    work = held.get("work")  # 1.5: the operation's own work window, when it is what is held
+    if isinstance(work, Mapping) and work["end"]:
+        inside = f"and its operation may start from {work['start']} until {work['end']}, meeting"
+    elif isinstance(work, Mapping):
+        inside = f"and its operation starts at {work['start']}, inside"
     return (
-        f'schedule "{held["schedule"]}" fires at {held["at"]}{local} inside freeze'
+        f'schedule "{held["schedule"]}" fires at {held["at"]}{local} {inside} freeze'
         f' "{held["freeze"]}" (rack{"s" if len(racks) > 1 else ""} {shown}):'
         f" {times} in the next {horizon}"
     )

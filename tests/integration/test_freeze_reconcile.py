@@ -179,7 +179,7 @@ def test_conflicts_precise_lists_fire_times_inside_freezes(repo: Repo) -> None:
                       "--format", "json")  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["format_version"] == "1.4"
+    assert data["format_version"] == "1.5"
     (entry,) = data["freezes"]["held"]
     assert (entry["schedule"], entry["freeze"], entry["at"], entry["racks"], entry["count"]) == (
         "reset", "half-hours", "2026-12-01T00:15:00Z", ["r1"], 336

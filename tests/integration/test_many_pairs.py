@@ -70,7 +70,7 @@ def test_conflicts_json_keeps_the_exact_count(tree: Path) -> None:
     result = rackcron("conflicts", ".", "--format", "json", cwd=tree)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
-    assert data["format_version"] == "1.4"
+    assert data["format_version"] == "1.5"
     assert data["count"] == PAIRS and data["truncated"] is True
     assert len(data["conflicts"]) == MAX_LISTED
 

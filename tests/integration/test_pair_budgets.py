@@ -72,7 +72,7 @@ def test_coarse_count_of_multi_rack_schedules_is_exact_and_linear(wider: Path) -
     result = rackcron("conflicts", ".", "--format", "json", cwd=wider)
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
-    assert data["format_version"] == "1.4"
+    assert data["format_version"] == "1.5"
     assert data["count"] == WIDE_PAIRS and data["count_exact"] is True  # once per pair, not 32x
     assert data["complete"] is True and data["unchecked"] is None
     assert len(data["conflicts"]) == 100
@@ -110,7 +110,7 @@ def test_precise_check_stops_at_its_budget_and_strict_fails_it(one_rack: Path) -
     result = rackcron("conflicts", ".", "--precise", "--format", "json", "--strict", cwd=one_rack)
     assert result.returncode == 1, result.stderr[-2000:]  # an unfinished check never passes
     data = json.loads(result.stdout)
-    assert data["format_version"] == "1.4"
+    assert data["format_version"] == "1.5"
     assert data["complete"] is False and data["count_exact"] is False
     unchecked = data["unchecked"]
     assert unchecked["compared"] == MAX_PAIRS

@@ -513,7 +513,7 @@ def test_json_and_text_are_made_from_the_same_report() -> None:
     )  # fmt: skip
     report = precise_conflicts(declared, now=NOW)
     data = json.loads(json.dumps(report.to_json()))
-    assert data["format"] == "rackcron.conflicts/v1" and data["format_version"] == "1.4"
+    assert data["format"] == "rackcron.conflicts/v1" and data["format_version"] == "1.5"
     assert data["mode"] == "precise" and data["count"] == 1 and data["with_store"] is False
     assert data["horizon"] == "336h" and data["now"] == "2026-06-01T00:00:00Z"
     assert data["durations"] == {k: format_duration(v) for k, v in DEFAULT_DURATIONS.items()}

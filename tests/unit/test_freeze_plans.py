@@ -22,6 +22,7 @@ from rackcron.reconciler.plan import MAX_WARNINGS, Plan
 from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.reconciler.state import State, declared_state
 from rackcron.reconciler.validate import validate_sources
+from rackcron.templates import OperationTimes
 from tests.support.trees import RACKS, freeze, schedule
 
 OWNER = "fleet"
@@ -350,3 +351,51 @@ def test_a_hostile_freeze_is_inert_in_every_rendering() -> None:
     html = [t.content for t in every if "html" in t.type]
     assert not [block for block in html if "<b>r</b>" in block or "\x1b" in block]
     assert "\n::error" not in markdown and "\x1b" not in markdown
+
+
+LUNCH = Freeze(id=uuid.uuid4(), name="lunch", start=datetime(2026, 6, 1, 12, tzinfo=UTC),
+               end=datetime(2026, 6, 1, 13, tzinfo=UTC))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "count", "work"),
+    [
+        (None, None, 1, None),  # 12:00 alone fires inside
+        # Every firing from 01:00 starts its work at 12:30: all 12 until 12:00 are held.
+        ("12:30", None, 12, {"start": "2026-06-01T12:30:00Z", "end": None}),
+        # Work from 10:00 until 12:30 meets the freeze: the same 12.
+        ("10:00", "12:30", 12, {"start": "2026-06-01T10:00:00Z", "end": "2026-06-01T12:30:00Z"}),
+        ("13:00", None, 1, None),  # starts as the freeze ends: only 12:00's firing
+        ("09:00", "12:00", 1, None),  # ends as it opens
+    ],
+)
+def test_fire_times_are_held_by_their_operations_own_work_window(
+    start: str | None, end: str | None, count: int, work: dict[str, str | None] | None
+) -> None:
+    def at(hhmm: str | None) -> datetime | None:
+        return None if hhmm is None else datetime.fromisoformat(f"2026-06-01T{hhmm}:00+00:00")
+
+    hourly = Firer("fw", timing.parse_spec("cron", "0 * * * *", "UTC"), "upgrade_firmware", {},
+                   (("r1", {}),), times=OperationTimes(at(start), at(end)))  # fmt: skip
+    report = held_firings(
+        [hourly], [LUNCH], now=datetime(2026, 6, 1, tzinfo=UTC), horizon=timedelta(days=2)
+    )
+    (held,) = report.held
+    first = "2026-06-01T01:00:00Z" if work else "2026-06-01T12:00:00Z"
+    assert (timing.format_rfc3339(held.at), held.count, held.count_exact) == (first, count, True)
+    assert held.to_json()["work"] == work
+
+
+def test_a_start_time_far_beyond_the_horizon_is_asked_of_the_freeze_directly() -> None:
+    """The freeze's windows up to the start time are not walked: one question, exact."""
+    half_hours = Freeze(id=uuid.uuid4(), name="half-hours", cron="0 * * * *",
+                        duration_seconds=1800, timezone="UTC")  # fmt: skip
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    starts = datetime(2090, 1, 1, 0, 10, tzinfo=UTC)
+    once = Firer("fw", timing.parse_spec("one-time", "2026-06-01T00:45:00Z"), "upgrade_firmware",
+                 {}, (("r1", {}),), times=OperationTimes(starts))  # fmt: skip
+    report = held_firings([once], [half_hours], now=now, horizon=timedelta(days=1), max_steps=100)
+    (held,) = report.held
+    assert report.exact and held.count == 1 and held.to_json()["work"] == {
+        "start": "2090-01-01T00:10:00Z", "end": None
+    }  # fmt: skip

@@ -15,10 +15,20 @@ from rackcron.freezes import (
     already_missed,
     check_freeze,
     holding,
+    in_force,
     matches,
     windows,
+    work_window,
 )
-from rackcron.models import Freeze, FreezeSelector, Miss, MissReason
+from rackcron.models import (
+    Freeze,
+    FreezeSelector,
+    Miss,
+    MissReason,
+    OperationTemplate,
+    UpgradeFirmware,
+)
+from rackcron.templates import OperationTimes, operation_times, to_template
 
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -190,3 +200,61 @@ def test_a_freeze_miss_repeats_the_previous_inside_the_same_windows(
     previous: Miss | None, holding: list[Freeze], repeated: bool
 ) -> None:
     assert already_missed(previous, holding, NIGHT + timedelta(minutes=30)) is repeated
+
+
+# --- an operation's own times (docs/spec/SEMANTICS.md "Freeze windows (beyond the reference)")
+
+FIRED = utc(2026, 12, 19, 23, 55)  # five minutes before HOLIDAYS opens
+_US = timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "work"),
+    [
+        (None, None, None),  # the work starts at the firing
+        (utc(2026, 12, 19), None, None),  # a start time already past: at the firing too
+        (utc(2026, 12, 20, 1), None, (utc(2026, 12, 20, 1), utc(2026, 12, 20, 1) + _US)),
+        (utc(2026, 12, 20, 1), utc(2026, 12, 20, 3), (utc(2026, 12, 20, 1), utc(2026, 12, 20, 3))),
+        (None, utc(2026, 12, 20, 3), (FIRED, utc(2026, 12, 20, 3))),  # from the firing until end
+        (utc(2026, 12, 19), utc(2026, 12, 20, 3), (FIRED, utc(2026, 12, 20, 3))),
+        (utc(2026, 12, 19), utc(2026, 12, 19, 1), None),  # a window already over
+    ],
+)
+def test_the_work_window_starts_at_the_operations_own_start_time_when_later(
+    start: datetime | None, end: datetime | None, work: tuple[datetime, datetime] | None
+) -> None:
+    assert work_window(FIRED, start, end) == work
+
+
+def test_a_firmware_upgrade_whose_start_time_is_inside_a_freeze_is_held() -> None:
+    """Issue 24 finding 12: fired just before the freeze, its start_time inside it."""
+    target = Target("r1", {}, "fw", {}, "upgrade_firmware")
+    inside = work_window(FIRED, utc(2026, 12, 20, 1), None)
+    assert holding([HOLIDAYS], target, FIRED) is None  # the firing alone is outside
+    assert holding([HOLIDAYS], target, FIRED, inside) is HOLIDAYS
+    assert in_force(HOLIDAYS, FIRED, inside)
+    after = work_window(FIRED, utc(2027, 1, 3), None)  # the window's end is not inside
+    assert not in_force(HOLIDAYS, FIRED, after)
+
+
+def test_a_work_window_meeting_a_freeze_is_held_though_it_starts_before() -> None:
+    # 20:00 to 23:00 meets NIGHTLY, which opens at 22:00.
+    work = work_window(utc(2026, 6, 1, 12), utc(2026, 6, 1, 20), utc(2026, 6, 1, 23))
+    assert in_force(NIGHTLY, utc(2026, 6, 1, 12), work)
+    before = work_window(utc(2026, 6, 1, 12), utc(2026, 6, 1, 20), utc(2026, 6, 1, 22))
+    assert not in_force(NIGHTLY, utc(2026, 6, 1, 12), before)  # ends as the freeze opens
+
+
+def test_operation_times_are_read_from_the_stored_template() -> None:
+    op = UpgradeFirmware(start_time=utc(2026, 12, 20, 1), end_time=utc(2026, 12, 20, 3))
+    assert operation_times(to_template(op)) == OperationTimes(
+        utc(2026, 12, 20, 1), utc(2026, 12, 20, 3)
+    )
+    assert operation_times(to_template(UpgradeFirmware())) == OperationTimes(None, None)
+    assert operation_times(None) == OperationTimes()
+    odd = OperationTemplate(
+        type="firmware_control",
+        code="upgrade",
+        information={"start_time": "soon", "end_time": 10**20},
+    )
+    assert operation_times(odd) == OperationTimes()  # a row rackcron did not write: no times
