@@ -29,7 +29,7 @@ from rackcron.models import Rack, TaskStatus
 from rackcron.retention import MAX_BATCH, cutoff, prunable
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
-from rackcron.store.tables import task, task_schedule
+from rackcron.store.tables import firing, task, task_schedule
 from tests.support.cli import run, run_process
 from tests.support.history import insert_tasks
 from tests.support.service import create, scope_rows
@@ -451,3 +451,25 @@ def test_0008_adds_the_retention_indexes_and_the_downgrade_drops_them(store_url)
         assert wanted <= indexes(engine)
     finally:
         engine.dispose()
+
+
+def test_finished_firing_records_are_pruned_and_open_ones_kept(service, fleet, clock) -> None:
+    """docs/spec/SEMANTICS.md "Dispatch": finished firing records go with the tasks; a
+    record that still owes a task is never deleted, however old."""
+    create(service, fleet.racks[:1], name="old", spec="1h")
+    owing = create(service, fleet.racks[1:2], name="owing", spec="1h")
+    clock.advance(hours=1)
+    assert len(service.fire_due()) == 2  # both fire, both finish: two records
+    with service.transaction() as ops:  # a trigger whose replica died before submitting
+        ops.claim(owing.id)
+    firings = sa.select(sa.func.count()).select_from(firing)
+    with transaction(service.engine) as conn:
+        assert conn.execute(firings).scalar_one() == 3
+    clock.advance(days=31)
+    pruner = Pruner(service, RETENTION, pause=0)
+    assert pruner.prune().firings == 2  # the two finished ones
+    with transaction(service.engine) as conn:
+        (left,) = conn.execute(sa.select(firing.c.schedule_id, firing.c.finished_at)).all()
+    assert left == (owing.id, None)
+    completed = [c for b in service.fire_batches() for c in b.completed]  # its lease ran out
+    assert [c.schedule_name for c in completed] == ["owing"]
