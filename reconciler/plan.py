@@ -55,9 +55,11 @@ FORMAT = "rackcron.plan/v1"
 # 1.9: the fingerprint covers what the plan depends on (rackcron.reconciler.reads), no
 #      longer the whole store
 FORMAT_VERSION = "1.9"
-#: The last version whose fingerprint covers the whole store: what a plan read from such a
-#: file says it is when written again.
-_WHOLE_STORE_VERSION = "1.8"
+#: The first minor version whose fingerprint covers what the plan depends on; a plan read
+#: from an older file fingerprints the whole store, and says the version before when
+#: written again.
+_PLAN_FINGERPRINT_SINCE = 9
+_WHOLE_STORE_VERSION = f"1.{_PLAN_FINGERPRINT_SINCE - 1}"
 #: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
 #: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
@@ -227,7 +229,9 @@ class Plan:
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
                 warnings_count_exact=data.get("warnings_count_exact") is not False,
                 warnings_counts=_counts(data.get("warnings_counts")),
-                fingerprint_scope="plan" if _minor(data["format_version"]) >= 9 else "store",
+                fingerprint_scope=(
+                    "plan" if _minor(data["format_version"]) >= _PLAN_FINGERPRINT_SINCE else "store"
+                ),
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
