@@ -229,8 +229,9 @@ def apply(
     """Apply SOURCE to the store: a tree (planned now) or a plan saved with `plan -o`.
 
     Shows the plan and asks before changing anything. Every change is made in one
-    transaction: all of it is applied, or none. A saved plan is refused if the
-    store changed since it was made.
+    transaction: all of it is applied, or none. The plan is refused if what it
+    changes or depends on (the owner's objects, the inventory they target) changed
+    since it was made; other repositories' applies to their own objects do not count.
 
     An apply lock keeps two applies from interleaving. If the database fails during
     an apply, the error names the change and the cause. A lock the apply could not

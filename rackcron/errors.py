@@ -31,7 +31,8 @@ raised::
     │   │       another apply holds the store's apply lock (the message names
     │   │       the holder; `rackcron apply --break-lock`)
     │   ├── StalePlan  [FAILED_PRECONDITION]  rackcron.reconciler.apply
-    │   │       the store (or the --server) changed since the plan was made
+    │   │       what the plan changes or depends on in the store (or the
+    │   │       --server) changed since the plan was made
     │   ├── Frozen  [FAILED_PRECONDITION]  rackcron.service._firing
     │   │       a manual trigger with a scope a freeze window holds (names the
     │   │       freeze and the racks; nothing changed; force overrides it)

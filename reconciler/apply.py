@@ -2,7 +2,8 @@
 
 An apply takes the store's apply lock (in a transaction of its own, so a second
 apply sees it at once), then, in ONE transaction: re-reads the store and refuses
-the plan if the store changed since the plan was made (its fingerprint), runs
+the plan if what it depends on changed since it was made (its fingerprint,
+``rackcron.reconciler.reads``: another owner's unrelated apply does not count), runs
 every step through the service, and records the apply in the log. Any failure
 rolls everything back and names the change and step that failed, and for a
 database failure its cause (``rackcron.store.failures``). The lock is released
@@ -26,6 +27,7 @@ from rackcron.models import (
 )
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, store_state
 from rackcron.service import Service
 from rackcron.steps import Step, run_step
@@ -36,7 +38,8 @@ _operation = pydantic.TypeAdapter(Operation)
 
 
 class StalePlan(FailedPrecondition):
-    """The store changed since the saved plan was made."""
+    """What the plan changes or depends on in the store changed since it was made
+    (``rackcron.reconciler.reads``)."""
 
 
 class ApplyFailed(RackcronError):
@@ -105,7 +108,7 @@ def apply_plan(
     and the apply's own error is the one raised.
 
     :raises ApplyLocked: another apply is running.
-    :raises StalePlan: the store changed since the plan was made.
+    :raises StalePlan: what the plan changes or depends on changed since it was made.
     :raises ApplyFailed: a step failed, or the database failed during it (the message
         names the change, the step and the cause); the transaction was rolled back.
     :raises StoreError: the database failed before the first step or while committing.
@@ -137,9 +140,10 @@ def _apply_locked(
     committing = False
     try:
         with service.transaction() as ops:
-            if store_state(ops).fingerprint() != plan.fingerprint:
+            if not is_current(plan, store_state(ops)):
                 raise StalePlan(
-                    "the store has changed since this plan was made; run `rackcron plan` again"
+                    "the store has changed since this plan was made (what the plan changes or"
+                    " depends on); run `rackcron plan` again"
                 )
             index = 0
             for number, change in enumerate(plan.changes, start=1):

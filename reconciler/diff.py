@@ -56,6 +56,7 @@ from rackcron.reconciler.plan import (
     ReasonCode,
     ScopeChange,
 )
+from rackcron.reconciler.reads import plan_fingerprint
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 from rackcron.steps import Step
 from rackcron.templates import operation_times
@@ -534,7 +535,7 @@ def diff(
     counts = {"one_time_past_deadline": len(late), "schedules_share_racks": shared.total,
               "fires_in_freeze": held_count, "freeze_selects_unknown": len(unknown)}  # fmt: skip
     return Plan(
-        owner=owner, fingerprint=current.fingerprint(), changes=tuple(changes),
+        owner=owner, fingerprint=plan_fingerprint(current, owner, changes), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
         warnings=(*late, *pairs, *held, *unknown), warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact, source=source or {},

@@ -52,7 +52,14 @@ FORMAT = "rackcron.plan/v1"
 # 1.7: freezes (kind "freeze", UpsertFreeze/DeleteFreeze, a rack's labels); warnings about
 #      them (fires_in_freeze, freeze_selects_unknown); warnings_counts (found, per code)
 # 1.8: the warning code not_compared
-FORMAT_VERSION = "1.8"
+# 1.9: the fingerprint covers what the plan depends on (rackcron.reconciler.reads), no
+#      longer the whole store
+FORMAT_VERSION = "1.9"
+#: The first minor version whose fingerprint covers what the plan depends on; a plan read
+#: from an older file fingerprints the whole store, and says the version before when
+#: written again.
+_PLAN_FINGERPRINT_SINCE = 9
+_WHOLE_STORE_VERSION = f"1.{_PLAN_FINGERPRINT_SINCE - 1}"
 #: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
 #: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
@@ -141,7 +148,7 @@ class PlanWarning:
 @dataclass(frozen=True)
 class Plan:
     owner: str
-    fingerprint: str  # of the state the plan was computed against
+    fingerprint: str  # of what the plan depends on in the state it was computed against
     changes: tuple[Change, ...] = ()
     unmanaged: tuple[str, ...] = ()  # schedules in the store this repository does not manage
     errors: tuple[str, ...] = ()  # why the plan cannot be applied
@@ -153,6 +160,9 @@ class Plan:
     warnings_count_exact: bool = True
     #: Warnings found, per code (listed or not); empty: read from a plan older than 1.7.
     warnings_counts: dict[str, int] = field(default_factory=dict)
+    #: What ``fingerprint`` digests: "plan", what the plan depends on
+    #: (``rackcron.reconciler.reads``); "store", the whole store (read from a plan older than 1.9).
+    fingerprint_scope: Literal["plan", "store"] = "plan"
 
     @property
     def applyable(self) -> bool:
@@ -168,7 +178,9 @@ class Plan:
         """The documented ``rackcron.plan/v1`` form (docs/plan-format.md)."""
         return {
             "format": FORMAT,
-            "format_version": FORMAT_VERSION,
+            "format_version": (
+                FORMAT_VERSION if self.fingerprint_scope == "plan" else _WHOLE_STORE_VERSION
+            ),
             "owner": self.owner,
             "source": self.source,
             "fingerprint": self.fingerprint,
@@ -217,9 +229,22 @@ class Plan:
                 warnings_count=_more_than(data.get("warnings_count"), len(data.get("warnings", ()))),
                 warnings_count_exact=data.get("warnings_count_exact") is not False,
                 warnings_counts=_counts(data.get("warnings_counts")),
+                fingerprint_scope=(
+                    "plan" if _minor(data["format_version"]) >= _PLAN_FINGERPRINT_SINCE else "store"
+                ),
             )  # fmt: skip
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
+
+
+def _minor(version: Any) -> int:
+    """The minor number of a saved ``format_version`` (``1.9`` -> 9).
+
+    :raises ValueError: not ``MAJOR.MINOR``."""
+    _, _, minor = str(version).partition(".")
+    if not minor.isdigit():
+        raise ValueError(f"format_version: expected MAJOR.MINOR, got {version!r}")
+    return int(minor)
 
 
 def _texts(data: dict[str, Any], key: str) -> tuple[str, ...]:

@@ -56,6 +56,7 @@ from rackcron.models import (
 from rackcron.reconciler.apply import StalePlan
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, PlanWarning
+from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, stored_schedule
 from rackcron.steps import Step
 from rackcron.templates import visible
@@ -304,8 +305,11 @@ class RemoteStore:
                 "the plan has errors and cannot be applied: " + "; ".join(plan.errors)
             )
         current = self.state(desired)
-        if current.fingerprint() != plan.fingerprint:
-            raise StalePlan("the server has changed since this plan was made; plan again")
+        if not is_current(plan, current):
+            raise StalePlan(
+                "the server has changed since this plan was made (what the plan changes or"
+                " depends on); plan again"
+            )
         report = RemoteApply()
         pending = [(c, s) for c in plan.changes for s in self._calls(c)]
         started: list[Change] = []
