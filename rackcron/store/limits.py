@@ -18,7 +18,8 @@ Every connection also sends TCP keepalives and gives up on unacknowledged data, 
 server or peer that vanishes is noticed in about a minute rather than the kernel's two
 hours. The database URL may override any of these (libpq's ``options`` parameter, read
 after rackcron's: ``?options=-c%20lock_timeout%3D10s``; ``keepalives_idle=...`` and the
-other libpq keepalive parameters). docs/dispatch.md "Stalls" lists the values.
+other libpq keepalive parameters). docs/dispatch.md "What a crash or a pause can do"
+lists the values.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """/healthz's judgement (``rackcron.dispatcher.metrics.HealthCheck``): docs/dispatch.md
-"Health"."""
+"Metrics and health"."""
 
 from __future__ import annotations
 
