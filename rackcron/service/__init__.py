@@ -548,7 +548,7 @@ class Service:
         done: dict[uuid.UUID, Completed] = {}
         try:
             with self.transaction() as ops:
-                done = {c.firing_id: c for c in ops.complete(recorded, defer_held=defer_held)}
+                done = {c.firing_id: c for c in ops.complete(firings, defer_held=defer_held)}
                 results = [self._result(f, done) for f in firings]
                 if record is not None:
                     for result in results:

@@ -10,20 +10,21 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    scopes (one query each), apply the overlap policy and advance every schedule
    with one statement (``rackcron.store.bulk``), and *record* each firing that has
    scopes to submit: a ``firing`` row (its operation, the schedule's name and labels,
-   a lease) and a ``firing_scope`` row per scope it will submit. Then the caller
+   the scopes it will submit, a lease). Then the caller
    commits: the tick is spent, and what it owes is written down. A firing later than its
    schedule's ``starting_deadline`` is *missed* here (``rackcron.firing.deadline_lateness``):
    it advances as a firing whose every scope was skipped, records the miss on the
    schedule in the same statement, and goes no further (:class:`Missed`).
 2. :meth:`FiringOps.complete` creates the tasks a recorded firing still owes: it locks
    the firing row (``SKIP LOCKED``: a firing another replica is completing is left to
-   it), reads its open scopes, hands them to the task manager
+   it), leaves out the scopes that already have a task of this firing (or were refused
+   by an earlier completion), hands the rest to the task manager
    (:meth:`TaskOps.submit_tasks`: racks locked once, decisions in memory, one insert
-   per table) and sets each scope's result in the same transaction as its task. The
-   replica that claimed a firing completes it at once; any replica completes a firing
-   whose lease ran out (:meth:`FiringOps.complete_overdue`): its own replica died or
-   stalled. A task row carries its firing's id, unique with its scope id: a scope gets
-   at most one task per firing. A rack another transaction holds past the session's
+   per table) and marks the firing finished in the same transaction. The replica that
+   claimed a firing completes it at once, from memory; any replica completes a firing
+   whose lease ran out (:meth:`FiringOps.complete_overdue`), read back from its row: its
+   own replica died or stalled. A task row carries its firing's id, unique with its
+   scope id: a scope gets at most one task per firing. A rack another transaction holds past the session's
    ``lock_timeout`` (a replica paused or cut off while holding it) is not waited for any
    longer: its scopes stay owed (``deferred``) and the firing is offered to every replica
    at the next poll.
@@ -31,8 +32,8 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    statement); it is only a shortcut for the overlap check.
 
 The overlap check counts a scope as busy when its last task is active, when any
-active task carries its scope id (one never written back), or when an open firing
-still owes it a task.
+active task carries its scope id (one never written back), or when its schedule's
+previous firing is still open (it may owe the scope a task).
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ from rackcron.store.bulk import insert_rows, update_rows
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     firing,
-    firing_scope,
     task,
     task_schedule,
     task_schedule_scope,
@@ -100,29 +100,68 @@ _MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail"
 
 _FIRING_COLUMNS = (
     "id", "schedule_id", "manual", "due_at", "operation_type", "operation_code",
-    "operation_information", "overlap_policy", "schedule_name", "schedule_labels",
+    "operation_information", "overlap_policy", "schedule_name", "schedule_labels", "scopes",
 )  # fmt: skip
-_FIRING_SCOPE_COLUMNS = (
-    "firing_id",
-    "scope_id",
-    "ordinal",
-    "rack_id",
-    "component_filter",
-    "forced",
-)
 
 
 def _filter(stored: Any) -> ComponentFilter | None:
     return None if stored is None else from_stored(stored)
 
 
-def _outcome(scope: Any, submitted: Submission) -> ScopeOutcome:
+class _OwedScope(NamedTuple):
+    """A scope a recorded firing will submit."""
+
+    id: uuid.UUID
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+    forced: bool
+
+
+class _Owed(NamedTuple):
+    """A recorded firing, as phase 2 needs it: from memory, or read back from its row."""
+
+    id: uuid.UUID
+    schedule_id: uuid.UUID
+    name: str
+    labels: Mapping[str, str] | None
+    template: OperationTemplate
+    policy: OverlapPolicy
+    due: datetime
+    fired_at: datetime
+    manual: bool
+    scopes: list[_OwedScope]
+    refused: frozenset[uuid.UUID]
+
+
+def _owed_by(f: Firing) -> _Owed:
+    schedule = f.schedule
+    assert f.id is not None and schedule.template is not None
+    scopes = [_OwedScope(s.id, s.rack_id, s.component_filter, s.id in f.overridden)
+              for s in f.submit]  # fmt: skip
+    return _Owed(f.id, schedule.id, schedule.name, schedule.management.labels or None,
+                 schedule.template, schedule.overlap_policy, f.due, f.at, f.manual, scopes,
+                 frozenset())  # fmt: skip
+
+
+def _owed_from(row: Any) -> _Owed:
+    template = OperationTemplate(
+        type=row.operation_type, code=row.operation_code, information=row.operation_information
+    )
+    scopes = [_OwedScope(uuid.UUID(i), uuid.UUID(r), _filter(f), forced)
+              for i, r, f, forced in row.scopes]  # fmt: skip
+    refused = frozenset(uuid.UUID(i) for i in row.refused or ())
+    return _Owed(row.id, row.schedule_id, row.schedule_name, row.schedule_labels, template,
+                 OverlapPolicy(row.overlap_policy), row.due_at, row.fired_at, row.manual,
+                 scopes, refused)  # fmt: skip
+
+
+def _outcome(scope: _OwedScope, submitted: Submission) -> ScopeOutcome:
     """A recorded scope's outcome from the task manager's answer."""
     if submitted.task_id is None:
-        return ScopeOutcome(scope.scope_id, scope.rack_id, "failed", error=submitted.error)
+        return ScopeOutcome(scope.id, scope.rack_id, "failed", error=submitted.error)
     queued = submitted.status == TaskStatus.WAITING
     result: Literal["queued", "submitted"] = "queued" if queued else "submitted"
-    return ScopeOutcome(scope.scope_id, scope.rack_id, result, task_id=submitted.task_id)
+    return ScopeOutcome(scope.id, scope.rack_id, result, task_id=submitted.task_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,36 +471,36 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         return Claim(firings, unfireable, missed)
 
     def _record(self, firings: Sequence[Firing], lease: float) -> None:
-        """Write down what these firings will submit (phase 1's record)."""
+        """Write down what these firings will submit (phase 1's record): one row each."""
         if not firings:
             return
-        records, scopes = [], []
+        records = []
         for f in firings:
             schedule = f.schedule
             template = schedule.template
             assert template is not None and f.id is not None
+            scopes = [
+                [str(s.id), str(s.rack_id), to_stored(s.component_filter), s.id in f.overridden]
+                for s in f.submit
+            ]
             records.append((
                 f.id, schedule.id, f.manual, f.due, template.type, template.code,
                 template.information, schedule.overlap_policy.value, schedule.name,
-                dict(schedule.management.labels or {}) or None,
+                dict(schedule.management.labels or {}) or None, scopes,
             ))  # fmt: skip
-            scopes += [
-                (f.id, s.id, i, s.rack_id, to_stored(s.component_filter), s.id in f.overridden)
-                for i, s in enumerate(f.submit)
-            ]  # fmt: skip
         insert_rows(self.conn, firing, _FIRING_COLUMNS, records,
                     same={"fired_at": self.now, "lease_until": self.now + timedelta(seconds=lease)})  # fmt: skip
-        insert_rows(self.conn, firing_scope, _FIRING_SCOPE_COLUMNS, scopes)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or any task
-        carrying their scope id (one never written back), or one an open firing still
-        owes them. One row per busy scope, however many tasks are queued behind it."""
+        carrying their scope id (one never written back); and every scope of a schedule
+        whose previous firing is still open (it may owe them a task). One row per busy
+        scope, however many tasks are queued behind it."""
         active = task.c.status.in_(ACTIVE_STATUS_VALUES)
         by_scope = sa.exists().where(task.c.scope_id == _scope.c.id, active)
         by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
         owed = sa.exists().where(
-            firing_scope.c.scope_id == _scope.c.id, firing_scope.c.result.is_(None)
+            firing.c.schedule_id == _scope.c.schedule_id, firing.c.finished_at.is_(None)
         )
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
@@ -469,30 +508,28 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             busy.update(self.conn.execute(query).scalars())
         return busy
 
-    def complete(
-        self, firing_ids: Sequence[uuid.UUID], *, defer_held: bool = True
-    ) -> list[Completed]:
-        """Phase 2: create the tasks these recorded firings still owe, deciding their
+    def complete(self, firings: Sequence[Firing], *, defer_held: bool = True) -> list[Completed]:
+        """Phase 2: create the tasks these claimed firings still owe, deciding their
         scopes in the order given, then scope order (a task created earlier in the batch
         counts as active on its rack for the later ones).
 
         A firing another transaction is completing, or one already finished, is left
         out. ``defer_held``: a rack another transaction holds past the session's lock
         timeout is not waited for any longer, and its scopes stay owed (the firing is then
-        offered to every replica at once). A scope
-        the task manager refuses, or whose insert fails, is ``failed`` and stops no other.
+        offered to every replica at once). A scope the task manager refuses, or whose
+        insert fails, is ``failed`` and stops no other.
         """
-        order = {fid: i for i, fid in enumerate(firing_ids)}
-        rows: list[Any] = []
-        for chunk in chunked(list(firing_ids)):
+        recorded = {f.id: f for f in firings if f.id is not None}
+        mine: set[uuid.UUID] = set()
+        for chunk in chunked(list(recorded)):
             query = (
-                sa.select(firing)
+                sa.select(firing.c.id)
                 .where(firing.c.id.in_(chunk), firing.c.finished_at.is_(None))
                 .with_for_update(skip_locked=True)
             )
-            rows += self.conn.execute(query).all()
-        rows.sort(key=lambda r: order[r.id])
-        return self._complete(rows, defer_held=defer_held)
+            mine.update(self.conn.execute(query).scalars())
+        owed = [_owed_by(f) for f in recorded.values() if f.id in mine]
+        return self._complete(owed, defer_held=defer_held)
 
     def complete_overdue(self, limit: int, exclude: Collection[uuid.UUID] = ()) -> list[Completed]:
         """Phase 2 for up to ``limit`` recorded firings whose lease has run out (their
@@ -507,71 +544,66 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         )
         if exclude:
             query = query.where(firing.c.id.not_in(list(exclude)))
-        return self._complete(self.conn.execute(query).all(), defer_held=True)
+        owed = [_owed_from(row) for row in self.conn.execute(query)]
+        return self._complete(owed, defer_held=True)
 
-    def _complete(self, rows: Sequence[Any], *, defer_held: bool) -> list[Completed]:
-        if not rows:
+    def _complete(self, owed: Sequence[_Owed], *, defer_held: bool) -> list[Completed]:
+        if not owed:
             return []
-        owed: dict[uuid.UUID, list[Any]] = {r.id: [] for r in rows}
-        for chunk in chunked(list(owed)):
-            query = (
-                sa.select(firing_scope)
-                .where(firing_scope.c.firing_id.in_(chunk), firing_scope.c.result.is_(None))
-                .order_by(firing_scope.c.firing_id, firing_scope.c.ordinal)
-            )
-            for scope in self.conn.execute(query):
-                owed[scope.firing_id].append(scope)
+        done_before: set[tuple[uuid.UUID, uuid.UUID]] = set()  # by an earlier completion
+        for chunk in chunked([o.id for o in owed]):
+            query = sa.select(task.c.firing_id, task.c.scope_id).where(task.c.firing_id.in_(chunk))
+            done_before.update((f, s) for f, s in self.conn.execute(query))
+        todo: dict[uuid.UUID, list[_OwedScope]] = {}
         requests = []
-        for row in rows:
-            template = OperationTemplate(
-                type=row.operation_type, code=row.operation_code,
-                information=row.operation_information,
-            )  # fmt: skip
-            description = task_description(row.schedule_name, row.fired_at)
-            policy = OverlapPolicy(row.overlap_policy)
+        for o in owed:
+            description = task_description(o.name, o.fired_at)
+            todo[o.id] = [
+                s for s in o.scopes if s.id not in o.refused and (o.id, s.id) not in done_before
+            ]
             requests += [
                 TaskRequest(
-                    rack_id=scope.rack_id, component_filter=_filter(scope.component_filter),
-                    template=template, policy=policy, description=description,
-                    schedule_id=row.schedule_id, scope_id=scope.scope_id, forced=scope.forced,
-                    schedule_name=row.schedule_name, schedule_labels=row.schedule_labels,
-                    firing_id=row.id, due_at=row.due_at,
+                    rack_id=s.rack_id, component_filter=s.component_filter, template=o.template,
+                    policy=o.policy, description=description, schedule_id=o.schedule_id,
+                    scope_id=s.id, forced=s.forced, schedule_name=o.name,
+                    schedule_labels=o.labels, firing_id=o.id, due_at=o.due,
                 )
-                for scope in owed[row.id]
+                for s in todo[o.id]
             ]  # fmt: skip
         submissions = iter(self.submit_tasks(requests, defer_held=defer_held))
         created = self.clock()
         completed: list[Completed] = []
-        results: list[tuple[Any, ...]] = []
-        finished: list[uuid.UUID] = []
-        deferred: list[uuid.UUID] = []
-        for row in rows:
+        finished: list[uuid.UUID] = []  # every scope decided, none refused
+        refusing: list[tuple[uuid.UUID, list[str]]] = []  # every scope decided, some refused
+        partial: list[tuple[uuid.UUID, list[str]]] = []  # some still owed
+        for o in owed:
             done: dict[uuid.UUID, ScopeOutcome] = {}
-            for scope in owed[row.id]:
+            for scope in todo[o.id]:
                 submitted = next(submissions)
-                if submitted.deferred:
-                    continue
-                outcome = _outcome(scope, submitted)
-                done[scope.scope_id] = outcome
-                results.append((row.id, scope.scope_id, outcome.result, outcome.task_id,
-                                outcome.error))  # fmt: skip
-            complete = len(done) == len(owed[row.id])
-            (finished if complete else deferred).append(row.id)
+                if not submitted.deferred:
+                    done[scope.id] = _outcome(scope, submitted)
+            # Refusals are decisions too: recorded, so no later completion retries them.
+            refused = {i for i, d in done.items() if d.result == "failed"} | o.refused
+            whole = len(done) == len(todo[o.id])
+            if not whole:
+                partial.append((o.id, sorted(str(i) for i in refused)))
+            elif refused:
+                refusing.append((o.id, sorted(str(i) for i in refused)))
+            else:
+                finished.append(o.id)
             completed.append(Completed(
-                row.id, row.schedule_id, row.schedule_name, row.due_at, row.fired_at,
-                row.manual, done, created, complete,
+                o.id, o.schedule_id, o.name, o.due, o.fired_at, o.manual, done, created, whole,
             ))  # fmt: skip
-        update_rows(self.conn, firing_scope, ("firing_id", "scope_id"),
-                    ("result", "task_id", "error"), results)  # fmt: skip
-        if finished:
-            for chunk in chunked(finished):
-                self.conn.execute(
-                    firing.update()
-                    .where(firing.c.id.in_(chunk))
-                    .values(finished_at=self.now, lease_until=None)
-                )
-        if deferred:  # owed scopes on busy racks: any replica may try again at its next poll
-            self.release(deferred)
+        for chunk in chunked(finished):
+            self.conn.execute(
+                firing.update()
+                .where(firing.c.id.in_(chunk))
+                .values(finished_at=self.now, lease_until=None)
+            )
+        update_rows(self.conn, firing, "id", ("refused",), refusing,
+                    same={"finished_at": self.now, "lease_until": None})  # fmt: skip
+        # Scopes still owed, on racks held elsewhere: any replica may retry at its next poll.
+        update_rows(self.conn, firing, "id", ("refused",), partial, same={"lease_until": self.now})
         return completed
 
     def release(self, firing_ids: Sequence[uuid.UUID]) -> None:

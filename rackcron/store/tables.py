@@ -28,7 +28,6 @@ __all__ = [
     "audit_log",
     "component",
     "firing",
-    "firing_scope",
     "metadata",
     "nvl_domain",
     "nvl_domain_rack",
@@ -299,9 +298,12 @@ task_schedule_scope = sa.Table(
 # One row while an apply runs: who holds the lock and since when.
 # A firing recorded by phase 1 (docs/spec/SEMANTICS.md "Dispatch"): what it will submit,
 # decided then, so that any replica can finish it should its own die or stall. Its
-# operation and the schedule's name and labels are copied: a later change of the schedule
-# is for the next firing. Open while ``finished_at`` is NULL; ``lease_until``: until when
-# the replica that claimed it has it to itself (then anyone may complete it).
+# operation, the schedule's name and labels, and the scopes it will submit ([scope id,
+# rack id, component filter, forced] each) are copied: a later change of the schedule is
+# for the next firing. Open while ``finished_at`` is NULL; ``lease_until``: until when
+# the replica that claimed it has it to itself (then anyone may complete it);
+# ``refused``: the scope ids the task manager refused in a completion that left others
+# owed (their decision stands).
 firing = sa.Table(
     "firing",
     metadata,
@@ -322,6 +324,8 @@ firing = sa.Table(
     sa.Column("overlap_policy", sa.String(16), nullable=False),
     sa.Column("schedule_name", sa.String(255), nullable=False),
     sa.Column("schedule_labels", JSON, nullable=True),
+    sa.Column("scopes", JSON, nullable=False),
+    sa.Column("refused", JSON, nullable=True),
     sa.Column("lease_until", UTCDateTime, nullable=True),
     sa.Column("finished_at", UTCDateTime, nullable=True),
     sa.Index(
@@ -335,31 +339,6 @@ firing = sa.Table(
         "finished_at",
         sqlite_where=sa.text("finished_at IS NOT NULL"),
         postgresql_where=sa.text("finished_at IS NOT NULL"),
-    ),
-)
-
-# One row per scope a recorded firing will submit: ``result`` NULL until its task is
-# created (or refused) in the same transaction that sets it.
-firing_scope = sa.Table(
-    "firing_scope",
-    metadata,
-    sa.Column(
-        "firing_id", sa.Uuid, sa.ForeignKey("firing.id", ondelete="CASCADE"), primary_key=True
-    ),
-    sa.Column("scope_id", sa.Uuid, primary_key=True),
-    sa.Column("ordinal", sa.Integer, nullable=False),
-    sa.Column("rack_id", sa.Uuid, nullable=False),
-    sa.Column("component_filter", JSON, nullable=True),
-    sa.Column("forced", sa.Boolean, nullable=False),
-    sa.Column("result", sa.String(16), nullable=True),
-    sa.Column("task_id", sa.Uuid, nullable=True),
-    sa.Column("error", sa.Text, nullable=True),
-    # The overlap check: is a scope's task of an open firing still to be created?
-    sa.Index(
-        "ix_firing_scope_open",
-        "scope_id",
-        sqlite_where=sa.text("result IS NULL"),
-        postgresql_where=sa.text("result IS NULL"),
     ),
 )
 

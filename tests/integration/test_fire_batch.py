@@ -123,8 +123,9 @@ def test_many_schedules_fire_in_one_call_with_one_task_per_scope(service, fleet,
 
 def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) -> None:
     """Each phase runs a fixed number of statements, however many schedules it fires
-    (the racks' active tasks are read with one, and tasks are inserted with one
-    statement per status: pending, and waiting)."""
+    (the racks' active tasks are read with one, tasks are inserted with one statement per
+    status: pending, and waiting; the firing records are written with one, and finished
+    with one, or two when some were refused)."""
 
     def statements_to_fire(count: int) -> int:
         schedules = [
@@ -148,8 +149,9 @@ def test_a_batch_costs_the_same_statements_as_a_firing(service, fleet, clock) ->
         return len(seen)
 
     one = statements_to_fire(1)  # its task is pending: one insert
-    # Pending and waiting tasks: two inserts.
-    assert statements_to_fire(30) == one + 1
+    # Pending and waiting tasks: two inserts; and on the rack of the first one's task, a
+    # refusal (its queue full): one statement records the firings' refusals.
+    assert statements_to_fire(30) == one + 2
     # Every rack busy by now with a full queue: all refused (no insert), however many.
     assert statements_to_fire(90) == statements_to_fire(60)
 

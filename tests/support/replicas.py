@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from rackcron.models import OverlapPolicy, Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
-from rackcron.store.tables import firing, firing_scope, task
+from rackcron.store.tables import firing, task
 from tests.support.service import make_operation
 
 __all__ = ["Finisher", "Ledger", "ledger", "replica", "seed"]
@@ -97,11 +97,18 @@ class Ledger:
     """Every recorded firing and task, as the store holds them."""
 
     firings: list[Any]  # firing rows
-    owed: list[Any]  # firing_scope rows
     tasks: list[Any]  # (firing_id, scope_id, schedule_id, due_at, created_at, description)
 
     def per_firing_scope(self) -> Counter[tuple[uuid.UUID, uuid.UUID]]:
         return Counter((t.firing_id, t.scope_id) for t in self.tasks)
+
+    def owed(self) -> set[tuple[uuid.UUID, uuid.UUID]]:
+        """Every (firing, scope) a recorded firing was to submit."""
+        return {(f.id, uuid.UUID(s[0])) for f in self.firings for s in f.scopes}
+
+    def refused(self) -> set[tuple[uuid.UUID, uuid.UUID]]:
+        """Every (firing, scope) the task manager refused (a decision, with no task)."""
+        return {(f.id, uuid.UUID(i)) for f in self.firings for i in f.refused or ()}
 
     def open_firings(self) -> list[Any]:
         return [f for f in self.firings if f.finished_at is None]
@@ -123,7 +130,6 @@ def ledger(url: str) -> Ledger:
     try:
         with transaction(engine, write=False) as conn:
             firings = conn.execute(sa.select(firing)).all()
-            owed = conn.execute(sa.select(firing_scope)).all()
             tasks = conn.execute(
                 sa.select(
                     task.c.firing_id,
@@ -136,4 +142,4 @@ def ledger(url: str) -> Ledger:
             ).all()
     finally:
         engine.dispose()
-    return Ledger(list(firings), list(owed), list(tasks))
+    return Ledger(list(firings), list(tasks))

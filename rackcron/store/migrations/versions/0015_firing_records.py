@@ -1,10 +1,10 @@
 """Firings are recorded, so that any replica can finish one whose replica died or stalled.
 
-``firing`` and ``firing_scope``: phase 1 of a firing records what it will submit (the
-scopes, the operation, the schedule's name and labels) beside advancing the schedule;
-the tasks are created later, each with the ``result`` of its scope set in the same
-transaction. A firing whose replica died or stalled is completed by another once its
-``lease_until`` has passed (docs/spec/SEMANTICS.md "Dispatch").
+``firing``: phase 1 of a firing records what it will submit (the scopes, the operation,
+the schedule's name and labels) beside advancing the schedule; the tasks are created
+later, and the firing is marked finished in the same transaction. A firing whose
+replica died or stalled is completed by another once its ``lease_until`` has passed
+(docs/spec/SEMANTICS.md "Dispatch").
 
 ``task.firing_id`` and ``task.due_at``: the firing that submitted the task and that
 firing's due time; a unique index on (firing_id, scope_id) makes a second task for one
@@ -45,6 +45,8 @@ def upgrade() -> None:
         sa.Column("overlap_policy", sa.String(16), nullable=False),
         sa.Column("schedule_name", sa.String(255), nullable=False),
         sa.Column("schedule_labels", JSON, nullable=True),
+        sa.Column("scopes", JSON, nullable=False),
+        sa.Column("refused", JSON, nullable=True),
         sa.Column("lease_until", UTCDateTime, nullable=True),
         sa.Column("finished_at", UTCDateTime, nullable=True),
     )
@@ -63,30 +65,6 @@ def upgrade() -> None:
         sqlite_where=sa.text("finished_at IS NOT NULL"),
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     )
-    op.create_table(
-        "firing_scope",
-        sa.Column(
-            "firing_id",
-            sa.Uuid,
-            sa.ForeignKey("firing.id", ondelete="CASCADE"),
-            primary_key=True,
-        ),
-        sa.Column("scope_id", sa.Uuid, primary_key=True),
-        sa.Column("ordinal", sa.Integer, nullable=False),
-        sa.Column("rack_id", sa.Uuid, nullable=False),
-        sa.Column("component_filter", JSON, nullable=True),
-        sa.Column("forced", sa.Boolean, nullable=False),
-        sa.Column("result", sa.String(16), nullable=True),
-        sa.Column("task_id", sa.Uuid, nullable=True),
-        sa.Column("error", sa.Text, nullable=True),
-    )
-    op.create_index(
-        "ix_firing_scope_open",
-        "firing_scope",
-        ["scope_id"],
-        sqlite_where=sa.text("result IS NULL"),
-        postgresql_where=sa.text("result IS NULL"),
-    )
     with op.batch_alter_table("task") as batch:
         batch.add_column(sa.Column("firing_id", sa.Uuid, nullable=True))
         batch.add_column(sa.Column("due_at", UTCDateTime, nullable=True))
@@ -98,5 +76,4 @@ def downgrade() -> None:
         batch.drop_index("uq_task_firing_scope")
         batch.drop_column("due_at")
         batch.drop_column("firing_id")
-    op.drop_table("firing_scope")
     op.drop_table("firing")
