@@ -441,6 +441,46 @@ def test_a_delivery_given_up_is_stopped_on_the_controller(live_service, controll
         runner.close()
 
 
+def test_a_stop_that_also_fails_keeps_the_reason_the_task_failed(live_service):
+    """docs/dispatch.md "The task runner": a controller that never confirms the task and
+    then refuses the stop too. The task's message says both: why it failed, then why the
+    stop was given up (the second used to overwrite the first)."""
+    (r0, *_) = live_fleet(live_service)
+    with Canned(500, b'{"error": "controller on fire"}') as canned:
+        set_controller(live_service, r0, {"kind": "http", "url": canned.url})
+        runner = fast_runner(live_service, retry=RetryPolicy(attempts=2, backoff=0.05))
+        try:
+            (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+            wait_for(lambda: "could not be told" in task_of(live_service, task_id).message, runner)
+        finally:
+            runner.close()
+        assert canned.requests == 4  # two submits, two stops
+    failed = task_of(live_service, task_id)
+    assert failed.status == TaskStatus.FAILED
+    reason, then = failed.message.split("; then ")
+    assert reason.startswith("the rack controller did not confirm it took the task after 2 ")
+    assert then.startswith("the rack controller could not be told to stop it: ")
+    assert reason.count("controller on fire") == then.count("controller on fire") == 1
+    assert live_service.claim_work(10, lease=60) == []  # the stop is given up: nothing owed
+
+
+def test_a_cancelled_task_whose_rack_left_keeps_saying_it_was_cancelled(
+    service, fleet, clock, runner, simulator
+):
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    rounds(runner, clock)
+    service.cancel_task(task_id)
+    service.delete_schedule(service.find_schedule("nightly").id)
+    service.delete_rack(fleet.racks[0])
+    rounds(runner, clock)
+    cancelled = task_of(service, task_id)
+    assert cancelled.status == TaskStatus.TERMINATED
+    assert cancelled.message == (
+        "cancelled; then the rack controller could not be told to stop it: "
+        f"rack {fleet.racks[0]} is no longer in the inventory"
+    )
+
+
 def test_racks_behind_one_url_use_their_own_settings(live_service, controller_server):
     a, b, _ = live_fleet(live_service)
     set_controller(live_service, a, {"kind": "http", "url": controller_server.url})
