@@ -481,6 +481,34 @@ def test_a_cancelled_task_whose_rack_left_keeps_saying_it_was_cancelled(
     )
 
 
+def test_a_controller_keeping_few_finished_tasks_still_reports_every_end(live_service):
+    """docs/controller-protocol.md "The reference controller": the controller keeps three
+    finished tasks once their end was answered; thirty end together while the runner asks
+    about four a round. The runner learns every end (none is failed as forgotten), and
+    the controller holds no more than its bound afterwards (it used to hold every task)."""
+    from rackcron.models import Rack
+
+    bound = 3
+    simulator = Simulator(default_duration=0.3, keep_finished=bound)
+    server = ControllerServer("127.0.0.1", 0, simulator)
+    server.start()
+    racks = [
+        live_service.upsert_rack(Rack(id=uuid.uuid4(), name=f"burst-{i}")).id
+        for i in range(10 * bound)
+    ]
+    for r in racks:
+        set_controller(live_service, r, {"kind": "http", "url": server.url})
+    runner = fast_runner(live_service, batch_size=4)
+    try:
+        ids = live_service.trigger(create(live_service, racks).id).task_ids
+        done = [TaskStatus.COMPLETED] * len(ids)
+        wait_for(lambda: statuses(live_service, ids) == done, runner, timeout=30)
+        assert (simulator.started, simulator.held) == (len(ids), bound)
+    finally:
+        runner.close()
+        server.shutdown()
+
+
 def test_racks_behind_one_url_use_their_own_settings(live_service, controller_server):
     a, b, _ = live_fleet(live_service)
     set_controller(live_service, a, {"kind": "http", "url": controller_server.url})
