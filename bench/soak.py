@@ -19,7 +19,10 @@ every ERROR line. Exits 1 when:
 * memory grew by more than 50% from the first quarter's median to the last quarter's
   (``MEMORY_GROWTH_LIMIT``): the first quarter includes warming up, so a smaller bound
   would flag imports and caches, while a leak that grows for the whole run still
-  shows.
+  shows. The built-in simulator is no such leak: it keeps the finished tasks whose
+  end the runner saw up to a bound (10,000, about 10 MB; docs/controller-protocol.md
+  "What the reference controller remembers"), far beyond the few hundred a ten-minute
+  run ends, and forgets older ones, so its share levels off in a longer run.
 
 Run: ``.venv/bin/python bench/soak.py`` (10 minutes), ``--minutes 1`` for a quick check.
 """

@@ -71,6 +71,23 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
     help="Probability that an operation ends failed.",
 )
 @click.option("--seed", type=int, help="Seed for the failures, to replay a run.")
+@click.option(
+    "--keep-finished",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=10_000,
+    show_default=True,
+    help="How many finished tasks whose end was answered (GET, a repeated PUT, cancel) are "
+    "kept; past it the oldest is forgotten (a GET then answers 404). Running tasks are "
+    "always kept.",
+)
+@click.option(
+    "--keep-finished-for",
+    type=Duration(),
+    default="24h",
+    show_default=True,
+    help="How long a finished task whose end nobody asked about yet is kept (a Go duration).",
+)
 def rack_controller(
     listen: tuple[str, int],
     token_file: str | None,
@@ -81,13 +98,17 @@ def rack_controller(
     default_duration: float,
     failure_rate: float,
     seed: int | None,
+    keep_finished: int,
+    keep_finished_for: float,
 ) -> None:
     """Run the reference rack controller: a simulator behind the HTTP protocol.
 
     Each operation (typed POWER_ON, POWER_OFF, UPGRADE_FIRMWARE, ...) runs for its
     duration, then completes, or fails with the given probability. Tasks live in
-    memory. Serves until interrupted (SIGINT or SIGTERM). The protocol is described
-    in docs/controller-protocol.md.
+    memory: every running task; of the finished ones whose end was answered, the
+    newest --keep-finished; a finished one nobody asked about, for --keep-finished-for
+    after it ended. Serves until interrupted (SIGINT or SIGTERM). The protocol is described in
+    docs/controller-protocol.md.
 
     Example, power-ons take 30 seconds, one operation in ten fails:
 
@@ -110,6 +131,8 @@ def rack_controller(
         default_duration=default_duration,
         failure_rate=failure_rate,
         seed=seed,
+        keep_finished=keep_finished,
+        keep_finished_for=keep_finished_for,
     )
     with cli_errors():
         try:

@@ -74,7 +74,7 @@ from rackcron.notifications import (
     task_expired,
     task_failed,
 )
-from rackcron.service import Service, Update, Work, Written
+from rackcron.service import Service, Update, Work, Written, followed
 
 __all__ = ["RetryPolicy", "TaskRunner"]
 
@@ -165,6 +165,12 @@ def _task_ref(written: Written) -> TaskRef:
         status=written.status.value,
         message=written.message,
     )
+
+
+def _stop_given_up(work: Work, error: str) -> str:
+    """The message of a task whose owed stop is given up: why the task ended (its message
+    as claimed: ``cancelled``, a failure's reason), then why its controller was not told."""
+    return followed(work.message, f"the rack controller could not be told to stop it: {error}")
 
 
 class _Template(NamedTuple):
@@ -371,10 +377,7 @@ class TaskRunner:
             # fails, and its controller is told to stop it, as after a cancellation.
             reason = f"{_GAVE_UP[work.status]} after {failures} attempts: {error}"
             return Update(work.task_id, happened, work.status, reason)
-        reason = f"the rack controller could not be told to stop it: {error}"
-        if work.status == TaskStatus.TERMINATED:
-            reason = f"cancelled; {reason}"
-        return Update(work.task_id, happened, work.status, reason)
+        return Update(work.task_id, happened, work.status, _stop_given_up(work, error))
 
     def _refused(self, work: Work, reason: str) -> Update:
         """The server will not call the rack's controller: retrying cannot help, so the
@@ -383,16 +386,14 @@ class TaskRunner:
             message = f"not delivered: {reason}"
         elif work.status == TaskStatus.RUNNING:
             message = f"{_GAVE_UP[work.status]}: {reason}"
-        elif work.status == TaskStatus.FAILED:  # failed just above: its message says why
-            message = ""
         else:
-            message = f"the rack controller could not be told to stop it: {reason}"
-            if work.status == TaskStatus.TERMINATED:
-                message = f"cancelled; {message}"
+            message = _stop_given_up(work, reason)
         return Update(work.task_id, Event.REFUSED, work.status, message)
 
     def _rack_gone(self, work: Work) -> Update:
         reason = f"rack {work.rack_id} is no longer in the inventory"
+        if duty(work.status) is Duty.STOP:
+            reason = _stop_given_up(work, reason)
         return Update(work.task_id, Event.RACK_GONE, work.status, reason)
 
     def _notify(self, key: str, updates: Iterable[Update], written: Iterable[Written]) -> None:

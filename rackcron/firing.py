@@ -16,10 +16,11 @@ values:
 * :func:`deadline_lateness` applies a schedule's ``starting_deadline``
   (docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)"): a firing made
   later than the deadline after its due time is *missed*, submits nothing, and
-  advances as a firing whose every scope was skipped. The lateness counts from
-  ``next_run_at``, the time being fired, however many ticks were collapsed into it;
-  a manual trigger is never missed. :func:`parse_starting_deadline` is the one check
-  of the field, shared by the YAML validation and the service.
+  advances as a firing whose every scope was skipped. The due time is ``next_run_at``,
+  unless the firing collapsed several ticks (it came after an outage): then it is the
+  latest of them at or before the firing, so the most recent tick still within the
+  deadline fires; a manual trigger is never missed. :func:`parse_starting_deadline` is
+  the one check of the field, shared by the YAML validation and the service.
 
 Phase 2 hands each eligible scope to the task manager (docs/spec/SEMANTICS.md "Tasks"),
 whose per-task decisions are pure too, so a whole batch of firings can be
@@ -40,7 +41,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from rackcron.filters import ComponentFilter
 from rackcron.models import OverlapPolicy
@@ -48,6 +49,7 @@ from rackcron.timing import (
     SpecError,
     SpecType,
     format_rfc3339,
+    latest_due,
     next_after,
     parse_duration,
     parse_spec,
@@ -56,6 +58,8 @@ from rackcron.timing import (
 __all__ = [
     "MIN_STARTING_DEADLINE",
     "Advance",
+    "Lateness",
+    "Timed",
     "advance",
     "deadline_lateness",
     "parse_starting_deadline",
@@ -141,16 +145,47 @@ def parse_starting_deadline(text: str) -> float:
     return seconds
 
 
+class Timed(Protocol):
+    """A schedule as its starting deadline is judged: its spec and the deadline."""
+
+    @property
+    def spec_type(self) -> SpecType: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def timezone(self) -> str: ...
+    @property
+    def starting_deadline(self) -> str | None: ...
+
+
+class Lateness(NamedTuple):
+    """A firing judged against its schedule's starting deadline."""
+
+    due: datetime | None  # the due time it is judged from (None: the schedule has none)
+    seconds: float | None  # how late past ``due``, when later than the deadline: missed
+
+
 def deadline_lateness(
-    due: datetime | None, now: datetime, starting_deadline: str | None, *, manual: bool
-) -> float | None:
-    """The lateness in seconds (``now`` minus ``due``) of a firing that misses its
-    starting deadline, or None when the firing goes ahead: no deadline, a manual
-    trigger, or not later than the deadline after ``due``."""
-    if manual or starting_deadline is None or due is None:
-        return None
+    due: datetime | None, now: datetime, schedule: Timed, *, manual: bool
+) -> Lateness:
+    """The due time of a firing at ``now`` of ``schedule``, whose next run was ``due``,
+    and its lateness (``now`` minus the due time) if it misses its starting deadline.
+
+    The due time is ``due``, except when ticks of the schedule after ``due`` had come by
+    ``now`` too (collapsed into this firing by an outage): then it is the latest of them
+    (``rackcron.timing.latest_due``; docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
+    The lateness is None when the firing goes ahead: no deadline (the due time then stays
+    ``due``), a manual trigger, or not later than the deadline after the due time.
+
+    :raises SpecError: the schedule's spec or deadline cannot be read.
+    """
+    deadline = schedule.starting_deadline
+    if manual or deadline is None or due is None:
+        return Lateness(due, None)
+    spec = _parsed(schedule.spec_type, schedule.spec, schedule.timezone)
+    due = latest_due(spec, due, now)
     lateness = (now - due).total_seconds()
-    return lateness if lateness > parse_starting_deadline(starting_deadline) else None
+    return Lateness(due, lateness if lateness > parse_starting_deadline(deadline) else None)
 
 
 def task_description(schedule_name: str, dispatched_at: datetime) -> str:

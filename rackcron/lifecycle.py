@@ -55,7 +55,8 @@ controller could no longer be reached: the operation may be running all the same
 its controller a stop*: the transitions of :data:`OWES_STOP`. While it owes one, the runner
 keeps telling the controller to stop it, and its events go to the stop machine
 (:data:`STOP_TRANSITIONS`): ``STOP_SENT`` settles it, and so does giving up
-(``RETRIES_EXHAUSTED``, ``REFUSED``, ``RACK_GONE``: the message says why); a failed call
+(``RETRIES_EXHAUSTED``, ``REFUSED``, ``RACK_GONE``: the message keeps why the task
+ended and adds why the stop was given up); a failed call
 (``RETRY_SCHEDULED``) or a skipped one (``RELEASED``) keeps it owed. The store keeps it
 as the task's ``cancel_pending`` flag.
 
@@ -259,7 +260,7 @@ STOP_TRANSITIONS: Mapping[Event, Stop] = MappingProxyType(
     {
         Event.STOP_SENT: Stop.CLEAR,
         Event.RETRY_SCHEDULED: Stop.OWED,
-        Event.RETRIES_EXHAUSTED: Stop.CLEAR,  # given up; the message says why
+        Event.RETRIES_EXHAUSTED: Stop.CLEAR,  # given up; the message adds why
         Event.REFUSED: Stop.CLEAR,
         Event.RACK_GONE: Stop.CLEAR,
         Event.RELEASED: Stop.OWED,

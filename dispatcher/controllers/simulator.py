@@ -6,14 +6,33 @@ probability (decided when the task is submitted, from a seeded generator, so a r
 can be replayed). Submitting a task id twice returns the first run's state:
 nothing runs twice. Thread-safe; the state lives in memory, so a restarted
 simulator no longer knows earlier tasks (``unknown``).
+
+What it remembers is bounded (docs/controller-protocol.md "The reference controller"),
+or the state of every task ever submitted would grow for as long as the process runs:
+
+* a running task is always kept;
+* a finished task (completed, failed or cancelled) whose end has been *reported* (a
+  status or a repeated submit answered it, or it was cancelled) is kept while it is
+  among the newest ``keep_finished`` reported ones: the oldest reported is forgotten
+  first;
+* a finished task whose end nobody has asked about yet is kept ``keep_finished_for``
+  seconds after it ended, so a runner that was away for a while still learns it.
+
+rackcron's runner asks about a running task every few seconds until it sees it end, so
+it never finds a task forgotten before it learned its end, however many end at once. A
+forgotten task is ``unknown``, as one never submitted; the bounds are applied at each
+call.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -21,10 +40,16 @@ from rackcron.derived import operation_type
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.models import OperationTemplate
 
-__all__ = ["DEFAULT_DURATION", "Simulator"]
+__all__ = ["DEFAULT_DURATION", "KEEP_FINISHED", "KEEP_FINISHED_FOR", "Simulator"]
 
 #: How long an operation runs when its type has no duration of its own (seconds).
 DEFAULT_DURATION = 5.0
+#: The most finished tasks kept once their end was reported (the default
+#: ``keep_finished``): about 10 MB.
+KEEP_FINISHED = 10_000
+#: Seconds a finished task whose end nobody asked about is kept (the default
+#: ``keep_finished_for``): a day.
+KEEP_FINISHED_FOR = 86_400.0
 
 
 @dataclass(slots=True)
@@ -32,11 +57,17 @@ class _Run:
     order: TaskOrder
     ends_at: float
     fails: bool
+    number: int  # which run this is: a forgotten id submitted again is a new run
     cancelled: bool = False
+    reported: bool = False  # its end was answered (or it was cancelled)
 
 
 class Simulator:
-    """An in-process rack controller (see the module docstring)."""
+    """An in-process rack controller (see the module docstring).
+
+    :raises ValueError: ``failure_rate`` is not between 0 and 1, ``keep_finished`` is
+        below 1, or ``keep_finished_for`` is not positive.
+    """
 
     def __init__(
         self,
@@ -46,15 +77,28 @@ class Simulator:
         failure_rate: float = 0.0,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        keep_finished: int = KEEP_FINISHED,
+        keep_finished_for: float = KEEP_FINISHED_FOR,
     ) -> None:
         if not 0.0 <= failure_rate <= 1.0:
             raise ValueError(f"failure rate must be between 0 and 1, got {failure_rate}")
+        if keep_finished < 1:
+            raise ValueError(f"keep_finished must be at least 1, got {keep_finished}")
+        if not keep_finished_for > 0:
+            raise ValueError(f"keep_finished_for must be positive, got {keep_finished_for}")
         self.durations = {k.upper(): v for k, v in (durations or {}).items()}
         self.default_duration = default_duration
         self.failure_rate = failure_rate
+        self.keep_finished = keep_finished
+        self.keep_finished_for = keep_finished_for
         self._random = random.Random(seed)
         self._clock = clock
-        self._runs: dict[uuid.UUID, _Run] = {}
+        self._runs: dict[uuid.UUID, _Run] = {}  # every task held, in submission order
+        self._ending: list[tuple[float, int, uuid.UUID]] = []  # heap: (ends_at, run, id)
+        self._unasked: OrderedDict[uuid.UUID, float] = OrderedDict()  # id -> ended at, in order
+        self._reported: OrderedDict[uuid.UUID, None] = OrderedDict()  # in the order reported
+        self._numbers = itertools.count()
+        self._started = 0
         self._lock = threading.Lock()
 
     def duration(self, order: TaskOrder) -> float:
@@ -66,40 +110,92 @@ class Simulator:
 
     def submit(self, order: TaskOrder) -> ControllerState:
         with self._lock:
+            now = self._forget(self._clock())
             run = self._runs.get(order.id)
             if run is None:
                 fails = self._random.random() < self.failure_rate
-                run = _Run(order, self._clock() + self.duration(order), fails)
+                run = _Run(order, now + self.duration(order), fails, next(self._numbers))
                 self._runs[order.id] = run
-            return self._state(run)
+                heapq.heappush(self._ending, (run.ends_at, run.number, order.id))
+                self._started += 1
+            return self._answer(order.id, run, now)
 
     def status(self, task_id: uuid.UUID) -> ControllerState:
         with self._lock:
+            now = self._forget(self._clock())
             run = self._runs.get(task_id)
-            return ControllerState("unknown") if run is None else self._state(run)
+            return ControllerState("unknown") if run is None else self._answer(task_id, run, now)
 
     def cancel(self, task_id: uuid.UUID) -> None:
         with self._lock:
+            now = self._forget(self._clock())
             run = self._runs.get(task_id)
-            if run is not None and self._state(run).state == "running":
+            if run is not None and _state(run, now).state == "running":
                 run.cancelled = True
+                self._ended(task_id, run, now)
+            if run is not None:
+                self._answer(task_id, run, now)
 
     @property
     def started(self) -> int:
-        """How many operations have been started (each task id counts once)."""
+        """How many operations have been started."""
+        with self._lock:
+            return self._started
+
+    @property
+    def held(self) -> int:
+        """How many tasks it holds: the running ones, and the finished ones not forgotten."""
         with self._lock:
             return len(self._runs)
 
     def started_on(self, rack_id: uuid.UUID) -> list[TaskOrder]:
-        """The tasks started on a rack, in submission order."""
+        """The tasks started on a rack that it still holds, in submission order."""
         with self._lock:
             return [r.order for r in self._runs.values() if r.order.rack_id == rack_id]
 
-    def _state(self, run: _Run) -> ControllerState:
-        if run.cancelled:
-            return ControllerState("cancelled", "cancelled by request")
-        if self._clock() < run.ends_at:
-            return ControllerState("running")
-        if run.fails:
-            return ControllerState("failed", "simulated failure")
-        return ControllerState("completed", "done")
+    def _answer(self, task_id: uuid.UUID, run: _Run, now: float) -> ControllerState:
+        """``run``'s state at ``now``, which reports its end if it has ended."""
+        state = _state(run, now)
+        if state.state != "running" and not run.reported:
+            run.reported = True
+            if self._unasked.pop(task_id, None) is not None:
+                self._reported[task_id] = None
+                self._trim()
+        return state
+
+    def _ended(self, task_id: uuid.UUID, run: _Run, at: float) -> None:
+        """Note that ``run`` ended ``at``: among the reported or the unasked."""
+        if run.reported:
+            self._reported[task_id] = None
+            self._trim()
+        else:
+            self._unasked[task_id] = at
+
+    def _forget(self, now: float) -> float:
+        """Note the runs that have ended by ``now``, forget the finished ones past the
+        bounds (the module docstring), and return ``now``. Called under the lock."""
+        while self._ending and self._ending[0][0] <= now:
+            ends_at, number, task_id = heapq.heappop(self._ending)
+            run = self._runs.get(task_id)
+            # A cancelled run was noted when cancelled; a forgotten one is gone.
+            if run is not None and run.number == number and not run.cancelled:
+                self._ended(task_id, run, ends_at)
+        oldest = now - self.keep_finished_for
+        while self._unasked and next(iter(self._unasked.values())) <= oldest:
+            del self._runs[self._unasked.popitem(last=False)[0]]
+        return now
+
+    def _trim(self) -> None:
+        """Forget the oldest reported tasks past ``keep_finished``. Called under the lock."""
+        while len(self._reported) > self.keep_finished:
+            del self._runs[self._reported.popitem(last=False)[0]]
+
+
+def _state(run: _Run, now: float) -> ControllerState:
+    if run.cancelled:
+        return ControllerState("cancelled", "cancelled by request")
+    if now < run.ends_at:
+        return ControllerState("running")
+    if run.fails:
+        return ControllerState("failed", "simulated failure")
+    return ControllerState("completed", "done")

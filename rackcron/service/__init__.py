@@ -59,7 +59,7 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, lock_holder
 from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
-from rackcron.service._delivery import DeliveryOps, Recorded, Update, Work, Written
+from rackcron.service._delivery import DeliveryOps, Recorded, Update, Work, Written, followed
 from rackcron.service._firing import (
     DEFAULT_LEASE,
     Completed,
@@ -108,6 +108,7 @@ __all__ = [
     "Update",
     "Work",
     "Written",
+    "followed",
 ]
 
 

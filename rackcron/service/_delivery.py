@@ -64,7 +64,16 @@ from rackcron.service._freezes import FreezeOps, Named
 from rackcron.service._tasks import TaskOps, chunked
 from rackcron.store.tables import rack, task, task_schedule
 
-__all__ = ["MAX_MESSAGE", "DeliveryOps", "Recorded", "Update", "Work", "Written", "storable"]
+__all__ = [
+    "MAX_MESSAGE",
+    "DeliveryOps",
+    "Recorded",
+    "Update",
+    "Work",
+    "Written",
+    "followed",
+    "storable",
+]
 
 _CANDIDATES = 4  # due tasks read per task claimed, at most
 _WAITING = TaskStatus.WAITING.value
@@ -75,14 +84,30 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 MAX_MESSAGE = 4096
 
 
+#: What joins a task's message to what happened to the task afterwards.
+_THEN = "; then "
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def storable(message: str) -> str:
     """``message`` as every backend can store it: NUL characters (PostgreSQL refuses
     them) and lone surrogates (not encodable as UTF-8) become U+FFFD, and it is cut to
     :data:`MAX_MESSAGE` characters."""
-    message = _UNSTORABLE.sub("\ufffd", message)
-    if len(message) > MAX_MESSAGE:
-        message = message[: MAX_MESSAGE - 1] + "…"
-    return message
+    return _cut(_UNSTORABLE.sub("\ufffd", message), MAX_MESSAGE)
+
+
+def followed(message: str, then: str) -> str:
+    """A task's ``message`` followed by what happened to the task afterwards, ``message;
+    then THEN``, within :data:`MAX_MESSAGE` characters with both kept: ``then`` is cut to
+    half of them at most, and ``message`` to the rest. An empty ``message`` gives ``then``."""
+    if not message:
+        return _cut(then, MAX_MESSAGE)
+    then = _cut(then, MAX_MESSAGE // 2)
+    return _cut(message, MAX_MESSAGE - len(_THEN) - len(then)) + _THEN + then
 
 
 class Work(NamedTuple):
@@ -103,14 +128,16 @@ class Work(NamedTuple):
     forced: bool = False  # by a trigger forced past a freeze: never held by one
     schedule_name: str | None = None  # None: no schedule, or it is gone
     due_at: datetime | None = None  # its firing's due time; None: not from a firing
+    message: str = ""  # the task's message as claimed (why it ended, when it owes a stop)
 
 
 class Update(NamedTuple):
     """What one controller call gave for one task: a ``lifecycle.Event`` on the task as it
     was (``was``, its status) when the call was decided.
 
-    ``message`` is the task's new message when the event ends the task; otherwise (a
-    retry, a stop settled) an empty one keeps the task's message. ``delay``: seconds
+    ``message`` is the task's new message when the event ends the task or gives up the
+    stop it owes (:func:`followed` keeps why it ended); otherwise (a retry, a stop told) an
+    empty one keeps the task's message. ``delay``: seconds
     before the runner looks again (``ACCEPTED``, ``STILL_RUNNING``, ``RETRY_SCHEDULED``).
     """
 
@@ -199,6 +226,7 @@ _WORK = sa.select(
     task.c.forced,
     task_schedule.c.name,
     task.c.due_at,
+    task.c.message,
 ).select_from(
     task.outerjoin(rack, rack.c.id == task.c.rack_id).outerjoin(
         task_schedule, task_schedule.c.id == task.c.schedule_id

@@ -396,7 +396,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
                 schedule = _rows.schedule(row)
                 due = schedule.next_run_at
-                late = deadline_lateness(due, self.now, schedule.starting_deadline, manual=manual)
+                due, late = deadline_lateness(due, self.now, schedule, manual=manual)
                 scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
                 frozen = {} if late is not None else _frozen(holds, schedule, scopes)
                 if manual and frozen and not force:

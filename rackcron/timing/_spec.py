@@ -8,8 +8,9 @@ docs/spec/SEMANTICS.md "Spec types" defines three kinds, each a small frozen val
   at the first match strictly after a moment, with Debian's DST rule.
 * ``OneTime``: an RFC 3339 instant; fires once, then is consumed.
 
-``first_run`` arms a schedule, ``next_after`` advances it after a firing.
-Both take the moment as a parameter and never read the clock; every datetime
+``first_run`` arms a schedule, ``next_after`` advances it after a firing, and
+``latest_due`` finds the last fire time an outage collapsed into one firing.
+They take the moment as a parameter and never read the clock; every datetime
 in or out is aware, and results are in UTC.
 """
 
@@ -34,6 +35,7 @@ __all__ = [
     "describe_local",
     "first_run",
     "format_rfc3339",
+    "latest_due",
     "next_after",
     "parse_rfc3339",
     "parse_spec",
@@ -174,6 +176,41 @@ def next_after(spec: Spec, t: datetime) -> datetime | None:
     if isinstance(spec, OneTime):
         return None
     return _advance(spec, t)
+
+
+#: The first span :func:`latest_due` looks back over, doubled until it holds a fire time.
+_LOOK_BACK = timedelta(minutes=1)
+
+
+def latest_due(spec: Spec, due: datetime, now: datetime) -> datetime:
+    """Return the latest fire time at or before ``now`` of a schedule due at ``due``:
+    the last of the fire times ``next_after`` chains from ``due`` that are not after
+    ``now`` (the ticks a late firing collapses into one), or ``due`` itself when the
+    next one is after ``now``, and always for a one-time spec.
+
+    Interval: ``due + k * d``. ``@every``: whole steps from ``due`` truncated to the
+    second. Cron: searched back from ``now`` over spans that double from a minute, so a
+    firing a year late costs a few dozen steps, not one per tick it collapsed.
+
+    :raises ValueError: a naive datetime.
+    """
+    due, now = as_utc(due), as_utc(now)
+    if isinstance(spec, OneTime) or now <= due:
+        return due
+    if isinstance(spec, Interval):
+        return due + (now - due) // spec.delta * spec.delta
+    if spec.every is not None:  # as _advance chains it: truncated, then whole steps
+        first, step = due.replace(microsecond=0), spec.every * _SECOND
+        return due if now < first + step else first + (now - first) // step * step
+    span = _LOOK_BACK
+    while True:
+        start = max(due, now - span)
+        found = due if start == due else next_cron(spec, start)
+        if found <= now:  # a fire time in (start, now]: walk to the last one
+            while (following := next_cron(spec, found)) <= now:
+                found = following
+            return found
+        span *= 2
 
 
 def describe_local(spec: Spec, t: datetime) -> datetime:

@@ -111,18 +111,52 @@ def test_a_missed_one_time_schedule_is_consumed(service, fleet, clock) -> None:
     assert service.list_tasks().total == 0
 
 
-def test_collapsed_cron_ticks_count_from_the_due_time(service, fleet, clock) -> None:
-    """Hourly, due at 13:00, fired at 15:30: 2.5 h late (not the 30 min since 15:00)."""
-    made = create(service, fleet.racks[:1], "1h", spec_type=SpecType.CRON, spec="0 * * * *")
+@pytest.mark.parametrize(
+    ("spec_type", "spec"),
+    [(SpecType.INTERVAL, "1h"), (SpecType.CRON, "0 * * * *")],
+    ids=["interval", "cron"],
+)
+def test_collapsed_ticks_fire_when_the_latest_is_within_the_deadline(
+    service, fleet, clock, spec_type, spec
+) -> None:
+    """Hourly with a 1h deadline, due at 13:00; an outage collapses 13:00, 14:00 and 15:00
+    into one firing at 15:30. The latest tick, 15:00, is 30 min back: it fires (counted
+    from 13:00, it was 2.5 h late, and rackcron used to miss it)."""
+    made = create(service, fleet.racks[:1], "1h", spec_type=spec_type, spec=spec)
     assert made.next_run_at == NOW + timedelta(hours=1)
     clock.now = NOW + timedelta(hours=3, minutes=30)
-    _, (miss,) = drain(service)
-    assert miss.lateness_seconds == 9000.0
-    assert service.get_schedule(made.id).next_run_at == NOW + timedelta(hours=4)
-    clock.now = NOW + timedelta(hours=4, minutes=30)  # the next tick, 30 min late: fires
+    fired, missed = drain(service)
+    assert missed == [] and [len(r.task_ids) for r in fired] == [1]
+    after = service.get_schedule(made.id)
+    assert after.last_miss is None and after.last_run_at == clock.now
+
+
+def test_collapsed_ticks_past_the_deadline_are_missed_as_late_as_the_latest(
+    service, fleet, clock
+) -> None:
+    """The same outage with a 15m deadline: missed, and the miss (its record, the log line,
+    the poll's result) names the latest tick and the lateness from it."""
+    made = create(service, fleet.racks[:1], "15m", spec_type=SpecType.CRON, spec="0 * * * *")
+    clock.now = NOW + timedelta(hours=3, minutes=30)
+    stream = io.StringIO()
+    configure("text", stream=stream)
+    try:
+        summary = Dispatcher(service, metrics=Metrics(), workers=1).poll()
+    finally:
+        configure("text")
+    latest = NOW + timedelta(hours=3)
+    assert summary.fired == 0
+    assert summary.missed == [
+        Missed(made.id, "late", latest, clock.now, 1800.0, MissReason.DEADLINE, None, "15m")
+    ]
+    (line,) = stream.getvalue().splitlines()
+    assert "reason=deadline due=2026-06-01T15:00:00Z lateness=1800s" in line
+    after = service.get_schedule(made.id)
+    assert after.last_miss == Miss(at=clock.now, lateness_seconds=1800.0, reason="deadline")
+    assert after.next_run_at == NOW + timedelta(hours=4)
+    clock.now = NOW + timedelta(hours=4, minutes=10)  # the next tick, 10 min late: fires
     fired, missed = drain(service)
     assert missed == [] and len(fired) == 1
-    assert service.get_schedule(made.id).last_miss.lateness_seconds == 9000.0  # the last one
 
 
 def test_a_manual_trigger_ignores_the_deadline(service, fleet, clock) -> None:
@@ -137,7 +171,7 @@ def test_a_manual_trigger_ignores_the_deadline(service, fleet, clock) -> None:
 def test_misses_and_firings_share_a_batch(service, fleet, clock) -> None:
     late = [create(service, fleet.racks[i : i + 1], "10m", name=f"late-{i}") for i in range(3)]
     on_time = [create(service, fleet.racks[3:4], "3h", name=f"ok-{i}") for i in range(2)]
-    clock.now = NOW + timedelta(hours=2)
+    clock.now = NOW + timedelta(hours=2, minutes=30)  # hourly: the latest tick is 30 min back
     fired, missed = drain(service)
     assert sorted(m.name for m in missed) == [s.name for s in late]
     assert sorted(r.firing.schedule.name for r in fired) == [s.name for s in on_time]
@@ -147,7 +181,7 @@ def test_the_miss_is_committed_with_the_advance_or_not_at_all(service, fleet, cl
     """A crash inside phase 1 loses neither: the claim rolls back whole, and the next poll
     misses the firing once."""
     made = create(service, fleet.racks[:1], "15m")
-    clock.now = made.next_run_at + timedelta(hours=1)
+    clock.now = made.next_run_at + 50 * MINUTE  # before the next hourly tick
     before = snapshot(service)
     with pytest.raises(RuntimeError), service.transaction() as ops:
         claim = ops.claim_batch(10)
@@ -156,13 +190,13 @@ def test_the_miss_is_committed_with_the_advance_or_not_at_all(service, fleet, cl
     assert snapshot(service) == before  # still due, no miss recorded
     with service.transaction() as ops:
         (miss,) = ops.claim_batch(10).missed
-    assert (miss.schedule_id, miss.lateness_seconds) == (made.id, 3600.0)
+    assert (miss.schedule_id, miss.lateness_seconds) == (made.id, 3000.0)
     # Committed: the advance and the miss together, read back by another connection.
     with transaction(service.engine, write=False) as conn:
         row = conn.execute(sa.select(task_schedule).where(task_schedule.c.id == made.id)).one()
     assert row.next_run_at == clock.now + timedelta(hours=1)
     assert (row.last_miss_at, row.last_miss_lateness_ms, row.last_miss_reason) == (
-        clock.now, 3_600_000, "deadline")  # fmt: skip
+        clock.now, 3_000_000, "deadline")  # fmt: skip
     assert drain(service) == ([], [])
 
 
@@ -253,7 +287,7 @@ def test_the_migration_adds_the_columns_and_its_downgrade_keeps_every_schedule(
     service = Service(open_engine(store_url), clock=clock)
     rack = service.upsert_rack(Rack(id="00000000-0000-4000-8000-000000000001", name="r1"))
     made = create(service, [rack.id], "15m")
-    clock.now = made.next_run_at + timedelta(hours=1)
+    clock.now = made.next_run_at + 50 * MINUTE  # before the next hourly tick
     assert len(drain(service)[1]) == 1
     scopes = service.list_scopes(made.id)
     service.close()
@@ -281,7 +315,7 @@ def test_the_migration_adds_the_columns_and_its_downgrade_keeps_every_schedule(
     try:
         after = service.get_schedule(made.id)
         assert (after.starting_deadline, after.last_miss) == (None, None)
-        assert after.next_run_at == made.next_run_at + timedelta(hours=2)  # the miss's advance
+        assert after.next_run_at == clock.now + timedelta(hours=1)  # the miss's advance
         assert service.list_scopes(made.id) == scopes
     finally:
         service.close()
@@ -388,7 +422,8 @@ def test_plan_warns_of_a_one_time_instant_already_past_its_deadline(
 
 
 def test_schedules_get_shows_the_deadline_and_the_last_miss(store_url, fleet, service, clock):
-    made = create(service, fleet.racks[:1], "15m")
+    # Daily at 13:00, so the firing 11.5 h late collapses no tick.
+    made = create(service, fleet.racks[:1], "15m", spec_type=SpecType.CRON, spec="0 13 * * *")
     shown = run("schedules", "get", "late", url=store_url).output
     assert "deadline:       15m\n" in shown and "last miss:      -\n" in shown
     clock.now = made.next_run_at + timedelta(hours=11, minutes=34, seconds=1)

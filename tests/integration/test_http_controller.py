@@ -167,6 +167,71 @@ def test_failed_operation_carries_its_message(ticks: Ticks) -> None:
             assert (state.state, state.message) == ("failed", "simulated failure")
 
 
+# --- what the reference controller remembers (docs/controller-protocol.md "The reference controller")
+
+
+def test_finished_tasks_past_the_bound_are_forgotten_and_running_ones_kept(ticks: Ticks) -> None:
+    bound = 5
+    simulator = Simulator(
+        durations={"POWER_ON": 0.2, "POWER_OFF": 1e9}, keep_finished=bound,
+        keep_finished_for=3600, clock=ticks,
+    )  # fmt: skip
+    with controller_server(simulator) as server:
+        for client in _client(server.url):
+            long = [_order(operation_code="power_off") for _ in range(3)]
+            short = [_order() for _ in range(10 * bound)]
+            for order in long + short:
+                assert client.submit(order).state == "running"
+            ticks.now += 1
+            # Asked about one by one, as the runner does: each answers its end...
+            assert {client.status(o.id).state for o in short} == {"completed"}
+            assert simulator.held == bound + len(long)
+            # ...and only the newest `bound` of them are kept; the others are unknown (404).
+            assert [client.status(o.id).state for o in short] == (
+                ["unknown"] * 9 * bound + ["completed"] * bound
+            )
+            assert {client.status(o.id).state for o in long} == {"running"}
+            client.cancel(long[0].id)  # answered with its end: the newest reported
+            assert simulator.held == bound + len(long) - 1
+            assert client.status(long[0].id).state == "cancelled"
+            assert client.status(short[-bound].id).state == "unknown"  # the oldest one kept
+            assert {client.status(o.id).state for o in long[1:]} == {"running"}
+
+
+def test_a_finished_task_nobody_asked_about_is_kept_for_a_while(ticks: Ticks) -> None:
+    simulator = Simulator(
+        durations={"POWER_ON": 0.2, "POWER_OFF": 1e9}, keep_finished=2, keep_finished_for=3600,
+        clock=ticks,
+    )  # fmt: skip
+    with controller_server(simulator) as server:
+        for client in _client(server.url):
+            running = _order(operation_code="power_off")
+            unasked = [_order() for _ in range(20)]
+            for order in [running, *unasked]:
+                client.submit(order)
+            ticks.now += 3599  # the runner was away: nothing asked, every end still known
+            assert simulator.held == 21
+            assert client.status(unasked[0].id).state == "completed"
+            ticks.now += 2  # a day of the real default, an hour here, since they ended
+            assert client.status(unasked[1].id).state == "unknown"
+            assert simulator.held == 2  # the one asked about in time, and the running one
+            assert client.status(running.id).state == "running"
+            assert client.status(unasked[0].id).state == "completed"
+
+
+def test_the_rack_controller_command_bounds_the_finished_tasks(tmp_path: Path) -> None:
+    log = tmp_path / "controller.log"
+    args = ("--keep-finished", "2", "--default-duration", "0s")
+    with rack_controller_process(log, *args) as (_, url):
+        for client in _client(url):
+            orders = [_order() for _ in range(6)]
+            for order in orders:
+                assert client.submit(order).state == "completed"  # reported at once
+            assert [client.status(o.id).state for o in orders] == ["unknown"] * 4 + [
+                "completed"
+            ] * 2
+
+
 @pytest.mark.parametrize("token", [None, "wrong-token"], ids=["missing", "wrong"])
 def test_a_bad_token_is_refused(
     server: ControllerServer, simulator: Simulator, token: str | None
@@ -401,8 +466,13 @@ def test_tls_files_and_token_come_from_the_credential_directory(
         (["--default-duration", "-1s"], "must not be negative, got '-1s'"),
         (["--client-ca", __file__], "--client-ca needs --tls-cert and --tls-key"),
         (["--tls-cert", __file__], "--tls-cert and --tls-key go together"),
+        (["--keep-finished", "0"], "'--keep-finished': 0 is not in the range x>=1"),
+        (["--keep-finished-for", "0s"], "'--keep-finished-for': must be positive, got '0s'"),
     ],
-    ids=["failure-rate", "listen", "port", "duration", "duration-type", "negative", "ca", "tls"],
+    ids=[
+        *("failure-rate", "listen", "port", "duration", "duration-type", "negative", "ca"),
+        *("tls", "keep-finished", "keep-finished-for"),
+    ],
 )
 def test_bad_flags_are_usage_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(rack_controller, args)

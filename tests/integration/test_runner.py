@@ -441,6 +441,74 @@ def test_a_delivery_given_up_is_stopped_on_the_controller(live_service, controll
         runner.close()
 
 
+def test_a_stop_that_also_fails_keeps_the_reason_the_task_failed(live_service):
+    """docs/dispatch.md "The task runner": a controller that never confirms the task and
+    then refuses the stop too. The task's message says both: why it failed, then why the
+    stop was given up (the second used to overwrite the first)."""
+    (r0, *_) = live_fleet(live_service)
+    with Canned(500, b'{"error": "controller on fire"}') as canned:
+        set_controller(live_service, r0, {"kind": "http", "url": canned.url})
+        runner = fast_runner(live_service, retry=RetryPolicy(attempts=2, backoff=0.05))
+        try:
+            (task_id,) = live_service.trigger(create(live_service, [r0]).id).task_ids
+            wait_for(lambda: "could not be told" in task_of(live_service, task_id).message, runner)
+        finally:
+            runner.close()
+        assert canned.requests == 4  # two submits, two stops
+    failed = task_of(live_service, task_id)
+    assert failed.status == TaskStatus.FAILED
+    reason, then = failed.message.split("; then ")
+    assert reason.startswith("the rack controller did not confirm it took the task after 2 ")
+    assert then.startswith("the rack controller could not be told to stop it: ")
+    assert reason.count("controller on fire") == then.count("controller on fire") == 1
+    assert live_service.claim_work(10, lease=60) == []  # the stop is given up: nothing owed
+
+
+def test_a_cancelled_task_whose_rack_left_keeps_saying_it_was_cancelled(
+    service, fleet, clock, runner, simulator
+):
+    (task_id,) = service.trigger(create(service, [fleet.racks[0]]).id).task_ids
+    rounds(runner, clock)
+    service.cancel_task(task_id)
+    service.delete_schedule(service.find_schedule("nightly").id)
+    service.delete_rack(fleet.racks[0])
+    rounds(runner, clock)
+    cancelled = task_of(service, task_id)
+    assert cancelled.status == TaskStatus.TERMINATED
+    assert cancelled.message == (
+        "cancelled; then the rack controller could not be told to stop it: "
+        f"rack {fleet.racks[0]} is no longer in the inventory"
+    )
+
+
+def test_a_controller_keeping_few_finished_tasks_still_reports_every_end(live_service):
+    """docs/controller-protocol.md "The reference controller": the controller keeps three
+    finished tasks once their end was answered; thirty end together while the runner asks
+    about four a round. The runner learns every end (none is failed as forgotten), and
+    the controller holds no more than its bound afterwards (it used to hold every task)."""
+    from rackcron.models import Rack
+
+    bound = 3
+    simulator = Simulator(default_duration=0.3, keep_finished=bound)
+    server = ControllerServer("127.0.0.1", 0, simulator)
+    server.start()
+    racks = [
+        live_service.upsert_rack(Rack(id=uuid.uuid4(), name=f"burst-{i}")).id
+        for i in range(10 * bound)
+    ]
+    for r in racks:
+        set_controller(live_service, r, {"kind": "http", "url": server.url})
+    runner = fast_runner(live_service, batch_size=4)
+    try:
+        ids = live_service.trigger(create(live_service, racks).id).task_ids
+        done = [TaskStatus.COMPLETED] * len(ids)
+        wait_for(lambda: statuses(live_service, ids) == done, runner, timeout=30)
+        assert (simulator.started, simulator.held) == (len(ids), bound)
+    finally:
+        runner.close()
+        server.shutdown()
+
+
 def test_racks_behind_one_url_use_their_own_settings(live_service, controller_server):
     a, b, _ = live_fleet(live_service)
     set_controller(live_service, a, {"kind": "http", "url": controller_server.url})

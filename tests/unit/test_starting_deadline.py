@@ -2,17 +2,20 @@
 
 docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)": a firing made later
 than the deadline after the time it was due is missed; without a deadline, or for a
-manual trigger, a firing always goes ahead. A deadline is a Go duration of at least 1m.
+manual trigger, a firing always goes ahead. The due time is ``next_run_at``, or, when the
+firing collapsed several ticks, the latest of them at or before it. A deadline is a Go
+duration of at least 1m.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import pytest
 
-from rackcron.firing import deadline_lateness, parse_starting_deadline
-from rackcron.timing import SpecError
+from rackcron.firing import Lateness, deadline_lateness, parse_starting_deadline
+from rackcron.timing import SpecError, SpecType
 
 DUE = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
 
@@ -43,6 +46,15 @@ def test_a_deadline_under_a_minute_or_not_a_duration_is_refused(text: str, messa
         parse_starting_deadline(text)
 
 
+class Schedule(NamedTuple):
+    """What ``deadline_lateness`` reads of a schedule."""
+
+    starting_deadline: str | None
+    spec_type: SpecType = SpecType.CRON
+    spec: str = "0 2 * * *"  # daily: no tick collapsed in the cases below
+    timezone: str = "UTC"
+
+
 @pytest.mark.parametrize(
     ("late", "deadline", "manual", "missed"),
     [
@@ -57,15 +69,68 @@ def test_a_deadline_under_a_minute_or_not_a_duration_is_refused(text: str, messa
     ids=["late", "exactly-at", "just-past", "within", "no-deadline", "manual", "on-time"],
 )
 def test_a_firing_later_than_its_deadline_is_missed(late, deadline, manual, missed) -> None:
-    lateness = deadline_lateness(DUE, DUE + late, deadline, manual=manual)
-    assert lateness == (late.total_seconds() if missed else None)
+    judged = deadline_lateness(DUE, DUE + late, Schedule(deadline), manual=manual)
+    assert judged == Lateness(DUE, late.total_seconds() if missed else None)
 
 
-def test_lateness_counts_from_the_due_time_however_many_ticks_were_collapsed() -> None:
-    """An hourly cron due at 02:00 fired at 05:30: 3.5 h late, not the 30 min since 05:00."""
-    at = DUE + timedelta(hours=3, minutes=30)
-    assert deadline_lateness(DUE, at, "1h", manual=False) == 12_600.0
+H = timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "due", "at", "judged"),
+    [
+        # The issue's case: hourly, a 1h deadline, an outage collapsed 02:00, 03:00 and
+        # 04:00 into a firing at 04:30. The latest tick, 04:00, is 30 min back: it fires
+        # (counted from 02:00, the oldest, it was 2.5 h late and missed).
+        (Schedule("1h", SpecType.INTERVAL, "1h"), DUE, DUE + 2.5 * H, Lateness(DUE + 2 * H, None)),
+        (Schedule("1h", SpecType.CRON, "0 * * * *"), DUE, DUE + 2.5 * H,
+         Lateness(DUE + 2 * H, None)),
+        # Past the deadline of even the latest tick: missed, as late as that tick.
+        (Schedule("15m", SpecType.INTERVAL, "1h"), DUE, DUE + 2.5 * H,
+         Lateness(DUE + 2 * H, 1800.0)),
+        (Schedule("15m", SpecType.CRON, "0 * * * *"), DUE, DUE + 2.5 * H,
+         Lateness(DUE + 2 * H, 1800.0)),
+        # A nightly cron three nights late, fired at 05:30: 3.5 h past that night's 02:00.
+        (Schedule("1h"), DUE, DUE + timedelta(days=3, hours=3.5),
+         Lateness(DUE + timedelta(days=3), 12_600.0)),
+        # America/New_York springs forward on 2026-03-08: that night's 02:30 is 03:00 EDT
+        # (07:00Z), so a firing at 03:45 EDT is 45 min late (75 min by the wall clock).
+        (Schedule("1h", SpecType.CRON, "30 2 * * *", "America/New_York"),
+         datetime(2026, 3, 6, 7, 30, tzinfo=UTC), datetime(2026, 3, 8, 7, 45, tzinfo=UTC),
+         Lateness(datetime(2026, 3, 8, 7, tzinfo=UTC), None)),
+        # It falls back on 2026-11-01: a half-hourly job's last tick is the second 01:30
+        # (EST, 06:30Z), so a firing at 01:40 EST is 10 min late...
+        (Schedule("15m", SpecType.CRON, "*/30 * * * *", "America/New_York"),
+         datetime(2026, 11, 1, 4, tzinfo=UTC), datetime(2026, 11, 1, 6, 40, tzinfo=UTC),
+         Lateness(datetime(2026, 11, 1, 6, 30, tzinfo=UTC), None)),
+        # ...while a fixed 01:30 job fires in the first 01:30 only (EDT, 05:30Z): 70 min.
+        (Schedule("15m", SpecType.CRON, "30 1 * * *", "America/New_York"),
+         datetime(2026, 10, 31, 5, 30, tzinfo=UTC), datetime(2026, 11, 1, 6, 40, tzinfo=UTC),
+         Lateness(datetime(2026, 11, 1, 5, 30, tzinfo=UTC), 4200.0)),
+        # A one-time schedule has one tick: its instant.
+        (Schedule("1h", SpecType.ONE_TIME, "2026-06-01T02:00:00Z"), DUE, DUE + 2.5 * H,
+         Lateness(DUE, 9000.0)),
+        # Without a deadline nothing is judged: the due time stays next_run_at.
+        (Schedule(None, SpecType.INTERVAL, "1h"), DUE, DUE + 2.5 * H, Lateness(DUE, None)),
+    ],
+    ids=[
+        "issue-interval", "issue-cron", "interval-missed", "cron-missed", "nights",
+        "spring-forward", "fall-back-fine", "fall-back-fixed", "one-time", "no-deadline",
+    ],
+)  # fmt: skip
+def test_collapsed_ticks_are_judged_from_the_latest(schedule, due, at, judged) -> None:
+    assert deadline_lateness(due, at, schedule, manual=False) == judged
+
+
+def test_a_manual_trigger_is_judged_from_next_run_at_and_never_missed() -> None:
+    hourly = Schedule("15m", SpecType.CRON, "0 * * * *")
+    assert deadline_lateness(DUE, DUE + 2.5 * H, hourly, manual=True) == Lateness(DUE, None)
 
 
 def test_a_schedule_without_a_due_time_is_never_missed() -> None:
-    assert deadline_lateness(None, DUE, "1m", manual=False) is None
+    assert deadline_lateness(None, DUE, Schedule("1m"), manual=False) == Lateness(None, None)
+
+
+def test_an_unreadable_stored_spec_is_an_error() -> None:
+    with pytest.raises(SpecError):
+        deadline_lateness(DUE, DUE + H, Schedule("1m", timezone="Mars/Olympus"), manual=False)

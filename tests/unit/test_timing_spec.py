@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rackcron.timing as timing
 from rackcron.timing import (
@@ -15,6 +17,7 @@ from rackcron.timing import (
     SpecType,
     describe_local,
     first_run,
+    latest_due,
     next_after,
     parse_rfc3339,
     parse_spec,
@@ -35,6 +38,7 @@ def test_exported_members() -> None:
         "describe_local",
         "first_run",
         "format_rfc3339",
+        "latest_due",
         "next_after",
         "parse_duration",
         "parse_rfc3339",
@@ -274,6 +278,72 @@ def test_describe_local() -> None:
     assert describe_local(interval, moment).isoformat() == "2026-03-08T07:00:00+00:00"
     with pytest.raises(ValueError, match="timezone-aware"):
         describe_local(cron, datetime(2026, 3, 8, 7))
+
+
+# --- latest_due: the last tick a late firing collapsed -----------------------------------------
+
+H = timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "zone", "due", "now", "latest"),
+    [
+        ("interval", "1h", "", NOW, NOW + 3.5 * H, NOW + 3 * H),
+        ("interval", "1h", "", NOW, NOW + 3 * H, NOW + 3 * H),  # a tick exactly at now
+        ("interval", "1h", "", NOW, NOW + 0.5 * H, NOW),  # nothing collapsed
+        ("interval", "1h", "", NOW, NOW - H, NOW),  # now before due: due
+        ("cron", "@every 90s", "", NOW + timedelta(microseconds=5), NOW + timedelta(minutes=5),
+         NOW + timedelta(minutes=4, seconds=30)),
+        ("cron", "0 * * * *", "", NOW, NOW + 3.5 * H, NOW + 3 * H),
+        ("cron", "0 2 * * *", "", datetime(2026, 3, 1, 2, tzinfo=UTC),
+         datetime(2027, 3, 9, 10, tzinfo=UTC), datetime(2027, 3, 9, 2, tzinfo=UTC)),  # a year
+        # America/New_York springs forward on 2026-03-08: 02:30 is 03:00 EDT (07:00Z).
+        ("cron", "30 2 * * *", "America/New_York", datetime(2026, 3, 6, 7, 30, tzinfo=UTC),
+         datetime(2026, 3, 8, 7, 45, tzinfo=UTC), datetime(2026, 3, 8, 7, tzinfo=UTC)),
+        # ...and falls back on 2026-11-01: a finer job fires in both 01:30s (05:30Z, 06:30Z),
+        ("cron", "*/30 * * * *", "America/New_York", datetime(2026, 11, 1, 4, tzinfo=UTC),
+         datetime(2026, 11, 1, 6, 40, tzinfo=UTC), datetime(2026, 11, 1, 6, 30, tzinfo=UTC)),
+        # a fixed one only in the first.
+        ("cron", "30 1 * * *", "America/New_York", datetime(2026, 10, 30, 5, 30, tzinfo=UTC),
+         datetime(2026, 11, 1, 6, 40, tzinfo=UTC), datetime(2026, 11, 1, 5, 30, tzinfo=UTC)),
+        ("one-time", "2026-03-07T12:00:00Z", "", NOW, NOW + 30 * H, NOW),
+    ],
+    ids=[
+        "interval", "interval-on-a-tick", "interval-on-time", "interval-early", "every",
+        "cron-hourly", "cron-a-year-late", "spring-forward", "fall-back-fine",
+        "fall-back-fixed", "one-time",
+    ],
+)  # fmt: skip
+def test_latest_due(
+    kind: str, spec: str, zone: str, due: datetime, now: datetime, latest: datetime
+) -> None:
+    assert latest_due(parse_spec(kind, spec, zone), due, now) == latest
+
+
+LATEST_DUE_SPECS = [
+    *("* * * * *", "*/7 * * * *", "0 * * * *", "30 2 * * *", "0,30 1-3 * * *"),
+    *("15 9 * * 1-5", "0 0 29 2 *", "*/20 1 * * *", "@every 50m"),
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=st.sampled_from(LATEST_DUE_SPECS),
+    zone=st.sampled_from(["UTC", "America/New_York", "Australia/Lord_Howe"]),
+    start=st.datetimes(datetime(2025, 12, 1), datetime(2027, 3, 1), timezones=st.just(UTC)),
+    late=st.timedeltas(timedelta(0), timedelta(days=3)),
+)
+def test_latest_due_is_the_last_tick_of_the_chain(
+    spec: str, zone: str, start: datetime, late: timedelta
+) -> None:
+    """The same answer as walking every tick from ``due`` with ``next_after``."""
+    parsed = parse_spec("cron", spec, zone)
+    due = next_after(parsed, start)
+    assert due is not None
+    walked, now = due, due + late
+    while (following := next_after(parsed, walked)) is not None and following <= now:
+        walked = following
+    assert latest_due(parsed, due, now) == walked
 
 
 @pytest.mark.parametrize("function", [first_run, next_after], ids=["first_run", "next_after"])
