@@ -52,7 +52,8 @@ FORMAT = "rackcron.plan/v1"
 # 1.7: freezes (kind "freeze", UpsertFreeze/DeleteFreeze, a rack's labels); warnings about
 #      them (fires_in_freeze, freeze_selects_unknown); warnings_counts (found, per code)
 # 1.8: the warning code not_compared
-FORMAT_VERSION = "1.8"
+# 1.9: the warning code lookalike_name; freeze_selects_unknown also for what the plan deletes
+FORMAT_VERSION = "1.9"
 #: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
 #: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
@@ -83,7 +84,10 @@ WarningCode = Literal[
     # a declared fire time falls inside a freeze window on racks the freeze selects
     "fires_in_freeze",
     # a declared freeze names a rack or schedule that neither the tree nor the store has
+    # (or that the plan deletes)
     "freeze_selects_unknown",
+    # a name in force after the plan mixes scripts or reads the same as another of its kind
+    "lookalike_name",
     # planned through a server that cannot show freezes, starting deadlines or labels: the
     # plan did not compare them, and what the server holds of them stays in force
     "not_compared",

@@ -76,7 +76,7 @@ def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
                        security_sensitive=True, security_reason="sets the rack's controller")  # fmt: skip
     plan = Plan(owner="fleet", fingerprint="f", changes=(sensitive, *PLAN.changes))
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.8" and data["security_sensitive"] == 1
+    assert data["format_version"] == "1.9" and data["security_sensitive"] == 1
     assert data["changes"][0]["security_sensitive"] is True
     assert "security_sensitive" not in data["changes"][1]  # only on the changes it marks
     assert Plan.from_json(data) == plan
@@ -95,7 +95,7 @@ def test_a_lower_bound_warnings_count_round_trips_and_reads_at_least() -> None:
     plan = Plan(owner="o", fingerprint="f", warnings=listed, warnings_count=5000,
                 warnings_count_exact=False)  # fmt: skip
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.8" and data["warnings_count_exact"] is False
+    assert data["format_version"] == "1.9" and data["warnings_count_exact"] is False
     assert Plan.from_json(data) == plan
     assert "… and at least 4900 more pairs of schedules that share racks" in render_text(data)
     assert "⚠️ at least 5000 warnings: schedules that share racks" in render_markdown(data)

@@ -76,6 +76,19 @@ def fired(state: State, name: str) -> State:
     return dataclasses.replace(state, schedules=schedules)
 
 
+def renamed(state: State, name: str, new: str) -> State:
+    """``state`` with schedule ``name`` called ``new`` and managed by no repository, as
+    one created over gRPC is."""
+    nobody = state.schedules[name].management.model_copy(update={"owner": None})
+    schedules = {
+        (new if n == name else n): dataclasses.replace(s, name=new, management=nobody)
+        if n == name
+        else s
+        for n, s in state.schedules.items()
+    }
+    return dataclasses.replace(state, schedules=schedules)
+
+
 def _plan(current: State, desired: State) -> dict[str, Any]:
     plan = diff(current, desired, owner=OWNER, now=NOW, source={"path": "fleet"})
     return json.loads(json.dumps(plan.to_json()))
@@ -154,6 +167,11 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
         lambda: _plan(declared(), declared(freezes=ON_R9)),
         [], {"freeze_selects_unknown"},
     ),
+    "lookalike-name": (  # another owner's schedule, renamed with a Cyrillic "а" over gRPC
+        lambda: _plan(renamed(declared(schedule("firmware")), "firmware", "firmw\u0430re"),
+                      declared(schedule("firmware"))),
+        [], {"lookalike_name"},
+    ),
     "flow-server": (
         lambda: _flow_plan(declared(schedule("a")), declared(schedule("a", operation="{power_off: {}}"))),
         [("schedule", "a", "replace", "operation_changed")],
@@ -174,7 +192,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.8"
+    assert plan["format_version"] == "1.9"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -240,7 +258,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.8**." in DOCS.read_text()
+    assert "This is version **1.9**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.
