@@ -224,19 +224,26 @@ def schedule_change(action: Action, schedule: Schedule, **detail: Any) -> Change
     return Change(action, "schedule", str(schedule.id), schedule.name, detail)
 
 
-def created(schedule: Schedule) -> Change:
-    """A schedule created: its spec and operation."""
+def created(schedule: Schedule, lookalike: str | None = None) -> Change:
+    """A schedule created: its spec and operation, and ``lookalike``, why its name looks
+    like another (``rackcron.lookalikes``), when it does."""
     spec = f"{schedule.spec_type.value} {schedule.spec} ({schedule.timezone})"
-    return schedule_change(Action.CREATE, schedule, spec=spec, operation=schedule.description)
+    extra = {"lookalike": lookalike} if lookalike else {}
+    return schedule_change(
+        Action.CREATE, schedule, spec=spec, operation=schedule.description, **extra
+    )
 
 
 #: The fields an update can change, as a schedule shows them.
 _UPDATED_FIELDS = ("name", "spec_type", "spec", "timezone", "overlap_policy")
 
 
-def updated(before: Schedule | None, after: Schedule) -> Change | None:
+def updated(
+    before: Schedule | None, after: Schedule, lookalike: str | None = None
+) -> Change | None:
     """A schedule updated: the fields whose values changed (``before`` None: unknown), and
-    the name it had when it was renamed; None when nothing changed (not even its next run)."""
+    the name it had when it was renamed (with ``lookalike``, why the new name looks like
+    another, when it does); None when nothing changed (not even its next run)."""
     if before is None:
         return schedule_change(Action.UPDATE, after)
     fields = [f for f in _UPDATED_FIELDS if getattr(before, f) != getattr(after, f)]
@@ -245,6 +252,8 @@ def updated(before: Schedule | None, after: Schedule) -> Change | None:
     detail: dict[str, Any] = {"fields": fields}
     if before.name != after.name:
         detail["renamed_from"] = before.name
+        if lookalike:
+            detail["lookalike"] = lookalike
     return schedule_change(Action.UPDATE, after, **detail)
 
 

@@ -11,6 +11,7 @@ are derived in ``rackcron.derived``. Pure functions.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -56,7 +57,8 @@ def to_template(op: Operation) -> OperationTemplate:
     """Store ``op`` without its target.
 
     :raises InvalidArgument: a parameter cannot be stored (a malformed, empty or nil
-        rule_id, a firmware window with end before start).
+        rule_id, a firmware window with end before start, authentication data for
+        DPU-only sub-targets).
     :raises FailedPrecondition: authentication data (no cipher is configured to encrypt
         it), once every other parameter is checked.
     """
@@ -82,6 +84,7 @@ def to_template(op: Operation) -> OperationTemplate:
         info["override_readiness_check"] = True
     _check_strings(info, f"operation.{op.kind}")
     if isinstance(op, UpgradeFirmware) and op.authentication_data is not None:
+        _check_authentication_applies(op.sub_targets)
         # After every INVALID_ARGUMENT check, as the reference without a cipher.
         raise FailedPrecondition(
             "operation.upgrade_firmware.authentication_data: cannot be stored: no cipher is"
@@ -109,6 +112,29 @@ def check_rule_id(op: Operation) -> uuid.UUID | None:
     if rule_id.int == 0:
         raise InvalidArgument(f'{field}: must not be the nil UUID "{op.rule_id}"')
     return rule_id
+
+
+_DPU = re.compile(r"dpu(?![a-z])")
+
+
+def _is_dpu(name: str) -> bool:
+    """Whether a firmware sub-target names a DPU: ``dpu`` in any case, alone or followed
+    by anything but a letter (``DPU``, ``dpu_bmc``, ``dpu-nic``, ``dpu0``)."""
+    return _DPU.match(name.casefold()) is not None
+
+
+def _check_authentication_applies(sub_targets: list[str]) -> None:
+    """Authentication data is for compute, NVSwitch and power-shelf firmware: a request whose
+    every sub-target is a DPU has nothing it could apply to.
+
+    :raises InvalidArgument: ``sub_targets`` is not empty and names only DPUs
+        (docs/spec/flow-wire.md "5. Deliberate differences from the reference implementation").
+    """
+    if sub_targets and all(_is_dpu(name) for name in sub_targets):
+        raise InvalidArgument(
+            "operation.upgrade_firmware.authentication_data: not applicable when every"
+            " sub_targets entry is a DPU"
+        )
 
 
 def _check_strings(value: Any, field: str) -> None:

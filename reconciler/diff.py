@@ -43,6 +43,7 @@ from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.firing import parse_starting_deadline
 from rackcron.freezes import unevaluable
+from rackcron.lookalikes import lookalike_names, spelled
 from rackcron.models import SpecType
 from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
@@ -502,6 +503,28 @@ def _protected(name: str, what: str) -> str:
     )
 
 
+def _lookalikes(current: State, desired: State) -> list[PlanWarning]:
+    """A warning per name, declared or stored (kept or deleted by the plan: a delete of a
+    look-alike beside a create of its twin reads as a no-op), that mixes scripts or reads
+    the same as another of its kind (``rackcron.lookalikes``). The tree's own names are
+    ASCII (the schema): these are names stored some other way, over gRPC say."""
+    warnings = []
+    for shown, stored, declared in (
+        ("rack", [r.name for r in current.racks.values()],
+         [r.name for r in desired.racks.values()]),
+        ("NVLink domain", [d.name for d in current.domains.values()],
+         [d.name for d in desired.domains.values()]),
+        ("schedule", list(current.schedules), list(desired.schedules)),
+        ("freeze", list(current.freezes), list(desired.freezes)),
+    ):  # fmt: skip
+        for name, reason in sorted(lookalike_names([*declared, *stored]).items()):
+            warnings.append(PlanWarning("lookalike_name", (
+                f'{shown} "{name}" {reason} ({spelled(name)}): a look-alike name; rename it'
+                " in one script, unlike any other"
+            )))  # fmt: skip
+    return warnings
+
+
 def diff(
     current: State,
     desired: State,
@@ -531,13 +554,20 @@ def diff(
         if (warning := _past_deadline(want, now)) is not None
     ]
     held, held_count = differ.held()
-    unknown = differ.unknown_selected()
+    gone: dict[str, set[str]] = {}
+    for change in changes:
+        if change.action == "delete":
+            gone.setdefault(change.kind, set()).add(change.name)
+    unknown = differ.unknown_selected(gone)
+    lookalikes = _lookalikes(current, desired)
     counts = {"one_time_past_deadline": len(late), "schedules_share_racks": shared.total,
-              "fires_in_freeze": held_count, "freeze_selects_unknown": len(unknown)}  # fmt: skip
+              "fires_in_freeze": held_count, "freeze_selects_unknown": len(unknown),
+              "lookalike_name": len(lookalikes)}  # fmt: skip
     return Plan(
         owner=owner, fingerprint=plan_fingerprint(current, owner, changes), changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
-        warnings=(*late, *pairs, *held, *unknown), warnings_count=sum(counts.values()),
+        warnings=(*late, *pairs, *held, *unknown, *lookalikes),
+        warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact, source=source or {},
         warnings_counts={code: n for code, n in counts.items() if n},
     )  # fmt: skip

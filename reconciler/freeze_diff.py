@@ -12,10 +12,12 @@ schedules': a remote apply, step by step, never leaves a new schedule unfrozen.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from rackcron import timing
+from rackcron.lookalikes import skeleton, spelled
 from rackcron.models import Freeze
 from rackcron.reconciler.conflicts import format_duration
 from rackcron.reconciler.plan import Change, FieldChange, PlanWarning
@@ -127,13 +129,16 @@ class FreezeDiffer:
                                   source=have.management.source, reason_code="not_declared"))  # fmt: skip
         return changes
 
-    def unknown_selected(self) -> list[PlanWarning]:
+    def unknown_selected(self, gone: Mapping[str, set[str]]) -> list[PlanWarning]:
         """A warning per declared freeze naming racks or schedules that neither the tree
-        nor the store has, or labels that none of them carries (they hold nothing until
-        one does)."""
-        racks = {r.name for r in self.desired.racks.values()}
-        racks |= {r.name for r in self.current.racks.values()}
-        schedules = set(self.desired.schedules) | set(self.current.schedules)
+        nor the store has, or that the plan deletes (``gone``: names by kind), or labels
+        that none of them carries (they hold nothing until one does). A name that another
+        name in force reads the same as (``rackcron.lookalikes``) is pointed out."""
+        names = {
+            "rack": {r.name for r in self.desired.racks.values()}
+            | {r.name for r in self.current.racks.values()},
+            "schedule": set(self.desired.schedules) | set(self.current.schedules),
+        }
         labelled = {
             "rack": [r.labels for r in {**self.current.racks, **self.desired.racks}.values()],
             "schedule": [
@@ -143,21 +148,21 @@ class FreezeDiffer:
         }
         warnings = []
         for name, freeze in self.desired.freezes.items():
-            for what, named, known in (
-                ("rack", freeze.selector.racks, racks),
-                ("schedule", freeze.selector.schedules, schedules),
+            for what, named in (
+                ("rack", freeze.selector.racks),
+                ("schedule", freeze.selector.schedules),
             ):
-                unknown = [n for n in dict.fromkeys(named) if n not in known]
-                if not unknown:
-                    continue
-                listed = ", ".join(f'"{n}"' for n in unknown[:_NAMES_LISTED])
-                if len(unknown) > _NAMES_LISTED:
-                    listed += f" and {len(unknown) - _NAMES_LISTED} more"
-                message = (
-                    f'freeze "{name}" selects {what}{"s" if len(unknown) > 1 else ""} {listed},'
-                    " which neither the tree nor the store has"
-                )
-                warnings.append(PlanWarning("freeze_selects_unknown", message))
+                in_force = names[what] - gone.get(what, set())
+                for unknown, which in (
+                    ([n for n in dict.fromkeys(named) if n not in names[what]],
+                     "which neither the tree nor the store has"),
+                    ([n for n in dict.fromkeys(named) if n in gone.get(what, ())],
+                     "which this plan deletes"),
+                ):  # fmt: skip
+                    if unknown:
+                        message = f'freeze "{name}" selects {_listed(what, unknown)}, {which}'
+                        message += _reads_the_same(what, unknown, in_force)
+                        warnings.append(PlanWarning("freeze_selects_unknown", message))
             for what, wanted in (
                 ("rack", freeze.selector.rack_labels),
                 ("schedule", freeze.selector.schedule_labels),
@@ -171,3 +176,29 @@ class FreezeDiffer:
                         " of the tree or the store carries"
                     )))  # fmt: skip
         return warnings
+
+
+def _listed(what: str, names: list[str]) -> str:
+    """``schedule "a"`` or ``schedules "a", "b" and 3 more``."""
+    listed = ", ".join(f'"{n}"' for n in names[:_NAMES_LISTED])
+    if len(names) > _NAMES_LISTED:
+        listed += f" and {len(names) - _NAMES_LISTED} more"
+    return f"{what}{'s' if len(names) > 1 else ''} {listed}"
+
+
+def _reads_the_same(what: str, selected: list[str], in_force: set[str]) -> str:
+    """``; schedule "x" (U+0430 ... at 14) reads the same`` for each name in force that
+    has the skeleton of a selected one (``rackcron.lookalikes``): what the freeze was most
+    likely meant to hold. Nothing when every name is ASCII."""
+    if all(n.isascii() for n in selected) and all(n.isascii() for n in in_force):
+        return ""
+    by_skeleton: dict[str, list[str]] = {}
+    for name in in_force:
+        by_skeleton.setdefault(skeleton(name), []).append(name)
+    found = []
+    for wanted in selected:
+        for name in sorted(by_skeleton.get(skeleton(wanted), [])):
+            if not (name.isascii() and wanted.isascii()):
+                spelled_out = f" ({spelled(name)})" if not name.isascii() else ""
+                found.append(f'; {what} "{name}"{spelled_out} reads the same as "{wanted}"')
+    return "".join(found[:_NAMES_LISTED])

@@ -53,7 +53,8 @@ FORMAT = "rackcron.plan/v1"
 #      them (fires_in_freeze, freeze_selects_unknown); warnings_counts (found, per code)
 # 1.8: the warning code not_compared
 # 1.9: the fingerprint covers what the plan depends on (rackcron.reconciler.reads), no
-#      longer the whole store
+#      longer the whole store; the warning code lookalike_name; freeze_selects_unknown
+#      also for what the plan deletes
 FORMAT_VERSION = "1.9"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
@@ -90,7 +91,10 @@ WarningCode = Literal[
     # a declared fire time falls inside a freeze window on racks the freeze selects
     "fires_in_freeze",
     # a declared freeze names a rack or schedule that neither the tree nor the store has
+    # (or that the plan deletes)
     "freeze_selects_unknown",
+    # a name in force after the plan mixes scripts or reads the same as another of its kind
+    "lookalike_name",
     # planned through a server that cannot show freezes, starting deadlines or labels: the
     # plan did not compare them, and what the server holds of them stays in force
     "not_compared",

@@ -247,6 +247,7 @@ _ABOUT = {
     "schedules_share_racks": "schedules that share racks",
     "fires_in_freeze": "fire times inside freezes",
     "freeze_selects_unknown": "freezes selecting what does not exist",
+    "lookalike_name": "look-alike names",
     "not_compared": "what the server cannot show",
 }
 

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from rackcron.escape import SHOWN, shorten
+from rackcron.lookalikes import mixed_scripts, spelled
 from rackcron.reconciler.diagnostics import Diagnostic, json_path
 from rackcron.reconciler.yamlsource import SourceDocument
 from rackcron.text import line_problem
@@ -92,6 +93,16 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
 
 
 @cache
+def _lookalike(value: str) -> str:
+    """For a name refused for characters outside ASCII: which, and whether it mixes scripts
+    (a look-alike of an ASCII name, ``rackcron.lookalikes``); else nothing."""
+    if value.isascii():
+        return ""
+    scripts = mixed_scripts(value)
+    mixed = f", mixing scripts ({', '.join(scripts)}): a look-alike name" if scripts else ""
+    return f" (it has {spelled(value)}{mixed})"
+
+
 def _search(pattern: str) -> Callable[[str], Any]:
     return re.compile(ecma_pattern(pattern)).search
 
@@ -437,7 +448,8 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
                 return [Diagnostic(doc.file, line, column, "error", message, json_path(path))]
             return [doc.diagnostic(path, problem)]
         case "pattern" if value in _PATTERN_MEANING:
-            return [doc.diagnostic(path, f"{_quoted(instance)} is not {_PATTERN_MEANING[value]}")]
+            message = f"{_quoted(instance)} is not {_PATTERN_MEANING[value]}"
+            return [doc.diagnostic(path, message + _lookalike(instance))]
         case "type":
             message = f"expected {_expected(value)}, got {_actual(instance)}"
             return [doc.diagnostic(path, message)]

@@ -21,6 +21,7 @@ apply a tree using something that a server does not list.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -28,7 +29,7 @@ import grpc
 from rackcron import boundedjson
 from rackcron.audit import step_run
 from rackcron.errors import InvalidArgument
-from rackcron.service import Service
+from rackcron.service import LOOKALIKE_KINDS, Service, warn_lookalike
 from rackcron.shim.errors import rpc_method, rpc_method_with_context
 from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
@@ -119,7 +120,12 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
         audit = call_audit(self.tokens, context)
         with self.service.transaction() as ops:
             run_step(ops, Step(request.rpc, args))
-            ops.record_action(audit, step_run(request.rpc, args))
+            change = step_run(request.rpc, args)
+            if request.rpc.startswith("Upsert") and change.kind in LOOKALIKE_KINDS and change.name:
+                lookalike = warn_lookalike(ops, change.kind, change.name, change.object_id)
+                if lookalike is not None:
+                    change = replace(change, detail={**change.detail, "lookalike": lookalike})
+            ops.record_action(audit, change)
         return pb.RunStepResponse()
 
     @rpc_method_with_context

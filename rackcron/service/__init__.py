@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import secrets
 import socket
@@ -45,6 +46,8 @@ from rackcron import audit as _trail
 from rackcron.audit import Audit
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
+from rackcron.logs import event
+from rackcron.lookalikes import spelled
 from rackcron.models import (
     Management,
     Operation,
@@ -71,7 +74,7 @@ from rackcron.service._firing import (
     Unfireable,
 )
 from rackcron.service._inventory import InventoryOps, RackView
-from rackcron.service._names import NameOps, Names
+from rackcron.service._names import LOOKALIKE_KINDS, NameOps, Names
 from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import (
     BY_ID,
@@ -89,6 +92,7 @@ from rackcron.upcoming import FleetView
 
 __all__ = [
     "DEFAULT_LEASE",
+    "LOOKALIKE_KINDS",
     "UPDATE_MASK_PATHS",
     "ApplyLocked",
     "Batch",
@@ -109,6 +113,7 @@ __all__ = [
     "Work",
     "Written",
     "followed",
+    "warn_lookalike",
 ]
 
 
@@ -149,6 +154,19 @@ class FireResult:
         if self.firing.manual:
             return 0.0
         return ((self.created_at or self.firing.at) - self.firing.due).total_seconds()
+
+
+def warn_lookalike(ops: Operations, kind: str, name: str, object_id: str | None) -> str | None:
+    """Why ``name``, just written as a ``kind`` (``schedule``, ``rack``, ``nvl_domain`` or
+    ``freeze``), looks like another stored name (:meth:`Operations.lookalike`), logged as a
+    warning; None when it does not. Accepted all the same, as the reference accepts any
+    name (docs/spec/flow-wire.md "5. Deliberate differences from the reference
+    implementation")."""
+    lookalike = ops.lookalike(kind, name)
+    if lookalike is not None:
+        fields = {kind: name, "id": object_id, "reason": lookalike, "characters": spelled(name)}
+        event(logging.WARNING, f"look-alike {LOOKALIKE_KINDS[kind][1]} name", **fields)
+    return lookalike
 
 
 def _utcnow() -> datetime:
@@ -286,7 +304,8 @@ class Service:
             schedule = ops.create_schedule(
                 config, operation, management=management, starting_deadline=starting_deadline
             )
-            ops.record_action(audit, _trail.created(schedule))
+            lookalike = warn_lookalike(ops, "schedule", schedule.name, str(schedule.id))
+            ops.record_action(audit, _trail.created(schedule, lookalike))
             return schedule
 
     @overload
@@ -327,7 +346,13 @@ class Service:
         with self.transaction() as ops:
             before = ops.peek_schedule(schedule_id)
             schedule = ops.update_schedule(schedule_id, config, update_mask)
-            ops.record_action(audit, _trail.updated(before, schedule))
+            renamed = before is not None and before.name != schedule.name
+            lookalike = (
+                warn_lookalike(ops, "schedule", schedule.name, str(schedule.id))
+                if renamed
+                else None
+            )
+            ops.record_action(audit, _trail.updated(before, schedule, lookalike))
             return schedule
 
     def pause_schedule(

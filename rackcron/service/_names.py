@@ -16,13 +16,23 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from rackcron.lookalikes import lookalike_names
 from rackcron.names import Candidate, as_uuid, rack_candidate, resolve
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase
 from rackcron.service._tasks import chunked
-from rackcron.store.tables import component, rack, task_schedule
+from rackcron.store.tables import component, freeze, nvl_domain, rack, task_schedule
 
-__all__ = ["NameOps", "Names"]
+__all__ = ["LOOKALIKE_KINDS", "NameOps", "Names"]
+
+#: The kinds whose names are judged for look-alikes (``rackcron.lookalikes``): each
+#: object kind's name column, and how a message calls the kind.
+LOOKALIKE_KINDS: dict[str, tuple[sa.Column[Any], str]] = {
+    "schedule": (task_schedule.c.name, "schedule"),
+    "rack": (rack.c.name, "rack"),
+    "nvl_domain": (nvl_domain.c.name, "NVLink domain"),
+    "freeze": (freeze.c.name, "freeze"),
+}
 
 _COMPONENT_HINT = ", or name it as RACK/COMPONENT"
 
@@ -52,6 +62,16 @@ def _component_detail(row: Any) -> str:
 
 
 class NameOps(OpsBase):
+    def lookalike(self, kind: str, name: str) -> str | None:
+        """Why ``name``, stored as a ``kind`` (a key of :data:`LOOKALIKE_KINDS`), mixes
+        scripts or reads the same as another stored name of its kind; None when it does
+        not (always for an ASCII name, which reads no other name)."""
+        if name.isascii():
+            return None
+        column, _ = LOOKALIKE_KINDS[kind]
+        others = self.conn.execute(sa.select(column)).scalars()
+        return lookalike_names([name], others).get(name)
+
     def resolve_rack(self, ref: str) -> uuid.UUID:
         """The id of the rack ``ref`` names (``rackcron.names``).
 

@@ -16,6 +16,7 @@ cause                     recognised by
 full                      SQLITE_FULL; 53100 disk_full
 locked                    SQLITE_BUSY, SQLITE_LOCKED; 55P03 lock_not_available
 read-only                 SQLITE_READONLY; 25006 read_only_sql_transaction
+no free connection slot   53300; a connection refused as too many clients
 unreachable               a connection that failed to open; 57P03, class 08
 no such database          3D000; a connection refused as the database does not exist
 lost                      57P01/57P02 (terminated), a connection SQLAlchemy found dead
@@ -43,6 +44,10 @@ READ_ONLY = "the database is read-only"
 UNREACHABLE = "the database is unreachable"
 LOST = "the connection to the database was lost"
 NO_DATABASE = "the database does not exist (create it on the server, then `rackcron db upgrade`)"
+NO_SLOTS = (
+    "the database has no free connection slots (max_connections, or the database's or"
+    " role's connection limit, reached)"
+)
 
 # SQLite's primary result code names (extended codes, SQLITE_IOERR_WRITE say, count
 # as their primary one).
@@ -63,7 +68,7 @@ _SQLITE = {
 _POSTGRES = {
     "53100": FULL,
     "53200": "the database server ran out of memory",
-    "53300": "the database server has too many connections",
+    "53300": NO_SLOTS,
     "55P03": LOCKED,
     "40P01": "the database found a deadlock with another transaction",
     "25006": READ_ONLY,
@@ -78,6 +83,14 @@ _POSTGRES = {
 }
 
 _DRIVERS = ("sqlite3", "psycopg", "psycopg2")
+
+# PostgreSQL's words when it refuses a connection for want of a slot (SQLSTATE 53300):
+# max_connections, the slots reserved for superusers or roles, a database's or a role's
+# CONNECTION LIMIT.
+_NO_SLOTS = re.compile(
+    r"too many clients already|remaining connection slots are reserved"
+    r"|too many connections for (database|role)"
+)
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -114,6 +127,8 @@ def _cause(exc: BaseException) -> str | None:
     text = str(exc).lower()
     if text.startswith("connection failed") and re.search(r'database ".*" does not exist', text):
         return NO_DATABASE  # psycopg: the server refused the connection, with no SQLSTATE
+    if text.startswith("connection failed") and _NO_SLOTS.search(text):
+        return NO_SLOTS  # the same: 53300 at connection start carries no SQLSTATE
     if text.startswith("connection failed") or "connection refused" in text:
         return UNREACHABLE  # psycopg, a connection that never opened (no SQLSTATE)
     if "server closed the connection" in text or "connection is closed" in text:

@@ -4,7 +4,8 @@ workflow's TREE on main, the change on a pull-request branch, checked out from a
 (``origin/main`` is there, as after ``actions/checkout`` with ``fetch-depth: 0``).
 
 ``rackcron`` is this checkout's (the venv's bin first on PATH); the install step, the
-one that would reach the network, is not run: its pinned form is checked instead. ``gh``
+one that would reach the network, runs with a stand-in ``pip`` (this checkout's rackcron
+plays the pinned commit) or is skipped, its pinned form checked instead. ``gh``
 is a stand-in that records the comment it is asked to post (and, as gh does, fails
 ``--edit-last`` when there is no comment to edit).
 """
@@ -18,7 +19,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -54,6 +57,28 @@ store.write_text(json.dumps(comments))
 """
 
 
+# pip, as far as the install step goes: `pip install .` installs the checkout's console
+# scripts ([project.scripts] of its pyproject.toml) beside this file, first on PATH, as
+# pip would into the runner's Python; the pinned requirement installs nothing (this
+# checkout's rackcron, further down PATH, stands in for the pinned commit).
+_PIP = """\
+#!{python}
+import pathlib, sys, tomllib
+here = pathlib.Path(__file__).parent
+(here / "pip-args").write_text("\\n".join(sys.argv[1:]) + "\\n")
+if sys.argv[1:] == ["install", "."]:
+    project = tomllib.loads(pathlib.Path("pyproject.toml").read_text())["project"]
+    for name, entry in project.get("scripts", {{}}).items():
+        module, function = entry.split(":")
+        script = here / name
+        script.write_text(
+            f"#!{{sys.executable}}\\nimport sys\\nsys.path.insert(0, {{str(pathlib.Path.cwd())!r}})\\n"
+            f"from {{module}} import {{function}}\\nsys.exit({{function}}())\\n"
+        )
+        script.chmod(0o755)
+"""
+
+
 @pytest.fixture(scope="module")
 def job() -> Job:
     return load_job(WORKFLOW, "review")
@@ -79,9 +104,21 @@ def _v2(tree: Path) -> None:
     shutil.copytree(ROOT / "examples" / "fleet-v2", tree)
 
 
-def _review(tmp_path: Path, job: Job, change: Callable[[Path], None]) -> tuple[list[Run], Path]:
-    """Run ``job`` on a pull request that applies ``change`` to examples/fleet at TREE;
-    the steps that ran, and the directory holding the runner's files."""
+def _review(
+    tmp_path: Path,
+    job: Job,
+    change: Callable[[Path], None],
+    *,
+    added: dict[str, str] | None = None,
+    install: str | None = None,
+) -> tuple[list[Run], Path]:
+    """Run ``job`` on a pull request that applies ``change`` to examples/fleet at TREE
+    and adds the files ``added`` (path from the repository's root: text); the steps that
+    ran, and the directory holding the runner's files.
+
+    ``install``: run the install step too, with RACKCRON_REPO set to this URL and pip a
+    stand-in (``_PIP``), in a pull request to ``acme/schedules``.
+    """
     tree = job.env["TREE"]
     upstream = init_repo(tmp_path / "upstream")
     shutil.copytree(ROOT / "examples" / "fleet", upstream / tree)
@@ -89,6 +126,8 @@ def _review(tmp_path: Path, job: Job, change: Callable[[Path], None]) -> tuple[l
     git(upstream, "commit", "-q", "-m", "fleet")
     git(upstream, "checkout", "-q", "-b", BRANCH)
     change(upstream / tree)
+    for path, text in (added or {}).items():
+        (upstream / path).write_text(text)
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "change the fleet")
     runner = tmp_path / "runner"
@@ -101,15 +140,22 @@ def _review(tmp_path: Path, job: Job, change: Callable[[Path], None]) -> tuple[l
     gh = bin_dir / "gh"
     gh.write_text(_GH.format(python=sys.executable))
     gh.chmod(0o755)
+    python_bin = runner / "python-bin"  # where pip installs, first on PATH
+    python_bin.mkdir()
+    pip = python_bin / "pip"
+    pip.write_text(_PIP.format(python=sys.executable))
+    pip.chmod(0o755)
     env = {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(bin_dir),
-                                 os.environ.get("PATH", "/usr/bin:/bin")]),
+        "PATH": os.pathsep.join([str(python_bin), str(Path(sys.executable).parent),
+                                 str(bin_dir), os.environ.get("PATH", "/usr/bin:/bin")]),
         "HOME": str(runner), "LANG": "C.UTF-8", "CI": "true", "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main",
         "GITHUB_HEAD_REF": BRANCH, "GIT_CONFIG_NOSYSTEM": "1",
     }  # fmt: skip
-    context = {"github": {"token": "not-a-token", "event": {"pull_request": {"number": 7}}}}
-    runs = run_job(job, workspace=workspace, env=env, context=context, skip=frozenset({INSTALL}))
+    skip = frozenset() if install else frozenset({INSTALL})
+    if install:
+        job = replace(job, env={**job.env, "RACKCRON_REPO": install})
+    runs = run_job(job, workspace=workspace, env=env, context=_github("acme/schedules"), skip=skip)
     return runs, runner
 
 
@@ -129,22 +175,30 @@ def test_the_steps_are_the_ones_tested(job: Job) -> None:
     assert f'paths: ["{job.env["TREE"]}/**"]' in document
 
 
-def _install(
-    job: Job, cwd: Path, repo: str, bindir: Path
-) -> tuple[subprocess.CompletedProcess[str], str]:
-    """The install step's script in ``cwd`` with ``RACKCRON_REPO=repo``, ``pip`` a stand-in
-    that records its arguments; (the run, what pip was asked)."""
+def _install(job: Job, cwd: Path, repo: str, bindir: Path, repository: str) -> tuple[Run, str]:
+    """The install step run in ``cwd`` with ``RACKCRON_REPO=repo``, in a pull request to
+    GitHub repository ``repository`` (owner/name), ``pip`` a stand-in that records its
+    arguments; (the run, what pip was asked)."""
     install = next(s for s in job.steps if s.name == INSTALL)
-    assert install.run is not None
     bindir.mkdir(exist_ok=True)
     pip = bindir / "pip"
     pip.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/pip-args"\n')
     pip.chmod(0o755)
-    env = {**os.environ, **job.env, "RACKCRON_REPO": repo, "PATH": f"{bindir}:{os.environ['PATH']}"}
-    run = subprocess.run(["bash", "-eo", "pipefail", "-c", install.run], cwd=cwd, env=env,
-                         capture_output=True, text=True)  # fmt: skip
+    step_only = replace(job, env={**job.env, "RACKCRON_REPO": repo}, steps=(install,))
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    [run] = run_job(step_only, workspace=cwd, env=env, context=_github(repository))
     asked = bindir / "pip-args"
     return run, asked.read_text() if asked.exists() else ""
+
+
+def _github(repository: str) -> dict[str, Any]:
+    """The ``github`` context of a pull request (number 7) to ``repository``."""
+    return {
+        "github": {
+            "token": "not-a-token", "server_url": "https://github.com", "repository": repository,
+            "event": {"pull_request": {"number": 7}},
+        }
+    }  # fmt: skip
 
 
 def test_rackcron_is_installed_from_a_pinned_revision(job: Job, tmp_path: Path) -> None:
@@ -153,18 +207,27 @@ def test_rackcron_is_installed_from_a_pinned_revision(job: Job, tmp_path: Path) 
     assert re.fullmatch(r"https://github\.com/[\w.-]+/rackcron", repo)
     # Copied as it is, the workflow says what to set instead of failing in pip.
     fake = tmp_path / "fake-bin"
-    unset, asked = _install(job, tmp_path, repo, fake)
-    assert unset.returncode == 1 and asked == ""
-    assert unset.stdout.startswith("::error::set RACKCRON_REPO")
+    work = tmp_path / "work"
+    work.mkdir()
+    unset, asked = _install(job, work, repo, fake, "acme/schedules")
+    assert unset.exit_code == 1 and asked == ""
+    assert unset.output.startswith("::error::set RACKCRON_REPO")
     # Set, it installs that commit of that repository, and nothing else.
     mirror = "https://github.com/acme/rackcron"
-    done, asked = _install(job, tmp_path, mirror, fake)
-    assert done.returncode == 0, done.stderr
+    done, asked = _install(job, work, mirror, fake, "acme/schedules")
+    assert done.exit_code == 0, done.output
     assert asked.splitlines() == ["install", f"rackcron @ git+{mirror}@{ref}"]
-    # In rackcron's own repository it reviews with its own code.
+    # In rackcron's own repository (the one RACKCRON_REPO names) it reviews with its own
+    # code; the repository is told by the event, whatever the checkout holds.
+    for own_repo in (mirror, f"{mirror}.git", "https://github.com/Acme/RackCron"):
+        (fake / "pip-args").unlink()
+        own, asked = _install(job, work, own_repo, fake, "acme/rackcron")
+        assert own.exit_code == 0 and asked.splitlines() == ["install", "."], own_repo
+    # Elsewhere, a checkout whose pyproject.toml says "rackcron" is not installed.
     (fake / "pip-args").unlink()
-    own, asked = _install(job, ROOT, repo, fake)
-    assert own.returncode == 0 and asked.splitlines() == ["install", "."]
+    (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    _, asked = _install(job, work, mirror, fake, "acme/schedules")
+    assert asked.splitlines() == ["install", f"rackcron @ git+{mirror}@{ref}"]
     requirement = Requirement(f"rackcron @ git+{repo}@{ref}")
     assert requirement.name == "rackcron" and requirement.url == f"git+{repo}@{ref}"
     shallow = subprocess.run(
@@ -174,6 +237,34 @@ def test_rackcron_is_installed_from_a_pinned_revision(job: Job, tmp_path: Path) 
         pytest.skip("not a full git checkout: the pinned commit cannot be looked up")
     found = subprocess.run(["git", "merge-base", "--is-ancestor", ref, "HEAD"], cwd=ROOT)
     assert found.returncode == 0, f"{ref} is not a commit of this repository's history"
+
+
+_IMPOSTOR = {
+    "pyproject.toml": '[project]\nname = "rackcron"\nversion = "0"\n\n'
+    '[project.scripts]\nrackcron = "impostor:main"\n',
+    "impostor.py": "import pathlib\n\n\ndef main() -> int:\n"
+    '    pathlib.Path.home().joinpath("impostor-ran").write_text("yes")\n'
+    '    print("### rackcron plan\\nall clear, ready to apply")\n'
+    "    return 0\n",
+}
+
+
+def test_a_pull_request_cannot_install_its_own_rackcron(tmp_path: Path, job: Job) -> None:
+    """A pull request that adds a pyproject.toml naming itself "rackcron", with a package
+    of its own, is reviewed by the pinned rackcron: its code never runs."""
+    mirror = "https://github.com/acme/rackcron"
+    runs, runner = _review(tmp_path, job, _without_protected, added=_IMPOSTOR, install=mirror)
+    ran = _ran(runs)
+    assert list(ran) == [INSTALL, *STEPS]
+    pinned = f"rackcron @ git+{mirror}@{job.env['RACKCRON_REF']}"
+    assert (runner / "python-bin" / "pip-args").read_text().splitlines() == ["install", pinned]
+    assert not (runner / "python-bin" / "rackcron").exists()
+    assert not (runner / "impostor-ran").exists()
+    # The real plan: it refuses to delete the protected schedule, and fails the job.
+    plan = (runner / "work" / "plan.md").read_text()
+    assert "quarterly-nvswitch-firmware" in plan and "all clear" not in plan
+    assert ran["Fail on a plan that cannot be applied"].exit_code == 1
+    assert _comments(runner) == [{"pr": "7", "body": plan}]
 
 
 def test_a_change_is_annotated_planned_and_commented(tmp_path: Path, job: Job) -> None:

@@ -236,9 +236,19 @@ PER = pb.PerComponentFirmwareAuthenticationData
         (pb.FirmwareAuthenticationData(shared="s3cret"), "known",
          {"start_time": {"seconds": 1_780_003_600}, "end_time": {"seconds": 1_780_000_000}},
          Code.INVALID_ARGUMENT, "operation.upgrade_firmware.end_time"),
+        # DPU-only sub-targets: INVALID_ARGUMENT, as the reference, before the cipher check
+        # and before any lookup.
+        (pb.FirmwareAuthenticationData(shared="s3cret"), "known",
+         {"sub_targets": ["DPU", "dpu_bmc"]}, Code.INVALID_ARGUMENT, FIELD),
+        (pb.FirmwareAuthenticationData(per_component=PER(compute="a")), "unknown",
+         {"sub_targets": ["dpu-nic"]}, Code.INVALID_ARGUMENT, FIELD),
+        # One sub-target that is not a DPU is enough for the credentials to apply.
+        (pb.FirmwareAuthenticationData(shared="s3cret"), "known",
+         {"sub_targets": ["dpu_bmc", "bmc"]}, Code.FAILED_PRECONDITION, FIELD),
     ],
     ids=["shared", "per-component", "per-component-no-fields", "unknown-rack",
-         "bad-rule-id-first", "bad-window-first"],
+         "bad-rule-id-first", "bad-window-first", "dpu-only", "dpu-only-unknown-rack",
+         "dpu-and-bmc"],
 )  # fmt: skip
 def test_authentication_data_without_a_cipher(
     flow, service, fleet, data, target, extra, code, field
@@ -252,3 +262,5 @@ def test_authentication_data_without_a_cipher(
     assert error.details().startswith(f"{field}: "), error.details()
     if code == Code.FAILED_PRECONDITION:
         assert "no cipher is configured" in error.details()
+    elif "sub_targets" in extra:
+        assert "every sub_targets entry is a DPU" in error.details()

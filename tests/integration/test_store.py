@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -17,6 +18,8 @@ from rackcron.models import SpecType
 from rackcron.service import Service
 from rackcron.store import current_revision, head_revision, open_engine, transaction, upgrade
 from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata, task_schedule
+from tests.support.cli import run
+from tests.support.outages import no_free_slots
 from tests.support.service import create, scope_rows
 
 
@@ -143,6 +146,18 @@ def test_database_at_another_revision_is_refused(store_url) -> None:
 def test_bad_urls_raise_store_error(url, match) -> None:
     with pytest.raises(StoreError, match=match):
         open_engine(url)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+def test_no_free_connection_slot_is_named_as_such(store_url) -> None:
+    """PostgreSQL refusing a connection for want of a slot (SQLSTATE 53300, "too many
+    clients already", "too many connections for database") is not "unreachable"."""
+    with no_free_slots(os.environ["RACKCRON_TEST_POSTGRES_URL"], store_url) as url:
+        result = run("schedules", "list", url=url)
+    assert result.exit_code != 0, result.output
+    assert "the database has no free connection slots (max_connections" in result.output
+    assert "unreachable" not in result.output
 
 
 def test_upgrading_keeps_the_data_that_points_at_rebuilt_tables(store_url) -> None:

@@ -6,6 +6,9 @@
 * :class:`PostgresOutage`: the database refuses new connections
   (``ALLOW_CONNECTIONS false``) and every backend serving it is terminated
   (``pg_terminate_backend``), until :meth:`PostgresOutage.end`;
+* :func:`no_free_slots`: a role whose connections to a database find no free slot
+  (the database's ``CONNECTION LIMIT`` reached by a connection the helper holds), as
+  when PostgreSQL's ``max_connections`` is, without filling the shared server;
 * :func:`once_at` runs an action just before an engine runs a given statement: the
   moment of the outage;
 * :func:`sqlite_page_limit`: every SQLite connection opened meanwhile has
@@ -21,6 +24,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from typing import Any
@@ -28,7 +32,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-__all__ = ["PostgresOutage", "SQLiteWriteLock", "fill_pages", "once_at", "sqlite_page_limit"]
+__all__ = [
+    "PostgresOutage",
+    "SQLiteWriteLock",
+    "fill_pages",
+    "no_free_slots",
+    "once_at",
+    "sqlite_page_limit",
+]
 
 _HOLD = """\
 import sqlite3, sys, time
@@ -84,6 +95,37 @@ class PostgresOutage:
         with self.admin.connect() as conn:
             conn.exec_driver_sql(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS true')
         self.admin.dispose()
+
+
+@contextmanager
+def no_free_slots(admin_url: str, url: str) -> Iterator[str]:
+    """In this block, database ``url`` (on the server of ``admin_url``) has no free slot
+    for the role this yields the URL of: the database's connection limit is 1 and a
+    connection of that role holds it. Superusers are exempt from the limit, hence the
+    role of its own; the limit, the role and the connection go at the end."""
+    role = f"rackcron_slots_{uuid.uuid4().hex[:10]}"
+    database = sa.make_url(url).database
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE ROLE "{role}" LOGIN')
+        conn.exec_driver_sql(f'ALTER DATABASE "{database}" CONNECTION LIMIT 1')
+    limited = sa.make_url(url).set(username=role, password=None)
+    holder = sa.create_engine(limited)
+    try:
+        with holder.connect():
+            yield limited.render_as_string(hide_password=False)
+    finally:
+        holder.dispose()
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'ALTER DATABASE "{database}" CONNECTION LIMIT -1')
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = :r"
+                ),
+                {"r": role},
+            )
+            conn.exec_driver_sql(f'DROP ROLE "{role}"')
+        admin.dispose()
 
 
 @contextmanager

@@ -76,6 +76,19 @@ def fired(state: State, name: str) -> State:
     return dataclasses.replace(state, schedules=schedules)
 
 
+def renamed(state: State, name: str, new: str) -> State:
+    """``state`` with schedule ``name`` called ``new`` and managed by no repository, as
+    one created over gRPC is."""
+    nobody = state.schedules[name].management.model_copy(update={"owner": None})
+    schedules = {
+        (new if n == name else n): dataclasses.replace(s, name=new, management=nobody)
+        if n == name
+        else s
+        for n, s in state.schedules.items()
+    }
+    return dataclasses.replace(state, schedules=schedules)
+
+
 def _plan(current: State, desired: State) -> dict[str, Any]:
     plan = diff(current, desired, owner=OWNER, now=NOW, source={"path": "fleet"})
     return json.loads(json.dumps(plan.to_json()))
@@ -153,6 +166,11 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
     "freeze-selects-unknown": (
         lambda: _plan(declared(), declared(freezes=ON_R9)),
         [], {"freeze_selects_unknown"},
+    ),
+    "lookalike-name": (  # another owner's schedule, renamed with a Cyrillic "а" over gRPC
+        lambda: _plan(renamed(declared(schedule("firmware")), "firmware", "firmw\u0430re"),
+                      declared(schedule("firmware"))),
+        [], {"lookalike_name"},
     ),
     "flow-server": (
         lambda: _flow_plan(declared(schedule("a")), declared(schedule("a", operation="{power_off: {}}"))),

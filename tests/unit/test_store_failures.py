@@ -15,6 +15,11 @@ import sqlalchemy as sa
 from rackcron.errors import StoreError
 from rackcron.store.failures import describe, store_error
 
+NO_SLOTS = (
+    "the database has no free connection slots (max_connections, or the database's or"
+    " role's connection limit, reached)"
+)
+
 
 def sqlite_error(message: str, name: str) -> sqlite3.OperationalError:
     error = sqlite3.OperationalError(message)
@@ -90,6 +95,25 @@ def raised_while_handling(first: BaseException, second: BaseException) -> BaseEx
             ' (OperationalError: connection failed: connection to server at "127.0.0.1",'
             ' port 5432 failed: FATAL:  database "typo" does not exist)',
         ),
+        *(
+            (
+                psycopg.OperationalError(
+                    f'connection failed: connection to server at "127.0.0.1", port 5432 failed:'
+                    f" FATAL:  {words}"
+                ),
+                f"{NO_SLOTS} (OperationalError: connection failed: connection to server at"
+                f' "127.0.0.1", port 5432 failed: FATAL:  {words})',
+            )
+            for words in (
+                "sorry, too many clients already",
+                "remaining connection slots are reserved for roles with the SUPERUSER attribute",
+                'too many connections for role "ci"',
+            )
+        ),
+        (
+            psycopg.errors.TooManyConnections("sorry, too many clients already"),
+            f"{NO_SLOTS} (TooManyConnections: sorry, too many clients already)",
+        ),
         (
             sqlite_error("no such table: task_schedule", "SQLITE_ERROR"),
             "OperationalError: no such table: task_schedule",
@@ -104,6 +128,10 @@ def raised_while_handling(first: BaseException, second: BaseException) -> BaseEx
         "pg-full",
         "refused",
         "no-database",
+        "no-slot-max-connections",
+        "no-slot-reserved",
+        "no-slot-role-limit",
+        "no-slot-sqlstate",
         "unknown",
     ],
 )

@@ -161,6 +161,23 @@ def test_authentication_data_needs_a_cipher(authentication: FirmwareAuthenticati
         to_template(UpgradeFirmware(authentication_data=authentication))
 
 
+@pytest.mark.parametrize(
+    ("sub_targets", "error"),
+    [(["DPU"], InvalidArgument), (["dpu_bmc", "Dpu-nic", "dpu0"], InvalidArgument),
+     (["dpu_bmc", "bmc"], FailedPrecondition), (["dpus"], FailedPrecondition),
+     ([], FailedPrecondition)],
+    ids=["dpu", "dpu-variants", "dpu-and-bmc", "word-starting-with-dpu", "none"],
+)  # fmt: skip
+def test_dpu_only_sub_targets_come_before_the_cipher(sub_targets: list[str], error: type) -> None:
+    """docs/spec/flow-wire.md "5. Deliberate differences from the reference implementation":
+    authentication data for DPU-only sub-targets is INVALID_ARGUMENT, checked first."""
+    op = UpgradeFirmware(
+        sub_targets=sub_targets, authentication_data=FirmwareAuthentication(shared="s3cret")
+    )
+    with pytest.raises(error, match="authentication_data: "):
+        to_template(op)
+
+
 def _t(kind: str, code: str, **information: Any) -> OperationTemplate:
     return OperationTemplate(type=kind, code=code, information=information)
 
