@@ -6,7 +6,12 @@ old. Each :class:`Metrics` has its own registry, so several servers (or tests) i
 one process never share counters.
 
 The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
-server, so more pages can join it as WSGI routes. What a client can hold is bounded
+server, so more pages can join it as WSGI routes. Before any route but
+``/healthz``, the server checks the ``Host`` header (:class:`rackcron.addresses.HostCheck`: on
+loopback, loopback names and the listen address; elsewhere the names it is given, if
+any): a request naming another host (or several) is answered ``421 Misdirected
+Request`` without reaching the application, so a web page that rebinds its own name
+to this address reads nothing. What a client can hold is bounded
 (:class:`Limits`): each connection has its own daemon thread, at most
 ``max_connections`` at once and ``max_per_client`` from one client address (more are
 answered 503 and closed without a thread, see :mod:`rackcron.dispatcher.admission`), so one
@@ -25,6 +30,7 @@ import logging
 import ssl
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -36,6 +42,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rackcron.addresses import HostCheck
 from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
@@ -232,13 +239,24 @@ class Limits:
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
 
 
+def _plain(status: str, text: str) -> bytes:
+    """A whole answer of ``status`` with ``text`` as its plain body, then the end."""
+    body = f"{text}\r\n".encode()
+    return (
+        b"HTTP/1.0 %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (status.encode(), len(body), body)
+    )
+
+
 def _busy(reason: Refusal) -> bytes:
     """The answer to a connection over a cap, sent without waiting."""
-    body = f"busy: {reason.value}\r\n".encode()
-    return (
-        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
+    return _plain("503 Service Unavailable", f"busy: {reason.value}")
+
+
+#: The answer to a request naming a host this server does not answer to.
+_MISDIRECTED = _plain(
+    "421 Misdirected Request", "misdirected request: this server does not answer to that host name"
+)
 
 
 def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
@@ -294,17 +312,31 @@ class _Handler(WSGIRequestHandler):
     def parse_request(self) -> bool:
         parsed = super().parse_request()
         self.deadline.at = self._exchange_ends  # the headers are in: the rest of the exchange
-        return parsed
+        if not parsed:
+            return False
+        hosts = self.headers.get_all("Host") or []
+        if _path_info(self.path) != "/healthz" and not (
+            len(hosts) <= 1 and self.server.hosts.accepts(hosts[0] if hosts else None)
+        ):
+            self.wfile.write(_MISDIRECTED)
+            return False
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
+def _path_info(target: str) -> str:
+    """The path of a request target as the application sees it (wsgiref's ``PATH_INFO``)."""
+    return urllib.parse.unquote(target.split("?", 1)[0], "iso-8859-1")
+
+
 class _Server(AdmissionMixIn, WSGIServer):
     request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], limits: Limits) -> None:
+    def __init__(self, address: tuple[str, int], limits: Limits, hosts: HostCheck) -> None:
         self.limits = limits
+        self.hosts = hosts
         admission = Admission(limits.max_connections, limits.max_per_client)
         super().__init__(address, _Handler, admission=admission)
 
@@ -321,7 +353,9 @@ class MetricsServer:
     """``/metrics`` and ``/healthz`` on ``host:port`` (port 0: any free port), served
     from a background thread within ``limits`` (see the module docstring). ``wrap`` puts
     another application in front (the web console), which hands these paths on; ``tls``
-    serves HTTPS (the handshake is bounded like a request's head).
+    serves HTTPS (the handshake is bounded like a request's head); ``allowed_hosts``
+    (names or addresses, as :func:`rackcron.addresses.host_name` gives them) are the
+    ``Host`` names answered beside loopback ones and ``host`` (see the module docstring).
 
     :raises OSError: the address cannot be bound.
     """
@@ -336,8 +370,9 @@ class MetricsServer:
         limits: Limits = Limits(),
         wrap: Callable[[WSGIApplication], WSGIApplication] | None = None,
         tls: ssl.SSLContext | None = None,
+        allowed_hosts: frozenset[str] = frozenset(),
     ) -> None:
-        self._server = _Server((host, port), limits)
+        self._server = _Server((host, port), limits, HostCheck(host, allowed_hosts))
         if tls is not None:  # accepted sockets are TLS; each handshakes in its own thread
             self._server.socket = tls.wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False

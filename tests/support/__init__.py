@@ -30,6 +30,9 @@ A test module imports what it shares from here, never from another test module
 * ``rpcs``: every RPC the shim serves with a token, each with a request that succeeds
   over a prepared store (``REQUESTS``, ``RpcState``, ``prepare``), and ``invoke`` to
   call any of them (the token scope tests);
+* ``serve``: ``rackcron serve`` as a child process with its HTTP listener's port
+  (``serve_process``, ``Served``), and requests to it with chosen ``Host`` headers or
+  none (``get``, ``get_without_host``);
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen
