@@ -11,14 +11,19 @@ server, so more pages can join it as WSGI routes. Before any route but
 loopback, loopback names and the listen address; elsewhere the names it is given, if
 any): a request naming another host (or several) is answered ``421 Misdirected
 Request`` without reaching the application, so a web page that rebinds its own name
-to this address reads nothing. What a client can hold is bounded
-(:class:`Limits`): each connection has its own daemon thread, at most
-``max_connections`` at once and ``max_per_client`` from one client address (more are
-answered 503 and closed without a thread, see :mod:`rackcron.dispatcher.admission`), so one
-client holding idle connections cannot keep a health probe from another address out;
-a connection must send its first byte within ``idle_timeout``, the request line and
-headers must arrive within ``request_timeout`` and the whole exchange end within
-``exchange_timeout``, whatever the pace of the bytes (reads and writes go through
+to this address reads nothing.
+
+What clients can hold is bounded (:class:`Limits`): each connection has its own
+daemon thread, at most ``max_connections`` at once, ``max_per_client`` from one
+client address, and ``reserved`` more for ``/healthz`` and ``/metrics``; a connection
+still sending its request gives way to a new one when the server is full, and one
+over a cap is answered 503 and closed without a thread (the rules are
+:mod:`rackcron.dispatcher.admission`'s). So clients holding idle or slow connections,
+from however many addresses, cannot keep a health probe or another client out. A
+connection must send its first byte within ``idle_timeout``, its whole request (line,
+headers, and a body of up to 64 KiB, read before the application runs) within
+``request_timeout``, and the whole exchange must end within ``exchange_timeout``,
+whatever the pace of the bytes (reads and writes go through
 :mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
 accepting, cuts the open connections and returns without waiting for any client.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import io
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -43,7 +49,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from rackcron.addresses import HostCheck
-from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
+from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
 from rackcron.models import MissReason
@@ -234,8 +240,9 @@ class Limits:
 
     max_connections: int = 16
     max_per_client: int = 4  # connections from one client address (rackcron.dispatcher.admission)
+    reserved: int = 4  # more slots, for /healthz (any) and /metrics (all but one)
     idle_timeout: float = 2.0  # to send a first byte
-    request_timeout: float = 5.0  # to send the request line and headers
+    request_timeout: float = 5.0  # to send the request line, headers and body
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
 
 
@@ -252,6 +259,12 @@ def _busy(reason: Refusal) -> bytes:
     """The answer to a connection over a cap, sent without waiting."""
     return _plain("503 Service Unavailable", f"busy: {reason.value}")
 
+
+#: What each path is for, as the reserved slots go (rackcron.dispatcher.admission).
+_USES = {"/healthz": Use.HEALTH, "/metrics": Use.MONITORING}
+#: A request body up to this size is read before the request is served; the console's
+#: sign-in form is at most 4 KiB.
+_MAX_BODY = 64 << 10
 
 #: The answer to a request naming a host this server does not answer to.
 _MISDIRECTED = _plain(
@@ -310,17 +323,36 @@ class _Handler(WSGIRequestHandler):
         super().handle()
 
     def parse_request(self) -> bool:
-        parsed = super().parse_request()
-        self.deadline.at = self._exchange_ends  # the headers are in: the rest of the exchange
-        if not parsed:
+        if not super().parse_request():
             return False
+        path = _path_info(self.path)
         hosts = self.headers.get_all("Host") or []
-        if _path_info(self.path) != "/healthz" and not (
+        if path != "/healthz" and not (
             len(hosts) <= 1 and self.server.hosts.accepts(hosts[0] if hosts else None)
         ):
             self.wfile.write(_MISDIRECTED)
             return False
+        if not self._read_body():
+            return False
+        # The request is in: it stops giving way to new connections, or is refused.
+        refused = self.server.serve_request(self.request, _USES.get(path, Use.OTHER))
+        if refused is not None:
+            self.wfile.write(_busy(refused))
+            return False
+        self.deadline.at = self._exchange_ends  # the rest of the exchange
         return True
+
+    def _read_body(self) -> bool:
+        """Read a body of at most ``_MAX_BODY`` now, within the request's deadline, for
+        the application to read from memory (a larger one, or one without a
+        ``Content-Length``, is left to it: the console reads none). False: it did not
+        all arrive."""
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or not 0 < int(length) <= _MAX_BODY:
+            return True
+        body = self.rfile.read(int(length))
+        self.rfile = io.BufferedReader(io.BytesIO(body))
+        return len(body) == int(length)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -337,7 +369,9 @@ class _Server(AdmissionMixIn, WSGIServer):
     def __init__(self, address: tuple[str, int], limits: Limits, hosts: HostCheck) -> None:
         self.limits = limits
         self.hosts = hosts
-        admission = Admission(limits.max_connections, limits.max_per_client)
+        admission: Admission[socket.socket] = Admission(
+            limits.max_connections, limits.max_per_client, limits.reserved
+        )
         super().__init__(address, _Handler, admission=admission)
 
     def refusal(self, reason: Refusal) -> bytes:
