@@ -43,7 +43,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
 from rackcron.dispatcher.loop import Dispatcher
-from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
+from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
@@ -159,10 +159,13 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             shim = ShimServer(service, config.grpc)
             shim.start()
         if config.metrics_listen is not None:
+            from rackcron.console.app import MAX_FORM  # the largest body the console reads
+
             host, port = config.metrics_listen
             tls = _http_tls(*config.http_tls) if config.http_tls else None
             wrap = _console(service, host, config.http_tokens, secure=tls is not None)
             server = MetricsServer(host, port, metrics, health, wrap=wrap, tls=tls,
+                                   limits=Limits(max_body=MAX_FORM),
                                    allowed_hosts=config.http_allowed_hosts)  # fmt: skip
             server.start()
             if not HostCheck(host, config.http_allowed_hosts).active:

@@ -21,7 +21,7 @@ over a cap is answered 503 and closed without a thread (the rules are
 :mod:`rackcron.dispatcher.admission`'s). So clients holding idle or slow connections,
 from however many addresses, cannot keep a health probe or another client out. A
 connection must send its first byte within ``idle_timeout``, its whole request (line,
-headers, and a body of up to 64 KiB, read before the application runs) within
+headers, and a body of up to ``max_body``, read before the application runs) within
 ``request_timeout``, and the whole exchange must end within ``exchange_timeout``,
 whatever the pace of the bytes (reads and writes go through
 :mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
@@ -241,6 +241,9 @@ class Limits:
     max_connections: int = 16
     max_per_client: int = 4  # connections from one client address (rackcron.dispatcher.admission)
     reserved: int = 4  # more slots, for /healthz (any) and /metrics (all but one)
+    # A request body up to this size is read before the application runs, so a slow one
+    # still gives way (rackcron.dispatcher.admission); serve sets the console's form size.
+    max_body: int = 0
     idle_timeout: float = 2.0  # to send a first byte
     request_timeout: float = 5.0  # to send the request line, headers and body
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
@@ -262,9 +265,6 @@ def _busy(reason: Refusal) -> bytes:
 
 #: What each path is for, as the reserved slots go (rackcron.dispatcher.admission).
 _USES = {"/healthz": Use.HEALTH, "/metrics": Use.MONITORING}
-#: A request body up to this size is read before the request is served; the console's
-#: sign-in form is at most 4 KiB.
-_MAX_BODY = 64 << 10
 
 #: The answer to a request naming a host this server does not answer to.
 _MISDIRECTED = _plain(
@@ -343,12 +343,12 @@ class _Handler(WSGIRequestHandler):
         return True
 
     def _read_body(self) -> bool:
-        """Read a body of at most ``_MAX_BODY`` now, within the request's deadline, for
+        """Read a body of at most ``max_body`` now, within the request's deadline, for
         the application to read from memory (a larger one, or one without a
         ``Content-Length``, is left to it: the console reads none). False: it did not
         all arrive."""
         length = self.headers.get("Content-Length", "")
-        if not length.isdigit() or not 0 < int(length) <= _MAX_BODY:
+        if not length.isdigit() or not 0 < int(length) <= self.server.limits.max_body:
             return True
         body = self.rfile.read(int(length))
         self.rfile = io.BufferedReader(io.BytesIO(body))

@@ -74,7 +74,7 @@ def probes(count: int, probe: Callable[[str], int]) -> list[int]:
     ids=["headers", "body"],
 )  # fmt: skip
 def test_slow_clients_from_many_addresses_keep_no_one_off_the_http_listener(head: bytes) -> None:
-    limits = Limits(idle_timeout=1.0, request_timeout=2.0, exchange_timeout=3.0)
+    limits = Limits(idle_timeout=1.0, request_timeout=2.0, exchange_timeout=3.0, max_body=4096)
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
     server.start()
     try:
