@@ -340,9 +340,9 @@ def _grpc_config(
     metavar="HOST",
     callback=_host_names,
     help="A host name (or address) the HTTP listener answers to in the Host header"
-    " (repeatable), beside loopback names and its listen address; other names get 421, but"
-    " /healthz. Default: on loopback, loopback names only; beyond loopback, any (with a"
-    " warning: the token is then the only defence against DNS rebinding).",
+    " (repeatable), beside loopback names and its listen address; other names get 421 on"
+    " every path but /healthz. Default: on loopback, loopback names only; beyond loopback,"
+    " any (with a warning: the token is then the only defence against DNS rebinding).",
 )
 @click.option(
     "--http-tls-cert",
@@ -542,8 +542,8 @@ def serve(
     With --http-listen, the same HTTP server shows the web console (read-only: a
     timeline of the next firings, schedules, live tasks, history) beside /metrics and
     /healthz; beyond loopback, only to a bearer token of --http-token-file. Against
-    DNS rebinding, it answers (but /healthz) only to the Host names it knows: on
-    loopback, loopback names and its address; and those of --http-allowed-host.
+    DNS rebinding, every path but /healthz answers only to the Host names it knows:
+    on loopback, loopback names and its address; and those of --http-allowed-host.
 
     Example: rackcron serve --http-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 
