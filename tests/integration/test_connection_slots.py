@@ -46,10 +46,11 @@ def fetch(port: int, path: str, source: str, token: str | None = None) -> tuple[
 
 
 def settled(slow: SlowClients, wanted: int) -> None:
-    """Wait (10 s at most) until ``wanted`` slow connections are open at once."""
+    """Wait (10 s at most) until ``wanted`` slow connections are open at once and the
+    server has ended one: it had no slot left for it."""
     deadline = time.monotonic() + 10
-    while slow.open < wanted:
-        assert time.monotonic() < deadline, f"{slow.open} slow connections open, not {wanted}"
+    while slow.open < wanted or not slow.ended:
+        assert time.monotonic() < deadline, f"{slow.open} open, {slow.ended} ended"
         time.sleep(0.05)
 
 
