@@ -38,6 +38,7 @@ from math import inf
 from typing import TYPE_CHECKING
 
 from rackcron.addresses import HostCheck, is_loopback
+from rackcron.cli._common import wait_for_stop
 from rackcron.cli._notify import NotifyConfig, start
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
@@ -191,7 +192,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
         )
         for loop in loops:
             loop.start()
-        stop.wait()
+        wait_for_stop(stop)
     finally:
         stop.set()
         if shim is not None and shim.port is not None:
