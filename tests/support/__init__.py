@@ -24,7 +24,8 @@ A test module imports what it shares from here, never from another test module
 * ``net``: ``free_port`` on 127.0.0.1;
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);
-* ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
+* ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``), and
+  ``SlowClients``, clients from many loopback addresses whose requests never end;
 * ``pki``: test certificates (``Pki``, ``make_pki``: a CA, a server and a client
   certificate it signed, and a stranger's), the integration tests' ``pki`` fixture;
 * ``rpcs``: every RPC the shim serves with a token, each with a request that succeeds
