@@ -406,6 +406,14 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
+def wait_for_stop(stop: threading.Event) -> None:
+    """Wait in the main thread until ``stop`` is set, waking now and then: the kernel may
+    deliver SIGTERM to any thread, and Python runs the handler (which sets ``stop``) only
+    once the main thread wakes, which a wait without a timeout never does."""
+    while not stop.wait(0.5):
+        pass
+
+
 def open_service(
     database_url: str | None,
     *,

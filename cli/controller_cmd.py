@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rackcron.cli._common import LISTEN, Duration, cli_errors, operation_durations, stop_on_signals
+from rackcron.cli._common import (
+    LISTEN,
+    Duration,
+    cli_errors,
+    operation_durations,
+    stop_on_signals,
+    wait_for_stop,
+)
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
@@ -174,5 +181,5 @@ def _serve_until_signalled(server: ControllerServer) -> None:
     stop = stop_on_signals()
     server.start()
     click.echo(f"rack controller listening on {server.url}", err=True)
-    stop.wait()
+    wait_for_stop(stop)
     server.shutdown()

@@ -37,13 +37,14 @@ from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
 
-from rackcron.addresses import is_loopback
+from rackcron.addresses import HostCheck, is_loopback
+from rackcron.cli._common import wait_for_stop
 from rackcron.cli._notify import NotifyConfig, start
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
 from rackcron.dispatcher.loop import Dispatcher
-from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
+from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
@@ -123,6 +124,7 @@ class ServeConfig:
     metrics_listen: tuple[str, int] | None = None  # the HTTP listener: console, /metrics, /healthz
     http_tokens: tuple[Token, ...] = ()  # the tokens it asks for (none: none asked)
     http_tls: tuple[str, str] | None = None  # its certificate and key files: HTTPS
+    http_allowed_hosts: frozenset[str] = frozenset()  # Host names it answers (addresses.host_name)
     schedule_metrics_limit: int = DEFAULT_LIMIT  # schedules with series of their own; 0: none
     stop_after: float | None = None
     notify: NotifyConfig | None = None  # None: no webhooks
@@ -158,11 +160,20 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             shim = ShimServer(service, config.grpc)
             shim.start()
         if config.metrics_listen is not None:
+            from rackcron.console.app import MAX_FORM  # the largest body the console reads
+
             host, port = config.metrics_listen
             tls = _http_tls(*config.http_tls) if config.http_tls else None
             wrap = _console(service, host, config.http_tokens, secure=tls is not None)
-            server = MetricsServer(host, port, metrics, health, wrap=wrap, tls=tls)
+            server = MetricsServer(host, port, metrics, health, wrap=wrap, tls=tls,
+                                   limits=Limits(max_body=MAX_FORM),
+                                   allowed_hosts=config.http_allowed_hosts)  # fmt: skip
             server.start()
+            if not HostCheck(host, config.http_allowed_hosts).active:
+                event(logging.WARNING, "console accepts any host name", listen=_base(server, config),
+                      hint="name the hosts it is reached by with --http-allowed-host: until then"
+                      " only the token keeps out a web page that rebinds its name to this"
+                      " address (docs/security.md)")  # fmt: skip
         if config.stop_after is not None:
             timer = threading.Timer(config.stop_after, stop.set)
             timer.daemon = True
@@ -181,7 +192,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
         )
         for loop in loops:
             loop.start()
-        stop.wait()
+        wait_for_stop(stop)
     finally:
         stop.set()
         if shim is not None and shim.port is not None:

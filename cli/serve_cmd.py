@@ -163,6 +163,18 @@ def dispatch(
             service.close()
 
 
+def _host_names(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> frozenset[str]:
+    """--http-allowed-host, each checked and in the spelling the Host check compares."""
+    from rackcron.addresses import host_name
+
+    try:
+        return frozenset(host_name(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 def _controller_allow(patterns: tuple[str, ...]) -> AllowList:
     from rackcron.dispatcher.controllers.allowlist import AllowList
 
@@ -323,6 +335,16 @@ def _grpc_config(
     " the console is served only with --http-token-file.",
 )
 @click.option(
+    "--http-allowed-host",
+    multiple=True,
+    metavar="HOST",
+    callback=_host_names,
+    help="A host name (or address) the HTTP listener answers to in the Host header"
+    " (repeatable), beside loopback names and its listen address; other names get 421 on"
+    " every path but /healthz. Default: on loopback, loopback names only; beyond loopback,"
+    " any (with a warning: the token is then the only defence against DNS rebinding).",
+)
+@click.option(
     "--http-tls-cert",
     type=click.Path(dir_okay=False),
     help="PEM certificate (chain) for HTTPS on --http-listen (with --http-tls-key).",
@@ -472,6 +494,7 @@ def serve(
     dispatch: DispatchConfig,
     start_logs: Callable[[], None],
     metrics_listen: tuple[str, int] | None,
+    http_allowed_host: frozenset[str],
     http_tls_cert: str | None,
     http_tls_key: str | None,
     http_token_file: str | None,
@@ -518,7 +541,9 @@ def serve(
 
     With --http-listen, the same HTTP server shows the web console (read-only: a
     timeline of the next firings, schedules, live tasks, history) beside /metrics and
-    /healthz; beyond loopback, only to a bearer token of --http-token-file.
+    /healthz; beyond loopback, only to a bearer token of --http-token-file. Against
+    DNS rebinding, every path but /healthz answers only to the Host names it knows:
+    on loopback, loopback names and its address; and those of --http-allowed-host.
 
     Example: rackcron serve --http-listen 127.0.0.1:9464 --sim-duration POWER_ON=3s
 
@@ -546,7 +571,8 @@ def serve(
             "--notify tells what the dispatcher and runner do: not with --no-dispatch"
         )
     for name, value in (("--http-token-file", http_token_file),
-                        ("--http-tls-cert", http_tls_cert), ("--http-tls-key", http_tls_key)):  # fmt: skip
+                        ("--http-tls-cert", http_tls_cert), ("--http-tls-key", http_tls_key),
+                        ("--http-allowed-host", http_allowed_host or None)):  # fmt: skip
         if value is not None and metrics_listen is None:
             raise click.UsageError(f"{name} needs --http-listen")
     if (http_tls_cert is None) != (http_tls_key is None):
@@ -568,6 +594,7 @@ def serve(
         metrics_listen=metrics_listen,
         http_tokens=http_tokens,
         http_tls=(http_tls_cert, http_tls_key) if http_tls_cert and http_tls_key else None,
+        http_allowed_hosts=http_allowed_host,
         schedule_metrics_limit=schedule_metrics_limit,
         stop_after=stop_after,
         notify=notify,

@@ -6,14 +6,24 @@ old. Each :class:`Metrics` has its own registry, so several servers (or tests) i
 one process never share counters.
 
 The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
-server, so more pages can join it as WSGI routes. What a client can hold is bounded
-(:class:`Limits`): each connection has its own daemon thread, at most
-``max_connections`` at once and ``max_per_client`` from one client address (more are
-answered 503 and closed without a thread, see :mod:`rackcron.dispatcher.admission`), so one
-client holding idle connections cannot keep a health probe from another address out;
-a connection must send its first byte within ``idle_timeout``, the request line and
-headers must arrive within ``request_timeout`` and the whole exchange end within
-``exchange_timeout``, whatever the pace of the bytes (reads and writes go through
+server, so more pages can join it as WSGI routes. Before any route but
+``/healthz``, the server checks the ``Host`` header (:class:`rackcron.addresses.HostCheck`: on
+loopback, loopback names and the listen address; elsewhere the names it is given, if
+any): a request naming another host (or several) is answered ``421 Misdirected
+Request`` without reaching the application, so a web page that rebinds its own name
+to this address reads nothing.
+
+What clients can hold is bounded (:class:`Limits`): each connection has its own
+daemon thread, at most ``max_connections`` at once, ``max_per_client`` from one
+client address, and ``reserved`` more for ``/healthz`` and ``/metrics``; a connection
+still sending its request gives way to a new one when the server is full, and one
+over a cap is answered 503 and closed without a thread (the rules are
+:mod:`rackcron.dispatcher.admission`'s). So clients holding idle or slow connections,
+from however many addresses, cannot keep a health probe or another client out. A
+connection must send its first byte within ``idle_timeout``, its whole request (line,
+headers, and a body of up to ``max_body``, read before the application runs) within
+``request_timeout``, and the whole exchange must end within ``exchange_timeout``,
+whatever the pace of the bytes (reads and writes go through
 :mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
 accepting, cuts the open connections and returns without waiting for any client.
 """
@@ -22,9 +32,11 @@ from __future__ import annotations
 
 import io
 import logging
+import socket
 import ssl
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -36,7 +48,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
+from rackcron.addresses import HostCheck
+from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
 from rackcron.models import MissReason
@@ -227,18 +240,36 @@ class Limits:
 
     max_connections: int = 16
     max_per_client: int = 4  # connections from one client address (rackcron.dispatcher.admission)
+    reserved: int = 4  # more slots, for /healthz (any) and /metrics (all but one)
+    # A request body up to this size is read before the application runs, so a slow one
+    # still gives way (rackcron.dispatcher.admission); serve sets the console's form size.
+    max_body: int = 0
     idle_timeout: float = 2.0  # to send a first byte
-    request_timeout: float = 5.0  # to send the request line and headers
+    request_timeout: float = 5.0  # to send the request line, headers and body
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
+
+
+def _plain(status: str, text: str) -> bytes:
+    """A whole answer of ``status`` with ``text`` as its plain body, then the end."""
+    body = f"{text}\r\n".encode()
+    return (
+        b"HTTP/1.0 %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (status.encode(), len(body), body)
+    )
 
 
 def _busy(reason: Refusal) -> bytes:
     """The answer to a connection over a cap, sent without waiting."""
-    body = f"busy: {reason.value}\r\n".encode()
-    return (
-        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
+    return _plain("503 Service Unavailable", f"busy: {reason.value}")
+
+
+#: What each path is for, as the reserved slots go (rackcron.dispatcher.admission).
+_USES = {"/healthz": Use.HEALTH, "/metrics": Use.MONITORING}
+
+#: The answer to a request naming a host this server does not answer to.
+_MISDIRECTED = _plain(
+    "421 Misdirected Request", "misdirected request: this server does not answer to that host name"
+)
 
 
 def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
@@ -292,20 +323,55 @@ class _Handler(WSGIRequestHandler):
         super().handle()
 
     def parse_request(self) -> bool:
-        parsed = super().parse_request()
-        self.deadline.at = self._exchange_ends  # the headers are in: the rest of the exchange
-        return parsed
+        if not super().parse_request():
+            return False
+        path = _path_info(self.path)
+        hosts = self.headers.get_all("Host") or []
+        if path != "/healthz" and not (
+            len(hosts) <= 1 and self.server.hosts.accepts(hosts[0] if hosts else None)
+        ):
+            self.wfile.write(_MISDIRECTED)
+            return False
+        if not self._read_body():
+            return False
+        # The request is in: it stops giving way to new connections, or is refused.
+        refused = self.server.serve_request(self.request, _USES.get(path, Use.OTHER))
+        if refused is not None:
+            self.wfile.write(_busy(refused))
+            return False
+        self.deadline.at = self._exchange_ends  # the rest of the exchange
+        return True
+
+    def _read_body(self) -> bool:
+        """Read a body of at most ``max_body`` now, within the request's deadline, for
+        the application to read from memory (a larger one, or one without a
+        ``Content-Length``, is left to it: the console reads none). False: it did not
+        all arrive."""
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or not 0 < int(length) <= self.server.limits.max_body:
+            return True
+        body = self.rfile.read(int(length))
+        self.rfile = io.BufferedReader(io.BytesIO(body))
+        return len(body) == int(length)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
+def _path_info(target: str) -> str:
+    """The path of a request target as the application sees it (wsgiref's ``PATH_INFO``)."""
+    return urllib.parse.unquote(target.split("?", 1)[0], "iso-8859-1")
+
+
 class _Server(AdmissionMixIn, WSGIServer):
     request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], limits: Limits) -> None:
+    def __init__(self, address: tuple[str, int], limits: Limits, hosts: HostCheck) -> None:
         self.limits = limits
-        admission = Admission(limits.max_connections, limits.max_per_client)
+        self.hosts = hosts
+        admission: Admission[socket.socket] = Admission(
+            limits.max_connections, limits.max_per_client, limits.reserved
+        )
         super().__init__(address, _Handler, admission=admission)
 
     def refusal(self, reason: Refusal) -> bytes:
@@ -321,7 +387,9 @@ class MetricsServer:
     """``/metrics`` and ``/healthz`` on ``host:port`` (port 0: any free port), served
     from a background thread within ``limits`` (see the module docstring). ``wrap`` puts
     another application in front (the web console), which hands these paths on; ``tls``
-    serves HTTPS (the handshake is bounded like a request's head).
+    serves HTTPS (the handshake is bounded like a request's head); ``allowed_hosts``
+    (names or addresses, as :func:`rackcron.addresses.host_name` gives them) are the
+    ``Host`` names answered beside loopback ones and ``host`` (see the module docstring).
 
     :raises OSError: the address cannot be bound.
     """
@@ -336,8 +404,9 @@ class MetricsServer:
         limits: Limits = Limits(),
         wrap: Callable[[WSGIApplication], WSGIApplication] | None = None,
         tls: ssl.SSLContext | None = None,
+        allowed_hosts: frozenset[str] = frozenset(),
     ) -> None:
-        self._server = _Server((host, port), limits)
+        self._server = _Server((host, port), limits, HostCheck(host, allowed_hosts))
         if tls is not None:  # accepted sockets are TLS; each handshakes in its own thread
             self._server.socket = tls.wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False

@@ -4,15 +4,19 @@ It answers the protocol of ``docs/controller-protocol.md`` (version 1) so that t
 ``http`` driver, and vendors writing their own controller, have something real to talk
 to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on.
 
-What a client can hold is bounded (:class:`Limits`): at most ``max_connections``
-connections are served at once and ``max_per_client`` from one client address; one more
-is answered 503 at once and closed, without a thread (:mod:`rackcron.dispatcher.admission`). A
-connection waits at most ``idle_timeout`` for a request to begin (its first, or the next
-one kept alive); from its first byte, the request (line, headers and body) must arrive
-and its answer be sent within ``request_timeout``, however the bytes are paced (reads and
-writes go through :mod:`rackcron.dispatcher.deadline`). With TLS, the handshake happens in the
-connection's thread, within ``request_timeout`` of the connection, so a silent client
-cannot stall the accept loop.
+What clients can hold is bounded (:class:`Limits`): at most ``max_connections``
+connections are served at once, ``max_per_client`` from one client address, and
+``reserved`` more for ``/v1/healthz`` only. A connection waiting for its request
+(its first, the next one kept alive, or one still arriving, body included) gives way to
+a new connection when the server is full, and one over a cap is answered 503 at once
+and closed, without a thread (the rules are :mod:`rackcron.dispatcher.admission`'s): so
+clients holding idle or slow connections, from however many addresses, cannot keep a
+health probe or another client out. A connection waits at most ``idle_timeout`` for a
+request to begin; from its first byte, the request (line, headers and body) must
+arrive and its answer be sent within ``request_timeout``, however the bytes are paced
+(reads and writes go through :mod:`rackcron.dispatcher.deadline`). With TLS, the
+handshake happens in the connection's thread, within ``request_timeout`` of the
+connection, so a silent client cannot stall the accept loop.
 
 The bearer token is checked before a body is read: an unauthenticated client is answered
 401 first, whatever body it announces. A body left unread by an answer is then read past
@@ -48,7 +52,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from rackcron import boundedjson
-from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal
+from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
@@ -76,6 +80,7 @@ class Limits:
 
     max_connections: int = 64
     max_per_client: int = 16  # connections from one client address (rackcron.dispatcher.admission)
+    reserved: int = 4  # more slots, for /v1/healthz only
     idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
     request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 
@@ -178,7 +183,9 @@ class _HTTPServer(AdmissionMixIn, HTTPServer):
         self.controller = controller
         self.limits = limits
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        admission = Admission(limits.max_connections, limits.max_per_client)
+        admission: Admission[socket.socket] = Admission(
+            limits.max_connections, limits.max_per_client, limits.reserved
+        )
         super().__init__(address, _Handler, admission=admission)
 
     def refusal(self, reason: Refusal) -> bytes:
@@ -218,6 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         limits = self.server.limits
         self._body_read = False
+        self.server.wait_request(self.request)  # until the request is in, it may give way
         self.deadline.at = Deadline(limits.idle_timeout).at
         try:
             begun = self.rfile.peek(1)
@@ -286,6 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path == "/v1/healthz":
             _allow(method, "GET")
+            self._serve_now(Use.HEALTH)
             return 200, {"status": "ok"}
         match = _TASK_PATH.fullmatch(path)
         if match is None:
@@ -294,14 +303,24 @@ class _Handler(BaseHTTPRequestHandler):
         controller = self.server.controller
         self._check_faults_and_token(controller)
         task_id = _uuid(match[1], "task id")
+        if method == "PUT":
+            order = _order(task_id, self._read_body())
+            self._serve_now(Use.OTHER)
+            return self._submit(controller, order)
+        self._serve_now(Use.OTHER)
         if match[2]:
             controller.simulator.cancel(task_id)
-        elif method == "PUT":
-            return self._submit(controller, _order(task_id, self._read_body()))
         state = controller.simulator.status(task_id)
         if state.state == "unknown":
             raise _Reject(404, f"no such task: {task_id}")
         return 200, _state_body(task_id, state)
+
+    def _serve_now(self, use: Use) -> None:
+        """The request is in: it stops giving way to new connections, or is refused."""
+        refused = self.server.serve_request(self.request, use)
+        if refused is not None:
+            self.close_connection = True
+            raise _Reject(503, f"busy: {refused.value}")
 
     def _submit(self, controller: ControllerServer, order: TaskOrder) -> tuple[int, dict[str, Any]]:
         with controller._submit_lock:

@@ -24,12 +24,16 @@ A test module imports what it shares from here, never from another test module
 * ``net``: ``free_port`` on 127.0.0.1;
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);
-* ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``);
+* ``peers``: misbehaving loopback peers (``Trickler``, ``Canned``, ``deep_json``), and
+  ``SlowClients``, clients from many loopback addresses whose requests never end;
 * ``pki``: test certificates (``Pki``, ``make_pki``: a CA, a server and a client
   certificate it signed, and a stranger's), the integration tests' ``pki`` fixture;
 * ``rpcs``: every RPC the shim serves with a token, each with a request that succeeds
   over a prepared store (``REQUESTS``, ``RpcState``, ``prepare``), and ``invoke`` to
   call any of them (the token scope tests);
+* ``serve``: ``rackcron serve`` as a child process with its HTTP listener's port
+  (``serve_process``, ``Served``), and requests to it with chosen ``Host`` headers or
+  none (``get``, ``get_without_host``);
 * ``service``: service-level builders and probes (``create``, ``rack_spec``,
   ``make_operation``, ``snapshot``, ``set_status``, ``scope_rows``);
 * ``strategies``: hypothesis strategies: ``json_values`` (JSON-shaped values of chosen

@@ -1,11 +1,11 @@
-"""``rackcron.addresses``: which listen addresses stay on the machine, and which client a
-peer address counts as."""
+"""``rackcron.addresses``: which listen addresses stay on the machine, which client a
+peer address counts as, and which ``Host`` names a listener answers to."""
 
 from __future__ import annotations
 
 import pytest
 
-from rackcron.addresses import client_key, is_loopback
+from rackcron.addresses import HostCheck, client_key, host_name, is_loopback
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,49 @@ def test_client_keys(host: str, key: str) -> None:
 )  # fmt: skip
 def test_loopback_listen_addresses(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+NAMES = frozenset({"console.example.com", "2001:db8::7"})
+
+
+@pytest.mark.parametrize(
+    ("header", "on_loopback", "beyond"),
+    [("127.0.0.1:9464", True, True), ("127.9.0.1", True, True), ("[::1]:9464", True, True),
+     ("LocalHost", True, True), ("app.localhost:1", True, True),
+     ("console.example.com", True, True), ("[2001:db8::7]", True, True),
+     ("10.0.0.5:9464", False, True), (None, True, False), ("", True, False),
+     ("attacker.example:9464", False, False), ("localhost.attacker.example", False, False),
+     ("localhost.", False, False), ("[127.0.0.1]", False, False), ("::1", False, False),
+     ("a, b", False, False), ("2001:db8::7", False, False), ("example.com:port", False, False)],
+)  # fmt: skip
+def test_a_checked_listener_answers_loopback_names_its_address_and_named_hosts(
+    header: str | None, on_loopback: bool, beyond: bool
+) -> None:
+    assert HostCheck("127.0.0.1", NAMES).accepts(header) is on_loopback
+    assert HostCheck("10.0.0.5", NAMES).accepts(header) is beyond
+
+
+def test_beyond_loopback_without_names_any_host_is_answered() -> None:
+    check = HostCheck("0.0.0.0")
+    assert not check.active
+    assert all(check.accepts(h) for h in ("attacker.example", None, "garbage header"))
+    assert not HostCheck("0.0.0.0", frozenset({"a.example"})).accepts(None)
+    assert HostCheck("::", frozenset({"a.example"})).accepts("[0::0]:80")  # the listen address
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [("Console.Example.COM", "console.example.com"), ("10.0.0.5", "10.0.0.5"),
+     ("2001:DB8:0::7", "2001:db8::7"), ("[2001:db8::7]", "2001:db8::7"), ("a-b.c", "a-b.c")],
+)  # fmt: skip
+def test_allowed_host_names_are_compared_in_one_spelling(value: str, name: str) -> None:
+    assert host_name(value) == name
+
+
+@pytest.mark.parametrize(
+    "value", ["x.example:80", "http://x.example", "*.example", "[x.example]", "-x.example",
+              "x..example", "", "a" * 64 + ".example"],
+)  # fmt: skip
+def test_allowed_hosts_are_names_or_addresses(value: str) -> None:
+    with pytest.raises(ValueError, match="expected a host name or an IP address"):
+        host_name(value)
