@@ -334,6 +334,14 @@ firing = sa.Table(
         sqlite_where=sa.text("finished_at IS NULL"),
         postgresql_where=sa.text("finished_at IS NULL"),
     ),
+    # The overlap check asks whether a schedule has an open firing: finished records pile
+    # up until retention prunes them, and are never read there.
+    sa.Index(
+        "ix_firing_open_schedule",
+        "schedule_id",
+        sqlite_where=sa.text("finished_at IS NULL"),
+        postgresql_where=sa.text("finished_at IS NULL"),
+    ),
     sa.Index(
         "ix_firing_finished",
         "finished_at",

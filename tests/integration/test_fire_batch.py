@@ -21,6 +21,7 @@ from rackcron.lifecycle import MAX_WAITING
 from rackcron.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.service._tasks import SubmissionRefused, new_task_id
+from rackcron.store.tables import firing
 from tests.support.service import component_spec, create, rack_spec, set_status
 
 
@@ -294,3 +295,25 @@ def test_fire_due_leaves_the_garbage_collector_as_it_found_it(
         assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_the_overlap_check_reads_only_open_firings(service, fleet, clock) -> None:
+    """Finished firing records pile up until retention prunes them: the overlap check's
+    question (is the schedule's previous firing open?) is answered by an index of the open
+    ones, so its cost does not grow with history."""
+    schedule = create(service, fleet.racks[:2], spec="1m", policy=OverlapPolicy.QUEUE)
+    for _ in range(30):
+        clock.advance(minutes=1)
+        service.fire_due()
+    with service.transaction() as ops:
+        query = sa.select(sa.func.count()).where(
+            firing.c.schedule_id == schedule.id, firing.c.finished_at.is_(None)
+        )
+        dialect = ops.conn.dialect.name
+        explain = "EXPLAIN QUERY PLAN " if dialect == "sqlite" else "EXPLAIN "
+        compiled = query.compile(ops.conn, compile_kwargs={"literal_binds": True})
+        if dialect == "postgresql":
+            ops.conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = " ".join(str(r) for r in ops.conn.exec_driver_sql(f"{explain}{compiled}"))
+        assert ops.conn.execute(query).scalar_one() == 0
+    assert "ix_firing_open_schedule" in plan

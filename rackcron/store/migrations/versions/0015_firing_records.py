@@ -59,6 +59,13 @@ def upgrade() -> None:
         postgresql_where=sa.text("finished_at IS NULL"),
     )
     op.create_index(
+        "ix_firing_open_schedule",
+        "firing",
+        ["schedule_id"],
+        sqlite_where=sa.text("finished_at IS NULL"),
+        postgresql_where=sa.text("finished_at IS NULL"),
+    )
+    op.create_index(
         "ix_firing_finished",
         "firing",
         ["finished_at"],
