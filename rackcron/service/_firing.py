@@ -199,7 +199,7 @@ class Missed(NamedTuple):
 
     schedule_id: uuid.UUID
     name: str
-    due: datetime  # the next_run_at being fired
+    due: datetime  # the tick it was due at (the latest collapsed one, for a deadline)
     at: datetime  # when the dispatcher decided it
     lateness_seconds: float  # at - due
     reason: MissReason
