@@ -50,10 +50,18 @@ def _dispatch(
 ) -> DispatchConfig:
     from rackcron.cli.serve import DispatchConfig
 
+    for flag, value, least, shown in (("--firing-lease", firing_lease, 1.0, "1s"),
+                                      ("--db-lock-timeout", db_lock_timeout, 0.001, "1ms"),
+                                      ("--db-idle-timeout", db_idle_timeout, 0.001, "1ms")):  # fmt: skip
+        if not least <= value <= _MOST:  # PostgreSQL takes whole milliseconds; 0 is "no limit"
+            raise click.BadParameter(f"must be from {shown} to 24h", param_hint=flag)
     return DispatchConfig(
         poll_interval=poll_interval, batch_size=batch_size, workers=workers, lease=firing_lease,
         lock_timeout=db_lock_timeout, idle_timeout=db_idle_timeout,
     )  # fmt: skip
+
+
+_MOST = 86_400.0  # seconds: the longest lease or database timeout taken
 
 
 #: How the dispatcher polls: ``dispatch: DispatchConfig``.

@@ -268,7 +268,9 @@ _USES = {"/healthz": Use.HEALTH, "/metrics": Use.MONITORING}
 
 #: The answer to a request naming a host this server does not answer to.
 _MISDIRECTED = _plain(
-    "421 Misdirected Request", "misdirected request: this server does not answer to that host name"
+    "421 Misdirected Request",
+    "misdirected request: this server does not answer to that host name (its operator can"
+    " allow a name with rackcron serve --http-allowed-host NAME)",
 )
 
 

@@ -105,11 +105,12 @@ def parse_tokens(text: str, path: str) -> tuple[Token, ...]:
         if not line or line.startswith("#"):
             continue
         where = f"{path}:{number}"
-        head, colon, secret = (part.strip() for part in line.partition(":"))
+        head, colon, secret = line.partition(":")
+        secret = secret.strip()
         if not colon:
             scope, name, secret = None, f"token-{len(tokens) + 1}", line
         else:
-            scope, name = _scope_and_name(head, where)
+            scope, name = _scope_and_name(head, where)  # unstripped: "read :x" is told apart
             if not TOKEN_NAME.fullmatch(name):
                 raise BadTokenFile(
                     f"{where}: the name before the first ':' must be 1 to 64 letters, digits,"
@@ -130,22 +131,31 @@ def parse_tokens(text: str, path: str) -> tuple[Token, ...]:
 
 
 def _scope_and_name(head: str, where: str) -> tuple[Scope | None, str]:
-    """The scope and the name a line gives before its first ``:`` (the name unchecked).
+    """The scope and the name a line gives before its first ``:`` (``head``, as written;
+    the name unchecked).
 
     :raises BadTokenFile: two words, the first of them no scope (not shown: it may be
-        part of a token written without its name).
+        part of a token written without its name); or a scope alone, its name forgotten
+        (a token named like a scope would get every right, not that scope's).
     """
     words = head.split()
+    scopes = ", ".join(s.value for s in Scope)
+    # "read :TOKEN": a scope whose name was forgotten. (A name alone is never followed by
+    # a space, so an older file's token named "read" still reads as before.)
+    if len(words) == 1 and head[-1:].isspace() and words[0].lower() in {s.value for s in Scope}:
+        raise BadTokenFile(
+            f"{where}: a scope needs a name after it ('{words[0].lower()} NAME:TOKEN')"
+        )
     if len(words) != 2:
-        return None, head
+        return None, head.strip()
     word, name = words
     try:
         return Scope(word), name
     except ValueError:
-        scopes = ", ".join(s.value for s in Scope)
+        hint = " (scopes are lowercase)" if word.lower() in {s.value for s in Scope} else ""
         raise BadTokenFile(
             f"{where}: before the first ':' give a name, or a scope ({scopes}) and a name:"
-            " the first word is no scope"
+            f" the first word is no scope{hint}"
         ) from None
 
 

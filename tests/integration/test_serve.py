@@ -118,6 +118,10 @@ def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> No
         (["serve", "--sim-duration", "POWER_ON"], "TYPE=DURATION"),
         (["serve", "--sim-failure-rate", "2"], "--sim-failure-rate"),
         (["dispatch", "--batch-size", "0"], "--batch-size"),
+        # PostgreSQL takes whole milliseconds and reads 0 as "no limit": never rounded to it.
+        (["dispatch", "--db-lock-timeout", "400us"], "--db-lock-timeout: must be from 1ms"),
+        (["serve", "--db-idle-timeout", "100000h"], "--db-idle-timeout: must be from 1ms"),
+        (["serve", "--firing-lease", "1ms"], "--firing-lease: must be from 1s to 24h"),
     ],
 )
 def test_bad_daemon_flags_are_usage_errors_naming_the_flag(args, message, tmp_path) -> None:

@@ -47,13 +47,17 @@ def test_a_token_without_a_scope_keeps_every_right() -> None:
     [
         ("reader ci:s3cret", "tokens:2: before the first ':' give a name, or a scope (read,"
                              " write, admin) and a name: the first word is no scope"),
-        ("Read ci:s3cret", "tokens:2: before the first ':' give a name, or a scope"),
+        ("Read ci:s3cret", "tokens:2: before the first ':' give a name, or a scope (read,"
+                           " write, admin) and a name: the first word is no scope (scopes are"
+                           " lowercase)"),
+        ("read :s3cret", "tokens:2: a scope needs a name after it ('read NAME:TOKEN')"),
         ("read two names:s3cret", "tokens:2: the name before the first ':' must be"),
         ("read bad/name:s3cret", "tokens:2: the name before the first ':' must be"),
         ("write ci:", "tokens:2: no token after the name 'ci'"),
         ("admin ci:other", "tokens:2: the name 'ci' is taken by line 1"),
     ],
-    ids=["unknown-scope", "capitalised", "three-words", "bad-name", "no-token", "taken-name"],
+    ids=["unknown-scope", "capitalised", "no-name", "three-words", "bad-name", "no-token",
+         "taken-name"],
 )  # fmt: skip
 def test_a_bad_scope_line_names_the_line_never_the_token(line: str, message: str) -> None:
     with pytest.raises(BadTokenFile) as info:
