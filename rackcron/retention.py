@@ -9,7 +9,9 @@ task may be *pruned* when all of these hold:
 * it owes its controller no stop (``cancel_pending``) and the runner has no work on it
   (``next_check_at`` unset): the runner must still be able to find it;
 * it finished (``finished_at``) before the *cutoff*, the time now less the retention. A
-  final task without a finished time (no rackcron writes one) is never pruned.
+  final task without a finished time (no rackcron writes one) is never pruned;
+* the firing that submitted it is finished: an open firing knows which scopes it has
+  done by their tasks, so deleting one would make it submit that scope again.
 
 The store applies this rule set-wise, in SQL, at most :data:`MAX_BATCH` tasks per
 transaction (``rackcron.service._retention``); :func:`prunable` is the same rule for one
@@ -46,15 +48,18 @@ def prunable(
     stop_owed: bool,
     runner_work: bool,
     before: datetime,
+    firing_open: bool = False,
 ) -> bool:
     """Whether a task may be pruned when the cutoff is ``before`` (the module docstring).
 
-    ``stop_owed``: its ``cancel_pending`` flag; ``runner_work``: its ``next_check_at`` is set.
+    ``stop_owed``: its ``cancel_pending`` flag; ``runner_work``: its ``next_check_at`` is set;
+    ``firing_open``: the firing that submitted it is not finished.
     """
     return (
         status in FINAL_STATUSES
         and not stop_owed
         and not runner_work
+        and not firing_open
         and finished_at is not None
         and finished_at < before
     )

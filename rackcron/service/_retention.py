@@ -46,6 +46,7 @@ def _prunable(before: datetime) -> sa.ColumnElement[bool]:
         task.c.status.in_(_FINAL),
         task.c.cancel_pending == sa.false(),
         task.c.next_check_at.is_(None),
+        ~sa.exists().where(firing.c.id == task.c.firing_id, firing.c.finished_at.is_(None)),
     )
 
 

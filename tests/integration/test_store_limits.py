@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -150,6 +151,38 @@ def test_a_rack_held_past_the_lock_timeout_defers_its_scope_to_the_next_poll(sto
         assert [len(c.done) for c in completed] == [1] and completed[0].finished
         assert service.list_tasks().total == 2
         assert not [c for b in service.fire_batches() for c in b.completed]
+    finally:
+        holder.dispose()
+        service.close()
+
+
+@POSTGRES
+def test_retention_keeps_the_tasks_of_a_firing_still_owing_scopes(store_url) -> None:
+    """A firing knows its done scopes by their tasks: retention deleting one of them
+    while the firing waits for another rack must not make it submit that scope again."""
+    service = Service(open_engine(store_url, limits=STRICT))
+    racks = [uuid.uuid4(), uuid.uuid4()]
+    for i, r in enumerate(racks):
+        service.upsert_rack(Rack(id=r, name=f"r{i}"))
+    create(service, racks, spec="1h")
+    with transaction(service.engine) as conn:
+        conn.execute(sa.text("UPDATE task_schedule SET next_run_at = now() - interval '1 second'"))
+    holder = open_engine(store_url)
+    try:
+        with transaction(holder) as conn:
+            conn.execute(sa.select(rack.c.id).where(rack.c.id == racks[1]).with_for_update())
+            (result,) = service.fire_due()
+        assert [o.result for o in result.outcomes] == ["submitted", "deferred"]
+        with transaction(service.engine) as conn:  # rack 0's task ended long ago
+            conn.execute(sa.text("UPDATE task SET status = 'completed', next_check_at = NULL,"
+                                 " finished_at = now() - interval '2 hours'"))  # fmt: skip
+        assert service.prune_tasks(timedelta(hours=1)) == 0
+        completed = [c for b in service.fire_batches() for c in b.completed]
+        assert [len(c.done) for c in completed] == [1]
+        with transaction(service.engine) as conn:
+            rows = conn.execute(sa.select(task.c.rack_id)).scalars().all()
+        assert sorted(rows, key=str) == sorted(racks, key=str)  # one task each, never two
+        assert service.prune_tasks(timedelta(hours=1)) == 1  # finished now: its tasks may go
     finally:
         holder.dispose()
         service.close()

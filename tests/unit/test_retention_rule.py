@@ -53,6 +53,12 @@ def test_every_other_task_is_kept(status, finished_at, stop_owed, runner_work) -
     )  # fmt: skip
 
 
+def test_a_task_of_an_open_firing_is_kept() -> None:
+    """The firing knows its done scopes by their tasks: pruning one would redo it."""
+    assert not prunable(TaskStatus.COMPLETED, finished_at=OLD, stop_owed=False,
+                        runner_work=False, before=BEFORE, firing_open=True)  # fmt: skip
+
+
 def test_a_batch_is_at_most_500_tasks() -> None:
     assert MAX_BATCH == 500
 
