@@ -10,9 +10,14 @@ and a name already stored is warned about, never refused. Here, the two tests, p
   UTS #39's augmented script sets, Han with Hiragana and Katakana (Japanese), Han with
   Bopomofo (Chinese) and Han with Hangul (Korean) each count as one script.
   ``nightly-firmwаre`` with a Cyrillic ``а`` mixes Latin and Cyrillic.
-* **confusable**: two names have the same UTS #39 skeleton: NFD, each character
-  replaced by its prototype from Unicode's confusables.txt, NFD again. ``pаypal``
-  (Cyrillic ``а``) and ``paypal`` share one; so do ``rack-01`` and ``rack-Ol``.
+* **invisible characters**: the name holds a default-ignorable code point (a zero-width
+  space or joiner, a soft hyphen, a variation selector, a tag character...): it shows
+  nothing, or nothing different, where it stands;
+* **confusable**: two names have the same UTS #39 skeleton: NFKC (so fullwidth and other
+  compatibility forms read as what they stand for), NFD, default-ignorable code points
+  removed, each character replaced by its prototype from Unicode's confusables.txt, NFD
+  again. ``pаypal`` (Cyrillic ``а``) and ``paypal`` share one; so do ``rack-01`` and
+  ``rack-Ol``, and ``firm\u200bware`` and ``firmware``.
 
 Names are ASCII in most fleets, and ASCII is what reviewers read best: an ASCII name is
 never reported, and a set of names that are all ASCII is not examined at all (two ASCII
@@ -31,7 +36,7 @@ import unicodedata
 from collections.abc import Iterable
 from importlib.resources import files
 
-__all__ = ["lookalike_names", "mixed_scripts", "skeleton", "spelled"]
+__all__ = ["invisible", "lookalike_names", "mixed_scripts", "skeleton", "spelled"]
 
 _IGNORED_SCRIPTS = frozenset({"Common", "Inherited"})
 #: Script sets that count as one script (UTS #39 "Mixed-Script Detection": Jpan, Hanb, Kore).
@@ -86,11 +91,28 @@ def mixed_scripts(name: str) -> tuple[str, ...]:
     return tuple(sorted(scripts))
 
 
+#: Default_Ignorable_Code_Point beyond the format characters (category Cf): the combining
+#: grapheme joiner, the Hangul and Mongolian fillers and selectors, variation selectors.
+_IGNORABLE_RANGES = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0100, 0xE01EF),
+)  # fmt: skip
+
+
+def invisible(char: str) -> bool:
+    """Whether ``char`` is a default-ignorable code point: shown as nothing."""
+    if unicodedata.category(char) == "Cf":
+        return True
+    code = ord(char)
+    return any(first <= code <= last for first, last in _IGNORABLE_RANGES)
+
+
 def skeleton(name: str) -> str:
     """``name``'s UTS #39 skeleton: equal for two names that look the same."""
     prototypes = _prototypes()
-    decomposed = unicodedata.normalize("NFD", name)
-    return unicodedata.normalize("NFD", "".join(prototypes.get(c, c) for c in decomposed))
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name))
+    kept = "".join(prototypes.get(c, c) for c in decomposed if not invisible(c))
+    return unicodedata.normalize("NFD", kept)
 
 
 def spelled(name: str) -> str:
@@ -108,8 +130,8 @@ def lookalike_names(names: Iterable[str], others: Iterable[str] = ()) -> dict[st
     outside ASCII that mixes scripts, or whose skeleton is another's among ``names`` and
     ``others`` (names of the same kind that are not being judged, e.g. already stored).
 
-    The reason reads after the name: ``mixes scripts (Cyrillic, Latin)``, ``reads the
-    same as "paypal"``, or both joined by "and". ASCII-only input costs one scan.
+    The reason reads after the name: ``holds invisible characters``, ``mixes scripts
+    (Cyrillic, Latin)``, ``reads the same as "paypal"``, joined by "and". ASCII-only input costs one scan.
     """
     judged = list(dict.fromkeys(names))
     if all(name.isascii() for name in judged):
@@ -122,6 +144,8 @@ def lookalike_names(names: Iterable[str], others: Iterable[str] = ()) -> dict[st
         if name.isascii():
             continue
         reasons = []
+        if any(invisible(c) for c in name):
+            reasons.append("holds invisible characters")
         if scripts := mixed_scripts(name):
             reasons.append(f"mixes scripts ({', '.join(scripts)})")
         # An ASCII twin first: most likely the name this one stands in for.

@@ -74,3 +74,21 @@ def test_spelled() -> None:
         "U+0430 CYRILLIC SMALL LETTER A at 2, U+0430 CYRILLIC SMALL LETTER A at 6,"
         " U+0430 CYRILLIC SMALL LETTER A at 7, 1 more"
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["nightly-firm\u200bware", "nightly-firm\u2060ware", "nightly-firmware\ufe0f",
+     "nightly-firm\u00adware", "nightly-firm\u034fware", "nightly-firmware\U000e0041"],
+    ids=["zero-width-space", "word-joiner", "variation-selector", "soft-hyphen",
+         "grapheme-joiner", "tag"],
+)  # fmt: skip
+def test_invisible_characters_are_reported_and_read_as_nothing(name: str) -> None:
+    found = lookalike_names([name], ["nightly-firmware"])
+    assert found == {name: 'holds invisible characters and reads the same as "nightly-firmware"'}
+
+
+def test_compatibility_forms_read_as_what_they_stand_for() -> None:
+    fullwidth = "\uff4eightly-firmware"  # a fullwidth n
+    assert lookalike_names([fullwidth], ["nightly-firmware"]) == {
+        fullwidth: 'reads the same as "nightly-firmware"'}  # fmt: skip
