@@ -10,8 +10,9 @@ and so lock everyone else out, health probes included. So the slots are shared:
   time between requests), then *serving* until its answer is out. When the server is
   full, a new connection takes the slot of a waiting one: the oldest waiting connection
   of the client holding the most connections, if that client holds more than the
-  newcomer's. So slow or idle senders, from however many addresses, never keep a
-  client out; only connections being answered can fill the server.
+  newcomer's. So slow or idle senders never keep a client out for good; only
+  connections being answered can fill the server. (A fast flood of idle connections
+  from many addresses can still make a slow honest request the one that gives way.)
 * **A cap per client.** A client holds at most ``max_per_client`` connections, well
   under ``max_connections``; one more is refused.
 * **A reserve for health and monitoring.** ``reserved`` slots beyond
