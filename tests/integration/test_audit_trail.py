@@ -26,7 +26,7 @@ import pytest
 import sqlalchemy as sa
 
 from rackcron.audit import ActionRecord, Actor, Audit, Via
-from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, StoreError
 from rackcron.models import ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.shim.server import ShimConfig, ShimServer, load_tokens
@@ -207,24 +207,29 @@ def test_a_call_that_changes_nothing_records_nothing(store_url, service, fleet) 
     assert snapshot(service) == before
 
 
-def test_a_trigger_whose_submission_fails_is_recorded_as_refused(
+def test_a_trigger_whose_submission_fails_is_recorded_as_deferred(
     service, fleet, clock, monkeypatch
 ) -> None:
-    """Phase 1 committed (the tick is spent): the record says nothing was submitted."""
+    """Phase 1 committed (the tick is spent, the firing recorded): the record says its
+    tasks were deferred, and the next poll creates them (docs/spec/SEMANTICS.md
+    "Dispatch")."""
     nightly = create(service, fleet.racks[:2], name="nightly")
 
-    def broken(self, firings):  # type: ignore[no-untyped-def]
+    def broken(self, firings, *, defer_held=True):  # type: ignore[no-untyped-def]
         raise sa.exc.OperationalError("INSERT", {}, Exception("server closed the connection"))
 
-    monkeypatch.setattr(Operations, "submit_batch", broken)
+    monkeypatch.setattr(Operations, "complete", broken)
     by = Audit(Actor(Via.LOCAL, "ann", "h"), "rerun")
-    with pytest.raises(FailedPrecondition, match="server closed the connection"):
+    with pytest.raises(StoreError, match="server closed the connection.*next poll"):
         service.trigger(nightly.id, audit=by)
     monkeypatch.undo()
     record = trail(service)[-1]
     assert (record.action, record.actor, record.reason) == ("trigger", "ann", "rerun")
-    assert record.detail == {"submitted": 0, "queued": 0, "skipped": 0, "refused": 2}
+    assert record.detail == {
+        "submitted": 0, "queued": 0, "skipped": 0, "refused": 0, "deferred": 2}  # fmt: skip
     assert service.list_tasks().total == 0
+    assert [c.schedule_name for b in service.fire_batches() for c in b.completed] == ["nightly"]
+    assert service.list_tasks().total == 2
 
 
 BAD_AUDITS = {
