@@ -220,7 +220,7 @@ def test_a_trigger_whose_submission_fails_is_recorded_as_deferred(
 
     monkeypatch.setattr(Operations, "complete", broken)
     by = Audit(Actor(Via.LOCAL, "ann", "h"), "rerun")
-    with pytest.raises(StoreError, match="server closed the connection.*next poll"):
+    with pytest.raises(StoreError, match=r"server closed the connection.*next poll"):
         service.trigger(nightly.id, audit=by)
     monkeypatch.undo()
     record = trail(service)[-1]
