@@ -93,6 +93,8 @@ DATA = (
     "console/templates/*.html",
     "console/static/*.css",
     "console/static/*.js",
+    "lookalikes/*.tsv",
+    "lookalikes/LICENSE-Unicode.txt",
 )
 
 
