@@ -211,22 +211,39 @@ class Missed(NamedTuple):
 
 
 class Frozen(FailedPrecondition):
-    """A manual trigger refused: freezes hold some of its scopes (and nothing changed)."""
+    """A manual trigger refused: freezes hold some of its scopes (and nothing changed).
+    The message names the racks and says when a freeze holds only the operation's own
+    start time, not the firing."""
 
     def __init__(
         self,
         schedule: Schedule,
         scopes: Sequence[FiringScope],
         frozen: Mapping[uuid.UUID, tuple[str, ...]],
+        holds: Holds,
     ) -> None:
-        racks = [str(s.rack_id) for s in scopes if s.id in frozen]
+        racks = [s.rack_id for s in scopes if s.id in frozen]
+        self.racks = [str(r) for r in racks]
         self.freezes = _names(frozen)
         names = ", ".join(repr(n) for n in self.freezes)
+        on = ", ".join(_rack_label(holds.rack_name(r), r) for r in racks)
+        later = [n for n in self.freezes if not holds.open_now(n)]
+        why = ""
+        if later:
+            start = operation_times(schedule.template).start
+            when = f" ({start.isoformat().replace('+00:00', 'Z')})" if start else ""
+            why = (
+                f"; the operation's start_time{when} falls inside"
+                f" {', '.join(repr(n) for n in later)}"
+            )
         super().__init__(
             f"id: task schedule {schedule.name!r} ({schedule.id}) is held by freeze {names} on"
-            f" rack {', '.join(racks)}: nothing was fired; trigger it with force to override"
+            f" rack {on}{why}: nothing was fired; trigger it with force to override"
         )
-        self.racks = racks
+
+
+def _rack_label(name: str, rack_id: uuid.UUID) -> str:
+    return f"{name} ({rack_id})" if name else str(rack_id)
 
 
 def _names(frozen: Mapping[uuid.UUID, tuple[str, ...]]) -> list[str]:
@@ -400,7 +417,8 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
                 frozen = {} if late is not None else _frozen(holds, schedule, scopes)
                 if manual and frozen and not force:
-                    raise Frozen(schedule, scopes, frozen)
+                    assert holds is not None  # frozen scopes come from it
+                    raise Frozen(schedule, scopes, frozen, holds)
                 if manual:  # forced past them: the task manager still judges every scope
                     frozen, overridden = {}, frozen
                 else:

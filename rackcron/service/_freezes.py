@@ -78,6 +78,16 @@ class Holds:
         target = Target(rack_name, rack_labels, schedule_name, schedule_labels, operation)
         return [f for f in candidates if matches(f.selector, target)]
 
+    def rack_name(self, rack_id: uuid.UUID) -> str:
+        """The inventory name of a rack freezes were asked about ("" if it has none)."""
+        if self._racks is None:
+            self._racks = self._read()
+        return self._racks.get(rack_id, ("", {}))[0]
+
+    def open_now(self, name: str) -> bool:
+        """Whether the freeze named ``name`` is open at :attr:`at`."""
+        return any(f.name == name for f in self.active)
+
     def _in_force(self, work: tuple[datetime, datetime]) -> list[Freeze]:
         """The freezes open now or meeting ``work`` (``rackcron.freezes.in_force``), by name."""
         if work not in self._working:

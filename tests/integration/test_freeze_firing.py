@@ -122,6 +122,7 @@ def test_a_trigger_touching_a_frozen_scope_is_refused_and_changes_nothing(
     assert "freeze 'row-b'" in refused.value.message
     assert str(labelled.racks[1]) in refused.value.message
     assert str(labelled.racks[2]) not in refused.value.message
+    assert "start_time" not in refused.value.message  # open now: the firing itself is held
     assert refused.value.freezes == ["row-b"] and refused.value.racks == [str(labelled.racks[1])]
     assert snapshot(service) == before
 
