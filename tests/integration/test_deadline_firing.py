@@ -121,12 +121,14 @@ def test_collapsed_ticks_fire_when_the_latest_is_within_the_deadline(
 ) -> None:
     """Hourly with a 1h deadline, due at 13:00; an outage collapses 13:00, 14:00 and 15:00
     into one firing at 15:30. The latest tick, 15:00, is 30 min back: it fires (counted
-    from 13:00, it was 2.5 h late, and rackcron used to miss it)."""
+    from 13:00, it was 2.5 h late, and rackcron used to miss it). Its lag still counts
+    from 13:00, so the outage shows (docs/dispatch.md "Lag")."""
     made = create(service, fleet.racks[:1], "1h", spec_type=spec_type, spec=spec)
     assert made.next_run_at == NOW + timedelta(hours=1)
     clock.now = NOW + timedelta(hours=3, minutes=30)
     fired, missed = drain(service)
     assert missed == [] and [len(r.task_ids) for r in fired] == [1]
+    assert fired[0].lag_seconds == 2.5 * 3600
     after = service.get_schedule(made.id)
     assert after.last_miss is None and after.last_run_at == clock.now
 
