@@ -262,7 +262,7 @@ class Dispatcher:
                 }))  # fmt: skip
             if counts["failed"]:
                 fields["errors"] = "; ".join(
-                    f"rack {o.rack_id}: {o.error}" for o in result.outcomes if o.result == "failed"
+                    str(o.error) for o in result.outcomes if o.result == "failed"
                 )
             if counts["frozen"]:
                 fields["frozen_by"] = ", ".join(

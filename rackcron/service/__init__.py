@@ -692,7 +692,7 @@ class Service:
                     f" now ({deferred[0].error}); the firing is recorded, and the dispatcher"
                     " submits them at its next poll"
                 )
-            errors = "; ".join(f"rack {o.rack_id}: {o.error}" for o in result.outcomes)
+            errors = "; ".join(str(o.error) for o in result.outcomes)  # each names its rack
             raise FailedPrecondition(
                 f"id: every task submission of task schedule {firing.schedule.id} failed: {errors}"
             )

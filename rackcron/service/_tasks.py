@@ -190,7 +190,7 @@ class Submission:
 
     task_id: uuid.UUID | None = None
     status: TaskStatus | None = None  # pending or waiting when created
-    error: str | None = None
+    error: str | None = None  # names the rack
     deferred: bool = False
 
 
@@ -389,7 +389,7 @@ class TaskOps(OpsBase):
                 with self.conn.begin_nested():
                     (submitted,) = self._submit_locked([request], on_rack)
             except Exception as exc:  # one request's failure never stops the others
-                submitted = Submission(error=describe_error(exc))
+                submitted = Submission(error=f"rack {request.rack_id}: {describe_error(exc)}")
             submissions.append(submitted)
         return submissions
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pytest
 import sqlalchemy as sa
 
 from rackcron.dispatcher.loop import DEFAULT_POSTGRES_WORKERS, Dispatcher
-from rackcron.errors import StoreError
-from rackcron.models import OverlapPolicy
+from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.logs import configure
+from rackcron.models import Component, OverlapPolicy
 from rackcron.service import Service
-from tests.support.service import create
+from tests.support.service import component_spec, create
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -54,10 +56,6 @@ def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock, t
 def test_a_schedule_that_cannot_fire_is_reported_and_the_rest_fire(service, fleet, clock):
     """A row no rackcron wrote (a time zone this host does not know) gets an ERROR line
     each poll and is left as it is; the schedules claimed with it fire."""
-    import io
-
-    from rackcron.errors import FailedPrecondition
-    from rackcron.logs import configure
     from rackcron.store import transaction
     from rackcron.store.tables import task_schedule
 
@@ -85,3 +83,20 @@ def test_a_schedule_that_cannot_fire_is_reported_and_the_rest_fire(service, flee
     assert all(service.get_schedule(g.id).last_run_at == clock.now for g in good)
     with pytest.raises(FailedPrecondition, match="cannot be fired"):
         service.trigger(bad.id)
+
+
+def test_a_failed_scope_is_logged_naming_its_rack_once(service, fleet, clock) -> None:
+    r, c = fleet.racks, fleet.components
+    create(service, target=component_spec(c[r[0]][0], c[r[1]][0]))
+    moved = service.list_components(r[1])[0]
+    service.upsert_component(Component(**{**moved.model_dump(), "rack_id": r[2]}))
+    clock.advance(hours=1)
+    stream = io.StringIO()
+    configure("text", stream=stream)
+    try:
+        assert Dispatcher(service, workers=1).poll().fired == 1
+    finally:
+        configure("text")
+    (fired,) = [line for line in stream.getvalue().splitlines() if " fired " in line]
+    assert "failed=1" in fired and "errors=" in fired and "no component of rack" in fired
+    assert fired.count(str(r[1])) == 1

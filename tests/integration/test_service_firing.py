@@ -88,8 +88,9 @@ def test_trigger_errors_when_every_submission_failed(service, fleet, clock) -> N
     clock.advance(minutes=1)
     with pytest.raises(
         FailedPrecondition, match=r"id: every task submission of task schedule \S+ failed: rack"
-    ):
+    ) as refused:
         service.trigger(schedule.id)
+    assert refused.value.message.count(str(fleet.racks[0])) == 1  # the rack named once
     # The firing itself happened: the schedule advanced as any firing does.
     assert service.get_schedule(schedule.id).last_run_at == clock.now
 
