@@ -60,11 +60,12 @@ def client_key(host: str) -> str:
 
 
 def _canonical(host: str) -> str:
-    """``host`` (a name or an address, an IPv6 address bare) in one spelling per meaning."""
+    """``host`` (a name or an address, an IPv6 address bare) in one spelling per meaning:
+    a name in lower case, without the trailing dot of its absolute form (``localhost.``)."""
     try:
         return ipaddress.ip_address(host).compressed
     except ValueError:
-        return host.lower()
+        return host.lower().removesuffix(".")
 
 
 def host_name(value: str) -> str:

@@ -44,7 +44,8 @@ NAMES = frozenset({"console.example.com", "2001:db8::7"})
      ("console.example.com", True, True), ("[2001:db8::7]", True, True),
      ("10.0.0.5:9464", False, True), (None, True, False), ("", True, False),
      ("attacker.example:9464", False, False), ("localhost.attacker.example", False, False),
-     ("localhost.", False, False), ("[127.0.0.1]", False, False), ("::1", False, False),
+     ("localhost.", True, True), ("console.example.com.:80", True, True),
+     ("localhost..", False, False), ("[127.0.0.1]", False, False), ("::1", False, False),
      ("a, b", False, False), ("2001:db8::7", False, False), ("example.com:port", False, False)],
 )  # fmt: skip
 def test_a_checked_listener_answers_loopback_names_its_address_and_named_hosts(
