@@ -289,6 +289,7 @@ def apply(
         backend = _backend(database_url, server, create_store=True)
         if desired is not None:
             planned = backend.plan(desired, owner=owner, source=origin)
+            backend.check_rights(planned)
     provenance = _approved(planned, source, auto_approve)
     notifier = start(notify)
     try:

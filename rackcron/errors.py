@@ -179,6 +179,12 @@ class Conflict(RackcronError):
     code = "UNKNOWN"
 
 
+class PermissionDenied(RackcronError):
+    """The caller's token is of a scope short of what the request needs."""
+
+    code = "PERMISSION_DENIED"
+
+
 class StoreError(RackcronError):
     """The database failed in a way the caller cannot fix by changing the request."""
 

@@ -65,6 +65,13 @@ class Backend(Protocol):
         """The plan that makes the backend match ``desired``."""
         ...
 
+    def check_rights(self, plan: Plan) -> None:
+        """Before asking to apply ``plan`` (after :meth:`plan`).
+
+        :raises PermissionDenied: the caller may not make every change of ``plan``.
+        """
+        ...
+
     def apply(
         self,
         plan: Plan,
@@ -96,6 +103,9 @@ class StoreBackend:
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:
         return plan_against_store(self.service, desired, owner=owner, source=source)
 
+    def check_rights(self, plan: Plan) -> None:
+        """Whoever reaches the store may change it."""
+
     def apply(
         self,
         plan: Plan,
@@ -121,6 +131,9 @@ class RemoteBackend:
 
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:
         return self.remote.plan(desired, owner=owner, now=datetime.now(UTC), source=source or {})
+
+    def check_rights(self, plan: Plan) -> None:
+        self.remote.check_rights(plan)
 
     def apply(
         self,

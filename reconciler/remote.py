@@ -41,7 +41,7 @@ import pydantic
 from google.protobuf.message import Message
 
 from rackcron import boundedjson
-from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.errors import FailedPrecondition, PermissionDenied, RackcronError
 from rackcron.models import (
     Component,
     Freeze,
@@ -65,6 +65,7 @@ from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_sc
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
 from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
+from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
 
 __all__ = ["RemoteApply", "RemoteStore"]
 
@@ -97,6 +98,7 @@ class RemoteStore:
         self.extras = reconciler_pb2_grpc.ReconcilerStub(channel)
         self.extended: bool | None = None  # offers rackcron.v1.Reconciler; known after state()
         self.carries: frozenset[str] = frozenset()  # the schedule fields beyond Flow's it stores
+        self.scope: Scope | None = None  # the token's, as the server says (None: it does not)
         self._ids: dict[str, str] = {}  # schedule name -> id, as last read or written
 
     def _get_extras(self) -> dict[str, Any] | None:
@@ -173,6 +175,8 @@ class RemoteStore:
         self.extended = extras is not None
         carries = (extras or {}).get("carries", [])
         self.carries = frozenset(c for c in carries if isinstance(c, str))
+        scope = (extras or {}).get("scope")
+        self.scope = Scope(scope) if scope in {s.value for s in Scope} else None
         templates = (extras or {}).get("schedules", {})
         schedules, self._ids = {}, {}
         for message in self._schedules():
@@ -310,6 +314,7 @@ class RemoteStore:
                 "the server has changed since this plan was made (what the plan changes or"
                 " depends on); plan again"
             )
+        self.check_rights(plan)
         report = RemoteApply()
         pending = [(c, s) for c in plan.changes for s in self._calls(c)]
         started: list[Change] = []
@@ -339,6 +344,27 @@ class RemoteStore:
             except RemoteError as exc:
                 report.failed = (plan.changes[-1], Step("RecordApply", {}), exc.message)
         return report
+
+    def check_rights(self, plan: Plan) -> None:
+        """Refuse ``plan`` before its first step rather than at the first step refused (an
+        apply through RPCs is no transaction).
+
+        :raises PermissionDenied: the server says the token's scope (known after
+            :meth:`state`) is short of what ``plan`` needs.
+        """
+        if self.scope is None or not plan.changes:
+            return
+        released = [c.name for c in plan.changes if c.kind == "freeze" and c.action != "create"]
+        needs, why = (
+            (RELEASE_FREEZE, f"it changes or deletes {_named('freeze', released)}")
+            if released
+            else (Scope.WRITE, "it changes the store")
+        )
+        if not self.scope.allows(needs):
+            raise PermissionDenied(
+                f"this apply needs a token of scope {needs.value} ({why}); the server says"
+                f" this token has scope {self.scope.value}: nothing was applied"
+            )
 
     def _calls(self, change: Change) -> list[Step]:
         """The change's steps as RPCs: a create that records its management and its

@@ -15,7 +15,10 @@ service (rackcron's shim does, Flow does not) it reads the rest here and runs
 the plan's inventory, freeze, management and deadline steps here, so a remote apply
 leaves the same store a local one does. GetExtras also lists, as ``carries``, what
 beyond Flow's messages this server stores (:data:`CARRIES`): a reconciler refuses to
-apply a tree using something that a server does not list.
+apply a tree using something that a server does not list, and as ``scope`` what the
+caller's token may do, so a remote apply refuses before its first step what its token
+could not finish. A RunStep that changes or deletes a stored freeze needs an ``admin``
+token (``rackcron.shim.access``).
 """
 
 from __future__ import annotations
@@ -28,14 +31,16 @@ import grpc
 
 from rackcron import boundedjson
 from rackcron.audit import step_run
-from rackcron.errors import InvalidArgument
-from rackcron.service import LOOKALIKE_KINDS, Service, warn_lookalike
-from rackcron.shim.errors import rpc_method, rpc_method_with_context
+from rackcron.errors import InvalidArgument, NotFound, PermissionDenied
+from rackcron.service import LOOKALIKE_KINDS, Operations, Service, warn_lookalike
+from rackcron.shim.access import FREEZE_STEPS, caller_scope, step_needs
+from rackcron.shim.errors import rpc_method_with_context
 from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
 from rackcron.steps import Step, run_step
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
+from rackcron.wire.token_scopes import Scope
 
 __all__ = ["CARRIES", "EXTRA_STEPS", "ReconcilerServicer"]
 
@@ -75,6 +80,27 @@ def _json(value: Any, field: str) -> dict[str, Any]:
     return parsed
 
 
+def _check_freeze_scope(ops: Operations, rpc: str, args: dict[str, Any], scope: Scope) -> None:
+    """:raises PermissionDenied: the step changes or deletes a stored freeze, and ``scope``
+    is short of what that needs (:func:`rackcron.shim.access.step_needs`)."""
+    freeze = args.get("freeze") if rpc == "UpsertFreeze" else args
+    name = freeze.get("name") if isinstance(freeze, dict) else None
+    if not isinstance(name, str):
+        return  # run_step says what is wrong with it
+    try:
+        ops.get_freeze(name)
+    except NotFound:
+        stored = False
+    else:
+        stored = True
+    needs = step_needs(rpc, stored_freeze=stored)
+    if not scope.allows(needs):
+        raise PermissionDenied(
+            f"RunStep {rpc} of the stored freeze {name!r} needs a token of scope"
+            f" {needs.value}; this token has scope {scope.value}"
+        )
+
+
 class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
     """``rackcron.v1.Reconciler`` over one :class:`~rackcron.service.Service`; ``tokens``
     name who calls, as for ``v1.Flow``.
@@ -87,8 +113,10 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
         self.service = service
         self.tokens = tokens or TokenSet()
 
-    @rpc_method
-    def GetExtras(self, request: pb.GetExtrasRequest) -> pb.GetExtrasResponse:
+    @rpc_method_with_context
+    def GetExtras(
+        self, request: pb.GetExtrasRequest, context: grpc.ServicerContext
+    ) -> pb.GetExtrasResponse:
         with self.service.transaction(write=False) as ops:
             extras = {
                 "racks": [r.model_dump(mode="json") for r in ops.list_racks()],
@@ -104,6 +132,8 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                     for s in ops.list_schedules().items
                 },
                 "carries": list(CARRIES),
+                # What the caller's token may do: a remote apply checks it before any step.
+                "scope": caller_scope(self.tokens, context.invocation_metadata()).value,
             }
         return pb.GetExtrasResponse(extras_json=json.dumps(extras))
 
@@ -118,7 +148,10 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
             )
         args = _json(request.args_json, "args_json")
         audit = call_audit(self.tokens, context)
+        scope = caller_scope(self.tokens, context.invocation_metadata())
         with self.service.transaction() as ops:
+            if request.rpc in FREEZE_STEPS:
+                _check_freeze_scope(ops, request.rpc, args, scope)
             run_step(ops, Step(request.rpc, args))
             change = step_run(request.rpc, args)
             if request.rpc.startswith("Upsert") and change.kind in LOOKALIKE_KINDS and change.name:

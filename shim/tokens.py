@@ -24,12 +24,13 @@ as a line of the file keeps that line's name and scope).
 
 from __future__ import annotations
 
-import enum
 import hmac
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from rackcron.wire.token_scopes import Scope
 
 __all__ = [
     "ENV_TOKEN_NAME",
@@ -44,25 +45,6 @@ __all__ = [
 TOKEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: The name of the token given by environment variable.
 ENV_TOKEN_NAME = "env"
-
-
-class Scope(enum.Enum):
-    """What a token may do; each scope allows what the ones before it do.
-
-    ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
-    ``rackcron.v1.Reconciler``) what an apply changes, ``admin`` also overrides the
-    safety rules (a trigger forced past a freeze). Which scope each RPC needs:
-    ``rackcron.shim.access``.
-    """
-
-    READ = "read"
-    WRITE = "write"
-    ADMIN = "admin"
-
-    def allows(self, needed: Scope) -> bool:
-        """Whether a token of this scope may do what needs ``needed``."""
-        order = list(Scope)
-        return order.index(self) >= order.index(needed)
 
 
 #: The rights of a token without a scope: every token's before scopes existed.

@@ -9,7 +9,9 @@ import each other:
 * ``convert`` -- proto <-> domain, field by field, pure;
 * ``client`` -- channels, a Flow client, and remote errors as the core's errors;
 * ``metadata`` -- the audit trail's metadata (a claimed name, a reason), written by
-  the client and read by the shim.
+  the client and read by the shim;
+* ``token_scopes`` -- what a token may do, checked by the shim and read by a remote
+  apply before its first step.
 
 It imports the core and nothing of the fronts (the import contract in
 ``make lint`` holds it).

@@ -95,7 +95,8 @@ def test_a_trigger_of_an_upgrade_starting_inside_a_freeze_is_refused_unless_forc
     (rack,) = [r.name for r in service.list_racks() if r.id == fleet.racks[0]]
     assert f"on rack {rack} ({fleet.racks[0]})" in refused.value.message
     assert (
-        f"the operation's start_time ({starts}) falls inside 'change-freeze'" in refused.value.message
+        f"the operation's start_time ({starts}) falls inside 'change-freeze'"
+        in refused.value.message
     )
     assert snapshot(service) == before
     forced = service.trigger(made.id, force=True)

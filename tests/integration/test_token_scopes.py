@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,13 @@ from rackcron.shim.tokens import Scope
 from rackcron.wire.client import connect
 from rackcron.wire.metadata import FORCE, FORCE_KEY
 from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
 from tests.conftest import Fleet
 from tests.support.cli import run, run_process
 from tests.support.flow import failure, uid
 from tests.support.rpcs import REQUESTS, RpcState, invoke, prepare
 from tests.support.service import snapshot
-from tests.support.trees import Repo, schedule
+from tests.support.trees import Repo, freeze, schedule
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 TOKEN_FILE = """\
@@ -261,11 +263,67 @@ def test_a_read_token_plans_remotely_and_cannot_apply(scoped_shim, service, tmp_
     before = snapshot(service)
     refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "dashboard"))
     assert refused.exit_code != 0
-    assert "PERMISSION_DENIED" in refused.output and "'dashboard' has scope read" in refused.output
+    assert (
+        "this apply needs a token of scope write (it changes the store); the server says this"
+        " token has scope read: nothing was applied"
+    ) in refused.output
     assert snapshot(service) == before
     applied = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
     assert applied.exit_code == 0, applied.output
     assert [s.name for s in service.list_schedules().items] == ["weekly-on"]
+
+
+def _freeze_step(rpc: str, args: dict[str, Any]) -> tuple[str, rpb.RunStepRequest]:
+    request = rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args))
+    return "/rackcron.v1.Reconciler/RunStep", request
+
+
+def test_only_an_admin_token_lifts_a_stored_freeze(channel, service, state) -> None:
+    """Changing or deleting a stored freeze needs admin, as forcing past it does; a write
+    token may declare a new one (it only holds more)."""
+    stored = service.get_freeze("change-freeze").model_dump(mode="json")
+    shorter = {**stored, "end": stored["start"]}
+    before = snapshot(service)
+    for rpc_name, args in (("DeleteFreeze", {"name": "change-freeze"}),
+                           ("UpsertFreeze", {"freeze": shorter})):  # fmt: skip
+        error = failure(invoke, channel, *_freeze_step(rpc_name, args), bearer("ci"))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert error.details() == (
+            f"RunStep {rpc_name} of the stored freeze 'change-freeze' needs a token of scope"
+            " admin; this token has scope write"
+        )
+    assert snapshot(service) == before
+    new = {**stored, "id": str(uuid.uuid4()), "name": "another-freeze"}
+    invoke(channel, *_freeze_step("UpsertFreeze", {"freeze": new}), bearer("ci"))
+    invoke(channel, *_freeze_step("DeleteFreeze", {"name": "change-freeze"}), bearer("oncall"))
+    assert [f.name for f in service.list_freezes()] == ["another-freeze"]
+
+
+@SQLITE_ONLY
+def test_a_write_token_apply_that_lifts_a_freeze_changes_nothing(
+    scoped_shim, service, tmp_path
+) -> None:
+    """Refused before its first step, not at the freeze's: a remote apply is no transaction."""
+    repo = Repo(tmp_path / "repo", "sqlite:///unused.db")
+    window = '  start: "2030-01-01T00:00:00Z"\n  end: "2030-01-02T00:00:00Z"\n'
+    repo.write(freezes=freeze("holiday", window, selector="{racks: [r1]}"))
+    for name in ("ci", "oncall"):
+        (tmp_path / name).write_text(SECRETS[name])
+    server = ("--server", scoped_shim.address, "--token-file")
+    assert run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci")).exit_code == 0
+    repo.write(schedule("weekly-on"))  # the freeze is gone from the tree
+    before = snapshot(service)
+    refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
+    assert refused.exit_code != 0
+    assert (
+        'this apply needs a token of scope admin (it changes or deletes freeze "holiday"); the'
+        " server says this token has scope write: nothing was applied"
+    ) in refused.output, refused.output
+    assert "will perform" not in refused.output  # refused before it is shown for approval
+    assert snapshot(service) == before
+    applied = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "oncall"))
+    assert applied.exit_code == 0, applied.output
+    assert service.list_freezes() == []
 
 
 # --- the console -------------------------------------------------------------------------------

@@ -1,0 +1,35 @@
+"""What a token may do: its scope, as the shim checks it and a remote apply reads it.
+
+The shim names the caller's scope in GetExtras (``scope``), so ``apply --server``
+refuses before its first step an apply its token could not finish.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["RELEASE_FREEZE", "Scope"]
+
+
+class Scope(enum.Enum):
+    """What a token may do; each scope allows what the ones before it do.
+
+    ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
+    ``rackcron.v1.Reconciler``) what an apply changes, ``admin`` also overrides the
+    safety rules (a trigger forced past a freeze, :data:`RELEASE_FREEZE`). Which scope
+    each RPC needs: ``rackcron.shim.access``.
+    """
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+    def allows(self, needed: Scope) -> bool:
+        """Whether a token of this scope may do what needs ``needed``."""
+        order = list(Scope)
+        return order.index(self) >= order.index(needed)
+
+
+#: What changing or deleting a stored freeze needs: lifting a freeze overrides it for
+#: good, as a forced trigger does once. Declaring a new one needs only ``write``.
+RELEASE_FREEZE = Scope.ADMIN
