@@ -95,6 +95,16 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
     show_default=True,
     help="How long a finished task whose end nobody asked about yet is kept (a Go duration).",
 )
+@click.option(
+    "--keep-mib",
+    type=click.IntRange(min=1),
+    metavar="MIB",
+    default=64,  # the simulator's KEEP_BYTES
+    show_default=True,
+    help="The most task data kept, running tasks included, in MiB of orders as JSON (in "
+    "memory about twice that). A task that does not fit makes the oldest finished ones "
+    "forgotten; when running tasks fill it, a new task is answered 503.",
+)
 def rack_controller(
     listen: tuple[str, int],
     token_file: str | None,
@@ -107,6 +117,7 @@ def rack_controller(
     seed: int | None,
     keep_finished: int,
     keep_finished_for: float,
+    keep_mib: int,
 ) -> None:
     """Run the reference rack controller: a simulator behind the HTTP protocol.
 
@@ -114,7 +125,7 @@ def rack_controller(
     duration, then completes, or fails with the given probability. Tasks live in
     memory: every running task; of the finished ones whose end was answered, the
     newest --keep-finished; a finished one nobody asked about, for --keep-finished-for
-    after it ended. Serves until interrupted (SIGINT or SIGTERM). The protocol is described in
+    after it ended; all of it within --keep-mib. Serves until interrupted (SIGINT or SIGTERM). The protocol is described in
     docs/controller-protocol.md.
 
     Example, power-ons take 30 seconds, one operation in ten fails:
@@ -140,6 +151,7 @@ def rack_controller(
         seed=seed,
         keep_finished=keep_finished,
         keep_finished_for=keep_finished_for,
+        keep_bytes=keep_mib << 20,
     )
     with cli_errors():
         try:

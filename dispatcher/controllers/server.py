@@ -54,7 +54,7 @@ from typing import Any
 from rackcron import boundedjson
 from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
-from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.controllers.simulator import Simulator, SimulatorFull
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
 
 __all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
@@ -325,7 +325,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _submit(self, controller: ControllerServer, order: TaskOrder) -> tuple[int, dict[str, Any]]:
         with controller._submit_lock:
             known = controller.simulator.status(order.id).state != "unknown"
-            state = controller.simulator.submit(order)
+            try:
+                state = controller.simulator.submit(order)
+            except SimulatorFull as exc:
+                raise _Reject(503, f"full: {exc}") from None
         if controller.faults.fail_after_accept:
             raise _Reject(500, "simulated failure after accepting the task")
         return (200 if known else 201), _state_body(order.id, state)

@@ -16,7 +16,11 @@ or the state of every task ever submitted would grow for as long as the process 
   among the newest ``keep_finished`` reported ones: the oldest reported is forgotten
   first;
 * a finished task whose end nobody has asked about yet is kept ``keep_finished_for``
-  seconds after it ended, so a runner that was away for a while still learns it.
+  seconds after it ended, so a runner that was away for a while still learns it;
+* all of it within ``keep_bytes``, counted as each order's size in JSON (in memory it
+  takes about twice that): a task that would not fit makes room by forgetting finished
+  tasks, the reported ones first, each oldest first; when the running tasks alone leave
+  no room, it is refused (:class:`SimulatorFull`), and nothing is forgotten for it.
 
 rackcron's runner asks about a running task every few seconds until it sees it end, so
 it never finds a task forgotten before it learned its end, however many end at once. A
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import random
 import threading
 import time
@@ -37,10 +42,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from rackcron.derived import operation_type
-from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
+from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
 from rackcron.models import OperationTemplate
 
-__all__ = ["DEFAULT_DURATION", "KEEP_FINISHED", "KEEP_FINISHED_FOR", "Simulator"]
+__all__ = [
+    "DEFAULT_DURATION",
+    "KEEP_BYTES",
+    "KEEP_FINISHED",
+    "KEEP_FINISHED_FOR",
+    "Simulator",
+    "SimulatorFull",
+]
 
 #: How long an operation runs when its type has no duration of its own (seconds).
 DEFAULT_DURATION = 5.0
@@ -50,6 +62,12 @@ KEEP_FINISHED = 10_000
 #: Seconds a finished task whose end nobody asked about is kept (the default
 #: ``keep_finished_for``): a day.
 KEEP_FINISHED_FOR = 86_400.0
+#: The most order data held, running tasks included (the default ``keep_bytes``): 64 MiB.
+KEEP_BYTES = 64 << 20
+
+
+class SimulatorFull(ControllerError):
+    """A task refused: the running tasks leave no room for it within ``keep_bytes``."""
 
 
 @dataclass(slots=True)
@@ -58,6 +76,7 @@ class _Run:
     ends_at: float
     fails: bool
     number: int  # which run this is: a forgotten id submitted again is a new run
+    size: int  # the order's size in JSON: what it counts against keep_bytes
     cancelled: bool = False
     reported: bool = False  # its end was answered (or it was cancelled)
 
@@ -65,8 +84,8 @@ class _Run:
 class Simulator:
     """An in-process rack controller (see the module docstring).
 
-    :raises ValueError: ``failure_rate`` is not between 0 and 1, ``keep_finished`` is
-        below 1, or ``keep_finished_for`` is not positive.
+    :raises ValueError: ``failure_rate`` is not between 0 and 1, ``keep_finished`` or
+        ``keep_bytes`` is below 1, or ``keep_finished_for`` is not positive.
     """
 
     def __init__(
@@ -79,6 +98,7 @@ class Simulator:
         clock: Callable[[], float] = time.monotonic,
         keep_finished: int = KEEP_FINISHED,
         keep_finished_for: float = KEEP_FINISHED_FOR,
+        keep_bytes: int = KEEP_BYTES,
     ) -> None:
         if not 0.0 <= failure_rate <= 1.0:
             raise ValueError(f"failure rate must be between 0 and 1, got {failure_rate}")
@@ -86,11 +106,16 @@ class Simulator:
             raise ValueError(f"keep_finished must be at least 1, got {keep_finished}")
         if not keep_finished_for > 0:
             raise ValueError(f"keep_finished_for must be positive, got {keep_finished_for}")
+        if keep_bytes < 1:
+            raise ValueError(f"keep_bytes must be at least 1, got {keep_bytes}")
         self.durations = {k.upper(): v for k, v in (durations or {}).items()}
         self.default_duration = default_duration
         self.failure_rate = failure_rate
         self.keep_finished = keep_finished
         self.keep_finished_for = keep_finished_for
+        self.keep_bytes = keep_bytes
+        self._bytes = 0  # the sizes of the runs held
+        self._finished_bytes = 0  # of those finished (reported or unasked)
         self._random = random.Random(seed)
         self._clock = clock
         self._runs: dict[uuid.UUID, _Run] = {}  # every task held, in submission order
@@ -109,13 +134,20 @@ class Simulator:
         return self.durations.get(operation_type(template), self.default_duration)
 
     def submit(self, order: TaskOrder) -> ControllerState:
+        """Start ``order`` (its state, if this id is held already).
+
+        :raises SimulatorFull: the running tasks leave no room for it.
+        """
         with self._lock:
             now = self._forget(self._clock())
             run = self._runs.get(order.id)
             if run is None:
+                size = len(json.dumps(order.to_json()))
+                self._make_room(size)
                 fails = self._random.random() < self.failure_rate
-                run = _Run(order, now + self.duration(order), fails, next(self._numbers))
+                run = _Run(order, now + self.duration(order), fails, next(self._numbers), size)
                 self._runs[order.id] = run
+                self._bytes += size
                 heapq.heappush(self._ending, (run.ends_at, run.number, order.id))
                 self._started += 1
             return self._answer(order.id, run, now)
@@ -165,6 +197,7 @@ class Simulator:
 
     def _ended(self, task_id: uuid.UUID, run: _Run, at: float) -> None:
         """Note that ``run`` ended ``at``: among the reported or the unasked."""
+        self._finished_bytes += run.size
         if run.reported:
             self._reported[task_id] = None
             self._trim()
@@ -182,13 +215,35 @@ class Simulator:
                 self._ended(task_id, run, ends_at)
         oldest = now - self.keep_finished_for
         while self._unasked and next(iter(self._unasked.values())) <= oldest:
-            del self._runs[self._unasked.popitem(last=False)[0]]
+            self._drop(self._unasked.popitem(last=False)[0])
         return now
 
     def _trim(self) -> None:
         """Forget the oldest reported tasks past ``keep_finished``. Called under the lock."""
         while len(self._reported) > self.keep_finished:
-            del self._runs[self._reported.popitem(last=False)[0]]
+            self._drop(self._reported.popitem(last=False)[0])
+
+    def _make_room(self, size: int) -> None:
+        """Forget finished tasks until ``size`` more fits in ``keep_bytes`` (the module
+        docstring). Called under the lock.
+
+        :raises SimulatorFull: it cannot fit, finished tasks all forgotten or not.
+        """
+        running = self._bytes - self._finished_bytes
+        if running + size > self.keep_bytes:
+            raise SimulatorFull(
+                f"the running tasks hold {running} of the {self.keep_bytes} bytes kept, so a"
+                f" task of {size} bytes does not fit"
+            )
+        for held in (self._reported, self._unasked):
+            while held and self._bytes + size > self.keep_bytes:
+                self._drop(held.popitem(last=False)[0])
+
+    def _drop(self, task_id: uuid.UUID) -> None:
+        """Forget a finished task. Called under the lock."""
+        size = self._runs.pop(task_id).size
+        self._bytes -= size
+        self._finished_bytes -= size
 
 
 def _state(run: _Run, now: float) -> ControllerState:

@@ -219,9 +219,40 @@ def test_a_finished_task_nobody_asked_about_is_kept_for_a_while(ticks: Ticks) ->
             assert client.status(unasked[0].id).state == "completed"
 
 
+def test_what_is_kept_fits_its_byte_budget(ticks: Ticks) -> None:
+    """Large orders: finished ones make room (reported first, each oldest first), and once
+    running tasks fill the budget a new one is answered 503 and nothing is forgotten."""
+    big = {"operation_code": "power_off", "description": "x" * 10_000}
+    size = len(json.dumps(_order(**big).to_json()))  # the largest order here
+    simulator = Simulator(
+        durations={"POWER_ON": 0.2, "POWER_OFF": 1e9}, keep_bytes=4 * size, clock=ticks,
+        keep_finished_for=3600,
+    )  # fmt: skip
+    with controller_server(simulator) as server:
+        for client in _client(server.url):
+            finished = [_order(description="x" * 10_000) for _ in range(6)]
+            for order in finished:
+                client.submit(order)
+                ticks.now += 1  # it ends, nobody asking
+            assert client.status(finished[0].id).state == "unknown"  # forgotten to make room
+            assert [client.status(o.id).state for o in finished[2:]] == ["completed"] * 4
+            running = [
+                _order(operation_code="power_off", description="x" * 10_000) for _ in range(4)
+            ]
+            for order in running:
+                assert client.submit(order).state == "running"
+            assert simulator.held == 4
+            with pytest.raises(ControllerError, match="HTTP 503: full: the running tasks hold"):
+                client.submit(_order(operation_code="power_off", description="x" * 10_000))
+            assert {client.status(o.id).state for o in running} == {"running"}
+            client.cancel(running[0].id)  # finished: the next one makes room by forgetting it
+            assert client.submit(_order(description="x" * 10_000)).state == "running"
+            assert client.status(running[0].id).state == "unknown"
+
+
 def test_the_rack_controller_command_bounds_the_finished_tasks(tmp_path: Path) -> None:
     log = tmp_path / "controller.log"
-    args = ("--keep-finished", "2", "--default-duration", "0s")
+    args = ("--keep-finished", "2", "--default-duration", "0s", "--keep-mib", "1")
     with rack_controller_process(log, *args) as (_, url):
         for client in _client(url):
             orders = [_order() for _ in range(6)]
@@ -468,10 +499,11 @@ def test_tls_files_and_token_come_from_the_credential_directory(
         (["--tls-cert", __file__], "--tls-cert and --tls-key go together"),
         (["--keep-finished", "0"], "'--keep-finished': 0 is not in the range x>=1"),
         (["--keep-finished-for", "0s"], "'--keep-finished-for': must be positive, got '0s'"),
+        (["--keep-mib", "0"], "'--keep-mib': 0 is not in the range x>=1"),
     ],
     ids=[
         *("failure-rate", "listen", "port", "duration", "duration-type", "negative", "ca"),
-        *("tls", "keep-finished", "keep-finished-for"),
+        *("tls", "keep-finished", "keep-finished-for", "keep-mib"),
     ],
 )
 def test_bad_flags_are_usage_errors(args: list[str], message: str) -> None:
