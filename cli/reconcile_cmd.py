@@ -388,21 +388,22 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
     """``apply --server`` stopped at a refused step: say what was applied and what was not."""
     report = failure.report
     assert report.failed is not None
-    change, step, error = report.failed
+    change, rpc, error = report.failed
     click.echo(
-        f'\nerror: {change.kind} "{terminal(change.name)}": {step.rpc} failed: {terminal(str(error))}',
+        f'\nerror: {change.kind} "{terminal(change.name)}": {rpc} failed: {terminal(str(error))}',
         err=True,
     )
     if report.uncertain:
-        click.echo(f"(its answer was lost: {step.rpc} may or may not have been applied)", err=True)
+        click.echo(f"(its answer was lost: {rpc} may or may not have been applied)", err=True)
     click.echo(f"Applied before the failure ({len(report.applied)} steps):", err=True)
-    for done, done_step in report.applied:
-        click.echo(f'  {done.kind} "{terminal(done.name)}": {done_step.rpc}', err=True)
+    for done, command in report.applied:
+        click.echo(f'  {done.kind} "{terminal(done.name)}": {command.rpc}', err=True)
     click.echo(
         f"Not applied ({len(report.not_applied) + 1} steps, the failed one first):", err=True
     )
-    for left, left_step in [(change, step), *report.not_applied]:
-        click.echo(f'  {left.kind} "{terminal(left.name)}": {left_step.rpc}', err=True)
+    left = [(change, rpc), *((c, command.rpc) for c, command in report.not_applied)]
+    for left_change, left_rpc in left:
+        click.echo(f'  {left_change.kind} "{terminal(left_change.name)}": {left_rpc}', err=True)
     click.echo(
         "Fix the cause and run apply again: it plans from what the server has now.", err=True
     )

@@ -42,6 +42,9 @@ raised::
     │           matches (submit_tasks reports it per request instead)
     ├── AlreadyExists  [ALREADY_EXISTS]  rackcron.errors
     │       a duplicate schedule name on create
+    ├── PermissionDenied  [PERMISSION_DENIED]  rackcron.errors
+    │       a token whose scope is short of the request: a RunStep that changes
+    │       or deletes a stored freeze, `apply --server` before its first step
     ├── Conflict  [UNKNOWN]  rackcron.errors
     │       a uniqueness violation the reference reports as UNKNOWN (a rename
     │       onto a taken name; an inventory external_id already in use)
@@ -89,12 +92,18 @@ validator::
             a tree's file is no longer a regular file when it is read (the
             file is reported unreadable, a diagnostic)
     Exception
+    ├── CommandFailed  rackcron.commands
+    │       a plan's command failed in an executor (its index, its cause): apply
+    │       reports it as ApplyFailed, naming the change and the command
     ├── ControllerError  rackcron.dispatcher.controllers.base
     │   │   a rack controller could not be reached or refused a call: the
     │   │   runner retries with backoff, then fails the task with the message
-    │   └── ControllerRefused  rackcron.dispatcher.controllers.base
-    │           the server will not call this controller (host not allowed,
-    │           credential not resolvable): the task fails at once, unsent
+    │   ├── ControllerRefused  rackcron.dispatcher.controllers.base
+    │   │       the server will not call this controller (host not allowed,
+    │   │       credential not resolvable): the task fails at once, unsent
+    │   └── SimulatorFull  rackcron.dispatcher.controllers.simulator
+    │           the running tasks fill the simulator's --keep-mib: the reference
+    │           controller answers 503; the embedded one fails the submit
     ├── Throttled  rackcron.console.auth
     │       a console request from an address that gave too many wrong tokens
     │       (rackcron.guesses): the console answers 429 with Retry-After
@@ -130,6 +139,7 @@ __all__ = [
     "IllegalTransition",
     "InvalidArgument",
     "NotFound",
+    "PermissionDenied",
     "RackcronError",
     "StoreError",
 ]

@@ -4,8 +4,9 @@ An apply takes the store's apply lock (in a transaction of its own, so a second
 apply sees it at once), then, in ONE transaction: re-reads the store and refuses
 the plan if what it depends on changed since it was made (its fingerprint,
 ``rackcron.reconciler.reads``: another owner's unrelated apply does not count), runs
-every step through the service, and records the apply in the log. Any failure
-rolls everything back and names the change and step that failed, and for a
+every command through the store's executor (``rackcron.executor``), and records the
+apply in the log. Any failure rolls everything back and names the change and command
+that failed, and for a
 database failure its cause (``rackcron.store.failures``). The lock is released
 afterwards whatever happened; a release the database refuses never replaces the
 apply's own error (``Service.release_apply_lock``).
@@ -17,24 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic
-
+from rackcron.commands import Command, CommandFailed
 from rackcron.errors import FailedPrecondition, RackcronError, StoreError
 from rackcron.escape import terminal
-from rackcron.models import (
-    ApplyRecord,
-    Operation,
-)
+from rackcron.executor import StoreExecutor
+from rackcron.models import ApplyRecord
 from rackcron.reconciler.diff import diff
-from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.plan import Change, Plan, Step, change_progress
 from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, store_state
 from rackcron.service import Service
-from rackcron.steps import Step, run_step
 
 __all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store"]
-
-_operation = pydantic.TypeAdapter(Operation)
 
 
 class StalePlan(FailedPrecondition):
@@ -43,12 +38,13 @@ class StalePlan(FailedPrecondition):
 
 
 class ApplyFailed(RackcronError):
-    """A step of the plan failed, or the database failed while it ran; nothing was
-    applied. The message names the change, the step and the cause."""
+    """A command of the plan failed, or the database failed while it ran; nothing was
+    applied. The message names the change, the command and the cause."""
 
-    def __init__(self, change: Change, step: Step, cause: RackcronError) -> None:
+    def __init__(self, change: Change, command: Command, cause: RackcronError) -> None:
         super().__init__(
-            f'{change.kind} "{change.name}": {step.rpc} failed: {cause.message}. Nothing was applied.'
+            f'{change.kind} "{change.name}": {command.rpc} failed: {cause.message}.'
+            " Nothing was applied."
         )
         self.code = cause.code
         self.cause = cause
@@ -102,16 +98,16 @@ def apply_plan(
 ) -> ApplyRecord:
     """Apply ``plan`` all or nothing and log it.
 
-    ``fail_at`` (tests only) makes the step with that index fail, to prove rollback.
+    ``fail_at`` (tests only) makes the command with that index fail, to prove rollback.
     The lock is released however the apply ends; if the database is down by then, the
     Service keeps it and releases it before its next apply (``Service.release_apply_lock``),
     and the apply's own error is the one raised.
 
     :raises ApplyLocked: another apply is running.
     :raises StalePlan: what the plan changes or depends on changed since it was made.
-    :raises ApplyFailed: a step failed, or the database failed during it (the message
-        names the change, the step and the cause); the transaction was rolled back.
-    :raises StoreError: the database failed before the first step or while committing.
+    :raises ApplyFailed: a command failed, or the database failed during it (the message
+        names the change, the command and the cause); the transaction was rolled back.
+    :raises StoreError: the database failed before the first command or while committing.
     """
     if plan.errors:
         raise FailedPrecondition(
@@ -136,8 +132,18 @@ def _apply_locked(
 ) -> ApplyRecord:
     """:func:`apply_plan`'s transaction, the lock held; a database failure names where it
     happened."""
-    running: tuple[Change, Step] | None = None
+    steps: list[Step] = [(c, command) for c in plan.changes for command in c.commands]
+    report = change_progress(steps, len(plan.changes), progress)
+    running: Step | None = None
     committing = False
+
+    def before(index: int) -> None:
+        nonlocal running
+        running = steps[index]
+        report(index)
+        if index == fail_at:
+            raise FailedPrecondition("injected failure")
+
     try:
         with service.transaction() as ops:
             if not is_current(plan, store_state(ops)):
@@ -145,19 +151,10 @@ def _apply_locked(
                     "the store has changed since this plan was made (what the plan changes or"
                     " depends on); run `rackcron plan` again"
                 )
-            index = 0
-            for number, change in enumerate(plan.changes, start=1):
-                if progress:
-                    progress(number, len(plan.changes), change)
-                for step in change.steps:
-                    running = (change, step)
-                    try:
-                        if index == fail_at:
-                            raise FailedPrecondition("injected failure")
-                        run_step(ops, step)
-                    except RackcronError as exc:
-                        raise ApplyFailed(change, step, exc) from exc
-                    index += 1
+            try:
+                StoreExecutor(ops).execute([command for _, command in steps], before)
+            except CommandFailed as exc:
+                raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
             running, committing = None, True
             record = ops.record_apply(
                 revision=provenance.revision, dirty=provenance.dirty, source=provenance.source,

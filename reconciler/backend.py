@@ -48,8 +48,8 @@ class PartlyApplied(RackcronError):
 
     def __init__(self, report: RemoteApply) -> None:
         assert report.failed is not None
-        change, step, error = report.failed
-        super().__init__(f'{change.kind} "{change.name}": {step.rpc} failed: {error}')
+        change, rpc, error = report.failed
+        super().__init__(f'{change.kind} "{change.name}": {rpc} failed: {error}')
         self.report = report
 
 

@@ -39,12 +39,25 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rackcron import timing
+from rackcron.commands import (
+    AddScope,
+    Command,
+    CreateSchedule,
+    DeleteSchedule,
+    PauseSchedule,
+    RemoveScope,
+    ResumeSchedule,
+    SetManagement,
+    SetStartingDeadline,
+    UpdateSchedule,
+    UpdateScope,
+)
 from rackcron.derived import describe
 from rackcron.filters import ComponentFilter, filters_equal
 from rackcron.firing import parse_starting_deadline
 from rackcron.freezes import unevaluable
 from rackcron.lookalikes import lookalike_names, spelled
-from rackcron.models import SpecType
+from rackcron.models import ScheduleConfig, SpecType, TargetSpec
 from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
 from rackcron.reconciler.inventory_diff import InventoryDiffer
@@ -59,10 +72,9 @@ from rackcron.reconciler.plan import (
 )
 from rackcron.reconciler.reads import plan_fingerprint
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
-from rackcron.steps import Step
 from rackcron.templates import operation_times
 
-__all__ = ["FREEZE_HORIZON", "diff", "filter_text", "scope_target_spec"]
+__all__ = ["FREEZE_HORIZON", "diff", "filter_text"]
 
 FIRE_TIMES = 3
 #: How far ahead a plan looks for declared fire times inside freezes.
@@ -82,48 +94,45 @@ def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str
     return "components: " + ", ".join(names)
 
 
-def scope_target_spec(rows: Iterable[ScopeRow]) -> dict[str, Any]:
-    """The target_spec (JSON) that resolves to exactly ``rows``."""
+def _target_spec(rows: Iterable[ScopeRow]) -> TargetSpec:
+    """The target_spec that resolves to exactly ``rows``."""
     rows = list(rows)
     components = [f for _, f in rows if f is not None and f.kind == "components"]
     if rows and len(components) == len(rows):
-        return {"components": [{"id": c} for f in components for c in f.items]}
-    return {
+        return TargetSpec.model_validate(
+            {"components": [{"id": c} for f in components for c in f.items]}
+        )
+    return TargetSpec.model_validate({
         "racks": [
             {"id": str(rack_id), **({"component_types": list(f.items)} if f else {})}
             for rack_id, f in rows
         ]
-    }
+    })  # fmt: skip
 
 
-def _config(want: ScheduleState) -> dict[str, Any]:
-    return {
-        "name": want.name,
-        "spec_type": want.spec_type.value,
-        "spec": want.spec,
-        "timezone": want.timezone,
-        "overlap_policy": want.overlap_policy.value,
-    }
+def _config(want: ScheduleState) -> ScheduleConfig:
+    return ScheduleConfig(
+        name=want.name,
+        spec_type=want.spec_type,
+        spec=want.spec,
+        timezone=want.timezone,
+        overlap_policy=want.overlap_policy,
+    )
 
 
-def _management(want: ScheduleState) -> dict[str, Any]:
-    return want.management.model_dump(mode="json")
-
-
-def _create_steps(want: ScheduleState) -> list[Step]:
+def _create_commands(want: ScheduleState) -> list[Command]:
     assert want.operation is not None
-    deadline = {"starting_deadline": want.starting_deadline} if want.starting_deadline else {}
-    steps = [
-        Step("CreateTaskSchedule", {
-            "schedule": _config(want),
-            "operation": want.operation.model_dump(mode="json", exclude_none=True),
-            "management": _management(want),
-            **deadline,
-        })
-    ]  # fmt: skip
+    commands: list[Command] = [
+        CreateSchedule(
+            schedule=_config(want),
+            operation=want.operation,
+            management=want.management,
+            starting_deadline=want.starting_deadline or None,
+        )
+    ]
     if not want.enabled:
-        steps.append(Step("PauseTaskSchedule", {"name": want.name}))
-    return steps
+        commands.append(PauseSchedule(name=want.name))
+    return commands
 
 
 def _fire_times(
@@ -177,7 +186,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 )
                 for r, f in want.scope
             )
-            return Change("schedule", want.name, "create", "", fields, scope, tuple(_create_steps(want)),
+            return Change("schedule", want.name, "create", "", fields, scope, tuple(_create_commands(want)),
                           want.management.source, self._times(None, want))  # fmt: skip
         if have.management.owner not in (None, self.owner):
             self.errors.append(
@@ -191,8 +200,8 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             if have.management.protect:
                 self.errors.append(_protected(want.name, f"replace it ({reason})"))
                 return None
-            steps = (Step("DeleteTaskSchedule", {"name": want.name}), *_create_steps(want))
-            return Change("schedule", want.name, "replace", reason, (), (), steps,
+            commands = (DeleteSchedule(name=want.name), *_create_commands(want))
+            return Change("schedule", want.name, "replace", reason, (), (), commands,
                           want.management.source, self._times(have, want), reason_code=code)  # fmt: skip
         return self._update(have, want)
 
@@ -213,7 +222,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
 
     def _update(self, have: ScheduleState, want: ScheduleState) -> Change | None:
         fields: list[FieldChange] = []
-        steps: list[Step] = []
+        commands: list[Command] = []
         mask = []
         if not _same_spec(have, want):
             mask.append("schedule.spec")
@@ -233,28 +242,19 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 FieldChange("overlap_policy", have.overlap_policy.value, want.overlap_policy.value)
             )
         if mask:
-            steps.append(
-                Step(
-                    "UpdateTaskSchedule",
-                    {"name": want.name, "schedule": _config(want), "update_mask": mask},
-                )
+            commands.append(
+                UpdateSchedule(name=want.name, schedule=_config(want), update_mask=tuple(mask))
             )
         if not _same_deadline(have.starting_deadline, want.starting_deadline):
             deadline = want.starting_deadline
             fields.append(FieldChange("starting_deadline", have.starting_deadline, deadline))
-            steps.append(
-                Step("SetStartingDeadline", {"name": want.name, "starting_deadline": deadline})
-            )
-        scope, scope_steps = self._scope(have, want)
-        steps += scope_steps
+            commands.append(SetStartingDeadline(name=want.name, starting_deadline=deadline))
+        scope, scope_commands = self._scope(have, want)
+        commands += scope_commands
         if have.enabled != want.enabled and not have.consumed:
             fields.append(FieldChange("enabled", have.enabled, want.enabled))
-            steps.append(
-                Step(
-                    "ResumeTaskSchedule" if want.enabled else "PauseTaskSchedule",
-                    {"name": want.name},
-                )
-            )
+            toggle = ResumeSchedule if want.enabled else PauseSchedule
+            commands.append(toggle(name=want.name))
         reason = ""
         if have.management != want.management:
             old, new = have.management, want.management
@@ -263,30 +263,23 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             for name in ("source", "protect", "labels"):
                 if getattr(old, name) != getattr(new, name):
                     fields.append(FieldChange(name, getattr(old, name), getattr(new, name)))
-            steps.append(
-                Step("SetManagement", {"name": want.name, "management": _management(want)})
-            )
-        if not steps:
+            commands.append(SetManagement(name=want.name, management=want.management))
+        if not commands:
             return None
-        return Change("schedule", want.name, "update", reason, tuple(fields), tuple(scope), tuple(steps),
+        return Change("schedule", want.name, "update", reason, tuple(fields), tuple(scope), tuple(commands),
                       want.management.source, self._times(have, want))  # fmt: skip
 
     def _scope(
         self, have: ScheduleState, want: ScheduleState
-    ) -> tuple[list[ScopeChange], list[Step]]:
+    ) -> tuple[list[ScopeChange], list[Command]]:
         current = dict(have.scope)
         desired = dict(want.scope)
         changes: list[ScopeChange] = []
-        steps: list[Step] = []
+        commands: list[Command] = []
         name = self.desired.rack_name
         added = [(r, f) for r, f in want.scope if r not in current]
         if added:
-            steps.append(
-                Step(
-                    "AddTaskScheduleScope",
-                    {"name": want.name, "target_spec": scope_target_spec(added)},
-                )
-            )
+            commands.append(AddScope(name=want.name, target_spec=_target_spec(added)))
             changes += [
                 ScopeChange(name(r), str(r), "add", None, filter_text(f, self.desired))
                 for r, f in added
@@ -294,12 +287,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         for rack_id, filt in have.scope:
             if rack_id not in desired:
                 scope_id = have.scope_ids.get(rack_id)
-                steps.append(
-                    Step(
-                        "RemoveTaskScheduleScope",
-                        {"name": want.name, "rack_id": str(rack_id), "scope_id": str(scope_id)},
-                    )
-                )
+                commands.append(RemoveScope(name=want.name, rack_id=rack_id, scope_id=scope_id))
                 changes.append(
                     ScopeChange(
                         self.current.rack_name(rack_id),
@@ -321,14 +309,9 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             if r in current and not filters_equal(current[r], f)
         ]
         if refiltered:
-            steps.append(
-                Step(
-                    "UpdateTaskScheduleScope",
-                    {"name": want.name, "desired_scope": scope_target_spec(want.scope)},
-                )
-            )
+            commands.append(UpdateScope(name=want.name, desired_scope=_target_spec(want.scope)))
             changes += refiltered
-        return changes, steps
+        return changes, commands
 
     def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
         stored = have.next_run_at if have else None
@@ -356,7 +339,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 self.errors.append(_protected(name, "delete it (it is no longer declared)"))
             else:
                 changes.append(Change("schedule", name, "delete", "no longer declared",
-                                      steps=(Step("DeleteTaskSchedule", {"name": name}),), source=have.management.source,
+                                      commands=(DeleteSchedule(name=name),), source=have.management.source,
                                       reason_code="not_declared"))  # fmt: skip
         return changes, unmanaged
 

@@ -17,12 +17,12 @@ from datetime import timedelta
 from typing import Any
 
 from rackcron import timing
+from rackcron.commands import DeleteFreeze, UpsertFreeze
 from rackcron.lookalikes import skeleton, spelled
 from rackcron.models import Freeze
 from rackcron.reconciler.conflicts import format_duration
 from rackcron.reconciler.plan import Change, FieldChange, PlanWarning
 from rackcron.reconciler.state import State, freeze_data
-from rackcron.steps import Step
 
 __all__ = ["FreezeDiffer", "freeze_fields", "freezes_in_force"]
 
@@ -91,10 +91,10 @@ class FreezeDiffer:
         for name, want in self.desired.freezes.items():
             have = self.current.freezes.get(name)
             source = want.management.source
-            step = Step("UpsertFreeze", {"freeze": want.model_dump(mode="json")})
+            upsert = UpsertFreeze(freeze=want)
             if have is None:
                 changes.append(Change("freeze", name, "create", "", _created_fields(want),
-                                      steps=(step,), source=source))  # fmt: skip
+                                      commands=(upsert,), source=source))  # fmt: skip
                 continue
             if freeze_data(have) == freeze_data(want):
                 continue
@@ -110,7 +110,7 @@ class FreezeDiffer:
                 else ""
             )
             changes.append(Change("freeze", name, "update", reason, _changed_fields(have, want),
-                                  steps=(step,), source=source))  # fmt: skip
+                                  commands=(upsert,), source=source))  # fmt: skip
         return changes
 
     def freeze_deletions(self) -> list[Change]:
@@ -125,7 +125,7 @@ class FreezeDiffer:
                 )
                 continue
             changes.append(Change("freeze", name, "delete", "no longer declared",
-                                  steps=(Step("DeleteFreeze", {"name": name}),),
+                                  commands=(DeleteFreeze(name=name),),
                                   source=have.management.source, reason_code="not_declared"))  # fmt: skip
         return changes
 

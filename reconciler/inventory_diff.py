@@ -15,9 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rackcron.commands import (
+    Command,
+    DeleteComponent,
+    DeleteNVLDomain,
+    DeleteRack,
+    UpsertComponent,
+    UpsertNVLDomain,
+    UpsertRack,
+)
 from rackcron.reconciler.plan import Action, Change, FieldChange, Kind
 from rackcron.reconciler.state import ScheduleState, State
-from rackcron.steps import Step
 
 __all__ = ["InventoryDiffer", "plain"]
 
@@ -59,8 +67,17 @@ def _security_reason(fields: tuple[FieldChange, ...]) -> str:
     return ""
 
 
-#: An upsert RPC's items: (the kind, the RPC, the desired and the current items by id).
-_Upserts = tuple[Kind, str, Mapping[uuid.UUID, Any], Mapping[uuid.UUID, Any]]
+#: An upsert's items: (the kind, the desired and the current items by id).
+_Upserts = tuple[Kind, Mapping[uuid.UUID, Any], Mapping[uuid.UUID, Any]]
+
+
+def _upsert(kind: Kind, item: Any) -> Command:
+    """The command that creates or updates ``item``, an inventory item of ``kind``."""
+    if kind == "rack":
+        return UpsertRack(rack=item)
+    if kind == "component":
+        return UpsertComponent(component=item)
+    return UpsertNVLDomain(nvl_domain=item)
 
 
 class InventoryDiffer:
@@ -74,11 +91,11 @@ class InventoryDiffer:
     def inventory_upserts(self) -> list[Change]:
         changes = self._external_id_handovers()
         upserts: tuple[_Upserts, ...] = (
-            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
-            ("component", "UpsertComponent", self.desired.components, self.current.components),
-            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+            ("rack", self.desired.racks, self.current.racks),
+            ("component", self.desired.components, self.current.components),
+            ("nvl_domain", self.desired.domains, self.current.domains),
         )
-        for kind, rpc, wanted, existing in upserts:
+        for kind, wanted, existing in upserts:
             for item_id, want in wanted.items():
                 have = existing.get(item_id)
                 if have == want:
@@ -94,11 +111,11 @@ class InventoryDiffer:
                     for f, value in want
                     if _listed(f, value, have)
                 )
-                step = Step(rpc, {kind: want.model_dump(mode="json")})
+                command = _upsert(kind, want)
                 action: Action = "create" if have is None else "update"
                 sensitive = _security_reason(fields)
                 changes.append(Change(
-                    kind, want.name or str(item_id), action, fields=fields, steps=(step,),
+                    kind, want.name or str(item_id), action, fields=fields, commands=(command,),
                     security_sensitive=bool(sensitive), security_reason=sensitive,
                 ))  # fmt: skip
         return changes
@@ -121,10 +138,10 @@ class InventoryDiffer:
         """
         changes = []
         handovers: tuple[_Upserts, ...] = (
-            ("rack", "UpsertRack", self.desired.racks, self.current.racks),
-            ("nvl_domain", "UpsertNVLDomain", self.desired.domains, self.current.domains),
+            ("rack", self.desired.racks, self.current.racks),
+            ("nvl_domain", self.desired.domains, self.current.domains),
         )
-        for kind, rpc, wanted, existing in handovers:
+        for kind, wanted, existing in handovers:
             claimed = {w.external_id: i for i, w in wanted.items() if w.external_id}
             for item_id, have in existing.items():
                 taker = claimed.get(have.external_id) if have.external_id else None
@@ -134,7 +151,7 @@ class InventoryDiffer:
                 changes.append(Change(
                     kind, have.name, "update", f"hands its external_id {have.external_id} over",
                     (FieldChange("external_id", have.external_id, None),),
-                    steps=(Step(rpc, {kind: cleared.model_dump(mode="json")}),),
+                    commands=(_upsert(kind, cleared),),
                 ))  # fmt: skip
         return changes
 
@@ -157,12 +174,12 @@ class InventoryDiffer:
         for domain_id, domain in self.current.domains.items():
             if domain.owner == self.owner and domain_id not in self.desired.domains:
                 changes.append(Change("nvl_domain", domain.name, "delete", "no longer declared",
-                                      steps=(Step("DeleteNVLDomain", {"id": str(domain_id)}),),
+                                      commands=(DeleteNVLDomain(id=domain_id),),
                                       reason_code="not_declared"))  # fmt: skip
         for component_id, component in self.current.components.items():
             if component.rack_id in owned_racks and component_id not in self.desired.components:
                 changes.append(Change("component", component.name or str(component_id), "delete", "no longer declared",
-                                      steps=(Step("DeleteComponent", {"id": str(component_id)}),),
+                                      commands=(DeleteComponent(id=component_id),),
                                       reason_code="not_declared"))  # fmt: skip
         in_use = {r for schedule in remaining for r, _ in schedule.scope}
         for rack_id in sorted(gone_racks, key=str):
@@ -173,5 +190,5 @@ class InventoryDiffer:
                 )
                 continue
             changes.append(Change("rack", rack.name, "delete", "no longer declared",
-                                  steps=(Step("DeleteRack", {"id": str(rack_id)}),), reason_code="not_declared"))  # fmt: skip
+                                  commands=(DeleteRack(id=rack_id),), reason_code="not_declared"))  # fmt: skip
         return changes

@@ -1,11 +1,11 @@
-"""A plan is data: the changes that make the store match the tree, as RPC-shaped steps.
+"""A plan is data: the changes that make the store match the tree, and the commands that do it.
 
 Each :class:`Change` is one object (a rack, a component, an NVLink domain, a
 freeze or a schedule) with the action a reader cares about (create, update, replace,
-delete), why, the fields and scope entries that change, and the :class:`Step`
-calls that carry it out — the same calls the service (and the Flow RPCs)
-offer, with JSON arguments, so a saved plan can be applied later or through
-another backend. Nothing here prints: ``rackcron.reconciler.render`` does.
+delete), why, the fields and scope entries that change, and the typed commands
+(``rackcron.commands``) that carry it out, saved as the steps of its JSON form with
+the commands' one codec, so a saved plan can be applied later or through another
+backend. Nothing here prints: ``rackcron.reconciler.render`` does.
 
 Each replace and delete also carries a :data:`ReasonCode`, and each warning a
 :data:`WarningCode`: stable snake_case names for programs (CI gates, bots), where
@@ -18,10 +18,24 @@ may ignore; a major bump changes or removes something.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
-from rackcron.steps import Step
+from rackcron.commands import (
+    Command,
+    CreateSchedule,
+    DeleteComponent,
+    DeleteFreeze,
+    DeleteNVLDomain,
+    DeleteRack,
+    DeleteSchedule,
+    decode,
+    digest,
+    encode,
+    subject,
+)
+from rackcron.errors import InvalidArgument
 
 __all__ = [
     "FORMAT",
@@ -38,7 +52,9 @@ __all__ = [
     "PlanWarning",
     "ReasonCode",
     "ScopeChange",
+    "Step",
     "WarningCode",
+    "change_progress",
 ]
 
 FORMAT = "rackcron.plan/v1"
@@ -55,12 +71,16 @@ FORMAT = "rackcron.plan/v1"
 # 1.9: the fingerprint covers what the plan depends on (rackcron.reconciler.reads), no
 #      longer the whole store; the warning code lookalike_name; freeze_selects_unknown
 #      also for what the plan deletes
-FORMAT_VERSION = "1.9"
+# 1.10: commands_digest (apply refuses a plan whose steps no longer match it); the action
+#      a read plan shows follows its steps
+FORMAT_VERSION = "1.10"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.
 _PLAN_FINGERPRINT_SINCE = 9
 _WHOLE_STORE_VERSION = f"1.{_PLAN_FINGERPRINT_SINCE - 1}"
+#: The first minor version that carries ``commands_digest``.
+_DIGEST_SINCE = 10
 #: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
 #: inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
@@ -129,7 +149,7 @@ class Change:
     reason: str = ""
     fields: tuple[FieldChange, ...] = ()
     scope: tuple[ScopeChange, ...] = ()
-    steps: tuple[Step, ...] = ()
+    commands: tuple[Command, ...] = ()
     source: str | None = None
     # For schedules: the next fire times before and after, as {"timezone", "before", "after"}.
     fire_times: dict[str, Any] | None = None
@@ -188,6 +208,7 @@ class Plan:
             "owner": self.owner,
             "source": self.source,
             "fingerprint": self.fingerprint,
+            "commands_digest": self.commands_digest(),
             "applyable": self.applyable,
             "errored": bool(self.errors),
             "summary": self.counts(),
@@ -201,6 +222,10 @@ class Plan:
             "warnings_detail": [_warning_json(w) for w in self.warnings],
             "warnings_counts": dict(self.warnings_counts),
         }
+
+    def commands_digest(self) -> str:
+        """sha256 of every change's commands, in order (``rackcron.commands.digest``)."""
+        return "sha256:" + digest([c for change in self.changes for c in change.commands])
 
     def warned(self, *warnings: PlanWarning) -> Plan:
         """This plan with ``warnings`` added at the end, each counted under its code."""
@@ -225,8 +250,8 @@ class Plan:
         try:
             if not isinstance(data["changes"], list):
                 raise TypeError("changes: expected a list")
-            changes = tuple(_change(c) for c in data["changes"])
-            return cls(
+            changes = tuple(_change(c, f"changes[{i}]") for i, c in enumerate(data["changes"]))
+            plan = cls(
                 owner=str(data["owner"]), fingerprint=str(data["fingerprint"]), changes=changes,
                 unmanaged=_texts(data, "unmanaged"), errors=_texts(data, "errors"),
                 warnings=_warnings(data), source=dict(data.get("source") or {}),
@@ -237,8 +262,40 @@ class Plan:
                     "plan" if _minor(data["format_version"]) >= _PLAN_FINGERPRINT_SINCE else "store"
                 ),
             )  # fmt: skip
+            saved = data.get("commands_digest")
+            if saved is None and _minor(data["format_version"]) >= _DIGEST_SINCE:
+                raise ValueError("commands_digest: missing")
+            if saved is not None and saved != plan.commands_digest():
+                raise ValueError(
+                    "commands_digest: does not match the plan's steps (the file was edited or"
+                    " cut short); make the plan again"
+                )
+            return plan
+        except InvalidArgument as exc:
+            raise ValueError(f"malformed {FORMAT} plan: {exc.message}") from None
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
+
+
+#: A command of a plan, with the change it carries out.
+Step = tuple[Change, Command]
+
+
+def change_progress(
+    steps: list[Step], total: int, progress: Callable[[int, int, Change], None] | None
+) -> Callable[[int], None]:
+    """An executor's ``progress(index)`` over ``steps`` that calls ``progress(number,
+    total, change)`` once per change, before its first command."""
+    numbers: dict[int, int] = {}  # the index of each change's first command -> its number
+    for index, (change, _) in enumerate(steps):
+        if index == 0 or steps[index - 1][0] is not change:
+            numbers[index] = len(numbers) + 1
+
+    def before(index: int) -> None:
+        if progress is not None and index in numbers:
+            progress(numbers[index], total, steps[index][0])
+
+    return before
 
 
 def _minor(version: Any) -> int:
@@ -277,7 +334,12 @@ def _more_than(count: Any, listed: int) -> int | None:
 
 
 def _change_json(change: Change) -> dict[str, Any]:
-    data = asdict(change)
+    # The commands are saved as "steps", where they have always been, in their JSON form.
+    data = {
+        ("steps" if key == "commands" else key): value
+        for key, value in asdict(replace(change, commands=())).items()
+    }
+    data["steps"] = [encode(c) for c in change.commands]
     if not change.security_sensitive:  # as in 1.1: a plan without any reads as before
         del data["security_sensitive"], data["security_reason"]
     if change.reason_code is None:  # a create or update (or a change read from 1.4)
@@ -314,7 +376,38 @@ def _warnings(data: dict[str, Any]) -> tuple[PlanWarning, ...]:
     )
 
 
-def _change(c: dict[str, Any]) -> Change:
+def _action(kind: Kind, commands: tuple[Command, ...], saved: Action) -> Action:
+    """The action ``commands`` carry out on their object, whatever a saved plan says: a
+    delete, a create, a replace (delete and create) or an update (an upsert of an item
+    or a freeze is a create or an update, as saved)."""
+    deletes = any(
+        isinstance(
+            c, DeleteSchedule | DeleteRack | DeleteComponent | DeleteNVLDomain | DeleteFreeze
+        )
+        for c in commands
+    )
+    creates = any(isinstance(c, CreateSchedule) for c in commands)
+    if kind == "schedule" and deletes:
+        return "replace" if creates else "delete"
+    if kind == "schedule":
+        return "create" if creates else "update"
+    if deletes:
+        return "delete"
+    return saved if saved in ("create", "update") else "update"
+
+
+def _check_subject(kind: Kind, name: str, commands: tuple[Command, ...], where: str) -> None:
+    """:raises ValueError: a command of the change is about another object."""
+    for i, command in enumerate(commands):
+        about, named = subject(command)
+        if about != kind or named not in (None, name):
+            raise ValueError(
+                f"{where}.steps[{i}]: {command.rpc} is about {about} {named!r}, not the change's"
+                f" {kind} {name!r}"
+            )
+
+
+def _change(c: dict[str, Any], where: str) -> Change:
     if c["kind"] not in KINDS:
         raise ValueError(f"unknown kind {c['kind']!r}")
     if c["action"] not in ("create", "update", "replace", "delete"):
@@ -322,11 +415,20 @@ def _change(c: dict[str, Any]) -> Change:
     for key in ("reason", "source", "security_reason"):
         if c.get(key) is not None and not isinstance(c[key], str):
             raise TypeError(f"changes[].{key}: expected a string")
+    commands = tuple(
+        decode(
+            s["rpc"], s["args"],
+            rpc_field=f"{where}.steps[{i}].rpc", args_field=f"{where}.steps[{i}].args",
+        )
+        for i, s in enumerate(c.get("steps", ()))
+    )  # fmt: skip
+    _check_subject(c["kind"], str(c["name"]), commands, where)
     return Change(
-        kind=c["kind"], name=str(c["name"]), action=c["action"], reason=c.get("reason", ""),
+        kind=c["kind"], name=str(c["name"]), action=_action(c["kind"], commands, c["action"]),
+        reason=c.get("reason", ""),
         fields=tuple(FieldChange(**f) for f in c.get("fields", ())),
         scope=tuple(ScopeChange(**s) for s in c.get("scope", ())),
-        steps=tuple(Step(rpc=str(s["rpc"]), args=dict(s["args"])) for s in c.get("steps", ())),
+        commands=commands,
         source=c.get("source"), fire_times=c.get("fire_times"),
         security_sensitive=bool(c.get("security_sensitive", False)),
         security_reason=str(c.get("security_reason", "")),

@@ -8,7 +8,7 @@ A plan's changes are decided from part of the store only (docs/plan-format.md
 * whatever stands where a change will write: the schedule or freeze of that name,
   the rack, component or domain of that id, and any rack or domain holding an
   external id an upsert claims (external ids are unique);
-* the inventory the plan's schedules target: each target a step names (by id,
+* the inventory the plan's schedules target: each target a command names (by id,
   name, external id or NVLink domain, as the service will resolve it), and the
   racks in the stored scope of the schedules read, with their components (a
   component-type filter reads them);
@@ -24,14 +24,23 @@ about the store as it was, and a freeze holds whatever it selects at dispatch ti
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import pydantic
-
+from rackcron.commands import (
+    AddScope,
+    Command,
+    CreateSchedule,
+    DeleteComponent,
+    DeleteNVLDomain,
+    DeleteRack,
+    UpdateScope,
+    UpsertComponent,
+    UpsertNVLDomain,
+    UpsertRack,
+)
 from rackcron.errors import RackcronError
 from rackcron.models import Component, NVLDomain, Rack, TargetSpec
 from rackcron.reconciler.plan import Change, Plan
@@ -39,16 +48,6 @@ from rackcron.reconciler.state import State
 from rackcron.targets import check_target_spec, normalize_mac
 
 __all__ = ["is_current", "plan_fingerprint", "plan_reads"]
-
-#: The step argument holding a target spec, per step.
-_TARGETS = {
-    "CreateTaskSchedule": ("operation", "target_spec"),
-    "AddTaskScheduleScope": ("target_spec",),
-    "UpdateTaskScheduleScope": ("desired_scope",),
-}
-#: The step argument holding the inventory item an upsert writes, per step.
-_UPSERTED = {"UpsertRack": "rack", "UpsertComponent": "component", "UpsertNVLDomain": "nvl_domain"}
-_DELETED = {"DeleteRack": "rack", "DeleteComponent": "component", "DeleteNVLDomain": "nvl_domain"}
 
 _Item = TypeVar("_Item", Rack, NVLDomain)
 
@@ -76,39 +75,37 @@ class _Named:
                 named.schedules.add(change.name)
             elif change.kind == "freeze":
                 named.freezes.add(change.name)
-            for step in change.steps:
-                named.add(step.rpc, step.args)
+            for command in change.commands:
+                named.add(command)
         return named
 
-    def add(self, rpc: str, args: Mapping[str, Any]) -> None:
-        """Note what one step names. A malformed step names nothing: the apply refuses it."""
-        if rpc in _TARGETS:
-            value: Any = args
-            for key in _TARGETS[rpc]:
-                value = value.get(key) if isinstance(value, Mapping) else None
-            with contextlib.suppress(pydantic.ValidationError):
-                self.targets.append(TargetSpec.model_validate(value))
-        elif rpc in _UPSERTED:
-            item = args.get(_UPSERTED[rpc])
-            if isinstance(item, Mapping):
-                self._id(_UPSERTED[rpc], item.get("id"))
-                self._id("rack", item.get("rack_id"))
-                for rack_id in item.get("rack_ids") or ():
-                    self._id("rack", rack_id)
-                if item.get("external_id") and _UPSERTED[rpc] in self.external_ids:
-                    self.external_ids[_UPSERTED[rpc]].add(str(item["external_id"]))
-        elif rpc in _DELETED:
-            deleted = self._id(_DELETED[rpc], args.get("id"))
-            if deleted is not None and rpc == "DeleteRack":
-                self.deleted_racks.add(deleted)
-
-    def _id(self, kind: str, value: Any) -> uuid.UUID | None:
-        try:
-            item_id = uuid.UUID(str(value))
-        except ValueError:
-            return None
-        self.ids[kind].add(item_id)
-        return item_id
+    def add(self, command: Command) -> None:
+        """Note what one command names."""
+        match command:
+            case CreateSchedule(operation=operation) if operation.target_spec is not None:
+                self.targets.append(operation.target_spec)
+            case AddScope(target_spec=spec) | UpdateScope(desired_scope=spec):
+                self.targets.append(spec)
+            case UpsertRack(rack=rack):
+                self.ids["rack"].add(rack.id)
+                if rack.external_id:
+                    self.external_ids["rack"].add(rack.external_id)
+            case UpsertNVLDomain(nvl_domain=domain):
+                self.ids["nvl_domain"].add(domain.id)
+                self.ids["rack"].update(domain.rack_ids)
+                if domain.external_id:
+                    self.external_ids["nvl_domain"].add(domain.external_id)
+            case UpsertComponent(component=component):
+                self.ids["component"].add(component.id)
+                if component.rack_id is not None:
+                    self.ids["rack"].add(component.rack_id)
+            case DeleteRack(id=rack_id):
+                self.ids["rack"].add(rack_id)
+                self.deleted_racks.add(rack_id)
+            case DeleteComponent(id=component_id):
+                self.ids["component"].add(component_id)
+            case DeleteNVLDomain(id=domain_id):
+                self.ids["nvl_domain"].add(domain_id)
 
 
 @dataclass(frozen=True)

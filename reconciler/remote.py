@@ -32,7 +32,7 @@ fails and reports what was applied and what was not (:class:`RemoteApply`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,24 +41,35 @@ import pydantic
 from google.protobuf.message import Message
 
 from rackcron import boundedjson
+from rackcron.commands import (
+    AddScope,
+    Command,
+    CommandFailed,
+    CreateSchedule,
+    DeleteSchedule,
+    PauseSchedule,
+    RemoveScope,
+    ResumeSchedule,
+    SetManagement,
+    SetStartingDeadline,
+    UpdateSchedule,
+    UpdateScope,
+    encode,
+)
 from rackcron.errors import FailedPrecondition, PermissionDenied, RackcronError
 from rackcron.models import (
     Component,
     Freeze,
     Management,
     NVLDomain,
-    Operation,
     OperationTemplate,
     Rack,
-    ScheduleConfig,
-    TargetSpec,
 )
 from rackcron.reconciler.apply import StalePlan
 from rackcron.reconciler.diff import diff
-from rackcron.reconciler.plan import Change, Plan, PlanWarning
+from rackcron.reconciler.plan import Change, Plan, PlanWarning, Step, change_progress
 from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, stored_schedule
-from rackcron.steps import Step
 from rackcron.templates import visible
 from rackcron.wire.client import TIMEOUT, RemoteError, call
 from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
@@ -69,7 +80,6 @@ from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
 
 __all__ = ["RemoteApply", "RemoteStore"]
 
-_operation = pydantic.TypeAdapter(Operation)
 _PAGE = 500
 #: Status codes after which a call may or may not have been applied.
 _UNCERTAIN = frozenset({"DEADLINE_EXCEEDED", "UNAVAILABLE", "CANCELLED"})
@@ -79,9 +89,9 @@ _UNCERTAIN = frozenset({"DEADLINE_EXCEEDED", "UNAVAILABLE", "CANCELLED"})
 class RemoteApply:
     """What an apply through RPCs did: the steps applied, the one that failed, the rest."""
 
-    applied: list[tuple[Change, Step]] = field(default_factory=list)
-    failed: tuple[Change, Step, str] | None = None
-    not_applied: list[tuple[Change, Step]] = field(default_factory=list)
+    applied: list[Step] = field(default_factory=list)
+    failed: tuple[Change, str, str] | None = None  # the change, the RPC that failed, why
+    not_applied: list[Step] = field(default_factory=list)
     uncertain: bool = False  # the failed call may have been applied (its answer was lost)
     apply_id: int | None = None  # the server's apply log entry, when it keeps one
 
@@ -316,23 +326,20 @@ class RemoteStore:
             )
         self.check_rights(plan)
         report = RemoteApply()
-        pending = [(c, s) for c in plan.changes for s in self._calls(c)]
-        started: list[Change] = []
-        while pending:
-            change, step = pending.pop(0)
-            if not started or started[-1] is not change:
-                started.append(change)
-                if progress:
-                    progress(len(started), len(plan.changes), change)
-            try:
-                self._run(step)
-            except (RackcronError, pydantic.ValidationError, KeyError) as exc:
-                message = exc.message if isinstance(exc, RackcronError) else str(exc)
-                report.failed = (change, step, message)
-                report.uncertain = getattr(exc, "code", "") in _UNCERTAIN
-                report.not_applied = pending
-                return report
-            report.applied.append((change, step))
+        steps: list[Step] = [(c, call) for c in plan.changes for call in self._calls(c)]
+        try:
+            self.execute(
+                [command for _, command in steps],
+                change_progress(steps, len(plan.changes), progress),
+            )
+        except CommandFailed as exc:
+            change, command = steps[exc.index]
+            report.applied = steps[: exc.index]
+            report.failed = (change, command.rpc, exc.error.message)
+            report.uncertain = exc.uncertain
+            report.not_applied = steps[exc.index + 1 :]
+            return report
+        report.applied = steps
         if self.extended and plan.changes:
             request = rpb.RecordApplyRequest(
                 revision=provenance.revision or "", dirty=provenance.dirty,
@@ -342,7 +349,7 @@ class RemoteStore:
             try:
                 report.apply_id = call(self.extras, "RecordApply", request).id
             except RemoteError as exc:
-                report.failed = (plan.changes[-1], Step("RecordApply", {}), exc.message)
+                report.failed = (plan.changes[-1], "RecordApply", exc.message)
         return report
 
     def check_rights(self, plan: Plan) -> None:
@@ -366,21 +373,20 @@ class RemoteStore:
                 f" this token has scope {self.scope.value}: nothing was applied"
             )
 
-    def _calls(self, change: Change) -> list[Step]:
-        """The change's steps as RPCs: a create that records its management and its
+    def _calls(self, change: Change) -> list[Command]:
+        """The change's commands as RPCs: a create that records its management and its
         starting deadline is up to three calls here (CreateTaskSchedule, SetManagement,
         SetStartingDeadline), each reported on its own."""
-        calls = []
-        for step in change.steps:
-            calls.append(step)
-            if step.rpc != "CreateTaskSchedule" or not self.extended:
+        calls: list[Command] = []
+        for command in change.commands:
+            calls.append(command)
+            if not isinstance(command, CreateSchedule) or not self.extended:
                 continue
-            name = step.args["schedule"]["name"]
-            if management := step.args.get("management"):
-                calls.append(Step("SetManagement", {"name": name, "management": management}))
-            if deadline := step.args.get("starting_deadline"):
+            name = command.schedule.name
+            calls.append(SetManagement(name=name, management=command.management))
+            if command.starting_deadline:
                 calls.append(
-                    Step("SetStartingDeadline", {"name": name, "starting_deadline": deadline})
+                    SetStartingDeadline(name=name, starting_deadline=command.starting_deadline)
                 )
         return calls
 
@@ -391,61 +397,74 @@ class RemoteStore:
             raise FailedPrecondition(f'no task schedule named "{name}" on the server')
         return pb.UUID(id=self._ids[name])
 
-    def _run(self, step: Step) -> None:
-        """Run one step through the RPC that carries it.
+    def execute(
+        self, commands: Sequence[Command], progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Run ``commands`` through RPCs, one by one: no transaction holds them together
+        (``rackcron.commands.Executor``).
+
+        :raises CommandFailed: at the first the server refuses (``uncertain``: its answer
+            was lost, so it may have been applied).
+        """
+        for index, command in enumerate(commands):
+            try:
+                if progress:
+                    progress(index)
+                self._run(command)
+            except RackcronError as exc:
+                raise CommandFailed(index, exc, uncertain=exc.code in _UNCERTAIN) from exc
+
+    def _run(self, command: Command) -> None:
+        """Run one command through the RPC that carries it.
 
         :raises RemoteError: the server refused it.
         """
-        a, flow = step.args, self.flow
+        flow, rpc = self.flow, command.rpc
         request: Message
-        match step.rpc:
-            case "CreateTaskSchedule":
-                config = ScheduleConfig.model_validate(a["schedule"])
+        match command:
+            case CreateSchedule(schedule=config, operation=operation):
                 request = pb.CreateTaskScheduleRequest(
-                    schedule=pb_config(config),
-                    operation=pb_operation(_operation.validate_python(a["operation"])),
+                    schedule=pb_config(config), operation=pb_operation(operation)
                 )
-                created = call(flow, step.rpc, request)
+                created = call(flow, rpc, request)
                 self._ids[created.name] = created.id.id
-            case "UpdateTaskSchedule":
-                config = ScheduleConfig.model_validate(a["schedule"])
-                update = pb.UpdateTaskScheduleRequest(
-                    id=self._id(a["name"]), schedule=pb_config(config)
-                )
-                update.update_mask.paths.extend(a["update_mask"])
-                updated = call(flow, step.rpc, update)
+            case UpdateSchedule(name=name, schedule=config, update_mask=mask):
+                update = pb.UpdateTaskScheduleRequest(id=self._id(name), schedule=pb_config(config))
+                update.update_mask.paths.extend(mask)
+                updated = call(flow, rpc, update)
                 self._ids[updated.name] = updated.id.id
-            case "PauseTaskSchedule" | "ResumeTaskSchedule":
-                request_type = getattr(pb, f"{step.rpc}Request")
-                call(flow, step.rpc, request_type(id=self._id(a["name"])))
-            case "DeleteTaskSchedule":
-                request = pb.DeleteTaskScheduleRequest(id=self._id(a["name"]))
-                call(flow, step.rpc, request)
-                self._ids.pop(a["name"], None)
-            case "AddTaskScheduleScope":
+            case PauseSchedule(name=name):
+                call(flow, rpc, pb.PauseTaskScheduleRequest(id=self._id(name)))
+            case ResumeSchedule(name=name):
+                call(flow, rpc, pb.ResumeTaskScheduleRequest(id=self._id(name)))
+            case DeleteSchedule(name=name):
+                call(flow, rpc, pb.DeleteTaskScheduleRequest(id=self._id(name)))
+                self._ids.pop(name, None)
+            case AddScope(name=name, target_spec=spec):
                 request = pb.AddTaskScheduleScopeRequest(
-                    schedule_id=self._id(a["name"]),
-                    target_spec=pb_target_spec(TargetSpec.model_validate(a["target_spec"])),
+                    schedule_id=self._id(name), target_spec=pb_target_spec(spec)
                 )
-                call(flow, step.rpc, request)
-            case "UpdateTaskScheduleScope":
+                call(flow, rpc, request)
+            case UpdateScope(name=name, desired_scope=spec):
                 request = pb.UpdateTaskScheduleScopeRequest(
-                    schedule_id=self._id(a["name"]),
-                    desired_scope=pb_target_spec(TargetSpec.model_validate(a["desired_scope"])),
+                    schedule_id=self._id(name), desired_scope=pb_target_spec(spec)
                 )
-                call(flow, step.rpc, request)
-            case "RemoveTaskScheduleScope":
-                request = pb.RemoveTaskScheduleScopeRequest(scope_id=pb.UUID(id=a["scope_id"]))
-                call(flow, step.rpc, request)
+                call(flow, rpc, request)
+            case RemoveScope(scope_id=scope_id):
+                scope = pb.UUID(id="" if scope_id is None else str(scope_id))
+                request = pb.RemoveTaskScheduleScopeRequest(scope_id=scope)
+                call(flow, rpc, request)
             case _:
-                self._extra(step)
+                self._extra(command)
 
-    def _extra(self, step: Step) -> None:
+    def _extra(self, command: Command) -> None:
+        """Run a command that only rackcron.v1.Reconciler carries (RunStep)."""
         if not self.extended:
             raise FailedPrecondition(
-                f"{step.rpc} needs rackcron.v1.Reconciler, which this server does not offer"
+                f"{command.rpc} needs rackcron.v1.Reconciler, which this server does not offer"
             )
-        request = rpb.RunStepRequest(rpc=step.rpc, args_json=json.dumps(step.args))
+        step = encode(command)
+        request = rpb.RunStepRequest(rpc=step["rpc"], args_json=json.dumps(step["args"]))
         call(self.extras, "RunStep", request)
 
 

@@ -31,13 +31,14 @@ import grpc
 
 from rackcron import boundedjson
 from rackcron.audit import step_run
+from rackcron.commands import Command, DeleteFreeze, UpsertFreeze, decode
 from rackcron.errors import InvalidArgument, NotFound, PermissionDenied
+from rackcron.executor import StoreExecutor
 from rackcron.service import LOOKALIKE_KINDS, Operations, Service, warn_lookalike
-from rackcron.shim.access import FREEZE_STEPS, caller_scope, step_needs
+from rackcron.shim.access import caller_scope, step_needs
 from rackcron.shim.errors import rpc_method_with_context
 from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
-from rackcron.steps import Step, run_step
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 from rackcron.wire.token_scopes import Scope
@@ -74,29 +75,28 @@ def _json(value: Any, field: str) -> dict[str, Any]:
         raise InvalidArgument(f"{field}: not JSON: {type(exc).__name__}") from None
     if not isinstance(parsed, dict):
         raise InvalidArgument(f"{field}: expected a JSON object")
-    for key in ("name", "id"):  # how a step names its object: text, never a structure
-        if key in parsed and not isinstance(parsed[key], str):
-            raise InvalidArgument(f"{field}.{key}: expected a string")
     return parsed
 
 
-def _check_freeze_scope(ops: Operations, rpc: str, args: dict[str, Any], scope: Scope) -> None:
-    """:raises PermissionDenied: the step changes or deletes a stored freeze, and ``scope``
-    is short of what that needs (:func:`rackcron.shim.access.step_needs`)."""
-    freeze = args.get("freeze") if rpc == "UpsertFreeze" else args
-    name = freeze.get("name") if isinstance(freeze, dict) else None
-    if not isinstance(name, str):
-        return  # run_step says what is wrong with it
+def _check_freeze_scope(ops: Operations, command: Command, scope: Scope) -> None:
+    """:raises PermissionDenied: ``command`` changes or deletes a stored freeze, and
+    ``scope`` is short of what that needs (:func:`rackcron.shim.access.step_needs`)."""
+    if isinstance(command, UpsertFreeze):
+        name = command.freeze.name
+    elif isinstance(command, DeleteFreeze):
+        name = command.name
+    else:
+        return
     try:
         ops.get_freeze(name)
     except NotFound:
         stored = False
     else:
         stored = True
-    needs = step_needs(rpc, stored_freeze=stored)
+    needs = step_needs(command.rpc, stored_freeze=stored)
     if not scope.allows(needs):
         raise PermissionDenied(
-            f"RunStep {rpc} of the stored freeze {name!r} needs a token of scope"
+            f"RunStep {command.rpc} of the stored freeze {name!r} needs a token of scope"
             f" {needs.value}; this token has scope {scope.value}"
         )
 
@@ -147,12 +147,12 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 f" {', '.join(sorted(EXTRA_STEPS))} (schedules go through v1.Flow)"
             )
         args = _json(request.args_json, "args_json")
+        command = decode(request.rpc, args, args_field="args_json")
         audit = call_audit(self.tokens, context)
         scope = caller_scope(self.tokens, context.invocation_metadata())
         with self.service.transaction() as ops:
-            if request.rpc in FREEZE_STEPS:
-                _check_freeze_scope(ops, request.rpc, args, scope)
-            run_step(ops, Step(request.rpc, args))
+            _check_freeze_scope(ops, command, scope)
+            StoreExecutor(ops).run(command)
             change = step_run(request.rpc, args)
             if request.rpc.startswith("Upsert") and change.kind in LOOKALIKE_KINDS and change.name:
                 lookalike = warn_lookalike(ops, change.kind, change.name, change.object_id)

@@ -312,7 +312,7 @@ def test_a_failed_step_rolls_back_everything(repo: Repo) -> None:
         ApplyFailed,
         match=r'schedule "c": CreateTaskSchedule failed: injected failure. Nothing was applied',
     ):
-        steps = [(c.name, st.rpc) for c in plan.changes for st in c.steps]
+        steps = [(c.name, st.rpc) for c in plan.changes for st in c.commands]
         apply_plan(
             service, plan, Provenance(source="t"), fail_at=steps.index(("c", "CreateTaskSchedule"))
         )

@@ -192,7 +192,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.9"
+    assert plan["format_version"] == "1.10"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -258,7 +258,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.9**." in DOCS.read_text()
+    assert "This is version **1.10**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.
@@ -298,7 +298,7 @@ def test_a_saved_1_4_plan_without_codes_loads_and_reads_as_before() -> None:
     ]  # fmt: skip
     assert plan.warnings == tuple(PlanWarning(None, w) for w in SAVED_1_4["warnings"])
     assert plan.fingerprint == SAVED_1_4["fingerprint"] and plan.applyable
-    assert [s.rpc for c in plan.changes for s in c.steps] == [
+    assert [s.rpc for c in plan.changes for s in c.commands] == [
         "DeleteTaskSchedule", "CreateTaskSchedule", "DeleteTaskSchedule", "DeleteRack"
     ]  # fmt: skip
     # `rackcron apply FILE` shows the plan from its JSON again: the 1.4 plan reads as it did.

@@ -1,0 +1,303 @@
+"""What an apply does, as typed commands, and their one codec.
+
+A plan's changes carry the commands that carry them out (``rackcron.reconciler.plan``):
+one frozen class per kind of step, with typed fields (models, ids, names), so every
+reader (the renderings, the fingerprint's reads, the executors) sees the same
+commands, and no step is interpreted from loose JSON. Each command is named on the
+wire by its ``rpc`` (the Flow RPC, or the ``rackcron.v1.Reconciler`` RunStep step, that
+carries it) with its ``args`` as a JSON object: :func:`encode` and :func:`decode` are
+the one codec between the two, used at the boundaries only (a saved plan's ``steps``,
+RunStep's ``rpc`` and ``args_json``), and the JSON is the plan format's since 1.0, so
+saved plans and older clients keep working.
+
+A command names a schedule by its name; whoever executes it resolves the name in its
+own unit of work. :class:`Executor` is what runs them: the store in process
+(``rackcron.executor``), or a server through RPCs (``rackcron.reconciler.remote``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, model_serializer
+
+from rackcron.errors import InvalidArgument, RackcronError
+from rackcron.models import (
+    Component,
+    Freeze,
+    Management,
+    NVLDomain,
+    Operation,
+    Rack,
+    ScheduleConfig,
+    TargetSpec,
+)
+
+__all__ = [
+    "COMMANDS",
+    "AddScope",
+    "Command",
+    "CommandFailed",
+    "CreateSchedule",
+    "DeleteComponent",
+    "DeleteFreeze",
+    "DeleteNVLDomain",
+    "DeleteRack",
+    "DeleteSchedule",
+    "Executor",
+    "PauseSchedule",
+    "RemoveScope",
+    "ResumeSchedule",
+    "SetManagement",
+    "SetStartingDeadline",
+    "UpdateSchedule",
+    "UpdateScope",
+    "UpsertComponent",
+    "UpsertFreeze",
+    "UpsertNVLDomain",
+    "UpsertRack",
+    "decode",
+    "digest",
+    "encode",
+    "subject",
+]
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: The RPC or RunStep step that carries it: its name on the wire and in a saved plan.
+    rpc: ClassVar[str]
+
+
+class _Named(_Command):
+    """A command on the schedule named ``name``."""
+
+    name: str
+
+
+# --- inventory and freezes ----------------------------------------------------------------------
+
+
+class UpsertRack(_Command):
+    rpc: ClassVar[str] = "UpsertRack"
+    rack: Rack
+
+
+class UpsertComponent(_Command):
+    rpc: ClassVar[str] = "UpsertComponent"
+    component: Component
+
+
+class UpsertNVLDomain(_Command):
+    rpc: ClassVar[str] = "UpsertNVLDomain"
+    nvl_domain: NVLDomain
+
+
+class DeleteRack(_Command):
+    rpc: ClassVar[str] = "DeleteRack"
+    id: uuid.UUID
+
+
+class DeleteComponent(_Command):
+    rpc: ClassVar[str] = "DeleteComponent"
+    id: uuid.UUID
+
+
+class DeleteNVLDomain(_Command):
+    rpc: ClassVar[str] = "DeleteNVLDomain"
+    id: uuid.UUID
+
+
+class UpsertFreeze(_Command):
+    rpc: ClassVar[str] = "UpsertFreeze"
+    freeze: Freeze
+
+
+class DeleteFreeze(_Command):
+    rpc: ClassVar[str] = "DeleteFreeze"
+    name: str
+
+
+# --- schedules ----------------------------------------------------------------------------------
+
+
+class CreateSchedule(_Command):
+    rpc: ClassVar[str] = "CreateTaskSchedule"
+    schedule: ScheduleConfig
+    operation: Operation
+    management: Management = Management()
+    starting_deadline: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _args(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        # As since 1.0: the operation without its unset fields; a deadline only when set.
+        data = handler(self)
+        data["operation"] = {k: v for k, v in data["operation"].items() if v is not None}
+        if data["starting_deadline"] is None:
+            del data["starting_deadline"]
+        return data
+
+
+class UpdateSchedule(_Named):
+    rpc: ClassVar[str] = "UpdateTaskSchedule"
+    schedule: ScheduleConfig
+    update_mask: tuple[str, ...]
+
+
+class PauseSchedule(_Named):
+    rpc: ClassVar[str] = "PauseTaskSchedule"
+
+
+class ResumeSchedule(_Named):
+    rpc: ClassVar[str] = "ResumeTaskSchedule"
+
+
+class DeleteSchedule(_Named):
+    rpc: ClassVar[str] = "DeleteTaskSchedule"
+
+
+class AddScope(_Named):
+    rpc: ClassVar[str] = "AddTaskScheduleScope"
+    target_spec: TargetSpec
+
+
+class RemoveScope(_Named):
+    rpc: ClassVar[str] = "RemoveTaskScheduleScope"
+    rack_id: uuid.UUID
+    scope_id: uuid.UUID | None  # None: a state not read from a store (executors refuse it)
+
+
+class UpdateScope(_Named):
+    rpc: ClassVar[str] = "UpdateTaskScheduleScope"
+    desired_scope: TargetSpec
+
+
+class SetManagement(_Named):
+    rpc: ClassVar[str] = "SetManagement"
+    management: Management
+
+
+class SetStartingDeadline(_Named):
+    rpc: ClassVar[str] = "SetStartingDeadline"
+    starting_deadline: str | None
+
+
+#: One step of a plan.
+Command = (
+    UpsertRack
+    | UpsertComponent
+    | UpsertNVLDomain
+    | DeleteRack
+    | DeleteComponent
+    | DeleteNVLDomain
+    | UpsertFreeze
+    | DeleteFreeze
+    | CreateSchedule
+    | UpdateSchedule
+    | PauseSchedule
+    | ResumeSchedule
+    | DeleteSchedule
+    | AddScope
+    | RemoveScope
+    | UpdateScope
+    | SetManagement
+    | SetStartingDeadline
+)
+
+#: Each command class by its ``rpc``.
+COMMANDS: dict[str, type[_Command]] = {
+    c.rpc: c
+    for c in (
+        UpsertRack, UpsertComponent, UpsertNVLDomain, DeleteRack, DeleteComponent,
+        DeleteNVLDomain, UpsertFreeze, DeleteFreeze, CreateSchedule, UpdateSchedule,
+        PauseSchedule, ResumeSchedule, DeleteSchedule, AddScope, RemoveScope, UpdateScope,
+        SetManagement, SetStartingDeadline,
+    )
+}  # fmt: skip
+
+
+def subject(command: Command) -> tuple[str, str | None]:
+    """What ``command`` changes: its kind (a plan change's kind) and its name, as a plan
+    names it (an inventory item without a name: its id; None: a delete by id)."""
+    match command:
+        case UpsertRack(rack=item) | UpsertNVLDomain(nvl_domain=item):
+            return ("rack" if isinstance(command, UpsertRack) else "nvl_domain"), item.name
+        case UpsertComponent(component=item):
+            return "component", item.name or str(item.id)
+        case DeleteRack() | DeleteComponent() | DeleteNVLDomain():
+            return _DELETED[type(command)], None
+        case UpsertFreeze(freeze=freeze):
+            return "freeze", freeze.name
+        case DeleteFreeze(name=name):
+            return "freeze", name
+        case CreateSchedule(schedule=config):
+            return "schedule", config.name
+        case _:
+            return "schedule", command.name
+
+
+_DELETED: dict[type[_Command], str] = {
+    DeleteRack: "rack",
+    DeleteComponent: "component",
+    DeleteNVLDomain: "nvl_domain",
+}
+
+
+def encode(command: Command) -> dict[str, Any]:
+    """``command`` as a saved plan's step: ``{"rpc": ..., "args": {...}}`` (JSON values)."""
+    return {"rpc": command.rpc, "args": command.model_dump(mode="json")}
+
+
+def decode(rpc: Any, args: Any, *, rpc_field: str = "rpc", args_field: str = "args") -> Command:
+    """The command a step names (``rpc``) with its JSON ``args``.
+
+    :raises InvalidArgument: an unknown ``rpc`` or arguments that do not fit it, naming
+        the field (``rpc_field``, or the argument under ``args_field``).
+    """
+    kind = COMMANDS.get(rpc) if isinstance(rpc, str) else None
+    if kind is None:
+        raise InvalidArgument(
+            f"{rpc_field}: unknown step {rpc!r}; expected one of {', '.join(sorted(COMMANDS))}"
+        )
+    try:
+        return kind.model_validate(args)  # type: ignore[return-value]
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        at = ".".join((args_field, *(str(p) for p in error["loc"])))
+        raise InvalidArgument(f"{at}: {error['msg']} ({rpc})") from None
+
+
+def digest(commands: Sequence[Command]) -> str:
+    """sha256 of ``commands`` in their canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(
+        [encode(c) for c in commands], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class CommandFailed(Exception):
+    """The command at ``index`` (of those given to :meth:`Executor.execute`) failed:
+    ``error`` says why; ``uncertain``: whether it may have taken effect anyway (a remote
+    call whose answer was lost)."""
+
+    def __init__(self, index: int, error: RackcronError, *, uncertain: bool = False) -> None:
+        super().__init__(str(error))
+        self.index, self.error, self.uncertain = index, error, uncertain
+
+
+class Executor(Protocol):
+    """Runs a plan's commands, in order, as one unit of work where it can."""
+
+    def execute(
+        self, commands: Sequence[Command], progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Run ``commands``; ``progress(index)`` before each.
+
+        :raises CommandFailed: at the first that fails (the others are not run).
+        """
+        ...

@@ -1,0 +1,116 @@
+"""The store's executor: a plan's commands run in process, in the caller's transaction.
+
+No JSON on the way: each typed command (``rackcron.commands``) is the service call it
+names, its schedule found by name in the same transaction. ``rackcron apply`` runs a
+whole plan through one, and the shim's RunStep runs one command of a remote apply.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import assert_never
+
+from rackcron.commands import (
+    AddScope,
+    Command,
+    CommandFailed,
+    CreateSchedule,
+    DeleteComponent,
+    DeleteFreeze,
+    DeleteNVLDomain,
+    DeleteRack,
+    DeleteSchedule,
+    PauseSchedule,
+    RemoveScope,
+    ResumeSchedule,
+    SetManagement,
+    SetStartingDeadline,
+    UpdateSchedule,
+    UpdateScope,
+    UpsertComponent,
+    UpsertFreeze,
+    UpsertNVLDomain,
+    UpsertRack,
+)
+from rackcron.errors import InvalidArgument, RackcronError
+from rackcron.service import Operations
+
+__all__ = ["StoreExecutor"]
+
+
+class StoreExecutor:
+    """Runs commands on ``ops`` (one transaction of the service)."""
+
+    def __init__(self, ops: Operations) -> None:
+        self.ops = ops
+
+    def execute(
+        self, commands: Sequence[Command], progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Run ``commands`` in order; ``progress(index)`` before each (it may stop the run
+        by raising a :class:`RackcronError`, reported as that command's failure).
+
+        :raises CommandFailed: at the first the service refuses; the caller's transaction
+            then holds the ones before it, for the caller to roll back.
+        """
+        for index, command in enumerate(commands):
+            try:
+                if progress:
+                    progress(index)
+                self.run(command)
+            except RackcronError as exc:
+                raise CommandFailed(index, exc) from exc
+
+    def run(self, command: Command) -> None:
+        """Run one command. :raises RackcronError: the service refused it."""
+        ops = self.ops
+        match command:
+            case UpsertRack(rack=rack):
+                ops.upsert_rack(rack)
+            case UpsertComponent(component=component):
+                ops.upsert_component(component)
+            case UpsertNVLDomain(nvl_domain=domain):
+                ops.upsert_nvl_domain(domain)
+            case DeleteRack(id=rack_id):
+                ops.delete_rack(rack_id)
+            case DeleteComponent(id=component_id):
+                ops.delete_component(component_id)
+            case DeleteNVLDomain(id=domain_id):
+                ops.delete_nvl_domain(domain_id)
+            case UpsertFreeze(freeze=freeze):
+                ops.upsert_freeze(freeze)
+            case DeleteFreeze(name=name):
+                ops.delete_freeze(name)
+            case CreateSchedule():
+                ops.create_schedule(
+                    command.schedule,
+                    command.operation,
+                    management=command.management,
+                    starting_deadline=command.starting_deadline,
+                )
+            case UpdateSchedule(schedule=config, update_mask=mask):
+                ops.update_schedule(self._id(command.name), config, list(mask))
+            case PauseSchedule(name=name):
+                ops.pause_schedule(self._id(name))
+            case ResumeSchedule(name=name):
+                ops.resume_schedule(self._id(name))
+            case DeleteSchedule(name=name):
+                ops.delete_schedule(self._id(name))
+            case AddScope(name=name, target_spec=spec):
+                ops.add_scope(self._id(name), spec)
+            case RemoveScope(scope_id=scope_id):
+                if scope_id is None:
+                    raise InvalidArgument("scope_id: the scope to remove is not known")
+                ops.remove_scope(scope_id)
+            case UpdateScope(name=name, desired_scope=spec):
+                ops.update_scope(self._id(name), spec)
+            case SetManagement(name=name, management=management):
+                ops.set_management(self._id(name), management)
+            case SetStartingDeadline(name=name, starting_deadline=deadline):
+                ops.set_starting_deadline(self._id(name), deadline)
+            case _:
+                assert_never(command)
+
+    def _id(self, name: str) -> uuid.UUID:
+        return self.ops.find_schedule(name).id
