@@ -192,7 +192,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.9"
+    assert plan["format_version"] == "1.10"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -258,7 +258,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.9**." in DOCS.read_text()
+    assert "This is version **1.10**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.
@@ -316,7 +316,7 @@ def test_codes_round_trip_and_unknown_ones_of_a_later_minor_version_load() -> No
     assert plan.changes[0].reason_code == "operation_changed"
     assert plan.warnings[-1].code == "server_without_reconciler"
     assert json.loads(json.dumps(plan.to_json())) == data
-    later = {**data, "format_version": "1.9"}
+    later = {**data, "format_version": "1.99"}
     later["changes"] = [{**data["changes"][0], "reason_code": "a_code_added_later"}]
     later["warnings_detail"] = [{**w, "code": "also_later"} for w in data["warnings_detail"]]
     read = Plan.from_json(later)
