@@ -310,7 +310,9 @@ def test_a_write_token_apply_that_lifts_a_freeze_changes_nothing(
     for name in ("ci", "oncall"):
         (tmp_path / name).write_text(SECRETS[name])
     server = ("--server", scoped_shim.address, "--token-file")
-    assert run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci")).exit_code == 0
+    assert (
+        run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci")).exit_code == 0
+    )
     repo.write(schedule("weekly-on"))  # the freeze is gone from the tree
     before = snapshot(service)
     refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
