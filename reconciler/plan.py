@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from rackcron import __version__
 from rackcron.commands import (
     Command,
     CreateSchedule,
@@ -72,7 +73,7 @@ FORMAT = "rackcron.plan/v1"
 #      longer the whole store; the warning code lookalike_name; freeze_selects_unknown
 #      also for what the plan deletes
 # 1.10: commands_digest (apply refuses a plan whose steps no longer match it); the action
-#      a read plan shows follows its steps
+#      a read plan shows follows its steps; rackcron_version, the rackcron that made it
 FORMAT_VERSION = "1.10"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
@@ -187,6 +188,9 @@ class Plan:
     #: What ``fingerprint`` digests: "plan", what the plan depends on
     #: (``rackcron.reconciler.reads``); "store", the whole store (read from a plan older than 1.9).
     fingerprint_scope: Literal["plan", "store"] = "plan"
+    #: The rackcron that made the plan (``rackcron.__version__``); None: read from a plan
+    #: older than 1.10.
+    rackcron_version: str | None = __version__
 
     @property
     def applyable(self) -> bool:
@@ -200,11 +204,14 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``rackcron.plan/v1`` form (docs/plan-format.md)."""
+        made_by = self.rackcron_version
         return {
             "format": FORMAT,
             "format_version": (
                 FORMAT_VERSION if self.fingerprint_scope == "plan" else _WHOLE_STORE_VERSION
             ),
+            # A plan read from a file older than 1.10 names no version, as that file did.
+            **({} if made_by is None else {"rackcron_version": made_by}),
             "owner": self.owner,
             "source": self.source,
             "fingerprint": self.fingerprint,
@@ -261,6 +268,7 @@ class Plan:
                 fingerprint_scope=(
                     "plan" if _minor(data["format_version"]) >= _PLAN_FINGERPRINT_SINCE else "store"
                 ),
+                rackcron_version=_version(data.get("rackcron_version")),
             )  # fmt: skip
             saved = data.get("commands_digest")
             if saved is None and _minor(data["format_version"]) >= _DIGEST_SINCE:
@@ -306,6 +314,13 @@ def _minor(version: Any) -> int:
     if not minor.isdigit():
         raise ValueError(f"format_version: expected MAJOR.MINOR, got {version!r}")
     return int(minor)
+
+
+def _version(value: Any) -> str | None:
+    """A saved ``rackcron_version`` (1.10); absent is None."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("rackcron_version: expected a string")
+    return value
 
 
 def _texts(data: dict[str, Any], key: str) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """No accidental stores, attacked through the URL forms SQLAlchemy's pysqlite dialect
-passes on to the driver (README.md "The store: `rackcron db`"): a ``file:`` name without
+passes on to the driver (docs/store.md "The store: `rackcron db`"): a ``file:`` name without
 ``uri=true`` is a file of that name, with ``uri=true`` a SQLite URI whose query can say
 ``mode=rwc`` (create), and a plain name with ``uri=true`` gets the URL's other parameters
 appended to it. Each one silently created an empty store (or a stray file) and exited

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rackcron import __version__
 from rackcron.cli import main
 from rackcron.service import Service
 from rackcron.store import head_revision, open_engine
@@ -41,7 +42,7 @@ def test_every_command_and_group_has_help_with_an_example(path: list[str]) -> No
 
 def test_version() -> None:
     result = run("--version")
-    assert result.exit_code == 0 and "rackcron" in result.output
+    assert result.exit_code == 0 and result.output == f"rackcron, version {__version__}\n"
 
 
 def test_next_does_not_import_the_store() -> None:

@@ -1,6 +1,6 @@
-"""No accidental stores (README.md "The store: `rackcron db`"): only ``apply``, ``sync`` and
-``db upgrade`` create a store. Every other command that reads one, ``serve`` and
-``dispatch`` included, refuses a SQLite file that does not exist (a mistyped URL, or the
+"""No accidental stores (docs/store.md "The store: `rackcron db`"): only ``apply``,
+``sync`` and ``db upgrade`` create a store. Every other command that reads one, ``serve``
+and ``dispatch`` included, refuses a SQLite file that does not exist (a mistyped URL, or the
 default store before anything was applied): exit 1, no traceback, the path and how to
 create the store, and neither the file nor its directories made. In-memory SQLite is
 unaffected; a PostgreSQL database that does not exist is named as such.

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from rackcron import __version__
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -103,6 +105,7 @@ def test_the_wheel_holds_one_package_and_exactly_its_files(
 ) -> None:
     built, log, source = wheel
     names = {n for n in zipfile.ZipFile(built).namelist() if not n.startswith("rackcron-")}
+    assert built.name.startswith(f"rackcron-{__version__}-"), built.name
     assert {name.split("/")[0] for name in names} == {"rackcron"}
     assert "warning" not in log.lower(), log
     package = source / "rackcron"
@@ -121,7 +124,9 @@ def test_the_installed_wheel_runs(installed: Path, tmp_path: Path) -> None:
     where = _run(installed / "python", "-c", "import rackcron; print(rackcron.__file__)",
                  cwd=tmp_path, env=env)  # fmt: skip
     assert Path(where.strip()).is_relative_to(installed.parent), where
-    assert "rackcron, version" in _run(installed / "rackcron", "--version", cwd=tmp_path, env=env)
+    # The one version (rackcron/__init__.py) is the wheel's and the command's.
+    shown = _run(installed / "rackcron", "--version", cwd=tmp_path, env=env)
+    assert shown.strip() == f"rackcron, version {__version__}"
     out = _run(installed / "rackcron", "validate", ROOT / "examples" / "fleet", cwd=tmp_path,
                env=env)  # fmt: skip
     assert "0 errors" in out

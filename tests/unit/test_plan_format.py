@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from rackcron import __version__
 from rackcron.commands import DeleteSchedule, PauseSchedule
 from rackcron.reconciler.plan import Change, FieldChange, Plan, PlanWarning, ScopeChange
 from rackcron.reconciler.render import render_markdown, render_text
@@ -131,7 +132,7 @@ def test_foreign_or_newer_plans_are_refused(patch: dict) -> None:
 
 
 def test_a_newer_minor_version_is_read_and_unknown_fields_ignored() -> None:
-    data = {**PLAN.to_json(), "format_version": "1.9", "new_top_level": 1}
+    data = {**PLAN.to_json(), "format_version": "1.99", "new_top_level": 1}
     assert Plan.from_json(data).changes == PLAN.changes
 
 
@@ -184,3 +185,18 @@ def test_a_lower_bound_warnings_count_round_trips_and_reads_at_least() -> None:
     assert "⚠️ at least 5000 warnings: schedules that share racks" in render_markdown(data)
     older = {k: v for k, v in data.items() if k != "warnings_count_exact"}  # a 1.3 plan
     assert Plan.from_json(older).warnings_count_exact is True
+
+
+def test_a_plan_records_the_rackcron_that_made_it() -> None:
+    # 1.10: rackcron_version. A saved plan keeps its maker's version when read and written
+    # again; one saved before 1.10 names none, and is written again without one.
+    data = json.loads(json.dumps(PLAN.to_json()))
+    assert data["rackcron_version"] == __version__ and data["format_version"] == "1.10"
+    made_elsewhere = Plan.from_json({**data, "rackcron_version": "0.1.0"})
+    assert made_elsewhere.to_json()["rackcron_version"] == "0.1.0"
+    older = {k: v for k, v in data.items() if k != "rackcron_version"}
+    assert Plan.from_json(older).rackcron_version is None
+    assert "rackcron_version" not in Plan.from_json(older).to_json()
+    assert render_text(older) == render_text(data)  # the renderings do not show it
+    with pytest.raises(ValueError, match="rackcron_version: expected a string"):
+        Plan.from_json({**data, "rackcron_version": 1})

@@ -316,7 +316,7 @@ def test_codes_round_trip_and_unknown_ones_of_a_later_minor_version_load() -> No
     assert plan.changes[0].reason_code == "operation_changed"
     assert plan.warnings[-1].code == "server_without_reconciler"
     assert json.loads(json.dumps(plan.to_json())) == data
-    later = {**data, "format_version": "1.9"}
+    later = {**data, "format_version": "1.99"}
     later["changes"] = [{**data["changes"][0], "reason_code": "a_code_added_later"}]
     later["warnings_detail"] = [{**w, "code": "also_later"} for w in data["warnings_detail"]]
     read = Plan.from_json(later)

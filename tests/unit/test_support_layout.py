@@ -1,4 +1,5 @@
-"""Test support is a package: no test module imports another test module (README.md "Layout").
+"""Test support is a package: no test module imports another test module
+(docs/architecture.md "Beside the package").
 
 Shared builders, trees, peers and helpers live in ``tests/support/``; a test module
 imports them from there, never from a sibling, so each is loaded once, under one name.
