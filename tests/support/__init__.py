@@ -31,6 +31,8 @@ A test module imports what it shares from here, never from another test module
 * ``rpcs``: every RPC the shim serves with a token, each with a request that succeeds
   over a prepared store (``REQUESTS``, ``RpcState``, ``prepare``), and ``invoke`` to
   call any of them (the token scope tests);
+* ``saved_plans``: the plans saved by each earlier plan format version's own code, with
+  the trees they were planned from (``SAVED_PLANS``, ``SavedPlan``, ``TREE``);
 * ``serve``: ``rackcron serve`` as a child process with its HTTP listener's port
   (``serve_process``, ``Served``), and requests to it with chosen ``Host`` headers or
   none (``get``, ``get_without_host``);
