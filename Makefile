@@ -57,6 +57,7 @@ bench: bench-deps
 	$(BIN)/python bench/dispatch.py
 	$(BIN)/python bench/grpc.py
 	$(BIN)/python bench/console.py
+	$(BIN)/python bench/flood.py
 
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

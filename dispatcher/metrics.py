@@ -13,19 +13,21 @@ any): a request naming another host (or several) is answered ``421 Misdirected
 Request`` without reaching the application, so a web page that rebinds its own name
 to this address reads nothing.
 
-What clients can hold is bounded (:class:`Limits`): each connection has its own
-daemon thread, at most ``max_connections`` at once, ``max_per_client`` from one
-client address, and ``reserved`` more for ``/healthz`` and ``/metrics``; a connection
-still sending its request gives way to a new one when the server is full, and one
-over a cap is answered 503 and closed without a thread (the rules are
-:mod:`rackcron.dispatcher.admission`'s). So clients holding idle or slow connections,
-from however many addresses, cannot keep a health probe or another client out. A
-connection must send its first byte within ``idle_timeout``, its whole request (line,
-headers, and a body of up to ``max_body``, read before the application runs) within
-``request_timeout``, and the whole exchange must end within ``exchange_timeout``,
-whatever the pace of the bytes (reads and writes go through
-:mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
-accepting, cuts the open connections and returns without waiting for any client.
+What clients can hold is bounded (:class:`Limits`; the rules are
+:mod:`rackcron.dispatcher.admission`'s, applied by :mod:`rackcron.dispatcher.listener`).
+Until its request has arrived (line, headers, and a body of up to ``max_body``, read
+before the application runs; a larger one is answered 413), a connection is pending: one thread reads all of them,
+at most ``max_pending`` (``max_pending_per_client`` from one client address), and when
+the pool is full the oldest of the client holding the most gives way. A request that
+has arrived gets a daemon thread of its own, at most ``max_connections`` at once and
+``max_per_client`` from one client address, and ``reserved`` more for ``/healthz`` and
+``/metrics``; one over a cap is answered 503 at once. So clients holding idle or slow
+connections, from however many addresses, cannot keep a health probe or another
+client out. A connection must send its first byte within ``idle_timeout``, its whole
+request within ``request_timeout`` of that byte, and the whole exchange must end within
+``exchange_timeout`` of the connection, whatever the pace of the bytes (the answer is
+written through :mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
+accepting, closes the open connections and returns without waiting for any client.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import WSGIApplication
@@ -49,8 +52,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from rackcron.addresses import HostCheck
-from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
-from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
+from rackcron.dispatcher.admission import Admission, Use
+from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
+from rackcron.dispatcher.heads import Head
+from rackcron.dispatcher.listener import ListenerMixIn
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
 from rackcron.models import MissReason
 
@@ -238,14 +243,18 @@ class HealthCheck:
 class Limits:
     """What one client may hold of the metrics server (seconds, connections)."""
 
-    max_connections: int = 16
-    max_per_client: int = 4  # connections from one client address (rackcron.dispatcher.admission)
+    max_connections: int = 16  # requests served at once (rackcron.dispatcher.admission)
+    max_per_client: int = 4  # of them from one client address
     reserved: int = 4  # more slots, for /healthz (any) and /metrics (all but one)
+    max_pending: int = 512  # connections whose request has not all arrived, each a socket
+    max_pending_per_client: int = 64  # of them from one client address
+    max_buffered: int = 8 << 20  # bytes those connections have sent, in all
     # A request body up to this size is read before the application runs, so a slow one
-    # still gives way (rackcron.dispatcher.admission); serve sets the console's form size.
-    max_body: int = 0
+    # holds no thread, and a larger one is answered 413 unread; serve sets the console's
+    # form size.
+    max_body: int = 4 << 10
     idle_timeout: float = 2.0  # to send a first byte
-    request_timeout: float = 5.0  # to send the request line, headers and body
+    request_timeout: float = 5.0  # from it, to send the request line, headers and body
     exchange_timeout: float = 10.0  # for the whole exchange, from the connection on
 
 
@@ -256,11 +265,6 @@ def _plain(status: str, text: str) -> bytes:
         b"HTTP/1.0 %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
         b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (status.encode(), len(body), body)
     )
-
-
-def _busy(reason: Refusal) -> bytes:
-    """The answer to a connection over a cap, sent without waiting."""
-    return _plain("503 Service Unavailable", f"busy: {reason.value}")
 
 
 #: What each path is for, as the reserved slots go (rackcron.dispatcher.admission).
@@ -296,65 +300,30 @@ def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
 
 
 class _Handler(WSGIRequestHandler):
-    """One exchange, its reads and writes bounded by the server's :class:`Limits`."""
+    """One exchange, its request already read (:class:`ListenerMixIn`), its answer written
+    within the exchange's deadline."""
 
     server: _Server
-    rfile: io.BufferedReader  # reader(): peek() tells a silent connection
 
     def setup(self) -> None:
-        # Not StreamRequestHandler.setup: its files would read and write without a deadline.
-        limits = self.server.limits
+        # Not StreamRequestHandler.setup: its files would read the socket, and write it
+        # without a deadline.
+        arrival = self.server.arrival(self.request)
+        ends = arrival.accepted + self.server.limits.exchange_timeout
         self.connection = self.request
-        self.deadline = Deadline(min(limits.idle_timeout, limits.request_timeout))
-        self._head_ends = Deadline(limits.request_timeout).at
-        self._exchange_ends = Deadline(limits.exchange_timeout).at
-        if isinstance(self.connection, ssl.SSLSocket):
-            # In this connection's thread, not the accept loop's; ssl bounds the whole
-            # handshake by the timeout, not each read.
-            self.connection.settimeout(self.deadline.remaining())
-            self.connection.do_handshake()
-        self.rfile = reader(self.connection, self.deadline)
-        self.wfile = DeadlineWriter(self.connection, self.deadline)
-
-    def handle(self) -> None:
-        # A silent connection only holds a slot until idle_timeout; one that has begun
-        # its request gets the rest of request_timeout for the head.
-        if not self.rfile.peek(1):
-            return  # closed without a byte
-        self.deadline.at = self._head_ends
-        super().handle()
+        self.rfile = io.BytesIO(arrival.data)
+        self.wfile = DeadlineWriter(self.connection, Deadline(ends - time.monotonic()))
 
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        path = _path_info(self.path)
         hosts = self.headers.get_all("Host") or []
-        if path != "/healthz" and not (
+        if _path_info(self.path) != "/healthz" and not (
             len(hosts) <= 1 and self.server.hosts.accepts(hosts[0] if hosts else None)
         ):
             self.wfile.write(_MISDIRECTED)
             return False
-        if not self._read_body():
-            return False
-        # The request is in: it stops giving way to new connections, or is refused.
-        refused = self.server.serve_request(self.request, _USES.get(path, Use.OTHER))
-        if refused is not None:
-            self.wfile.write(_busy(refused))
-            return False
-        self.deadline.at = self._exchange_ends  # the rest of the exchange
         return True
-
-    def _read_body(self) -> bool:
-        """Read a body of at most ``max_body`` now, within the request's deadline, for
-        the application to read from memory (a larger one, or one without a
-        ``Content-Length``, is left to it: the console reads none). False: it did not
-        all arrive."""
-        length = self.headers.get("Content-Length", "")
-        if not length.isdigit() or not 0 < int(length) <= self.server.limits.max_body:
-            return True
-        body = self.rfile.read(int(length))
-        self.rfile = io.BufferedReader(io.BytesIO(body))
-        return len(body) == int(length)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -365,19 +334,27 @@ def _path_info(target: str) -> str:
     return urllib.parse.unquote(target.split("?", 1)[0], "iso-8859-1")
 
 
-class _Server(AdmissionMixIn, WSGIServer):
+class _Server(ListenerMixIn, WSGIServer):
     request_queue_size = 64
 
     def __init__(self, address: tuple[str, int], limits: Limits, hosts: HostCheck) -> None:
         self.limits = limits
         self.hosts = hosts
         admission: Admission[socket.socket] = Admission(
-            limits.max_connections, limits.max_per_client, limits.reserved
-        )
-        super().__init__(address, _Handler, admission=admission)
+            limits.max_connections, limits.max_per_client, limits.reserved,
+            max_pending=limits.max_pending, max_pending_per_client=limits.max_pending_per_client,
+            max_buffered=limits.max_buffered,
+        )  # fmt: skip
+        super().__init__(
+            address, _Handler, admission=admission, idle_timeout=limits.idle_timeout,
+            request_timeout=limits.request_timeout, max_body=limits.max_body,
+        )  # fmt: skip
 
-    def refusal(self, reason: Refusal) -> bytes:
-        return _busy(reason)
+    def answer(self, status: HTTPStatus, message: str) -> bytes:
+        return _plain(f"{status.value} {status.phrase}", message)
+
+    def use_of(self, head: Head) -> Use:
+        return _USES.get(_path_info(head.target), Use.OTHER)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client too slow or gone: not worth a traceback on stderr.
@@ -409,7 +386,7 @@ class MetricsServer:
         allowed_hosts: frozenset[str] = frozenset(),
     ) -> None:
         self._server = _Server((host, port), limits, HostCheck(host, allowed_hosts))
-        if tls is not None:  # accepted sockets are TLS; each handshakes in its own thread
+        if tls is not None:  # accepted sockets are TLS; the reader thread handshakes
             self._server.socket = tls.wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False
             )

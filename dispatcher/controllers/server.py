@@ -2,26 +2,29 @@
 
 It answers the protocol of ``docs/controller-protocol.md`` (version 1) so that the
 ``http`` driver, and vendors writing their own controller, have something real to talk
-to. Each connection is served by a daemon thread; HTTP/1.1 keep-alive is on.
+to. HTTP/1.1 keep-alive is on.
 
-What clients can hold is bounded (:class:`Limits`): at most ``max_connections``
-connections are served at once, ``max_per_client`` from one client address, and
-``reserved`` more for ``/v1/healthz`` only. A connection waiting for its request
-(its first, the next one kept alive, or one still arriving, body included) gives way to
-a new connection when the server is full, and one over a cap is answered 503 at once
-and closed, without a thread (the rules are :mod:`rackcron.dispatcher.admission`'s): so
-clients holding idle or slow connections, from however many addresses, cannot keep a
-health probe or another client out. A connection waits at most ``idle_timeout`` for a
-request to begin; from its first byte, the request (line, headers and body) must
-arrive and its answer be sent within ``request_timeout``, however the bytes are paced
-(reads and writes go through :mod:`rackcron.dispatcher.deadline`). With TLS, the
-handshake happens in the connection's thread, within ``request_timeout`` of the
-connection, so a silent client cannot stall the accept loop.
+What clients can hold is bounded (:class:`Limits`; the rules are
+:mod:`rackcron.dispatcher.admission`'s, applied by :mod:`rackcron.dispatcher.listener`).
+A connection waiting for its request (its first, the next one kept alive, or one still
+arriving, body included) is pending: one thread reads all of them, at most
+``max_pending`` (``max_pending_per_client`` from one client address), and when the pool
+is full the oldest of the client holding the most gives way. A request that has arrived
+is served by a daemon thread of its own, at most ``max_connections`` at once,
+``max_per_client`` from one client address, and ``reserved`` more for ``/v1/healthz``
+only; one over a cap is answered 503 at once. So clients holding idle or slow
+connections, from however many addresses, cannot keep a health probe or another client
+out. A connection waits at most ``idle_timeout`` for a request to begin; from its first
+byte, the request (line, headers and body) must arrive and its answer be sent within
+``request_timeout``, however the bytes are paced (the answer is written through
+:mod:`rackcron.dispatcher.deadline`). With TLS, the reader thread handshakes without
+blocking, within ``request_timeout`` of the connection (or ``idle_timeout`` if shorter).
 
-The bearer token is checked before a body is read: an unauthenticated client is answered
-401 first, whatever body it announces. A body left unread by an answer is then read past
-if it is small (the connection stays open), and otherwise the answer closes the
-connection.
+The bearer token is checked before a body is read: the reader reads the body of an
+authenticated PUT only, and a client without the token is answered 401 from the head,
+whatever body it announces, which is never read. A body left unread by an answer is then
+read past by the reader if it is small (the connection stays open), and otherwise the
+answer closes the connection.
 
 :meth:`ControllerServer.shutdown` also cuts open keep-alive connections, so a stopped
 server answers nothing more.
@@ -47,15 +50,18 @@ import time
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
+from email.message import Message
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from rackcron import boundedjson
-from rackcron.dispatcher.admission import Admission, AdmissionMixIn, Refusal, Use
+from rackcron.dispatcher.admission import Admission, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.simulator import Simulator, SimulatorFull
-from rackcron.dispatcher.deadline import Deadline, DeadlineWriter, reader
+from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
+from rackcron.dispatcher.heads import Head, body_length
+from rackcron.dispatcher.listener import ListenerMixIn
 
 __all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
 
@@ -65,10 +71,11 @@ logger = logging.getLogger(__name__)
 IDLE_TIMEOUT = 30.0
 #: How often the serving loop checks for shutdown (seconds): what :meth:`shutdown` may wait.
 _POLL_INTERVAL = 0.1
-#: Larger request bodies are refused with 413.
+#: Larger request bodies are refused with 413, unread (rackcron.dispatcher.listener).
 _MAX_BODY = 1 << 20
-#: A body left unread after its answer (a 401, say) is read past up to this size, so the
-#: connection stays open; a larger one ends the connection instead.
+#: A body left unread after its answer (a 401, say) is read past up to this size (by the
+#: reader, rackcron.dispatcher.listener), so the connection stays open; a larger one ends
+#: the connection instead.
 _DISCARD_MAX = 64 << 10
 
 _TASK_PATH = re.compile(r"/v1/tasks/([^/]+)(/cancel)?")
@@ -78,9 +85,12 @@ _TASK_PATH = re.compile(r"/v1/tasks/([^/]+)(/cancel)?")
 class Limits:
     """What clients may hold of the server (connections, seconds); see the module docstring."""
 
-    max_connections: int = 64
-    max_per_client: int = 16  # connections from one client address (rackcron.dispatcher.admission)
+    max_connections: int = 64  # requests served at once (rackcron.dispatcher.admission)
+    max_per_client: int = 16  # of them from one client address
     reserved: int = 4  # more slots, for /v1/healthz only
+    max_pending: int = 512  # connections whose request has not all arrived, each a socket
+    max_pending_per_client: int = 64  # of them from one client address
+    max_buffered: int = 32 << 20  # bytes those connections have sent, in all
     idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
     request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 
@@ -164,6 +174,10 @@ class ControllerServer:
         )
         self._thread.start()
 
+    def _authorised(self, headers: Message) -> bool:
+        """Whether a request with ``headers`` holds the token (any does, without one)."""
+        return self._token is None or _token_matches(headers.get("Authorization", ""), self._token)
+
     def shutdown(self) -> None:
         """Stop serving, close the listening socket and cut the open connections."""
         if self._thread is not None:
@@ -174,8 +188,8 @@ class ControllerServer:
         self._httpd.cut_connections()
 
 
-class _HTTPServer(AdmissionMixIn, HTTPServer):
-    request_queue_size = 128  # a burst of connects waits to be accepted (or refused)
+class _HTTPServer(ListenerMixIn, HTTPServer):
+    request_queue_size = 128  # a burst of connects waits to be accepted
 
     def __init__(
         self, address: tuple[str, int], controller: ControllerServer, limits: Limits
@@ -184,58 +198,64 @@ class _HTTPServer(AdmissionMixIn, HTTPServer):
         self.limits = limits
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         admission: Admission[socket.socket] = Admission(
-            limits.max_connections, limits.max_per_client, limits.reserved
-        )
-        super().__init__(address, _Handler, admission=admission)
+            limits.max_connections, limits.max_per_client, limits.reserved,
+            max_pending=limits.max_pending, max_pending_per_client=limits.max_pending_per_client,
+            max_buffered=limits.max_buffered,
+        )  # fmt: skip
+        super().__init__(
+            address, _Handler, admission=admission, idle_timeout=limits.idle_timeout,
+            request_timeout=limits.request_timeout, max_body=_MAX_BODY,
+        )  # fmt: skip
 
-    def refusal(self, reason: Refusal) -> bytes:
-        body = json.dumps({"error": f"busy: {reason.value}"}).encode()
+    def answer(self, status: HTTPStatus, message: str) -> bytes:
+        body = json.dumps({"error": message}).encode()
         return (
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+            % (status.value, status.phrase.encode(), len(body), body)
         )
+
+    def use_of(self, head: Head) -> Use:
+        return Use.HEALTH if head.path == "/v1/healthz" else Use.OTHER
+
+    def wants_body(self, head: Head) -> bool:
+        # Only a PUT reads a body, and only with the token (_Handler._check_faults_and_token).
+        return head.method == "PUT" and self.controller._authorised(head.headers)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client gone mid-answer or a failed TLS handshake: not worth a stderr traceback.
+        # A client gone mid-answer: not worth a stderr traceback.
         logger.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """One request, already read (:class:`ListenerMixIn`): its answer is written within
+    ``request_timeout`` of its first byte."""
+
     protocol_version = "HTTP/1.1"
     server_version = "rackcron-controller/1"
     # Headers and body go out in two writes; with Nagle on, the second one waits for the
     # client's delayed ACK (about 40 ms per request).
     disable_nagle_algorithm = True
     server: _HTTPServer
-    rfile: io.BufferedReader  # reader(): peek() tells a silent connection
 
     def setup(self) -> None:
-        # Not StreamRequestHandler.setup: its files would read and write without a deadline.
+        # Not StreamRequestHandler.setup: its files would read the socket, and write it
+        # without a deadline.
+        arrival = self.server.arrival(self.request)
+        ends = arrival.began + self.server.limits.request_timeout
         self.connection = self.request
-        self.deadline = Deadline(self.server.limits.request_timeout)
         if self.disable_nagle_algorithm:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        if isinstance(self.connection, ssl.SSLSocket):
-            # The ssl module bounds the whole handshake by the timeout, not each read.
-            self.connection.settimeout(self.deadline.remaining())
-            self.connection.do_handshake()
-        self.rfile = reader(self.connection, self.deadline)
-        self.wfile = DeadlineWriter(self.connection, self.deadline)
+        self.rfile = io.BytesIO(arrival.data)
+        self.wfile = DeadlineWriter(self.connection, Deadline(ends - time.monotonic()))
 
-    def handle_one_request(self) -> None:
-        limits = self.server.limits
+    def handle(self) -> None:
+        # One request: a connection kept alive goes back to the reader for the next.
         self._body_read = False
-        self.server.wait_request(self.request)  # until the request is in, it may give way
-        self.deadline.at = Deadline(limits.idle_timeout).at
-        try:
-            begun = self.rfile.peek(1)
-        except OSError:  # TimeoutError included: idle too long
-            begun = b""
-        if not begun:
-            self.close_connection = True
-            return
-        self.deadline.at = Deadline(limits.request_timeout).at
-        super().handle_one_request()
+        self.handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        return True  # the reader told the client to send its body, if it reads it
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -262,39 +282,16 @@ class _Handler(BaseHTTPRequestHandler):
             status, answer = self._route(method)
         except _Reject as reject:
             status, answer = reject.status, {"error": reject.message}
-        unread = 0 if self._body_read else self._announced_length()
+        unread = 0 if self._body_read else body_length(self.headers)
         if unread is None or unread > _DISCARD_MAX:
             # Not worth waiting for: the connection ends with this answer, unread.
             self.close_connection = True
         self._reply(status, answer)
-        if unread and not self.close_connection:
-            self._discard(unread)
-
-    def _announced_length(self) -> int | None:
-        """The body length the headers announce; None if unknown (chunked, malformed)."""
-        if "Transfer-Encoding" in self.headers:
-            return None
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            return None
-        return length if length >= 0 else None
-
-    def _discard(self, length: int) -> None:
-        """Read past a small body left unread after its answer, so the connection can
-        carry the next request (within the request's deadline, or the connection ends)."""
-        try:
-            complete = len(self.rfile.read(length)) == length
-        except OSError:  # TimeoutError included
-            complete = False
-        if not complete:
-            self.close_connection = True
 
     def _route(self, method: str) -> tuple[int, dict[str, Any]]:
         path = self.path.split("?", 1)[0]
         if path == "/v1/healthz":
             _allow(method, "GET")
-            self._serve_now(Use.HEALTH)
             return 200, {"status": "ok"}
         match = _TASK_PATH.fullmatch(path)
         if match is None:
@@ -304,23 +301,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._check_faults_and_token(controller)
         task_id = _uuid(match[1], "task id")
         if method == "PUT":
-            order = _order(task_id, self._read_body())
-            self._serve_now(Use.OTHER)
-            return self._submit(controller, order)
-        self._serve_now(Use.OTHER)
+            return self._submit(controller, _order(task_id, self._read_body()))
         if match[2]:
             controller.simulator.cancel(task_id)
         state = controller.simulator.status(task_id)
         if state.state == "unknown":
             raise _Reject(404, f"no such task: {task_id}")
         return 200, _state_body(task_id, state)
-
-    def _serve_now(self, use: Use) -> None:
-        """The request is in: it stops giving way to new connections, or is refused."""
-        refused = self.server.serve_request(self.request, use)
-        if refused is not None:
-            self.close_connection = True
-            raise _Reject(503, f"busy: {refused.value}")
 
     def _submit(self, controller: ControllerServer, order: TaskOrder) -> tuple[int, dict[str, Any]]:
         with controller._submit_lock:
@@ -337,9 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
         faults = controller.faults
         if faults.delay:
             time.sleep(faults.delay)
-        if controller._token is not None and not _token_matches(
-            self.headers.get("Authorization", ""), controller._token
-        ):
+        if not controller._authorised(self.headers):
             raise _Reject(401, "missing or wrong bearer token")
         if faults.error_status is not None:
             raise _Reject(faults.error_status, "simulated error")
@@ -348,16 +333,13 @@ class _Handler(BaseHTTPRequestHandler):
         if "Transfer-Encoding" in self.headers:
             self.close_connection = True
             raise _Reject(411, "send the body with a Content-Length")
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            length = -1
-        if not 0 <= length <= _MAX_BODY:
+        if body_length(self.headers) is None:
             self.close_connection = True
-            raise _Reject(413 if length > _MAX_BODY else 400, "bad Content-Length")
-        body = self.rfile.read(length)
+            raise _Reject(400, "bad Content-Length")
+        # The reader has read it whole after the head (_HTTPServer.wants_body), or answered
+        # 413 for one over _MAX_BODY.
         self._body_read = True
-        return body
+        return self.rfile.read()
 
     def _reply(self, status: int, answer: dict[str, Any]) -> None:
         payload = json.dumps(answer).encode()

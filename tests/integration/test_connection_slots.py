@@ -1,10 +1,13 @@
 """The HTTP listener's and the reference rack controller's connection slots, over real
-loopback sockets: clients from many addresses holding as many connections as they may,
-each sending its request a byte at a time, never fill either server (docs/security.md
-"What each listener exposes", rackcron.dispatcher.admission).
+loopback sockets (docs/security.md "What each listener exposes",
+rackcron.dispatcher.admission, rackcron.dispatcher.listener): clients from many addresses
+holding connections that send their request a byte at a time are cut at their deadline,
+and a fast flood of idle connections from many addresses keeps out neither a slow honest
+request nor a health probe, while the server's threads stay bounded.
 
-The slow clients come from 127.0.0.2 to 127.0.0.9 (Linux routes all of 127/8 to the
-loopback interface), the probes from 127.0.0.100 and up. Every wait has a bound, so a
+The slow clients come from 127.0.0.2 to 127.0.0.9 and the flood from 127.0.0.2 to
+127.0.0.40 (Linux routes all of 127/8 to the loopback interface), an honest slow client
+from 127.0.0.50, the probes from 127.0.0.100 and up. Every wait has a bound, so a
 regression fails, never hangs; nothing is asserted on how long anything took.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -22,10 +26,15 @@ import pytest
 from rackcron.dispatcher.controllers.server import Limits as ControllerLimits
 from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 from tests.support.controller import controller_server, rack_controller_process
+from tests.support.flood import Flood, PeakThreads, probe, slow_request
 from tests.support.peers import SlowClients
+from tests.support.pki import Pki
 from tests.support.serve import serve_process
 
 SOURCES = [f"127.0.0.{n}" for n in range(2, 10)]
+FLOOD = [f"127.0.0.{n}" for n in range(2, 41)]
+#: Connections a second the flood opens, in all.
+RATE = 200
 TOKEN = "slots-token"
 #: A controller request that never ends: its headers go on forever.
 CONTROLLER_HEAD = f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nX-Slow: ".encode()
@@ -47,7 +56,7 @@ def fetch(port: int, path: str, source: str, token: str | None = None) -> tuple[
 
 def settled(slow: SlowClients, wanted: int) -> None:
     """Wait (10 s at most) until ``wanted`` slow connections are open at once and the
-    server has ended one: it had no slot left for it."""
+    server has ended one (at its deadline, or giving way to a newer one)."""
     deadline = time.monotonic() + 10
     while slow.open < wanted or not slow.ended:
         assert time.monotonic() < deadline, f"{slow.open} open, {slow.ended} ended"
@@ -138,8 +147,80 @@ def test_slow_clients_from_many_addresses_keep_no_one_off_the_rack_controller_co
     with controller as (_, url):
         port = int(url.rsplit(":", 1)[1])
         limits = ControllerLimits()
-        with SlowClients(port, SOURCES, limits.max_per_client, head=CONTROLLER_HEAD) as slow:
+        # One more than an address keeps pending: its oldest gives way at once.
+        per_source = limits.max_pending_per_client + 1
+        with SlowClients(port, SOURCES, per_source, head=CONTROLLER_HEAD) as slow:
             settled(slow, limits.max_connections + limits.reserved)
             health = probes(5, lambda source: fetch(port, "/v1/healthz", source)[0])
             assert health == [200] * 5
             assert fetch(port, f"/v1/tasks/{uuid.uuid4()}", "127.0.0.120", TOKEN)[0] == 404
+
+
+def flooded(
+    port: int,
+    health: str,
+    honest: Callable[[], int | None],
+    tls: ssl.SSLContext | None = None,
+) -> tuple[list[int | None], list[int | None], list[int | None], Flood, int]:
+    """While :data:`FLOOD` opens :data:`RATE` idle connections a second: two honest slow
+    requests (``honest``), in turn with a probe of ``health`` from an address of its own
+    and one from a flooding address; their statuses, the flood and the peak threads."""
+    answers: tuple[list[int | None], list[int | None], list[int | None]] = ([], [], [])
+    with Flood(port, FLOOD, RATE) as flood, PeakThreads() as threads:
+        while flood.opened < RATE:  # a second of it: the pending pool is full
+            time.sleep(0.05)
+        for n in range(2):
+            answers[0].append(honest())
+            answers[1].append(probe(port, health, f"127.0.0.{100 + n}", tls=tls))
+            answers[2].append(probe(port, health, FLOOD[n], tls=tls))
+    return (*answers, flood, threads.peak)
+
+
+def test_a_flood_of_idle_connections_keeps_no_one_off_the_http_listener() -> None:
+    limits = Limits(max_pending=64, idle_timeout=1.0, request_timeout=3.0, exchange_timeout=5.0)
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
+    server.start()
+    request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    try:
+        honest, probed, local, flood, threads = flooded(
+            server.port, "/healthz", lambda: slow_request(server.port, "127.0.0.50", request)
+        )
+    finally:
+        server.stop()
+    assert (honest, probed, local) == ([200] * 2, [200] * 2, [200] * 2)
+    assert flood.answers[503] > 0  # the pool was full: flooders gave way, told so
+    assert threads <= limits.max_connections + limits.reserved
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_flood_of_idle_connections_keeps_no_one_off_the_rack_controller(
+    scheme: str, request: pytest.FixtureRequest
+) -> None:
+    limits = ControllerLimits(max_pending=64, idle_timeout=1.0, request_timeout=3.0)
+    tls, options = None, {}
+    if scheme == "https":
+        pki: Pki = request.getfixturevalue("pki")
+        tls = ssl.create_default_context(cafile=pki.ca)
+        options = {"tls_cert": pki.server_cert, "tls_key": pki.server_key}
+    with controller_server(token=TOKEN, limits=limits, **options) as server:  # type: ignore[arg-type]
+        port = int(server.url.rsplit(":", 1)[1])
+        honest, probed, local, flood, threads = flooded(
+            port, "/v1/healthz", lambda: slow_request(port, "127.0.0.50", order(), tls=tls), tls
+        )
+        assert server.simulator.started == 2
+    assert (honest, probed, local) == ([201] * 2, [200] * 2, [200] * 2)
+    if tls is None:  # over TLS, one that gives way before its handshake is told nothing
+        assert flood.answers[503] > 0  # the pool was full: flooders gave way, told so
+    assert threads <= limits.max_connections + limits.reserved
+
+
+def order() -> bytes:
+    """A task ``PUT``, head and body, with the token."""
+    task = uuid.uuid4()
+    body = json.dumps({
+        "id": str(task), "rack_id": str(uuid.uuid4()),
+        "operation": {"type": "power_control", "code": "power_on", "information": {}},
+        "component_uuids": [str(uuid.uuid4())], "description": "honest and slow",
+    }).encode()  # fmt: skip
+    return (f"PUT /v1/tasks/{task} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip

@@ -1,10 +1,10 @@
 """The metrics server's limits, over real loopback sockets: what one client can hold.
 
-docs/dispatch.md "Metrics and health": every connection has its own thread, at most
-``max_connections`` at once and ``max_per_client`` from one client address; a first
-byte must come within ``idle_timeout``, the request within ``request_timeout`` and the
-exchange end within ``exchange_timeout``, however the bytes are paced; stopping waits
-for no client. Every test client is 127.0.0.1; a second client address is 127.0.0.2
+docs/dispatch.md "Metrics and health": a request being served has its own thread, at
+most ``max_connections`` at once and ``max_per_client`` from one client address; until
+then a connection is pending, threadless; a first byte must come within
+``idle_timeout``, the request within ``request_timeout`` of it and the exchange end
+within ``exchange_timeout``, however the bytes are paced; stopping waits for no client. Every test client is 127.0.0.1; a second client address is 127.0.0.2
 (Linux routes all of 127/8 to the loopback interface). Each test gives every wait a bound, so a regression fails, never hangs.
 """
 
@@ -15,7 +15,10 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from wsgiref.types import WSGIApplication
 
 import pytest
 
@@ -41,17 +44,22 @@ def healthz(port: int) -> int:
         return answer.status
 
 
-def healthz_from(source: str, port: int) -> tuple[int, bytes]:
-    """``GET /healthz`` from the client address ``source``: the status and body."""
+def get_from(source: str, port: int, path: str) -> tuple[int, bytes]:
+    """``GET path`` from the client address ``source``: the status and body."""
     connection = http.client.HTTPConnection(
         "127.0.0.1", port, timeout=5, source_address=(source, 0)
     )
     try:
-        connection.request("GET", "/healthz")
+        connection.request("GET", path)
         answer = connection.getresponse()
         return answer.status, answer.read()
     finally:
         connection.close()
+
+
+def healthz_from(source: str, port: int) -> tuple[int, bytes]:
+    """``GET /healthz`` from the client address ``source``: the status and body."""
+    return get_from(source, port, "/healthz")
 
 
 def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
@@ -91,9 +99,10 @@ def test_a_silent_connection_is_let_go_before_the_request_timeout() -> None:
         server.stop()
 
 
-def test_one_client_holding_idle_connections_cannot_stop_the_health_check() -> None:
-    # The review's attack with the default limits: one address holds as many idle
-    # connections as the whole server serves, and renews them before any timeout.
+def test_one_client_holding_idle_connections_cannot_stop_its_own_health_check() -> None:
+    # The review's attack with the default limits: one address holds more idle
+    # connections than it may keep pending, and renews them before any timeout.
+    limits = Limits()
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0))
     server.start()
     held: list[socket.socket] = []
@@ -101,12 +110,16 @@ def test_one_client_holding_idle_connections_cannot_stop_the_health_check() -> N
         for _ in range(3):
             for client in held:
                 client.close()
-            held = [connect(server.port) for _ in range(Limits().max_connections)]
-            time.sleep(0.3)  # each has its thread, or its answer
+            held = [connect(server.port) for _ in range(limits.max_pending_per_client + 8)]
+            time.sleep(0.3)  # all accepted
+            assert healthz_from("127.0.0.1", server.port) == (200, b"ok\n")
             assert healthz_from("127.0.0.2", server.port) == (200, b"ok\n")
-            refused = held[-1].recv(4096)  # over the per-client cap: told at once
-            assert refused.endswith(b"busy: too many connections from your address\r\n")
-            assert refused.startswith(b"HTTP/1.0 503 Service Unavailable\r\n")
+            for client in held[:8]:  # the oldest gave way, told so
+                refused = client.recv(4096)
+                assert refused.startswith(b"HTTP/1.0 503 Service Unavailable\r\n")
+                assert refused.endswith(b"busy: too many connections from your address\r\n")
+            held[-1].sendall(b"GET /healthz HTTP/1.0\r\n\r\n")  # the newest is still there
+            assert held[-1].recv(4096).startswith(b"HTTP/1.0 200 OK\r\n")
     finally:
         for client in held:
             client.close()
@@ -141,27 +154,38 @@ def test_headers_trickled_byte_by_byte_are_cut_at_the_request_timeout(
         assert time.monotonic() - started < LIMITS.request_timeout + 0.5
 
 
-def test_connections_over_the_cap_are_told_busy_at_once(server: MetricsServer) -> None:
-    held = [connect(server.port) for _ in range(LIMITS.max_connections)]
+def test_requests_over_the_cap_are_told_busy_at_once() -> None:
+    release = threading.Event()
+
+    def holding(app: WSGIApplication) -> WSGIApplication:
+        def wrapped(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+            if environ["PATH_INFO"] == "/hold":  # its thread holds a slot until released
+                release.wait(10)
+            return app(environ, start)
+
+        return wrapped
+
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=LIMITS,
+                           wrap=holding)  # fmt: skip
+    server.start()
+    idle = [connect(server.port) for _ in range(10)]  # pending: they take no slot
     try:
-        time.sleep(0.1)  # each has its thread
-        with connect(server.port) as extra:
-            started = time.monotonic()
-            answer = extra.recv(4096)
-            assert time.monotonic() - started < 0.3
-            assert answer.startswith(b"HTTP/1.0 503 Service Unavailable\r\n")
-            assert answer.endswith(b"\r\n\r\nbusy: too many clients\r\n")
+        with ThreadPoolExecutor(LIMITS.max_connections) as pool:
+            sources = [f"127.0.0.{2 + n}" for n in range(LIMITS.max_connections)]
+            held = [pool.submit(get_from, source, server.port, "/hold") for source in sources]
+            time.sleep(0.3)  # each is being served
+            assert get_from("127.0.0.20", server.port, "/healthz") == (
+                503, b"busy: too many clients\r\n"
+            )  # fmt: skip
+            assert not any(future.done() for future in held)  # told while they were served
+            release.set()
+            assert [future.result()[0] for future in held] == [404] * LIMITS.max_connections
+        assert healthz(server.port) == 200
     finally:
-        for client in held:
+        release.set()
+        for client in idle:
             client.close()
-    deadline = time.monotonic() + 3
-    while True:  # the slots come back as the held connections end
-        try:
-            assert healthz(server.port) == 200
-            break
-        except OSError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        server.stop()
 
 
 def test_stop_waits_for_no_client() -> None:

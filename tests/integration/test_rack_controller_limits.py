@@ -1,10 +1,11 @@
 """What one client can hold of the reference rack controller, over real loopback sockets.
 
-docs/controller-protocol.md "The reference controller": at most ``max_connections``
-connections are served at once and ``max_per_client`` from one client address (more are
-answered 503 without a thread); the token is checked before a body is read; a request,
-once begun, must arrive and be answered within ``request_timeout`` however its bytes are
-paced. Every test client is 127.0.0.1; a second client address is 127.0.0.2 (Linux
+docs/controller-protocol.md "The reference controller": a connection costs a thread
+only while its request is served, at most ``max_connections`` at once and
+``max_per_client`` from one client address (more are answered 503); until then it is
+pending, its client's oldest giving way at ``max_pending_per_client``; the token is
+checked before a body is read; a request, once begun, must arrive and be answered within
+``request_timeout`` however its bytes are paced. Every test client is 127.0.0.1; a second client address is 127.0.0.2 (Linux
 routes all of 127/8 to the loopback interface). Every wait has a bound, so a regression
 fails, never hangs.
 """
@@ -19,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from socket import create_connection, socket
@@ -105,24 +107,99 @@ def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
         assert get(server.url, "/v1/healthz", "127.0.0.2", token=None) == (200, {"status": "ok"})
 
 
-def test_connections_over_the_per_client_cap_are_told_busy_at_once() -> None:
+def test_requests_over_the_per_client_cap_are_told_busy_at_once() -> None:
+    limits = Limits(max_per_client=2)
+    with controller_server(token=TOKEN, limits=limits) as server:
+        server.faults.delay = 1.0  # each task call holds its serving slot a while
+        path = f"/v1/tasks/{uuid.uuid4()}"
+        with ThreadPoolExecutor(2) as pool:
+            held = [pool.submit(get, server.url, path, "127.0.0.1") for _ in range(2)]
+            time.sleep(0.3)  # both are being served
+            assert get(server.url, path, "127.0.0.1") == (
+                503, {"error": "busy: too many connections from your address"}
+            )  # fmt: skip
+            assert not any(future.done() for future in held)  # told while they were served
+            assert get(server.url, "/v1/healthz", "127.0.0.1") == (200, {"status": "ok"})
+            assert [future.result()[0] for future in held] == [404, 404]
+
+
+def test_a_client_at_its_pending_cap_makes_room_with_its_own_oldest() -> None:
     with (
-        controller_server(token=TOKEN, limits=Limits(max_per_client=2)) as server,
+        controller_server(token=TOKEN, limits=Limits(max_pending_per_client=2)) as server,
         connect(server.url) as one,
         connect(server.url) as two,
     ):
-        time.sleep(0.1)  # each has its thread
+        time.sleep(0.1)  # both are pending
         with connect(server.url) as extra:
-            started = time.monotonic()
-            answer = answer_of(extra)
-            assert time.monotonic() - started < 0.5
-        head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
-        assert json.loads(body) == {"error": "busy: too many connections from your address"}
-        assert get(server.url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
-        one.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert one_answer(one).startswith(b"HTTP/1.1 200 OK\r\n")  # still served
-        del two
+            head, _, body = answer_of(one).partition(b"\r\n\r\n")  # the oldest gave way
+            assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+            assert json.loads(body) == {"error": "busy: too many connections from your address"}
+            for client in (extra, two):
+                client.sendall(b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert one_answer(client).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_pipelined_requests_are_answered_in_turn(server: ControllerServer) -> None:
+    body = b'{"id": "x"}'
+    unauthorised = HUGE_PUT.replace(b"1000000", str(len(body)).encode()) + body
+    healthz = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = healthz.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+    with connect(server.url) as client:
+        client.sendall(healthz + unauthorised + last)
+        answers = answer_of(client)
+    assert re.findall(rb"HTTP/1\.1 (\d+) ", answers) == [b"200", b"401", b"200"]
+
+
+def test_a_client_expecting_100_continue_is_told_only_with_the_token(
+    server: ControllerServer,
+) -> None:
+    task = uuid.uuid4()
+    body = json.dumps({"id": str(task)}).encode()  # not an order: 400, once read
+    head = (f"PUT /v1/tasks/{task} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+            f"Content-Length: {len(body)}\r\n").encode()  # fmt: skip
+    with connect(server.url) as client:
+        client.sendall(head + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+        assert client.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        client.sendall(body)
+        assert one_answer(client).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    with connect(server.url) as client:
+        client.sendall(head + b"\r\n")
+        assert one_answer(client).startswith(b"HTTP/1.1 401 Unauthorized\r\n")
+
+
+def test_a_chunked_body_is_refused_and_ends_the_connection(server: ControllerServer) -> None:
+    with connect(server.url) as client:
+        client.sendall(
+            f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
+            "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode()
+        )
+        answer = answer_of(client)
+    assert answer.startswith(b"HTTP/1.1 411 Length Required\r\n")
+    assert answer.count(b"HTTP/1.1") == 1
+
+
+def test_a_head_too_large_is_refused_unread(server: ControllerServer) -> None:
+    with connect(server.url) as client:
+        client.sendall(b"GET /v1/healthz HTTP/1.1\r\n" + b"X: " + b"a" * (70 << 10))
+        assert answer_of(client).startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+
+
+def test_pending_bodies_over_the_byte_budget_make_the_largest_give_way() -> None:
+    limits = Limits(max_buffered=200_000)
+    head = (f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
+            "\r\nContent-Length: 150000\r\n\r\n").encode()  # fmt: skip
+    with (
+        controller_server(token=TOKEN, limits=limits) as server,
+        connect(server.url, "127.0.0.2") as large,
+        connect(server.url, "127.0.0.3") as small,
+    ):
+        large.sendall(head + b" " * 140_000)
+        small.sendall(head + b" " * 10_000)
+        time.sleep(0.3)  # both buffered, within the budget
+        small.sendall(b" " * 70_000)  # 230,000 bytes pending in all
+        assert answer_of(large).startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+        small.sendall(b" " * 70_000)
+        assert one_answer(small).startswith(b"HTTP/1.1 400 Bad Request\r\n")  # read, whole
 
 
 @pytest.mark.parametrize("token", [None, "wrong"], ids=["missing", "wrong"])

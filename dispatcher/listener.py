@@ -1,0 +1,454 @@
+"""A threaded HTTP listener in which a connection holds a thread only while it is served.
+
+Until its request has arrived, a connection is *pending*: the server's one reader
+thread (its ``serve_forever``) holds it, non-blocking, in a selector beside the listening
+socket and buffers what it sends: the TLS handshake, the request head
+(:mod:`rackcron.dispatcher.heads`; one longer than ``MAX_HEAD`` is answered 431), and the
+body, if the server wants it before any thread sees it (:meth:`ListenerMixIn.wants_body`;
+one over ``max_body`` bytes is answered 413). Which connections stay pending and which
+are served is :class:`~rackcron.dispatcher.admission.Admission`'s to decide. A request that has
+arrived takes a serving slot and is handed, with its bytes (:class:`Arrival`), to a new
+daemon thread that runs the server's handler on them; after the answer a connection
+kept alive goes back to the reader with whatever it sent past that request, and the
+reader reads past a body that was announced but not wanted.
+
+Deadlines, on the monotonic clock: the TLS handshake ends within ``idle_timeout`` or
+``request_timeout`` of the connection, whichever is shorter; a request begins (its first
+byte) within ``idle_timeout`` of the connection or of its last answer; the whole request,
+and an unwanted body read past after its answer, arrives within ``request_timeout`` of
+its first byte. Past one, the connection is closed unanswered.
+
+A request that finds no slot is answered busy (:meth:`ListenerMixIn.answer`) and closed;
+so is a connection that gives way in the pending pool if it has begun a request or was
+never answered (one idle after an answer is closed silently, as any server may close
+one). The reader's answers are one non-blocking send each, nothing over TLS before the
+handshake. So the threads are the reader and at most ``max_connections + reserved``
+serving, however many connections are open.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import itertools
+import logging
+import selectors
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Self
+
+from rackcron.addresses import client_key
+from rackcron.dispatcher.admission import Admission, Refusal, Use
+from rackcron.dispatcher.heads import MAX_HEAD, Head, head_end
+
+__all__ = ["Arrival", "ListenerMixIn"]
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 64 << 10  # bytes read at once
+_ACCEPTS = 64  # connections accepted in a row before the others are read
+_PAUSE = 0.1  # seconds without accepting once out of file descriptors
+_LISTENER, _WAKE = object(), object()  # selector keys that are not connections
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A request that has arrived: its bytes (the head, and the body if the server wanted
+    it), and when its connection was accepted and its first byte came (monotonic)."""
+
+    data: bytes
+    accepted: float
+    began: float
+
+
+@dataclass(eq=False, slots=True)
+class _Connection:
+    """The reader's state of one connection."""
+
+    sock: socket.socket
+    address: Any
+    client: str
+    accepted: float
+    handshaking: bool  # TLS, before its handshake
+    since: float  # when it began to wait for a request: its connection or its last answer
+    answered: bool = False  # has had an answer
+    buffer: bytearray = field(default_factory=bytearray)
+    scanned: int = 0  # bytes of the buffer searched for the end of the head
+    head: Head | None = None
+    wanted: bool = False  # the head's body is read before it is served
+    began: float | None = None  # the first byte of the request being read (or read past)
+    skip: int = 0  # bytes of an unwanted body still to read past
+    framed: bool = True  # False: its last body was not framed; it ends after the answer
+    deadline: float = 0.0
+    events: int = selectors.EVENT_READ
+
+
+class ListenerMixIn(socketserver.TCPServer):
+    """A ``TCPServer`` whose ``serve_forever`` is the reader of the module docstring; put
+    it before the server class (``HTTPServer``, ``WSGIServer``).
+
+    The handler gets its request from :meth:`arrival`, not from the socket, and serves
+    one request per instance; its ``close_connection`` (``http.server``'s) says whether
+    the connection ends with the answer. :meth:`shutdown` stops the reader, which closes
+    the pending connections; :meth:`cut_connections` then wakes the serving threads so
+    they end. Closing the server waits for none of them.
+    """
+
+    def __init__(
+        self,
+        server_address: Any,
+        handler: Any,
+        *,
+        admission: Admission[socket.socket],
+        idle_timeout: float,
+        request_timeout: float,
+        max_body: int,
+    ) -> None:
+        self.admission = admission
+        self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
+        self.max_body = max_body
+        self._pending: dict[socket.socket, _Connection] = {}  # the reader's own
+        self._deadlines: list[tuple[float, int, _Connection]] = []  # a heap, stale entries too
+        self._sequence = itertools.count()
+        self._selector: selectors.BaseSelector | None = None
+        self._resume_accepting: float | None = None  # out of descriptors until then
+        self._lock = threading.Lock()  # guards what follows, shared with serving threads
+        self._serving: dict[socket.socket, Arrival] = {}
+        self._returned: list[_Connection] = []  # kept alive, back from serving
+        self._running = False
+        self._stop = False
+        self._stopped = threading.Event()
+        self._wake_in, self._wake_out = socket.socketpair()
+        self._wake_in.setblocking(False)
+        self._wake_out.setblocking(False)
+        super().__init__(server_address, handler)
+
+    # --- what a server says --------------------------------------------------------------
+
+    def answer(self, status: HTTPStatus, message: str) -> bytes:
+        """A whole answer of ``status`` saying ``message``, ending the connection, in the
+        server's protocol (the reader sends it: a busy refusal, or a head too large)."""
+        raise NotImplementedError
+
+    def use_of(self, head: Head) -> Use:
+        """What the request of ``head`` is for, as the reserved slots go."""
+        return Use.OTHER
+
+    def wants_body(self, head: Head) -> bool:
+        """Whether the framed body that ``head`` announces is read before the request is
+        served (one over ``max_body`` bytes is answered 413 unread); else the request is
+        served without it."""
+        return True
+
+    # --- what a handler and the owner call -----------------------------------------------
+
+    def arrival(self, sock: socket.socket) -> Arrival:
+        """The request being served on ``sock``."""
+        with self._lock:
+            return self._serving[sock]
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accept and read connections, and hand requests to threads, until
+        :meth:`shutdown`; ``poll_interval``: seconds between checks for it."""
+        self._selector = selectors.DefaultSelector()
+        self.socket.setblocking(False)
+        self._selector.register(self.socket, selectors.EVENT_READ, _LISTENER)
+        self._selector.register(self._wake_in, selectors.EVENT_READ, _WAKE)
+        with self._lock:
+            self._running = True
+        try:
+            while not self._stop:
+                if (
+                    self._resume_accepting is not None
+                    and time.monotonic() >= self._resume_accepting
+                ):
+                    self._selector.register(self.socket, selectors.EVENT_READ, _LISTENER)
+                    self._resume_accepting = None
+                wakes = [time.monotonic() + poll_interval]
+                if self._deadlines:
+                    wakes.append(self._deadlines[0][0])
+                if self._resume_accepting is not None:
+                    wakes.append(self._resume_accepting)
+                timeout = max(0.0, min(wakes) - time.monotonic())
+                for key, _ in self._selector.select(timeout):
+                    if key.data is _LISTENER:
+                        self._accept()
+                    elif key.data is _WAKE:
+                        self._take_back()
+                    else:
+                        connection: _Connection = key.data
+                        if self._pending.get(connection.sock) is connection:  # not closed since
+                            self._read(connection)
+                self._expire()
+                self.service_actions()
+        finally:
+            with self._lock:
+                self._running = False
+                returned, self._returned = self._returned, []
+            for connection in [*self._pending.values(), *returned]:
+                self._close(connection)
+            self._selector.close()
+            self._selector = None
+            self._stop = False
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop :meth:`serve_forever` and wait until it has closed the pending connections."""
+        self._stop = True
+        self._wake()
+        self._stopped.wait()
+        self._stopped.clear()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_in.close()
+        self._wake_out.close()
+
+    def cut_connections(self) -> None:
+        """Wake every serving thread so it ends (its socket is shut down under it)."""
+        with self._lock:
+            serving = list(self._serving)
+        for sock in serving:
+            with suppress(OSError):
+                # The plain socket's shutdown: SSLSocket's would drop TLS state under the thread.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    # --- the reader ----------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        for _ in range(_ACCEPTS):
+            try:
+                sock, address = self.socket.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):  # else one connection failed
+                    assert self._selector is not None
+                    logger.warning("out of file descriptors: accepting no connection for"
+                                   " %ss (lower max_pending, or raise the limit)", _PAUSE)  # fmt: skip
+                    self._selector.unregister(self.socket)
+                    self._resume_accepting = time.monotonic() + _PAUSE
+                logger.debug("accepting a connection failed", exc_info=True)
+                return
+            now = time.monotonic()
+            client = client_key(str(address[0])) if address else ""
+            sock.setblocking(False)
+            tls = isinstance(sock, ssl.SSLSocket)
+            connection = _Connection(sock, address, client, now, tls, now)
+            self._track(connection, self.admission.admit(sock, client))
+            if tls:
+                self._set_deadline(connection, now + min(self.idle_timeout, self.request_timeout))
+            self._read(connection)
+
+    def _take_back(self) -> None:
+        with suppress(OSError):
+            while self._wake_in.recv(4096):
+                pass
+        with self._lock:
+            returned, self._returned = self._returned, []
+        for connection in returned:
+            connection.sock.setblocking(False)
+            connection.answered, connection.since = True, time.monotonic()
+            self._track(connection, self.admission.wait(connection.sock))
+            if self._pending.get(connection.sock) is connection:
+                self._read(connection)
+
+    def _track(self, connection: _Connection, evicted: socket.socket | None) -> None:
+        """Watch pending ``connection``; close ``evicted``, which gave way to it."""
+        assert self._selector is not None
+        self._pending[connection.sock] = connection
+        connection.events = selectors.EVENT_READ
+        self._selector.register(connection.sock, connection.events, connection)
+        if evicted is not None:
+            self._give_way(self._pending[evicted], connection.client)
+        self._advance(connection)
+
+    def _read(self, connection: _Connection) -> None:
+        """Take what ``connection`` has sent (its handshake first) until it has no more, its
+        request is handed on, or it is closed."""
+        sock = connection.sock
+        while self._pending.get(sock) is connection:
+            try:
+                if connection.handshaking:
+                    assert isinstance(sock, ssl.SSLSocket)
+                    sock.do_handshake()
+                    connection.handshaking = False
+                    self._advance(connection)
+                chunk = sock.recv(_CHUNK)
+            except (BlockingIOError, ssl.SSLWantReadError):
+                self._want(connection, selectors.EVENT_READ)
+                return
+            except ssl.SSLWantWriteError:
+                self._want(connection, selectors.EVENT_READ | selectors.EVENT_WRITE)
+                return
+            except OSError:  # a failed handshake or a reset, TLS errors included
+                logger.debug("connection from %s failed", connection.address, exc_info=True)
+                self._close(connection)
+                return
+            if not chunk:
+                self._close(connection)
+                return
+            connection.buffer += chunk
+            for evicted in self.admission.buffered(sock, len(connection.buffer)):
+                self._give_way(self._pending[evicted], "")
+            if self._pending.get(sock) is connection:
+                self._advance(connection)
+
+    def _advance(self, connection: _Connection) -> None:
+        """Act on what ``connection`` has buffered: read past, wait, or hand on."""
+        if connection.handshaking:
+            return
+        if connection.skip:
+            dropped = min(connection.skip, len(connection.buffer))
+            del connection.buffer[:dropped]
+            connection.skip -= dropped
+            if connection.skip:
+                assert connection.began is not None
+                self._set_deadline(connection, connection.began + self.request_timeout)
+                return
+            connection.began = None
+        if not connection.buffer:
+            self._set_deadline(connection, connection.since + self.idle_timeout)
+            return
+        if connection.began is None:
+            connection.began = time.monotonic()
+        self._set_deadline(connection, connection.began + self.request_timeout)
+        if connection.head is None:
+            end = head_end(connection.buffer, connection.scanned)
+            if (end or len(connection.buffer)) > MAX_HEAD:
+                self._close(connection, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                            "request head too large")  # fmt: skip
+                return
+            if end is None:
+                connection.scanned = len(connection.buffer)
+                return
+            connection.head = head = Head.parse(bytes(connection.buffer[:end]))
+            connection.wanted = bool(head.length) and self.wants_body(head)
+            if connection.wanted and (head.length or 0) > self.max_body:
+                self._close(connection, HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                            f"a request body is at most {self.max_body} bytes")  # fmt: skip
+                return
+            if connection.wanted and len(connection.buffer) < end + (head.length or 0):
+                self._continue(connection, head)
+        head = connection.head
+        if len(connection.buffer) >= head.size + (head.length or 0 if connection.wanted else 0):
+            self._hand_on(connection, head)
+
+    def _continue(self, connection: _Connection, head: Head) -> None:
+        """Tell a client that waits for it to send the body (RFC 9110 section 10.1.1)."""
+        version = getattr(self.RequestHandlerClass, "protocol_version", "HTTP/1.0")
+        if (
+            head.headers.get("Expect", "").lower() == "100-continue"
+            and min(head.version, version) >= "HTTP/1.1"
+        ):
+            self._send(connection, b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _hand_on(self, connection: _Connection, head: Head) -> None:
+        """Serve the request of ``head`` in a thread of its own, or refuse it."""
+        assert self._selector is not None and connection.began is not None
+        refusal = self.admission.serve(connection.sock, self.use_of(head))
+        if refusal is not None:
+            self._close(connection, HTTPStatus.SERVICE_UNAVAILABLE, f"busy: {refusal.value}")
+            return
+        length = head.length or 0
+        body = length if connection.wanted else min(length, len(connection.buffer) - head.size)
+        data = bytes(connection.buffer[: head.size + (body if connection.wanted else 0)])
+        arrival = Arrival(data, connection.accepted, connection.began)
+        del connection.buffer[: head.size + body]
+        connection.skip, connection.framed = length - body, head.length is not None
+        connection.head, connection.scanned = None, 0
+        if not connection.skip:
+            connection.began = None
+        self._selector.unregister(connection.sock)
+        del self._pending[connection.sock]
+        with self._lock:
+            self._serving[connection.sock] = arrival
+        try:
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+        except RuntimeError:  # no thread to be had: as if no slot was
+            logger.warning("cannot start a thread to serve a request", exc_info=True)
+            with self._lock:
+                del self._serving[connection.sock]
+            self._close(connection, HTTPStatus.SERVICE_UNAVAILABLE, "busy: no thread")
+
+    def _give_way(self, connection: _Connection, newcomer: str) -> None:
+        """Close ``connection``, which gave way in the pending pool to a connection of
+        ``newcomer`` (a client; "": to the byte budget)."""
+        if connection.began is None and connection.answered:
+            self._close(connection)  # idle after an answer: as any server may close it
+            return
+        refusal = Refusal.CLIENT_FULL if newcomer == connection.client else Refusal.SERVER_FULL
+        self._close(connection, HTTPStatus.SERVICE_UNAVAILABLE, f"busy: {refusal.value}")
+
+    def _close(
+        self, connection: _Connection, status: HTTPStatus | None = None, message: str = ""
+    ) -> None:
+        """Forget pending ``connection`` and close it, answering ``status`` if given."""
+        if self._pending.get(connection.sock) is connection:
+            del self._pending[connection.sock]
+            if self._selector is not None:
+                self._selector.unregister(connection.sock)
+        self.admission.release(connection.sock)
+        if status is not None:
+            logger.debug("connection from %s closed: %s", connection.address, message)
+            if not connection.handshaking:
+                with suppress(OSError):  # bytes left unread would make the close a reset
+                    for _ in range(4):
+                        if not connection.sock.recv(_CHUNK):
+                            break
+            self._send(connection, self.answer(status, message))
+        self.shutdown_request(connection.sock)
+
+    def _send(self, connection: _Connection, data: bytes) -> None:
+        if not connection.handshaking:
+            with suppress(OSError):
+                connection.sock.send(data)
+
+    def _want(self, connection: _Connection, events: int) -> None:
+        if connection.events != events:
+            assert self._selector is not None
+            self._selector.modify(connection.sock, events, connection)
+            connection.events = events
+
+    def _set_deadline(self, connection: _Connection, at: float) -> None:
+        if connection.deadline != at:
+            connection.deadline = at
+            heapq.heappush(self._deadlines, (at, next(self._sequence), connection))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            at, _, connection = heapq.heappop(self._deadlines)
+            if self._pending.get(connection.sock) is connection and connection.deadline == at:
+                logger.debug("connection from %s timed out", connection.address)
+                self._close(connection)
+
+    def _wake(self) -> None:
+        with suppress(OSError):  # full: a wake is already on its way
+            self._wake_out.send(b"\0")
+
+    # --- a serving thread ----------------------------------------------------------------
+
+    def _serve(self: Self, connection: _Connection) -> None:
+        sock, keep = connection.sock, False
+        try:
+            handler = self.RequestHandlerClass(sock, connection.address, self)
+            keep = connection.framed and not getattr(handler, "close_connection", True)
+        except Exception:
+            self.handle_error(sock, connection.address)
+        with self._lock:
+            del self._serving[sock]
+            keep = keep and self._running  # else the reader has stopped: nothing takes it
+            if keep:
+                self._returned.append(connection)
+                self._wake()
+        if not keep:
+            self.admission.release(sock)
+            self.shutdown_request(sock)
