@@ -93,8 +93,8 @@ class Duration(click.ParamType[float]):
         except SpecError as exc:
             self.fail(f"{exc} (use e.g. 500ms, 10s, 1m30s)", param, ctx)
         if nanoseconds < 0 or (nanoseconds == 0 and not self.zero_ok):
-            self.fail(f"must {'not be negative' if self.zero_ok else 'be positive'}, got {value!r}",
-                      param, ctx)  # fmt: skip
+            expected = "not be negative" if self.zero_ok else "be positive"
+            self.fail(f"must {expected}, got {value!r}", param, ctx)
         return nanoseconds
 
     def convert(
@@ -335,8 +335,14 @@ def _server(
     server_name: str | None,
     token_file: str | None,
 ) -> Server | None:
-    given = {"--tls": tls, "--ca-file": ca_file, "--client-cert": client_cert,
-             "--client-key": client_key, "--server-name": server_name, "--token-file": token_file}  # fmt: skip
+    given = {
+        "--tls": tls,
+        "--ca-file": ca_file,
+        "--client-cert": client_cert,
+        "--client-key": client_key,
+        "--server-name": server_name,
+        "--token-file": token_file,
+    }
     if server is None:
         extra = [flag for flag, value in given.items() if value]
         if extra:
@@ -352,17 +358,32 @@ _PATH = click.Path(dir_okay=False)
 
 #: ``--server HOST:PORT`` and its TLS and token options, passed on as ``server: Server | None``.
 server_options = option_group(
-    "server", _server,
-    click.option("--server", metavar="HOST:PORT", envvar="RACKCRON_SERVER", show_envvar=True,
-                 help="Use this gRPC server (rackcron serve, or Flow) instead of the store."),
+    "server",
+    _server,
+    click.option(
+        "--server",
+        metavar="HOST:PORT",
+        envvar="RACKCRON_SERVER",
+        show_envvar=True,
+        help="Use this gRPC server (rackcron serve, or Flow) instead of the store.",
+    ),
     click.option("--tls", is_flag=True, help="Use TLS to --server (implied by the options below)."),
-    click.option("--ca-file", type=_PATH, help="PEM CA bundle to verify --server (default: the system's)."),
-    click.option("--client-cert", type=_PATH, help="PEM client certificate for mTLS, with --client-key."),
+    click.option(
+        "--ca-file", type=_PATH, help="PEM CA bundle to verify --server (default: the system's)."
+    ),
+    click.option(
+        "--client-cert", type=_PATH, help="PEM client certificate for mTLS, with --client-key."
+    ),
     click.option("--client-key", type=_PATH, help="PEM private key of --client-cert."),
-    click.option("--server-name", help="The name --server's certificate must carry, if not its host."),
-    click.option("--token-file", type=_PATH,
-                 help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV})."),
-)  # fmt: skip
+    click.option(
+        "--server-name", help="The name --server's certificate must carry, if not its host."
+    ),
+    click.option(
+        "--token-file",
+        type=_PATH,
+        help=f"File holding the bearer token to send (default: ${GRPC_TOKEN_ENV}).",
+    ),
+)
 
 
 def audit_of(as_name: str | None, reason: str | None) -> Audit:
@@ -385,14 +406,17 @@ def audit_of(as_name: str | None, reason: str | None) -> Audit:
 
 
 AS_OPTION = click.option(
-    "--as", "as_name", metavar="NAME",
+    "--as",
+    "as_name",
+    metavar="NAME",
     help="Who makes the change, for the audit trail (default: your OS user). Over --server it"
     " is sent as a claim, recorded beside the identity the server authenticated.",
-)  # fmt: skip
+)
 REASON_OPTION = click.option(
-    "--reason", metavar="TEXT",
+    "--reason",
+    metavar="TEXT",
     help="Why, for the audit trail (`rackcron history`): one line, up to 500 characters.",
-)  # fmt: skip
+)
 
 #: ``--as NAME`` and ``--reason TEXT``, passed on as ``audit: Audit`` (:func:`audit_of`).
 audit_options = option_group("audit", audit_of, AS_OPTION, REASON_OPTION)

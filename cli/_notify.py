@@ -86,15 +86,21 @@ def notify_options(what: str) -> Callable[[F], F]:
     """``--notify`` and ``--notify-secret-file``, passed on as ``notify: NotifyConfig |
     None``; ``what`` says what the command tells (for the help)."""
     return option_group(
-        "notify", _config,
+        "notify",
+        _config,
         click.option(
-            "--notify", multiple=True, metavar="URL", callback=_webhooks,
+            "--notify",
+            multiple=True,
+            metavar="URL",
+            callback=_webhooks,
             help=f"POST a JSON event to this http(s) webhook for {what} (repeatable; "
             "Slack-compatible: it has a `text` field; docs/notifications.md).",
         ),
         click.option(
-            "--notify-secret-file", type=click.Path(dir_okay=False), metavar="FILE",
+            "--notify-secret-file",
+            type=click.Path(dir_okay=False),
+            metavar="FILE",
             help="Sign each notification: the HMAC-SHA256 of its body with the secret in FILE, "
             "in the X-Rackcron-Signature header.",
         ),
-    )  # fmt: skip
+    )

@@ -61,14 +61,16 @@ def _read_store(database_url: str | None) -> StoreView:
         service = open_service(database_url)
         try:
             with service.transaction(write=False) as ops:
-                schedules = tuple(
-                    StoredSchedule(s, tuple((e.rack_id, e.component_filter) for e in ops.list_scopes(s.id)))
-                    for s in ops.list_schedules().items
-                )  # fmt: skip
+                schedules = []
+                for s in ops.list_schedules().items:
+                    scope = tuple((e.rack_id, e.component_filter) for e in ops.list_scopes(s.id))
+                    schedules.append(StoredSchedule(s, scope))
                 return StoreView(
-                    schedules, tuple(ops.list_racks()), tuple(ops.list_components()),
-                    tuple(ops.list_freezes()),
-                )  # fmt: skip
+                    schedules=tuple(schedules),
+                    racks=tuple(ops.list_racks()),
+                    components=tuple(ops.list_components()),
+                    freezes=tuple(ops.list_freezes()),
+                )
         finally:
             service.close()
 
@@ -174,9 +176,14 @@ def conflicts(
     if precise:
         try:
             report = check.precise_conflicts(
-                validated.declared, store, now=now or datetime.now(UTC), horizon=horizon, durations=durations,
-                owner=mine, max_pairs=max_pairs,
-            )  # fmt: skip
+                validated.declared,
+                store,
+                now=now or datetime.now(UTC),
+                horizon=horizon,
+                durations=durations,
+                owner=mine,
+                max_pairs=max_pairs,
+            )
         except OverflowError:
             raise click.BadParameter(
                 "the horizon runs past the year 9999", param_hint="--now/--horizon"

@@ -75,8 +75,13 @@ def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
     from rackcron.freezes import active_window, next_window, unevaluable
 
     if (why := unevaluable(freeze)) is not None:
-        return {**freeze.model_dump(mode="json"), "active": True, "window": None,
-                "next_window": None, "error": f"cannot be evaluated here: {why}"}  # fmt: skip
+        return {
+            **freeze.model_dump(mode="json"),
+            "active": True,
+            "window": None,
+            "next_window": None,
+            "error": f"cannot be evaluated here: {why}",
+        }
     return {
         **freeze.model_dump(mode="json"),
         "active": active_window(freeze, at) is not None,

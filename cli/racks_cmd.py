@@ -47,14 +47,15 @@ def _dump(view: RackView) -> dict[str, Any]:
                 "id": str(t.id),
                 "status": t.status.value,
                 "schedule_id": None if t.schedule_id is None else str(t.schedule_id),
-                "schedule_name": None if t.schedule_id is None
-                else view.schedule_names.get(t.schedule_id),
+                "schedule_name": (
+                    None if t.schedule_id is None else view.schedule_names.get(t.schedule_id)
+                ),
                 "operation": t.operation,
                 "created_at": when(t.created_at),
             }
             for t in view.active_tasks
         ],
-    }  # fmt: skip
+    }
 
 
 def _domains(view: RackView) -> str:

@@ -333,19 +333,29 @@ def _tell_failed(notifier: Notifier | None, provenance: Provenance, exc: Excepti
     )
     notifier.emit(
         apply_failed(
-            "apply", revision=provenance.revision, source=provenance.source,
-            author=provenance.author, outcome="failed", error=error, at=datetime.now(UTC),
+            "apply",
+            revision=provenance.revision,
+            source=provenance.source,
+            author=provenance.author,
+            outcome="failed",
+            error=error,
+            at=datetime.now(UTC),
         )
-    )  # fmt: skip
+    )
 
 
 def _applied(provenance: Provenance, counts: dict[str, int], apply_id: int | None) -> Notification:
     from rackcron.notifications import apply_applied
 
     return apply_applied(
-        "apply", apply_id=apply_id, revision=provenance.revision, source=provenance.source,
-        author=provenance.author, counts=counts, at=datetime.now(UTC),
-    )  # fmt: skip
+        "apply",
+        apply_id=apply_id,
+        revision=provenance.revision,
+        source=provenance.source,
+        author=provenance.author,
+        counts=counts,
+        at=datetime.now(UTC),
+    )
 
 
 def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
@@ -366,9 +376,11 @@ def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
         sys.exit(1)
     origin = planned.source or {}
     return Provenance(
-        source=str(origin.get("path", source)), revision=origin.get("revision"),
-        dirty=bool(origin.get("dirty")), author=author(source),
-    )  # fmt: skip
+        source=str(origin.get("path", source)),
+        revision=origin.get("revision"),
+        dirty=bool(origin.get("dirty")),
+        author=author(source),
+    )
 
 
 def _complete(counts: dict[str, int], apply_id: int | None) -> None:
@@ -415,9 +427,13 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
     "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="How many (0: all)."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="text: a table; json: the versioned document (format_version, entries).",
-)  # fmt: skip
+)
 @database_option
 def history(limit: int, fmt: str, database_url: str | None) -> None:
     """Show what changed the store, newest first: each apply (when, by whom, from which
@@ -568,8 +584,11 @@ def sync(
             lambda: run_round(
                 service, repo, tree, remote=remote, branch=branch, owner=owner, author=author
             ),
-            report, interval=interval, stop=stop, once=once,
-        )  # fmt: skip
+            report,
+            interval=interval,
+            stop=stop,
+            once=once,
+        )
     finally:
         if notifier is not None:
             notifier.close(CLI_GRACE)
@@ -597,18 +616,27 @@ def _tell_round(
         record = result.record
         notifier.emit(
             apply_applied(
-                "sync", apply_id=record.id, revision=record.revision, source=record.source,
-                author=record.author, counts={k: int(v) for k, v in record.summary.items()},
+                "sync",
+                apply_id=record.id,
+                revision=record.revision,
+                source=record.source,
+                author=record.author,
+                counts={k: int(v) for k, v in record.summary.items()},
                 at=record.applied_at,
             )
-        )  # fmt: skip
+        )
     elif (outcome := _NOT_APPLIED.get(result.outcome)) is None:
         told[0] = None
     elif told[0] != (failure := (result.outcome, result.revision, result.detail)):
         told[0] = failure
         notifier.emit(
             apply_failed(
-                "sync", revision=result.revision, source=source, author=author, outcome=outcome,
-                error=result.detail, at=datetime.now(UTC),
+                "sync",
+                revision=result.revision,
+                source=source,
+                author=author,
+                outcome=outcome,
+                error=result.detail,
+                at=datetime.now(UTC),
             )
-        )  # fmt: skip
+        )

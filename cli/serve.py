@@ -165,15 +165,25 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
             host, port = config.metrics_listen
             tls = _http_tls(*config.http_tls) if config.http_tls else None
             wrap = _console(service, host, config.http_tokens, secure=tls is not None)
-            server = MetricsServer(host, port, metrics, health, wrap=wrap, tls=tls,
-                                   limits=Limits(max_body=MAX_FORM),
-                                   allowed_hosts=config.http_allowed_hosts)  # fmt: skip
+            server = MetricsServer(
+                host,
+                port,
+                metrics,
+                health,
+                wrap=wrap,
+                tls=tls,
+                limits=Limits(max_body=MAX_FORM),
+                allowed_hosts=config.http_allowed_hosts,
+            )
             server.start()
             if not HostCheck(host, config.http_allowed_hosts).active:
-                event(logging.WARNING, "console accepts any host name", listen=_base(server, config),
-                      hint="name the hosts it is reached by with --http-allowed-host: until then"
-                      " only the token keeps out a web page that rebinds its name to this"
-                      " address (docs/security.md)")  # fmt: skip
+                hint = (
+                    "name the hosts it is reached by with --http-allowed-host: until then"
+                    " only the token keeps out a web page that rebinds its name to this"
+                    " address (docs/security.md)"
+                )
+                listen = _base(server, config)
+                event(logging.WARNING, "console accepts any host name", listen=listen, hint=hint)
         if config.stop_after is not None:
             timer = threading.Timer(config.stop_after, stop.set)
             timer.daemon = True

@@ -50,15 +50,21 @@ def _dispatch(
 ) -> DispatchConfig:
     from rackcron.cli.serve import DispatchConfig
 
-    for flag, value, least, shown in (("--firing-lease", firing_lease, 1.0, "1s"),
-                                      ("--db-lock-timeout", db_lock_timeout, 0.001, "1ms"),
-                                      ("--db-idle-timeout", db_idle_timeout, 0.001, "1ms")):  # fmt: skip
+    for flag, value, least, shown in (
+        ("--firing-lease", firing_lease, 1.0, "1s"),
+        ("--db-lock-timeout", db_lock_timeout, 0.001, "1ms"),
+        ("--db-idle-timeout", db_idle_timeout, 0.001, "1ms"),
+    ):
         if not least <= value <= _MOST:  # PostgreSQL takes whole milliseconds; 0 is "no limit"
             raise click.BadParameter(f"must be from {shown} to 24h", param_hint=flag)
     return DispatchConfig(
-        poll_interval=poll_interval, batch_size=batch_size, workers=workers, lease=firing_lease,
-        lock_timeout=db_lock_timeout, idle_timeout=db_idle_timeout,
-    )  # fmt: skip
+        poll_interval=poll_interval,
+        batch_size=batch_size,
+        workers=workers,
+        lease=firing_lease,
+        lock_timeout=db_lock_timeout,
+        idle_timeout=db_idle_timeout,
+    )
 
 
 _MOST = 86_400.0  # seconds: the longest lease or database timeout taken
@@ -66,36 +72,53 @@ _MOST = 86_400.0  # seconds: the longest lease or database timeout taken
 
 #: How the dispatcher polls: ``dispatch: DispatchConfig``.
 _dispatch_options = option_group(
-    "dispatch", _dispatch,
+    "dispatch",
+    _dispatch,
     click.option(
-        "--poll-interval", type=DURATION, default="10s", show_default=True,
+        "--poll-interval",
+        type=DURATION,
+        default="10s",
+        show_default=True,
         help="Time between polls for due schedules (the first poll is at start-up).",
     ),
     click.option(
-        "--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+        "--batch-size",
+        type=click.IntRange(1, 10_000),
+        default=500,
+        show_default=True,
         help="Schedules claimed per transaction.",
     ),
     click.option(
-        "--workers", type=click.IntRange(1, 16),
+        "--workers",
+        type=click.IntRange(1, 16),
         help="Threads draining a poll's backlog side by side (default: 2 on "
         "PostgreSQL, 1 on SQLite, which has one writer at a time).",
     ),
     click.option(
-        "--firing-lease", type=DURATION, default="30s", show_default=True,
+        "--firing-lease",
+        type=DURATION,
+        default="30s",
+        show_default=True,
         help="How long a replica has a firing it claimed to itself; past it, any replica "
         "creates the tasks the firing still owes (its replica died or stalled).",
     ),
     click.option(
-        "--db-lock-timeout", type=DURATION, default="2s", show_default=True,
+        "--db-lock-timeout",
+        type=DURATION,
+        default="2s",
+        show_default=True,
         help="PostgreSQL: how long a statement waits for a row lock before giving up "
         "(a replica paused while holding locks stalls no one longer).",
     ),
     click.option(
-        "--db-idle-timeout", type=DURATION, default="10s", show_default=True,
+        "--db-idle-timeout",
+        type=DURATION,
+        default="10s",
+        show_default=True,
         help="PostgreSQL: how long a transaction may sit idle before the server ends it "
         "and releases its locks (a paused or cut-off replica).",
     ),
-)  # fmt: skip
+)
 
 
 def _logs(log_format: str, log_level: str) -> Callable[[], None]:
@@ -107,17 +130,23 @@ def _logs(log_format: str, log_level: str) -> Callable[[], None]:
 
 #: ``start_logs``: call it to send events to stderr, one line each.
 _log_options = option_group(
-    "start_logs", _logs,
+    "start_logs",
+    _logs,
     click.option(
-        "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
         help="One line per event, as key=value text or JSON.",
     ),
     click.option(
-        "--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-        default="info", show_default=True,
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"]),
+        default="info",
+        show_default=True,
         help="The least severe events to log (warning: problems only).",
     ),
-)  # fmt: skip
+)
 
 
 def _daemon_options(func: F) -> F:
@@ -155,9 +184,12 @@ def dispatch(
         try:
             warn_if_empty(service)
             dispatcher = Dispatcher(
-                service, batch_size=dispatch.batch_size, hook=fault_hook(),
-                workers=dispatch.workers, lease=dispatch.lease,
-            )  # fmt: skip
+                service,
+                batch_size=dispatch.batch_size,
+                hook=fault_hook(),
+                workers=dispatch.workers,
+                lease=dispatch.lease,
+            )
             if once:
                 summary = dispatcher.poll()
                 counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.results.items()))
@@ -301,12 +333,14 @@ def _grpc_config(
     given = [
         name
         for name, value in (
-            ("--grpc-tls-cert", cert), ("--grpc-tls-key", key),
-            ("--grpc-client-ca", client_ca), ("--grpc-token-file", token_file),
+            ("--grpc-tls-cert", cert),
+            ("--grpc-tls-key", key),
+            ("--grpc-client-ca", client_ca),
+            ("--grpc-token-file", token_file),
             ("--grpc-reconciler", reconciler or None),
         )
         if value is not None
-    ]  # fmt: skip
+    ]
     if listen is None:
         if given:
             raise click.UsageError(f"{given[0]} needs --grpc-listen")
@@ -366,36 +400,52 @@ def _grpc_config(
     " /healthz stays open.",
 )
 @option_group(
-    "runner", _runner,
+    "runner",
+    _runner,
     click.option("--no-runner", is_flag=True, help="Fire schedules only; deliver no tasks."),
     click.option(
-        "--runner-interval", type=DURATION, default="1s", show_default=True,
+        "--runner-interval",
+        type=DURATION,
+        default="1s",
+        show_default=True,
         help="Time between the task runner's rounds.",
     ),
     click.option(
-        "--status-interval", type=DURATION, default="2s", show_default=True,
+        "--status-interval",
+        type=DURATION,
+        default="2s",
+        show_default=True,
         help="How often a running task's controller is asked how it is doing.",
     ),
     click.option(
-        "--delivery-attempts", type=click.IntRange(1, 100), default=5, show_default=True,
+        "--delivery-attempts",
+        type=click.IntRange(1, 100),
+        default=5,
+        show_default=True,
         help="Failed controller calls in a row before a task fails.",
     ),
     click.option(
-        "--retry-backoff", type=DURATION, default="1s", show_default=True,
+        "--retry-backoff",
+        type=DURATION,
+        default="1s",
+        show_default=True,
         help="Wait before the first retry of a failed controller call (doubling, at most 60s).",
-    )
-)  # fmt: skip
+    ),
+)
 @option_group(
-    "retention", _retention,
+    "retention",
+    _retention,
     click.option(
-        "--task-retention", type=Span(),
+        "--task-retention",
+        type=Span(),
         help="Delete final tasks (completed, failed, terminated) once they finished this long "
         "ago, e.g. 720h (30 days): in the background, at most 500 per transaction, never a "
         "task whose controller is still to be told to stop it. Default: keep every task.",
     ),
-)  # fmt: skip
+)
 @option_group(
-    "controllers", _controllers,
+    "controllers",
+    _controllers,
     click.option(
         "--default-controller",
         metavar="simulator|URL",
@@ -404,34 +454,50 @@ def _grpc_config(
         "host must be allowed by --controller-allow.",
     ),
     click.option(
-        "--controller-allow", multiple=True, metavar="PATTERN",
+        "--controller-allow",
+        multiple=True,
+        metavar="PATTERN",
         help="A controller host the task runner may call (repeatable): an IP network "
         "(10.0.0.0/8), a host (rc.example.com), a glob (*.bmc.example.com), any of them "
         "with :PORT. Tasks of racks whose controller is not allowed fail without a request. "
         "Default: loopback only (127.0.0.0/8, ::1, localhost).",
     ),
     click.option(
-        "--controller-secrets", type=click.Path(file_okay=False), metavar="DIR",
+        "--controller-secrets",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
         help="Directory of controller credentials: DIR/NAME/token, ca.pem, client.pem, "
         "client.key for a rack's `credential: NAME` (links may not lead out of DIR). "
         "Tokens may also come from $RACKCRON_CONTROLLER_SECRET_<NAME>.",
     ),
     click.option(
-        "--sim-duration", multiple=True, metavar="TYPE=DURATION", callback=operation_durations,
+        "--sim-duration",
+        multiple=True,
+        metavar="TYPE=DURATION",
+        callback=operation_durations,
         help="How long the simulator runs an operation type, e.g. POWER_ON=3s (repeatable).",
     ),
     click.option(
-        "--sim-default-duration", type=DURATION, default="5s", show_default=True,
+        "--sim-default-duration",
+        type=DURATION,
+        default="5s",
+        show_default=True,
         help="How long the simulator runs an operation type without its own duration.",
     ),
     click.option(
-        "--sim-failure-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+        "--sim-failure-rate",
+        type=click.FloatRange(0, 1),
+        default=0.0,
+        show_default=True,
         help="Share of simulated operations that fail.",
     ),
-    click.option("--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs).")
-)  # fmt: skip
+    click.option(
+        "--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs)."
+    ),
+)
 @option_group(
-    "grpc", _grpc_config,
+    "grpc",
+    _grpc_config,
     click.option(
         "--grpc-listen",
         type=LISTEN,
@@ -439,16 +505,21 @@ def _grpc_config(
         "use TLS and tokens.",
     ),
     click.option(
-        "--grpc-tls-cert", type=click.Path(dir_okay=False),
+        "--grpc-tls-cert",
+        type=click.Path(dir_okay=False),
         help="PEM certificate (chain) of the gRPC server; turns TLS on, with --grpc-tls-key.",
     ),
-    click.option("--grpc-tls-key", type=click.Path(dir_okay=False), help="PEM private key for TLS."),
     click.option(
-        "--grpc-client-ca", type=click.Path(dir_okay=False),
+        "--grpc-tls-key", type=click.Path(dir_okay=False), help="PEM private key for TLS."
+    ),
+    click.option(
+        "--grpc-client-ca",
+        type=click.Path(dir_okay=False),
         help="PEM CA bundle: clients must present a certificate it signed (mTLS).",
     ),
     click.option(
-        "--grpc-token-file", type=click.Path(dir_okay=False),
+        "--grpc-token-file",
+        type=click.Path(dir_okay=False),
         help="File of bearer tokens, one per line as 'SCOPE NAME:TOKEN': gRPC calls must carry"
         " one whose SCOPE allows them (read: the reads; write: also changes; admin: also"
         " triggers forced past a freeze). A line without a scope ('NAME:TOKEN' or a bare"
@@ -456,26 +527,34 @@ def _grpc_config(
         f" accepted: ${GRPC_TOKEN_ENV} (named env, no scope). Health checks need none.",
     ),
     click.option(
-        "--grpc-workers", type=click.IntRange(1, 256),
+        "--grpc-workers",
+        type=click.IntRange(1, 256),
         help="Threads serving RPCs (default: two per CPU, 4 to 32); the database connection"
         " pool is sized to match.",
     ),
     click.option(
-        "--grpc-max-message-size", type=click.IntRange(1024, 64 * 1024 * 1024),
-        default=4 * 1024 * 1024, show_default=True, metavar="BYTES",
+        "--grpc-max-message-size",
+        type=click.IntRange(1024, 64 * 1024 * 1024),
+        default=4 * 1024 * 1024,
+        show_default=True,
+        metavar="BYTES",
         help="Largest request accepted; bigger ones get RESOURCE_EXHAUSTED.",
     ),
     click.option(
-        "--grpc-grace", type=DURATION, default="10s", show_default=True,
+        "--grpc-grace",
+        type=DURATION,
+        default="10s",
+        show_default=True,
         help="On stop, how long RPCs in flight get to finish.",
     ),
     click.option(
-        "--grpc-reconciler", is_flag=True,
+        "--grpc-reconciler",
+        is_flag=True,
         help="Also serve rackcron.v1.Reconciler, so `apply --server` can write the inventory "
         "(rack controller settings included) and record applies: give its callers the trust "
         "`rackcron apply` needs.",
-    )
-)  # fmt: skip
+    ),
+)
 @notify_options(
     "each task that fails or expires in its queue, each firing skipped because every scope was"
     " busy or missed (its starting deadline passed, every scope frozen), each rack controller"
@@ -578,9 +657,12 @@ def serve(
         raise click.UsageError(
             "--notify tells what the dispatcher and runner do: not with --no-dispatch"
         )
-    for name, value in (("--http-token-file", http_token_file),
-                        ("--http-tls-cert", http_tls_cert), ("--http-tls-key", http_tls_key),
-                        ("--http-allowed-host", http_allowed_host or None)):  # fmt: skip
+    for name, value in (
+        ("--http-token-file", http_token_file),
+        ("--http-tls-cert", http_tls_cert),
+        ("--http-tls-key", http_tls_key),
+        ("--http-allowed-host", http_allowed_host or None),
+    ):
         if value is not None and metrics_listen is None:
             raise click.UsageError(f"{name} needs --http-listen")
     if (http_tls_cert is None) != (http_tls_key is None):

@@ -142,19 +142,27 @@ def _summary(found: Upcoming) -> str:
 @click.command("upcoming")
 @click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--window", type=DURATION, default="24h", show_default=True,
+    "--window",
+    type=DURATION,
+    default="24h",
+    show_default=True,
     help="How far ahead to look (a Go duration, at most 744h).",
-)  # fmt: skip
+)
 @click.option("--now", type=INSTANT, help="Look from this instant (RFC 3339) instead of now.")
 @click.option(
-    "--rack", "rack_ref", shell_complete=complete_racks,
+    "--rack",
+    "rack_ref",
+    shell_complete=complete_racks,
     help="Only this rack's firings (a name or an id).",
-)  # fmt: skip
+)
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "mermaid"]), default="text",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "mermaid"]),
+    default="text",
     show_default=True,
     help="text for a terminal, json (versioned), mermaid: a gantt block for Markdown.",
-)  # fmt: skip
+)
 @owner_option
 @database_option
 def upcoming_command(
@@ -203,8 +211,9 @@ def upcoming_command(
     if fmt == "mermaid":
         echo_text("\n".join(_mermaid(found)))
         return
-    rows = [[when(b.start), when(b.end), b.rack, b.schedule, b.operation, _note(b)]
-            for b in found.bars]  # fmt: skip
+    rows = [
+        [when(b.start), when(b.end), b.rack, b.schedule, b.operation, _note(b)] for b in found.bars
+    ]
     if rows:
         print_table(_HEADERS, rows)
     echo_text(_summary(found))

@@ -120,8 +120,7 @@ class _Console:
             return self.fallback(environ, start)
         is_page = path in _PAGES or bool(_SCHEDULE_PATH.fullmatch(path))
         if self.refusal is not None and (is_page or path in ("/login", "/logout")):
-            body = f"{self.refusal}\n".encode()
-            return self._send(start, _Response("403 Forbidden", body, "text/plain; charset=utf-8"))
+            return self._send(start, _plain("403 Forbidden", self.refusal))
         if path.startswith("/static/"):
             return self._send(start, self._static(path.removeprefix("/static/")))
         if path == "/login":
@@ -134,9 +133,9 @@ class _Console:
             live = "fragment=rows" in environ.get("QUERY_STRING", "")  # the script's refresh
             if (is_page and not live) or path == "/logout":
                 return self._send(start, _redirect("/login?next=" + urllib.parse.quote(path)))
-            return self._send(start, _Response("401 Unauthorized", b"a bearer token is needed\n",
-                                               "text/plain; charset=utf-8",
-                                               (("WWW-Authenticate", "Bearer"),)))  # fmt: skip
+            challenge = ("WWW-Authenticate", "Bearer")
+            answer = _plain("401 Unauthorized", "a bearer token is needed", (challenge,))
+            return self._send(start, answer)
         if path == "/logout" and method == "POST":
             return self._send(start, _redirect("/login", cookie=self.gate.logout(environ)))
         page = _PAGES.get(path)
@@ -164,11 +163,18 @@ class _Console:
             response = self._error(status, message)
         except StoreError as exc:  # say so, keep serving; the details are the log's
             correlation = uuid.uuid4().hex[:16]
-            event(logging.WARNING, "console page failed", path=path, correlation_id=correlation,
-                  error=exc.message)  # fmt: skip
-            response = self._error("503 Service Unavailable", "the store cannot be read now"
-                                   f" (correlation id {correlation}: the server's log has the"
-                                   " details)")  # fmt: skip
+            event(
+                logging.WARNING,
+                "console page failed",
+                path=path,
+                correlation_id=correlation,
+                error=exc.message,
+            )
+            message = (
+                "the store cannot be read now"
+                f" (correlation id {correlation}: the server's log has the details)"
+            )
+            response = self._error("503 Service Unavailable", message)
         except RackcronError as exc:
             response = self._error("400 Bad Request", exc.message)
         return self._send(start, response, head=method == "HEAD")
@@ -197,7 +203,7 @@ class _Console:
 
     def _static(self, name: str) -> _Response:
         if name not in _STATIC:
-            return _Response("404 Not Found", b"not found\n", "text/plain; charset=utf-8")
+            return _plain("404 Not Found", "not found")
         body = resources.files("rackcron.console").joinpath("static", name).read_bytes()
         return _Response("200 OK", body, _STATIC[name], (("Cache-Control", "max-age=300"),))
 
@@ -227,8 +233,9 @@ class _Console:
         except Throttled as exc:
             return _throttled(exc, page=self._error("429 Too Many Requests", str(exc)))
         if cookie is None:
-            return self._render("login.html", "401 Unauthorized", title="Sign in",
-                                target=target, failed=True)  # fmt: skip
+            return self._render(
+                "login.html", "401 Unauthorized", title="Sign in", target=target, failed=True
+            )
         return _redirect(target, cookie=cookie)
 
     # --- pages --------------------------------------------------------------------------
@@ -255,11 +262,20 @@ class _Console:
         found = upcoming(view, start, start + timedelta(hours=hours))
         picture = timeline.draw(found, now, by=by, racks={r.id: r.name for r in view.racks})
         legend = [(name, colour) for name, colour in timeline.COLOURS.items()]
-        return self._render("timeline.html", title="Timeline", picture=picture, window=window,
-                            hours=hours, by=by, start=start, legend=legend,
-                            end=start + timedelta(hours=hours), bars=len(found.bars),
-                            conflicts=sum(1 for b in found.bars if b.conflicts_with),
-                            max_fires=MAX_FIRES_PER_SCHEDULE)  # fmt: skip
+        return self._render(
+            "timeline.html",
+            title="Timeline",
+            picture=picture,
+            window=window,
+            hours=hours,
+            by=by,
+            start=start,
+            legend=legend,
+            end=start + timedelta(hours=hours),
+            bars=len(found.bars),
+            conflicts=sum(1 for b in found.bars if b.conflicts_with),
+            max_fires=MAX_FIRES_PER_SCHEDULE,
+        )
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
@@ -272,8 +288,14 @@ class _Console:
             names = sorted(racks.get(sc.rack_id, str(sc.rack_id)) for sc in scopes.get(s.id, []))
             if wanted.keeps(s, names):
                 listed.append((s, names, _state(s)))
-        return self._render("schedules.html", title="Schedules", listed=listed, filters=wanted,
-                            total=len(schedules), words=spec_words)  # fmt: skip
+        return self._render(
+            "schedules.html",
+            title="Schedules",
+            listed=listed,
+            filters=wanted,
+            total=len(schedules),
+            words=spec_words,
+        )
 
     def _schedule(self, schedule_id: str) -> _Response:
         with self.service.transaction(write=False) as ops:
@@ -283,10 +305,18 @@ class _Console:
             tasks = ops.list_tasks(schedule_id=schedule.id, limit=20).items
             applied = ops.get_apply(schedule.applied_by) if schedule.applied_by else None
         fires = _next_fires(schedule, NEXT_FIRES)
-        return self._render("schedule.html", title=schedule.name, schedule=schedule,
-                            scopes=scopes, racks=racks, tasks=tasks, fires=fires, applied=applied,
-                            words=spec_words(schedule.spec_type, schedule.spec, schedule.timezone),
-                            state=_state(schedule))  # fmt: skip
+        return self._render(
+            "schedule.html",
+            title=schedule.name,
+            schedule=schedule,
+            scopes=scopes,
+            racks=racks,
+            tasks=tasks,
+            fires=fires,
+            applied=applied,
+            words=spec_words(schedule.spec_type, schedule.spec, schedule.timezone),
+            state=_state(schedule),
+        )
 
     def tasks(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
@@ -294,15 +324,23 @@ class _Console:
             racks = {r.id: r.name for r in inventory}
             schedules = {s.id: s.name for s in ops.list_schedules().items}
             rack_id = _named(params.get("rack", ""), map(rack_candidate, inventory), "rack")
-            schedule_id = _named(params.get("schedule", ""),
-                                 (Candidate(k, v) for k, v in schedules.items()), "schedule")  # fmt: skip
+            candidates = (Candidate(k, v) for k, v in schedules.items())
+            schedule_id = _named(params.get("schedule", ""), candidates, "schedule")
             status = params.get("status", "")
             statuses = [_status(status)] if status else []
-            page = ops.list_tasks(rack_id=rack_id, schedule_id=schedule_id, statuses=statuses,
-                                  limit=TASK_PAGE)  # fmt: skip
-        context: dict[str, Any] = dict(tasks=page.items, total=page.total, racks=racks, schedules=schedules,
-                       rack=params.get("rack", ""), schedule=params.get("schedule", ""),
-                       status=status, statuses=[s.value for s in TaskStatus])  # fmt: skip
+            page = ops.list_tasks(
+                rack_id=rack_id, schedule_id=schedule_id, statuses=statuses, limit=TASK_PAGE
+            )
+        context: dict[str, Any] = dict(
+            tasks=page.items,
+            total=page.total,
+            racks=racks,
+            schedules=schedules,
+            rack=params.get("rack", ""),
+            schedule=params.get("schedule", ""),
+            status=status,
+            statuses=[s.value for s in TaskStatus],
+        )
         if params.get("fragment") == "rows":
             return self._render("task_rows.html", **context)
         query = urllib.parse.urlencode({k: v for k, v in params.items() if k != "fragment"})
@@ -411,12 +449,16 @@ def _local_path(target: str) -> str:
     return urllib.parse.quote(target, safe=_URL_SAFE)
 
 
+def _plain(status: str, line: str, headers: tuple[tuple[str, str], ...] = ()) -> _Response:
+    """A plain-text answer of one ``line``."""
+    return _Response(status, f"{line}\n".encode(), "text/plain; charset=utf-8", headers)
+
+
 def _throttled(exc: Throttled, *, page: _Response | None = None) -> _Response:
     """The 429 answer: ``page`` (a plain-text line when None) with Retry-After."""
     retry = (("Retry-After", str(exc.retry_after)),)
     if page is None:
-        return _Response("429 Too Many Requests", f"{exc}\n".encode(),
-                         "text/plain; charset=utf-8", retry)  # fmt: skip
+        return _plain("429 Too Many Requests", str(exc), retry)
     return dataclasses.replace(page, headers=page.headers + retry)
 
 

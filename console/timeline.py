@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -150,12 +150,19 @@ def _merged(bars: list[Bar], start: datetime, span: float) -> tuple[Drawn, ...]:
         index = last.get(key)
         if index is not None and x <= runs[index].x + runs[index].width + 1.0:
             run = runs[index]
-            runs[index] = Drawn(run.bar, run.x, max(run.width, right - run.x), run.colour,
-                                run.start_utc, format_rfc3339(b.end), run.count + 1)  # fmt: skip
+            width, end_utc = max(run.width, right - run.x), format_rfc3339(b.end)
+            runs[index] = replace(run, width=width, end_utc=end_utc, count=run.count + 1)
             continue
         last[key] = len(runs)
-        runs.append(Drawn(b, x, right - x, COLOURS.get(b.operation, OTHER_COLOUR),
-                          format_rfc3339(b.start), format_rfc3339(b.end)))  # fmt: skip
+        drawn = Drawn(
+            bar=b,
+            x=x,
+            width=right - x,
+            colour=COLOURS.get(b.operation, OTHER_COLOUR),
+            start_utc=format_rfc3339(b.start),
+            end_utc=format_rfc3339(b.end),
+        )
+        runs.append(drawn)
     return tuple(runs)
 
 
@@ -180,8 +187,10 @@ def draw(
         )
         keyed.setdefault(key, (name, []))[1].append(bar)
     ordered = sorted(keyed.items(), key=lambda kv: kv[1][0])
-    rows = [Row(name, key, AXIS + index * ROW, _merged(bars, start, span))
-            for index, (key, (name, bars)) in enumerate(ordered)]  # fmt: skip
+    rows = [
+        Row(name, key, AXIS + index * ROW, _merged(bars, start, span))
+        for index, (key, (name, bars)) in enumerate(ordered)
+    ]
     shades = _shades(upcoming, [uuid.UUID(r.key) for r in rows], span) if by == "rack" else []
     now_x = _x(now, start, span) if start <= now < end else None
     return Picture(
@@ -232,10 +241,18 @@ def _shades(upcoming: Upcoming, rows: list[uuid.UUID], span: float) -> list[Shad
         if window.rack_ids not in runs:
             runs[window.rack_ids] = _runs(window.rack_ids, rows)
         for row, length in runs[window.rack_ids]:
-            shades.append(Shade(window.name, window.holds, left, right - left, AXIS + row * ROW,
-                                length * ROW, format_rfc3339(window.start),
-                                format_rfc3339(until), count))  # fmt: skip
+            shade = Shade(
+                name=window.name,
+                holds=window.holds,
+                x=left,
+                width=right - left,
+                y=AXIS + row * ROW,
+                height=length * ROW,
+                start_utc=format_rfc3339(window.start),
+                end_utc=format_rfc3339(until),
+                count=count,
+            )
+            shades.append(shade)
             if len(shades) > MAX_SHADES:
                 return shades
-    return shades
     return shades

@@ -231,8 +231,11 @@ class ListenerMixIn(socketserver.TCPServer):
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):  # else one connection failed
                     assert self._selector is not None
-                    logger.warning("out of file descriptors: accepting no connection for"
-                                   " %ss (lower max_pending, or raise the limit)", _PAUSE)  # fmt: skip
+                    logger.warning(
+                        "out of file descriptors: accepting no connection for"
+                        " %ss (lower max_pending, or raise the limit)",
+                        _PAUSE,
+                    )
                     self._selector.unregister(self.socket)
                     self._resume_accepting = time.monotonic() + _PAUSE
                 logger.debug("accepting a connection failed", exc_info=True)
@@ -323,8 +326,9 @@ class ListenerMixIn(socketserver.TCPServer):
         if connection.head is None:
             end = head_end(connection.buffer, connection.scanned)
             if (end or len(connection.buffer)) > MAX_HEAD:
-                self._close(connection, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                            "request head too large")  # fmt: skip
+                self._close(
+                    connection, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large"
+                )
                 return
             if end is None:
                 connection.scanned = len(connection.buffer)
@@ -332,8 +336,11 @@ class ListenerMixIn(socketserver.TCPServer):
             connection.head = head = Head.parse(bytes(connection.buffer[:end]))
             connection.wanted = bool(head.length) and self.wants_body(head)
             if connection.wanted and (head.length or 0) > self.max_body:
-                self._close(connection, HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                            f"a request body is at most {self.max_body} bytes")  # fmt: skip
+                self._close(
+                    connection,
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                    f"a request body is at most {self.max_body} bytes",
+                )
                 return
             if connection.wanted and len(connection.buffer) < end + (head.length or 0):
                 self._continue(connection, head)

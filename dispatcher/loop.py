@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.errors import RackcronError
 from rackcron.firing import parse_starting_deadline
-from rackcron.logs import LOGGER, Seconds, event
+from rackcron.logs import Seconds, event, failed
 from rackcron.models import MissReason
 from rackcron.notifications import Notification, firing_missed, firing_skipped
 from rackcron.service import DEFAULT_LEASE, Completed, FireResult, Missed, Service
@@ -106,8 +106,13 @@ class Dispatcher:
                 for batch in batches:
                     counts = self._report(batch.results) + self._report_completed(batch.completed)
                     for schedule in batch.unfireable:
-                        event(logging.ERROR, "cannot fire", schedule=schedule.name,
-                              id=str(schedule.schedule_id), error=schedule.error)  # fmt: skip
+                        event(
+                            logging.ERROR,
+                            "cannot fire",
+                            schedule=schedule.name,
+                            id=str(schedule.schedule_id),
+                            error=schedule.error,
+                        )
                     if batch.unfireable:
                         counts["unfireable"] += len(batch.unfireable)
                     self._report_missed(batch.missed)
@@ -146,9 +151,7 @@ class Dispatcher:
             try:
                 summary = self.poll(stop)
             except Exception as exc:  # the loop outlives any poll; /healthz reports it
-                message = exc.message if isinstance(exc, RackcronError) else repr(exc)
-                LOGGER.error("poll failed", exc_info=not isinstance(exc, RackcronError),
-                             extra={"fields": {"error": message}})  # fmt: skip
+                message = failed("poll failed", exc)
                 if self.metrics is not None:
                     self.metrics.poll_errors.inc()
                 if self.health is not None:
@@ -181,9 +184,14 @@ class Dispatcher:
             except SpecError:  # a row rackcron did not write: its firing reports it
                 continue
             if short:
-                event(logging.WARNING, "starting deadline shorter than twice the poll interval",
-                      schedule=schedule.name, id=str(schedule.id), starting_deadline=deadline,
-                      poll_interval=Seconds(interval))  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "starting deadline shorter than twice the poll interval",
+                    schedule=schedule.name,
+                    id=str(schedule.id),
+                    starting_deadline=deadline,
+                    poll_interval=Seconds(interval),
+                )
 
     def _report_missed(self, missed: list[Missed]) -> None:
         """A WARNING line per missed firing, the metric and the notification (after the
@@ -205,11 +213,16 @@ class Dispatcher:
             if self.metrics is not None:
                 self.metrics.firings_missed.labels(miss.reason.value).inc()
             if self.notify is not None and not miss.repeated:
-                self.notify(firing_missed(
-                    miss.schedule_id, miss.name, due_at=miss.due, at=miss.at, reason=miss.reason,
+                notification = firing_missed(
+                    miss.schedule_id,
+                    miss.name,
+                    due_at=miss.due,
+                    at=miss.at,
+                    reason=miss.reason,
                     starting_deadline=miss.starting_deadline,
                     freeze=miss.detail if miss.reason is MissReason.FREEZE else None,
-                ))  # fmt: skip
+                )
+                self.notify(notification)
 
     def _report_completed(self, completed: list[Completed]) -> Counter[str]:
         """Log one line per recorded firing completed late (a WARNING: its replica died or
@@ -256,10 +269,12 @@ class Dispatcher:
                 "lag": Seconds(lag),
             }
             if counts.get("deferred"):  # owed by the firing's record: completed later
-                fields["deferred_because"] = "; ".join(sorted({
+                because = {
                     o.error or "its rack is locked by another transaction"
-                    for o in result.outcomes if o.result == "deferred"
-                }))  # fmt: skip
+                    for o in result.outcomes
+                    if o.result == "deferred"
+                }
+                fields["deferred_because"] = "; ".join(sorted(because))
             if counts["failed"]:
                 fields["errors"] = "; ".join(
                     str(o.error) for o in result.outcomes if o.result == "failed"
@@ -274,10 +289,14 @@ class Dispatcher:
                 and not firing.manual
                 and counts["skipped"] == len(result.outcomes) > 0
             ):
-                self.notify(firing_skipped(
-                    firing.schedule.id, firing.schedule.name, due_at=firing.schedule.next_run_at,
-                    at=firing.at, rack_ids=[o.rack_id for o in result.outcomes],
-                ))  # fmt: skip
+                notification = firing_skipped(
+                    firing.schedule.id,
+                    firing.schedule.name,
+                    due_at=firing.schedule.next_run_at,
+                    at=firing.at,
+                    rack_ids=[o.rack_id for o in result.outcomes],
+                )
+                self.notify(notification)
             if self.metrics is not None:
                 self.metrics.lag.observe(lag)
             totals.update(counts)

@@ -260,8 +260,14 @@ class Notifier:
             self.metrics.notifications_dropped.labels(webhook.label).inc()
             if not q.dropping:  # once per run of drops: a dead webhook must not flood the log
                 q.dropping = True
-                event(logging.WARNING, "notification dropped: queue full", webhook=webhook.label,
-                      kind=item.kind, id=item.id, queue=self.delivery.queue_size)  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "notification dropped: queue full",
+                    webhook=webhook.label,
+                    kind=item.kind,
+                    id=item.id,
+                    queue=self.delivery.queue_size,
+                )
 
     def close(self, grace: float) -> None:
         """Take no more events; deliver what is queued for up to ``grace`` seconds, then
@@ -275,23 +281,35 @@ class Notifier:
         for webhook, q in zip(self.webhooks, self._queues, strict=True):
             if left := q.clear():
                 self.metrics.notifications_dropped.labels(webhook.label).inc(left)
-                event(logging.WARNING, "notifications dropped on stop", webhook=webhook.label,
-                      count=left, grace=Seconds(grace))  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "notifications dropped on stop",
+                    webhook=webhook.label,
+                    count=left,
+                    grace=Seconds(grace),
+                )
 
     def _serve(self, webhook: Webhook, q: _Queue) -> None:
         while (item := q.take()) is not None:
             try:
                 delivered, error, attempts = self._deliver(webhook, q, item)
             except Exception:  # a bug: this event is lost, never the worker
-                LOGGER.exception("notification worker failed", extra={"fields": {
-                    "webhook": webhook.label, "kind": item.kind, "id": item.id}})  # fmt: skip
+                fields = {"webhook": webhook.label, "kind": item.kind, "id": item.id}
+                LOGGER.exception("notification worker failed", extra={"fields": fields})
                 delivered, error, attempts = False, "internal error", 0
             if delivered:
                 self.metrics.notifications_sent.labels(webhook.label).inc()
             else:
                 self.metrics.notifications_failed.labels(webhook.label).inc()
-                event(logging.WARNING, "notification not delivered", webhook=webhook.label,
-                      kind=item.kind, id=item.id, attempts=attempts, error=error)  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "notification not delivered",
+                    webhook=webhook.label,
+                    kind=item.kind,
+                    id=item.id,
+                    attempts=attempts,
+                    error=error,
+                )
 
     def _deliver(self, webhook: Webhook, q: _Queue, item: _Item) -> tuple[bool, str, int]:
         """Attempts at ``item`` until one succeeds, one cannot be retried, or none is left
@@ -316,8 +334,15 @@ class Notifier:
                 retry = status >= 500 or status in _RETRY_STATUSES
             if not retry or attempt == policy.attempts:
                 return False, error, attempt
-            event(logging.DEBUG, "notification attempt failed", webhook=webhook.label,
-                  kind=item.kind, id=item.id, attempt=attempt, error=error)  # fmt: skip
+            event(
+                logging.DEBUG,
+                "notification attempt failed",
+                webhook=webhook.label,
+                kind=item.kind,
+                id=item.id,
+                attempt=attempt,
+                error=error,
+            )
             # Closing: each event left gets one attempt in the grace, not a retry.
             if self._closing.wait(policy.delay(attempt)):
                 return False, error, attempt

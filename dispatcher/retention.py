@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from rackcron.dispatcher.metrics import Metrics
-from rackcron.errors import RackcronError
-from rackcron.logs import LOGGER, Seconds, event
+from rackcron.logs import Seconds, event, failed
 from rackcron.retention import MAX_BATCH
 from rackcron.service import Service
 
@@ -99,9 +98,7 @@ class Pruner:
             try:
                 summary = self.prune(stop)
             except Exception as exc:  # the loop outlives any pass
-                message = exc.message if isinstance(exc, RackcronError) else repr(exc)
-                LOGGER.error("task pruning failed", exc_info=not isinstance(exc, RackcronError),
-                             extra={"fields": {"error": message}})  # fmt: skip
+                failed("task pruning failed", exc)
             else:
                 if summary.deleted or summary.firings:
                     event(

@@ -65,7 +65,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.errors import RackcronError
 from rackcron.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
-from rackcron.logs import LOGGER, Seconds, event
+from rackcron.logs import LOGGER, Seconds, event, failed
 from rackcron.notifications import (
     FAILURE_REASONS,
     Notification,
@@ -281,9 +281,12 @@ class TaskRunner:
         self._pool.shutdown()
         hung = sorted(key for key, future in running.items() if future in pending)
         if hung:
-            event(logging.WARNING, "abandoned controller calls on stop",
-                  grace=Seconds(self.stop_grace),
-                  controllers=", ".join(hung))  # fmt: skip
+            event(
+                logging.WARNING,
+                "abandoned controller calls on stop",
+                grace=Seconds(self.stop_grace),
+                controllers=", ".join(hung),
+            )
 
     def run(self, stop: threading.Event, *, interval: float = 1.0) -> None:
         """Rounds every ``interval`` seconds until ``stop`` is set; then :meth:`close`
@@ -294,9 +297,7 @@ class TaskRunner:
                 try:
                     self.tick()
                 except Exception as exc:  # the loop outlives any round
-                    message = exc.message if isinstance(exc, RackcronError) else repr(exc)
-                    LOGGER.error("runner round failed", exc_info=not isinstance(exc, RackcronError),
-                                 extra={"fields": {"error": message}})  # fmt: skip
+                    failed("runner round failed", exc)
                 stop.wait(max(0.0, interval - (time.monotonic() - started)))
         finally:
             self.close()
@@ -342,8 +343,8 @@ class TaskRunner:
         except ControllerError as exc:
             error = str(exc)
         except Exception as exc:  # a driver's bug: this task's call failed, not the worker
-            LOGGER.exception("controller driver failed", extra={"fields": {
-                "controller": key, "task": str(work.task_id)}})  # fmt: skip
+            fields = {"controller": key, "task": str(work.task_id)}
+            LOGGER.exception("controller driver failed", extra={"fields": fields})
             error = f"{key}: the driver failed: {type(exc).__name__}: {exc}"[:_MAX_ERROR]
         if self.metrics is not None:
             self.metrics.controller_errors.labels(key).inc()
@@ -369,9 +370,12 @@ class TaskRunner:
             # A task being cancelled keeps its message until the runner gives up.
             message = f"controller call {failures} of {self.retry.attempts} failed: {error}"
             return Update(
-                work.task_id, happened, work.status, message="" if stopping else message,
+                task_id=work.task_id,
+                event=happened,
+                was=work.status,
+                message="" if stopping else message,
                 delay=self.retry.delay(failures),
-            )  # fmt: skip
+            )
         if not stopping:
             # The operation may be running all the same (accepted, answer lost): the task
             # fails, and its controller is told to stop it, as after a cancellation.
@@ -414,10 +418,12 @@ class TaskRunner:
         if unreachable:
             self.notify(
                 controller_unreachable(
-                    key, [_task_ref(r) for r in unreachable], attempts=self.retry.attempts,
+                    key,
+                    [_task_ref(r) for r in unreachable],
+                    attempts=self.retry.attempts,
                     at=unreachable[0].at,
                 )
-            )  # fmt: skip
+            )
 
     def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
         works = {w.task_id: w for w in share}
@@ -425,8 +431,13 @@ class TaskRunner:
             ended = ends(update.was, update.event)
             if ended is not None:
                 level = logging.INFO if ended == TaskStatus.COMPLETED else logging.WARNING
-                event(level, "task ended", **_about(works[update.task_id]), status=ended.value,
-                      message=update.message)  # fmt: skip
+                event(
+                    level,
+                    "task ended",
+                    **_about(works[update.task_id]),
+                    status=ended.value,
+                    message=update.message,
+                )
                 if self.metrics is not None:
                     self.metrics.task_ended(ended.value, works[update.task_id].schedule_id)
             elif update.event is Event.ACCEPTED:
@@ -439,5 +450,9 @@ class TaskRunner:
                         self.metrics.delivery_lag.observe(seconds)
                 event(logging.INFO, "task started", **_about(work), **lag)
             elif update.event is Event.RETRY_SCHEDULED:
-                event(logging.WARNING, "controller call failed", **_about(works[update.task_id]),
-                      error=update.message)  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "controller call failed",
+                    **_about(works[update.task_id]),
+                    error=update.message,
+                )

@@ -31,8 +31,10 @@ _HOST_HEADER = re.compile(
     r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::[0-9]{1,5})?"
 )
 #: A DNS name as ``--http-allowed-host`` takes it: labels of letters, digits and hyphens.
-_DNS_NAME = re.compile(r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
-                       r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # fmt: skip
+_DNS_NAME = re.compile(
+    r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+    r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+)
 
 
 def is_loopback(host: str) -> bool:

@@ -320,12 +320,17 @@ def lock_broken(holder: str | None) -> Change | None:
 
 #: The object kind a Reconciler step changes, by its rpc.
 _STEP_KINDS = {
-    "UpsertRack": "rack", "DeleteRack": "rack",
-    "UpsertComponent": "component", "DeleteComponent": "component",
-    "UpsertNVLDomain": "nvl_domain", "DeleteNVLDomain": "nvl_domain",
-    "UpsertFreeze": "freeze", "DeleteFreeze": "freeze",
-    "SetManagement": "schedule", "SetStartingDeadline": "schedule",
-}  # fmt: skip
+    "UpsertRack": "rack",
+    "DeleteRack": "rack",
+    "UpsertComponent": "component",
+    "DeleteComponent": "component",
+    "UpsertNVLDomain": "nvl_domain",
+    "DeleteNVLDomain": "nvl_domain",
+    "UpsertFreeze": "freeze",
+    "DeleteFreeze": "freeze",
+    "SetManagement": "schedule",
+    "SetStartingDeadline": "schedule",
+}
 
 
 def step_run(rpc: str, args: Mapping[str, Any]) -> Change:
@@ -337,10 +342,12 @@ def step_run(rpc: str, args: Mapping[str, Any]) -> Change:
     named = carried if isinstance(carried, Mapping) else args
     name, object_id = named.get("name"), named.get("id")
     return Change(
-        Action.STEP, kind,
-        object_id if isinstance(object_id, str) else None,
-        name if isinstance(name, str) else None, {"rpc": rpc},
-    )  # fmt: skip
+        Action.STEP,
+        kind,
+        object_id=object_id if isinstance(object_id, str) else None,
+        name=name if isinstance(name, str) else None,
+        detail={"rpc": rpc},
+    )
 
 
 # --- reading the trail back ---------------------------------------------------------------

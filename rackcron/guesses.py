@@ -83,8 +83,15 @@ class Guesses:
                 return
             found.warned = now
             refused = Seconds(found.failures[0] + self.window - now)
-        event(logging.WARNING, "too many wrong tokens", listener=self.listener, client=client,
-              wrong=self.limit, within=Seconds(self.window), refused_for=refused)  # fmt: skip
+        event(
+            logging.WARNING,
+            "too many wrong tokens",
+            listener=self.listener,
+            client=client,
+            wrong=self.limit,
+            within=Seconds(self.window),
+            refused_for=refused,
+        )
 
     def _room(self, now: float) -> bool:
         """Whether a new client can be remembered, once those with only old wrong

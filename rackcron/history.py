@@ -76,8 +76,14 @@ def _value(value: Any) -> str:
 
 def _action_row(entry: dict[str, Any]) -> list[str]:
     details = ", ".join(f"{k}={_value(v)}" for k, v in entry["detail"].items()) or "-"
-    return [entry["at"], entry["action"], _object(entry), _by(entry), details,
-            entry["reason"] or "-"]  # fmt: skip
+    return [
+        entry["at"],
+        entry["action"],
+        _object(entry),
+        _by(entry),
+        details,
+        entry["reason"] or "-",
+    ]
 
 
 def _apply_row(entry: dict[str, Any]) -> list[str]:
@@ -89,8 +95,14 @@ def _apply_row(entry: dict[str, Any]) -> list[str]:
     if entry.get("peer") is not None:  # a remote apply: the author is the client's claim
         who = f"token {entry['token']}" if entry.get("token") is not None else "no token"
         by = f"{who} from {entry['peer']}, claims {by}"
-    return [entry["at"], f"apply #{entry['id']}", shorten(entry["source"]),
-            shorten(by), shorten(f"revision {revision}: {counts}"), "-"]  # fmt: skip
+    return [
+        entry["at"],
+        f"apply #{entry['id']}",
+        shorten(entry["source"]),
+        shorten(by),
+        shorten(f"revision {revision}: {counts}"),
+        "-",
+    ]
 
 
 def rows(data: dict[str, Any]) -> list[list[str]]:

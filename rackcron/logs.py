@@ -24,9 +24,10 @@ import sys
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
+from rackcron.errors import RackcronError
 from rackcron.escape import logfmt_value, terminal
 
-__all__ = ["LOGGER", "Seconds", "configure", "event"]
+__all__ = ["LOGGER", "Seconds", "configure", "event", "failed"]
 
 LOGGER = logging.getLogger("rackcron")
 
@@ -35,6 +36,18 @@ def event(level: int, name: str, **fields: Any) -> None:
     """Log event ``name`` with ``fields`` (skipped cheaply when the level is off)."""
     if LOGGER.isEnabledFor(level):
         LOGGER.log(level, name, extra={"fields": fields})
+
+
+def failed(name: str, exc: Exception) -> str:
+    """Log event ``name`` at ERROR for ``exc``, which ended a round of a daemon's loop: a
+    :class:`~rackcron.errors.RackcronError` by its message, anything else (a bug) by its
+    repr, with the traceback. Returns the error as logged."""
+    if isinstance(exc, RackcronError):
+        message, trace = exc.message, False
+    else:
+        message, trace = repr(exc), True
+    LOGGER.error(name, exc_info=trace, extra={"fields": {"error": message}})
+    return message
 
 
 def _timestamp(record: logging.LogRecord) -> str:

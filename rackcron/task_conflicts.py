@@ -126,11 +126,14 @@ _P, _F, _B = Kind.POWER, Kind.FIRMWARE, Kind.BRING_UP
 #: The operation type of each operation as a tree names it (docs/declaring.md).
 OPERATION_KINDS: Mapping[str, Kind] = MappingProxyType(
     {
-        "power_on": _P, "power_off": _P, "power_reset": _P,
+        "power_on": _P,
+        "power_off": _P,
+        "power_reset": _P,
         "upgrade_firmware": _F,
-        "bring_up": _B, "ingest": _B,
+        "bring_up": _B,
+        "ingest": _B,
     }
-)  # fmt: skip
+)
 _RACK, _PARTS = Reach.RACK, Reach.COMPONENTS
 
 #: docs/spec/SEMANTICS.md "Task conflicts", row by row. Any pair no row matches, in either

@@ -29,7 +29,7 @@ import heapq
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from itertools import islice
@@ -169,8 +169,13 @@ def _plan(
         work = _work(kind, scope.component_filter, on_rack.get(rack.id, []))
         if work is None:
             continue  # the filter matches nothing: the scope would submit nothing
-        target = Target(rack.name, rack.labels, schedule.name, schedule.management.labels,
-                        operation)  # fmt: skip
+        target = Target(
+            rack_name=rack.name,
+            rack_labels=rack.labels,
+            schedule_name=schedule.name,
+            schedule_labels=schedule.management.labels,
+            operation=operation,
+        )
         targets.append((rack, meeting_points(work), target))
     if not targets:
         return None
@@ -231,8 +236,17 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
                 break
             freeze = held.by(target, at)
             meets.append(meet)
-            bars.append(Bar(schedule.id, schedule.name, plan.operation, rack.id, rack.name, at,
-                            at + plan.length, freeze.name if freeze else None))  # fmt: skip
+            bar = Bar(
+                schedule_id=schedule.id,
+                schedule=schedule.name,
+                operation=plan.operation,
+                rack_id=rack.id,
+                rack=rack.name,
+                start=at,
+                end=at + plan.length,
+                freeze=freeze.name if freeze else None,
+            )
+            bars.append(bar)
         fired[index] += 1
         if fired[index] == MAX_FIRES_PER_SCHEDULE:
             cut.append(schedule.name)
@@ -243,8 +257,15 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     frozen = list(_freeze_windows(view.freezes, view.racks, start, end))
     counts = Counter(w.name for w in frozen)
     freezes_cut = tuple(sorted(n for n, c in counts.items() if c == MAX_FIRES_PER_SCHEDULE))
-    return Upcoming(start, end, tuple(marked), truncated, tuple(sorted(cut)), tuple(frozen),
-                    freezes_cut)  # fmt: skip
+    return Upcoming(
+        start,
+        end,
+        bars=tuple(marked),
+        truncated=truncated,
+        cut=tuple(sorted(cut)),
+        freezes=tuple(frozen),
+        freezes_cut=freezes_cut,
+    )
 
 
 class _Held:
@@ -319,9 +340,9 @@ class _Conflicts:
     def mark(self, i: int, bar: Bar) -> Bar:
         if i not in self.names:
             return bar
-        return Bar(bar.schedule_id, bar.schedule, bar.operation, bar.rack_id, bar.rack,
-                   bar.start, bar.end, bar.freeze, tuple(sorted(self.names[i])),
-                   i in self.full)  # fmt: skip
+        return replace(
+            bar, conflicts_with=tuple(sorted(self.names[i])), conflicts_more=i in self.full
+        )
 
 
 def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: _Conflicts) -> None:

@@ -157,9 +157,12 @@ def _apply_locked(
                 raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
             running, committing = None, True
             record = ops.record_apply(
-                revision=provenance.revision, dirty=provenance.dirty, source=provenance.source,
-                author=provenance.author, summary=plan.counts(),
-            )  # fmt: skip
+                revision=provenance.revision,
+                dirty=provenance.dirty,
+                source=provenance.source,
+                author=provenance.author,
+                summary=plan.counts(),
+            )
             changed = (
                 c.name for c in plan.changes if c.kind == "schedule" and c.action != "delete"
             )

@@ -211,16 +211,25 @@ class _Builder:
         for i, raw in enumerate(spec.get("components", [])):
             ok &= self.unique(doc, ("spec", "components", i, "id"), "id", uuid.UUID(raw["id"]))
             mac = normalize_mac(raw["bmc_mac"]) if raw.get("bmc_mac") else None
-            components.append(Component(
-                id=uuid.UUID(raw["id"]), rack_id=uuid.UUID(spec["id"]), type=canonical_type(raw["type"]),
-                name=raw.get("name", ""), external_id=raw.get("external_id"), bmc_mac=mac,
-            ))  # fmt: skip
+            component = Component(
+                id=uuid.UUID(raw["id"]),
+                rack_id=uuid.UUID(spec["id"]),
+                type=canonical_type(raw["type"]),
+                name=raw.get("name", ""),
+                external_id=raw.get("external_id"),
+                bmc_mac=mac,
+            )
+            components.append(component)
         controller = self.controller(doc)
         if ok:
-            self.declared.racks.append(Rack(
-                id=uuid.UUID(spec["id"]), name=name, external_id=spec.get("external_id"),
-                controller=controller, labels=doc.data["metadata"].get("labels", {}),
-            ))  # fmt: skip
+            rack = Rack(
+                id=uuid.UUID(spec["id"]),
+                name=name,
+                external_id=spec.get("external_id"),
+                controller=controller,
+                labels=doc.data["metadata"].get("labels", {}),
+            )
+            self.declared.racks.append(rack)
             self.declared.components += components
 
     def controller(self, doc: SourceDocument) -> ControllerSpec | None:
@@ -304,13 +313,25 @@ class _Builder:
         if ok and checked is not None and scope is not None:
             operation, template = checked
             config = ScheduleConfig(
-                name=meta["name"], spec_type=SpecType(spec["spec_type"]), spec=spec["spec"],
-                timezone=timezone, overlap_policy=OverlapPolicy(spec.get("overlap_policy", "skip")),
-            )  # fmt: skip
-            self.declared.schedules.append(DeclaredSchedule(
-                config, operation, scope, spec.get("enabled", True), spec.get("protect", False),
-                meta.get("labels", {}), doc.file, doc.line, template, deadline,
-            ))  # fmt: skip
+                name=meta["name"],
+                spec_type=SpecType(spec["spec_type"]),
+                spec=spec["spec"],
+                timezone=timezone,
+                overlap_policy=OverlapPolicy(spec.get("overlap_policy", "skip")),
+            )
+            schedule = DeclaredSchedule(
+                config=config,
+                operation=operation,
+                scope=scope,
+                enabled=spec.get("enabled", True),
+                protect=spec.get("protect", False),
+                labels=meta.get("labels", {}),
+                source=doc.file,
+                line=doc.line,
+                template=template,
+                starting_deadline=deadline,
+            )
+            self.declared.schedules.append(schedule)
 
     def operation(
         self, doc: SourceDocument, targets: TargetSpec
@@ -373,13 +394,18 @@ class _Builder:
                 ok = self.problem(doc, ("spec", "duration"), str(exc))
         if not ok:
             return
+        management = Management(
+            source=doc.file, protect=spec.get("protect", False), labels=meta.get("labels", {})
+        )
         freeze = Freeze(
-            id=freeze_id(meta["name"]), name=meta["name"], timezone=spec.get("timezone") or "UTC",
+            id=freeze_id(meta["name"]),
+            name=meta["name"],
+            timezone=spec.get("timezone") or "UTC",
             selector=FreezeSelector.model_validate(spec.get("selector", {})),
-            reason=spec.get("reason", ""), management=Management(
-                source=doc.file, protect=spec.get("protect", False), labels=meta.get("labels", {}),
-            ), **values,
-        )  # fmt: skip
+            reason=spec.get("reason", ""),
+            management=management,
+            **values,
+        )
         try:
             check_freeze(freeze)
         except timing.SpecError as exc:
@@ -403,19 +429,21 @@ class _Builder:
             wanted = getattr(selector, field_name)
             if wanted and not any(wanted.items() <= labels.items() for labels in carried):
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
-                self.problems.append(doc.diagnostic(
-                    ("spec", "selector", field_name),
+                message = (
                     f"no {space} of this tree carries the labels {shown}: the freeze holds only"
-                    f" {space}s the store labels so", severity="warning",
-                ))  # fmt: skip
+                    f" {space}s the store labels so"
+                )
+                path: Path = ("spec", "selector", field_name)
+                self.problems.append(doc.diagnostic(path, message, severity="warning"))
         for field_name, space in (("racks", "rack"), ("schedules", "schedule")):
             for i, name in enumerate(getattr(selector, field_name)):
                 if (f"{space} name", name) not in self.first_seen:
-                    self.problems.append(doc.diagnostic(
-                        ("spec", "selector", field_name, i),
+                    message = (
                         f"{space} {name!r} is not declared in this tree: the freeze holds it"
-                        " only if the store has it", severity="warning",
-                    ))  # fmt: skip
+                        " only if the store has it"
+                    )
+                    path = ("spec", "selector", field_name, i)
+                    self.problems.append(doc.diagnostic(path, message, severity="warning"))
 
 
 #: Where a ``check_freeze`` message points, by how it starts (else: the cron expression).
@@ -469,8 +497,11 @@ def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[
     compared with every declared rack and schedule.
     """
     by_kind: dict[str, list[SourceDocument]] = {
-        "Rack": [], "NVLDomain": [], "TaskSchedule": [], "Freeze": []
-    }  # fmt: skip
+        "Rack": [],
+        "NVLDomain": [],
+        "TaskSchedule": [],
+        "Freeze": [],
+    }
     for doc in documents:
         by_kind[doc.data["kind"]].append(doc)
     builder = _Builder()

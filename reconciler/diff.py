@@ -102,12 +102,11 @@ def _target_spec(rows: Iterable[ScopeRow]) -> TargetSpec:
         return TargetSpec.model_validate(
             {"components": [{"id": c} for f in components for c in f.items]}
         )
-    return TargetSpec.model_validate({
-        "racks": [
-            {"id": str(rack_id), **({"component_types": list(f.items)} if f else {})}
-            for rack_id, f in rows
-        ]
-    })  # fmt: skip
+    racks = [
+        {"id": str(rack_id), **({"component_types": list(f.items)} if f else {})}
+        for rack_id, f in rows
+    ]
+    return TargetSpec.model_validate({"racks": racks})
 
 
 def _config(want: ScheduleState) -> ScheduleConfig:
@@ -186,8 +185,16 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 )
                 for r, f in want.scope
             )
-            return Change("schedule", want.name, "create", "", fields, scope, tuple(_create_commands(want)),
-                          want.management.source, self._times(None, want))  # fmt: skip
+            return Change(
+                "schedule",
+                want.name,
+                "create",
+                fields=fields,
+                scope=scope,
+                commands=tuple(_create_commands(want)),
+                source=want.management.source,
+                fire_times=self._times(None, want),
+            )
         if have.management.owner not in (None, self.owner):
             self.errors.append(
                 f'schedule "{want.name}" exists in the store and is managed by another repository'
@@ -201,8 +208,16 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 self.errors.append(_protected(want.name, f"replace it ({reason})"))
                 return None
             commands = (DeleteSchedule(name=want.name), *_create_commands(want))
-            return Change("schedule", want.name, "replace", reason, (), (), commands,
-                          want.management.source, self._times(have, want), reason_code=code)  # fmt: skip
+            return Change(
+                "schedule",
+                want.name,
+                "replace",
+                reason=reason,
+                commands=commands,
+                source=want.management.source,
+                fire_times=self._times(have, want),
+                reason_code=code,
+            )
         return self._update(have, want)
 
     @staticmethod
@@ -266,8 +281,17 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             commands.append(SetManagement(name=want.name, management=want.management))
         if not commands:
             return None
-        return Change("schedule", want.name, "update", reason, tuple(fields), tuple(scope), tuple(commands),
-                      want.management.source, self._times(have, want))  # fmt: skip
+        return Change(
+            "schedule",
+            want.name,
+            "update",
+            reason=reason,
+            fields=tuple(fields),
+            scope=tuple(scope),
+            commands=tuple(commands),
+            source=want.management.source,
+            fire_times=self._times(have, want),
+        )
 
     def _scope(
         self, have: ScheduleState, want: ScheduleState
@@ -338,9 +362,16 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             elif have.management.protect:
                 self.errors.append(_protected(name, "delete it (it is no longer declared)"))
             else:
-                changes.append(Change("schedule", name, "delete", "no longer declared",
-                                      commands=(DeleteSchedule(name=name),), source=have.management.source,
-                                      reason_code="not_declared"))  # fmt: skip
+                deletion = Change(
+                    "schedule",
+                    name,
+                    "delete",
+                    reason="no longer declared",
+                    commands=(DeleteSchedule(name=name),),
+                    source=have.management.source,
+                    reason_code="not_declared",
+                )
+                changes.append(deletion)
         return changes, unmanaged
 
     # --- inventory ---------------------------------------------------------------------------
@@ -395,10 +426,11 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             if (why := unevaluable(freeze)) is None:
                 freezes.append(freeze)
                 continue
-            lines.append(PlanWarning("fires_in_freeze", (  # a stored one: the tree's are valid
+            message = (  # a stored one: the tree's are valid
                 f'freeze "{freeze.name}" cannot be evaluated here ({why}): the fire times'
                 " it holds are not listed (the server counts it as open for what it selects)"
-            )))  # fmt: skip
+            )
+            lines.append(PlanWarning("fires_in_freeze", message))
         if not freezes:
             return lines, len(lines)
         report = held_firings(
@@ -407,10 +439,11 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         unevaluated = len(lines)
         lines += [PlanWarning("fires_in_freeze", h.message(FREEZE_HORIZON)) for h in report.held]
         if not report.exact:
-            lines.append(PlanWarning("fires_in_freeze", (
+            message = (
                 "the check of fire times inside freezes stopped at its work budget:"
                 " more schedules may fire inside freezes"
-            )))  # fmt: skip
+            )
+            lines.append(PlanWarning("fires_in_freeze", message))
         return lines, unevaluated + max(report.total, len(report.held)) + (not report.exact)
 
     def _firers(self) -> list[Firer]:
@@ -430,11 +463,18 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 rack = self.desired.racks.get(rack_id) or self.current.racks.get(rack_id)
                 if rack is not None:
                     racks.append((rack.name, rack.labels))
-            firers.append(Firer(
-                want.name, timing.parse_spec(want.spec_type, want.spec, want.timezone),
-                want.operation.kind, want.management.labels, tuple(racks), start, fires,
-                want.management.source, times=operation_times(want.template),
-            ))  # fmt: skip
+            firer = Firer(
+                name=want.name,
+                spec=timing.parse_spec(want.spec_type, want.spec, want.timezone),
+                operation=want.operation.kind,
+                labels=want.management.labels,
+                racks=tuple(racks),
+                start=start,
+                fires=fires,
+                source=want.management.source,
+                times=operation_times(want.template),
+            )
+            firers.append(firer)
         return firers
 
 
@@ -492,20 +532,25 @@ def _lookalikes(current: State, desired: State) -> list[PlanWarning]:
     the same as another of its kind (``rackcron.lookalikes``). The tree's own names are
     ASCII (the schema): these are names stored some other way, over gRPC say."""
     warnings = []
-    for shown, stored, declared in (
-        ("rack", [r.name for r in current.racks.values()],
-         [r.name for r in desired.racks.values()]),
-        ("NVLink domain", [d.name for d in current.domains.values()],
-         [d.name for d in desired.domains.values()]),
-        ("schedule", list(current.schedules), list(desired.schedules)),
-        ("freeze", list(current.freezes), list(desired.freezes)),
-    ):  # fmt: skip
-        for name, reason in sorted(lookalike_names([*declared, *stored]).items()):
-            warnings.append(PlanWarning("lookalike_name", (
+    stored, declared = _names(current), _names(desired)
+    for shown in stored:
+        for name, reason in sorted(lookalike_names([*declared[shown], *stored[shown]]).items()):
+            message = (
                 f'{shown} "{name}" {reason} ({spelled(name)}): a look-alike name; rename it'
                 " in one script, unlike any other"
-            )))  # fmt: skip
+            )
+            warnings.append(PlanWarning("lookalike_name", message))
     return warnings
+
+
+def _names(state: State) -> dict[str, list[str]]:
+    """The names in ``state`` per kind, keyed by the kind as a warning shows it."""
+    return {
+        "rack": [r.name for r in state.racks.values()],
+        "NVLink domain": [d.name for d in state.domains.values()],
+        "schedule": list(state.schedules),
+        "freeze": list(state.freezes),
+    }
 
 
 def diff(
@@ -543,14 +588,22 @@ def diff(
             gone.setdefault(change.kind, set()).add(change.name)
     unknown = differ.unknown_selected(gone)
     lookalikes = _lookalikes(current, desired)
-    counts = {"one_time_past_deadline": len(late), "schedules_share_racks": shared.total,
-              "fires_in_freeze": held_count, "freeze_selects_unknown": len(unknown),
-              "lookalike_name": len(lookalikes)}  # fmt: skip
+    counts = {
+        "one_time_past_deadline": len(late),
+        "schedules_share_racks": shared.total,
+        "fires_in_freeze": held_count,
+        "freeze_selects_unknown": len(unknown),
+        "lookalike_name": len(lookalikes),
+    }
     return Plan(
-        owner=owner, fingerprint=plan_fingerprint(current, owner, changes), changes=tuple(changes),
-        unmanaged=tuple(sorted(unmanaged)), errors=tuple(differ.errors),
+        owner=owner,
+        fingerprint=plan_fingerprint(current, owner, changes),
+        changes=tuple(changes),
+        unmanaged=tuple(sorted(unmanaged)),
+        errors=tuple(differ.errors),
         warnings=(*late, *pairs, *held, *unknown, *lookalikes),
         warnings_count=sum(counts.values()),
-        warnings_count_exact=shared.exact, source=source or {},
+        warnings_count_exact=shared.exact,
+        source=source or {},
         warnings_counts={code: n for code, n in counts.items() if n},
-    )  # fmt: skip
+    )

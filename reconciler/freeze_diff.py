@@ -93,8 +93,15 @@ class FreezeDiffer:
             source = want.management.source
             upsert = UpsertFreeze(freeze=want)
             if have is None:
-                changes.append(Change("freeze", name, "create", "", _created_fields(want),
-                                      commands=(upsert,), source=source))  # fmt: skip
+                created = Change(
+                    "freeze",
+                    name,
+                    "create",
+                    fields=_created_fields(want),
+                    commands=(upsert,),
+                    source=source,
+                )
+                changes.append(created)
                 continue
             if freeze_data(have) == freeze_data(want):
                 continue
@@ -109,8 +116,16 @@ class FreezeDiffer:
                 if have.management.owner is None
                 else ""
             )
-            changes.append(Change("freeze", name, "update", reason, _changed_fields(have, want),
-                                  commands=(upsert,), source=source))  # fmt: skip
+            updated = Change(
+                "freeze",
+                name,
+                "update",
+                reason=reason,
+                fields=_changed_fields(have, want),
+                commands=(upsert,),
+                source=source,
+            )
+            changes.append(updated)
         return changes
 
     def freeze_deletions(self) -> list[Change]:
@@ -124,9 +139,16 @@ class FreezeDiffer:
                     " declared). Apply a change that sets `protect: false` on it first"
                 )
                 continue
-            changes.append(Change("freeze", name, "delete", "no longer declared",
-                                  commands=(DeleteFreeze(name=name),),
-                                  source=have.management.source, reason_code="not_declared"))  # fmt: skip
+            deletion = Change(
+                "freeze",
+                name,
+                "delete",
+                reason="no longer declared",
+                commands=(DeleteFreeze(name=name),),
+                source=have.management.source,
+                reason_code="not_declared",
+            )
+            changes.append(deletion)
         return changes
 
     def unknown_selected(self, gone: Mapping[str, set[str]]) -> list[PlanWarning]:
@@ -153,12 +175,13 @@ class FreezeDiffer:
                 ("schedule", freeze.selector.schedules),
             ):
                 in_force = names[what] - gone.get(what, set())
+                selected = list(dict.fromkeys(named))
+                absent = [n for n in selected if n not in names[what]]
+                deleted = [n for n in selected if n in gone.get(what, ())]
                 for unknown, which in (
-                    ([n for n in dict.fromkeys(named) if n not in names[what]],
-                     "which neither the tree nor the store has"),
-                    ([n for n in dict.fromkeys(named) if n in gone.get(what, ())],
-                     "which this plan deletes"),
-                ):  # fmt: skip
+                    (absent, "which neither the tree nor the store has"),
+                    (deleted, "which this plan deletes"),
+                ):
                     if unknown:
                         message = f'freeze "{name}" selects {_listed(what, unknown)}, {which}'
                         message += _reads_the_same(what, unknown, in_force)
@@ -171,10 +194,11 @@ class FreezeDiffer:
                     wanted.items() <= labels.items() for labels in labelled[what]
                 ):
                     shown = ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
-                    warnings.append(PlanWarning("freeze_selects_unknown", (
+                    message = (
                         f'freeze "{name}" selects {what}s labelled {shown}, which no {what}'
                         " of the tree or the store carries"
-                    )))  # fmt: skip
+                    )
+                    warnings.append(PlanWarning("freeze_selects_unknown", message))
         return warnings
 
 

@@ -71,6 +71,18 @@ def _security_reason(fields: tuple[FieldChange, ...]) -> str:
 _Upserts = tuple[Kind, Mapping[uuid.UUID, Any], Mapping[uuid.UUID, Any]]
 
 
+def _deletion(kind: Kind, name: str, command: Command) -> Change:
+    """The change that deletes an owned item the tree no longer declares."""
+    return Change(
+        kind,
+        name,
+        "delete",
+        reason="no longer declared",
+        commands=(command,),
+        reason_code="not_declared",
+    )
+
+
 def _upsert(kind: Kind, item: Any) -> Command:
     """The command that creates or updates ``item``, an inventory item of ``kind``."""
     if kind == "rack":
@@ -114,10 +126,16 @@ class InventoryDiffer:
                 command = _upsert(kind, want)
                 action: Action = "create" if have is None else "update"
                 sensitive = _security_reason(fields)
-                changes.append(Change(
-                    kind, want.name or str(item_id), action, fields=fields, commands=(command,),
-                    security_sensitive=bool(sensitive), security_reason=sensitive,
-                ))  # fmt: skip
+                upsert = Change(
+                    kind,
+                    want.name or str(item_id),
+                    action,
+                    fields=fields,
+                    commands=(command,),
+                    security_sensitive=bool(sensitive),
+                    security_reason=sensitive,
+                )
+                changes.append(upsert)
         return changes
 
     def _owner_of(self, kind: str, have: Any) -> str | None:
@@ -148,11 +166,15 @@ class InventoryDiffer:
                 if taker is None or taker == item_id or have.owner not in (None, self.owner):
                     continue
                 cleared = have.model_copy(update={"external_id": None})
-                changes.append(Change(
-                    kind, have.name, "update", f"hands its external_id {have.external_id} over",
-                    (FieldChange("external_id", have.external_id, None),),
+                handover = Change(
+                    kind,
+                    have.name,
+                    "update",
+                    reason=f"hands its external_id {have.external_id} over",
+                    fields=(FieldChange("external_id", have.external_id, None),),
                     commands=(_upsert(kind, cleared),),
-                ))  # fmt: skip
+                )
+                changes.append(handover)
         return changes
 
     def _shown(self, field: str, value: Any) -> Any:
@@ -173,14 +195,11 @@ class InventoryDiffer:
         changes = []
         for domain_id, domain in self.current.domains.items():
             if domain.owner == self.owner and domain_id not in self.desired.domains:
-                changes.append(Change("nvl_domain", domain.name, "delete", "no longer declared",
-                                      commands=(DeleteNVLDomain(id=domain_id),),
-                                      reason_code="not_declared"))  # fmt: skip
+                changes.append(_deletion("nvl_domain", domain.name, DeleteNVLDomain(id=domain_id)))
         for component_id, component in self.current.components.items():
             if component.rack_id in owned_racks and component_id not in self.desired.components:
-                changes.append(Change("component", component.name or str(component_id), "delete", "no longer declared",
-                                      commands=(DeleteComponent(id=component_id),),
-                                      reason_code="not_declared"))  # fmt: skip
+                name = component.name or str(component_id)
+                changes.append(_deletion("component", name, DeleteComponent(id=component_id)))
         in_use = {r for schedule in remaining for r, _ in schedule.scope}
         for rack_id in sorted(gone_racks, key=str):
             rack = self.current.racks[rack_id]
@@ -189,6 +208,5 @@ class InventoryDiffer:
                     f"rack {rack.name!r} is no longer declared but schedules still target it"
                 )
                 continue
-            changes.append(Change("rack", rack.name, "delete", "no longer declared",
-                                  commands=(DeleteRack(id=rack_id),), reason_code="not_declared"))  # fmt: skip
+            changes.append(_deletion("rack", rack.name, DeleteRack(id=rack_id)))
         return changes

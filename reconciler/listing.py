@@ -79,9 +79,9 @@ def read_regular(
         if root is not None and os.open in os.supports_dir_fd:
             parts = PurePath(path).parts
             directory = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+            step = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
             for part in parts[:-1]:
-                inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC,
-                                dir_fd=directory)  # fmt: skip
+                inner = os.open(part, step, dir_fd=directory)
                 os.close(directory)
                 directory = inner
             descriptor = os.open(parts[-1], flags | _NOFOLLOW, dir_fd=directory)

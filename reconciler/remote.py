@@ -342,10 +342,12 @@ class RemoteStore:
         report.applied = steps
         if self.extended and plan.changes:
             request = rpb.RecordApplyRequest(
-                revision=provenance.revision or "", dirty=provenance.dirty,
-                source=provenance.source, author=provenance.author,
+                revision=provenance.revision or "",
+                dirty=provenance.dirty,
+                source=provenance.source,
+                author=provenance.author,
                 summary_json=json.dumps(plan.counts()),
-            )  # fmt: skip
+            )
             try:
                 report.apply_id = call(self.extras, "RecordApply", request).id
             except RemoteError as exc:

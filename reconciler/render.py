@@ -394,13 +394,19 @@ def _fire_chart(changes: list[dict[str, Any]]) -> list[str]:
     """A Mermaid gantt of the changed schedules' next fire times, before and after (none
     when no change moves a fire time)."""
     items = []
-    charted = [c for c in changes if c["kind"] == "schedule" and c.get("fire_times")
-               and c["fire_times"]["before"] != c["fire_times"]["after"]]  # fmt: skip
+    charted = [
+        c
+        for c in changes
+        if c["kind"] == "schedule"
+        and c.get("fire_times")
+        and c["fire_times"]["before"] != c["fire_times"]["after"]
+    ]
     for change in charted[:CHART_SCHEDULES]:
         times = change["fire_times"]
         sides: tuple[tuple[str, Literal["done", "active"]], ...] = (
-            ("before", "done"), ("after", "active"),
-        )  # fmt: skip
+            ("before", "done"),
+            ("after", "active"),
+        )
         for side, mark in sides:
             for i, (utc, _) in enumerate(times[side], start=1):
                 try:
@@ -413,8 +419,8 @@ def _fire_chart(changes: list[dict[str, Any]]) -> list[str]:
         return []
     more = len(charted) - CHART_SCHEDULES
     note = [f"… and {more} more changed schedules, in their tables above.", ""] if more > 0 else []
-    return ["#### Fire times before and after (UTC)", "", *gantt("Next fire times", items), "",
-            *note]  # fmt: skip
+    chart = gantt("Next fire times", items)
+    return ["#### Fire times before and after (UTC)", "", *chart, "", *note]
 
 
 def _size(lines: list[str]) -> int:

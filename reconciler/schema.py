@@ -133,16 +133,50 @@ def _validator(kind: str) -> Any:
 _Check = Callable[[Any], bool]
 
 #: Keywords that never make a document invalid (formats are not asserted: see below).
-_ANNOTATIONS = frozenset({"$schema", "$defs", "$comment", "title", "description", "default",
-                          "examples", "deprecated", "readOnly", "writeOnly"})  # fmt: skip
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$defs",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
 
 
 #: The keywords the fast check implements, each as jsonschema does (``_Compiler.k_*``).
-_KEYWORDS = frozenset({"$ref", "type", "enum", "const", "pattern", "minLength", "maxLength",
-                       "minItems", "maxItems", "minProperties", "maxProperties", "minimum",
-                       "maximum", "uniqueItems", "required", "properties",
-                       "additionalProperties", "items", "propertyNames", "oneOf",
-                       "if", "then", "else"})  # fmt: skip
+_KEYWORDS = frozenset(
+    {
+        "$ref",
+        "type",
+        "enum",
+        "const",
+        "pattern",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "minimum",
+        "maximum",
+        "uniqueItems",
+        "required",
+        "properties",
+        "additionalProperties",
+        "items",
+        "propertyNames",
+        "oneOf",
+        "if",
+        "then",
+        "else",
+    }
+)
 
 
 class _Unsupported(Exception):

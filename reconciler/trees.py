@@ -78,9 +78,12 @@ def diff_revisions(path: Path, base: str, head: str, *, owner: str, now: datetim
     base_declared = _valid(before, f"{base}: ") if before.files else Declared()
     head_declared = _valid(validate_sources(after.sources), f"{head}: ")
     return diff(
-        declared_state(base_declared, owner), declared_state(head_declared, owner),
-        owner=owner, now=now, source=after.source,
-    )  # fmt: skip
+        declared_state(base_declared, owner),
+        declared_state(head_declared, owner),
+        owner=owner,
+        now=now,
+        source=after.source,
+    )
 
 
 def load_plan(path: Path) -> Plan:

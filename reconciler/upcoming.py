@@ -29,12 +29,21 @@ def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope
     if isinstance(spec, timing.OneTime) and first is not None and first < now:
         first = None  # an instant already past: taken as fired, as the conflict check does
     made = Schedule(
-        id=schedule_id, name=state.name, spec_type=state.spec_type, spec=state.spec,
-        timezone=state.timezone, template=state.template, overlap_policy=state.overlap_policy,
-        enabled=state.enabled, next_run_at=first,
-        last_run_at=None, created_at=now, updated_at=now, management=state.management,
+        id=schedule_id,
+        name=state.name,
+        spec_type=state.spec_type,
+        spec=state.spec,
+        timezone=state.timezone,
+        template=state.template,
+        overlap_policy=state.overlap_policy,
+        enabled=state.enabled,
+        next_run_at=first,
+        last_run_at=None,
+        created_at=now,
+        updated_at=now,
+        management=state.management,
         starting_deadline=state.starting_deadline,
-    )  # fmt: skip
+    )
     scopes = [
         Scope(
             id=uuid.uuid5(schedule_id, str(rack_id)),

@@ -228,16 +228,23 @@ class _TokenAuth(grpc.ServerInterceptor):
             wait = self._guesses.wait(client)
             if wait is not None:
                 context.set_trailing_metadata((("grpc-retry-pushback-ms", str(wait * 1000)),))
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"too many wrong tokens from this address: try again in {wait} s")  # fmt: skip
+                message = f"too many wrong tokens from this address: try again in {wait} s"
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
             if token is None:
                 if guessed:
                     self._guesses.failed(client)
                 event(logging.WARNING, "rpc unauthenticated", rpc=details.method)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
             elif not token.rights.allows(need.scope):
-                event(logging.WARNING, "rpc refused", rpc=details.method, token=token.name,
-                      scope=token.rights.value, needs=need.scope.value, peer=context.peer())  # fmt: skip
+                event(
+                    logging.WARNING,
+                    "rpc refused",
+                    rpc=details.method,
+                    token=token.name,
+                    scope=token.rights.value,
+                    needs=need.scope.value,
+                    peer=context.peer(),
+                )
                 context.abort(
                     grpc.StatusCode.PERMISSION_DENIED,
                     f"{need.what} needs a token of scope {need.scope.value}; the token"

@@ -94,9 +94,15 @@ def mixed_scripts(name: str) -> tuple[str, ...]:
 #: Default_Ignorable_Code_Point beyond the format characters (category Cf): the combining
 #: grapheme joiner, the Hangul and Mongolian fillers and selectors, variation selectors.
 _IGNORABLE_RANGES = (
-    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
-    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0100, 0xE01EF),
-)  # fmt: skip
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
 
 
 def invisible(char: str) -> bool:

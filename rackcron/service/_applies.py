@@ -104,8 +104,10 @@ class ApplyOps(OpsBase):
             text that fits its column (64, 4096 and 255 characters).
         """
         for field, value, length in (
-            ("revision", revision, 64), ("source", source, 4096), ("author", author, 255)
-        ):  # fmt: skip
+            ("revision", revision, 64),
+            ("source", source, 4096),
+            ("author", author, 255),
+        ):
             if value is not None:
                 check_line(value, field, max_length=length)
         result = self.conn.execute(
@@ -123,10 +125,16 @@ class ApplyOps(OpsBase):
         key = result.inserted_primary_key
         assert key is not None  # a single-row INSERT without RETURNING has it
         return ApplyRecord(
-            id=key[0], revision=revision, dirty=dirty, source=source,
-            author=author, applied_at=self.now, summary=summary, token=token,
+            id=key[0],
+            revision=revision,
+            dirty=dirty,
+            source=source,
+            author=author,
+            applied_at=self.now,
+            summary=summary,
+            token=token,
             peer=None if peer is None else peer[:4096],
-        )  # fmt: skip
+        )
 
     def mark_applied(self, names: Iterable[str], apply_id: int) -> None:
         """Record ``apply_id`` as the apply that last created or changed these schedules."""

@@ -40,10 +40,19 @@ def _uuid(value: uuid.UUID | str) -> uuid.UUID | None:
 
 def _record(row: Any) -> ActionRecord:
     return ActionRecord(
-        id=row.id, at=row.at, action=row.action, object_kind=row.object_kind,
-        object_id=row.object_id, object_name=row.object_name, via=row.via, actor=row.actor,
-        peer=row.peer, claimed=row.claimed, reason=row.reason, detail=row.detail,
-    )  # fmt: skip
+        id=row.id,
+        at=row.at,
+        action=row.action,
+        object_kind=row.object_kind,
+        object_id=row.object_id,
+        object_name=row.object_name,
+        via=row.via,
+        actor=row.actor,
+        peer=row.peer,
+        claimed=row.claimed,
+        reason=row.reason,
+        detail=row.detail,
+    )
 
 
 class AuditOps(ScheduleOps, ApplyOps):
@@ -61,12 +70,19 @@ class AuditOps(ScheduleOps, ApplyOps):
         actor = audit.actor
         self.conn.execute(
             audit_log.insert().values(
-                at=self.now, action=change.action.value, object_kind=change.kind,
-                object_id=change.object_id, object_name=bounded(change.name),
-                via=actor.via.value, actor=actor.name, peer=bounded(actor.peer),
-                claimed=actor.claimed, reason=audit.reason, detail=bounded(dict(change.detail)),
+                at=self.now,
+                action=change.action.value,
+                object_kind=change.kind,
+                object_id=change.object_id,
+                object_name=bounded(change.name),
+                via=actor.via.value,
+                actor=actor.name,
+                peer=bounded(actor.peer),
+                claimed=actor.claimed,
+                reason=audit.reason,
+                detail=bounded(dict(change.detail)),
             )
-        )  # fmt: skip
+        )
 
     def list_actions(self, limit: int = 20) -> list[ActionRecord]:
         """The audit trail, newest first (``limit`` 0: all)."""

@@ -254,6 +254,22 @@ _WRITTEN = sa.select(
 )
 
 
+def _as_written(row: Any) -> Written:
+    """A row of :data:`_WRITTEN` as :class:`Written`."""
+    return Written(
+        task_id=row.id,
+        rack_id=row.rack_id,
+        rack_name=row.rack_name,
+        schedule_id=row.schedule_id,
+        schedule_name=row.schedule_name,
+        status=TaskStatus(row.status),
+        message=row.message,
+        description=row.description,
+        template=_rows.template(row),
+        at=row.updated_at,
+    )
+
+
 def _status_is(*statuses: str) -> sa.ColumnElement[bool]:
     """``status`` is one of these (no ``IN``: an expanding list cannot run in executemany)."""
     return sa.or_(*(task.c.status == s for s in statuses))
@@ -363,38 +379,50 @@ class DeliveryOps(TaskOps, FreezeOps):
             _by_id(task.update())
             .where(task.c.status == TaskStatus.PENDING.value)
             .values(
-                status=TaskStatus.RUNNING.value, started_at=now, updated_at=now, failures=0,
-                message="", next_check_at=later,
+                status=TaskStatus.RUNNING.value,
+                started_at=now,
+                updated_at=now,
+                failures=0,
+                message="",
+                next_check_at=later,
             ),
             [{"b_id": u.task_id, "b_at": now + timedelta(seconds=u.delay)} for u in started],
-        )  # fmt: skip
+        )
         # A verdict applies while the task is still the runner's: never to one cancelled meanwhile.
         run(
             _by_id(task.update())
             .where(_status_is(*_WITH_RUNNER))
             .values(
-                status=sa.bindparam("b_status"), message=sa.bindparam("b_message"),
-                finished_at=now, updated_at=now, next_check_at=None,
+                status=sa.bindparam("b_status"),
+                message=sa.bindparam("b_message"),
+                finished_at=now,
+                updated_at=now,
+                next_check_at=None,
                 started_at=sa.func.coalesce(task.c.started_at, now),
             ),
             [
                 {"b_id": u.task_id, "b_status": status, "b_message": u.message}
                 for u, status in groups.get(_Write.ENDED, [])
             ],
-        )  # fmt: skip
+        )
         run(
             _by_id(task.update())
             .where(_status_is(*_WITH_RUNNER))
             .values(
-                status=sa.bindparam("b_status"), message=sa.bindparam("b_message"),
-                finished_at=now, updated_at=now, failures=0, cancel_pending=True,
-                next_check_at=now, started_at=sa.func.coalesce(task.c.started_at, now),
+                status=sa.bindparam("b_status"),
+                message=sa.bindparam("b_message"),
+                finished_at=now,
+                updated_at=now,
+                failures=0,
+                cancel_pending=True,
+                next_check_at=now,
+                started_at=sa.func.coalesce(task.c.started_at, now),
             ),
             [
                 {"b_id": u.task_id, "b_status": status, "b_message": u.message}
                 for u, status in groups.get(_Write.ABANDONED, [])
             ],
-        )  # fmt: skip
+        )
         run(
             # Only while the task is as it was when the call was decided: a delivery's
             # late failure never touches a task cancelled meanwhile.
@@ -403,14 +431,19 @@ class DeliveryOps(TaskOps, FreezeOps):
             .values(
                 failures=task.c.failures + 1,
                 message=sa.func.coalesce(sa.bindparam("b_message"), task.c.message),
-                updated_at=now, next_check_at=later,
+                updated_at=now,
+                next_check_at=later,
             ),
             [
-                {"b_id": u.task_id, "b_was": u.was, "b_message": u.message or None,
-                 "b_at": now + timedelta(seconds=u.delay)}
+                {
+                    "b_id": u.task_id,
+                    "b_was": u.was,
+                    "b_message": u.message or None,
+                    "b_at": now + timedelta(seconds=u.delay),
+                }
                 for u, _ in groups.get(_Write.RETRY, [])
             ],
-        )  # fmt: skip
+        )
         run(
             _by_id(task.update())
             .where(task.c.status == TaskStatus.RUNNING.value)
@@ -424,14 +457,17 @@ class DeliveryOps(TaskOps, FreezeOps):
             _by_id(task.update())
             .where(task.c.cancel_pending)
             .values(
-                cancel_pending=False, next_check_at=None, failures=0, updated_at=now,
+                cancel_pending=False,
+                next_check_at=None,
+                failures=0,
+                updated_at=now,
                 message=sa.func.coalesce(sa.bindparam("b_message"), task.c.message),
             ),
             [
                 {"b_id": u.task_id, "b_message": u.message or None}
                 for u, _ in groups.get(_Write.STOP_SETTLED, [])
             ],
-        )  # fmt: skip
+        )
         run(
             _by_id(task.update())
             .where(task.c.next_check_at.is_not(None))
@@ -455,14 +491,7 @@ class DeliveryOps(TaskOps, FreezeOps):
         found: list[Written] = []
         for chunk in chunked(ids):
             query = _WRITTEN.where(task.c.id.in_(chunk), task.c.updated_at == self.now)
-            found += (
-                Written(
-                    row.id, row.rack_id, row.rack_name, row.schedule_id, row.schedule_name,
-                    TaskStatus(row.status), row.message, row.description, _rows.template(row),
-                    row.updated_at,
-                )
-                for row in self.conn.execute(query)
-            )  # fmt: skip
+            found += (_as_written(row) for row in self.conn.execute(query))
         return found
 
     def _cancelled_meanwhile(self, started: Sequence[uuid.UUID]) -> list[uuid.UUID]:

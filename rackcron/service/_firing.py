@@ -98,10 +98,20 @@ DEFAULT_LEASE = 30.0
 _MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail")
 
 
+#: The columns of a recorded firing's row that differ from firing to firing, in insert order.
 _FIRING_COLUMNS = (
-    "id", "schedule_id", "manual", "due_at", "operation_type", "operation_code",
-    "operation_information", "overlap_policy", "schedule_name", "schedule_labels", "scopes",
-)  # fmt: skip
+    "id",
+    "schedule_id",
+    "manual",
+    "due_at",
+    "operation_type",
+    "operation_code",
+    "operation_information",
+    "overlap_policy",
+    "schedule_name",
+    "schedule_labels",
+    "scopes",
+)
 
 
 def _filter(stored: Any) -> ComponentFilter | None:
@@ -136,23 +146,54 @@ class _Owed(NamedTuple):
 def _owed_by(f: Firing) -> _Owed:
     schedule = f.schedule
     assert f.id is not None and schedule.template is not None
-    scopes = [_OwedScope(s.id, s.rack_id, s.component_filter, s.id in f.overridden)
-              for s in f.submit]  # fmt: skip
-    return _Owed(f.id, schedule.id, schedule.name, schedule.management.labels or None,
-                 schedule.template, schedule.overlap_policy, f.due, f.at, f.manual, scopes,
-                 frozenset())  # fmt: skip
+    scopes = [
+        _OwedScope(
+            id=s.id,
+            rack_id=s.rack_id,
+            component_filter=s.component_filter,
+            forced=s.id in f.overridden,
+        )
+        for s in f.submit
+    ]
+    return _Owed(
+        id=f.id,
+        schedule_id=schedule.id,
+        name=schedule.name,
+        labels=schedule.management.labels or None,
+        template=schedule.template,
+        policy=schedule.overlap_policy,
+        due=f.due,
+        fired_at=f.at,
+        manual=f.manual,
+        scopes=scopes,
+        refused=frozenset(),
+    )
 
 
 def _owed_from(row: Any) -> _Owed:
     template = OperationTemplate(
         type=row.operation_type, code=row.operation_code, information=row.operation_information
     )
-    scopes = [_OwedScope(uuid.UUID(i), uuid.UUID(r), _filter(f), forced)
-              for i, r, f, forced in row.scopes]  # fmt: skip
+    scopes = [
+        _OwedScope(
+            id=uuid.UUID(i), rack_id=uuid.UUID(r), component_filter=_filter(f), forced=forced
+        )
+        for i, r, f, forced in row.scopes
+    ]
     refused = frozenset(uuid.UUID(i) for i in row.refused or ())
-    return _Owed(row.id, row.schedule_id, row.schedule_name, row.schedule_labels, template,
-                 OverlapPolicy(row.overlap_policy), row.due_at, row.fired_at, row.manual,
-                 scopes, refused)  # fmt: skip
+    return _Owed(
+        id=row.id,
+        schedule_id=row.schedule_id,
+        name=row.schedule_name,
+        labels=row.schedule_labels,
+        template=template,
+        policy=OverlapPolicy(row.overlap_policy),
+        due=row.due_at,
+        fired_at=row.fired_at,
+        manual=row.manual,
+        scopes=scopes,
+        refused=refused,
+    )
 
 
 def _outcome(scope: _OwedScope, submitted: Submission) -> ScopeOutcome:
@@ -464,8 +505,17 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 repeated = already_missed(schedule.last_miss, holding, self.now)
             else:
                 reason, detail = MissReason.DEADLINE, None
-            miss = Missed(row.id, schedule.name, due, self.now, late, reason, detail,
-                          schedule.starting_deadline, repeated)  # fmt: skip
+            miss = Missed(
+                schedule_id=row.id,
+                name=schedule.name,
+                due=due,
+                at=self.now,
+                lateness_seconds=late,
+                reason=reason,
+                detail=detail,
+                starting_deadline=schedule.starting_deadline,
+                repeated=repeated,
+            )
             lateness_ms = round(late * 1000)
             misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
@@ -501,13 +551,22 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 [str(s.id), str(s.rack_id), to_stored(s.component_filter), s.id in f.overridden]
                 for s in f.submit
             ]
-            records.append((
-                f.id, schedule.id, f.manual, f.due, template.type, template.code,
-                template.information, schedule.overlap_policy.value, schedule.name,
-                dict(schedule.management.labels or {}) or None, scopes,
-            ))  # fmt: skip
-        insert_rows(self.conn, firing, _FIRING_COLUMNS, records,
-                    same={"fired_at": self.now, "lease_until": self.now + timedelta(seconds=lease)})  # fmt: skip
+            record = (  # in the order of _FIRING_COLUMNS
+                f.id,
+                schedule.id,
+                f.manual,
+                f.due,
+                template.type,
+                template.code,
+                template.information,
+                schedule.overlap_policy.value,
+                schedule.name,
+                dict(schedule.management.labels or {}) or None,
+                scopes,
+            )
+            records.append(record)
+        leased = {"fired_at": self.now, "lease_until": self.now + timedelta(seconds=lease)}
+        insert_rows(self.conn, firing, _FIRING_COLUMNS, records, same=leased)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or any task
@@ -581,13 +640,21 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             ]
             requests += [
                 TaskRequest(
-                    rack_id=s.rack_id, component_filter=s.component_filter, template=o.template,
-                    policy=o.policy, description=description, schedule_id=o.schedule_id,
-                    scope_id=s.id, forced=s.forced, schedule_name=o.name,
-                    schedule_labels=o.labels, firing_id=o.id, due_at=o.due,
+                    rack_id=s.rack_id,
+                    component_filter=s.component_filter,
+                    template=o.template,
+                    policy=o.policy,
+                    description=description,
+                    schedule_id=o.schedule_id,
+                    scope_id=s.id,
+                    forced=s.forced,
+                    schedule_name=o.name,
+                    schedule_labels=o.labels,
+                    firing_id=o.id,
+                    due_at=o.due,
                 )
                 for s in todo[o.id]
-            ]  # fmt: skip
+            ]
         submissions = iter(self.submit_tasks(requests, defer_held=defer_held))
         created = self.clock()
         completed: list[Completed] = []
@@ -609,17 +676,26 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 refusing.append((o.id, sorted(str(i) for i in refused)))
             else:
                 finished.append(o.id)
-            completed.append(Completed(
-                o.id, o.schedule_id, o.name, o.due, o.fired_at, o.manual, done, created, whole,
-            ))  # fmt: skip
+            completion = Completed(
+                firing_id=o.id,
+                schedule_id=o.schedule_id,
+                schedule_name=o.name,
+                due=o.due,
+                fired_at=o.fired_at,
+                manual=o.manual,
+                done=done,
+                created_at=created,
+                finished=whole,
+            )
+            completed.append(completion)
         for chunk in chunked(finished):
             self.conn.execute(
                 firing.update()
                 .where(firing.c.id.in_(chunk))
                 .values(finished_at=self.now, lease_until=None)
             )
-        update_rows(self.conn, firing, "id", ("refused",), refusing,
-                    same={"finished_at": self.now, "lease_until": None})  # fmt: skip
+        ended = {"finished_at": self.now, "lease_until": None}
+        update_rows(self.conn, firing, "id", ("refused",), refusing, same=ended)
         # Scopes still owed, on racks held elsewhere: any replica may retry at its next poll.
         update_rows(self.conn, firing, "id", ("refused",), partial, same={"lease_until": self.now})
         return completed

@@ -96,11 +96,25 @@ def new_task_id() -> uuid.UUID:
 
 #: The columns of a new task's row that differ from task to task, in insert order.
 _TASK_COLUMNS = (
-    "id", "schedule_id", "scope_id", "rack_id", "operation", "operation_type",
-    "operation_code", "operation_information", "component_uuids", "component_types",
-    "description", "queue_expires_at", "forced", "rack_seq", "schedule_name", "schedule_labels",
-    "firing_id", "due_at",
-)  # fmt: skip
+    "id",
+    "schedule_id",
+    "scope_id",
+    "rack_id",
+    "operation",
+    "operation_type",
+    "operation_code",
+    "operation_information",
+    "component_uuids",
+    "component_types",
+    "description",
+    "queue_expires_at",
+    "forced",
+    "rack_seq",
+    "schedule_name",
+    "schedule_labels",
+    "firing_id",
+    "due_at",
+)
 
 #: Each existing rack's components as (id text, type), in id order.
 RackComponents = dict[uuid.UUID, list[tuple[str, str]]]
@@ -455,14 +469,27 @@ class TaskOps(OpsBase):
             operation = operations.get(id(template))
             if operation is None:
                 operation = operations[id(template)] = task_operation_text(template)
-            task_rows.setdefault(status, []).append(
-                (
-                    task_id, request.schedule_id, request.scope_id, rack_id, operation,
-                    template.type, template.code, template.information, components, kinds,
-                    request.description, expires, request.forced, seq, request.schedule_name,
-                    dict(request.schedule_labels or {}) or None, request.firing_id, request.due_at,
-                )
-            )  # fmt: skip
+            row = (  # in the order of _TASK_COLUMNS
+                task_id,
+                request.schedule_id,
+                request.scope_id,
+                rack_id,
+                operation,
+                template.type,
+                template.code,
+                template.information,
+                components,
+                kinds,
+                request.description,
+                expires,
+                request.forced,
+                seq,
+                request.schedule_name,
+                dict(request.schedule_labels or {}) or None,
+                request.firing_id,
+                request.due_at,
+            )
+            task_rows.setdefault(status, []).append(row)
             submissions.append(Submission(task_id=task_id, status=status))
         # Created now, once the racks are locked, not when the transaction began: a
         # submitter that waited for a rack must not hide the wait from the lag figures.
@@ -487,9 +514,14 @@ class TaskOps(OpsBase):
         whose clock runs behind cannot queue a task ahead of one queued before it."""
         found: dict[uuid.UUID, RackQueue] = {}
         columns = (
-            task.c.rack_id, task.c.id, task.c.status, task.c.operation_type,
-            task.c.component_uuids, task.c.component_types, task.c.rack_seq,
-        )  # fmt: skip
+            task.c.rack_id,
+            task.c.id,
+            task.c.status,
+            task.c.operation_type,
+            task.c.component_uuids,
+            task.c.component_types,
+            task.c.rack_seq,
+        )
         for chunk in chunked(rack_ids):
             query = (
                 sa.select(*columns)

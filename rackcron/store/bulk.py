@@ -41,8 +41,7 @@ def insert_rows(
     if conn.dialect.name == "postgresql":
         selected = ", ".join(["given.*", *_constants(same)])
         sql = f"{into} SELECT {selected} FROM unnest({_arrays(conn, table, columns)}) AS given"
-        conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
-                     {**_array_values(conn, table, columns, rows), **_constant_values(same)})  # fmt: skip
+        _execute_arrays(conn, table, sql, columns, rows, same)
         return
     marks = ", ".join("?" * len(names))
     conn.exec_driver_sql(
@@ -77,8 +76,7 @@ def update_rows(
             f" FROM unnest({_arrays(conn, table, names)})"
             f" AS given({', '.join(quote(n) for n in names)}) WHERE {match}"
         )
-        conn.execute(sa.text(sql).bindparams(*_constant_binds(table, same)),
-                     {**_array_values(conn, table, names, rows), **_constant_values(same)})  # fmt: skip
+        _execute_arrays(conn, table, sql, names, rows, same)
         return
     assignments = ", ".join(f"{quote(c)} = ?" for c in [*columns, *same])
     match = " AND ".join(f"{quote(k)} = ?" for k in keys)
@@ -110,6 +108,20 @@ def _driver_rows(
     ]
     constants = tuple(_convert(conn, table, c, [v])[0] for c, v in same.items())
     return (row + constants for row in zip(*columns, strict=True))
+
+
+def _execute_arrays(
+    conn: Connection,
+    table: sa.Table,
+    sql: str,
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    same: Mapping[str, Any],
+) -> None:
+    """Run PostgreSQL ``sql`` with the values of ``names`` in ``rows`` bound as the arrays
+    of :func:`_arrays`, and those of ``same`` as the constants of :func:`_constants`."""
+    statement = sa.text(sql).bindparams(*_constant_binds(table, same))
+    conn.execute(statement, {**_array_values(conn, table, names, rows), **_constant_values(same)})
 
 
 def _arrays(conn: Connection, table: sa.Table, names: Sequence[str]) -> str:

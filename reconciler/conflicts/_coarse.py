@@ -168,10 +168,15 @@ def compared_subjects(
         config = item.config
         spec_type = item.spec_type.value
         party = Party(
-            name=item.name, origin="declared", operation=item.operation.kind,
-            spec_type=spec_type, spec=config.spec, timezone=config.timezone or "UTC",
-            source=item.source, line=item.line,
-        )  # fmt: skip
+            name=item.name,
+            origin="declared",
+            operation=item.operation.kind,
+            spec_type=spec_type,
+            spec=config.spec,
+            timezone=config.timezone or "UTC",
+            source=item.source,
+            line=item.line,
+        )
         start, fires = None, True
         twin = stored_by_name.get(item.name)
         if twin and _same_spec(twin.schedule, spec_type, config.spec, config.timezone):
@@ -192,10 +197,14 @@ def compared_subjects(
         if not schedule.enabled or schedule.name in names or deleted_by_apply:
             continue
         party = Party(
-            name=schedule.name, origin="store", operation=schedule.operation_type.lower(),
-            spec_type=schedule.spec_type.value, spec=schedule.spec,
-            timezone=schedule.timezone or "UTC", owner=management.owner,
-        )  # fmt: skip
+            name=schedule.name,
+            origin="store",
+            operation=schedule.operation_type.lower(),
+            spec_type=schedule.spec_type.value,
+            spec=schedule.spec,
+            timezone=schedule.timezone or "UTC",
+            owner=management.owner,
+        )
         try:
             parsed: timing.Spec | None = timing.parse_spec(
                 schedule.spec_type, schedule.spec, schedule.timezone
@@ -257,6 +266,10 @@ def coarse_conflicts(
     )
     counted = pair_count(mine, others)
     return ConflictReport(
-        "coarse", conflicts, len(mine), len(others) if store else None,
-        total=max(counted.total, len(conflicts)), exact=counted.exact,
-    )  # fmt: skip
+        mode="coarse",
+        conflicts=conflicts,
+        declared=len(mine),
+        stored=len(others) if store else None,
+        total=max(counted.total, len(conflicts)),
+        exact=counted.exact,
+    )

@@ -146,10 +146,21 @@ def held_firings(
             if len(found) < limit:
                 at = instant(first)
                 zone = firer.spec.timezone.key if isinstance(firer.spec, timing.Cron) else "UTC"
-                found.append(Held(
-                    firer.name, freeze.name, at, zone, timing.describe_local(firer.spec, at),
-                    held, count, complete, firer.source, firer.line, work,
-                ))  # fmt: skip
+                found.append(
+                    Held(
+                        schedule=firer.name,
+                        freeze=freeze.name,
+                        at=at,
+                        zone=zone,
+                        local_at=timing.describe_local(firer.spec, at),
+                        racks=held,
+                        count=count,
+                        count_exact=complete,
+                        source=firer.source,
+                        line=firer.line,
+                        work=work,
+                    )
+                )
             if not exact:
                 break
     return HeldReport(tuple(found), total, exact)

@@ -220,15 +220,21 @@ def precise_conflicts(
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both, str(row)) for rack, both, row in meeting)
         conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
-    held = held_firings(
-        _firers(mine, declared, inventory), _freezes(declared, store, owner), now=now,
-        horizon=horizon,
-    )  # fmt: skip
+    firers, freezes = _firers(mine, declared, inventory), _freezes(declared, store, owner)
+    held = held_firings(firers, freezes, now=now, horizon=horizon)
     return ConflictReport(
-        "precise", tuple(conflicts), len(mine), len(others) if store else None,
-        now=now, horizon=horizon, durations=lengths, total=total,
-        exact=unchecked is None, unchecked=unchecked, held=held,
-    )  # fmt: skip
+        mode="precise",
+        conflicts=tuple(conflicts),
+        declared=len(mine),
+        stored=len(others) if store else None,
+        now=now,
+        horizon=horizon,
+        durations=lengths,
+        total=total,
+        exact=unchecked is None,
+        unchecked=unchecked,
+        held=held,
+    )
 
 
 def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> list[Firer]:
@@ -245,10 +251,19 @@ def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> li
             (inventory.rack_name(r), inventory.rack_labels.get(r, {}))
             for r in dict.fromkeys(subject.racks)
         )
-        firers.append(Firer(
-            party.name, subject.spec, party.operation, labels.get(party.name, {}), racks,
-            subject.start, subject.fires, party.source, party.line, own[party.name],
-        ))  # fmt: skip
+        firer = Firer(
+            name=party.name,
+            spec=subject.spec,
+            operation=party.operation,
+            labels=labels.get(party.name, {}),
+            racks=racks,
+            start=subject.start,
+            fires=subject.fires,
+            source=party.source,
+            line=party.line,
+            times=own[party.name],
+        )
+        firers.append(firer)
     return firers
 
 

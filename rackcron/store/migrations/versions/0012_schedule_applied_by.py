@@ -22,9 +22,12 @@ def upgrade() -> None:
     with op.batch_alter_table("task_schedule") as batch:
         batch.add_column(sa.Column("applied_by", sa.Integer, nullable=True))
         batch.create_foreign_key(
-            "fk_task_schedule_applied_by", "apply_log", ["applied_by"], ["id"],
+            "fk_task_schedule_applied_by",
+            "apply_log",
+            ["applied_by"],
+            ["id"],
             ondelete="SET NULL",
-        )  # fmt: skip
+        )
 
 
 def downgrade() -> None:

@@ -39,9 +39,11 @@ def upgrade() -> None:
         sa.column("schedule_labels", JSON),
     )
     schedule = sa.table(
-        "task_schedule", sa.column("id", sa.Uuid), sa.column("name", sa.String),
+        "task_schedule",
+        sa.column("id", sa.Uuid),
+        sa.column("name", sa.String),
         sa.column("labels", JSON),
-    )  # fmt: skip
+    )
 
     def of_its_schedule(column: sa.ColumnClause[object]) -> sa.ScalarSelect[object]:
         return sa.select(column).where(schedule.c.id == task.c.schedule_id).scalar_subquery()
