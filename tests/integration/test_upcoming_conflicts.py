@@ -1,4 +1,7 @@
-"""The cap on a firing's conflicts_with (rackcron.upcoming) attacked."""
+"""``rackcron upcoming``'s predicted conflicts (rackcron.upcoming) at scale: the work to find
+a firing's ``conflicts_with`` stays linear in the firings, whatever the rack's size, and the
+names a full bar shows do not depend on random ids. Work is counted
+(tests.support.work), never timed; the real CLI on SQLite."""
 
 from __future__ import annotations
 
