@@ -63,6 +63,7 @@ def cli(store_url: str, *args: str, input: str | None = None) -> Any:
 # --- the CLI on the store -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_cli_change_is_recorded_with_who_when_what_and_why(store_url, service, fleet) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
     other = create(service, fleet.racks[2:3], name="other")
@@ -201,6 +202,7 @@ def test_a_refused_change_records_nothing(service, fleet, refused) -> None:
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_a_call_that_changes_nothing_records_nothing(store_url, service, fleet) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
     service.pause_schedule(nightly.id)
@@ -291,6 +293,7 @@ def test_a_refused_cli_reason_changes_nothing(store_url, service, fleet) -> None
 ANSWERS = {"no": "n\n", "no terminal": None}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ANSWERS.values(), ids=ANSWERS.keys())
 def test_trigger_asks_and_refuses_as_delete_does(store_url, service, fleet, answer) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
@@ -347,6 +350,7 @@ def token_shim(service: Service, tmp_path: Path) -> Iterator[ShimServer]:
 TOKENS = {"named line": ("ci-secret-1", "ci"), "plain line": ("plain-secret-2", "token-2")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", TOKENS.values(), ids=TOKENS.keys())
 def test_every_rpc_change_is_recorded_with_the_token_name_and_peer(
     token_shim, service, fleet, token
@@ -463,6 +467,7 @@ def history(store_url: str) -> list[dict]:
     return entries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("rpc", "args"),
     [
@@ -522,6 +527,7 @@ def test_a_remote_apply_record_the_log_cannot_hold_is_refused(
     assert history(store_url) == []
 
 
+@pytest.mark.slow
 def test_a_long_remote_apply_record_does_not_bury_history(
     reconciler_shim: ShimServer, store_url: str, service: Service, fleet: Fleet
 ) -> None:
@@ -544,6 +550,7 @@ def test_a_long_remote_apply_record_does_not_bury_history(
 # --- the CLI over --server -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_cli_over_server_sends_its_name_as_a_claim(
     token_shim, service, fleet, tmp_path
 ) -> None:
@@ -577,6 +584,7 @@ def test_the_cli_over_server_sends_its_name_as_a_claim(
 # --- rackcron history --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     repo.write(schedule("nightly"), schedule("weekly", spec='"0 3 * * 0"'))
     repo.apply()
@@ -612,6 +620,7 @@ def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     assert len(repo.cli("history", "--limit", "1").output.splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_history_shows_hostile_values_escaped(store_url, service, fleet) -> None:
     """A schedule named before the single-line rule, whatever it holds, is shown inert."""
     nightly = create(service, fleet.racks[:2], name="nightly")

@@ -128,6 +128,7 @@ def _rows(page: Page) -> dict[str, set[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
     console, fleet_store
 ) -> None:
@@ -150,6 +151,7 @@ def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
     assert page.all("line", **{"class": "now"}), "the now-line"
 
 
+@pytest.mark.slow
 def test_a_bar_links_to_its_schedule_page(console, fleet_store) -> None:
     page = console.get("/")
     links = [a["href"] for a in page.all("a") if a.get("class", "").startswith("bar")]
@@ -168,6 +170,7 @@ def test_a_bar_links_to_its_schedule_page(console, fleet_store) -> None:
         assert fires[0] == format_rfc3339(schedule.next_run_at)
 
 
+@pytest.mark.slow
 def test_schedule_filters(console, fleet_store) -> None:
     every = console.get("/schedules")
     listed = {a["data-schedule"] for a in every.all("tr") if "data-schedule" in a}
@@ -187,6 +190,7 @@ def test_schedule_filters(console, fleet_store) -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_triggered_task_shows_in_the_live_rows_and_filters(console, fleet_store) -> None:
     schedule = next(s for s in fleet_store.list_schedules().items if s.name == "monday-power-on")
     result = fleet_store.trigger(schedule.id)
@@ -204,6 +208,7 @@ def test_a_triggered_task_shows_in_the_live_rows_and_filters(console, fleet_stor
     assert console.get("/tasks?rack=no-such-rack").status == 404
 
 
+@pytest.mark.slow
 def test_history_shows_applies_and_manual_actions(console, fleet_store) -> None:
     schedule = next(s for s in fleet_store.list_schedules().items if s.enabled)
     fleet_store.pause_schedule(schedule.id)
@@ -213,6 +218,7 @@ def test_history_shows_applies_and_manual_actions(console, fleet_store) -> None:
     assert f"schedule {schedule.name}" in page.body and ">pause<" in page.body
 
 
+@pytest.mark.slow
 def test_bad_parameters_and_unknown_pages(console) -> None:
     assert console.get("/?window=custom&hours=abc").status == 400
     assert console.get("/?window=custom&hours=100000").status == 400
@@ -221,6 +227,7 @@ def test_bad_parameters_and_unknown_pages(console) -> None:
     assert console.get("/schedules", method="POST", body="").status == 405
 
 
+@pytest.mark.slow
 def test_every_page_sends_a_strict_content_security_policy(console) -> None:
     for path in ("/", "/schedules", "/tasks", "/history"):
         page = console.get(path)
@@ -242,6 +249,7 @@ HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>&amp;'
 ANSWER = "\x1b[31mdone\u202e<b>bold</b>"
 
 
+@pytest.mark.slow
 def test_hostile_names_reach_the_pages_escaped(service: Service) -> None:
     rack = service.upsert_rack(Rack(id=uuid.uuid4(), name=f"rack {HOSTILE}"))
     schedule = service.create_schedule(
@@ -268,6 +276,7 @@ def test_hostile_names_reach_the_pages_escaped(service: Service) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_beyond_loopback_the_pages_need_a_token(fleet_store) -> None:
     server = _serve(fleet_store, "0.0.0.0", (Token("prometheus", TOKEN),))
     try:
@@ -300,6 +309,7 @@ def test_beyond_loopback_the_pages_need_a_token(fleet_store) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_beyond_loopback_without_tokens_the_console_is_not_served(fleet_store) -> None:
     server = _serve(fleet_store, "0.0.0.0")
     try:
@@ -317,12 +327,14 @@ def test_serve_help_names_the_console_options() -> None:
     assert "--http-token-file" in result.output
 
 
+@pytest.mark.slow
 def test_a_task_status_filter_uses_the_lifecycle_names(console) -> None:
     page = console.get("/tasks")
     options = {a["value"] for a in page.all("option")}
     assert {s.value for s in TaskStatus} <= options
 
 
+@pytest.mark.slow
 def test_https_with_a_token_sets_a_secure_cookie(fleet_store, pki) -> None:
     from rackcron.cli.serve import _http_tls
 
@@ -350,6 +362,7 @@ def test_https_with_a_token_sets_a_secure_cookie(fleet_store, pki) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_serve_refuses_half_a_tls_pair_and_a_missing_file(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     assert run("db", "upgrade", url=url).exit_code == 0
@@ -571,6 +584,7 @@ def test_a_window_far_ahead_of_a_one_second_schedule_is_cheap(
     assert b'data-schedule="every-second"' in body
 
 
+@pytest.mark.slow
 def test_many_firings_that_all_overlap_on_one_rack_are_drawn_in_bounded_time(
     service, open_console, monkeypatch
 ) -> None:
@@ -589,6 +603,7 @@ def test_many_firings_that_all_overlap_on_one_rack_are_drawn_in_bounded_time(
     assert b"conflicts with fw-0, fw-1, fw-2" in body
 
 
+@pytest.mark.slow
 def test_a_nightly_freeze_over_many_racks_is_one_shade_a_night(service, open_console) -> None:
     # One <rect> per rack per window: 10,000 racks and a nightly freeze over 31 days made
     # a 66 MB page in 8 s; an hourly one over 1,000 racks 152 MB (10,000: gigabytes).

@@ -184,6 +184,7 @@ def test_a_forced_trigger_records_every_freeze_it_overrode(
     assert record.detail["frozen_racks"] == [str(fleet.racks[0])]
 
 
+@pytest.mark.slow
 def test_schedules_trigger_force_names_every_freeze_it_forced_past(
     store_url: str, service: Service, fleet: Fleet
 ) -> None:
@@ -204,6 +205,7 @@ def test_schedules_trigger_force_names_every_freeze_it_forced_past(
     ]
 
 
+@pytest.mark.slow
 def test_trigger_over_grpc_is_refused_by_a_freeze_unless_forced(
     shim, flow, service, labelled, clock
 ) -> None:
@@ -231,6 +233,7 @@ def test_trigger_over_grpc_is_refused_by_a_freeze_unless_forced(
     assert service.list_actions()[0].detail["overrode_freeze"] == ["row-b"]
 
 
+@pytest.mark.slow
 def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     service, labelled, clock
 ) -> None:
@@ -246,6 +249,7 @@ def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     assert service.promote_waiting() == [waiting]
 
 
+@pytest.mark.slow
 def test_a_waiting_task_is_held_by_the_schedule_labels_it_was_submitted_with(
     service, labelled, clock
 ) -> None:
@@ -269,6 +273,7 @@ def test_a_waiting_task_is_held_by_the_schedule_labels_it_was_submitted_with(
     assert service.promote_waiting() == [free]
 
 
+@pytest.mark.slow
 def test_a_task_that_recorded_no_schedule_is_judged_by_its_schedule_as_it_is(
     service, labelled, clock
 ) -> None:
@@ -287,6 +292,7 @@ def test_a_task_that_recorded_no_schedule_is_judged_by_its_schedule_as_it_is(
     assert [w.task_id for w in service.claim_work(10, lease=60)] == [pending]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["delete", "rename"])
 def test_a_task_held_by_its_schedules_name_stays_held_when_the_schedule_changes(
     service: Service, fleet: Fleet, clock: Clock, change: str
@@ -305,6 +311,7 @@ def test_a_task_held_by_its_schedules_name_stays_held_when_the_schedule_changes(
     assert service.claim_work(10, lease=60) == []  # still inside the freeze: still held
 
 
+@pytest.mark.slow
 def test_a_frozen_waiting_task_still_expires(service, labelled, clock) -> None:
     rack = labelled.racks[0]
     service.trigger(create(service, [rack], name="first").id)
@@ -395,6 +402,7 @@ def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled
     assert " INFO missed " in missed and "reason=freeze" in missed
 
 
+@pytest.mark.slow
 def test_a_forced_trigger_is_delivered_through_the_freeze_it_overrode(
     service, labelled, clock
 ) -> None:

@@ -29,6 +29,8 @@ from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, actions, freeze, schedule
 
+pytestmark = pytest.mark.slow
+
 #: RACKS with r1 labelled row: B and r2 row: A.
 LABELLED = RACKS.replace("metadata: {name: r1}", "metadata: {name: r1, labels: {row: B}}").replace(
     "metadata: {name: r2}", "metadata: {name: r2, labels: {row: A}}"
@@ -439,6 +441,7 @@ def test_a_server_without_the_reconciler_refuses_freezes_and_labels_before_any_c
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.repo
 def test_the_readmes_freezes_list_is_real_output(store_url: str) -> None:
     applied = run("apply", str(ROOT / "examples" / "fleet"), "--auto-approve", url=store_url)
     assert applied.exit_code == 0, applied.output
@@ -453,6 +456,7 @@ def test_the_readmes_freezes_list_is_real_output(store_url: str) -> None:
     assert result.exit_code == 0 and result.output == shown
 
 
+@pytest.mark.repo
 def test_the_freezes_in_declaring_md_are_valid() -> None:
     text = (ROOT / "docs" / "declaring.md").read_text()
     section = text[text.index("\n## Freeze\n") :]

@@ -104,6 +104,7 @@ def test_a_command_refuses_a_sqlite_store_that_does_not_exist(
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", DAEMONS.values(), ids=DAEMONS.keys())
 def test_a_daemon_refuses_a_sqlite_store_that_does_not_exist(
     args: list[str], tmp_path: Path
@@ -126,6 +127,7 @@ def test_the_default_store_not_existing_is_the_same_refusal(command: str, tmp_pa
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(CREATING))
 def test_apply_sync_and_db_upgrade_create_the_store(command: str, tmp_path: Path) -> None:
     path = tmp_path / "new" / "dir" / "rackcron.db"
@@ -153,6 +155,7 @@ def test_an_existing_file_without_a_schema_is_not_migrated_by_a_reader(tmp_path:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
 
 
+@pytest.mark.slow
 def test_an_in_memory_store_is_unaffected() -> None:
     result = run("schedules", "list", "--format", "json", "--database-url", "sqlite://")
     assert result.exit_code == 0, result.output
@@ -194,6 +197,7 @@ def test_a_url_naming_a_missing_file_is_refused_and_creates_nothing(cwd: Path, u
     assert _files(cwd) == set(), _files(cwd)
 
 
+@pytest.mark.slow
 def test_uri_parameters_on_a_plain_name_do_not_open_a_stray_file(cwd: Path) -> None:
     # With uri=true and no file: prefix, the driver opens "real.db?mode=ro", a new file
     # beside the real store; the error then said "run rackcron db upgrade" on it.
@@ -205,6 +209,7 @@ def test_uri_parameters_on_a_plain_name_do_not_open_a_stray_file(cwd: Path) -> N
     assert _files(cwd) == before
 
 
+@pytest.mark.slow
 def test_uri_forms_of_an_existing_store_or_memory_still_open(cwd: Path) -> None:
     store = cwd / "real.db"
     assert run("db", "upgrade", "--database-url", f"sqlite:///{store}").exit_code == 0
@@ -221,6 +226,7 @@ def test_uri_forms_of_an_existing_store_or_memory_still_open(cwd: Path) -> None:
         assert conn.execute("SELECT count(*) FROM task_schedule").fetchone() == (0,)
 
 
+@pytest.mark.slow
 def test_creating_commands_create_the_file_a_uri_names(cwd: Path) -> None:
     result = run("db", "upgrade", "--database-url", "sqlite:///file:sub/made.db?uri=true")
     assert result.exit_code == 0, result.output
@@ -237,6 +243,7 @@ def test_a_postgresql_database_that_does_not_exist_is_named_as_such(store_url: s
     )
 
 
+@pytest.mark.slow
 def test_serve_warns_when_its_store_has_no_schedules(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     assert run("db", "upgrade", "--database-url", url).exit_code == 0
@@ -248,6 +255,7 @@ def test_serve_warns_when_its_store_has_no_schedules(tmp_path: Path) -> None:
     assert warning["store"] == url and "rackcron apply" in warning["hint"]
 
 
+@pytest.mark.slow
 def test_dispatch_does_not_warn_when_its_store_has_schedules(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     assert (

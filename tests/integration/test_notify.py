@@ -37,6 +37,8 @@ from tests.support.net import free_port
 from tests.support.service import create
 from tests.support.webhook import Answer, Receiver, check, one_of_each, schema_errors, wait_until
 
+pytestmark = pytest.mark.slow
+
 SECRET = b"webhook-secret\x00\xff"
 HOSTILE = "<!channel> @here *x* `y` http://e.example"
 FAST = Delivery(attempts=3, backoff=0.01, max_backoff=0.05, timeout=2.0)

@@ -37,6 +37,7 @@ def secret_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_apply_tells_what_it_applied_before_it_exits(
     repo: Repo, receiver: Receiver, secret_file: Path
 ) -> None:
@@ -53,6 +54,7 @@ def test_apply_tells_what_it_applied_before_it_exits(
     assert "apply #1 applied" in event["text"]
 
 
+@pytest.mark.slow
 def test_apply_tells_when_it_failed(repo: Repo, receiver: Receiver) -> None:
     repo.write(schedule("a"))
     repo.service().acquire_apply_lock("someone else")
@@ -63,6 +65,7 @@ def test_apply_tells_when_it_failed(repo: Repo, receiver: Receiver) -> None:
     assert "someone else" in event["error"]
 
 
+@pytest.mark.slow
 def test_a_dead_webhook_does_not_fail_an_apply(repo: Repo) -> None:
     repo.write(schedule("a"))
     dead = f"http://127.0.0.1:{free_port()}/"
@@ -71,6 +74,7 @@ def test_a_dead_webhook_does_not_fail_an_apply(repo: Repo) -> None:
     assert len(repo.service().list_applies()) == 1
 
 
+@pytest.mark.slow
 def test_nothing_to_apply_tells_nothing(repo: Repo, receiver: Receiver) -> None:
     repo.write(schedule("a"))
     repo.apply()
@@ -78,6 +82,7 @@ def test_nothing_to_apply_tells_nothing(repo: Repo, receiver: Receiver) -> None:
     assert receiver.received == []
 
 
+@pytest.mark.slow
 def test_sync_tells_each_apply_and_a_failure_once(
     repo: Repo, receiver: Receiver, secret_file: Path
 ) -> None:

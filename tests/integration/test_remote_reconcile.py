@@ -26,6 +26,8 @@ from tests.support.cli import run
 from tests.support.net import free_port
 from tests.support.trees import Repo, freeze, schedule
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OWNER = "fleet-repo"
 

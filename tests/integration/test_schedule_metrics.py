@@ -39,6 +39,8 @@ from rackcron.store.tables import task_schedule
 from tests.support.cli import run
 from tests.support.service import create, make_operation, rack_spec
 
+pytestmark = pytest.mark.slow
+
 NEXT_RUN = "rackcron_schedule_next_run_timestamp_seconds"
 LAST_SUCCESS = "rackcron_schedule_last_success_timestamp_seconds"
 ENDED = "rackcron_schedule_tasks_ended_total"

@@ -19,6 +19,8 @@ from rackcron.store import open_engine
 from tests.support.cli import run
 from tests.support.service import make_operation, rack_spec
 
+pytestmark = pytest.mark.slow
+
 #: Names a shell reads as more than one plain word: pressing Enter after completing one
 #: would run what the name says, or glob, or expand.
 SHELL_READS = {

@@ -20,6 +20,8 @@ from tests.support.cli import run
 from tests.support.service import make_operation, rack_spec
 from tests.support.work import count_steps
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = str(ROOT / "examples" / "fleet")
 NOW = "2026-12-01T00:00:00Z"

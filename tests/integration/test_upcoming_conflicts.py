@@ -17,6 +17,8 @@ from tests.support.cli import run
 from tests.support.service import component_spec, make_operation, rack_spec
 from tests.support.work import count_steps
 
+pytestmark = pytest.mark.slow
+
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 #: Bars met for 300 schedules in lockstep that never conflict: 13,200 now (each bar meets
 #: only its own schedule's bar an hour away, and stops there); walking every overlapping
