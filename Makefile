@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_DB := $(CURDIR)/.run/rackcron.db
 
-.PHONY: install test lint format proto run bench bench-deps soak clean
+.PHONY: install test test-fast check lint format proto run bench bench-deps soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,25 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## test: the whole suite (PostgreSQL tests run when RACKCRON_TEST_POSTGRES_URL is set)
+# The tiers below run on parallel pytest-xdist workers (TEST_WORKERS=0: no workers, one process);
+# --dist loadgroup keeps each xdist_group (tests/support/marks.py) on one worker.
+TEST_WORKERS ?= 3
+PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
+
+## test-fast: the edit loop, under a minute on 2 cores: unit tests and the fast integration
+##            tests, on SQLite (no PostgreSQL, browser, child-process or other slow test)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest $(PARALLEL) -m "not slow and not repo and not postgres"
+
+## test: the whole suite but the repository checks (PostgreSQL tests run when
+##       RACKCRON_TEST_POSTGRES_URL is set)
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL) -m "not repo"
+
+## check: the repository checks (tests marked repo): mypy on the service's signatures,
+##        citations, the wheel, the docs' examples, the docs' map, the tests' layout
+check: $(STAMP)
+	$(BIN)/python -m pytest $(PARALLEL) -m repo
 
 ## lint: ruff lint and format check, the layer rule (import contracts in pyproject.toml, and
 ##       scripts/check_cycles.py),

@@ -41,6 +41,8 @@ from tests.support.outages import (
 )
 from tests.support.trees import Repo, schedule
 
+pytestmark = pytest.mark.slow
+
 BUSY_TIMEOUT = 0.3  # seconds; the store's default is 30
 
 

@@ -5,7 +5,11 @@ over ``--server``, and ``rackcron history`` merging applies with the trail.
 * every change outside an apply is recorded with who, when, what and why;
 * a change that fails or is rolled back records nothing (the record is written in the
   change's transaction: a refused reason undoes the change);
+* a call that changes nothing (pausing a paused schedule, an update to the same values)
+  records nothing;
 * gRPC records the token's name and the peer; the client's ``--as`` is a claim beside it;
+* so does a step or an apply record a peer sends through ``rackcron.v1.Reconciler``; an
+  apply record the log cannot hold is refused, and a long one does not bury ``history``;
 * bad metadata is INVALID_ARGUMENT naming its key, and changes nothing;
 * ``schedules trigger`` asks as ``schedules delete`` does;
 * hostile stored values reach the terminal escaped.
@@ -27,7 +31,7 @@ import sqlalchemy as sa
 
 from rackcron.audit import ActionRecord, Actor, Audit, Via
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, StoreError
-from rackcron.models import ScheduleConfig, SpecType, TaskStatus
+from rackcron.models import Freeze, FreezeSelector, ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.shim.server import ShimConfig, ShimServer, load_tokens
 from rackcron.store import transaction
@@ -35,13 +39,15 @@ from rackcron.store.tables import task_schedule
 from rackcron.wire.client import connect
 from rackcron.wire.metadata import audit_metadata
 from rackcron.wire.proto.v1 import flow_pb2 as pb
-from rackcron.wire.proto.v1 import flow_pb2_grpc
+from rackcron.wire.proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
+from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
+from tests.conftest import Fleet
 from tests.support.cli import run
 from tests.support.flow import create_request, failure, racks, uid, update_request
 from tests.support.service import create, make_operation, rack_spec, set_status, snapshot
 from tests.support.trees import Repo, schedule
 
-TIMEOUT = 5  # seconds, on every client call
+TIMEOUT = 10  # seconds, on every client call
 HOST = socket.gethostname()
 
 
@@ -57,6 +63,7 @@ def cli(store_url: str, *args: str, input: str | None = None) -> Any:
 # --- the CLI on the store -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_cli_change_is_recorded_with_who_when_what_and_why(store_url, service, fleet) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
     other = create(service, fleet.racks[2:3], name="other")
@@ -195,6 +202,7 @@ def test_a_refused_change_records_nothing(service, fleet, refused) -> None:
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_a_call_that_changes_nothing_records_nothing(store_url, service, fleet) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
     service.pause_schedule(nightly.id)
@@ -205,6 +213,17 @@ def test_a_call_that_changes_nothing_records_nothing(store_url, service, fleet) 
     result = cli(store_url, "apply", "--break-lock", "--reason", "just in case")
     assert result.exit_code == 0 and "was not held" in result.output, result.output
     assert snapshot(service) == before
+
+
+def test_an_update_that_changes_nothing_records_nothing(service: Service, fleet: Fleet) -> None:
+    nightly = create(service, fleet.racks[:1], name="nightly")
+    before = service.list_actions(0)
+    same = ScheduleConfig(name="nightly", overlap_policy=nightly.overlap_policy)
+    service.update_schedule(nightly.id, same, ["schedule.name", "schedule.overlap_policy"])
+    assert service.list_actions(0) == before
+    renamed = ScheduleConfig(name="nightly-2")
+    service.update_schedule(nightly.id, renamed, ["schedule.name"])
+    assert service.list_actions(0)[0].detail == {"fields": ["name"], "renamed_from": "nightly"}
 
 
 def test_a_trigger_whose_submission_fails_is_recorded_as_deferred(
@@ -274,6 +293,7 @@ def test_a_refused_cli_reason_changes_nothing(store_url, service, fleet) -> None
 ANSWERS = {"no": "n\n", "no terminal": None}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ANSWERS.values(), ids=ANSWERS.keys())
 def test_trigger_asks_and_refuses_as_delete_does(store_url, service, fleet, answer) -> None:
     nightly = create(service, fleet.racks[:2], name="nightly")
@@ -330,6 +350,7 @@ def token_shim(service: Service, tmp_path: Path) -> Iterator[ShimServer]:
 TOKENS = {"named line": ("ci-secret-1", "ci"), "plain line": ("plain-secret-2", "token-2")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", TOKENS.values(), ids=TOKENS.keys())
 def test_every_rpc_change_is_recorded_with_the_token_name_and_peer(
     token_shim, service, fleet, token
@@ -423,9 +444,113 @@ def test_bad_metadata_is_invalid_argument_naming_its_key(token_shim, service, fl
     assert snapshot(service) == before
 
 
+# --- rackcron.v1.Reconciler: a step or an apply record from a peer ---------------------------
+
+
+@pytest.fixture
+def reconciler_shim(service: Service, tmp_path: Path) -> Iterator[ShimServer]:
+    """The shim over the test's service with rackcron.v1.Reconciler, token ``ci`` required."""
+    path = tmp_path / "tokens"
+    path.write_text("ci:ci-secret-1\n")
+    tokens = load_tokens(str(path), None)
+    config = ShimConfig(port=0, workers=4, grace=1.0, tokens=tokens, reconciler=True)
+    server = ShimServer(service, config)
+    server.start()
+    yield server
+    server.stop(grace=0)
+
+
+def history(store_url: str) -> list[dict]:
+    result = run("history", "--format", "json", url=store_url)
+    assert result.exit_code == 0, result.output
+    entries: list[dict] = json.loads(result.output)["entries"]
+    return entries
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("rpc", "args"),
+    [
+        ("DeleteFreeze", {"name": "year-end"}),
+        ("SetStartingDeadline", {"name": "nightly", "starting_deadline": None}),
+    ],
+    ids=["lift-a-freeze", "drop-a-deadline"],
+)
+def test_a_reconciler_step_outside_an_apply_leaves_a_trace(
+    reconciler_shim: ShimServer, service: Service, fleet: Fleet, store_url: str, rpc: str,
+    args: dict,
+) -> None:  # fmt: skip
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="year-end", cron="0 0 * * *", duration_seconds=86_400,
+        selector=FreezeSelector(racks=["rack-a01"]),
+    ))  # fmt: skip
+    nightly = create(service, fleet.racks[:1], name="nightly")
+    service.set_starting_deadline(nightly.id, "15m")
+    before = len(history(store_url))
+    with connect(reconciler_shim.address, token="ci-secret-1") as channel:
+        stub = reconciler_pb2_grpc.ReconcilerStub(channel)
+        stub.RunStep(rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args)), timeout=TIMEOUT)
+    entries = history(store_url)
+    assert len(entries) == before + 1, entries[:2]
+    assert "ci" in json.dumps(entries[0])  # the token that made the change
+
+
+def test_a_remote_apply_record_names_the_token_and_peer_beside_the_claimed_author(
+    reconciler_shim: ShimServer, store_url: str
+) -> None:
+    request = rpb.RecordApplyRequest(
+        revision="0" * 40, source="fleet", author="alice@example.com on laptop (claimed)",
+        summary_json=json.dumps({"create": 0, "update": 0, "replace": 0, "delete": 1}),
+    )  # fmt: skip
+    with connect(reconciler_shim.address, token="ci-secret-1") as channel:
+        reconciler_pb2_grpc.ReconcilerStub(channel).RecordApply(request, timeout=TIMEOUT)
+    (entry,) = history(store_url)
+    assert entry["type"] == "apply"
+    assert "ci" in (entry.get("actor"), entry.get("token")), entry
+    assert str(entry.get("peer", "")).startswith("ipv4:127.0.0.1:"), entry
+
+
+def test_a_remote_apply_record_the_log_cannot_hold_is_refused(
+    reconciler_shim: ShimServer, store_url: str
+) -> None:
+    """The apply log's columns hold 64, 4096 and 255 characters: a longer value from a peer
+    was an INTERNAL database error on PostgreSQL (and stored whole on SQLite)."""
+    with connect(reconciler_shim.address, token="ci-secret-1") as channel:
+        stub = reconciler_pb2_grpc.ReconcilerStub(channel)
+        for field, value in (("author", "a" * 256), ("source", "s" * 4097), ("revision", "0" * 65)):
+            request = rpb.RecordApplyRequest(source="fleet", author="ci", summary_json="{}")
+            setattr(request, field, value)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.RecordApply(request, timeout=TIMEOUT)
+            assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT, field
+            assert refused.value.details().startswith(f"{field}: must be at most")
+    assert history(store_url) == []
+
+
+@pytest.mark.slow
+def test_a_long_remote_apply_record_does_not_bury_history(
+    reconciler_shim: ShimServer, store_url: str, service: Service, fleet: Fleet
+) -> None:
+    """A peer's provenance at the log's bounds: the table must not pad every row to it."""
+    create(service, fleet.racks[:1], name="nightly")  # an action row beside the apply
+    request = rpb.RecordApplyRequest(
+        revision="0" * 40, source="s" * 4096, author="a" * 255,
+        summary_json=json.dumps({f"k{i}": 1 for i in range(20_000)}),
+    )  # fmt: skip
+    with connect(reconciler_shim.address, token="ci-secret-1") as channel:
+        reconciler_pb2_grpc.ReconcilerStub(channel).RecordApply(request, timeout=TIMEOUT)
+    shown = run("history", url=store_url)
+    assert shown.exit_code == 0
+    assert len(shown.output) < 10_000, len(shown.output)
+    assert "…(+" in shown.output  # cut, and says so
+    (applied,) = [e for e in history(store_url) if e["type"] == "apply"]
+    assert len(applied["source"]) == 4096  # the JSON carries it whole
+
+
 # --- the CLI over --server -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_cli_over_server_sends_its_name_as_a_claim(
     token_shim, service, fleet, tmp_path
 ) -> None:
@@ -459,6 +584,7 @@ def test_the_cli_over_server_sends_its_name_as_a_claim(
 # --- rackcron history --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     repo.write(schedule("nightly"), schedule("weekly", spec='"0 3 * * 0"'))
     repo.apply()
@@ -494,6 +620,7 @@ def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     assert len(repo.cli("history", "--limit", "1").output.splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_history_shows_hostile_values_escaped(store_url, service, fleet) -> None:
     """A schedule named before the single-line rule, whatever it holds, is shown inert."""
     nightly = create(service, fleet.racks[:2], name="nightly")

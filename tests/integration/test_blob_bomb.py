@@ -25,6 +25,8 @@ from tests.support.cli import LIMIT_AS, MAX_RSS, run_process
 from tests.support.git import git, init_repo
 from tests.support.trees import ONE_RACK
 
+pytestmark = pytest.mark.slow
+
 #: The blob of zeros: far over the per-file limit, over half the address-space limit.
 BOMB_BYTES = 600 * 1024 * 1024
 #: One file just under the per-file limit, and links to it: ten times the tree's limit.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 import sqlalchemy as sa
 
 from rackcron.store import open_engine, transaction
@@ -47,6 +48,7 @@ def test_rows_round_trip_with_nulls_json_and_shared_values(store_url) -> None:
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_many_rows_in_one_call(store_url) -> None:
     engine = open_engine(store_url)
     rows = [(uuid.uuid4(), f"rack-{i:05d}") for i in range(12_000)]

@@ -16,6 +16,8 @@ from rackcron.store import head_revision, open_engine
 from tests.support.cli import run
 from tests.support.help_examples import commands, help_examples
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 
 

@@ -181,10 +181,12 @@ def doc_examples() -> list[tuple[str, list[str]]]:
 DOC_EXAMPLES = doc_examples()
 
 
+@pytest.mark.repo
 def test_docs_have_examples() -> None:
     assert len(DOC_EXAMPLES) >= 12
 
 
+@pytest.mark.repo
 @pytest.mark.parametrize(
     ("command", "output"),
     [pytest.param(c, o, id=c.removeprefix("rackcron next ")) for c, o in DOC_EXAMPLES],

@@ -19,6 +19,8 @@ from rackcron.models import OverlapPolicy, PowerOn, RackTarget, ScheduleConfig, 
 from rackcron.service import Service
 from rackcron.store import open_engine
 
+pytestmark = pytest.mark.slow
+
 
 def _create(service: Service, fleet, count: int) -> list[uuid.UUID]:  # type: ignore[no-untyped-def]
     ids = []

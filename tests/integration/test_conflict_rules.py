@@ -95,6 +95,7 @@ def _submit(rack: Rack0, spec: tuple[str, str], policy: OverlapPolicy):  # type:
     return rack.submit(kind, *([getattr(rack, which)] if which else []), policy=policy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", ROWS.values(), ids=ROWS.keys())
 @pytest.mark.parametrize("policy", [OverlapPolicy.SKIP, OverlapPolicy.QUEUE], ids=["skip", "queue"])
 def test_every_row_blocks_the_second_task(rack, pair, policy) -> None:
@@ -115,6 +116,7 @@ def test_pairs_the_table_does_not_list_run_side_by_side(rack, pair) -> None:
     assert _submit(rack, second, OverlapPolicy.SKIP)[0] == PENDING
 
 
+@pytest.mark.slow
 def test_a_compute_only_rack_target_runs_beside_nvswitch_power(rack) -> None:
     compute = rack.submit("power_on", types=(ComponentType.COMPUTE,))
     assert compute[0] == PENDING
@@ -142,6 +144,7 @@ def test_no_task_overtakes_a_conflicting_task_queued_before_it(rack) -> None:
     assert rack.submit("upgrade_firmware", rack.N)[0] is None
 
 
+@pytest.mark.slow
 def test_the_waiting_limit_counts_the_racks_waiting_tasks(rack) -> None:
     assert rack.submit("bring_up")[0] == PENDING
     for _ in range(5):
@@ -165,6 +168,7 @@ def test_a_skip_schedules_own_busy_scope_is_still_skipped_on_firing(service, rac
     assert second.firing.schedule.id == schedule.id
 
 
+@pytest.mark.slow
 def test_promotion_is_strict_fifo_and_promotes_several_in_one_pass(service, rack) -> None:
     _, _, fw0 = rack.submit("upgrade_firmware", rack.C0)
     _, _, fw1 = rack.submit("upgrade_firmware", rack.C1)
@@ -195,6 +199,7 @@ def test_promotion_is_strict_fifo_and_promotes_several_in_one_pass(service, rack
     assert promote() == [w4]
 
 
+@pytest.mark.slow
 def test_several_side_by_side_waiting_tasks_are_promoted_in_one_pass(service, rack) -> None:
     _, _, shelf = rack.submit("power_reset", rack.PS)
     queue = OverlapPolicy.QUEUE

@@ -169,6 +169,7 @@ def test_bad_options_are_usage_errors(tree: Path, args: list[str], message: str)
     assert message in result.output
 
 
+@pytest.mark.slow
 def test_with_store_compares_stored_schedules_and_writes_nothing(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -206,6 +207,7 @@ def test_with_store_compares_stored_schedules_and_writes_nothing(
     service.close()
 
 
+@pytest.mark.slow
 def test_with_store_uses_the_stored_phase_of_an_interval(tmp_path: Path, store_url: str) -> None:
     daily = schedule("daily", spec_type="interval", spec="24h")
     tree_path = write_tree(tmp_path / "t", daily)

@@ -31,6 +31,8 @@ from tests.support.peers import SlowClients
 from tests.support.pki import Pki
 from tests.support.serve import serve_process
 
+pytestmark = pytest.mark.slow
+
 SOURCES = [f"127.0.0.{n}" for n in range(2, 10)]
 FLOOD = [f"127.0.0.{n}" for n in range(2, 41)]
 #: Connections a second the flood opens, in all.

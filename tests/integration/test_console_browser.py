@@ -41,7 +41,11 @@ from rackcron.console.timeline import MIN_BAR
 from rackcron.service import Service
 from rackcron.timing import parse_rfc3339
 from tests.support.cli import run
+from tests.support.marks import ONE_AT_A_TIME
 from tests.support.net import free_port
+
+#: One worker runs them all: one ``serve`` and one browser of each kind (module fixtures).
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "fleet"

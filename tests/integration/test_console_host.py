@@ -13,6 +13,8 @@ import pytest
 from tests.support.cli import run, run_process
 from tests.support.serve import get, get_without_host, serve_process
 
+pytestmark = pytest.mark.slow
+
 #: Every route the listener has, but the health check.
 ROUTES = ["/", "/schedules", "/tasks", "/history", "/metrics", "/static/console.css", "/nowhere"]
 

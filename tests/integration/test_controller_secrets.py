@@ -195,6 +195,7 @@ def test_a_tree_naming_the_servers_secrets_is_refused_at_its_lines(
 # --- controllers must be allowed ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_rack_on_a_host_not_allowed_fails_and_nothing_is_sent(
     live_service: Service, listener: Listener
 ) -> None:
@@ -220,6 +221,7 @@ def test_the_default_allow_list_is_loopback_only() -> None:
     assert controllers.refusal({"kind": "http", "url": "http://127.0.0.1:1"}) is None
 
 
+@pytest.mark.slow
 def test_the_default_controller_is_subject_to_the_allow_list(
     live_service: Service, listener: Listener
 ) -> None:
@@ -238,6 +240,7 @@ def test_the_default_controller_is_subject_to_the_allow_list(
 # --- credentials come from the server -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_credential_from_the_variable_prefix_is_sent_and_nothing_else(
     live_service: Service, listener: Listener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -251,6 +254,7 @@ def test_a_credential_from_the_variable_prefix_is_sent_and_nothing_else(
     assert "db-password-7f3a" not in listener.everything()
 
 
+@pytest.mark.slow
 def test_a_credential_from_the_secrets_directory_is_sent(
     live_service: Service, listener: Listener, tmp_path: Path
 ) -> None:
@@ -266,6 +270,7 @@ def test_a_credential_from_the_secrets_directory_is_sent(
     assert DATABASE_SECRET not in listener.everything()
 
 
+@pytest.mark.slow
 def test_a_rack_without_a_credential_sends_no_token(
     live_service: Service, listener: Listener
 ) -> None:
@@ -275,6 +280,7 @@ def test_a_rack_without_a_credential_sends_no_token(
     assert all("Authorization" not in r["headers"] for r in listener.requests)
 
 
+@pytest.mark.slow
 def test_a_credential_linked_out_of_the_secrets_directory_is_refused(
     live_service: Service, listener: Listener, tmp_path: Path
 ) -> None:
@@ -344,6 +350,7 @@ def test_the_variable_of_a_credential() -> None:
 # --- the real `rackcron serve` --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_serve_logs_refused_racks_fails_their_tasks_and_sends_only_held_tokens(
     tmp_path: Path, listener: Listener
 ) -> None:
@@ -430,6 +437,7 @@ def test_bad_controller_flags_are_usage_errors(
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow
 def test_a_running_task_whose_controller_is_no_longer_allowed_fails_at_once(
     live_service: Service,
 ) -> None:

@@ -60,6 +60,7 @@ def drain(service: Service) -> tuple[list, list[Missed]]:
 # --- the rule, on the store --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_firing_later_than_the_deadline_is_missed_advanced_and_recorded(
     service, fleet, clock
 ) -> None:
@@ -270,6 +271,7 @@ def test_run_warns_about_deadlines_shorter_than_two_polls(service, fleet) -> Non
 # --- the store: migration 0006 -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_migration_adds_the_columns_and_its_downgrade_keeps_every_schedule(
     store_url, clock
 ) -> None:
@@ -365,6 +367,7 @@ def schedule_change(plan_json: dict, name: str) -> dict:
     return change
 
 
+@pytest.mark.slow
 def test_a_deadline_is_planned_created_updated_and_removed(store_url, tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "t", schedule("a", extra="  starting_deadline: 15m\n"))
     created = schedule_change(plan(tree, store_url), "a")
@@ -452,6 +455,7 @@ def remote(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_a_remote_apply_carries_the_deadline_as_a_local_one(
     shim, service: Service, tmp_path: Path
 ) -> None:
@@ -478,6 +482,7 @@ def test_a_remote_apply_carries_the_deadline_as_a_local_one(
         stored.close()
 
 
+@pytest.mark.slow
 def test_an_update_of_the_deadline_is_one_reconciler_step(shim, service, tmp_path) -> None:
     tree = write_tree(tmp_path / "t", schedule("a"))
     assert remote("apply", str(tree), "--server", shim.address, "--auto-approve")[0] == 0
@@ -506,6 +511,7 @@ def flow_only(service: Service):
     server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_a_server_without_the_reconciler_is_refused_before_any_change(
     flow_only: str, service: Service, tmp_path: Path
@@ -544,6 +550,7 @@ def test_a_reconciler_that_does_not_carry_deadlines_is_refused(
     assert snapshot(service) == before
 
 
+@pytest.mark.repo
 def test_the_example_in_the_docs_validates_and_reads_back_as_shown(
     store_url, clock, tmp_path: Path
 ) -> None:

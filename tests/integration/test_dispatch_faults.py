@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.marks import ONE_AT_A_TIME
 from tests.support.replicas import Finisher, Ledger, ledger, replica, seed
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, ONE_AT_A_TIME]
 
 SCHEDULES, RACKS, SCOPES = 150, 200, 2
 INTERVAL, POLL, LOCK, IDLE, LEASE = 2.0, 0.5, 1.0, 4.0, 2.0

@@ -34,7 +34,10 @@ from rackcron.models import OverlapPolicy, Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule, task_schedule_scope
+from tests.support.marks import ONE_AT_A_TIME
 from tests.support.service import create, make_operation
+
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 POSTGRES_ONLY = pytest.param("postgres", marks=pytest.mark.postgres)
 

@@ -16,6 +16,7 @@ from rackcron.service import Service
 from tests.support.service import component_spec, create
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 3])
 def test_workers_drain_a_backlog_firing_each_schedule_once(service, fleet, clock, workers):
     racks = fleet.racks
@@ -53,6 +54,7 @@ def test_a_store_failure_fails_the_poll_with_the_store_error(store_url, clock, t
     service.close()
 
 
+@pytest.mark.slow
 def test_a_schedule_that_cannot_fire_is_reported_and_the_rest_fire(service, fleet, clock):
     """A row no rackcron wrote (a time zone this host does not know) gets an ERROR line
     each poll and is left as it is; the schedules claimed with it fire."""

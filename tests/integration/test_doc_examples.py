@@ -63,6 +63,8 @@ from tests.support.doc_examples import (
 )
 from tests.support.net import free_port
 
+pytestmark = pytest.mark.repo
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: The shell syntax that sends a command to bash rather than in-process.

@@ -24,6 +24,8 @@ from tests.support.cli import run
 from tests.support.git import git, init_repo
 from tests.support.markdown import table_rows
 
+pytestmark = pytest.mark.slow
+
 
 def _rack(*, name: str, n: int, external_id: str, component: str) -> str:
     """Rack ``n`` with one COMPUTE component, after a ``---`` line."""

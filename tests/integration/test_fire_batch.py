@@ -24,6 +24,8 @@ from rackcron.service._tasks import SubmissionRefused, new_task_id
 from rackcron.store.tables import firing
 from tests.support.service import component_spec, create, rack_spec, set_status
 
+pytestmark = pytest.mark.slow
+
 
 def results(result) -> list[str]:
     return [o.result for o in result.outcomes]

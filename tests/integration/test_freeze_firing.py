@@ -20,10 +20,13 @@ from rackcron.models import (
     MissReason,
     OverlapPolicy,
     Rack,
+    ScheduleConfig,
     SpecType,
     TaskStatus,
 )
-from rackcron.service import Frozen
+from rackcron.service import Frozen, Service
+from tests.conftest import Clock, Fleet
+from tests.support.cli import run
 from tests.support.service import component_spec, create, set_status, snapshot
 
 ROW_B = FreezeSelector(rack_labels={"row": "B"})
@@ -55,6 +58,15 @@ def due(service, clock, racks, **kwargs):  # type: ignore[no-untyped-def]
     return schedule
 
 
+def open_freeze(service: Service, clock: Clock, name: str, selector: FreezeSelector) -> Freeze:
+    """A fixed freeze open from a minute ago for two hours."""
+    start = clock.now - timedelta(minutes=1)
+    end = start + timedelta(hours=2)
+    return service.upsert_freeze(
+        Freeze(id=uuid.uuid4(), name=name, start=start, end=end, selector=selector)
+    )
+
+
 def test_frozen_scopes_get_no_task_and_the_others_fire(service, labelled, clock) -> None:
     freeze_now(service, clock, selector=ROW_B)
     due(service, clock, labelled.racks[1:3])  # rack 1 is row B, rack 2 row A
@@ -76,6 +88,19 @@ def test_a_firing_whose_every_scope_is_frozen_is_missed(service, labelled, clock
     assert stored.next_run_at == clock.now + timedelta(hours=1)  # advanced as a skipped firing
     assert stored.last_run_at is None
     assert service.list_tasks().total == 0
+
+
+def test_a_firing_missed_inside_overlapping_freezes_names_each_once(
+    service: Service, fleet: Fleet, clock: Clock
+) -> None:
+    open_freeze(service, clock, "a-holiday", FreezeSelector(racks=["rack-a01", "rack-a02"]))
+    open_freeze(service, clock, "z-audit", FreezeSelector(racks=["rack-a02"]))
+    clock.advance(hours=-1)
+    nightly = create(service, fleet.racks[:2], name="nightly")
+    clock.advance(hours=1)
+    assert service.fire_due() == []
+    miss = service.get_schedule(nightly.id).last_miss
+    assert miss is not None and miss.detail == "a-holiday, z-audit"
 
 
 def test_freezes_are_judged_when_the_firing_happens_not_when_it_was_due(
@@ -139,6 +164,48 @@ def test_a_forced_trigger_fires_every_scope_and_names_the_freeze(service, labell
     assert record.detail["frozen_racks"] == [str(labelled.racks[1])]
 
 
+def test_a_forced_trigger_records_every_freeze_it_overrode(
+    service: Service, fleet: Fleet, clock: Clock
+) -> None:
+    """Two freezes hold the same rack: the refusal names both (lifting one is not enough),
+    and the audit trail of the forced trigger names both (the audit freeze was overridden
+    too, not only the first by name)."""
+    on_rack = FreezeSelector(racks=["rack-a01"])
+    open_freeze(service, clock, "a-holiday", on_rack)
+    open_freeze(service, clock, "z-audit", on_rack)
+    nightly = create(service, fleet.racks[:1], name="nightly")
+    with pytest.raises(Frozen) as refused:
+        service.trigger(nightly.id)
+    assert refused.value.freezes == ["a-holiday", "z-audit"]
+    assert "'a-holiday', 'z-audit'" in str(refused.value)
+    service.trigger(nightly.id, force=True)
+    record = service.list_actions()[0]
+    assert record.detail["overrode_freeze"] == ["a-holiday", "z-audit"]
+    assert record.detail["frozen_racks"] == [str(fleet.racks[0])]
+
+
+@pytest.mark.slow
+def test_schedules_trigger_force_names_every_freeze_it_forced_past(
+    store_url: str, service: Service, fleet: Fleet
+) -> None:
+    now = datetime.now(UTC)  # the CLI fires on the real clock
+    for name in ("a-holiday", "z-audit"):
+        service.upsert_freeze(Freeze(
+            id=uuid.uuid4(), name=name, start=now - timedelta(hours=1),
+            end=now + timedelta(hours=1), selector=FreezeSelector(racks=["rack-a01"]),
+        ))  # fmt: skip
+    create(service, fleet.racks[:1], name="nightly")
+    refused = run("schedules", "trigger", "nightly", "--yes", url=store_url)
+    assert refused.exit_code == 1 and "'a-holiday', 'z-audit'" in refused.output, refused.output
+    forced = run("schedules", "trigger", "nightly", "--yes", "--force", url=store_url)
+    assert forced.exit_code == 0, forced.output
+    assert forced.output.splitlines()[-2:] == [
+        "forced past freeze 'a-holiday'",
+        "forced past freeze 'z-audit'",
+    ]
+
+
+@pytest.mark.slow
 def test_trigger_over_grpc_is_refused_by_a_freeze_unless_forced(
     shim, flow, service, labelled, clock
 ) -> None:
@@ -166,6 +233,7 @@ def test_trigger_over_grpc_is_refused_by_a_freeze_unless_forced(
     assert service.list_actions()[0].detail["overrode_freeze"] == ["row-b"]
 
 
+@pytest.mark.slow
 def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     service, labelled, clock
 ) -> None:
@@ -181,6 +249,7 @@ def test_waiting_tasks_of_a_frozen_rack_wait_until_the_freeze_ends(
     assert service.promote_waiting() == [waiting]
 
 
+@pytest.mark.slow
 def test_a_waiting_task_is_held_by_the_schedule_labels_it_was_submitted_with(
     service, labelled, clock
 ) -> None:
@@ -204,6 +273,7 @@ def test_a_waiting_task_is_held_by_the_schedule_labels_it_was_submitted_with(
     assert service.promote_waiting() == [free]
 
 
+@pytest.mark.slow
 def test_a_task_that_recorded_no_schedule_is_judged_by_its_schedule_as_it_is(
     service, labelled, clock
 ) -> None:
@@ -222,6 +292,26 @@ def test_a_task_that_recorded_no_schedule_is_judged_by_its_schedule_as_it_is(
     assert [w.task_id for w in service.claim_work(10, lease=60)] == [pending]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("change", ["delete", "rename"])
+def test_a_task_held_by_its_schedules_name_stays_held_when_the_schedule_changes(
+    service: Service, fleet: Fleet, clock: Clock, change: str
+) -> None:
+    nightly = create(service, fleet.racks[:1], name="nightly-firmware")
+    (held,) = service.trigger(nightly.id).task_ids
+    open_freeze(service, clock, "launch", FreezeSelector(schedules=["nightly-firmware"]))
+    assert service.claim_work(10, lease=60) == []  # held
+    if change == "delete":
+        service.delete_schedule(nightly.id)  # the operator "gets rid of it" during the launch
+    else:
+        config = ScheduleConfig(name="firmware-nightly")
+        service.update_schedule(nightly.id, config, ["schedule.name"])
+    clock.advance(seconds=31)  # the hold is looked at again
+    assert [t.status for t in service.get_tasks([held])] == [TaskStatus.PENDING]
+    assert service.claim_work(10, lease=60) == []  # still inside the freeze: still held
+
+
+@pytest.mark.slow
 def test_a_frozen_waiting_task_still_expires(service, labelled, clock) -> None:
     rack = labelled.racks[0]
     service.trigger(create(service, [rack], name="first").id)
@@ -312,6 +402,7 @@ def test_the_dispatcher_counts_frozen_scopes_and_freeze_misses(service, labelled
     assert " INFO missed " in missed and "reason=freeze" in missed
 
 
+@pytest.mark.slow
 def test_a_forced_trigger_is_delivered_through_the_freeze_it_overrode(
     service, labelled, clock
 ) -> None:

@@ -127,6 +127,7 @@ def _tree(repo: Repo) -> tuple[str, str]:
     return format_rfc3339(fires), format_rfc3339(starts)
 
 
+@pytest.mark.slow
 def test_plan_warns_of_an_upgrade_starting_inside_a_freeze(repo: Repo) -> None:
     fires, starts = _tree(repo)
     plan = repo.plan()

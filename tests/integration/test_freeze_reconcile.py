@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from rackcron.models import Freeze, FreezeSelector
 from rackcron.reconciler.state import store_state
 from rackcron.reconciler.validate import validate_sources
 from rackcron.service import Service
@@ -27,6 +28,8 @@ from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, actions, freeze, schedule
+
+pytestmark = pytest.mark.slow
 
 #: RACKS with r1 labelled row: B and r2 row: A.
 LABELLED = RACKS.replace("metadata: {name: r1}", "metadata: {name: r1, labels: {row: B}}").replace(
@@ -262,6 +265,121 @@ def test_freezes_list_shows_what_is_active_and_the_next_window(repo: Repo) -> No
     assert bad.exit_code == 2 and "RFC 3339" in bad.output
 
 
+# --- selectors that match nothing ----------------------------------------------------------
+
+
+def test_a_plan_warns_of_a_label_selector_that_no_rack_carries(repo: Repo) -> None:
+    """``row: b`` for ``row: B``: the year-end freeze would hold nothing, silently."""
+    year_end = freeze(
+        "year-end", '  start: "2090-12-19T00:00:00Z"\n  end: "2091-01-04T00:00:00Z"\n',
+        selector="{rack_labels: {row: b}}",
+    )  # fmt: skip
+    repo.write(schedule("nightly"), racks=LABELLED, freezes=year_end)
+    plan = repo.plan()
+    assert [w["message"] for w in plan["warnings_detail"]] == [
+        'freeze "year-end" selects racks labelled row=b, which no rack of the tree or the'
+        " store carries"
+    ]
+    checked = run("validate", str(repo.path))
+    assert checked.exit_code == 0, checked.output
+    assert "no rack of this tree carries the labels row=b" in checked.output, checked.output
+
+
+def test_a_plan_warns_of_a_schedule_label_selector_that_no_schedule_carries(repo: Repo) -> None:
+    launch = freeze(
+        "launch", '  start: "2090-12-19T00:00:00Z"\n  end: "2091-01-04T00:00:00Z"\n',
+        selector="{schedule_labels: {team: infar}}",
+    )  # fmt: skip
+    nightly = schedule("nightly").replace("metadata: {name: nightly}",
+                                          "metadata: {name: nightly, labels: {team: infra}}")  # fmt: skip
+    repo.write(nightly, racks=LABELLED, freezes=launch)
+    assert [w["message"] for w in repo.plan()["warnings_detail"]] == [
+        'freeze "launch" selects schedules labelled team=infar, which no schedule of the tree'
+        " or the store carries"
+    ]
+
+
+def test_a_label_selector_that_a_rack_carries_is_no_warning(repo: Repo) -> None:
+    year_end = freeze(
+        "year-end", '  start: "2090-12-19T00:00:00Z"\n  end: "2091-01-04T00:00:00Z"\n',
+        selector="{rack_labels: {row: B}}",
+    )  # fmt: skip
+    repo.write(schedule("nightly"), racks=LABELLED, freezes=year_end)
+    assert repo.plan()["warnings_detail"] == []
+    checked = run("validate", str(repo.path))
+    assert checked.exit_code == 0 and "0 warnings" in checked.output, checked.output
+
+
+# --- a stored freeze this host cannot evaluate ----------------------------------------------
+
+
+def _unevaluable(service: Service) -> None:
+    """A freeze another host applied, in a zone this host's tzdata lacks (a zone newer
+    than its tzdata: Europe/Kyiv before 2022b, America/Ciudad_Juarez before 2022g)."""
+    import sqlalchemy as sa
+
+    from rackcron.store import transaction
+    from rackcron.store.tables import freeze as freeze_table
+
+    service.upsert_freeze(Freeze(
+        id=uuid.uuid4(), name="elsewhere", cron="0 22 * * 5", duration_seconds=3600,
+        timezone="Europe/Paris", selector=FreezeSelector(racks=["r1"]),
+    ))  # fmt: skip
+    with transaction(service.engine) as conn:
+        conn.execute(freeze_table.update().values(timezone=sa.literal("America/Nowhere_Newer")))
+
+
+def test_freezes_list_shows_a_freeze_this_host_cannot_evaluate(
+    store_url: str, service: Service
+) -> None:
+    """It counts as open for what it selects (SEMANTICS "Freeze windows"): the list says so
+    instead of failing as a whole."""
+    _unevaluable(service)
+    shown = run("freezes", "list", url=store_url)
+    assert shown.exit_code == 0, shown.output
+    (row,) = shown.output.splitlines()[1:]
+    assert row.startswith("elsewhere") and "cannot be evaluated here" in row, row
+    listed = run("freezes", "list", "--format", "json", url=store_url)
+    assert listed.exit_code == 0, listed.output
+    (status,) = json.loads(listed.output)["freezes"]
+    assert status["active"] is True and status["window"] is None
+    assert "America/Nowhere_Newer" in status["error"]
+
+
+def test_a_plan_and_an_apply_go_on_beside_a_freeze_this_host_cannot_evaluate(
+    repo: Repo, service: Service
+) -> None:
+    """Another repository's freeze must not stop every plan and apply on this host (an
+    emergency change included): the plan says what it could not check."""
+    _unevaluable(service)
+    repo.write(schedule("nightly", spec='"*/5 * * * *"'))
+    plan = repo.plan()
+    assert plan["errors"] == []
+    (warning,) = [w["message"] for w in plan["warnings_detail"] if w["code"] == "fires_in_freeze"]
+    assert warning.startswith('freeze "elsewhere" cannot be evaluated here'), warning
+    repo.apply()
+    assert [s.name for s in service.list_schedules().items] == ["nightly"]
+    checked = repo.cli("conflicts", str(repo.path), "--precise", "--with-store")
+    assert checked.exit_code == 0, checked.output
+
+
+# --- what a tree may declare -----------------------------------------------------------------
+
+
+def test_a_freeze_cron_the_store_refuses_is_refused_by_validate(repo: Repo) -> None:
+    """The schema let a cron of up to 1024 characters through, the store takes 255: the
+    tree validated and planned clean, and every apply of it failed."""
+    minutes = ",".join(str(i % 60) for i in range(120))  # 290 characters, a valid cron
+    long_cron = freeze("busy", f'  cron: "{minutes} * * * *"\n  duration: 1m\n',
+                       selector="{racks: [r1]}")  # fmt: skip
+    repo.write(schedule("nightly"), freezes=long_cron)
+    checked = run("validate", str(repo.path))
+    assert checked.exit_code == 1, checked.output
+    assert "[$.spec.cron]" in checked.output, checked.output
+    planned = repo.cli("plan", str(repo.path))
+    assert planned.exit_code != 0, planned.output
+
+
 # --- over gRPC -------------------------------------------------------------------------------
 
 
@@ -323,6 +441,7 @@ def test_a_server_without_the_reconciler_refuses_freezes_and_labels_before_any_c
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.repo
 def test_the_readmes_freezes_list_is_real_output(store_url: str) -> None:
     applied = run("apply", str(ROOT / "examples" / "fleet"), "--auto-approve", url=store_url)
     assert applied.exit_code == 0, applied.output
@@ -337,6 +456,7 @@ def test_the_readmes_freezes_list_is_real_output(store_url: str) -> None:
     assert result.exit_code == 0 and result.output == shown
 
 
+@pytest.mark.repo
 def test_the_freezes_in_declaring_md_are_valid() -> None:
     text = (ROOT / "docs" / "declaring.md").read_text()
     section = text[text.index("\n## Freeze\n") :]

@@ -15,6 +15,8 @@ import pytest
 from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, schedule
 
+pytestmark = pytest.mark.slow
+
 
 def test_plan_and_apply_a_committed_revision_not_the_working_copy(repo: Repo) -> None:
     repo.write(schedule("a"))

@@ -73,6 +73,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return home, str(task.id)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("where", "example"), RUNNABLE, ids=[e.text for _, e in RUNNABLE])
 def test_every_help_example_runs(
     where: str,

@@ -20,6 +20,8 @@ import pytest
 from rackcron.reconciler.yamlsource import MAX_DEPTH, MAX_NODES, MAX_TREE_NODES
 from tests.support.trees import ONE_RACK
 
+pytestmark = pytest.mark.slow
+
 
 def merge_bomb(levels: int = 10, width: int = 10) -> str:
     """``<<: [*e, *e, ...]`` nested ``levels`` deep over an empty mapping: width**levels steps."""

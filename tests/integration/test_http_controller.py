@@ -170,6 +170,7 @@ def test_failed_operation_carries_its_message(ticks: Ticks) -> None:
 # --- what the reference controller remembers (docs/controller-protocol.md "The reference controller")
 
 
+@pytest.mark.slow
 def test_finished_tasks_past_the_bound_are_forgotten_and_running_ones_kept(ticks: Ticks) -> None:
     bound = 5
     simulator = Simulator(
@@ -250,6 +251,7 @@ def test_what_is_kept_fits_its_byte_budget(ticks: Ticks) -> None:
             assert client.status(running[0].id).state == "unknown"
 
 
+@pytest.mark.slow
 def test_the_rack_controller_command_bounds_the_finished_tasks(tmp_path: Path) -> None:
     log = tmp_path / "controller.log"
     args = ("--keep-finished", "2", "--default-duration", "0s", "--keep-mib", "1")
@@ -288,6 +290,7 @@ def test_a_closed_port_is_refused_quickly() -> None:
     assert time.monotonic() - started < 1.0
 
 
+@pytest.mark.slow
 def test_a_slow_controller_times_out(server: ControllerServer) -> None:
     server.faults.delay = 0.5
     for client in _client(server.url, token=TOKEN, timeout=0.2):
@@ -317,6 +320,7 @@ def _call_in_thread(
     return raised[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
 def test_a_trickling_controller_times_out_within_its_deadline(headers: bool) -> None:
     # One byte every 0.5 s: each read is quick, so only a deadline for the whole call ends it.
@@ -330,6 +334,7 @@ def test_a_trickling_controller_times_out_within_its_deadline(headers: bool) -> 
             assert 1.4 < elapsed < 8.0  # the deadline, not the 10 s limit of the call
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [200, 500], ids=["ok", "error"])
 def test_a_deeply_nested_answer_is_a_clear_error(status: int) -> None:
     with Canned(status, deep_json(100_000)) as canned:
@@ -360,6 +365,7 @@ def test_a_2xx_without_a_state_is_malformed(
         client.submit(_order())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_connection_closed_while_idle_is_reopened(
     scheme: str, simulator: Simulator, request: pytest.FixtureRequest
@@ -524,6 +530,7 @@ def test_token_file_and_environment_together_are_refused(tmp_path: Path) -> None
     assert "not both" in result.output
 
 
+@pytest.mark.slow
 def test_the_rack_controller_answers_400_to_a_deeply_nested_body(tmp_path: Path) -> None:
     with rack_controller_process(tmp_path / "controller.log") as (_, url):
         task_id = uuid.uuid4()
@@ -541,6 +548,7 @@ def test_the_rack_controller_answers_400_to_a_deeply_nested_body(tmp_path: Path)
             assert client.submit(_order(id=task_id)).state == "running"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["HTTP/1.0", "HTTP/1.1"], ids=["http-1.0", "connection-close"])
 def test_a_controller_that_closes_the_connection_after_answering(version: str) -> None:
     # http.client closes its socket as soon as the headers say the connection will not be
@@ -598,6 +606,7 @@ def test_the_driver_connects_where_the_allow_list_looked(url: str, host: str, po
     assert (connection.host, connection.port) == (host, port)
 
 
+@pytest.mark.slow
 def test_a_trickled_tls_handshake_is_cut_at_the_request_deadline(
     simulator: Simulator, pki: Pki
 ) -> None:

@@ -95,6 +95,7 @@ def test_validate_refuses_a_long_version_in_a_short_diagnostic(tmp_path: Path) -
     assert len(result.output) < 1_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "github", "json"])
 def test_a_diagnostic_quotes_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> None:
     # A 5 MB name, under the per-file limit: every message about it stays short.
@@ -122,6 +123,7 @@ def test_every_single_line_field_in_the_schemas_has_a_max_length() -> None:
 # --- (b) renderers show a bounded part of any value ----------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> None:
     version = "v" * MAX_LENGTH  # valid: the store holds it; a plan shows its first SHOWN
@@ -142,6 +144,7 @@ def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> Non
 # --- (c) a Markdown plan fits in a GitHub comment ------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_markdown_plan_longer_than_a_comment_says_what_it_leaves_out(tmp_path: Path) -> None:
     count = 150
     versions = [f"{i:03}-" + "v" * (MAX_LENGTH - 4) for i in range(count)]
@@ -165,6 +168,7 @@ def test_a_markdown_plan_longer_than_a_comment_says_what_it_leaves_out(tmp_path:
     assert len(plan["changes"]) == count + 1  # the rack, and every schedule
 
 
+@pytest.mark.slow
 def test_a_markdown_plan_that_fits_is_not_cut(tmp_path: Path) -> None:
     tree = write(tmp_path, schedule("nightly"))
     result = run(

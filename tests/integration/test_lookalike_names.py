@@ -106,6 +106,7 @@ def _warnings(plan: dict, code: str) -> list[str]:
     return [w["message"] for w in plan["warnings_detail"] if w["code"] == code]
 
 
+@pytest.mark.slow
 def test_plan_warns_about_a_stored_lookalike_and_the_freeze_it_escapes(repo: Repo) -> None:
     """The finding: a schedule renamed over gRPC to a look-alike escapes the freeze that
     selects it by name; the next plan of the freeze's repository says so."""
@@ -131,6 +132,7 @@ def test_plan_warns_about_a_stored_lookalike_and_the_freeze_it_escapes(repo: Rep
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_plan_warns_about_a_freeze_selecting_what_the_plan_deletes(repo: Repo) -> None:
     held = freeze("hold", FAR, selector="{schedules: [nightly-firmware]}")
     repo.write(schedule("nightly-firmware"), freezes=held)
@@ -142,6 +144,7 @@ def test_plan_warns_about_a_freeze_selecting_what_the_plan_deletes(repo: Repo) -
     ]
 
 
+@pytest.mark.slow
 def test_plan_names_the_lookalike_a_freeze_was_meant_to_hold(repo: Repo) -> None:
     repo.write(schedule("weekly"), freezes=freeze(
         "hold", FAR, selector="{schedules: [nightly-firmware]}"))  # fmt: skip

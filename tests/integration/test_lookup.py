@@ -73,6 +73,7 @@ def schedules(service: Service, fleet, clock) -> list[Schedule]:
     return [through_sqlalchemy(service, s.id) for s in (firmware, paused, once)]
 
 
+@pytest.mark.slow
 def test_a_row_is_what_sqlalchemy_reads(service: Service, schedules) -> None:
     lookup = Lookup(service.reader, BY_ID, memo=0)
     for schedule in schedules:
@@ -167,6 +168,7 @@ def test_the_memo_covers_every_column() -> None:
     assert set(NEW_VALUES) == {c.key for c in task_schedule.columns} - {"id"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(NEW_VALUES))
 def test_a_change_to_any_column_is_seen_at_once(service: Service, schedules, column) -> None:
     schedule = schedules[0]
@@ -190,6 +192,7 @@ def test_a_change_to_any_column_is_seen_at_once(service: Service, schedules, col
     assert service.get_schedule(schedule.id) == after
 
 
+@pytest.mark.slow
 def test_a_missing_schedule_is_not_found(service: Service, schedules) -> None:
     missing = uuid.uuid4()
     with pytest.raises(NotFound, match=f"^id: task schedule {missing} not found$"):
@@ -199,6 +202,7 @@ def test_a_missing_schedule_is_not_found(service: Service, schedules) -> None:
         service.get_schedule(schedules[1].id)
 
 
+@pytest.mark.slow
 def test_a_database_failure_is_a_store_error(service: Service, schedules) -> None:
     with transaction(service.engine) as conn:
         conn.execute(sa.text("ALTER TABLE task_schedule RENAME TO task_schedule_gone"))

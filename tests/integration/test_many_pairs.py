@@ -20,6 +20,8 @@ from rackcron.reconciler.plan import MAX_WARNINGS
 from tests.support.cli import run_process
 from tests.support.trees import rack
 
+pytestmark = pytest.mark.slow
+
 N = 1000
 PAIRS = N * (N - 1) // 2
 

@@ -24,6 +24,8 @@ import pytest
 
 from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
 
+pytestmark = pytest.mark.slow
+
 #: No reserve: one client reaches the server's cap before its own.
 LIMITS = Limits(
     max_connections=3, max_per_client=4, reserved=0, idle_timeout=0.3, request_timeout=0.5,

@@ -4,11 +4,17 @@ and ``dispatch`` included, refuses a SQLite file that does not exist (a mistyped
 default store before anything was applied): exit 1, no traceback, the path and how to
 create the store, and neither the file nor its directories made. In-memory SQLite is
 unaffected; a PostgreSQL database that does not exist is named as such.
+
+The same holds for the URL forms SQLAlchemy's pysqlite dialect passes on to the driver: a
+``file:`` name without ``uri=true`` is a file of that name, with ``uri=true`` a SQLite URI
+whose query can say ``mode=rwc`` (create), and a plain name with ``uri=true`` gets the
+URL's other parameters appended to it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import uuid
 from pathlib import Path
@@ -98,6 +104,7 @@ def test_a_command_refuses_a_sqlite_store_that_does_not_exist(
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", DAEMONS.values(), ids=DAEMONS.keys())
 def test_a_daemon_refuses_a_sqlite_store_that_does_not_exist(
     args: list[str], tmp_path: Path
@@ -120,6 +127,7 @@ def test_the_default_store_not_existing_is_the_same_refusal(command: str, tmp_pa
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(CREATING))
 def test_apply_sync_and_db_upgrade_create_the_store(command: str, tmp_path: Path) -> None:
     path = tmp_path / "new" / "dir" / "rackcron.db"
@@ -147,10 +155,82 @@ def test_an_existing_file_without_a_schema_is_not_migrated_by_a_reader(tmp_path:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
 
 
+@pytest.mark.slow
 def test_an_in_memory_store_is_unaffected() -> None:
     result = run("schedules", "list", "--format", "json", "--database-url", "sqlite://")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {"task_schedules": [], "total": 0}
+
+
+# --- SQLite URI forms (what SQLAlchemy's pysqlite dialect passes to the driver) -----------
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory: relative names land here."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    return here
+
+
+MISSING = {
+    "file-uri-rwc": "sqlite:///file:{dir}/new.db?mode=rwc&uri=true",
+    "relative-file-uri-rwc": "sqlite:///file:new.db?mode=rwc&uri=true",
+    "file-uri": "sqlite:///file:{dir}/new.db?uri=true",
+    "file-name-without-uri": "sqlite:///file:new.db",
+    "encoded-file-uri": "sqlite:///file:{dir}/n%65w.db?mode=rwc&uri=true",
+    "localhost-file-uri": "sqlite:///file://localhost{dir}/new.db?mode=rwc&uri=true",
+}
+
+
+@pytest.mark.parametrize("url", MISSING.values(), ids=MISSING.keys())
+def test_a_url_naming_a_missing_file_is_refused_and_creates_nothing(cwd: Path, url: str) -> None:
+    url = url.format(dir=cwd)
+    result = run("schedules", "list", "--database-url", url)
+    assert result.exit_code == 1, result.output
+    assert "no store at " in result.output and "no such SQLite file" in result.output
+    assert _files(cwd) == set(), _files(cwd)
+
+
+@pytest.mark.slow
+def test_uri_parameters_on_a_plain_name_do_not_open_a_stray_file(cwd: Path) -> None:
+    # With uri=true and no file: prefix, the driver opens "real.db?mode=ro", a new file
+    # beside the real store; the error then said "run rackcron db upgrade" on it.
+    store = cwd / "real.db"
+    assert run("db", "upgrade", "--database-url", f"sqlite:///{store}").exit_code == 0
+    before = _files(cwd)
+    result = run("schedules", "list", "--database-url", f"sqlite:///{store}?mode=ro&uri=true")
+    assert result.exit_code == 1 and f"no store at {store}?mode=ro" in result.output
+    assert _files(cwd) == before
+
+
+@pytest.mark.slow
+def test_uri_forms_of_an_existing_store_or_memory_still_open(cwd: Path) -> None:
+    store = cwd / "real.db"
+    assert run("db", "upgrade", "--database-url", f"sqlite:///{store}").exit_code == 0
+    for url in (
+        f"sqlite:///file:{store}?mode=ro&uri=true",
+        "sqlite:///file:real.db?uri=true",
+        f"sqlite:///{store}?timeout=5",
+        "sqlite:///file::memory:?uri=true",
+    ):
+        result = run("schedules", "list", "--database-url", url)
+        assert result.exit_code == 0, (url, result.output)
+    assert _files(cwd) <= {"real.db", "real.db-wal", "real.db-shm"}
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT count(*) FROM task_schedule").fetchone() == (0,)
+
+
+@pytest.mark.slow
+def test_creating_commands_create_the_file_a_uri_names(cwd: Path) -> None:
+    result = run("db", "upgrade", "--database-url", "sqlite:///file:sub/made.db?uri=true")
+    assert result.exit_code == 0, result.output
+    assert os.path.exists(cwd / "sub" / "made.db")
 
 
 @pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
@@ -163,6 +243,7 @@ def test_a_postgresql_database_that_does_not_exist_is_named_as_such(store_url: s
     )
 
 
+@pytest.mark.slow
 def test_serve_warns_when_its_store_has_no_schedules(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     assert run("db", "upgrade", "--database-url", url).exit_code == 0
@@ -174,6 +255,7 @@ def test_serve_warns_when_its_store_has_no_schedules(tmp_path: Path) -> None:
     assert warning["store"] == url and "rackcron apply" in warning["hint"]
 
 
+@pytest.mark.slow
 def test_dispatch_does_not_warn_when_its_store_has_schedules(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     assert (

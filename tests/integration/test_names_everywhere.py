@@ -30,6 +30,8 @@ from rackcron.store import open_engine, tables
 from tests.support.cli import run
 from tests.support.service import create, snapshot
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 A01 = "10e6e576-166f-5c60-9d25-307efa29e03f"
 A02 = "fe737cc5-22e6-5ab4-80f2-763863ebfb89"

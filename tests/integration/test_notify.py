@@ -4,9 +4,10 @@ Delivery: every kind arrives valid against the published schema and signed; a we
 that is down, slow or erroring is tried a bounded number of times; a full queue drops
 and counts; a stop delivers what it can and counts the rest. Sources, on SQLite and
 PostgreSQL: the task runner (failed and expired tasks, an unreachable controller), the
-dispatcher (a firing whose scopes were all busy, a missed firing), each told once, by
-the process whose write made the change, with hostile names inert in ``text``; and
-firing stays on time whatever the webhook does, as the dispatcher's records show.
+dispatcher (a firing whose scopes were all busy, a missed firing, a freeze's misses once
+per schedule and window), each told once, by the process whose write made the change,
+with hostile names inert in ``text``; and firing stays on time whatever the webhook does,
+as the dispatcher's records show.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ from rackcron.dispatcher.notify import Delivery, Notifier, parse_webhook
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.lifecycle import Event
 from rackcron.models import ControllerSpec, Freeze, OverlapPolicy, QueueOptions, TaskStatus
-from rackcron.notifications import Kind
+from rackcron.notifications import Kind, Notification
 from rackcron.service import Service, Update
 from rackcron.store import open_engine
+from tests.conftest import Clock, Fleet
 from tests.support.net import free_port
 from tests.support.service import create
 from tests.support.webhook import Answer, Receiver, check, one_of_each, schema_errors, wait_until
+
+pytestmark = pytest.mark.slow
 
 SECRET = b"webhook-secret\x00\xff"
 HOSTILE = "<!channel> @here *x* `y` http://e.example"
@@ -445,6 +449,23 @@ def test_a_freeze_miss_is_told_once_per_window_whoever_polls(service, fleet, clo
     ]
     sample = metrics.registry.get_sample_value
     assert sample("rackcron_firings_missed_total", {"reason": "freeze"}) == 29 + 11
+
+
+def test_a_planned_freeze_is_told_once_per_schedule_and_window(
+    service: Service, fleet: Fleet, clock: Clock
+) -> None:
+    told: list[Notification] = []
+    start = clock.now
+    service.upsert_freeze(
+        Freeze(id=uuid.uuid4(), name="launch", start=start, end=start + timedelta(hours=4))
+    )
+    create(service, fleet.racks[:2], name="minutely", spec="1m")
+    dispatcher = Dispatcher(service, notify=told.append)
+    for _ in range(240):
+        clock.advance(minutes=1)
+        dispatcher.poll()
+    missed = [n for n in told if n.kind is Kind.FIRING_MISSED]
+    assert len(missed) == 1, len(missed)
 
 
 @pytest.mark.parametrize("webhook", ["held", "down", "erroring"])

@@ -1,6 +1,10 @@
 """``--notify`` on the command line: ``apply`` and ``sync`` tell their webhooks what they
 applied or could not apply, before they exit; bad options are refused clearly
-(docs/notifications.md)."""
+(docs/notifications.md).
+
+A webhook URL is a credential (a Slack incoming webhook's secret is its path, and a URL may
+carry ``user:password@``): a refusal, shown on the terminal and in the service's journal,
+quotes its scheme and host only."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ def secret_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_apply_tells_what_it_applied_before_it_exits(
     repo: Repo, receiver: Receiver, secret_file: Path
 ) -> None:
@@ -49,6 +54,7 @@ def test_apply_tells_what_it_applied_before_it_exits(
     assert "apply #1 applied" in event["text"]
 
 
+@pytest.mark.slow
 def test_apply_tells_when_it_failed(repo: Repo, receiver: Receiver) -> None:
     repo.write(schedule("a"))
     repo.service().acquire_apply_lock("someone else")
@@ -59,6 +65,7 @@ def test_apply_tells_when_it_failed(repo: Repo, receiver: Receiver) -> None:
     assert "someone else" in event["error"]
 
 
+@pytest.mark.slow
 def test_a_dead_webhook_does_not_fail_an_apply(repo: Repo) -> None:
     repo.write(schedule("a"))
     dead = f"http://127.0.0.1:{free_port()}/"
@@ -67,6 +74,7 @@ def test_a_dead_webhook_does_not_fail_an_apply(repo: Repo) -> None:
     assert len(repo.service().list_applies()) == 1
 
 
+@pytest.mark.slow
 def test_nothing_to_apply_tells_nothing(repo: Repo, receiver: Receiver) -> None:
     repo.write(schedule("a"))
     repo.apply()
@@ -74,6 +82,7 @@ def test_nothing_to_apply_tells_nothing(repo: Repo, receiver: Receiver) -> None:
     assert receiver.received == []
 
 
+@pytest.mark.slow
 def test_sync_tells_each_apply_and_a_failure_once(
     repo: Repo, receiver: Receiver, secret_file: Path
 ) -> None:
@@ -136,6 +145,36 @@ def test_apply_refuses_a_bad_webhook_before_anything(repo: Repo) -> None:
     repo.write(schedule("a"))
     result = repo.cli("apply", str(repo.path), "--auto-approve", "--notify", "mailto:ops@e.example")
     assert result.exit_code == 1 and "expected an http:// or https:// URL" in result.output
+    assert repo.service().list_applies() == []
+
+
+SECRETS = ("s3cr3t-pw", "XXXXSECRETPATH", "sig=abc123")
+
+
+BAD = {
+    "password": "https://ops:s3cr3t-pw@hooks.slack.com/services/T0/B0/XXXXSECRETPATH",
+    "fragment": "https://hooks.slack.com/services/T0/B0/XXXXSECRETPATH#x",
+    "port": "https://hooks.slack.com:99999/services/T0/B0/XXXXSECRETPATH?sig=abc123",
+    "space": "https://hooks.slack.com/services/T0/B0/XXXXSECRETPATH extra",
+    "scheme": "ftp://hooks.slack.com/services/T0/B0/XXXXSECRETPATH",
+}
+
+
+@pytest.mark.parametrize("url", BAD.values(), ids=BAD.keys())
+def test_serve_refuses_a_bad_webhook_without_quoting_its_secrets(url: str, tmp_path: Path) -> None:
+    result = run("serve", "--notify", url, "--database-url", f"sqlite:///{tmp_path / 'x.db'}")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--notify'" in result.output
+    assert "hooks.slack.com" in result.output  # which URL it was
+    for secret in SECRETS:
+        assert secret not in result.output, result.output
+
+
+def test_apply_refuses_a_bad_webhook_without_quoting_its_password(repo: Repo) -> None:
+    repo.write(schedule("a"))
+    result = repo.cli("apply", str(repo.path), "--auto-approve", "--notify", BAD["password"])
+    assert result.exit_code == 1 and "carries no user or password" in result.output
+    assert "s3cr3t-pw" not in result.output and "XXXXSECRETPATH" not in result.output
     assert repo.service().list_applies() == []
 
 

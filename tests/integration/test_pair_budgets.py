@@ -25,6 +25,8 @@ from rackcron.reconciler.conflicts import MAX_PAIRS
 from tests.support.cli import run_process
 from tests.support.trees import rack
 
+pytestmark = pytest.mark.slow
+
 # Seconds. Measured on a 2-core host: each run here takes 1-7 s; before the fix the same
 # runs took 33 s (coarse), 35 s (plan) and over a minute (precise).
 TIMEOUT = 25

@@ -249,6 +249,7 @@ _IMPOSTOR = {
 }
 
 
+@pytest.mark.slow
 def test_a_pull_request_cannot_install_its_own_rackcron(tmp_path: Path, job: Job) -> None:
     """A pull request that adds a pyproject.toml naming itself "rackcron", with a package
     of its own, is reviewed by the pinned rackcron: its code never runs."""
@@ -267,6 +268,7 @@ def test_a_pull_request_cannot_install_its_own_rackcron(tmp_path: Path, job: Job
     assert _comments(runner) == [{"pr": "7", "body": plan}]
 
 
+@pytest.mark.slow
 def test_a_change_is_annotated_planned_and_commented(tmp_path: Path, job: Job) -> None:
     runs, runner = _review(tmp_path, job, _v2)
     ran = _ran(runs)
@@ -285,6 +287,7 @@ def test_a_change_is_annotated_planned_and_commented(tmp_path: Path, job: Job) -
     assert full.endswith("Plan: 12 to create, 10 to update in-place, 1 to replace, 2 to destroy.\n")
 
 
+@pytest.mark.slow
 def test_a_broken_tree_is_annotated_and_fails_the_job(tmp_path: Path, job: Job) -> None:
     runs, runner = _review(tmp_path, job, _broken)
     assert [(r.step.name, r.exit_code) for r in runs] == [("Validate", 1)]
@@ -295,6 +298,7 @@ def test_a_broken_tree_is_annotated_and_fails_the_job(tmp_path: Path, job: Job) 
     assert _comments(runner) == []
 
 
+@pytest.mark.slow
 def test_a_plan_with_errors_is_posted_then_fails_the_job(tmp_path: Path, job: Job) -> None:
     runs, runner = _review(tmp_path, job, _without_protected)
     ran = _ran(runs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 
 from rackcron.filters import ComponentFilter
@@ -44,6 +45,7 @@ def _submit(service: Service, *requests: TaskRequest) -> list[uuid.UUID]:
     return [i for i in ids if i is not None]
 
 
+@pytest.mark.slow
 def test_a_replica_whose_clock_runs_behind_cannot_queue_ahead(
     service, fleet, store_url, clock
 ) -> None:
@@ -78,6 +80,7 @@ def test_tasks_queued_in_one_batch_are_promoted_in_batch_order(service, fleet) -
         finished = expected
 
 
+@pytest.mark.slow
 def test_a_task_row_without_component_types_holds_its_rack(service, fleet) -> None:
     """A row written by a rackcron older than the types (a rolling upgrade) says nothing
     of what it touches (here a power-shelf power task): compute power must wait for it."""

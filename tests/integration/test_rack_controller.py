@@ -168,6 +168,7 @@ def test_validate_cli_prints_file_and_line(tmp_path: Path) -> None:
     assert run("validate", str(tmp_path)).exit_code == 0
 
 
+@pytest.mark.repo
 def test_the_examples_in_the_docs_are_valid(tmp_path: Path) -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "declaring.md").read_text()
     blocks = re.findall(r"```yaml\n(  controller:\n.*?)```", doc, re.DOTALL)
@@ -191,6 +192,7 @@ def with_controller(block: str) -> str:
     return RACKS.replace(r1, r1 + "  controller:\n" + block)
 
 
+@pytest.mark.slow
 def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     repo.write(schedule("a"))
     repo.apply()
@@ -242,6 +244,7 @@ def test_plan_shows_a_controller_change_and_apply_stores_it(repo: Repo) -> None:
     service.close()
 
 
+@pytest.mark.slow
 def test_a_new_rack_with_a_controller_and_a_saved_plan(repo: Repo, tmp_path: Path) -> None:
     repo.write(schedule("a"), racks=with_controller("    kind: simulator\n"))
     saved = tmp_path / "plan.json"
@@ -256,6 +259,7 @@ def test_a_new_rack_with_a_controller_and_a_saved_plan(repo: Repo, tmp_path: Pat
     service.close()
 
 
+@pytest.mark.slow
 def test_drift_made_by_hand_is_reverted(repo: Repo) -> None:
     repo.write(schedule("a"), racks=with_controller("    kind: simulator\n"))
     repo.apply()

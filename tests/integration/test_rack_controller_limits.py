@@ -88,6 +88,7 @@ def answer_of(client: socket) -> bytes:
     return received
 
 
+@pytest.mark.slow
 def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
     server: ControllerServer,
 ) -> None:
@@ -107,6 +108,7 @@ def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
         assert get(server.url, "/v1/healthz", "127.0.0.2", token=None) == (200, {"status": "ok"})
 
 
+@pytest.mark.slow
 def test_requests_over_the_per_client_cap_are_told_busy_at_once() -> None:
     limits = Limits(max_per_client=2)
     with controller_server(token=TOKEN, limits=limits) as server:
@@ -123,6 +125,7 @@ def test_requests_over_the_per_client_cap_are_told_busy_at_once() -> None:
             assert [future.result()[0] for future in held] == [404, 404]
 
 
+@pytest.mark.slow
 def test_a_client_at_its_pending_cap_makes_room_with_its_own_oldest() -> None:
     with (
         controller_server(token=TOKEN, limits=Limits(max_pending_per_client=2)) as server,
@@ -184,6 +187,7 @@ def test_a_head_too_large_is_refused_unread(server: ControllerServer) -> None:
         assert answer_of(client).startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
 
 
+@pytest.mark.slow
 def test_pending_bodies_over_the_byte_budget_make_the_largest_give_way() -> None:
     limits = Limits(max_buffered=200_000)
     head = (f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
@@ -247,6 +251,7 @@ def _trickle(client: socket, stop: threading.Event) -> None:
             return
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
     limits = Limits(request_timeout=1.0)
@@ -272,6 +277,7 @@ def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
         assert server.simulator.started == 0
 
 
+@pytest.mark.slow
 def test_a_kept_alive_connection_idles_within_its_own_timeout() -> None:
     # The request deadline runs from a request's first byte: a client idle between
     # requests (as the http driver's pool is) is not cut by it, only by idle_timeout.
@@ -288,6 +294,7 @@ def test_a_kept_alive_connection_idles_within_its_own_timeout() -> None:
         assert 0.8 < time.monotonic() - started < 1.5
 
 
+@pytest.mark.slow
 def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
     # The review's attack on `rackcron rack-controller`: unauthenticated clients each
     # promising a large body once had a thread each, held until a 30 s read timeout.

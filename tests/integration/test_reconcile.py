@@ -24,6 +24,8 @@ from rackcron.reconciler.state import declared_state
 from rackcron.reconciler.validate import validate_tree
 from tests.support.trees import RACKS, Repo, actions, rpcs, schedule
 
+pytestmark = pytest.mark.slow
+
 
 def test_create_then_no_changes_and_provenance(repo: Repo) -> None:
     repo.write(schedule("a"), schedule("b", extra="  enabled: false\n"))

@@ -23,6 +23,8 @@ from rackcron.reconciler.plan import Plan
 from tests.support.cli import run
 from tests.support.trees import RACKS, Repo, schedule
 
+pytestmark = pytest.mark.slow
+
 
 def test_swapping_external_ids_applies_and_converges(repo: Repo) -> None:
     racks = RACKS.replace(

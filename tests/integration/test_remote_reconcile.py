@@ -1,4 +1,8 @@
-"""``plan|apply --server`` and ``schedules --server``: the reconciler and admin CLI over gRPC."""
+"""``plan|apply --server`` and ``schedules --server``: the reconciler and admin CLI over gRPC.
+
+A server without rackcron.v1.Reconciler stores freezes and starting deadlines (from a local
+apply, or from the same server started with ``--grpc-reconciler``) but cannot show them over
+v1.Flow: a plan through it says that it could not compare them."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from tests.support.cli import run
 from tests.support.net import free_port
+from tests.support.trees import Repo, freeze, schedule
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OWNER = "fleet-repo"
@@ -161,8 +168,8 @@ def test_a_flow_server_gets_schedules_only_and_nothing_is_deleted(
     fleet = str(flow_tree(tmp_path))
     url = str(service.engine.url)
     assert cli("apply", fleet, "--database-url", url, "--auto-approve")[0] == 0
-    for schedule in service.list_schedules().items:  # Flow already has the racks, no schedules
-        service.delete_schedule(schedule.id)
+    for stored in service.list_schedules().items:  # Flow already has the racks, no schedules
+        service.delete_schedule(stored.id)
     before = fingerprint(service)
     code, out = cli("plan", fleet, "--server", flow_only)
     assert code == 0 and "does not offer rackcron.v1.Reconciler" in out, out
@@ -195,6 +202,61 @@ def test_a_flow_server_never_replaces_a_schedule_the_tree_protects(
     assert code == 1 and "is protected: the plan would replace it" in out, out
     code, out = cli("apply", str(tree), "--server", flow_only, "--auto-approve")
     assert code == 1 and "Apply complete" not in out
+
+
+HOLD = freeze("hold", '  cron: "0 * * * *"\n  duration: 59m\n', selector="{racks: [r1]}")
+
+
+def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_changes(
+    repo: Repo, flow_only: str, service: Service
+) -> None:
+    """The server cannot show them, so the plan cannot tell a tree that dropped them from
+    one that never had them: it says so in every form instead of a bare "No changes."
+    (refusing would refuse every plan against a Flow server, and nothing over Flow can
+    lift them). They stay in force, as it says."""
+    repo.write(schedule("a", extra="  starting_deadline: 15m\n"), freezes=HOLD)
+    repo.apply("--owner", "fleet")
+    repo.write(schedule("a"))  # the freeze lifted, the deadline dropped
+    target = (str(repo.path), "--server", flow_only, "--owner", "fleet")
+    gist = "freezes, starting deadlines, labels and the inventory were not compared"
+    text = run("plan", *target)
+    assert text.exit_code == 0 and f"warning: {gist}" in text.output, text.output
+    assert "stays in force, even if the tree dropped it" in text.output
+    assert text.output.splitlines()[-1] == "No changes to what this server shows."
+    markdown = run("plan", *target, "--format", "markdown").output
+    assert "| no changes to what the server shows |" in markdown, markdown
+    assert "⚠️ 2 warnings: what the server cannot show" in markdown
+    assert "stays in force, even if the tree dropped it" in markdown  # in the shown part
+    data = json.loads(run("plan", *target, "--format", "json").output)
+    (warning,) = [w for w in data["warnings_detail"] if w["code"] == "not_compared"]
+    assert warning["message"].startswith(gist) and data["format_version"] == "1.10"
+    assert data["warnings_counts"]["not_compared"] == 1
+    applied = run("apply", *target, "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    assert applied.output.splitlines()[-1] == "No changes to what this server shows."
+    assert [f.name for f in service.list_freezes()] == ["hold"]
+    assert service.find_schedule("a").starting_deadline == "15m"
+
+
+@pytest.mark.parametrize(
+    ("carries", "warned"),
+    [
+        (("starting_deadline", "freezes", "rack_labels"), []),
+        (("rack_labels",), ["freezes and starting deadlines were not compared: this server"
+                            " cannot show them (an older rackcron.v1.Reconciler)"]),
+    ],
+    ids=["current", "older"],
+)  # fmt: skip
+def test_a_reconciler_says_what_it_could_not_compare(
+    repo: Repo, shim: ShimServer, monkeypatch: pytest.MonkeyPatch,
+    carries: tuple[str, ...], warned: list[str],
+) -> None:  # fmt: skip
+    monkeypatch.setattr("rackcron.shim.extras.CARRIES", carries)
+    repo.write(schedule("a"))
+    planned = run("plan", str(repo.path), "--server", shim.address, "--format", "json")
+    assert planned.exit_code == 0, planned.output
+    messages = [w["message"] for w in json.loads(planned.output)["warnings_detail"]]
+    assert [m.split(", so")[0] for m in messages] == warned
 
 
 def _refuse_management(*args, **kwargs):

@@ -32,7 +32,10 @@ from rackcron.store import open_engine, transaction
 from rackcron.store.tables import firing, task, task_schedule
 from tests.support.cli import run, run_process
 from tests.support.history import insert_tasks
+from tests.support.marks import ONE_AT_A_TIME
 from tests.support.service import create, scope_rows
+
+pytestmark = pytest.mark.slow
 
 RETENTION = timedelta(days=30)
 DISPATCH_DOC = Path(__file__).resolve().parents[2] / "docs" / "dispatch.md"
@@ -238,6 +241,7 @@ def test_replicas_pruning_at_once_delete_each_task_once(store_url, clock) -> Non
             service.close()
 
 
+@ONE_AT_A_TIME
 def test_pruning_100000_tasks_while_firing_every_second_keeps_the_lag_under_a_poll(
     store_url,
 ) -> None:

@@ -31,6 +31,8 @@ from rackcron.store import open_engine, transaction
 from tests.support.peers import Canned, Trickler, deep_json
 from tests.support.service import component_spec, create, rack_spec
 
+pytestmark = pytest.mark.slow
+
 SIM_DURATION = 30.0  # seconds of the test clock
 
 

@@ -27,6 +27,8 @@ import pytest
 from tests.support.cli import run
 from tests.support.saved_plans import SAVED_PLANS, TREE, SavedPlan
 
+pytestmark = pytest.mark.slow
+
 STALE = "the store has changed since this plan was made"
 STORE_PLANS = [saved for saved in SAVED_PLANS if not saved.through_server]
 IDS = [saved.name for saved in STORE_PLANS]

@@ -2,7 +2,7 @@
 loopback from a real store (SQLite and PostgreSQL) fed by a real task runner: next run,
 last success and tasks ended by schedule and status, hostile names kept inert by the
 exposition format, and the cardinality bound (the oldest schedules first, the rest
-counted, one warning).
+counted, one warning), which schedules made and deleted by the thousand do not outgrow.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from prometheus_client import generate_latest
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
 )
@@ -30,12 +32,14 @@ from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.runner import TaskRunner
 from rackcron.dispatcher.schedule_metrics import ScheduleSeries
-from rackcron.models import ControllerSpec, TaskStatus
+from rackcron.models import ControllerSpec, Rack, ScheduleConfig, TaskStatus
 from rackcron.service import ScheduleStates, Service
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule
 from tests.support.cli import run
-from tests.support.service import create
+from tests.support.service import create, make_operation, rack_spec
+
+pytestmark = pytest.mark.slow
 
 NEXT_RUN = "rackcron_schedule_next_run_timestamp_seconds"
 LAST_SUCCESS = "rackcron_schedule_last_success_timestamp_seconds"
@@ -180,6 +184,49 @@ def test_past_the_limit_the_oldest_keep_their_series_and_the_rest_are_counted(
     assert [(r.levelno, r.fields["limit"], r.fields["schedules"]) for r in warnings] == [
         (logging.WARNING, 2, 3)
     ]  # once: not again at the second read
+
+
+#: Names the store takes (no control characters) that a careless exposition would break.
+EXPOSITION = ['a"b', "a\\b", 'x{schedule="y"} 99', 'a\\"}\\n', "é#{", "# HELP x y"]
+
+
+def _series(metrics: Metrics) -> list[tuple[str, dict[str, str]]]:
+    text = generate_latest(metrics.registry).decode()
+    return [(s.name, s.labels) for f in text_string_to_metric_families(text) for s in f.samples
+            if s.name.startswith("rackcron_schedule_") and "schedule" in s.labels]  # fmt: skip
+
+
+def test_hostile_names_are_label_values_as_stored(service: Service) -> None:
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="r"))
+    for name in EXPOSITION:
+        service.create_schedule(ScheduleConfig(name=name, spec_type="interval", spec="1h"),
+                                make_operation("power_on", target=rack_spec(rack.id)))  # fmt: skip
+    metrics = Metrics(schedules=service.schedule_states, schedule_limit=100)
+    series = _series(metrics)
+    assert {labels["schedule"] for _, labels in series} == set(EXPOSITION)
+    assert all(name != "x" for name, _ in series)  # nothing parsed as a series of its own
+
+
+def test_churn_keeps_the_series_and_the_counts_bounded(service: Service) -> None:
+    rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="r"))
+    metrics = Metrics(schedules=service.schedule_states, schedule_limit=20)
+    assert metrics.schedules is not None
+    for n in range(500):
+        schedule = service.create_schedule(
+            ScheduleConfig(name=f"churn-{n}", spec_type="interval", spec="1h"),
+            make_operation("power_on", target=rack_spec(rack.id)),
+        )
+        metrics.task_ended("completed", schedule.id)
+        service.delete_schedule(schedule.id)
+        assert len(metrics.schedules._ended) <= 2 * 20
+    for n in range(30):
+        service.create_schedule(ScheduleConfig(name=f"kept-{n}", spec_type="interval", spec="1h"),
+                                make_operation("power_on", target=rack_spec(rack.id)))  # fmt: skip
+    series = _series(metrics)
+    names = {labels["schedule"] for _, labels in series}
+    # 20 of those left (the test's clock stands still: the oldest by id), none churned
+    assert len(names) == 20 and names <= {f"kept-{n}" for n in range(30)}
+    assert len(series) <= 5 * 20
 
 
 def test_a_limit_of_0_turns_the_series_off(service: Service, fleet) -> None:

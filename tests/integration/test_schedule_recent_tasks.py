@@ -8,12 +8,16 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
+
 from rackcron.models import TaskStatus
 from rackcron.service import Service
 from rackcron.shim.server import ShimServer
 from rackcron.timing import format_rfc3339
 from tests.support.cli import run
 from tests.support.service import set_status
+
+pytestmark = pytest.mark.slow
 
 FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 # A row-A schedule: the example freezes hold row B at times that depend on the day.

@@ -44,6 +44,7 @@ def metric(text: str, name: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
+@pytest.mark.slow
 def test_serve_fires_delivers_reports_and_stops_on_sigterm(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'serve.db'}"
     service = Service.open(url)
@@ -132,6 +133,7 @@ def test_bad_daemon_flags_are_usage_errors_naming_the_flag(args, message, tmp_pa
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow
 def test_a_taken_metrics_port_is_one_clear_error(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -234,6 +236,7 @@ def _stop(proc: subprocess.Popen[bytes], log: Path) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_an_idle_metrics_connection_stops_neither_healthz_nor_sigterm(tmp_path: Path) -> None:
     proc, log, port = _start_serve(tmp_path, "--poll-interval", "500ms")
     try:
@@ -253,6 +256,7 @@ def test_an_idle_metrics_connection_stops_neither_healthz_nor_sigterm(tmp_path: 
     assert json.loads(log.read_text().splitlines()[-1])["event"] == "stopped"
 
 
+@pytest.mark.slow
 def test_sigterm_stops_serve_within_its_grace_with_a_hung_controller(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'serve.db'}"
     service = Service.open(url)

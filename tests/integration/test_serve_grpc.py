@@ -29,6 +29,8 @@ from tests.support.flow import create_request, racks
 from tests.support.net import free_port
 from tests.support.service import create
 
+pytestmark = pytest.mark.slow
+
 
 def _store(tmp_path: Path) -> tuple[str, uuid.UUID]:
     url = f"sqlite:///{tmp_path / 'serve.db'}"

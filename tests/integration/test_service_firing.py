@@ -111,6 +111,7 @@ def test_trigger_moves_schedule_on(service, fleet, spec_type, spec, next_run) ->
     assert after.enabled is (spec_type != SpecType.ONE_TIME)
 
 
+@pytest.mark.slow
 def test_trigger_refuses_consumed_one_time_and_unknown_ids(service, fleet) -> None:
     schedule = create(service, fleet.racks[:1], spec_type=SpecType.ONE_TIME,
                       spec="2027-01-01T00:00:00Z")  # fmt: skip
@@ -142,6 +143,7 @@ def test_fire_due_fires_only_enabled_due_schedules(service, fleet, clock) -> Non
     assert service.fire_due() == []
 
 
+@pytest.mark.slow
 def test_skip_policy_is_per_scope(service, fleet, clock) -> None:
     schedule = create(service, fleet.racks)
     clock.advance(hours=1)
@@ -281,6 +283,7 @@ def test_write_back_ignores_a_scope_deleted_meanwhile(service, fleet, clock) -> 
     assert service.get_tasks([outcomes[0].task_id])[0].status == TaskStatus.PENDING
 
 
+@pytest.mark.slow
 def test_fire_due_drains_every_due_schedule_in_batches(service, fleet, clock) -> None:
     for i in range(7):
         create(service, fleet.racks[i % 5 : i % 5 + 1], name=f"s{i}", spec=f"{i + 1}m",

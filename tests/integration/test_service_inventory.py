@@ -138,6 +138,7 @@ def test_nvl_domain_bad_members_change_nothing(service, fleet, rack_ids, error, 
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_delete_nvl_domain(service, fleet) -> None:
     service.delete_nvl_domain(fleet.domain.id)
     assert service.list_nvl_domains() == []

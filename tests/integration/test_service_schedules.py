@@ -33,6 +33,7 @@ def test_create_defaults(service, fleet) -> None:
     assert service.get_schedule(schedule.id) == schedule
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("spec_type", "spec", "tz", "first"),
     [
@@ -53,6 +54,7 @@ def test_first_run_per_spec_type(service, fleet, spec_type, spec, tz, first) -> 
     assert schedule.timezone == (tz or "UTC")
 
 
+@pytest.mark.slow
 def test_duplicate_name_on_create_already_exists(service, fleet) -> None:
     create(service, fleet.racks[:1])
     before = snapshot(service)
@@ -218,6 +220,7 @@ def test_timezone_path_recomputes_cron_only(service, fleet, clock) -> None:
     assert _update(service, interval, ["schedule.spec.timezone"], timezone="").timezone == "UTC"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mask", "config", "match"),
     [
@@ -240,6 +243,7 @@ def test_update_rejects_bad_input_and_changes_nothing(service, fleet, mask, conf
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_rename_onto_taken_name_is_unknown_and_changes_nothing(service, fleet, clock) -> None:
     create(service, fleet.racks[:1], name="taken")
     schedule = create(service, fleet.racks[1:2], name="mine")
@@ -253,6 +257,7 @@ def test_rename_onto_taken_name_is_unknown_and_changes_nothing(service, fleet, c
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_update_never_changes_enabled(service, fleet, clock) -> None:
     schedule = service.pause_schedule(create(service, fleet.racks[:1]).id)
     clock.advance(minutes=1)
@@ -262,6 +267,7 @@ def test_update_never_changes_enabled(service, fleet, clock) -> None:
     assert updated.next_run_at == datetime(2020, 1, 1, tzinfo=UTC)
 
 
+@pytest.mark.slow
 def test_consumed_one_time_refuses_spec_change_pause_and_resume(service, fleet) -> None:
     schedule = create(service, fleet.racks[:1], spec_type=SpecType.ONE_TIME, spec=PAST)
     service.fire_due()
@@ -276,6 +282,7 @@ def test_consumed_one_time_refuses_spec_change_pause_and_resume(service, fleet) 
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 def test_pause_keeps_next_run_and_is_idempotent(service, fleet, clock) -> None:
     schedule = create(service, fleet.racks[:1])
     clock.advance(minutes=5)
@@ -288,6 +295,7 @@ def test_pause_keeps_next_run_and_is_idempotent(service, fleet, clock) -> None:
     assert snapshot(service) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("spec_type", "spec", "expected"),
     [
@@ -306,6 +314,7 @@ def test_resume_recomputes_from_now_without_catch_up(service, fleet, clock, spec
     assert service.fire_due() == []
 
 
+@pytest.mark.slow
 def test_resume_one_time_keeps_its_instant(service, fleet, clock) -> None:
     schedule = create(service, fleet.racks[:1], spec_type=SpecType.ONE_TIME, spec=PAST)
     service.pause_schedule(schedule.id)
@@ -315,6 +324,7 @@ def test_resume_one_time_keeps_its_instant(service, fleet, clock) -> None:
     assert len(service.fire_due()) == 1
 
 
+@pytest.mark.slow
 def test_delete_drops_scopes_keeps_tasks_and_is_not_found_twice(service, fleet) -> None:
     schedule = create(service, fleet.racks[:2])
     task_ids = service.trigger(schedule.id).task_ids
@@ -328,6 +338,7 @@ def test_delete_drops_scopes_keeps_tasks_and_is_not_found_twice(service, fleet) 
         service.delete_schedule(schedule.id)
 
 
+@pytest.mark.slow
 def test_check_conflicts_reports_enabled_schedules_sharing_a_rack(service, fleet, clock) -> None:
     a = create(service, fleet.racks[0:2], name="a", kind="power_on")
     clock.advance(seconds=1)

@@ -88,6 +88,7 @@ def test_add_merge_table_and_union_order(service, fleet, clock) -> None:
     assert service.add_scope(comp.id, component_spec(c[r[0]][1])) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing_kind", ["types", "components"], ids=["types+components",
                                                                         "components+types"])  # fmt: skip
 def test_add_kind_mismatch_fails_and_persists_nothing(service, fleet, existing_kind) -> None:
@@ -313,6 +314,7 @@ RESOLUTION_ERRORS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(RESOLUTION_ERRORS), ids=list(RESOLUTION_ERRORS))
 @pytest.mark.parametrize("rpc", ["create", "add", "update", "conflicts"])
 def test_resolution_errors_at_every_entry(service, fleet, case, rpc) -> None:

@@ -12,6 +12,8 @@ from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.models import OverlapPolicy, QueueOptions, TaskStatus
 from tests.support.service import create, set_status, snapshot
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def tasks(service, fleet, clock):

@@ -217,6 +217,7 @@ def check_store(service: Service) -> dict[str, int]:
 # ---- the test -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_random_requests_never_crash_the_shim(
     flow: flow_pb2_grpc.FlowStub, service: Service, fleet: Any, store_url: str
 ) -> None:

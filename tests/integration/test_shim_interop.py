@@ -219,6 +219,7 @@ def test_the_schema_comes_from_the_tables_alone(schema: Schema) -> None:
     assert (rack_id.number, rack_id.containing_oneof.name) == (4, "identifier")
 
 
+@pytest.mark.slow
 def test_independent_client_drives_the_shim(
     channel: grpc.Channel, fleet: Any, clock: Any, schema: Schema
 ) -> None:

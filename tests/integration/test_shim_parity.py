@@ -218,6 +218,7 @@ def test_empty_authentication_data_is_refused(flow, service, fleet, rpc) -> None
 PER = pb.PerComponentFirmwareAuthenticationData
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("data", "target", "extra", "code", "field"),
     [

@@ -34,6 +34,8 @@ from tests.support.flow import (
 )
 from tests.support.service import scope_rows, set_status, snapshot
 
+pytestmark = pytest.mark.slow
+
 Code = grpc.StatusCode
 COMPUTE, NVSWITCH, POWERSHELF = (
     pb.COMPONENT_TYPE_COMPUTE,

@@ -163,6 +163,7 @@ def bearer(token: str) -> list[tuple[str, str]]:
 # --- 1. TLS ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SQLITE_ONLY
 class TestTls:
     @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
@@ -215,6 +216,7 @@ class TestTls:
 # --- 2. mTLS -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SQLITE_ONLY
 class TestMutualTls:
     @pytest.fixture
@@ -388,6 +390,7 @@ def test_peer_addresses(peer: str, address: str) -> None:
     assert peer_address(peer) == address
 
 
+@pytest.mark.slow
 def test_a_refused_write_changes_nothing(start_shim, open_channel, service, fleet):
     """On every backend: unauthenticated creates and deletes never reach the store."""
     server = start_shim(tokens=SERVER_TOKENS)
@@ -458,6 +461,7 @@ class TestLoadTokens:
 REFUSED_WHILE_STOPPING = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
 
 
+@pytest.mark.slow
 @SQLITE_ONLY
 class TestHealthAndStop:
     def test_the_server_and_flow_are_serving(self, start_shim, open_channel):
@@ -611,6 +615,7 @@ class TestReflection:
 LIMIT = 64 * 1024
 
 
+@pytest.mark.slow
 @SQLITE_ONLY
 class TestRequestSize:
     @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ from tests.support.applies import Applies, write_tree
 from tests.support.cli import run
 from tests.support.trees import rack, rack_id, schedule
 
+pytestmark = pytest.mark.slow
+
 STALE = "the store has changed since this plan was made"
 
 

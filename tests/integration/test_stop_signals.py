@@ -11,8 +11,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.controller import rack_controller_process
 from tests.support.serve import serve_process
+
+pytestmark = pytest.mark.slow
 
 
 def _other_thread(pid: int) -> int:

@@ -22,6 +22,8 @@ from tests.support.cli import run
 from tests.support.outages import no_free_slots
 from tests.support.service import create, scope_rows
 
+pytestmark = pytest.mark.slow
+
 
 def test_migrations_produce_exactly_the_declared_schema(store_url) -> None:
     engine = open_engine(store_url)

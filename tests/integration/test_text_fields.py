@@ -46,6 +46,8 @@ from tests.support.flow import (
 from tests.support.service import snapshot
 from tests.support.trees import rack
 
+pytestmark = pytest.mark.slow
+
 HOSTILE = {"clear-screen": "\x1b[2J", "newline": "x\ny", "rlo": "a\u202eb"}
 CONTROL = "must not contain control characters"
 

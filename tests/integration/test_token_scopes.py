@@ -44,6 +44,8 @@ from tests.support.rpcs import REQUESTS, RpcState, invoke, prepare
 from tests.support.service import snapshot
 from tests.support.trees import Repo, freeze, schedule
 
+pytestmark = pytest.mark.slow
+
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 TOKEN_FILE = """\
 # scope name:token

@@ -86,6 +86,7 @@ def test_the_working_copy_and_git_read_links_alike(repo: Path) -> None:
     assert refused == sorted((f"fleet/{n}", 1, 1) for n, (_, r) in LINKS.items() if r)
 
 
+@pytest.mark.slow
 def test_plan_from_the_working_copy_matches_plan_at_head(repo: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     fleet = str(repo / "fleet")

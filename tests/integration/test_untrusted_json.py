@@ -24,6 +24,8 @@ from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 from tests.support.cli import run
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -302,6 +302,7 @@ def _store_bytes(db: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in db.parent.glob(db.name + "*")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_applying_broken_input_leaves_the_store_byte_for_byte_unchanged(
     tmp_path: Path, applied_store: Path, content: str

@@ -9,8 +9,12 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import run
 from tests.support.git import git, init_repo
+
+pytestmark = pytest.mark.repo
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "walkthrough.md"

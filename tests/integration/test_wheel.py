@@ -21,6 +21,9 @@ import pytest
 
 from rackcron import __version__
 
+#: In one xdist group, so that one worker builds the wheel and its virtualenv, once.
+pytestmark = [pytest.mark.repo, pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

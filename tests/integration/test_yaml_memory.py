@@ -29,6 +29,8 @@ from rackcron.reconciler.yamlsource import (
 from tests.support.cli import LIMIT_AS, MAX_RSS, run_process
 from tests.support.trees import documents, rack
 
+pytestmark = pytest.mark.slow
+
 #: A document per six bytes, as many as an 8 MiB file holds.
 TINY_DOCUMENT = "--- 1\n"
 TINY_DOCUMENTS = MAX_FILE_BYTES // len(TINY_DOCUMENT) - 1

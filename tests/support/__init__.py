@@ -24,6 +24,7 @@ A test module imports what it shares from here, never from another test module
 * ``hostile``: hostile strings (``HOSTILE``, ``hostile_text``) and states full of them
   (``hostile_states``);
 * ``markdown``: rendered Markdown read back as a parser does (``parse``, ``table_rows``);
+* ``marks``: how a test may run beside others under pytest-xdist (``ONE_AT_A_TIME``);
 * ``net``: ``free_port`` on 127.0.0.1;
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);

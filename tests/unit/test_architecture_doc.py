@@ -12,6 +12,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.repo
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 MIGRATIONS = ROOT / "rackcron" / "store" / "migrations" / "versions"

@@ -30,6 +30,7 @@ def test_depth(text: str, expected: int) -> None:
     assert depth(text) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", [65, 10_000, 1_000_000], ids=["just-over", "deep", "huge"])
 def test_deep_documents_are_refused_not_recursed(levels: int) -> None:
     text = "[" * levels + "]" * levels
@@ -53,6 +54,7 @@ def test_bad_json_and_bad_utf8_are_value_errors() -> None:
         loads(b"\xff")
 
 
+@pytest.mark.slow
 @given(
     json_values(
         st.none() | st.booleans() | st.integers() | st.text(), st.text(), size=4, max_leaves=30
@@ -63,6 +65,7 @@ def test_same_as_json_loads(value: object) -> None:
     assert loads(text) == json.loads(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     ['"' + '\\"' * 500_000, '"' + '\\"' * 500_000 + "\\", "[" + '"\\"' * 300_000],

@@ -35,6 +35,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+pytestmark = pytest.mark.repo
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Tracked files the scan reads: these suffixes and names, minus generated modules.

@@ -414,6 +414,7 @@ def test_a_one_second_interval_over_a_long_horizon_stays_cheap() -> None:
     assert yearly is not None and yearly.at == datetime(2027, 1, 1, 3, 0, tzinfo=UTC)
 
 
+@pytest.mark.slow
 def test_many_schedules_are_checked_quickly() -> None:
     # 300 schedules over three racks, a fifth of them every five minutes: ~80,000 firings.
     docs = []
@@ -459,6 +460,7 @@ def brute_force(a: tuple, b: tuple, now: datetime, end: datetime) -> datetime | 
     return min(hits, default=None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("now", [datetime(2026, 3, 7, 20, tzinfo=UTC), datetime(2026, 10, 31, 22, tzinfo=UTC)],
                          ids=["spring-forward-weekend", "fall-back-weekend"])  # fmt: skip
 def test_first_collisions_match_a_brute_force_comparison(now: datetime) -> None:

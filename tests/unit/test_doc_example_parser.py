@@ -19,6 +19,8 @@ from tests.support.doc_examples import (
     strip_comment,
 )
 
+pytestmark = pytest.mark.repo
+
 FENCE = "```"
 
 

@@ -105,6 +105,7 @@ def test_terminal_starts_no_line_with_a_workflow_command(
     assert terminal(text, multiline=multiline) == shown
 
 
+@pytest.mark.slow
 @given(st.text())
 def test_terminal_leaves_no_hidden_character(text: str) -> None:
     assert not _hidden(terminal(text))
@@ -266,6 +267,7 @@ def test_chat_examples() -> None:
     assert chat("a\nb") == "a\\nb"
 
 
+@pytest.mark.slow
 @given(st.text())
 def test_chat_never_forms_structure(text: str) -> None:
     shown = chat(text)
@@ -295,6 +297,7 @@ def test_logfmt_value(value: str, shown: str) -> None:
         assert json.loads(shown) == value
 
 
+@pytest.mark.slow
 @given(st.text())
 def test_logfmt_value_is_one_plain_token(text: str) -> None:
     shown = logfmt_value(text)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -26,6 +27,8 @@ from rackcron.reconciler.render import render_json, render_markdown, render_text
 from rackcron.reconciler.state import State
 from tests.support.hostile import OWNER, hostile_states, hostile_text
 from tests.support.markdown import table_rows
+
+pytestmark = pytest.mark.slow
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 # Strings the renderers branch on (closed sets written by the program), kept in the twin.

@@ -172,6 +172,7 @@ def test_only_freezes_in_force_after_the_apply_count() -> None:
     assert kept["warnings_counts"]["fires_in_freeze"] == 1
 
 
+@pytest.mark.slow
 def test_a_plan_lists_the_first_held_pairs_and_counts_the_rest() -> None:
     schedules = [
         schedule(f"s{i}", spec_type="interval", spec="1h") for i in range(MAX_WARNINGS + 5)

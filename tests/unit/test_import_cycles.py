@@ -12,6 +12,8 @@ from pathlib import Path
 import grimp
 import pytest
 
+pytestmark = pytest.mark.repo
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_cycles.py"
 cycles = runpy.run_path(str(SCRIPT))["cycles"]
 

@@ -138,6 +138,7 @@ def test_the_docs_show_a_valid_example_of_every_kind() -> None:
         assert schema_errors(example) == [], kind
 
 
+@pytest.mark.repo
 def test_the_docs_verification_snippet_accepts_a_signed_event_and_refuses_others() -> None:
     (snippet,) = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
     scope: dict = {}

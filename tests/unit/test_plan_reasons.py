@@ -234,6 +234,7 @@ def test_a_plan_with_every_kind_of_change_codes_every_replace_delete_and_warning
     assert plan["warnings"] and all(w["code"] in WARNING_CODES for w in plan["warnings_detail"])
 
 
+@pytest.mark.slow
 def test_the_renderings_do_not_show_the_codes() -> None:
     """Text and Markdown read as in 1.4: the same plan without its codes renders alike."""
     for make, _, _ in SCENARIOS.values():
@@ -255,6 +256,7 @@ def _table_codes(heading: str) -> list[str]:
     return re.findall(r"^\| `([a-z0-9_]+)` \|", section, flags=re.MULTILINE)
 
 
+@pytest.mark.repo
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)

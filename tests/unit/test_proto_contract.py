@@ -194,6 +194,7 @@ def _load_generator() -> ModuleType:
     return module
 
 
+@pytest.mark.repo
 def test_generated_modules_are_fresh() -> None:
     stale = _load_generator().stale_files()
     assert stale == [], f"regenerate with `make proto`: {stale}"

@@ -131,6 +131,7 @@ def test_examples_are_accepted_without_jsonschema() -> None:
         assert schema._fast_check(doc.data["kind"])(doc.data), doc.file
 
 
+@pytest.mark.slow
 def test_broken_examples_agree_with_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
     compared = accepted = 0
     for doc in DOCUMENTS:

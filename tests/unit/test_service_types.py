@@ -105,6 +105,8 @@ def test_an_audited_operation_takes_its_parameters_and_audit(name: str) -> None:
     assert ours.return_annotation == theirs.return_annotation
 
 
+@pytest.mark.repo
+@pytest.mark.xdist_group("mypy")  # one worker runs mypy, once
 @pytest.mark.parametrize("name", WRAPPED)
 def test_mypy_sees_the_operations_signature(name: str, checked: dict[int, list[str]]) -> None:
     ours = checked[_line(f"reveal_type(service.{name})")]
@@ -113,6 +115,8 @@ def test_mypy_sees_the_operations_signature(name: str, checked: dict[int, list[s
     assert ours == theirs
 
 
+@pytest.mark.repo
+@pytest.mark.xdist_group("mypy")  # one worker runs mypy, once
 @pytest.mark.parametrize("call", list(_WRONG))
 def test_a_wrong_call_is_an_error(call: str, checked: dict[int, list[str]]) -> None:
     errors = checked.get(_line(call), [])

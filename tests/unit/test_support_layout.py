@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.repo
+
 TESTS = Path(__file__).resolve().parents[1]
 MODULES = sorted(p for p in TESTS.rglob("*.py") if p.parent.name in ("unit", "integration"))
 SUPPORT = sorted((TESTS / "support").rglob("*.py"))

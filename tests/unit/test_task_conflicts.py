@@ -136,6 +136,7 @@ _WORKS = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(_WORKS, _WORKS)
 def test_meeting_points_agree_with_the_table(x: Work, y: Work) -> None:

@@ -238,6 +238,7 @@ def cases(draw: st.DrawFn) -> tuple[str, str, datetime]:
     return draw(EXPRESSIONS), zone, draw(starts(zone))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=2000,
     deadline=None,

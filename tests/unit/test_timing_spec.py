@@ -326,6 +326,7 @@ LATEST_DUE_SPECS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     spec=st.sampled_from(LATEST_DUE_SPECS),

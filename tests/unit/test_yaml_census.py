@@ -18,6 +18,8 @@ from rackcron.reconciler.yamlsource import (
     read_documents,
 )
 
+pytestmark = pytest.mark.slow
+
 #: A comment that takes any file past CENSUS_BYTES without adding a value.
 PAD = b"#" + b"." * CENSUS_BYTES + b"\n"
 

@@ -18,6 +18,7 @@ from rackcron.reconciler.yamlsource import MAX_DEPTH, TreeBudget, read_documents
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.slow
 def test_empty_merge_sources_count_against_the_budget() -> None:
     lines = ["e0: &e0 {}"] + [
         f"e{i}: &e{i} {{<<: [{', '.join([f'*e{i - 1}'] * 10)}]}}" for i in range(1, 11)

@@ -1,4 +1,7 @@
-"""The cap on a firing's conflicts_with (rackcron.upcoming) attacked."""
+"""``rackcron upcoming``'s predicted conflicts (rackcron.upcoming) at scale: the work to find
+a firing's ``conflicts_with`` stays linear in the firings, whatever the rack's size, and the
+names a full bar shows do not depend on random ids. Work is counted
+(tests.support.work), never timed; the real CLI on SQLite."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from rackcron.service import Service
 from tests.support.cli import run
 from tests.support.service import component_spec, make_operation, rack_spec
 from tests.support.work import count_steps
+
+pytestmark = pytest.mark.slow
 
 SQLITE_ONLY = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 #: Bars met for 300 schedules in lockstep that never conflict: 13,200 now (each bar meets

@@ -1,6 +1,7 @@
-"""Shell completion on a hostile store: a stored name reaches the user's command line,
-and bash inserts a completion as it is, unquoted (click's bash script adds each value to
-``COMPREPLY`` unquoted). The real CLI on both backends."""
+"""Shell completion on a hostile or silent store: a stored name reaches the user's command
+line, and bash inserts a completion as it is, unquoted (click's bash script adds each value
+to ``COMPREPLY`` unquoted); a store that does not answer must not hang the shell. The real
+CLI on both backends. (What completion offers on a plain store: test_names_everywhere.py.)"""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from rackcron.service import Service
 from rackcron.store import open_engine
 from tests.support.cli import run
 from tests.support.service import make_operation, rack_spec
+
+pytestmark = pytest.mark.slow
 
 #: Names a shell reads as more than one plain word: pressing Enter after completing one
 #: would run what the name says, or glob, or expand.
