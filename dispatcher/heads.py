@@ -72,6 +72,10 @@ def head_end(data: bytes | bytearray, start: int = 0) -> int | None:
     return None if found is None else found.end()
 
 
+#: The most digits a Content-Length is read with: far past any body a server takes.
+_MAX_DIGITS = 18
+
+
 def body_length(headers: Message) -> int | None:
     """The length of the body that ``headers`` frame (0: none), or None if not framed."""
     if "Transfer-Encoding" in headers:
@@ -80,4 +84,6 @@ def body_length(headers: Message) -> int | None:
     if len(lengths) != 1:
         return None if lengths else 0
     length = lengths.pop()
-    return int(length) if length.isascii() and length.isdigit() else None
+    if not (length.isascii() and length.isdigit()) or len(length) > _MAX_DIGITS:
+        return None  # int() of thousands of digits would be slow, or refused
+    return int(length)

@@ -185,7 +185,7 @@ class ListenerMixIn(socketserver.TCPServer):
                     else:
                         connection: _Connection = key.data
                         if self._pending.get(connection.sock) is connection:  # not closed since
-                            self._read(connection)
+                            self._read_or_drop(connection)
                 self._expire()
                 self.service_actions()
         finally:
@@ -394,10 +394,25 @@ class ListenerMixIn(socketserver.TCPServer):
         refusal = Refusal.CLIENT_FULL if newcomer == connection.client else Refusal.SERVER_FULL
         self._close(connection, HTTPStatus.SERVICE_UNAVAILABLE, f"busy: {refusal.value}")
 
+    def _read_or_drop(self, connection: _Connection) -> None:
+        """:meth:`_read`, closing the connection on anything unforeseen: one client's
+        bytes never stop the reader, which every waiting connection needs."""
+        try:
+            self._read(connection)
+        except Exception:
+            logger.warning(
+                "connection from %s dropped: its request could not be read",
+                connection.address,
+                exc_info=True,
+            )
+            with suppress(Exception):
+                self._close(connection)
+
     def _close(
         self, connection: _Connection, status: HTTPStatus | None = None, message: str = ""
     ) -> None:
-        """Forget pending ``connection`` and close it, answering ``status`` if given."""
+        """Forget pending ``connection`` and close it, answering ``status`` if given; its
+        buffer is freed at once (stale deadline entries may hold it a while)."""
         if self._pending.get(connection.sock) is connection:
             del self._pending[connection.sock]
             if self._selector is not None:
@@ -411,6 +426,7 @@ class ListenerMixIn(socketserver.TCPServer):
                         if not connection.sock.recv(_CHUNK):
                             break
             self._send(connection, self.answer(status, message))
+        connection.buffer, connection.head = bytearray(), None
         self.shutdown_request(connection.sock)
 
     def _send(self, connection: _Connection, data: bytes) -> None:

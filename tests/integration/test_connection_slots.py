@@ -13,8 +13,10 @@ regression fails, never hangs; nothing is asserted on how long anything took.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import ssl
 import time
 import uuid
@@ -226,3 +228,32 @@ def order() -> bytes:
     }).encode()  # fmt: skip
     return (f"PUT /v1/tasks/{task} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
+
+
+def _poison(port: int, path: str) -> None:
+    """Send a request whose Content-Length has thousands of digits (int() refuses it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nContent-Length: {'1' * 4400}\r\n\r\n".encode())
+        with contextlib.suppress(OSError):
+            sock.recv(4096)
+
+
+def test_a_request_the_reader_cannot_read_leaves_the_rack_controller_answering() -> None:
+    """Such a request once killed the reader thread: the port accepted and never answered
+    again. Now it is dropped alone (or answered as unframed)."""
+    with controller_server(token=TOKEN) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        for _ in range(3):
+            _poison(port, "/v1/healthz")
+            assert fetch(port, "/v1/healthz", "127.0.0.1")[0] == 200
+
+
+def test_a_request_the_reader_cannot_read_leaves_the_http_listener_answering() -> None:
+    server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0))
+    server.start()
+    try:
+        for _ in range(3):
+            _poison(server.port, "/healthz")
+            assert fetch(server.port, "/healthz", "127.0.0.1")[0] == 200
+    finally:
+        server.stop()
