@@ -101,9 +101,10 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
     metavar="MIB",
     default=64,  # the simulator's KEEP_BYTES
     show_default=True,
-    help="The most task data kept, running tasks included, in MiB of orders as JSON (in "
-    "memory about twice that). A task that does not fit makes the oldest finished ones "
-    "forgotten; when running tasks fill it, a new task is answered 503.",
+    help="The most task data kept, running tasks included, in MiB: each order as JSON plus "
+    "72 bytes per value in it (about what it takes in memory). A task that does not fit "
+    "makes the oldest finished ones forgotten; when running tasks fill it, a new task is "
+    "answered 503.",
 )
 def rack_controller(
     listen: tuple[str, int],
@@ -125,8 +126,8 @@ def rack_controller(
     duration, then completes, or fails with the given probability. Tasks live in
     memory: every running task; of the finished ones whose end was answered, the
     newest --keep-finished; a finished one nobody asked about, for --keep-finished-for
-    after it ended; all of it within --keep-mib. Serves until interrupted (SIGINT or SIGTERM). The protocol is described in
-    docs/controller-protocol.md.
+    after it ended; all of it within --keep-mib. Serves until interrupted (SIGINT or
+    SIGTERM). The protocol is described in docs/controller-protocol.md.
 
     Example, power-ons take 30 seconds, one operation in ten fails:
 

@@ -17,8 +17,9 @@ or the state of every task ever submitted would grow for as long as the process 
   first;
 * a finished task whose end nobody has asked about yet is kept ``keep_finished_for``
   seconds after it ended, so a runner that was away for a while still learns it;
-* all of it within ``keep_bytes``, counted as each order's size in JSON (in memory it
-  takes about twice that): a task that would not fit makes room by forgetting finished
+* all of it within ``keep_bytes``, counted as each order's size in JSON plus
+  :data:`VALUE_COST` for each value in it (what a Python object costs beyond its text,
+  so an order of many tiny values counts about what it takes in memory): a task that would not fit makes room by forgetting finished
   tasks, the reported ones first, each oldest first; when the running tasks alone leave
   no room, it is refused (:class:`SimulatorFull`), and nothing is forgotten for it.
 
@@ -50,8 +51,10 @@ __all__ = [
     "KEEP_BYTES",
     "KEEP_FINISHED",
     "KEEP_FINISHED_FOR",
+    "VALUE_COST",
     "Simulator",
     "SimulatorFull",
+    "order_size",
 ]
 
 #: How long an operation runs when its type has no duration of its own (seconds).
@@ -64,6 +67,26 @@ KEEP_FINISHED = 10_000
 KEEP_FINISHED_FOR = 86_400.0
 #: The most order data held, running tasks included (the default ``keep_bytes``): 64 MiB.
 KEEP_BYTES = 64 << 20
+
+
+#: What each value of an order (a string, a number, a list, a mapping...) counts beyond its
+#: JSON text: about what a small Python object costs.
+VALUE_COST = 72
+
+
+def order_size(order: TaskOrder) -> int:
+    """What ``order`` counts against ``keep_bytes``."""
+    data = order.to_json()
+    values, stack = 0, [data]
+    while stack:
+        value = stack.pop()
+        values += 1
+        if isinstance(value, dict):
+            stack.extend(value.values())
+            values += len(value)  # the keys
+        elif isinstance(value, list):
+            stack.extend(value)
+    return len(json.dumps(data)) + VALUE_COST * values
 
 
 class SimulatorFull(ControllerError):
@@ -142,7 +165,7 @@ class Simulator:
             now = self._forget(self._clock())
             run = self._runs.get(order.id)
             if run is None:
-                size = len(json.dumps(order.to_json()))
+                size = order_size(order)
                 self._make_room(size)
                 fails = self._random.random() < self.failure_rate
                 run = _Run(order, now + self.duration(order), fails, next(self._numbers), size)

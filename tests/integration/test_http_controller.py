@@ -36,7 +36,12 @@ from rackcron.dispatcher.controllers.credentials import CredentialStore
 from rackcron.dispatcher.controllers.http import HttpController
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.server import ControllerServer
-from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.controllers.simulator import (
+    VALUE_COST,
+    Simulator,
+    SimulatorFull,
+    order_size,
+)
 from tests.support.controller import controller_server, rack_controller_process
 from tests.support.peers import Canned, Trickler, deep_json
 from tests.support.pki import Pki
@@ -224,7 +229,7 @@ def test_what_is_kept_fits_its_byte_budget(ticks: Ticks) -> None:
     """Large orders: finished ones make room (reported first, each oldest first), and once
     running tasks fill the budget a new one is answered 503 and nothing is forgotten."""
     big = {"operation_code": "power_off", "description": "x" * 10_000}
-    size = len(json.dumps(_order(**big).to_json()))  # the largest order here
+    size = order_size(_order(**big))  # the largest order here
     simulator = Simulator(
         durations={"POWER_ON": 0.2, "POWER_OFF": 1e9}, keep_bytes=4 * size, clock=ticks,
         keep_finished_for=3600,
@@ -252,6 +257,17 @@ def test_what_is_kept_fits_its_byte_budget(ticks: Ticks) -> None:
 
 
 @pytest.mark.slow
+def test_an_order_of_many_tiny_values_counts_what_it_costs() -> None:
+    """1,000 empty mappings are 2 KB of JSON and far more in memory: each value counts."""
+    tiny = _order(information={"items": [{} for _ in range(1000)]})
+    assert order_size(tiny) >= 1000 * VALUE_COST
+    simulator = Simulator(durations={"POWER_ON": 1e9}, keep_bytes=order_size(tiny) * 3)
+    for _ in range(3):
+        simulator.submit(replace(tiny, id=uuid.uuid4()))
+    with pytest.raises(SimulatorFull):
+        simulator.submit(replace(tiny, id=uuid.uuid4()))
+
+
 def test_the_rack_controller_command_bounds_the_finished_tasks(tmp_path: Path) -> None:
     log = tmp_path / "controller.log"
     args = ("--keep-finished", "2", "--default-duration", "0s", "--keep-mib", "1")
