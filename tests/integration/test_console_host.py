@@ -29,11 +29,11 @@ def test_a_rebinding_page_reads_nothing_and_loopback_names_are_served(tmp_path: 
             assert b"--http-allowed-host" in body and b"attacker" not in body
         assert get(port, "/healthz", f"attacker.example:{port}") == (200, b"ok\n")
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", "127.0.0.2",
-                     f"console.localhost:{port}", f"[::1]:{port}"):  # fmt: skip
+                     f"console.localhost:{port}", f"[::1]:{port}", f"localhost.:{port}"):  # fmt: skip
             assert [get(port, path, host)[0] for path in ROUTES[:5]] == [200] * 5, host
         assert get_without_host(port, "/metrics")[0] == 200  # no browser sends no Host
         for host in (f"localhost.attacker.example:{port}", "127.0.0.1.nip.io", "[127.0.0.1]",
-                     "localhost.", f"127.0.0.1:{port}, attacker.example", ""):  # fmt: skip
+                     "localhost..", f"127.0.0.1:{port}, attacker.example", ""):  # fmt: skip
             assert get(port, "/tasks", host)[0] == (421 if host else 200), host
         assert get(port, "/tasks", f"127.0.0.1:{port}", f"attacker.example:{port}")[0] == 421
 

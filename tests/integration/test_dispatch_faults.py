@@ -84,6 +84,10 @@ def test_a_replica_killed_mid_burst_loses_and_doubles_nothing(store_url, tmp_pat
     doomed = replica(store_url, logs[0], *ARGS, fault=point)
     assert doomed.wait(timeout=60) == -signal.SIGKILL  # killed at its first burst
     survivors = [replica(store_url, log, *ARGS) for log in logs[1:]]
+    deadline = time.monotonic() + 60
+    while not all(_events(log) for log in logs[1:]):  # started and polling (a SIGTERM
+        assert time.monotonic() < deadline  # before its handler is set would kill it)
+        time.sleep(0.05)
     try:
         time.sleep(LEASE + 4 * INTERVAL)
     finally:
