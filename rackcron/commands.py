@@ -20,13 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from rackcron.errors import InvalidArgument, RackcronError
+from rackcron.freezes import loosened_by
 from rackcron.models import (
     Component,
     Freeze,
@@ -40,6 +41,7 @@ from rackcron.models import (
 
 __all__ = [
     "COMMANDS",
+    "LIFTING",
     "AddScope",
     "Command",
     "CommandFailed",
@@ -50,6 +52,7 @@ __all__ = [
     "DeleteRack",
     "DeleteSchedule",
     "Executor",
+    "Inventory",
     "PauseSchedule",
     "RemoveScope",
     "ResumeSchedule",
@@ -64,6 +67,7 @@ __all__ = [
     "decode",
     "digest",
     "encode",
+    "lifted_freezes",
     "subject",
 ]
 
@@ -246,6 +250,40 @@ _DELETED: dict[type[_Command], str] = {
     DeleteComponent: "component",
     DeleteNVLDomain: "nvl_domain",
 }
+
+
+class Inventory(Protocol):
+    """The stored inventory, by id (None: not stored)."""
+
+    def find_rack(self, rack_id: uuid.UUID, /) -> Rack | None: ...
+
+    def find_component(self, component_id: uuid.UUID, /) -> Component | None: ...
+
+
+#: The commands that may lift a freeze (:func:`lifted_freezes`); no other needs reading it.
+LIFTING = (UpsertFreeze, DeleteFreeze, UpsertRack, DeleteRack, UpsertComponent)
+
+
+def lifted_freezes(command: Command, freezes: Mapping[str, Freeze], stored: Inventory) -> list[str]:
+    """The names of the stored ``freezes`` (by name) that ``command`` lifts or loosens: one
+    it changes or deletes; those that hold a stored rack by a name or labels the command
+    takes from it (a rename, a relabel, a delete); those that hold the rack a stored
+    component is moved from. Running such a command overrides a freeze for good, so it
+    needs the scope that may (``rackcron.wire.token_scopes``)."""
+    match command:
+        case UpsertFreeze(freeze=Freeze(name=name)) | DeleteFreeze(name=name):
+            return [name] if name in freezes else []
+        case UpsertRack(rack=rack):
+            return loosened_by(freezes.values(), stored.find_rack(rack.id), rack)
+        case DeleteRack(id=rack_id):
+            return loosened_by(freezes.values(), stored.find_rack(rack_id), None)
+        case UpsertComponent(component=component):
+            old = stored.find_component(component.id)
+            if old is None or old.rack_id is None or old.rack_id == component.rack_id:
+                return []
+            new = None if component.rack_id is None else stored.find_rack(component.rack_id)
+            return loosened_by(freezes.values(), stored.find_rack(old.rack_id), new)
+    return []
 
 
 def encode(command: Command) -> dict[str, Any]:

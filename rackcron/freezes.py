@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rackcron import timing
-from rackcron.models import Freeze, FreezeSelector, Miss, MissReason
+from rackcron.models import Freeze, FreezeSelector, Miss, MissReason, Rack
 
 __all__ = [
     "MAX_DURATION_SECONDS",
@@ -33,6 +33,7 @@ __all__ = [
     "check_freeze",
     "holding",
     "in_force",
+    "loosened_by",
     "matches",
     "next_window",
     "unevaluable",
@@ -155,6 +156,23 @@ def selects_rack(selector: FreezeSelector, name: str, labels: Mapping[str, str])
     if not (selector.racks or selector.rack_labels):
         return True
     return name in selector.racks or _labelled(selector.rack_labels, labels)
+
+
+def loosened_by(freezes: Iterable[Freeze], before: Rack | None, after: Rack | None) -> list[str]:
+    """The names of the ``freezes`` that hold the rack ``before`` (as stored; None: none)
+    by its name or labels and would no longer hold the rack ``after`` (None: the rack is
+    gone): renaming, relabelling or deleting a rack, or moving its hardware to another,
+    lifts these freezes from it as changing them would. A freeze of every rack holds
+    whatever replaces it."""
+    if before is None:
+        return []
+    return [
+        f.name
+        for f in freezes
+        if selects_rack(f.selector, before.name, before.labels)
+        and (after is None or not selects_rack(f.selector, after.name, after.labels))
+        and (after is not None or bool(f.selector.racks or f.selector.rack_labels))
+    ]
 
 
 def matches(selector: FreezeSelector, target: Target) -> bool:

@@ -44,6 +44,7 @@ __all__ = [
     "SCHEMA_PATTERN",
     "check_line",
     "line_problem",
+    "named",
     "single_line",
 ]
 
@@ -107,3 +108,10 @@ def single_line(field: str, max_length: int = MAX_LENGTH) -> AfterValidator:
         return value
 
     return AfterValidator(check)
+
+
+def named(kind: str, names: list[str], shown: int = 5) -> str:
+    """``freezes "a", "b" and 3 more``: a few names of a list, for a message."""
+    listed = ", ".join(f'"{n}"' for n in names[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{kind}{'s' if len(names) > 1 else ''} {listed}{more}"

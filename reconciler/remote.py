@@ -55,6 +55,7 @@ from rackcron.commands import (
     UpdateSchedule,
     UpdateScope,
     encode,
+    lifted_freezes,
 )
 from rackcron.errors import FailedPrecondition, PermissionDenied, RackcronError
 from rackcron.models import (
@@ -71,6 +72,7 @@ from rackcron.reconciler.plan import Change, Plan, PlanWarning, Step, change_pro
 from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, stored_schedule
 from rackcron.templates import visible
+from rackcron.text import named
 from rackcron.wire.client import TIMEOUT, RemoteError, call
 from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -110,6 +112,7 @@ class RemoteStore:
         self.carries: frozenset[str] = frozenset()  # the schedule fields beyond Flow's it stores
         self.scope: Scope | None = None  # the token's, as the server says (None: it does not)
         self._ids: dict[str, str] = {}  # schedule name -> id, as last read or written
+        self._stored = State()  # the inventory and freezes the server showed; after state()
 
     def _get_extras(self) -> dict[str, Any] | None:
         try:
@@ -208,13 +211,14 @@ class RemoteStore:
             schedules[schedule.name] = stored_schedule(schedule, scopes)
         if extras is None:
             return replace(declared, schedules=schedules)
-        return State(
+        self._stored = State(
             racks={r.id: r for r in map(Rack.model_validate, extras["racks"])},
             components={c.id: c for c in map(Component.model_validate, extras["components"])},
             domains={d.id: d for d in map(NVLDomain.model_validate, extras["nvl_domains"])},
             schedules=schedules,
             freezes={f.name: f for f in _freezes_of(extras)},
         )
+        return self._stored
 
     def plan(self, desired: State, *, owner: str, now: Any, source: dict[str, Any]) -> Plan:
         """The plan that makes the server match ``desired``."""
@@ -282,10 +286,10 @@ class RemoteStore:
         ]
         what = []
         if desired.freezes and "freezes" not in self.carries:
-            what.append(_named("freeze", sorted(desired.freezes)))
+            what.append(named("freeze", sorted(desired.freezes)))
         labelled = sorted(r.name for r in desired.racks.values() if r.labels)
         if labelled and "rack_labels" not in self.carries:
-            what.append(f"the labels of {_named('rack', labelled)}")
+            what.append(f"the labels of {named('rack', labelled)}")
         if what:
             server = (
                 "an older rackcron.v1.Reconciler"
@@ -363,10 +367,17 @@ class RemoteStore:
         """
         if self.scope is None or not plan.changes:
             return
-        released = [c.name for c in plan.changes if c.kind == "freeze" and c.action != "create"]
+        lifted = sorted(
+            {
+                name
+                for change in plan.changes
+                for command in change.commands
+                for name in lifted_freezes(command, self._stored.freezes, self._stored)
+            }
+        )
         needs, why = (
-            (RELEASE_FREEZE, f"it changes or deletes {_named('freeze', released)}")
-            if released
+            (RELEASE_FREEZE, f"it lifts {named('freeze', lifted)}")
+            if lifted
             else (Scope.WRITE, "it changes the store")
         )
         if not self.scope.allows(needs):
@@ -489,13 +500,6 @@ def _freezes_of(extras: dict[str, Any]) -> list[Freeze]:
     except (pydantic.ValidationError, TypeError) as exc:
         first = str(exc).splitlines()[0]
         raise RackcronError(f"GetExtras: the server's freezes are not usable: {first}") from None
-
-
-def _named(kind: str, names: list[str], shown: int = 5) -> str:
-    """``freezes "a", "b" and 3 more``: a few names of a list for a message."""
-    listed = ", ".join(f'"{n}"' for n in names[:shown])
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return f"{kind}{'s' if len(names) > 1 else ''} {listed}{more}"
 
 
 def _as_flow_shows(desired: State) -> State:

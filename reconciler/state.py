@@ -110,6 +110,12 @@ class State:
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
+    def find_rack(self, rack_id: uuid.UUID) -> Rack | None:
+        return self.racks.get(rack_id)
+
+    def find_component(self, component_id: uuid.UUID) -> Component | None:
+        return self.components.get(component_id)
+
     def rack_name(self, rack_id: uuid.UUID) -> str:
         rack = self.racks.get(rack_id)
         return rack.name if rack else str(rack_id)

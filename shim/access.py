@@ -7,15 +7,16 @@ need ``write``: schedules, their scopes and tasks through ``v1.Flow``, and what 
 apply changes (inventory, freezes, deadlines, the apply log) through
 ``rackcron.v1.Reconciler``; overriding a safety rule needs ``admin``: a call with
 ``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``),
-whatever its method, and a RunStep that changes or deletes a stored freeze
-(:func:`step_needs`: lifting a freeze is overriding it for good).
+whatever its method, and a RunStep that lifts a stored freeze: changes or deletes it,
+or renames or relabels a rack it holds by name or label (:func:`step_needs`: lifting a
+freeze is overriding it for good).
 
 docs/security.md "Token scopes" shows the table to users; docs/grpc.md lists it per RPC.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -25,7 +26,7 @@ from rackcron.shim.tokens import UNSCOPED, TokenSet
 from rackcron.wire.metadata import FORCE_KEY, read_force
 from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
 
-__all__ = ["FREEZE_STEPS", "OPEN", "RPC_SCOPES", "Need", "caller_scope", "needed", "step_needs"]
+__all__ = ["OPEN", "RPC_SCOPES", "Need", "caller_scope", "needed", "step_needs"]
 
 _FLOW = "/v1.Flow/"
 _RECONCILER = "/rackcron.v1.Reconciler/"
@@ -90,15 +91,12 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
     return Need(RPC_SCOPES.get(method, Scope.ADMIN), rpc)
 
 
-#: The RunStep steps that change freezes.
-FREEZE_STEPS = frozenset({"UpsertFreeze", "DeleteFreeze"})
-
-
-def step_needs(rpc: str, *, stored_freeze: bool) -> Scope:
-    """The scope a RunStep of ``rpc`` needs: :data:`RELEASE_FREEZE` to change or delete a
-    stored freeze (``stored_freeze``: the step's freeze exists), ``write`` for any other
-    step (declaring a new freeze included: it only holds more)."""
-    return RELEASE_FREEZE if rpc in FREEZE_STEPS and stored_freeze else Scope.WRITE
+def step_needs(lifted: Sequence[str]) -> Scope:
+    """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts the stored freezes
+    ``lifted`` (``rackcron.commands.lifted_freezes``: it changes or deletes one, or renames
+    or relabels a rack one holds by name or label), ``write`` for any other step
+    (declaring a new freeze included: it only holds more)."""
+    return RELEASE_FREEZE if lifted else Scope.WRITE
 
 
 def caller_scope(tokens: TokenSet, metadata: Iterable[tuple[str, Any]] | None) -> Scope:

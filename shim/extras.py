@@ -17,8 +17,8 @@ leaves the same store a local one does. GetExtras also lists, as ``carries``, wh
 beyond Flow's messages this server stores (:data:`CARRIES`): a reconciler refuses to
 apply a tree using something that a server does not list, and as ``scope`` what the
 caller's token may do, so a remote apply refuses before its first step what its token
-could not finish. A RunStep that changes or deletes a stored freeze needs an ``admin``
-token (``rackcron.shim.access``).
+could not finish. A RunStep that lifts a stored freeze (changes or deletes it, or
+renames or relabels a rack it holds) needs an ``admin`` token (``rackcron.shim.access``).
 """
 
 from __future__ import annotations
@@ -31,17 +31,25 @@ import grpc
 
 from rackcron import boundedjson
 from rackcron.audit import step_run
-from rackcron.commands import Command, DeleteFreeze, UpsertFreeze, decode
-from rackcron.errors import InvalidArgument, NotFound, PermissionDenied
+from rackcron.commands import (
+    LIFTING,
+    Command,
+    DeleteFreeze,
+    UpsertFreeze,
+    decode,
+    lifted_freezes,
+)
+from rackcron.errors import InvalidArgument, PermissionDenied
 from rackcron.executor import StoreExecutor
 from rackcron.service import LOOKALIKE_KINDS, Operations, Service, warn_lookalike
 from rackcron.shim.access import caller_scope, step_needs
 from rackcron.shim.errors import rpc_method_with_context
 from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
+from rackcron.text import named
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
-from rackcron.wire.token_scopes import Scope
+from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
 
 __all__ = ["CARRIES", "EXTRA_STEPS", "ReconcilerServicer"]
 
@@ -79,26 +87,24 @@ def _json(value: Any, field: str) -> dict[str, Any]:
 
 
 def _check_freeze_scope(ops: Operations, command: Command, scope: Scope) -> None:
-    """:raises PermissionDenied: ``command`` changes or deletes a stored freeze, and
-    ``scope`` is short of what that needs (:func:`rackcron.shim.access.step_needs`)."""
-    if isinstance(command, UpsertFreeze):
-        name = command.freeze.name
-    elif isinstance(command, DeleteFreeze):
-        name = command.name
-    else:
+    """:raises PermissionDenied: ``command`` lifts a stored freeze, and ``scope`` is short
+    of what that needs (:func:`rackcron.shim.access.step_needs`)."""
+    if not isinstance(command, LIFTING) or scope.allows(RELEASE_FREEZE):
+        return  # the common step reads nothing more
+    lifted = lifted_freezes(command, {f.name: f for f in ops.list_freezes()}, ops)
+    needs = step_needs(lifted)
+    if scope.allows(needs):
         return
-    try:
-        ops.get_freeze(name)
-    except NotFound:
-        stored = False
+    if isinstance(command, UpsertFreeze | DeleteFreeze):
+        refusal = f"RunStep {command.rpc} of the stored freeze {lifted[0]!r} needs"
     else:
-        stored = True
-    needs = step_needs(command.rpc, stored_freeze=stored)
-    if not scope.allows(needs):
-        raise PermissionDenied(
-            f"RunStep {command.rpc} of the stored freeze {name!r} needs a token of scope"
-            f" {needs.value}; this token has scope {scope.value}"
+        refusal = (
+            f"RunStep {command.rpc} lifts {named('freeze', lifted)} (it holds the rack by"
+            " the name or labels this step takes from it), which needs"
         )
+    raise PermissionDenied(
+        f"{refusal} a token of scope {needs.value}; this token has scope {scope.value}"
+    )
 
 
 class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):

@@ -15,7 +15,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from rackcron import timing
-from rackcron.errors import InvalidArgument, NotFound
+from rackcron.errors import AlreadyExists, InvalidArgument, NotFound
 from rackcron.freezes import Target, check_freeze, in_force, matches
 from rackcron.models import Freeze
 from rackcron.service import _rows
@@ -123,6 +123,7 @@ class FreezeOps(OpsBase):
         :raises InvalidArgument: no name, not one window or one recurrence
             (``rackcron.freezes.check_freeze``), a start or end without its UTC offset,
             or text the store cannot hold.
+        :raises AlreadyExists: a new freeze whose id is another freeze's.
         """
         if not item.name:
             raise InvalidArgument("freeze.name is required")
@@ -159,6 +160,13 @@ class FreezeOps(OpsBase):
             sa.select(freeze.c.id).where(freeze.c.name == item.name).with_for_update()
         ).scalar()
         if found is None:
+            other = self.conn.execute(sa.select(freeze.c.name).where(freeze.c.id == item.id))
+            taken = other.scalar()
+            if taken is not None:
+                raise AlreadyExists(
+                    f"freeze.id: {item.id} is the id of the freeze {taken!r}; a freeze named"
+                    f" {item.name!r} needs an id of its own"
+                )
             self.conn.execute(
                 freeze.insert().values(id=item.id, name=item.name, created_at=self.now, **values)
             )

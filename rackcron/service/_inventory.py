@@ -101,6 +101,11 @@ class InventoryOps(OpsBase):
         self._upsert(rack, item.id, values)
         return item
 
+    def find_rack(self, rack_id: uuid.UUID) -> Rack | None:
+        """The rack ``rack_id``, or None."""
+        row = self.conn.execute(sa.select(rack).where(rack.c.id == rack_id)).first()
+        return None if row is None else _rows.rack(row)
+
     def list_racks(self) -> list[Rack]:
         return [
             _rows.rack(r)
@@ -188,6 +193,12 @@ class InventoryOps(OpsBase):
         }
         self._upsert(component, item.id, values)
         return item.model_copy(update={"bmc_mac": mac})
+
+    def find_component(self, component_id: uuid.UUID) -> Component | None:
+        """The component ``component_id``, or None."""
+        query = sa.select(component).where(component.c.id == component_id)
+        row = self.conn.execute(query).first()
+        return None if row is None else _rows.component(row)
 
     def list_components(self, rack_id: uuid.UUID | str | None = None) -> list[Component]:
         query = sa.select(component).order_by(component.c.rack_id, component.c.name, component.c.id)

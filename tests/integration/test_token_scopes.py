@@ -42,7 +42,7 @@ from tests.support.cli import run, run_process
 from tests.support.flow import failure, uid
 from tests.support.rpcs import REQUESTS, RpcState, invoke, prepare
 from tests.support.service import snapshot
-from tests.support.trees import Repo, freeze, schedule
+from tests.support.trees import RACKS, Repo, freeze, schedule
 
 pytestmark = pytest.mark.slow
 
@@ -275,7 +275,7 @@ def test_a_read_token_plans_remotely_and_cannot_apply(scoped_shim, service, tmp_
     assert [s.name for s in service.list_schedules().items] == ["weekly-on"]
 
 
-def _freeze_step(rpc: str, args: dict[str, Any]) -> tuple[str, rpb.RunStepRequest]:
+def _step(rpc: str, args: dict[str, Any]) -> tuple[str, rpb.RunStepRequest]:
     request = rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args))
     return "/rackcron.v1.Reconciler/RunStep", request
 
@@ -288,7 +288,7 @@ def test_only_an_admin_token_lifts_a_stored_freeze(channel, service, state) -> N
     before = snapshot(service)
     for rpc_name, args in (("DeleteFreeze", {"name": "change-freeze"}),
                            ("UpsertFreeze", {"freeze": shorter})):  # fmt: skip
-        error = failure(invoke, channel, *_freeze_step(rpc_name, args), bearer("ci"))
+        error = failure(invoke, channel, *_step(rpc_name, args), bearer("ci"))
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED
         assert error.details() == (
             f"RunStep {rpc_name} of the stored freeze 'change-freeze' needs a token of scope"
@@ -296,9 +296,103 @@ def test_only_an_admin_token_lifts_a_stored_freeze(channel, service, state) -> N
         )
     assert snapshot(service) == before
     new = {**stored, "id": str(uuid.uuid4()), "name": "another-freeze"}
-    invoke(channel, *_freeze_step("UpsertFreeze", {"freeze": new}), bearer("ci"))
-    invoke(channel, *_freeze_step("DeleteFreeze", {"name": "change-freeze"}), bearer("oncall"))
+    invoke(channel, *_step("UpsertFreeze", {"freeze": new}), bearer("ci"))
+    invoke(channel, *_step("DeleteFreeze", {"name": "change-freeze"}), bearer("oncall"))
     assert [f.name for f in service.list_freezes()] == ["another-freeze"]
+
+
+@SQLITE_ONLY
+def test_a_write_token_apply_that_renames_a_frozen_rack_changes_nothing(
+    scoped_shim, service, tmp_path
+) -> None:
+    """The tree keeps the freeze and renames the rack it holds by name: refused before the
+    plan is shown, as a change to the freeze is."""
+    repo = Repo(tmp_path / "repo", "sqlite:///unused.db")
+    window = '  start: "2030-01-01T00:00:00Z"\n  end: "2030-01-02T00:00:00Z"\n'
+    holiday = freeze("holiday", window, selector="{racks: [r1]}")
+    repo.write(freezes=holiday)
+    for name in ("ci", "oncall"):
+        (tmp_path / name).write_text(SECRETS[name])
+    server = ("--server", scoped_shim.address, "--token-file")
+    assert (
+        run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "oncall")).exit_code
+        == 0
+    )
+    repo.write(racks=RACKS.replace("name: r1}", "name: r1-b}"), freezes=holiday)
+    before = snapshot(service)
+    refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
+    assert refused.exit_code != 0
+    assert 'needs a token of scope admin (it lifts freeze "holiday")' in refused.output
+    assert "will perform" not in refused.output
+    assert snapshot(service) == before
+    applied = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "oncall"))
+    assert applied.exit_code == 0, applied.output
+    assert "r1-b" in [r.name for r in service.list_racks()]
+
+
+def _rack_step(service: Service, rack_name: str, **update: Any) -> tuple[str, rpb.RunStepRequest]:
+    (rack,) = (r for r in service.list_racks() if r.name == rack_name)
+    return _step("UpsertRack", {"rack": rack.model_copy(update=update).model_dump(mode="json")})
+
+
+def test_only_an_admin_token_takes_a_rack_out_of_a_freeze(channel, service, state, fleet) -> None:
+    """A freeze holds racks by name or label: renaming, relabelling or deleting a held rack,
+    or moving its hardware out, lifts the freeze from it as changing the freeze would."""
+    a04 = service.list_racks()[3]
+    service.upsert_rack(a04.model_copy(update={"labels": {"row": "r1"}}))
+    hold = service.get_freeze("change-freeze").model_dump(mode="json")
+    by_label = {**hold, "id": str(uuid.uuid4()), "name": "row-freeze"}
+    by_label["selector"] = {"rack_labels": {"row": "r1"}}
+    invoke(channel, *_step("UpsertFreeze", {"freeze": by_label}), bearer("ci"))
+    a05_part = service.list_components(fleet.racks[4])[0]
+    moved = {**a05_part.model_dump(mode="json"), "rack_id": str(fleet.racks[0])}
+    before = snapshot(service)
+    refused = {
+        "change-freeze": [
+            _rack_step(service, "rack-a05", name="rack-a05-renamed"),
+            _step("DeleteRack", {"id": str(fleet.racks[4])}),
+            _step("UpsertComponent", {"component": moved}),
+        ],
+        "row-freeze": [_rack_step(service, "rack-a04", labels={})],
+    }
+    for lifted, steps in refused.items():
+        for step in steps:
+            error = failure(invoke, channel, *step, bearer("ci"))
+            assert error.code() == grpc.StatusCode.PERMISSION_DENIED, step
+            rpc_name = step[1].rpc
+            assert error.details() == (
+                f'RunStep {rpc_name} lifts freeze "{lifted}" (it holds the rack by the name or'
+                " labels this step takes from it), which needs a token of scope admin; this"
+                " token has scope write"
+            ), step
+    assert snapshot(service) == before
+    # What leaves every freeze holding as much is a write token's to do.
+    invoke(
+        channel, *_rack_step(service, "rack-a04", labels={"row": "r1", "pdu": "2"}), bearer("ci")
+    )
+    invoke(channel, *_rack_step(service, "rack-a03", name="rack-a03-renamed"), bearer("ci"))
+    invoke(channel, *_rack_step(service, "rack-a05", labels={"row": "r2"}), bearer("ci"))
+    invoke(channel, *_rack_step(service, "rack-a05", name="rack-a05-renamed"), bearer("oncall"))
+    assert sorted(r.name for r in service.list_racks())[2:] == [
+        "rack-a03-renamed",
+        "rack-a04",
+        "rack-a05-renamed",
+    ]
+
+
+def test_a_new_freeze_cannot_take_a_stored_freezes_id(channel, service, state) -> None:
+    """Refused as ALREADY_EXISTS naming both, not an internal error; nothing changes."""
+    hold = service.get_freeze("change-freeze").model_dump(mode="json")
+    before = snapshot(service)
+    error = failure(
+        invoke, channel, *_step("UpsertFreeze", {"freeze": {**hold, "name": "x"}}), bearer("ci")
+    )
+    assert error.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert error.details() == (
+        f"freeze.id: {hold['id']} is the id of the freeze 'change-freeze'; a freeze named 'x'"
+        " needs an id of its own"
+    )
+    assert snapshot(service) == before
 
 
 @SQLITE_ONLY
@@ -320,8 +414,8 @@ def test_a_write_token_apply_that_lifts_a_freeze_changes_nothing(
     refused = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
     assert refused.exit_code != 0
     assert (
-        'this apply needs a token of scope admin (it changes or deletes freeze "holiday"); the'
-        " server says this token has scope write: nothing was applied"
+        'this apply needs a token of scope admin (it lifts freeze "holiday"); the server says'
+        " this token has scope write: nothing was applied"
     ) in refused.output, refused.output
     assert "will perform" not in refused.output  # refused before it is shown for approval
     assert snapshot(service) == before

@@ -9,6 +9,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from rackcron import timing
+from rackcron.commands import (
+    Command,
+    DeleteFreeze,
+    DeleteRack,
+    UpsertComponent,
+    UpsertFreeze,
+    UpsertRack,
+    lifted_freezes,
+)
 from rackcron.freezes import (
     Target,
     active_window,
@@ -21,11 +30,14 @@ from rackcron.freezes import (
     work_window,
 )
 from rackcron.models import (
+    Component,
+    ComponentType,
     Freeze,
     FreezeSelector,
     Miss,
     MissReason,
     OperationTemplate,
+    Rack,
     UpgradeFirmware,
 )
 from rackcron.templates import OperationTimes, operation_times, to_template
@@ -258,3 +270,58 @@ def test_operation_times_are_read_from_the_stored_template() -> None:
         information={"start_time": "soon", "end_time": 10**20},
     )
     assert operation_times(odd) == OperationTimes()  # a row rackcron did not write: no times
+
+
+_R1 = uuid.UUID(int=1)
+
+
+def _rack(name: str, rack_id: uuid.UUID = _R1, **labels: str) -> Rack:
+    return Rack(id=rack_id, name=name, labels=labels)
+
+
+class _Stored:
+    """A stored inventory of one rack ``r1`` (row a) holding one component, and rack ``r2``."""
+
+    r1, r2 = _rack("r1", row="a"), _rack("r2", uuid.UUID(int=2))
+    part = Component(id=uuid.UUID(int=3), rack_id=r1.id, type=ComponentType.COMPUTE)
+
+    def find_rack(self, rack_id: uuid.UUID) -> Rack | None:
+        return {r.id: r for r in (self.r1, self.r2)}.get(rack_id)
+
+    def find_component(self, component_id: uuid.UUID) -> Component | None:
+        return self.part if component_id == self.part.id else None
+
+
+_HOLDS = {
+    name: Freeze(id=uuid.uuid4(), name=name, start=HOLIDAYS.start, end=HOLIDAYS.end, selector=s)
+    for name, s in (
+        ("by-name", FreezeSelector(racks=["r1"])),
+        ("by-label", FreezeSelector(rack_labels={"row": "a"})),
+        ("everything", FreezeSelector()),
+    )
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "lifted"),
+    [
+        (UpsertRack(rack=_rack("r1-new", row="a")), ["by-name"]),
+        (UpsertRack(rack=_rack("r1", row="b")), ["by-label"]),
+        (UpsertRack(rack=_rack("r1", row="a", extra="x")), []),  # still held: holds no less
+        (UpsertRack(rack=_rack("elsewhere", uuid.uuid4())), []),  # a new rack
+        (DeleteRack(id=_Stored.r1.id), ["by-name", "by-label"]),  # "everything" holds its heir
+        (DeleteRack(id=_Stored.r2.id), []),
+        (
+            UpsertComponent(component=_Stored.part.model_copy(update={"rack_id": _Stored.r2.id})),
+            ["by-name", "by-label"],
+        ),
+        (UpsertComponent(component=_Stored.part.model_copy(update={"name": "tray"})), []),
+        (UpsertFreeze(freeze=_HOLDS["by-name"]), ["by-name"]),
+        (DeleteFreeze(name="by-label"), ["by-label"]),
+        (DeleteFreeze(name="not-stored"), []),
+    ],
+)
+def test_what_a_command_lifts_from_the_stored_freezes(command: Command, lifted: list[str]) -> None:
+    """Changing a freeze, or taking a rack (or its hardware) out of what it holds by name or
+    label, lifts it; anything that leaves it holding as much does not."""
+    assert lifted_freezes(command, _HOLDS, _Stored()) == lifted
