@@ -282,12 +282,13 @@ def apply(
         return
     desired: State | None = None
     with cli_errors():
-        if saved:
-            planned = load_plan(source)
+        if saved:  # shown as its commands would leave the store, whatever the file says
+            loaded = load_plan(source)
+            backend = _backend(database_url, server, create_store=True)
+            planned = backend.review(loaded)
         else:
             desired, origin = desired_state(source, rev, owner)
-        backend = _backend(database_url, server, create_store=True)
-        if desired is not None:
+            backend = _backend(database_url, server, create_store=True)
             planned = backend.plan(desired, owner=owner, source=origin)
             backend.check_rights(planned)
     provenance = _approved(planned, source, auto_approve)

@@ -26,10 +26,11 @@ from rackcron.models import ApplyRecord
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, Step, change_progress
 from rackcron.reconciler.reads import is_current
+from rackcron.reconciler.review import reviewed
 from rackcron.reconciler.state import State, store_state
 from rackcron.service import Service
 
-__all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store"]
+__all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store", "rehearse"]
 
 
 class StalePlan(FailedPrecondition):
@@ -58,6 +59,37 @@ def plan_against_store(
         current = store_state(ops)
         now = ops.now
     return diff(current, desired, owner=owner, now=now, source=source)
+
+
+def rehearse(service: Service, plan: Plan) -> Plan:
+    """``plan`` (a saved one) showing what its commands do: they run in a transaction that
+    is rolled back, and :func:`rackcron.reconciler.review.reviewed` compares the store
+    before and after them.
+
+    :raises StalePlan: what the plan changes or depends on changed since it was made.
+    :raises ApplyFailed: a command failed: the apply would fail there.
+    :raises StoreError: the database failed.
+    """
+    steps: list[Step] = [(c, command) for c in plan.changes for command in c.commands]
+    with service.transaction() as ops:
+        current = store_state(ops)
+        _check_current(plan, current)
+        try:
+            StoreExecutor(ops).execute([command for _, command in steps])
+        except CommandFailed as exc:
+            raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
+        after, now = store_state(ops), ops.now
+        ops.conn.rollback()  # a rehearsal: nothing it did stays
+    return reviewed(plan, current, after, now)
+
+
+def _check_current(plan: Plan, current: State) -> None:
+    """:raises StalePlan: ``plan`` no longer holds against ``current``."""
+    if not is_current(plan, current):
+        raise StalePlan(
+            "the store has changed since this plan was made (what the plan changes or"
+            " depends on); run `rackcron plan` again"
+        )
 
 
 @dataclass(frozen=True)
@@ -146,11 +178,7 @@ def _apply_locked(
 
     try:
         with service.transaction() as ops:
-            if not is_current(plan, store_state(ops)):
-                raise StalePlan(
-                    "the store has changed since this plan was made (what the plan changes or"
-                    " depends on); run `rackcron plan` again"
-                )
+            _check_current(plan, store_state(ops))
             try:
                 StoreExecutor(ops).execute([command for _, command in steps], before)
             except CommandFailed as exc:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rackcron.errors import FailedPrecondition, RackcronError
-from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
+from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store, rehearse
 from rackcron.reconciler.plan import Change, Plan
 from rackcron.reconciler.state import State
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from rackcron.service import Service
 
 __all__ = ["Applied", "Backend", "PartlyApplied", "Progress", "RemoteBackend", "StoreBackend"]
+
+_SAVED_TO_STORE = "a saved plan can only be applied to the store itself"
 
 #: Called as each change starts: (its number from 1, how many, the change).
 Progress = Callable[[int, int, Change], None]
@@ -63,6 +65,14 @@ class Backend(Protocol):
 
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:
         """The plan that makes the backend match ``desired``."""
+        ...
+
+    def review(self, plan: Plan) -> Plan:
+        """A saved ``plan`` showing what its commands do (``rackcron.reconciler.review``).
+
+        :raises StalePlan: the backend changed since the plan was made.
+        :raises RackcronError: a command would fail (nothing applied).
+        """
         ...
 
     def check_rights(self, plan: Plan) -> None:
@@ -103,6 +113,9 @@ class StoreBackend:
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:
         return plan_against_store(self.service, desired, owner=owner, source=source)
 
+    def review(self, plan: Plan) -> Plan:
+        return rehearse(self.service, plan)
+
     def check_rights(self, plan: Plan) -> None:
         """Whoever reaches the store may change it."""
 
@@ -132,6 +145,9 @@ class RemoteBackend:
     def plan(self, desired: State, *, owner: str, source: dict[str, Any] | None) -> Plan:
         return self.remote.plan(desired, owner=owner, now=datetime.now(UTC), source=source or {})
 
+    def review(self, plan: Plan) -> Plan:
+        raise FailedPrecondition(_SAVED_TO_STORE)
+
     def check_rights(self, plan: Plan) -> None:
         self.remote.check_rights(plan)
 
@@ -144,7 +160,7 @@ class RemoteBackend:
         progress: Progress | None = None,
     ) -> Applied:
         if desired is None:
-            raise FailedPrecondition("a saved plan can only be applied to the store itself")
+            raise FailedPrecondition(_SAVED_TO_STORE)
         report = self.remote.apply(plan, desired, provenance=provenance, progress=progress)
         if not report.ok:
             raise PartlyApplied(report)

@@ -1,0 +1,123 @@
+"""What a saved plan does, shown from its commands rather than from what it says.
+
+A saved plan is a file: between ``plan -o`` and ``apply`` anyone with the file can edit
+it, and its ``commands_digest`` catches accidents, not edits (docs/security.md "Saved
+plans"). So ``apply PLAN`` does not show the fields, scope lines, fire times, security
+marks, warnings and errors the file carries: it runs the plan's commands in a
+transaction it rolls back (``rackcron.reconciler.apply.rehearse``), reads the store
+they leave, and :func:`reviewed` diffs the store before against that. The diff is the
+one place that says what a change does (``rackcron.reconciler.diff``), so what is shown
+for approval is what the commands do, however the file was edited; the commands and
+the fingerprint are the file's, and the apply runs exactly those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from rackcron.commands import CreateSchedule
+from rackcron.reconciler.diff import diff
+from rackcron.reconciler.plan import Change, Plan
+from rackcron.reconciler.state import State
+
+__all__ = ["reviewed"]
+
+#: What a replace says when its commands delete and re-create a schedule that the
+#: comparison of before and after does not otherwise need to replace.
+RECREATED = "its commands delete and re-create it"
+
+
+def reviewed(plan: Plan, current: State, after: State, now: datetime) -> Plan:
+    """``plan`` with what it shows recomputed: the store was ``current`` and its commands
+    leave ``after`` (read at ``now``)."""
+    shown = diff(current, _as_declared(plan, after), owner=plan.owner, now=now, source=plan.source)
+    by_subject = {_subject(c): c for c in shown.changes}
+    changes = tuple(_shown(c, by_subject.get(_subject(c))) for c in plan.changes)
+    foreign = [e for c in plan.changes if (e := _foreign(c, current, plan.owner))]
+    return replace(
+        plan,
+        changes=changes,
+        unmanaged=shown.unmanaged,
+        errors=(*shown.errors, *foreign),
+        warnings=shown.warnings,
+        warnings_count=shown.warnings_count,
+        warnings_count_exact=shown.warnings_count_exact,
+        warnings_counts=shown.warnings_counts,
+    )
+
+
+def _subject(change: Change) -> tuple[str, str]:
+    """What ``change`` is about: an inventory item by its id (names of components
+    repeat from rack to rack), a schedule or a freeze by its name."""
+    if change.kind in ("schedule", "freeze") or not change.commands:
+        return change.kind, change.name
+    command = change.commands[0]
+    item = getattr(command, change.kind, None)
+    return change.kind, str(item.id if item is not None else getattr(command, "id", change.name))
+
+
+def _as_declared(plan: Plan, after: State) -> State:
+    """``after`` as a tree of ``plan``'s owner would declare it: without the schedules
+    another repository manages (a tree cannot declare them), each created schedule with
+    the operation its create sends (a store shows only its template), the schedules in
+    the order the plan changes them (the order its warnings list pairs in), then the rest."""
+    sent = {
+        c.schedule.name: c.operation
+        for change in plan.changes
+        for c in change.commands
+        if isinstance(c, CreateSchedule)
+    }
+    order = {c.name: i for i, c in enumerate(plan.changes) if c.kind == "schedule"}
+    names = sorted(after.schedules, key=lambda name: order.get(name, len(order)))
+    schedules = {
+        name: replace(s, operation=sent.get(name, s.operation))
+        for name in names
+        if (s := after.schedules[name]).management.owner in (None, plan.owner)
+    }
+    return replace(after, schedules=schedules)
+
+
+def _foreign(change: Change, current: State, owner: str) -> str | None:
+    """An error when ``change`` is about an object another repository manages (a tree
+    never changes one: its plan says so as an error)."""
+    if change.kind == "schedule" and change.name in current.schedules:
+        found = current.schedules[change.name].management.owner
+    elif change.kind == "freeze" and change.name in current.freezes:
+        found = current.freezes[change.name].management.owner
+    elif change.kind in ("rack", "nvl_domain"):
+        items = current.racks if change.kind == "rack" else current.domains
+        found = next((i.owner for i in items.values() if i.name == change.name), None)
+    else:
+        return None
+    if found in (None, owner):
+        return None
+    return (
+        f'{change.kind} "{change.name}" is managed by another repository (owner {found!r}):'
+        f" this plan of {owner!r} changes it"
+    )
+
+
+def _shown(saved: Change, effect: Change | None) -> Change:
+    """``saved`` (its action already follows its commands) showing ``effect``: the
+    change that the comparison of before and after finds for its object (None: none)."""
+    if effect is None:
+        effect = Change(saved.kind, saved.name, saved.action)
+    action, reason, code = saved.action, effect.reason, effect.reason_code
+    upserts = ("create", "update")
+    if saved.kind != "schedule" and action in upserts and effect.action in upserts:
+        action = effect.action  # an upsert's commands are the same either way
+    elif action != effect.action:
+        reason, code = (RECREATED, None) if action == "replace" else ("", None)
+    return replace(
+        saved,
+        action=action,
+        reason=reason,
+        reason_code=code,
+        fields=effect.fields,
+        scope=effect.scope,
+        fire_times=effect.fire_times,
+        security_sensitive=effect.security_sensitive,
+        security_reason=effect.security_reason,
+        source=effect.source if effect.source is not None else saved.source,
+    )
