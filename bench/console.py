@@ -8,7 +8,7 @@ as the best of ``--repeat`` runs:
 * floor: the store read the page needs (``Service.fleet_view``), then one line of text
   per firing on a rack over the window (the bars, written with ``str.join``): reading
   the fleet and writing its firings, nothing more;
-* upcoming: the firings computed (``rackcron.upcoming.upcoming``), conflicts marked;
+* upcoming: the firings computed (``rackcron.domain.upcoming.upcoming``), conflicts marked;
 * page: ``GET /?window=24h`` (and ``7d``) through the console's WSGI application, in
   process: read, compute, lay out, render HTML with Jinja2;
 
@@ -40,10 +40,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rackcron.console import console_app
-from rackcron.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.domain.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.domain.upcoming import upcoming
 from rackcron.service import Service
 from rackcron.store import open_engine
-from rackcron.upcoming import upcoming
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.service import component_spec, make_operation, rack_spec

@@ -85,10 +85,11 @@ except ImportError:  # the peer is optional: pip install -e '.[bench]'
 from _postgres import admin, database_url
 
 from rackcron.dispatcher.loop import Dispatcher
-from rackcron.firing import task_description
+from rackcron.domain.firing import task_description
+from rackcron.domain.models import PowerOn, RackTarget, TargetSpec
+from rackcron.domain.templates import task_operation_text, to_template
 from rackcron.gcpause import gc_paused
 from rackcron.logs import configure
-from rackcron.models import PowerOn, RackTarget, TargetSpec
 from rackcron.service import Service
 from rackcron.service._tasks import new_task_id
 from rackcron.store import open_engine, transaction
@@ -99,7 +100,6 @@ from rackcron.store.tables import (
     task_schedule,
     task_schedule_scope,
 )
-from rackcron.templates import task_operation_text, to_template
 
 POSTGRES_ENV = "RACKCRON_TEST_POSTGRES_URL"
 SCOPES = 4

@@ -79,7 +79,8 @@ from typing import Any  # noqa: E402
 import grpc  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
-from rackcron.models import PowerOn, Rack, RackTarget, ScheduleConfig, TargetSpec  # noqa: E402
+from rackcron.domain.models import PowerOn, Rack, RackTarget, ScheduleConfig, TargetSpec  # noqa: E402
+from rackcron.domain.timing import SpecType  # noqa: E402
 from rackcron.service import Service, _rows  # noqa: E402
 from rackcron.service._schedules import BY_ID  # noqa: E402
 from rackcron.shim.server import ShimConfig, ShimServer  # noqa: E402
@@ -87,7 +88,6 @@ from rackcron.shim.servicer import FlowServicer  # noqa: E402
 from rackcron.store import open_engine, transaction  # noqa: E402
 from rackcron.store.lookup import Lookup  # noqa: E402
 from rackcron.store.tables import task_schedule  # noqa: E402
-from rackcron.timing import SpecType  # noqa: E402
 from rackcron.wire.client import connect  # noqa: E402
 from rackcron.wire.convert import check_strings, pb_schedule  # noqa: E402
 from rackcron.wire.proto.v1 import flow_pb2 as pb  # noqa: E402

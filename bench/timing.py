@@ -1,4 +1,4 @@
-"""Cron next-fire-time throughput: rackcron.timing against cronsim and croniter, in one run.
+"""Cron next-fire-time throughput: rackcron.domain.timing against cronsim and croniter, in one run.
 
 Two measurements per expression and zone (docs/benchmarks.md "Cron evaluation"):
 
@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 from cronsim import CronSim
 
-from rackcron.timing import _cron, first_run, next_after, parse_spec
+from rackcron.domain.timing import _cron, first_run, next_after, parse_spec
 
 START = datetime(2026, 3, 5, 12, 34, 56, tzinfo=UTC)
 ZONES = ("UTC", "America/New_York")

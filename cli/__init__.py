@@ -101,7 +101,7 @@ class _LazyGroup(click.Group):
         except Exception as exc:  # the last resort: a bug never shows a user a traceback
             if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 traceback.print_exc()
-            from rackcron.escape import terminal
+            from rackcron.domain.escape import terminal
 
             message = terminal(" ".join(str(exc).split())[:1000])
             click.echo(f"error: internal error: {type(exc).__name__}: {message}", err=True)

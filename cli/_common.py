@@ -4,7 +4,7 @@ The one translation of core errors for the CLI lives here: a ``RackcronError``
 becomes ``error: <message>`` on stderr and exit status 1 (click's usage errors
 keep status 2). Nothing a user types can produce a traceback.
 
-Output for people goes through :mod:`rackcron.escape`: every value from a tree,
+Output for people goes through :mod:`rackcron.domain.escape`: every value from a tree,
 the store or a server is escaped where it is placed (a table cell, a message),
 so a newline in it cannot forge a line, and :func:`echo_text` is the last guard
 at the point of printing: no control character but a newline, a tab and our own
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from rackcron.domain.escape import terminal
 from rackcron.errors import RackcronError
-from rackcron.escape import terminal
 
 if TYPE_CHECKING:
     import grpc
@@ -86,7 +86,7 @@ class Duration(click.ParamType[float]):
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> int:
         """``value`` parsed and checked. :raises click.BadParameter: it is not one."""
-        from rackcron.timing import SpecError, parse_duration
+        from rackcron.domain.timing import SpecError, parse_duration
 
         try:
             nanoseconds = parse_duration(str(value))
@@ -128,7 +128,7 @@ class _Instant(click.ParamType[datetime]):
     ) -> datetime:
         if isinstance(value, datetime):
             return value
-        from rackcron.timing import SpecError, parse_rfc3339
+        from rackcron.domain.timing import SpecError, parse_rfc3339
 
         try:
             return parse_rfc3339(str(value))
@@ -217,7 +217,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except RackcronError as exc:
-        from rackcron.names import AmbiguousName  # only on the way out
+        from rackcron.domain.names import AmbiguousName  # only on the way out
         from rackcron.reconciler.validate import InvalidTree
 
         if isinstance(exc, InvalidTree):
@@ -478,7 +478,7 @@ def when(value: datetime | None) -> str:
     """A UTC instant as RFC 3339 (``-`` for none)."""
     if value is None:
         return "-"
-    from rackcron.timing import format_rfc3339
+    from rackcron.domain.timing import format_rfc3339
 
     return format_rfc3339(value)
 

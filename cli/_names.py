@@ -1,7 +1,7 @@
 """Names on the command line, in one place: what a SCHEDULE, ``--rack``, ``--schedule`` or
 ``--component`` value means, the names shown beside ids, and shell completion of names.
 
-The rule is :mod:`rackcron.names`'s (an id first, else the one object of that name,
+The rule is :mod:`rackcron.domain.names`'s (an id first, else the one object of that name,
 else an error listing the candidates, or saying none has it). On the store the
 service reads the candidates (a component is also named ``RACK/NAME`` there); over
 ``--server`` a schedule is looked up by id and then by name through ``v1.Flow``, and
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.shell_completion import CompletionItem
 
+from rackcron.domain.escape import terminal
+from rackcron.domain.names import as_uuid, rack_candidate, resolve
 from rackcron.errors import FailedPrecondition, RackcronError
-from rackcron.escape import terminal
-from rackcron.names import as_uuid, rack_candidate, resolve
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
-    from rackcron.models import Rack, Schedule
+    from rackcron.domain.models import Rack, Schedule
     from rackcron.service import Service
     from rackcron.wire.client import FlowClient
 

@@ -27,7 +27,7 @@ from rackcron.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from rackcron.models import Freeze, FreezeSelector
+    from rackcron.domain.models import Freeze, FreezeSelector
 
 __all__ = ["freezes"]
 
@@ -72,7 +72,7 @@ def _holds(selector: FreezeSelector) -> str:
 def _status(freeze: Freeze, at: datetime) -> dict[str, Any]:
     """A freeze and its windows at ``at``; one this host cannot evaluate (a zone its tzdata
     lacks) is active, as the server counts it, with no window and the ``error``."""
-    from rackcron.freezes import active_window, next_window, unevaluable
+    from rackcron.domain.freezes import active_window, next_window, unevaluable
 
     if (why := unevaluable(freeze)) is not None:
         return {

@@ -1,6 +1,6 @@
 """``rackcron next``: preview when a schedule spec fires.
 
-A thin front over ``rackcron.timing``: parse the options, call ``parse_spec``,
+A thin front over ``rackcron.domain.timing``: parse the options, call ``parse_spec``,
 ``first_run`` and ``next_after``, render. Fire times become rows of
 ``{"utc", "local"}`` strings; the JSON output is those rows and the text output
 is rendered from them, so the two cannot disagree. Bad input (spec, zone,
@@ -17,7 +17,7 @@ from typing import NoReturn
 import click
 
 from rackcron.cli._common import format_option
-from rackcron.timing import (
+from rackcron.domain.timing import (
     Cron,
     Spec,
     SpecError,
@@ -119,7 +119,7 @@ def _rows(spec: Spec, start: datetime, count: int) -> list[tuple[str, str, str]]
 
 
 def _fail(message: str) -> NoReturn:
-    from rackcron.escape import terminal
+    from rackcron.domain.escape import terminal
 
     click.echo(f"error: {terminal(message)}", err=True)
     raise click.exceptions.Exit(1)

@@ -21,10 +21,10 @@ from rackcron.cli._common import (
     when,
 )
 from rackcron.cli._names import beside, complete_racks, resolve_rack
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
 
 if TYPE_CHECKING:
-    from rackcron.models import ControllerSpec
+    from rackcron.domain.models import ControllerSpec
     from rackcron.service import RackView
 
 __all__ = ["racks"]

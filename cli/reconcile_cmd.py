@@ -28,11 +28,11 @@ from rackcron.cli._common import (
     stop_on_signals,
 )
 from rackcron.cli._notify import CLI_GRACE, NotifyConfig, notify_options, start
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
 
 if TYPE_CHECKING:
     from rackcron.dispatcher.notify import Notifier
-    from rackcron.notifications import ApplyOutcome, Notification
+    from rackcron.domain.notifications import ApplyOutcome, Notification
     from rackcron.reconciler.apply import Provenance
     from rackcron.reconciler.backend import Backend, PartlyApplied
     from rackcron.reconciler.plan import Change, Plan
@@ -322,8 +322,8 @@ def apply(
 
 def _tell_failed(notifier: Notifier | None, provenance: Provenance, exc: Exception) -> None:
     """Tell the webhooks an apply failed with ``exc``."""
+    from rackcron.domain.notifications import apply_failed
     from rackcron.errors import RackcronError
-    from rackcron.notifications import apply_failed
 
     if notifier is None:
         return
@@ -346,7 +346,7 @@ def _tell_failed(notifier: Notifier | None, provenance: Provenance, exc: Excepti
 
 
 def _applied(provenance: Provenance, counts: dict[str, int], apply_id: int | None) -> Notification:
-    from rackcron.notifications import apply_applied
+    from rackcron.domain.notifications import apply_applied
 
     return apply_applied(
         "apply",
@@ -610,7 +610,7 @@ def _tell_round(
 ) -> None:
     """Tell the webhooks of an applied round, or of a failed one unless the last failure
     told (``told[0]``, updated) was the same."""
-    from rackcron.notifications import apply_applied, apply_failed
+    from rackcron.domain.notifications import apply_applied, apply_failed
 
     if result.record is not None:
         told[0] = None

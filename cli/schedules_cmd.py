@@ -32,14 +32,14 @@ from rackcron.cli._names import (
     resolve_schedule,
     schedule_argument,
 )
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
 
 if TYPE_CHECKING:
     import uuid
     from collections.abc import Mapping, Sequence
 
     from rackcron.audit import Audit
-    from rackcron.models import Page, Schedule, Task
+    from rackcron.domain.models import Page, Schedule, Task
     from rackcron.service import Service
     from rackcron.wire.client import FlowClient
 

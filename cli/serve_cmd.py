@@ -26,7 +26,7 @@ from rackcron.cli._notify import NotifyConfig, notify_options
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from rackcron.cli.serve import DispatchConfig, RetentionConfig, RunnerConfig
+    from rackcron.cli.daemon import DispatchConfig, RetentionConfig, RunnerConfig
     from rackcron.dispatcher.controllers.allowlist import AllowList
     from rackcron.dispatcher.controllers.credentials import CredentialStore
     from rackcron.dispatcher.controllers.registry import Controllers
@@ -48,7 +48,7 @@ def _dispatch(
     db_lock_timeout: float,
     db_idle_timeout: float,
 ) -> DispatchConfig:
-    from rackcron.cli.serve import DispatchConfig
+    from rackcron.cli.daemon import DispatchConfig
 
     for flag, value, least, shown in (
         ("--firing-lease", firing_lease, 1.0, "1s"),
@@ -174,7 +174,7 @@ def dispatch(
     Example: rackcron dispatch --database-url postgresql+psycopg://rackcron@db/rackcron
     --poll-interval 5s --log-format json
     """
-    from rackcron.cli.serve import warn_if_empty
+    from rackcron.cli.daemon import warn_if_empty
     from rackcron.dispatcher.faults import fault_hook
     from rackcron.dispatcher.loop import Dispatcher
 
@@ -207,7 +207,7 @@ def _host_names(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> frozenset[str]:
     """--http-allowed-host, each checked and in the spelling the Host check compares."""
-    from rackcron.addresses import host_name
+    from rackcron.domain.addresses import host_name
 
     try:
         return frozenset(host_name(value) for value in values)
@@ -235,8 +235,8 @@ def _controller_secrets(directory: str | None) -> CredentialStore:
 
 def _controller(value: str | None, allow: AllowList) -> dict[str, Any] | None:
     """--default-controller as a setting; its host must be allowed like any rack's."""
+    from rackcron.domain.models import ControllerSpec
     from rackcron.errors import InvalidArgument
-    from rackcron.models import ControllerSpec
 
     if value is None or value == "simulator":
         return None
@@ -259,7 +259,7 @@ def _runner(
     delivery_attempts: int,
     retry_backoff: float,
 ) -> RunnerConfig | None:
-    from rackcron.cli.serve import RunnerConfig
+    from rackcron.cli.daemon import RunnerConfig
     from rackcron.dispatcher.runner import RetryPolicy
 
     if no_runner:
@@ -272,7 +272,7 @@ def _runner(
 
 
 def _retention(task_retention: timedelta | None) -> RetentionConfig | None:
-    from rackcron.cli.serve import RetentionConfig
+    from rackcron.cli.daemon import RetentionConfig
 
     return None if task_retention is None else RetentionConfig(task_retention)
 
@@ -647,8 +647,8 @@ def serve(
     --grpc-tls-cert server.pem --grpc-tls-key server.key --grpc-token-file tokens
     --log-format json
     """
-    from rackcron.cli.serve import ServeConfig
-    from rackcron.cli.serve import serve as run_server
+    from rackcron.cli.daemon import ServeConfig
+    from rackcron.cli.daemon import serve as run_server
     from rackcron.shim.server import UnusableConfig
 
     if no_dispatch and grpc is None:

@@ -27,11 +27,11 @@ from rackcron.cli._names import (
     resolve_rack,
     resolve_schedule,
 )
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
-    from rackcron.models import Task
+    from rackcron.domain.models import Task
     from rackcron.service import Names
 
 __all__ = ["tasks"]
@@ -137,9 +137,9 @@ def get_command(task_id: str, fmt: str, database_url: str | None) -> None:
 
     Example: rackcron tasks get 0b6c2f4e-8f1a-4e8e-9a51-3f2d7c1e9b20
     """
-    from rackcron.derived import operation_type
+    from rackcron.domain.names import as_uuid
+    from rackcron.domain.operation_names import operation_type
     from rackcron.errors import InvalidArgument, NotFound
-    from rackcron.names import as_uuid
 
     with cli_errors():
         if as_uuid(task_id) is None:

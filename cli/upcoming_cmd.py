@@ -1,6 +1,6 @@
 """``rackcron upcoming``: the fleet's firings in the next window, from a tree or the store.
 
-The same bars the web console's timeline draws (``rackcron.upcoming``): each firing on
+The same bars the web console's timeline draws (``rackcron.domain.upcoming``): each firing on
 each rack of its scope, as long as its operation's expected duration, with the freeze
 that holds it and the schedules whose tasks would conflict with it on that rack. From
 a tree (PATH), each schedule fires as if applied now; from the store (no PATH), from
@@ -44,7 +44,7 @@ from rackcron.cli._names import complete_racks
 from rackcron.cli.reconcile_cmd import owner_option
 
 if TYPE_CHECKING:
-    from rackcron.upcoming import Bar, FleetView, Upcoming
+    from rackcron.domain.upcoming import Bar, FleetView, Upcoming
 
 __all__ = ["FORMAT_VERSION", "upcoming_command"]
 
@@ -102,7 +102,7 @@ def _document(found: Upcoming, source: str) -> dict[str, Any]:
 
 
 def _mermaid(found: Upcoming) -> list[str]:
-    from rackcron.gantt import Item, gantt
+    from rackcron.domain.gantt import Item, gantt
 
     items = [
         Item(
@@ -189,8 +189,8 @@ def upcoming_command(
 
     Example: rackcron upcoming --rack rack-a01 --window 168h --format mermaid
     """
-    from rackcron.names import rack_candidate, resolve
-    from rackcron.upcoming import upcoming
+    from rackcron.domain.names import rack_candidate, resolve
+    from rackcron.domain.upcoming import upcoming
 
     if window > 744 * 3600:
         raise click.BadParameter("at most 744h (31 days)", param_hint="--window")

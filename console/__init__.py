@@ -1,7 +1,7 @@
 """The web console: a read-only view of the store, served by ``rackcron serve --http-listen``.
 
 A front beside the reconciler, the dispatcher and the shim: it reads through the service
-(``rackcron.service``) and draws with the core's pure modules (``rackcron.upcoming``,
+(``rackcron.service``) and draws with the core's pure modules (``rackcron.domain.upcoming``,
 ``rackcron.history``). Changes go through Git; nothing here writes to the store.
 
 ``app`` routes and renders (Jinja2 templates under ``templates/``, auto-escaped),

@@ -6,7 +6,7 @@ Routes (GET unless said): ``/`` the timeline, ``/schedules`` and ``/schedules/<i
 ``/healthz``, ...) goes to ``fallback``, behind the same gate.
 
 Every value from the store reaches a page through Jinja2's HTML auto-escaping, after
-:func:`rackcron.escape.terminal` has made its control and invisible characters visible
+:func:`rackcron.domain.escape.terminal` has made its control and invisible characters visible
 (the environment's ``finalize``); templates never mark data safe. Responses carry a
 Content-Security-Policy that allows only the console's own script and style files.
 """
@@ -28,18 +28,18 @@ from typing import Any, Literal
 import jinja2
 from markupsafe import Markup
 
-from rackcron import escape, timing
 from rackcron.console import timeline
 from rackcron.console.auth import Gate, Throttled
-from rackcron.console.words import spec_words
+from rackcron.console.spec_words import spec_words
+from rackcron.domain import escape, timing
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import Schedule
+from rackcron.domain.names import AmbiguousName, Candidate, rack_candidate, resolve
+from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
 from rackcron.history import HEADERS, document, rows
-from rackcron.lifecycle import TaskStatus
 from rackcron.logs import event
-from rackcron.models import Schedule
-from rackcron.names import AmbiguousName, Candidate, rack_candidate, resolve
 from rackcron.service import Service
-from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 
 __all__ = ["WINDOWS", "console_app"]
 
@@ -429,7 +429,7 @@ def _int(text: str, field: str, low: int, high: int) -> int:
 
 
 def _named(text: str, candidates: Iterable[Candidate], what: str) -> uuid.UUID | None:
-    """A filter value: an id or a name, by the command line's rule (``rackcron.names``:
+    """A filter value: an id or a name, by the command line's rule (``rackcron.domain.names``:
     two racks of one name are ambiguous, not the first of them)."""
     return resolve(what, text, candidates) if text else None
 

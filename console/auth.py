@@ -9,7 +9,7 @@ makes a session: a random id, kept in memory (at most :data:`MAX_SESSIONS`, each
 the token itself never reaches the browser's storage. A restart ends every session.
 
 Wrong tokens, in the header or the form, are counted per client
-(:class:`rackcron.guesses.Guesses`): a client past the limit is answered
+(:class:`rackcron.token_guesses.Guesses`): a client past the limit is answered
 :class:`Throttled` (429) without its token being checked. Session cookies are not
 counted: their ids are random 256-bit values, and a stale one (after a restart) is no
 attack.
@@ -24,8 +24,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from http.cookies import SimpleCookie
 
-from rackcron.addresses import client_key
-from rackcron.guesses import Guesses
+from rackcron.domain.addresses import client_key
+from rackcron.token_guesses import Guesses
 
 __all__ = ["COOKIE", "Gate", "Throttled"]
 

@@ -1,5 +1,5 @@
 """The timeline's picture, pure: rows, bars, freeze shading, ticks and the now-line of an
-:class:`~rackcron.upcoming.Upcoming`, as SVG coordinates the template draws.
+:class:`~rackcron.domain.upcoming.Upcoming`, as SVG coordinates the template draws.
 
 One row per rack (or per schedule, ``by="schedule"``), rows in name order. The time axis
 maps the window onto :data:`WIDTH` units after a :data:`LABEL` column; a bar is at least
@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from rackcron.timing import format_rfc3339
-from rackcron.upcoming import Bar, FreezeWindow, Upcoming
+from rackcron.domain.timing import format_rfc3339
+from rackcron.domain.upcoming import Bar, FreezeWindow, Upcoming
 
 __all__ = ["COLOURS", "Picture", "Row", "Tick", "draw"]
 

@@ -31,7 +31,7 @@ client out: they only fill the pending pool, where they give way to newcomers.
 
 Ages count in admission order, from when a connection last began to wait: its
 connection, or the end of its last answer. A "client" is
-:func:`rackcron.addresses.client_key` of its address: an IPv4 address or an IPv6 /64
+:func:`rackcron.domain.addresses.client_key` of its address: an IPv4 address or an IPv6 /64
 network; clients behind one NAT share their caps. :class:`Admission` decides; the
 listener applies it.
 """

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Self
 
-from rackcron.addresses import client_key
 from rackcron.dispatcher.admission import Admission, Refusal, Use
 from rackcron.dispatcher.heads import MAX_HEAD, Head, head_end
+from rackcron.domain.addresses import client_key
 
 __all__ = ["Arrival", "ListenerMixIn"]
 

@@ -34,13 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
+from rackcron.domain.firing import parse_starting_deadline
+from rackcron.domain.models import MissReason
+from rackcron.domain.notifications import Notification, firing_missed, firing_skipped
+from rackcron.domain.timing import SpecError, format_rfc3339
 from rackcron.errors import RackcronError
-from rackcron.firing import parse_starting_deadline
 from rackcron.logs import Seconds, event, failed
-from rackcron.models import MissReason
-from rackcron.notifications import Notification, firing_missed, firing_skipped
 from rackcron.service import DEFAULT_LEASE, Completed, FireResult, Missed, Service
-from rackcron.timing import SpecError, format_rfc3339
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 

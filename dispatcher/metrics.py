@@ -7,7 +7,7 @@ one process never share counters.
 
 The server is a WSGI application (:func:`metrics_app`) on a threaded ``wsgiref``
 server, so more pages can join it as WSGI routes. Before any route but
-``/healthz``, the server checks the ``Host`` header (:class:`rackcron.addresses.HostCheck`: on
+``/healthz``, the server checks the ``Host`` header (:class:`rackcron.domain.addresses.HostCheck`: on
 loopback, loopback names and the listen address; elsewhere the names it is given, if
 any): a request naming another host (or several) is answered ``421 Misdirected
 Request`` without reaching the application, so a web page that rebinds its own name
@@ -51,13 +51,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from rackcron.addresses import HostCheck
 from rackcron.dispatcher.admission import Admission, Use
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
 from rackcron.dispatcher.heads import Head
 from rackcron.dispatcher.listener import ListenerMixIn
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
-from rackcron.models import MissReason
+from rackcron.domain.addresses import HostCheck
+from rackcron.domain.models import MissReason
 
 if TYPE_CHECKING:
     from rackcron.service import ScheduleStates
@@ -367,7 +367,7 @@ class MetricsServer:
     from a background thread within ``limits`` (see the module docstring). ``wrap`` puts
     another application in front (the web console), which hands these paths on; ``tls``
     serves HTTPS (the handshake is bounded like a request's head); ``allowed_hosts``
-    (names or addresses, as :func:`rackcron.addresses.host_name` gives them) are the
+    (names or addresses, as :func:`rackcron.domain.addresses.host_name` gives them) are the
     ``Host`` names answered beside loopback ones and ``host`` (see the module docstring).
 
     :raises OSError: the address cannot be bound.

@@ -48,9 +48,9 @@ from urllib.parse import urlsplit
 from rackcron import __version__
 from rackcron.dispatcher.deadline import BoundedHTTPConnection, BoundedHTTPSConnection, Deadline
 from rackcron.dispatcher.metrics import Metrics
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
+from rackcron.domain.notifications import Notification
 from rackcron.logs import LOGGER, Seconds, event
-from rackcron.notifications import Notification
 
 __all__ = [
     "SIGNATURE_HEADER",

@@ -2,7 +2,7 @@
 
 ``rackcron serve --task-retention 720h`` runs a :class:`Pruner` on a thread of its own,
 beside the poll loop and the task runner, so a firing never waits for a pass: one pass at
-start-up, then one every ``interval``. Which tasks go is ``rackcron.retention``'s rule
+start-up, then one every ``interval``. Which tasks go is ``rackcron.domain.retention``'s rule
 (final, owing no stop, finished before now less the retention); ``Service.prune_tasks``
 deletes at most ``batch_size`` of them (at most 500) per transaction, oldest first; then
 ``Service.prune_firings`` deletes the firing records that finished as long ago.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from rackcron.dispatcher.metrics import Metrics
+from rackcron.domain.retention import MAX_BATCH
 from rackcron.logs import Seconds, event, failed
-from rackcron.retention import MAX_BATCH
 from rackcron.service import Service
 
 __all__ = ["PruneSummary", "Pruner"]

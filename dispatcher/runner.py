@@ -17,7 +17,7 @@ fails is retried with exponential backoff; after ``RetryPolicy.attempts`` failur
 in a row the task fails with the last error in its message. A retried submit is
 safe: controllers key submissions by task id.
 
-What a call's outcome does to its task is ``rackcron.lifecycle``'s to say: the
+What a call's outcome does to its task is ``rackcron.domain.lifecycle``'s to say: the
 runner turns each outcome into a lifecycle event (and the task's message), and the
 store applies it (``Service.record``).
 
@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
-from rackcron.derived import operation_type
 from rackcron.dispatcher.controllers.base import (
     ControllerError,
     ControllerRefused,
@@ -63,10 +62,8 @@ from rackcron.dispatcher.controllers.base import (
 )
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.metrics import Metrics
-from rackcron.errors import RackcronError
-from rackcron.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
-from rackcron.logs import LOGGER, Seconds, event, failed
-from rackcron.notifications import (
+from rackcron.domain.lifecycle import Duty, Event, TaskStatus, after_failure, answered, duty, ends
+from rackcron.domain.notifications import (
     FAILURE_REASONS,
     Notification,
     TaskRef,
@@ -74,6 +71,9 @@ from rackcron.notifications import (
     task_expired,
     task_failed,
 )
+from rackcron.domain.operation_names import operation_type
+from rackcron.errors import RackcronError
+from rackcron.logs import LOGGER, Seconds, event, failed
 from rackcron.service import Service, Update, Work, Written, followed
 
 __all__ = ["RetryPolicy", "TaskRunner"]
@@ -174,7 +174,7 @@ def _stop_given_up(work: Work, error: str) -> str:
 
 
 class _Template(NamedTuple):
-    """A task's operation as ``rackcron.derived`` reads it."""
+    """A task's operation as ``rackcron.domain.operation_names`` reads it."""
 
     type: str
     code: str

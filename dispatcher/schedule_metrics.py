@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from rackcron.lifecycle import FINAL_STATUSES
+from rackcron.domain.lifecycle import FINAL_STATUSES
 from rackcron.logs import event
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ A record says:
 * **why**: an optional reason (:func:`check_reason`).
 
 The values a caller gives (a name, a reason) follow the single-line rule of
-``rackcron.text``, with the bounds below; values read from the store (a schedule's name
+``rackcron.domain.text``, with the bounds below; values read from the store (a schedule's name
 written before that rule) are recorded as they are, and escaped wherever shown.
 
 Everything here is pure but :func:`local_actor`, which reads the OS user and host name.
@@ -43,9 +43,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rackcron.domain.models import ApplyRecord, Schedule, ScopeUpdate, Task
+from rackcron.domain.text import MAX_LENGTH, check_line
 from rackcron.errors import InvalidArgument
-from rackcron.models import ApplyRecord, Schedule, ScopeUpdate, Task
-from rackcron.text import MAX_LENGTH, check_line
 
 __all__ = [
     "MAX_REASON_LENGTH",
@@ -226,7 +226,7 @@ def schedule_change(action: Action, schedule: Schedule, **detail: Any) -> Change
 
 def created(schedule: Schedule, lookalike: str | None = None) -> Change:
     """A schedule created: its spec and operation, and ``lookalike``, why its name looks
-    like another (``rackcron.lookalikes``), when it does."""
+    like another (``rackcron.domain.lookalikes``), when it does."""
     spec = f"{schedule.spec_type.value} {schedule.spec} ({schedule.timezone})"
     extra = {"lookalike": lookalike} if lookalike else {}
     return schedule_change(

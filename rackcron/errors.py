@@ -14,7 +14,7 @@ raised::
     ├── InvalidArgument  [INVALID_ARGUMENT]  rackcron.errors
     │   │   a bad spec, timezone, filter, target, mask, page or step argument;
     │   │   a file given to apply that is not a saved plan
-    │   ├── AmbiguousName  [INVALID_ARGUMENT]  rackcron.names
+    │   ├── AmbiguousName  [INVALID_ARGUMENT]  rackcron.domain.names
     │   │       a name on the command line that several racks (or components)
     │   │       have: the CLI lists them with their ids; nothing is done
     │   └── InvalidTree  [INVALID_ARGUMENT]  rackcron.reconciler.validate
@@ -26,7 +26,7 @@ raised::
     │   │   refused by the object's state; a plan with errors given to apply
     │   ├── IllegalTransition  [FAILED_PRECONDITION]  rackcron.errors
     │   │       an event the task lifecycle refuses in the task's status
-    │   │       (rackcron.lifecycle; a runner bug, never a user's doing)
+    │   │       (rackcron.domain.lifecycle; a runner bug, never a user's doing)
     │   ├── ApplyLocked  [FAILED_PRECONDITION]  rackcron.service._applies
     │   │       another apply holds the store's apply lock (the message names
     │   │       the holder; `rackcron apply --break-lock`)
@@ -73,14 +73,14 @@ failure (the leases expire), and pydantic needs a ``ValueError`` from a
 validator::
 
     ValueError
-    ├── SpecError  rackcron.timing._base
+    ├── SpecError  rackcron.domain.timing._base
     │       a spec, duration, timestamp or time zone does not parse (the
     │       service raises InvalidArgument from it; validate: a diagnostic;
     │       a CLI option or argument: an error naming it)
     ├── BadTokenFile  rackcron.shim.tokens
     │       a line of the gRPC token file breaks a rule (names the file and
     │       the line, never the token): load_tokens raises UnusableConfig
-    ├── JSONTooDeep  rackcron.boundedjson
+    ├── JSONTooDeep  rackcron.domain.boundedjson
     │       JSON nests deeper than MAX_DEPTH: a saved plan (apply FILE:
     │       InvalidArgument, "not a saved plan"), a controller's answer, the
     │       shim's args_json or summary_json (InvalidArgument)
@@ -92,7 +92,7 @@ validator::
             a tree's file is no longer a regular file when it is read (the
             file is reported unreadable, a diagnostic)
     Exception
-    ├── CommandFailed  rackcron.commands
+    ├── CommandFailed  rackcron.domain.commands
     │       a plan's command failed in an executor (its index, its cause): apply
     │       reports it as ApplyFailed, naming the change and the command
     ├── ControllerError  rackcron.dispatcher.controllers.base
@@ -106,7 +106,7 @@ validator::
     │           controller answers 503; the embedded one fails the submit
     ├── Throttled  rackcron.console.auth
     │       a console request from an address that gave too many wrong tokens
-    │       (rackcron.guesses): the console answers 429 with Retry-After
+    │       (rackcron.token_guesses): the console answers 429 with Retry-After
     └── UnusableConfig  rackcron.shim.server
             `rackcron serve` cannot start its gRPC shim (an unreadable TLS or
             token file, an address in use): a CLI error, exit 1 (2 for the
@@ -174,7 +174,7 @@ class FailedPrecondition(RackcronError):
 
 
 class IllegalTransition(FailedPrecondition):
-    """An event the task lifecycle does not allow in the task's status (``rackcron.lifecycle``)."""
+    """An event the task lifecycle does not allow in the task's status (``rackcron.domain.lifecycle``)."""
 
 
 class AlreadyExists(RackcronError):

@@ -1,6 +1,6 @@
 """The store's executor: a plan's commands run in process, in the caller's transaction.
 
-No JSON on the way: each typed command (``rackcron.commands``) is the service call it
+No JSON on the way: each typed command (``rackcron.domain.commands``) is the service call it
 names, its schedule found by name in the same transaction. ``rackcron apply`` runs a
 whole plan through one, and the shim's RunStep runs one command of a remote apply.
 """
@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import assert_never
 
-from rackcron.commands import (
+from rackcron.domain.commands import (
     AddScope,
     Command,
     CommandFailed,

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rackcron.audit import ActionRecord
-from rackcron.escape import shorten
-from rackcron.models import ApplyRecord
-from rackcron.timing import format_rfc3339
+from rackcron.domain.escape import shorten
+from rackcron.domain.models import ApplyRecord
+from rackcron.domain.timing import format_rfc3339
 
 __all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
 

@@ -11,7 +11,7 @@ A duration is logged as :class:`Seconds`: with its unit in text (``lag=1.247s``,
 in JSON (``"lag": 1.247``).
 
 Field values are data (schedule names, controller answers, errors): in text, a
-value is bare only when it holds nothing to misread (:func:`rackcron.escape.logfmt_value`),
+value is bare only when it holds nothing to misread (:func:`rackcron.domain.escape.logfmt_value`),
 else a JSON string, so no value can add a line, a field or a terminal escape. JSON
 lines are ``json.dumps`` with ASCII output: controls are escaped and a line stays one.
 """
@@ -24,8 +24,8 @@ import sys
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
+from rackcron.domain.escape import logfmt_value, terminal
 from rackcron.errors import RackcronError
-from rackcron.escape import logfmt_value, terminal
 
 __all__ = ["LOGGER", "Seconds", "configure", "event", "failed"]
 

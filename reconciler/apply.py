@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rackcron.commands import Command, CommandFailed
+from rackcron.domain.commands import Command, CommandFailed
+from rackcron.domain.escape import terminal
+from rackcron.domain.models import ApplyRecord
 from rackcron.errors import FailedPrecondition, RackcronError, StoreError
-from rackcron.escape import terminal
 from rackcron.executor import StoreExecutor
-from rackcron.models import ApplyRecord
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, Step, change_progress
 from rackcron.reconciler.reads import is_current
@@ -98,7 +98,7 @@ class Provenance:
 
     Its texts describe the applier's machine (a path, a git email, a saved plan's
     source): they are stored one line, with any control character shown as an escape
-    (``rackcron.escape.terminal``) and cut to fit the apply log, rather than refusing
+    (``rackcron.domain.escape.terminal``) and cut to fit the apply log, rather than refusing
     an apply over them.
     """
 

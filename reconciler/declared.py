@@ -2,10 +2,10 @@
 
 The semantic stage uses the core's own rules, so the repository is judged
 exactly as the service would judge each request: spec strings and time zones
-through ``rackcron.timing``, operations through ``rackcron.templates``, and
-targets through ``rackcron.targets.resolve_targets`` against the inventory the
+through ``rackcron.domain.timing``, operations through ``rackcron.domain.templates``, and
+targets through ``rackcron.domain.targets.resolve_targets`` against the inventory the
 tree itself declares (:class:`DeclaredInventory`), and freezes through
-``rackcron.freezes.check_freeze``. Names are unique per kind across the whole
+``rackcron.domain.freezes.check_freeze``. Names are unique per kind across the whole
 tree, and ids and external ids are unique where the store needs them to be.
 Every problem is a diagnostic at the value concerned; a freeze selecting a rack
 or schedule the tree does not declare is a warning (another repository sharing
@@ -22,12 +22,11 @@ from typing import Any
 
 import pydantic
 
-from rackcron import timing
-from rackcron.errors import RackcronError
-from rackcron.filters import ComponentType, canonical_type
-from rackcron.firing import parse_starting_deadline
-from rackcron.freezes import check_freeze
-from rackcron.models import (
+from rackcron.domain import timing
+from rackcron.domain.filters import ComponentType, canonical_type
+from rackcron.domain.firing import parse_starting_deadline
+from rackcron.domain.freezes import check_freeze
+from rackcron.domain.models import (
     RETIRED_CONTROLLER_FIELDS,
     Component,
     ControllerSpec,
@@ -44,10 +43,17 @@ from rackcron.models import (
     TargetSpec,
     retired_field_message,
 )
+from rackcron.domain.targets import (
+    ComponentRef,
+    Identifier,
+    Resolved,
+    normalize_mac,
+    resolve_targets,
+)
+from rackcron.domain.templates import to_template
+from rackcron.errors import RackcronError
 from rackcron.reconciler.diagnostics import Diagnostic, Path
 from rackcron.reconciler.yamlsource import SourceDocument
-from rackcron.targets import ComponentRef, Identifier, Resolved, normalize_mac, resolve_targets
-from rackcron.templates import to_template
 
 __all__ = [
     "FREEZE_IDS",

@@ -8,7 +8,7 @@ message [path]``), JSON, or GitHub Actions annotations, listing the first
 documents gives a readable report rather than a hundred megabytes of one.
 
 A file name (a git path may hold a newline) and a message (it may quote a YAML
-value) are data: the text form shows each through :func:`rackcron.escape.terminal`,
+value) are data: the text form shows each through :func:`rackcron.domain.escape.terminal`,
 so one diagnostic is one line; the GitHub form also escapes the file as a
 workflow-command property and the message as its message, so an annotation
 cannot end early or forge another. The JSON form carries them as they are.
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from rackcron.escape import github_message, github_property, terminal
+from rackcron.domain.escape import github_message, github_property, terminal
 
 __all__ = ["FORMAT_VERSION", "MAX_LISTED", "Diagnostic", "Severity", "json_path", "render"]
 

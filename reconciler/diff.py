@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from rackcron import timing
-from rackcron.commands import (
+from rackcron.domain import timing
+from rackcron.domain.commands import (
     AddScope,
     Command,
     CreateSchedule,
@@ -52,12 +52,13 @@ from rackcron.commands import (
     UpdateSchedule,
     UpdateScope,
 )
-from rackcron.derived import describe
-from rackcron.filters import ComponentFilter, filters_equal
-from rackcron.firing import parse_starting_deadline
-from rackcron.freezes import unevaluable
-from rackcron.lookalikes import lookalike_names, spelled
-from rackcron.models import ScheduleConfig, SpecType, TargetSpec
+from rackcron.domain.filters import ComponentFilter, filters_equal
+from rackcron.domain.firing import parse_starting_deadline
+from rackcron.domain.freezes import unevaluable
+from rackcron.domain.lookalikes import lookalike_names, spelled
+from rackcron.domain.models import ScheduleConfig, SpecType, TargetSpec
+from rackcron.domain.operation_names import describe
+from rackcron.domain.templates import operation_times
 from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
 from rackcron.reconciler.inventory_diff import InventoryDiffer
@@ -72,7 +73,6 @@ from rackcron.reconciler.plan import (
 )
 from rackcron.reconciler.reads import plan_fingerprint
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
-from rackcron.templates import operation_times
 
 __all__ = ["FREEZE_HORIZON", "diff", "filter_text"]
 
@@ -529,7 +529,7 @@ def _protected(name: str, what: str) -> str:
 def _lookalikes(current: State, desired: State) -> list[PlanWarning]:
     """A warning per name, declared or stored (kept or deleted by the plan: a delete of a
     look-alike beside a create of its twin reads as a no-op), that mixes scripts or reads
-    the same as another of its kind (``rackcron.lookalikes``). The tree's own names are
+    the same as another of its kind (``rackcron.domain.lookalikes``). The tree's own names are
     ASCII (the schema): these are names stored some other way, over gRPC say."""
     warnings = []
     stored, declared = _names(current), _names(desired)

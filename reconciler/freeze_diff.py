@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from rackcron import timing
-from rackcron.commands import DeleteFreeze, UpsertFreeze
-from rackcron.lookalikes import skeleton, spelled
-from rackcron.models import Freeze
+from rackcron.domain import timing
+from rackcron.domain.commands import DeleteFreeze, UpsertFreeze
+from rackcron.domain.lookalikes import skeleton, spelled
+from rackcron.domain.models import Freeze
 from rackcron.reconciler.conflicts import format_duration
 from rackcron.reconciler.plan import Change, FieldChange, PlanWarning
 from rackcron.reconciler.state import State, freeze_data
@@ -155,7 +155,7 @@ class FreezeDiffer:
         """A warning per declared freeze naming racks or schedules that neither the tree
         nor the store has, or that the plan deletes (``gone``: names by kind), or labels
         that none of them carries (they hold nothing until one does). A name that another
-        name in force reads the same as (``rackcron.lookalikes``) is pointed out."""
+        name in force reads the same as (``rackcron.domain.lookalikes``) is pointed out."""
         names = {
             "rack": {r.name for r in self.desired.racks.values()}
             | {r.name for r in self.current.racks.values()},
@@ -212,7 +212,7 @@ def _listed(what: str, names: list[str]) -> str:
 
 def _reads_the_same(what: str, selected: list[str], in_force: set[str]) -> str:
     """``; schedule "x" (U+0430 ... at 14) reads the same`` for each name in force that
-    has the skeleton of a selected one (``rackcron.lookalikes``): what the freeze was most
+    has the skeleton of a selected one (``rackcron.domain.lookalikes``): what the freeze was most
     likely meant to hold. Nothing when every name is ASCII."""
     if all(n.isascii() for n in selected) and all(n.isascii() for n in in_force):
         return ""

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rackcron.commands import (
+from rackcron.domain.commands import (
     Command,
     DeleteComponent,
     DeleteNVLDomain,

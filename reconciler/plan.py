@@ -3,7 +3,7 @@
 Each :class:`Change` is one object (a rack, a component, an NVLink domain, a
 freeze or a schedule) with the action a reader cares about (create, update, replace,
 delete), why, the fields and scope entries that change, and the typed commands
-(``rackcron.commands``) that carry it out, saved as the steps of its JSON form with
+(``rackcron.domain.commands``) that carry it out, saved as the steps of its JSON form with
 the commands' one codec, so a saved plan can be applied later or through another
 backend. Nothing here prints: ``rackcron.reconciler.render`` does.
 
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from rackcron import __version__
-from rackcron.commands import (
+from rackcron.domain.commands import (
     Command,
     CreateSchedule,
     DeleteComponent,
@@ -231,7 +231,7 @@ class Plan:
         }
 
     def commands_digest(self) -> str:
-        """sha256 of every change's commands, in order (``rackcron.commands.digest``)."""
+        """sha256 of every change's commands, in order (``rackcron.domain.commands.digest``)."""
         return "sha256:" + digest([c for change in self.changes for c in change.commands])
 
     def warned(self, *warnings: PlanWarning) -> Plan:

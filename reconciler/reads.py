@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from rackcron.commands import (
+from rackcron.domain.commands import (
     AddScope,
     Command,
     CreateSchedule,
@@ -41,11 +41,11 @@ from rackcron.commands import (
     UpsertNVLDomain,
     UpsertRack,
 )
+from rackcron.domain.models import Component, NVLDomain, Rack, TargetSpec
+from rackcron.domain.targets import check_target_spec, normalize_mac
 from rackcron.errors import RackcronError
-from rackcron.models import Component, NVLDomain, Rack, TargetSpec
 from rackcron.reconciler.plan import Change, Plan
 from rackcron.reconciler.state import State
-from rackcron.targets import check_target_spec, normalize_mac
 
 __all__ = ["is_current", "plan_fingerprint", "plan_reads"]
 

@@ -11,7 +11,7 @@ and its starting deadline, and the inventory, freeze, management and deadline st
 run there, so the store ends up as a local apply leaves it. Without it (a Flow
 server), only schedules are managed: each
 operation is compared as the server shows it (type, code, firmware version; see
-:func:`rackcron.templates.visible`), the declared inventory is taken to exist on
+:func:`rackcron.domain.templates.visible`), the declared inventory is taken to exist on
 the server, no schedule is marked with its repository, and so none is ever
 deleted (the plan lists them as unmanaged).
 
@@ -40,8 +40,8 @@ import grpc
 import pydantic
 from google.protobuf.message import Message
 
-from rackcron import boundedjson
-from rackcron.commands import (
+from rackcron.domain import boundedjson
+from rackcron.domain.commands import (
     AddScope,
     Command,
     CommandFailed,
@@ -57,8 +57,7 @@ from rackcron.commands import (
     encode,
     lifted_freezes,
 )
-from rackcron.errors import FailedPrecondition, PermissionDenied, RackcronError
-from rackcron.models import (
+from rackcron.domain.models import (
     Component,
     Freeze,
     Management,
@@ -66,13 +65,14 @@ from rackcron.models import (
     OperationTemplate,
     Rack,
 )
+from rackcron.domain.templates import visible
+from rackcron.domain.text import named
+from rackcron.errors import FailedPrecondition, PermissionDenied, RackcronError
 from rackcron.reconciler.apply import StalePlan
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, PlanWarning, Step, change_progress
 from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.state import State, stored_schedule
-from rackcron.templates import visible
-from rackcron.text import named
 from rackcron.wire.client import TIMEOUT, RemoteError, call
 from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -414,7 +414,7 @@ class RemoteStore:
         self, commands: Sequence[Command], progress: Callable[[int], None] | None = None
     ) -> None:
         """Run ``commands`` through RPCs, one by one: no transaction holds them together
-        (``rackcron.commands.Executor``).
+        (``rackcron.domain.commands.Executor``).
 
         :raises CommandFailed: at the first the server refuses (``uncertain``: its answer
             was lost, so it may have been applied).

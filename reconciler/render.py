@@ -6,11 +6,11 @@ what a program reads cannot disagree.
 
 Every value taken from the plan (names, reasons, field values, rack names,
 filters, sources, warnings, errors) is data from a tree, a store or a server,
-and goes through :mod:`rackcron.escape` for the medium where it is placed:
+and goes through :mod:`rackcron.domain.escape` for the medium where it is placed:
 ``terminal`` for text, code spans (``markdown_code``, ``markdown_html_code``
 inside the ``<summary>`` HTML) for Markdown. Only the renderer's own words,
 symbols, colours and tags are written as they are. A field's value is shown up to
-:data:`rackcron.escape.SHOWN` characters (then ``…(+N characters)``), and a Markdown
+:data:`rackcron.domain.escape.SHOWN` characters (then ``…(+N characters)``), and a Markdown
 plan longer than GitHub accepts in a comment (:data:`MARKDOWN_LIMIT`) shows the
 blocks that fit and says how many changes it leaves out.
 """
@@ -21,9 +21,9 @@ import json
 import re
 from typing import Any, Literal
 
-from rackcron.escape import markdown_code, markdown_html_code, shorten, terminal
-from rackcron.gantt import Item, gantt
-from rackcron.timing import SpecError, parse_rfc3339
+from rackcron.domain.escape import markdown_code, markdown_html_code, shorten, terminal
+from rackcron.domain.gantt import Item, gantt
+from rackcron.domain.timing import SpecError, parse_rfc3339
 
 __all__ = ["MARKDOWN_LIMIT", "render_json", "render_markdown", "render_text"]
 
@@ -41,7 +41,7 @@ _COLOURS = {"+": "32", "~": "33", "-/+": "35", "-": "31"}
 
 
 def _value(value: Any) -> str:
-    """A field's value as text, cut to :data:`rackcron.escape.SHOWN` characters."""
+    """A field's value as text, cut to :data:`rackcron.domain.escape.SHOWN` characters."""
     return shorten(json.dumps(value) if not isinstance(value, str) else value)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from rackcron.commands import CreateSchedule
+from rackcron.domain.commands import CreateSchedule
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan
 from rackcron.reconciler.state import State

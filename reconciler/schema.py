@@ -19,11 +19,11 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
-from rackcron.escape import SHOWN, shorten
-from rackcron.lookalikes import mixed_scripts, spelled
+from rackcron.domain.escape import SHOWN, shorten
+from rackcron.domain.lookalikes import mixed_scripts, spelled
+from rackcron.domain.text import line_problem
 from rackcron.reconciler.diagnostics import Diagnostic, json_path
 from rackcron.reconciler.yamlsource import SourceDocument
-from rackcron.text import line_problem
 
 __all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "schema_for"]
 
@@ -95,7 +95,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
 @cache
 def _lookalike(value: str) -> str:
     """For a name refused for characters outside ASCII: which, and whether it mixes scripts
-    (a look-alike of an ASCII name, ``rackcron.lookalikes``); else nothing."""
+    (a look-alike of an ASCII name, ``rackcron.domain.lookalikes``); else nothing."""
     if value.isascii():
         return ""
     scripts = mixed_scripts(value)
@@ -491,7 +491,7 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
 
 
 def _quoted(value: Any) -> str:
-    """A value quoted in a message: its repr, cut to :data:`rackcron.escape.SHOWN` characters."""
+    """A value quoted in a message: its repr, cut to :data:`rackcron.domain.escape.SHOWN` characters."""
     return shorten(repr(value))
 
 

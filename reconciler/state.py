@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rackcron.filters import ComponentFilter, to_stored
-from rackcron.gcpause import gc_paused
-from rackcron.models import (
+from rackcron.domain.filters import ComponentFilter, to_stored
+from rackcron.domain.models import (
     Component,
     Freeze,
     Management,
@@ -31,7 +30,8 @@ from rackcron.models import (
     Scope,
     SpecType,
 )
-from rackcron.templates import to_template
+from rackcron.domain.templates import to_template
+from rackcron.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from rackcron.reconciler.declared import Declared

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rackcron.domain.models import ApplyRecord
 from rackcron.errors import RackcronError
-from rackcron.models import ApplyRecord
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.git import fetch, read_tree
 from rackcron.reconciler.state import declared_state

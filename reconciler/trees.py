@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rackcron import boundedjson
+from rackcron.domain import boundedjson
 from rackcron.errors import InvalidArgument
 from rackcron.reconciler.declared import Declared
 from rackcron.reconciler.diff import diff

@@ -1,7 +1,7 @@
-"""A tree's desired state as the timeline reads a store (``rackcron.upcoming.FleetView``).
+"""A tree's desired state as the timeline reads a store (``rackcron.domain.upcoming.FleetView``).
 
 What ``rackcron upcoming PATH`` draws: each declared schedule fires as if it were
-created at ``now`` (``rackcron.timing.first_run``, as the plan's fire times and the
+created at ``now`` (``rackcron.domain.timing.first_run``, as the plan's fire times and the
 precise conflict check assume), disabled ones and one-time instants already past not at
 all. A declared schedule has no id
 yet: it gets a stable one made from its name, for the view only. Pure.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from rackcron import timing
-from rackcron.models import Schedule, Scope
+from rackcron.domain import timing
+from rackcron.domain.models import Schedule, Scope
+from rackcron.domain.upcoming import FleetView
 from rackcron.reconciler.state import ScheduleState, State
-from rackcron.upcoming import FleetView
 
 __all__ = ["declared_view"]
 

@@ -1,4 +1,4 @@
-"""Write rackcron/lookalikes/confusables.tsv and scripts.tsv from Unicode's own files.
+"""Write rackcron/domain/lookalikes/confusables.tsv and scripts.tsv from Unicode's own files.
 
 Usage: python scripts/unicode_tables.py CONFUSABLES_TXT SCRIPTS_TXT
 
@@ -7,7 +7,7 @@ the UCD's Scripts.txt. The tables keep only what rackcron reads: each confusable
 source with its prototype, and each range of code points with its script (adjacent
 ranges of one script merged). Each table's first lines name the file and version it
 was made from and carry Unicode's copyright notice, as its licence asks of a
-modified data file (rackcron/lookalikes/LICENSE-Unicode.txt).
+modified data file (rackcron/domain/lookalikes/LICENSE-Unicode.txt).
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
 
 def step_needs(lifted: Sequence[str]) -> Scope:
     """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts the stored freezes
-    ``lifted`` (``rackcron.commands.lifted_freezes``: it changes or deletes one, or renames
+    ``lifted`` (``rackcron.domain.commands.lifted_freezes``: it changes or deletes one, or renames
     or relabels a rack one holds by name or label), ``write`` for any other step
     (declaring a new freeze included: it only holds more)."""
     return RELEASE_FREEZE if lifted else Scope.WRITE

@@ -29,9 +29,9 @@ from typing import Any
 
 import grpc
 
-from rackcron import boundedjson
 from rackcron.audit import step_run
-from rackcron.commands import (
+from rackcron.domain import boundedjson
+from rackcron.domain.commands import (
     LIFTING,
     Command,
     DeleteFreeze,
@@ -39,6 +39,7 @@ from rackcron.commands import (
     decode,
     lifted_freezes,
 )
+from rackcron.domain.text import named
 from rackcron.errors import InvalidArgument, PermissionDenied
 from rackcron.executor import StoreExecutor
 from rackcron.service import LOOKALIKE_KINDS, Operations, Service, warn_lookalike
@@ -46,7 +47,6 @@ from rackcron.shim.access import caller_scope, step_needs
 from rackcron.shim.errors import rpc_method_with_context
 from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
-from rackcron.text import named
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope

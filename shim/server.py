@@ -13,7 +13,7 @@ bearer tokens (``authorization: Bearer <token>`` metadata, each with a name and 
 scope: ``rackcron.shim.tokens``) compared in constant time, a request without a valid
 one being UNAUTHENTICATED before any handler runs, one whose token's scope is short of
 what the call needs (``rackcron.shim.access``) PERMISSION_DENIED, also before, and a peer
-past the limit of wrong tokens RESOURCE_EXHAUSTED (``rackcron.guesses``); the name of
+past the limit of wrong tokens RESOURCE_EXHAUSTED (``rackcron.token_guesses``); the name of
 the token a change came with is recorded in the audit trail. Health checks stay open so
 load balancers can probe. Requests larger than ``max_message_bytes`` are refused by gRPC
 (RESOURCE_EXHAUSTED).
@@ -35,14 +35,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from rackcron.addresses import client_key, is_loopback
-from rackcron.guesses import Guesses
+from rackcron.domain.addresses import client_key, is_loopback
 from rackcron.logs import Seconds, event
 from rackcron.service import Service
 from rackcron.shim.access import OPEN, needed
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.servicer import FlowServicer
 from rackcron.shim.tokens import ENV_TOKEN_NAME, BadTokenFile, Token, TokenSet, parse_tokens
+from rackcron.token_guesses import Guesses
 from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
 
 __all__ = [
@@ -200,7 +200,7 @@ if TYPE_CHECKING:  # generic in the stubs only
 class _TokenAuth(grpc.ServerInterceptor):
     """Refuses every call but health checks unless it carries one of the tokens, of a
     scope that allows the call (:func:`rackcron.shim.access.needed`); a peer past the
-    limit of wrong tokens (:class:`rackcron.guesses.Guesses`) is refused
+    limit of wrong tokens (:class:`rackcron.token_guesses.Guesses`) is refused
     RESOURCE_EXHAUSTED whatever its token, so the answer says nothing about it. A
     token short of the scope is no wrong token: it is not counted as a guess."""
 

@@ -187,7 +187,7 @@ class Fleet:
     """
 
     def __init__(self, service: Service) -> None:
-        from rackcron.models import Component, ComponentType, NVLDomain, Rack
+        from rackcron.domain.models import Component, ComponentType, NVLDomain, Rack
 
         self.racks: list[uuid.UUID] = []
         self.components: dict[uuid.UUID, list[uuid.UUID]] = {}

@@ -22,8 +22,8 @@ from typing import Any
 import grpc
 
 from rackcron.audit import Audit
+from rackcron.domain.models import Page, Schedule, Scope, TaskStatus
 from rackcron.errors import NotFound, RackcronError
-from rackcron.models import Page, Schedule, Scope, TaskStatus
 from rackcron.wire.convert import to_schedule, to_scope, to_task_status
 from rackcron.wire.metadata import FORCE, audit_metadata
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -131,7 +131,7 @@ def call(
 class FlowClient:
     """The schedule admin operations over ``v1.Flow``, with the service's shapes.
 
-    Operations appear as the server shows them (``rackcron.templates.from_visible``).
+    Operations appear as the server shows them (``rackcron.domain.templates.from_visible``).
     A change's ``audit`` travels as metadata (``rackcron.wire.metadata``): its reason,
     and its actor's name as a claim; the server records who authenticated the call.
     """

@@ -18,9 +18,8 @@ from typing import Any, TypeVar
 from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
-from rackcron.errors import InvalidArgument
-from rackcron.filters import ComponentFilter, ComponentType
-from rackcron.models import (
+from rackcron.domain.filters import ComponentFilter, ComponentType
+from rackcron.domain.models import (
     BringUp,
     ComponentTarget,
     ExternalRef,
@@ -46,7 +45,8 @@ from rackcron.models import (
     TaskStatus,
     UpgradeFirmware,
 )
-from rackcron.templates import from_visible
+from rackcron.domain.templates import from_visible
+from rackcron.errors import InvalidArgument
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 
 __all__ = [

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rackcron.dispatcher.controllers.base import ControllerRefused
-from rackcron.models import CREDENTIAL_NAME
+from rackcron.domain.models import CREDENTIAL_NAME
 
 __all__ = ["ENV_PREFIX", "FILES", "Credential", "CredentialStore", "env_name"]
 

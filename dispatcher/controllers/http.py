@@ -19,7 +19,7 @@ sending, and reading the status line, the headers and the body all end by one
 :class:`~rackcron.dispatcher.deadline.Deadline` (the reopened connection included; the
 connections are ``rackcron.dispatcher.deadline``'s), so a
 controller trickling its answer a byte at a time fails the call with "timed out after
-Ns" like a silent one. Answers are parsed with :func:`rackcron.boundedjson.loads`: a
+Ns" like a silent one. Answers are parsed with :func:`rackcron.domain.boundedjson.loads`: a
 document nested too deep is a malformed answer, not a ``RecursionError``.
 """
 
@@ -36,9 +36,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from rackcron import boundedjson
 from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
 from rackcron.dispatcher.deadline import BoundedHTTPConnection, BoundedHTTPSConnection, Deadline
+from rackcron.domain import boundedjson
 
 __all__ = ["HttpController"]
 

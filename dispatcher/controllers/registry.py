@@ -30,8 +30,8 @@ from rackcron.dispatcher.controllers.base import (
 from rackcron.dispatcher.controllers.credentials import Credential, CredentialStore
 from rackcron.dispatcher.controllers.http import HttpController
 from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.domain.models import ControllerSpec
 from rackcron.errors import RackcronError
-from rackcron.models import ControllerSpec
 
 __all__ = ["Controllers", "controller_key"]
 

@@ -31,7 +31,7 @@ server answers nothing more.
 
 A PUT decides "created" (201) or "already known" (200) under one lock, so two racing
 submits of one id start one operation. Bodies are parsed with a nesting bound
-(:func:`rackcron.boundedjson.loads`): a document nested too deep is a 400 like any bad
+(:func:`rackcron.domain.boundedjson.loads`): a document nested too deep is a 400 like any bad
 body. Every answer is JSON; every request is logged at DEBUG on this module's logger,
 and nothing is printed.
 """
@@ -55,13 +55,13 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from rackcron import boundedjson
 from rackcron.dispatcher.admission import Admission, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.simulator import Simulator, SimulatorFull
 from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
 from rackcron.dispatcher.heads import Head, body_length
 from rackcron.dispatcher.listener import ListenerMixIn
+from rackcron.domain import boundedjson
 
 __all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
 

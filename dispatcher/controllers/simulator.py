@@ -42,9 +42,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rackcron.derived import operation_type
 from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
-from rackcron.models import OperationTemplate
+from rackcron.domain.models import OperationTemplate
+from rackcron.domain.operation_names import operation_type
 
 __all__ = [
     "DEFAULT_DURATION",

@@ -44,11 +44,8 @@ from sqlalchemy.engine import Engine
 
 from rackcron import audit as _trail
 from rackcron.audit import Audit
-from rackcron.errors import FailedPrecondition, StoreError
-from rackcron.gcpause import gc_paused
-from rackcron.logs import event
-from rackcron.lookalikes import spelled
-from rackcron.models import (
+from rackcron.domain.lookalikes import spelled
+from rackcron.domain.models import (
     Management,
     Operation,
     Schedule,
@@ -58,6 +55,10 @@ from rackcron.models import (
     TargetSpec,
     Task,
 )
+from rackcron.domain.upcoming import FleetView
+from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.gcpause import gc_paused
+from rackcron.logs import event
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, lock_holder
 from rackcron.service._audit import AuditOps
@@ -88,7 +89,6 @@ from rackcron.store import default_database_url, open_engine, open_reader, trans
 from rackcron.store.failures import store_error
 from rackcron.store.limits import Role, SessionLimits
 from rackcron.store.lookup import Lookup
-from rackcron.upcoming import FleetView
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -461,7 +461,7 @@ class Service:
     delete_nvl_domain = _in_transaction(Operations.delete_nvl_domain)
     list_nvl_domains = _in_transaction(Operations.list_nvl_domains, write=False)
 
-    # Names (rackcron.names): the id a name means, the names shown beside ids
+    # Names (rackcron.domain.names): the id a name means, the names shown beside ids
     resolve_rack = _in_transaction(Operations.resolve_rack, write=False)
     resolve_component = _in_transaction(Operations.resolve_component, write=False)
     names_of = _in_transaction(Operations.names_of, write=False)
@@ -531,7 +531,7 @@ class Service:
 
     def fleet_view(self) -> FleetView:
         """The enabled schedules with their scopes, the inventory and the freezes, read in
-        one transaction: what ``rackcron.upcoming`` draws a timeline from."""
+        one transaction: what ``rackcron.domain.upcoming`` draws a timeline from."""
         with self.transaction(write=False) as ops:
             return FleetView(
                 schedules=ops.list_schedules(enabled_only=True).items,

@@ -20,11 +20,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from rackcron.domain.models import ApplyRecord
+from rackcron.domain.text import check_line
 from rackcron.errors import FailedPrecondition
-from rackcron.models import ApplyRecord
 from rackcron.service._base import OpsBase
 from rackcron.store.tables import apply_lock, apply_log, task_schedule
-from rackcron.text import check_line
 
 __all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
 

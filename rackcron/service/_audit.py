@@ -21,8 +21,8 @@ from rackcron.audit import (
     local_actor,
     newest_first,
 )
+from rackcron.domain.models import ApplyRecord, Schedule, Scope
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.models import ApplyRecord, Schedule, Scope
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
 from rackcron.service._schedules import ScheduleOps

@@ -10,8 +10,8 @@ from typing import Any, overload
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from rackcron.domain.text import check_line
 from rackcron.errors import InvalidArgument
-from rackcron.text import check_line
 
 __all__ = [
     "INT32_MAX",
@@ -75,7 +75,7 @@ def check_text(value: str | None, field: str, *, max_length: int = 255) -> str |
 
     :raises InvalidArgument: longer than ``max_length``, holding a NUL character
         (PostgreSQL refuses it; SQLite would silently accept it), or any other
-        control character (``rackcron.text``: stored text is printed).
+        control character (``rackcron.domain.text``: stored text is printed).
     """
     if value is None:
         return None

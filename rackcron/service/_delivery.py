@@ -8,7 +8,7 @@ A task has runner work while ``next_check_at`` is set and due (docs/spec/SEMANTI
 * ``cancel_pending`` (it owes its controller a stop: a cancelled task, or one failed
   after its controller stopped answering): tell its controller to stop it.
 
-Every rule of how a task moves is ``rackcron.lifecycle``'s; this module applies them.
+Every rule of how a task moves is ``rackcron.domain.lifecycle``'s; this module applies them.
 
 :meth:`DeliveryOps.claim_work` takes due tasks (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL) and moves their ``next_check_at`` a lease ahead, so no other runner
@@ -22,7 +22,7 @@ would fail the whole write, and the same answer would fail it again every lease)
 The queue moves in :meth:`DeliveryOps.expire_queued` (a waiting task past its queue
 timeout is terminated) and :meth:`DeliveryOps.promote_waiting` (each rack's waiting
 tasks, oldest first, become pending until the first that conflicts with the running
-set: ``rackcron.task_conflicts``). A freeze holds a pending or waiting task by its rack
+set: ``rackcron.domain.task_conflicts``). A freeze holds a pending or waiting task by its rack
 and by the schedule name and labels the task recorded at submission.
 
 Both ``record`` and ``expire_queued`` return the tasks their own statements ended
@@ -42,8 +42,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron.derived import operation_name
-from rackcron.lifecycle import (
+from rackcron.domain.lifecycle import (
     EXPIRED_MESSAGE,
     RUNNING_SET,
     STOP_AGAIN,
@@ -58,7 +57,8 @@ from rackcron.lifecycle import (
     promotions,
     status_values,
 )
-from rackcron.models import OperationTemplate
+from rackcron.domain.models import OperationTemplate
+from rackcron.domain.operation_names import operation_name
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Named
 from rackcron.service._tasks import TaskOps, chunked

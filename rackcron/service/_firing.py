@@ -12,7 +12,7 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
    scopes to submit: a ``firing`` row (its operation, the schedule's name and labels,
    the scopes it will submit, a lease). Then the caller
    commits: the tick is spent, and what it owes is written down. A firing later than its
-   schedule's ``starting_deadline`` is *missed* here (``rackcron.firing.deadline_lateness``):
+   schedule's ``starting_deadline`` is *missed* here (``rackcron.domain.firing.deadline_lateness``):
    it advances as a firing whose every scope was skipped, records the miss on the
    schedule in the same statement, and goes no further (:class:`Missed`).
 2. :meth:`FiringOps.complete` creates the tasks a recorded firing still owes: it locks
@@ -46,12 +46,19 @@ from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron.derived import operation_name
+from rackcron.domain.filters import ComponentFilter, from_stored, to_stored
+from rackcron.domain.firing import advance, deadline_lateness, select_scopes, task_description
+from rackcron.domain.freezes import already_missed, work_window
+from rackcron.domain.models import (
+    MissReason,
+    OperationTemplate,
+    OverlapPolicy,
+    Schedule,
+    TaskStatus,
+)
+from rackcron.domain.operation_names import operation_name
+from rackcron.domain.templates import operation_times
 from rackcron.errors import FailedPrecondition
-from rackcron.filters import ComponentFilter, from_stored, to_stored
-from rackcron.firing import advance, deadline_lateness, select_scopes, task_description
-from rackcron.freezes import already_missed, work_window
-from rackcron.models import MissReason, OperationTemplate, OverlapPolicy, Schedule, TaskStatus
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
 from rackcron.service._schedules import ScheduleOps
@@ -71,7 +78,6 @@ from rackcron.store.tables import (
     task_schedule,
     task_schedule_scope,
 )
-from rackcron.templates import operation_times
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -247,7 +253,7 @@ class Missed(NamedTuple):
     detail: str | None  # reason "freeze": the freeze's name
     starting_deadline: str | None
     # A freeze miss inside the same freezes' windows as the schedule's previous miss
-    # (``rackcron.freezes.already_missed``): counted, not notified.
+    # (``rackcron.domain.freezes.already_missed``): counted, not notified.
     repeated: bool = False
 
 

@@ -2,7 +2,7 @@
 
 Freezes are keyed by name, as a tree names them: an upsert replaces every field of the
 freeze of that name (keeping its id) or creates it. Which freezes hold a firing, a
-promotion or a delivery is ``rackcron.freezes``' to say; :meth:`FreezeOps.active_freezes`
+promotion or a delivery is ``rackcron.domain.freezes``' to say; :meth:`FreezeOps.active_freezes`
 reads the ones whose window is open at an instant.
 """
 
@@ -14,10 +14,10 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from rackcron import timing
+from rackcron.domain import timing
+from rackcron.domain.freezes import Target, check_freeze, in_force, matches
+from rackcron.domain.models import Freeze
 from rackcron.errors import AlreadyExists, InvalidArgument, NotFound
-from rackcron.freezes import Target, check_freeze, in_force, matches
-from rackcron.models import Freeze
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
 from rackcron.service._tasks import chunked
@@ -62,7 +62,7 @@ class Holds:
         """Every freeze that holds work of ``operation`` by this schedule (None: work of
         no schedule) on this rack, by name (overlapping freezes: each is named, and each
         overridden by a forced trigger): open now, or meeting the operation's ``work``
-        window (``rackcron.freezes.work_window``; None: the work starts now).
+        window (``rackcron.domain.freezes.work_window``; None: the work starts now).
 
         A firing is judged by its schedule as it is; a task by the schedule's name and
         labels it recorded at submission, so renaming or deleting the schedule releases
@@ -89,7 +89,7 @@ class Holds:
         return any(f.name == name for f in self.active)
 
     def _in_force(self, work: tuple[datetime, datetime]) -> list[Freeze]:
-        """The freezes open now or meeting ``work`` (``rackcron.freezes.in_force``), by name."""
+        """The freezes open now or meeting ``work`` (``rackcron.domain.freezes.in_force``), by name."""
         if work not in self._working:
             self._working[work] = [
                 f for f in self.freezes if id(f) in self._open or _in_force(f, self.at, work)
@@ -109,7 +109,7 @@ def _open(freeze: Freeze, at: datetime) -> bool:
 
 
 def _in_force(freeze: Freeze, at: datetime, work: tuple[datetime, datetime] | None) -> bool:
-    """``rackcron.freezes.in_force``; True when ``freeze`` cannot be evaluated here."""
+    """``rackcron.domain.freezes.in_force``; True when ``freeze`` cannot be evaluated here."""
     try:
         return in_force(freeze, at, work)
     except (timing.SpecError, ValueError, OverflowError):
@@ -121,7 +121,7 @@ class FreezeOps(OpsBase):
         """Create or replace the freeze named ``item.name``; returns it as stored.
 
         :raises InvalidArgument: no name, not one window or one recurrence
-            (``rackcron.freezes.check_freeze``), a start or end without its UTC offset,
+            (``rackcron.domain.freezes.check_freeze``), a start or end without its UTC offset,
             or text the store cannot hold.
         :raises AlreadyExists: a new freeze whose id is another freeze's.
         """

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from rackcron.domain.models import Component, NVLDomain, Rack, Task
+from rackcron.domain.targets import normalize_mac
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import Component, NVLDomain, Rack, Task
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text, parse_id
 from rackcron.store.tables import (
@@ -27,7 +28,6 @@ from rackcron.store.tables import (
     task_schedule,
     task_schedule_scope,
 )
-from rackcron.targets import normalize_mac
 
 __all__ = ["InventoryOps", "RackView"]
 

@@ -1,6 +1,6 @@
 """Names and ids: the id a name on the command line means, and the names shown beside ids.
 
-Resolution follows :func:`rackcron.names.resolve` (an id first, else the one object of
+Resolution follows :func:`rackcron.domain.names.resolve` (an id first, else the one object of
 that name, else ambiguous or not found); these operations only read the candidates
 for it, by name or id, in one SELECT each. A component's name is unique only within
 its rack, so ``RACK/COMPONENT`` (a rack's name or id, a slash, the component's name)
@@ -16,8 +16,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from rackcron.lookalikes import lookalike_names
-from rackcron.names import Candidate, as_uuid, rack_candidate, resolve
+from rackcron.domain.lookalikes import lookalike_names
+from rackcron.domain.names import Candidate, as_uuid, rack_candidate, resolve
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase
 from rackcron.service._tasks import chunked
@@ -25,7 +25,7 @@ from rackcron.store.tables import component, freeze, nvl_domain, rack, task_sche
 
 __all__ = ["LOOKALIKE_KINDS", "NameOps", "Names"]
 
-#: The kinds whose names are judged for look-alikes (``rackcron.lookalikes``): each
+#: The kinds whose names are judged for look-alikes (``rackcron.domain.lookalikes``): each
 #: object kind's name column, and how a message calls the kind.
 LOOKALIKE_KINDS: dict[str, tuple[sa.Column[Any], str]] = {
     "schedule": (task_schedule.c.name, "schedule"),
@@ -73,7 +73,7 @@ class NameOps(OpsBase):
         return lookalike_names([name], others).get(name)
 
     def resolve_rack(self, ref: str) -> uuid.UUID:
-        """The id of the rack ``ref`` names (``rackcron.names``).
+        """The id of the rack ``ref`` names (``rackcron.domain.names``).
 
         :raises AmbiguousName: several racks have that name.
         :raises NotFound: no rack has it, and it is not a UUID.

@@ -1,6 +1,6 @@
 """Task retention's side of the store: old final tasks deleted, one small batch at a time.
 
-:meth:`RetentionOps.prune_tasks` applies ``rackcron.retention``'s rule set-wise to at
+:meth:`RetentionOps.prune_tasks` applies ``rackcron.domain.retention``'s rule set-wise to at
 most ``retention.MAX_BATCH`` tasks, oldest finished first, in the caller's transaction:
 
 1. it selects their ids (through ``ix_task_finished``), ``FOR UPDATE SKIP LOCKED`` on
@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from rackcron.lifecycle import FINAL_STATUSES, status_values
-from rackcron.retention import MAX_BATCH, cutoff
+from rackcron.domain.lifecycle import FINAL_STATUSES, status_values
+from rackcron.domain.retention import MAX_BATCH, cutoff
 from rackcron.service._base import OpsBase
 from rackcron.store.tables import firing, task, task_schedule_scope
 
@@ -40,7 +40,7 @@ _FINAL = status_values(FINAL_STATUSES)
 
 
 def _prunable(before: datetime) -> sa.ColumnElement[bool]:
-    """``rackcron.retention.prunable``, in SQL."""
+    """``rackcron.domain.retention.prunable``, in SQL."""
     return sa.and_(
         task.c.finished_at < before,  # implies ix_task_finished's condition
         task.c.status.in_(_FINAL),

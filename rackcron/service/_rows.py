@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from rackcron.filters import canonical_type, from_stored
-from rackcron.models import (
+from rackcron.domain.filters import canonical_type, from_stored
+from rackcron.domain.models import (
     Component,
     ControllerSpec,
     Freeze,

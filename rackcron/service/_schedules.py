@@ -14,19 +14,26 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron import timing
+from rackcron.domain import timing
+from rackcron.domain.filters import to_stored
+from rackcron.domain.firing import parse_starting_deadline
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import (
+    Management,
+    Operation,
+    OverlapPolicy,
+    Page,
+    Schedule,
+    ScheduleConfig,
+)
+from rackcron.domain.targets import Resolved
+from rackcron.domain.templates import check_rule_id, to_template
+from rackcron.domain.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
-from rackcron.filters import to_stored
-from rackcron.firing import parse_starting_deadline
-from rackcron.lifecycle import TaskStatus
-from rackcron.models import Management, Operation, OverlapPolicy, Page, Schedule, ScheduleConfig
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
 from rackcron.service._targets import TargetOps
 from rackcron.store.tables import task, task_schedule, task_schedule_scope
-from rackcron.targets import Resolved
-from rackcron.templates import check_rule_id, to_template
-from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
 
 __all__ = [
     "BY_ID",

@@ -12,14 +12,14 @@ import uuid
 
 import sqlalchemy as sa
 
+from rackcron.domain.filters import ComponentFilter, filters_equal, merge, to_stored
+from rackcron.domain.models import Scope, ScopeUpdate, TargetSpec
+from rackcron.domain.targets import check_target_spec
 from rackcron.errors import FailedPrecondition, NotFound
-from rackcron.filters import ComponentFilter, filters_equal, merge, to_stored
-from rackcron.models import Scope, ScopeUpdate, TargetSpec
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
 from rackcron.service._schedules import ScheduleOps
 from rackcron.store.tables import task_schedule_scope
-from rackcron.targets import check_target_spec
 
 __all__ = ["ScopeOps"]
 

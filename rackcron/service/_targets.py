@@ -1,4 +1,4 @@
-"""The store as the :class:`rackcron.targets.Inventory` that target resolution reads."""
+"""The store as the :class:`rackcron.domain.targets.Inventory` that target resolution reads."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rackcron.filters import ComponentType
-from rackcron.models import TargetSpec
+from rackcron.domain.filters import ComponentType
+from rackcron.domain.models import TargetSpec
+from rackcron.domain.targets import ComponentRef, Identifier, Resolved, resolve_targets
 from rackcron.service._base import OpsBase
 from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack
-from rackcron.targets import ComponentRef, Identifier, Resolved, resolve_targets
 
 __all__ = ["StoreInventory", "TargetOps"]
 
@@ -59,5 +59,5 @@ class StoreInventory:
 
 class TargetOps(OpsBase):
     def resolve_targets(self, spec: TargetSpec | None) -> Resolved:
-        """Resolve ``spec`` against the store's inventory (see ``rackcron.targets``)."""
+        """Resolve ``spec`` against the store's inventory (see ``rackcron.domain.targets``)."""
         return resolve_targets(spec, StoreInventory(self.conn))

@@ -2,15 +2,15 @@
 
 A submitted task is a durable row: the outbox the dispatcher's runner delivers
 to rack controllers. The conflict rule (docs/spec/SEMANTICS.md "Task conflicts", the
-table in ``rackcron.task_conflicts``): a task blocked by an active task of its rack (one
+table in ``rackcron.domain.task_conflicts``): a task blocked by an active task of its rack (one
 of the running set it conflicts with, or an earlier waiting one) is held as
 ``waiting`` when the schedule's policy is queue, and refused otherwise. The rack row is
 locked while deciding, so two submitters never both miss each other's tasks.
 
 Submission is batched (:meth:`TaskOps.submit_tasks`): lock the racks once in id
 order, read their components and active tasks in one query each, decide every
-request in memory with the pure rules of ``rackcron.firing`` (``select_components``)
-and ``rackcron.lifecycle`` (``blocker``, ``admit``, ``queue_deadline``), then insert the
+request in memory with the pure rules of ``rackcron.domain.firing`` (``select_components``)
+and ``rackcron.domain.lifecycle`` (``blocker``, ``admit``, ``queue_deadline``), then insert the
 tasks with one executemany (a task's components and their types are JSON lists on its
 row).
 :meth:`TaskOps.submit_task` is the same path with a batch of one. CancelTask asks
@@ -30,16 +30,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
-from rackcron.errors import (
-    FailedPrecondition,
-    IllegalTransition,
-    InvalidArgument,
-    NotFound,
-    RackcronError,
-)
-from rackcron.filters import ComponentFilter
-from rackcron.firing import select_components
-from rackcron.lifecycle import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.firing import select_components
+from rackcron.domain.lifecycle import (
     Event,
     TaskStatus,
     admit,
@@ -49,13 +42,20 @@ from rackcron.lifecycle import (
     queue_deadline,
     queue_full,
 )
-from rackcron.models import OperationTemplate, OverlapPolicy, Page, Task
+from rackcron.domain.models import OperationTemplate, OverlapPolicy, Page, Task
+from rackcron.domain.task_conflicts import Work, conflicting_row
+from rackcron.domain.templates import task_operation_text
+from rackcron.errors import (
+    FailedPrecondition,
+    IllegalTransition,
+    InvalidArgument,
+    NotFound,
+    RackcronError,
+)
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_page, paged, parse_id
 from rackcron.store.bulk import insert_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
-from rackcron.task_conflicts import Work, conflicting_row
-from rackcron.templates import task_operation_text
 
 T = TypeVar("T")
 
@@ -134,7 +134,7 @@ def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
 
 class Active:
     """An active task of a rack as the conflict rules see it (``lifecycle.Queued``); its
-    :class:`~rackcron.task_conflicts.Work` is built only when a rule asks for it: most
+    :class:`~rackcron.domain.task_conflicts.Work` is built only when a rule asks for it: most
     racks of a firing hold no other task, and need none.
 
     A row that lacks its component types (written by a rackcron older than migration

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 
-from rackcron.lifecycle import ACTIVE_STATUSES, status_values
+from rackcron.domain.lifecycle import ACTIVE_STATUSES, status_values
 
 __all__ = [
     "ACTIVE_STATUS_VALUES",
@@ -78,7 +78,7 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
 
 JSON = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
-#: Task statuses that block a rack and count for the overlap check (``rackcron.lifecycle``).
+#: Task statuses that block a rack and count for the overlap check (``rackcron.domain.lifecycle``).
 ACTIVE_STATUS_VALUES = status_values(ACTIVE_STATUSES)
 
 metadata = sa.MetaData(
@@ -255,7 +255,7 @@ task = sa.Table(
         sqlite_where=sa.text("status = 'waiting'"),
         postgresql_where=sa.text("status = 'waiting'"),
     ),
-    # Task retention's oldest final tasks first (rackcron.retention): only final tasks
+    # Task retention's oldest final tasks first (rackcron.domain.retention): only final tasks
     # have a finished time, and its `finished_at < cutoff` implies the index condition.
     sa.Index(
         "ix_task_finished",

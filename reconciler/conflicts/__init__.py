@@ -19,7 +19,7 @@ Two levels, both advisory (a conflict never blocks anything):
      a power-off in the middle of a firmware upgrade is the collision this is
      for. The first collision is the earliest instant at which both run.
 
-Fire times are the service's own (``rackcron.timing.first_run`` and
+Fire times are the service's own (``rackcron.domain.timing.first_run`` and
 ``next_after``) from ``now``: a declared schedule fires as if created at ``now``
 (interval: ``now + d``). An interval or ``@every`` schedule's phase is set by its
 last firing, so when the store holds it enabled with the same spec it keeps the

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rackcron import timing
-from rackcron.filters import ComponentFilter
+from rackcron.domain import timing
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.task_conflicts import OPERATION_KINDS, Work
 from rackcron.reconciler.conflicts._count import PairCount, count_pairs
 from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
@@ -33,10 +34,9 @@ from rackcron.reconciler.conflicts._report import (
     SharedComponent,
     SharedRack,
 )
-from rackcron.task_conflicts import OPERATION_KINDS, Work
 
 if TYPE_CHECKING:
-    from rackcron.models import Component, Freeze, Rack, Schedule
+    from rackcron.domain.models import Component, Freeze, Rack, Schedule
     from rackcron.reconciler.declared import Declared
 
 ScopeEntry = tuple[uuid.UUID, ComponentFilter | None]
@@ -137,7 +137,7 @@ def build_inventory(declared: Declared, store: StoreView | None) -> Inventory:
 @dataclass(frozen=True)
 class Subject:
     party: Party
-    kind: str  # its tasks' operation type (``rackcron.task_conflicts.Kind``), or the stored one
+    kind: str  # its tasks' operation type (``rackcron.domain.task_conflicts.Kind``), or the stored one
     spec: timing.Spec | None  # None: a stored spec this host cannot evaluate (never fires here)
     scope: tuple[ScopeEntry, ...]
     start: datetime | None = None  # the store's next_run_at: an interval's phase, a one-time due

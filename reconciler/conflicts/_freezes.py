@@ -3,14 +3,14 @@
 A freeze holds one scope of one firing (docs/spec/SEMANTICS.md "Freeze windows"): at
 the moment of firing, a window of the freeze is open (``[start, end)``, half open)
 and its selector matches that scope's rack, the schedule and its operation
-(``rackcron.freezes.matches``). So for each schedule (:class:`Firer`) and each freeze,
+(``rackcron.domain.freezes.matches``). So for each schedule (:class:`Firer`) and each freeze,
 the racks the selector holds are found first; only then are fire times compared,
-with the freeze's windows in ``[now, now + horizon)`` (``rackcron.freezes.windows``,
+with the freeze's windows in ``[now, now + horizon)`` (``rackcron.domain.freezes.windows``,
 merged where they overlap), using the same fire times as the precise conflict check
 (:class:`~rackcron.reconciler.conflicts._times.Times`: from ``now``, or from a stored
 phase). A firing the dispatcher makes late is judged at the moment it happens;
 this check, made ahead, judges each firing at its due time. A firing is also held
-when its operation's own work window (``rackcron.freezes.work_window``: a firmware
+when its operation's own work window (``rackcron.domain.freezes.work_window``: a firmware
 upgrade's ``start_time`` to ``end_time``, :attr:`Firer.times`) meets a window of the
 freeze: fire times before the operation's own times are judged one by one, those
 after as above.
@@ -30,12 +30,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rackcron import timing
-from rackcron.freezes import Target, matches, windows, work_window
-from rackcron.models import Freeze
+from rackcron.domain import timing
+from rackcron.domain.freezes import Target, matches, windows, work_window
+from rackcron.domain.models import Freeze
+from rackcron.domain.templates import OperationTimes
 from rackcron.reconciler.conflicts._report import MAX_LISTED, Held, HeldReport
 from rackcron.reconciler.conflicts._times import Times, instant, micros
-from rackcron.templates import OperationTimes
 
 __all__ = ["MAX_COUNTED", "MAX_STEPS", "Firer", "held_firings"]
 

@@ -1,7 +1,7 @@
 """The precise check: the coarse pairs that can really collide, each with its first collision.
 
 A pair is kept when, on a rack both scopes name, the tasks they would submit there
-conflict by the task manager's table (*where*: ``rackcron.task_conflicts``, over
+conflict by the task manager's table (*where*: ``rackcron.domain.task_conflicts``, over
 their operation types and the components they cover through the inventory) and,
 within the horizon, a firing of one overlaps a firing of the other (*when*), each
 firing assumed to keep its components busy for its operation's duration
@@ -27,9 +27,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from rackcron import timing
-from rackcron.filters import ComponentFilter
-from rackcron.freezes import unevaluable
+from rackcron.domain import timing
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.freezes import unevaluable
+from rackcron.domain.task_conflicts import Row, Work, conflicting_row
+from rackcron.domain.templates import operation_times, to_template
+from rackcron.domain.upcoming import EXPECTED_DURATIONS
 from rackcron.reconciler.conflicts._coarse import (
     Inventory,
     StoreView,
@@ -55,17 +58,14 @@ from rackcron.reconciler.conflicts._times import (
     instant,
     micros,
 )
-from rackcron.task_conflicts import Row, Work, conflicting_row
-from rackcron.templates import operation_times, to_template
-from rackcron.upcoming import EXPECTED_DURATIONS
 
 if TYPE_CHECKING:
-    from rackcron.models import Freeze
+    from rackcron.domain.models import Freeze
     from rackcron.reconciler.declared import Declared
 
 OPERATIONS = ("power_on", "power_off", "power_reset", "bring_up", "ingest", "upgrade_firmware")
 # How long an operation is assumed to keep its components busy once fired: the same the
-# timeline draws (rackcron.upcoming).
+# timeline draws (rackcron.domain.upcoming).
 DEFAULT_DURATIONS: Mapping[str, timedelta] = EXPECTED_DURATIONS
 DEFAULT_HORIZON = timedelta(days=14)
 #: Pairs sharing a rack a precise check compares before it stops (about a second's work).
@@ -269,7 +269,7 @@ def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> li
 
 def _freezes(declared: Declared, store: StoreView | None, owner: str | None) -> list[Freeze]:
     """The freezes after an apply: the declared ones, and the stored ones it keeps (but
-    those this host cannot evaluate: ``rackcron.freezes.unevaluable``)."""
+    those this host cannot evaluate: ``rackcron.domain.freezes.unevaluable``)."""
     names = {f.name for f in declared.freezes}
     kept = [
         f

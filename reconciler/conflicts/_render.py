@@ -7,7 +7,7 @@ say the same thing. Functions take values and return strings or diagnostics; the
 CLI does the printing.
 
 Names, racks, components, sources and specs are data: each line of the terminal
-report is built whole and then passed through :func:`rackcron.escape.terminal`
+report is built whole and then passed through :func:`rackcron.domain.escape.terminal`
 (one line, no control characters), so a value cannot start a line of its own;
 diagnostics are escaped when they are rendered (``rackcron.reconciler.diagnostics``).
 
@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rackcron.escape import terminal
+from rackcron.domain.escape import terminal
 from rackcron.reconciler.conflicts._report import ConflictReport, held_message
 from rackcron.reconciler.diagnostics import Diagnostic, Severity
 

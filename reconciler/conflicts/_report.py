@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from rackcron import timing
+from rackcron.domain import timing
 
 FORMAT = "rackcron.conflicts/v1"
 # 1.1: truncated; 1.2: count_exact, complete and unchecked (a precise check's work budget);
@@ -138,7 +138,7 @@ class Unchecked:
 class Held:
     """A schedule firing inside a freeze: the first time, the racks held, how often, and
     the work window of the operation fired then when that, not the firing, meets the
-    freeze (``rackcron.freezes.work_window``)."""
+    freeze (``rackcron.domain.freezes.work_window``)."""
 
     schedule: str
     freeze: str

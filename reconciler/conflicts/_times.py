@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from rackcron import timing
+from rackcron.domain import timing
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)

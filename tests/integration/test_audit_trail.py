@@ -30,8 +30,8 @@ import pytest
 import sqlalchemy as sa
 
 from rackcron.audit import ActionRecord, Actor, Audit, Via
+from rackcron.domain.models import Freeze, FreezeSelector, ScheduleConfig, SpecType, TaskStatus
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, StoreError
-from rackcron.models import Freeze, FreezeSelector, ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.shim.server import ShimConfig, ShimServer, load_tokens
 from rackcron.store import transaction

@@ -15,7 +15,14 @@ from datetime import timedelta
 
 import pytest
 
-from rackcron.models import OverlapPolicy, PowerOn, RackTarget, ScheduleConfig, SpecType, TargetSpec
+from rackcron.domain.models import (
+    OverlapPolicy,
+    PowerOn,
+    RackTarget,
+    ScheduleConfig,
+    SpecType,
+    TargetSpec,
+)
 from rackcron.service import Service
 from rackcron.store import open_engine
 

@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 
+from rackcron.domain.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.errors import FailedPrecondition
-from rackcron.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.service import Service
 from tests.support.service import component_spec, create, rack_spec, set_status
 
@@ -220,7 +220,7 @@ def test_task_rows_record_component_types_at_submission(service, rack) -> None:
 def test_a_rack_that_lists_no_components_holds_one_task_at_a_time(service) -> None:
     """rackcron's own row (docs/spec/SEMANTICS.md "Task conflicts"): nothing says what such a
     task touches."""
-    from rackcron.models import Rack
+    from rackcron.domain.models import Rack
 
     bare = Rack0.__new__(Rack0)
     bare.service, bare.id = service, service.upsert_rack(Rack(id=uuid.uuid4(), name="bare")).id

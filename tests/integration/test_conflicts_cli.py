@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from rackcron.domain.timing import format_rfc3339
 from rackcron.service import Service
 from rackcron.store import open_engine
-from rackcron.timing import format_rfc3339
 from tests.support import trees
 from tests.support.cli import run
 from tests.support.service import snapshot

@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.cli.serve import _console
+from rackcron.cli.daemon import _console
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
-from rackcron.guesses import LIMIT, WINDOW
-from rackcron.models import (
+from rackcron.domain.models import (
     Component,
     ComponentType,
     Freeze,
@@ -36,11 +35,12 @@ from rackcron.models import (
     ScheduleConfig,
     TaskStatus,
 )
+from rackcron.domain.timing import format_rfc3339
 from rackcron.service import Service
 from rackcron.shim.tokens import Token
 from rackcron.store import transaction
 from rackcron.store.tables import task
-from rackcron.timing import format_rfc3339
+from rackcron.token_guesses import LIMIT, WINDOW
 from tests.support.cli import run
 from tests.support.service import make_operation, rack_spec
 from tests.support.work import count_steps
@@ -336,7 +336,7 @@ def test_a_task_status_filter_uses_the_lifecycle_names(console) -> None:
 
 @pytest.mark.slow
 def test_https_with_a_token_sets_a_secure_cookie(fleet_store, pki) -> None:
-    from rackcron.cli.serve import _http_tls
+    from rackcron.cli.daemon import _http_tls
 
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0),
                            wrap=_console(fleet_store, "0.0.0.0", (Token("ops", TOKEN),), secure=True),
@@ -542,7 +542,7 @@ def test_a_rack_name_two_racks_have_is_ambiguous_not_the_first(service, open_con
 
 def test_a_schedule_named_like_a_uuid_is_found_by_name(service, open_console) -> None:
     rack = service.upsert_rack(Rack(id=uuid.uuid4(), name="rack-u"))
-    name = str(uuid.uuid4())  # no object has this id: the name is meant (rackcron.names)
+    name = str(uuid.uuid4())  # no object has this id: the name is meant (rackcron.domain.names)
     schedule = service.create_schedule(ScheduleConfig(name=name, spec_type="interval", spec="1h"),
                                        make_operation("power_on", target=rack_spec(rack.id)))  # fmt: skip
     (task_id,) = service.trigger(schedule.id).task_ids
@@ -640,7 +640,7 @@ def test_a_freeze_shades_exactly_the_rows_it_selects(service, open_console) -> N
     assert len(spans) == 2  # rack-0001 and rack-0002 are one band
 
 
-# --- wrong tokens (rackcron.guesses), counted per address -------------------------------------
+# --- wrong tokens (rackcron.token_guesses), counted per address -------------------------------------
 
 
 def test_guessing_tokens_is_slowed_down(gated) -> None:

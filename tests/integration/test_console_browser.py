@@ -38,8 +38,8 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from rackcron.console.timeline import MIN_BAR
+from rackcron.domain.timing import parse_rfc3339
 from rackcron.service import Service
-from rackcron.timing import parse_rfc3339
 from tests.support.cli import run
 from tests.support.marks import ONE_AT_A_TIME
 from tests.support.net import free_port

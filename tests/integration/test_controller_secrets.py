@@ -33,7 +33,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
-from rackcron.models import ControllerSpec, Rack, TaskStatus
+from rackcron.domain.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine
 from tests.support.cli import run

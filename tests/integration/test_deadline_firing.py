@@ -20,9 +20,9 @@ import sqlalchemy as sa
 
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import Metrics
+from rackcron.domain.models import Miss, MissReason, ScheduleConfig, SpecType
 from rackcron.errors import InvalidArgument, NotFound
 from rackcron.logs import configure
-from rackcron.models import Miss, MissReason, ScheduleConfig, SpecType
 from rackcron.service import Missed, Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task_schedule
@@ -283,7 +283,7 @@ def test_the_migration_adds_the_columns_and_its_downgrade_keeps_every_schedule(
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    from rackcron.models import Rack
+    from rackcron.domain.models import Rack
     from rackcron.store import upgrade
     from rackcron.store.engine import _alembic_config, _create_engine
     from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata

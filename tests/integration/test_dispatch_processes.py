@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from rackcron.models import OverlapPolicy, Rack, ScheduleConfig
+from rackcron.domain.models import OverlapPolicy, Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule, task_schedule_scope

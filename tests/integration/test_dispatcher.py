@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from rackcron.dispatcher.loop import DEFAULT_POSTGRES_WORKERS, Dispatcher
+from rackcron.domain.models import Component, OverlapPolicy
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.logs import configure
-from rackcron.models import Component, OverlapPolicy
 from rackcron.service import Service
 from tests.support.service import component_spec, create
 

@@ -1,6 +1,6 @@
 """Hostile strings in a tree, through the real CLI: the output keeps its structure.
 
-Each test is an attack that worked before ``rackcron.escape``: a Rack's
+Each test is an attack that worked before ``rackcron.domain.escape``: a Rack's
 ``external_id`` that opened an HTML comment in the Markdown plan and hid every
 change after it, escape sequences in YAML strings reaching a terminal raw, and a
 git file name holding a newline that forged a GitHub workflow command in the
@@ -240,7 +240,7 @@ def test_a_hostile_name_from_the_api_is_inert_in_every_cli_view(
 ) -> None:
     # A name an older rackcron accepted over gRPC (or another writer left in the store):
     # every view of the store must escape it.
-    from rackcron.models import PowerOn, RackTarget, ScheduleConfig, SpecType, TargetSpec
+    from rackcron.domain.models import PowerOn, RackTarget, ScheduleConfig, SpecType, TargetSpec
     from rackcron.service import Service
 
     tree = tmp_path / "tree"

@@ -16,9 +16,9 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from rackcron.domain.lifecycle import MAX_WAITING
+from rackcron.domain.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.gcpause import gc_paused
-from rackcron.lifecycle import MAX_WAITING
-from rackcron.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.service import Operations, Service
 from rackcron.service._tasks import SubmissionRefused, new_task_id
 from rackcron.store.tables import firing

@@ -12,8 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.errors import FailedPrecondition
-from rackcron.models import (
+from rackcron.domain.models import (
     Freeze,
     FreezeSelector,
     Management,
@@ -24,6 +23,7 @@ from rackcron.models import (
     SpecType,
     TaskStatus,
 )
+from rackcron.errors import FailedPrecondition
 from rackcron.service import Frozen, Service
 from tests.conftest import Clock, Fleet
 from tests.support.cli import run

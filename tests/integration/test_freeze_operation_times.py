@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rackcron.dispatcher.loop import Dispatcher
-from rackcron.models import Freeze, FreezeSelector, MissReason, SpecType
+from rackcron.domain.models import Freeze, FreezeSelector, MissReason, SpecType
+from rackcron.domain.timing import format_rfc3339
 from rackcron.service import Frozen
-from rackcron.timing import format_rfc3339
 from tests.support.service import create, snapshot
 from tests.support.trees import RACKS, Repo, freeze, schedule
 

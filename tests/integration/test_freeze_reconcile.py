@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rackcron.models import Freeze, FreezeSelector
+from rackcron.domain.models import Freeze, FreezeSelector
 from rackcron.reconciler.state import store_state
 from rackcron.reconciler.validate import validate_sources
 from rackcron.service import Service

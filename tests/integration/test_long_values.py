@@ -18,10 +18,10 @@ from typing import Any
 import grpc
 import pytest
 
-from rackcron.escape import SHOWN
+from rackcron.domain.escape import SHOWN
+from rackcron.domain.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron.reconciler import schema
 from rackcron.reconciler.render import MARKDOWN_LIMIT
-from rackcron.text import MAX_LENGTH, MAX_SPEC_LENGTH, SCHEMA_PATTERN
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support import trees
 from tests.support.cli import run

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import Freeze, FreezeSelector, PowerOn, ScheduleConfig, SpecType, TargetSpec
+from rackcron.domain.models import (
+    Freeze,
+    FreezeSelector,
+    PowerOn,
+    ScheduleConfig,
+    SpecType,
+    TargetSpec,
+)
 from rackcron.service import Service
 from rackcron.shim.server import ShimServer
 from rackcron.wire.client import connect

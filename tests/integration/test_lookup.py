@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from rackcron.domain.models import Management, Schedule, ScheduleConfig, SpecType
 from rackcron.errors import NotFound, StoreError
-from rackcron.models import Management, Schedule, ScheduleConfig, SpecType
 from rackcron.service import Service
 from rackcron.service._schedules import BY_ID
 from rackcron.store import transaction

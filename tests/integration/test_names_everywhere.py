@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.runner import TaskRunner
+from rackcron.domain.models import ControllerSpec, Rack
 from rackcron.logs import configure
-from rackcron.models import ControllerSpec, Rack
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.store import open_engine, tables

@@ -20,16 +20,16 @@ from datetime import timedelta
 
 import pytest
 
-from rackcron.cli.serve import DispatchConfig, NotifyConfig, RunnerConfig, ServeConfig, serve
+from rackcron.cli.daemon import DispatchConfig, NotifyConfig, RunnerConfig, ServeConfig, serve
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.dispatcher.notify import Delivery, Notifier, parse_webhook
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
-from rackcron.lifecycle import Event
-from rackcron.models import ControllerSpec, Freeze, OverlapPolicy, QueueOptions, TaskStatus
-from rackcron.notifications import Kind, Notification
+from rackcron.domain.lifecycle import Event
+from rackcron.domain.models import ControllerSpec, Freeze, OverlapPolicy, QueueOptions, TaskStatus
+from rackcron.domain.notifications import Kind, Notification
 from rackcron.service import Service, Update
 from rackcron.store import open_engine
 from tests.conftest import Clock, Fleet

@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from rackcron.filters import ComponentFilter
-from rackcron.models import OperationTemplate, OverlapPolicy, TaskStatus
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import OperationTemplate, OverlapPolicy, TaskStatus
+from rackcron.domain.templates import to_template
 from rackcron.service import Service
 from rackcron.service._tasks import TaskRequest
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task
-from rackcron.templates import to_template
 from tests.conftest import Clock
 from tests.support.service import component_spec, create, make_operation, scope_rows, set_status
 

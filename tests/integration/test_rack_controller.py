@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from rackcron.domain.models import ControllerSpec, Rack
 from rackcron.errors import InvalidArgument
-from rackcron.models import ControllerSpec, Rack
 from rackcron.reconciler.validate import validate_tree
 from rackcron.service import Service
 from rackcron.store import transaction

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import ScheduleConfig, SpecType
+from rackcron.domain.models import ScheduleConfig, SpecType
 from rackcron.reconciler.apply import (
     ApplyFailed,
     Provenance,
@@ -202,7 +202,7 @@ def test_unmanaged_schedules_are_left_alone_and_owned_ones_deleted(repo: Repo) -
     repo.write(schedule("a"), schedule("b"))
     repo.apply()
     service = repo.service()
-    from rackcron.models import PowerOn, RackTarget, TargetSpec
+    from rackcron.domain.models import PowerOn, RackTarget, TargetSpec
 
     service.create_schedule(
         ScheduleConfig(name="by-hand", spec_type=SpecType.INTERVAL, spec="1h"),
@@ -226,7 +226,7 @@ def test_an_unowned_schedule_with_a_declared_name_is_adopted(repo: Repo) -> None
     repo.write(schedule("a"))
     repo.apply()
     service = repo.service()
-    from rackcron.models import Management
+    from rackcron.domain.models import Management
 
     service.set_management(service.find_schedule("a").id, Management())
     plan = repo.plan()

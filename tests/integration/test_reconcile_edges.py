@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import (
+from rackcron.domain.models import (
     Component,
     ComponentType,
     PowerOn,
@@ -174,7 +174,7 @@ def test_recorded_sources_do_not_depend_on_how_the_path_is_spelled(repo: Repo, m
 
 
 def test_fire_times_start_from_the_stored_next_run(repo: Repo) -> None:
-    from rackcron.timing import format_rfc3339
+    from rackcron.domain.timing import format_rfc3339
 
     repo.write(schedule("a", spec_type="interval", spec="1h"))
     repo.apply()

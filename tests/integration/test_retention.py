@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from rackcron.cli.serve import DispatchConfig, RetentionConfig, RunnerConfig, ServeConfig, serve
+from rackcron.cli.daemon import DispatchConfig, RetentionConfig, RunnerConfig, ServeConfig, serve
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.dispatcher.retention import Pruner
+from rackcron.domain.models import Rack, TaskStatus
+from rackcron.domain.retention import MAX_BATCH, cutoff, prunable
 from rackcron.logs import configure
-from rackcron.models import Rack, TaskStatus
-from rackcron.retention import MAX_BATCH, cutoff, prunable
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import firing, task, task_schedule
@@ -59,7 +59,7 @@ def _analyze(service: Service) -> None:
 
 def test_only_old_final_tasks_owing_nothing_are_deleted(service, clock) -> None:
     """Every status, finished long ago, lately or never, owing a stop or not: exactly the
-    tasks ``rackcron.retention.prunable`` names go, and none other."""
+    tasks ``rackcron.domain.retention.prunable`` names go, and none other."""
     rack = _rack(service)
     now = clock.now
     finished = {"old": now - timedelta(days=60), "recent": now - timedelta(days=1), "never": None}

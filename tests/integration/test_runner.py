@@ -24,8 +24,8 @@ from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
-from rackcron.lifecycle import Event
-from rackcron.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
+from rackcron.domain.lifecycle import Event
+from rackcron.domain.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
 from rackcron.service import Service, Update
 from rackcron.store import open_engine, transaction
 from tests.support.peers import Canned, Trickler, deep_json
@@ -235,7 +235,7 @@ def statuses(service: Service, ids: list[uuid.UUID]) -> list[TaskStatus]:
 
 
 def live_fleet(service: Service) -> list[uuid.UUID]:
-    from rackcron.models import Rack
+    from rackcron.domain.models import Rack
 
     racks = [uuid.uuid4() for _ in range(3)]
     for i, r in enumerate(racks):
@@ -488,7 +488,7 @@ def test_a_controller_keeping_few_finished_tasks_still_reports_every_end(live_se
     finished tasks once their end was answered; thirty end together while the runner asks
     about four a round. The runner learns every end (none is failed as forgotten), and
     the controller holds no more than its bound afterwards (it used to hold every task)."""
-    from rackcron.models import Rack
+    from rackcron.domain.models import Rack
 
     bound = 3
     simulator = Simulator(default_duration=0.3, keep_finished=bound)
@@ -703,7 +703,7 @@ def test_two_tasks_of_one_rack_that_do_not_conflict_run_at_the_same_time(
 ):
     """docs/spec/SEMANTICS.md "Task conflicts": compute power on disjoint components runs
     side by side, on the embedded simulator and through the HTTP controller alike."""
-    from rackcron.models import Component, ComponentType, Rack
+    from rackcron.domain.models import Component, ComponentType, Rack
 
     rack = live_service.upsert_rack(Rack(id=uuid.uuid4(), name="pair")).id
     c0, c1 = (

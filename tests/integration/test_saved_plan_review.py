@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from rackcron.commands import decode, digest
-from rackcron.models import Management
+from rackcron.domain.commands import decode, digest
+from rackcron.domain.models import Management
 from rackcron.reconciler.apply import plan_against_store, rehearse
 from rackcron.reconciler.plan import Plan
 from rackcron.reconciler.reads import plan_fingerprint

@@ -32,7 +32,7 @@ from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.runner import TaskRunner
 from rackcron.dispatcher.schedule_metrics import ScheduleSeries
-from rackcron.models import ControllerSpec, Rack, ScheduleConfig, TaskStatus
+from rackcron.domain.models import ControllerSpec, Rack, ScheduleConfig, TaskStatus
 from rackcron.service import ScheduleStates, Service
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule

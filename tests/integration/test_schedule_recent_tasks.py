@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import TaskStatus
+from rackcron.domain.models import TaskStatus
+from rackcron.domain.timing import format_rfc3339
 from rackcron.service import Service
 from rackcron.shim.server import ShimServer
-from rackcron.timing import format_rfc3339
 from tests.support.cli import run
 from tests.support.service import set_status
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from rackcron.models import ComponentType
+from rackcron.domain.models import ComponentType
 from rackcron.reconciler.state import store_state
 from tests.support.service import component_spec, create, rack_spec
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from rackcron.domain.models import ControllerSpec, Rack, TaskStatus
 from rackcron.logs import configure, event
-from rackcron.models import ControllerSpec, Rack, TaskStatus
 from rackcron.service import Service
 from tests.support.cli import run
 from tests.support.net import free_port

@@ -18,7 +18,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from rackcron.models import Rack
+from rackcron.domain.models import Rack
 from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.wire.client import connect

@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from rackcron.domain.models import Rack, ScheduleConfig, SpecType, TaskStatus
 from rackcron.errors import AlreadyExists, InvalidArgument
-from rackcron.models import Rack, ScheduleConfig, SpecType, TaskStatus
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import task, task_schedule

@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import (
+from rackcron.domain.models import (
     Component,
     ComponentType,
     OverlapPolicy,
@@ -24,6 +23,7 @@ from rackcron.models import (
     TargetSpec,
     TaskStatus,
 )
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.service import Service
 from tests.support.service import component_spec, create, set_status, snapshot
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from rackcron.domain.models import Freeze, FreezeSelector, Management, Rack
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.models import Freeze, FreezeSelector, Management, Rack
 
 HOLIDAYS = Freeze(
     id=uuid.uuid4(),

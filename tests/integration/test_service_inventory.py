@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
+from rackcron.domain.models import Component, ComponentType, NVLDomain, NVLDomainTarget, Rack
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import Component, ComponentType, NVLDomain, NVLDomainTarget, Rack
 from tests.support.service import create, domain_spec, rack_spec, snapshot
 
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rackcron.domain.models import OverlapPolicy, PowerOn, ScheduleConfig, SpecType, TaskStatus
 from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import OverlapPolicy, PowerOn, ScheduleConfig, SpecType, TaskStatus
 from tests.support.service import create, make_operation, scope_rows, snapshot
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

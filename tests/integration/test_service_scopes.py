@@ -10,9 +10,8 @@ import uuid
 
 import pytest
 
-from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
-from rackcron.filters import ComponentFilter
-from rackcron.models import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import (
     Component,
     ComponentType,
     ExternalRef,
@@ -23,6 +22,7 @@ from rackcron.models import (
     TargetSpec,
     TaskStatus,
 )
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule_scope
 from tests.support.service import (

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
+from rackcron.domain.models import OverlapPolicy, QueueOptions, TaskStatus
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
-from rackcron.models import OverlapPolicy, QueueOptions, TaskStatus
 from tests.support.service import create, set_status, snapshot
 
 pytestmark = pytest.mark.slow

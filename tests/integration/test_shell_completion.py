@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rackcron.models import Rack, ScheduleConfig
+from rackcron.domain.models import Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine
 from tests.support.cli import run

@@ -13,7 +13,7 @@ implementation"): OK, INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION,
 ALREADY_EXISTS (CreateTaskSchedule only), or UNKNOWN for exactly one thing, a rename
 onto a taken name (UpdateTaskSchedule, ``schedule.name: a task schedule named "..."
 already exists``). rackcron reports a duplicate rack or component target as
-INVALID_ARGUMENT (``rackcron/targets.py``), not with the reference's UNKNOWN, so no
+INVALID_ARGUMENT (``rackcron/domain/targets.py``), not with the reference's UNKNOWN, so no
 other UNKNOWN is allowed. Details never carry a traceback or the database driver's
 text, and a request holding a NUL character anywhere is INVALID_ARGUMENT.
 

@@ -20,7 +20,7 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
-from rackcron.models import Component, ComponentType, NVLDomain, TaskStatus
+from rackcron.domain.models import Component, ComponentType, NVLDomain, TaskStatus
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support.flow import (
     config,

@@ -31,7 +31,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from rackcron import guesses
+from rackcron import token_guesses
 from rackcron.service import Service
 from rackcron.shim import server as shim_server
 from rackcron.shim.server import (
@@ -352,10 +352,10 @@ class TestTokens:
         # not checked, so the answer says nothing), on unary and streaming calls alike.
         channel = open_channel(server.address)
         codes = [failure(lambda n=n: list_schedules(channel, bearer(f"guess-{n}"))).code()
-                 for n in range(guesses.LIMIT + 3)]  # fmt: skip
+                 for n in range(token_guesses.LIMIT + 3)]  # fmt: skip
         assert (
             codes
-            == [grpc.StatusCode.UNAUTHENTICATED] * guesses.LIMIT
+            == [grpc.StatusCode.UNAUTHENTICATED] * token_guesses.LIMIT
             + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 3
         )
         error = failure(lambda: list_schedules(channel, bearer(TOKENS[0])))
@@ -363,7 +363,7 @@ class TestTokens:
         assert re.fullmatch(r"too many wrong tokens from this address: try again in \d+ s",
                             error.details())  # fmt: skip
         pushback = dict(error.trailing_metadata())["grpc-retry-pushback-ms"]
-        assert 1_000 <= int(pushback) <= guesses.WINDOW * 1_000
+        assert 1_000 <= int(pushback) <= token_guesses.WINDOW * 1_000
         error = failure(lambda: list_services(channel, bearer(TOKENS[0])))
         assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert check_health(channel) == health_pb2.HealthCheckResponse.SERVING  # probes pass
@@ -374,7 +374,7 @@ class TestTokens:
 
     def test_calls_without_a_token_are_not_counted_as_guesses(self, server, open_channel):
         channel = open_channel(server.address)
-        for _ in range(guesses.LIMIT + 3):
+        for _ in range(token_guesses.LIMIT + 3):
             assert (
                 failure(lambda: list_schedules(channel)).code() == grpc.StatusCode.UNAUTHENTICATED
             )

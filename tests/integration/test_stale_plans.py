@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import Component, ComponentType
+from rackcron.domain.models import Component, ComponentType
 from rackcron.reconciler.state import store_state
 from rackcron.service import Service
 from tests.support.applies import Applies, write_tree

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from rackcron.domain.models import SpecType
 from rackcron.errors import StoreError
-from rackcron.models import SpecType
 from rackcron.service import Service
 from rackcron.store import current_revision, head_revision, open_engine, transaction, upgrade
 from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata, task_schedule

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import Metrics
-from rackcron.models import Rack
+from rackcron.domain.models import Rack
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.limits import LIMITS, Role

@@ -2,7 +2,7 @@
 
 docs/spec/flow-wire.md "Deliberate differences from the reference implementation": where
 the reference stores such text as given, rackcron answers
-INVALID_ARGUMENT naming the field (rackcron/text.py has the rule). Each case goes through
+INVALID_ARGUMENT naming the field (rackcron/domain/text.py has the rule). Each case goes through
 a real entry point: the gRPC shim on loopback (``v1.Flow`` and ``rackcron.v1.Reconciler``)
 over SQLite and PostgreSQL, and ``rackcron validate|plan|apply`` over a tree in a temp dir.
 A refused request or tree changes nothing (``snapshot`` before and after). Fields the
@@ -25,10 +25,10 @@ from typing import Any
 import grpc
 import pytest
 
-from rackcron.models import Management, PowerOn, ScheduleConfig, SpecType
+from rackcron.domain.models import Management, PowerOn, ScheduleConfig, SpecType
+from rackcron.domain.text import SCHEMA_PATTERN, line_problem
 from rackcron.reconciler import schema
 from rackcron.service import Service
-from rackcron.text import SCHEMA_PATTERN, line_problem
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2, reconciler_pb2_grpc
 from tests.support.cli import run

@@ -26,8 +26,8 @@ from typing import Any
 import grpc
 import pytest
 
-from rackcron import guesses
-from rackcron.cli.serve import _console
+from rackcron import token_guesses
+from rackcron.cli.daemon import _console
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.service import Service
 from rackcron.shim.access import RPC_SCOPES
@@ -167,7 +167,7 @@ def test_every_token_reads(channel, state, method) -> None:
 def test_a_read_token_is_no_wrong_token(channel, state) -> None:
     """Refusals for scope are not guesses: they never lead to RESOURCE_EXHAUSTED."""
     create = "/v1.Flow/CreateTaskSchedule"
-    for _ in range(guesses.LIMIT + 2):
+    for _ in range(token_guesses.LIMIT + 2):
         error = failure(invoke, channel, create, REQUESTS[create](state), bearer("dashboard"))
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED
     listed = "/v1.Flow/ListTaskSchedules"

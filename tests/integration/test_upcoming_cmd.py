@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.domain.models import Component, ComponentType, Rack, ScheduleConfig
+from rackcron.domain.upcoming import MAX_CONFLICT_NAMES
 from rackcron.service import Service
-from rackcron.upcoming import MAX_CONFLICT_NAMES
 from tests.support.cli import run
 from tests.support.service import make_operation, rack_spec
 from tests.support.work import count_steps
@@ -234,7 +234,7 @@ def test_many_freezes_are_looked_up_in_bounded_time(
 ) -> None:
     # Each firing asked each freeze for its window afresh: 100 freezes over its rack and
     # 20,000 firings took 22 s; each freeze's windows are now walked once, in time order.
-    from rackcron.models import Freeze, FreezeSelector
+    from rackcron.domain.models import Freeze, FreezeSelector
 
     rack = _rack(service)
     for n in range(20):

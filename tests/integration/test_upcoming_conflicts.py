@@ -1,4 +1,4 @@
-"""``rackcron upcoming``'s predicted conflicts (rackcron.upcoming) at scale: the work to find
+"""``rackcron upcoming``'s predicted conflicts (rackcron.domain.upcoming) at scale: the work to find
 a firing's ``conflicts_with`` stays linear in the firings, whatever the rack's size, and the
 names a full bar shows do not depend on random ids. Work is counted
 (tests.support.work), never timed; the real CLI on SQLite."""
@@ -11,7 +11,7 @@ from itertools import combinations, islice
 
 import pytest
 
-from rackcron.models import Component, ComponentType, Rack, ScheduleConfig, TargetSpec
+from rackcron.domain.models import Component, ComponentType, Rack, ScheduleConfig, TargetSpec
 from rackcron.service import Service
 from tests.support.cli import run
 from tests.support.service import component_spec, make_operation, rack_spec

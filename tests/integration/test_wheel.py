@@ -98,8 +98,8 @@ DATA = (
     "console/templates/*.html",
     "console/static/*.css",
     "console/static/*.js",
-    "lookalikes/*.tsv",
-    "lookalikes/LICENSE-Unicode.txt",
+    "domain/lookalikes/*.tsv",
+    "domain/lookalikes/LICENSE-Unicode.txt",
 )
 
 
@@ -142,7 +142,7 @@ def test_the_installed_wheel_runs(installed: Path, tmp_path: Path) -> None:
                "--database-url", url, cwd=tmp_path, env=env)  # fmt: skip
     assert "Apply complete" in out
     _run(installed / "python", "-c",
-         "import rackcron.cli.serve, rackcron.shim.server, rackcron.reconciler.remote",
+         "import rackcron.cli.daemon, rackcron.shim.server, rackcron.reconciler.remote",
          cwd=tmp_path, env=env)  # fmt: skip
 
 

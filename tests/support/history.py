@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from rackcron.models import TaskStatus
+from rackcron.domain.models import TaskStatus
 from rackcron.service import Service
 from rackcron.service._tasks import new_task_id
 from rackcron.store import transaction

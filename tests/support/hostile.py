@@ -13,8 +13,8 @@ import uuid
 
 from hypothesis import strategies as st
 
-from rackcron.filters import ComponentFilter
-from rackcron.models import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import (
     Component,
     ComponentType,
     Management,
@@ -25,8 +25,8 @@ from rackcron.models import (
     SpecType,
     UpgradeFirmware,
 )
+from rackcron.domain.templates import to_template
 from rackcron.reconciler.state import ScheduleState, State
-from rackcron.templates import to_template
 
 __all__ = ["HOSTILE", "OWNER", "hostile_states", "hostile_text"]
 

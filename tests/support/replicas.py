@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import sqlalchemy as sa
 
-from rackcron.models import OverlapPolicy, Rack, ScheduleConfig
+from rackcron.domain.models import OverlapPolicy, Rack, ScheduleConfig
 from rackcron.service import Service
 from rackcron.store import open_engine, transaction
 from rackcron.store.tables import firing, task

@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
-from rackcron.models import Freeze, FreezeSelector
+from rackcron.domain.models import Freeze, FreezeSelector
 from rackcron.service import Service
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2 as rpb

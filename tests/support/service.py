@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from rackcron.models import (
+from rackcron.domain.models import (
     BringUp,
     ComponentTarget,
     ComponentType,

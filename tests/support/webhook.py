@@ -23,8 +23,8 @@ from typing import Any
 
 import jsonschema
 
-from rackcron.models import MissReason
-from rackcron.notifications import (
+from rackcron.domain.models import MissReason
+from rackcron.domain.notifications import (
     FailureReason,
     Kind,
     Notification,

@@ -1,7 +1,7 @@
 """Counting the work a computation does, to bound it in a test without a wall clock.
 
 :func:`count_steps` wraps the calls whose number says how much work the fleet's
-timeline does: fire times stepped (``rackcron.timing.next_after``, for schedules and
+timeline does: fire times stepped (``rackcron.domain.timing.next_after``, for schedules and
 freezes alike), the timeline's conflict sweeps' walks (``walked``: one per group of bars
 a bar walks), the bars they meet (``met``: each a conflict unless the times do not
 overlap) and the bars they check to drop or set aside a group (``checked``), and
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rackcron import timing, upcoming
+from rackcron.domain import timing, upcoming
 
 __all__ = ["count_steps"]
 

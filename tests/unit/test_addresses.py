@@ -1,11 +1,11 @@
-"""``rackcron.addresses``: which listen addresses stay on the machine, which client a
+"""``rackcron.domain.addresses``: which listen addresses stay on the machine, which client a
 peer address counts as, and which ``Host`` names a listener answers to."""
 
 from __future__ import annotations
 
 import pytest
 
-from rackcron.addresses import HostCheck, client_key, host_name, is_loopback
+from rackcron.domain.addresses import HostCheck, client_key, host_name, is_loopback
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,9 @@ from rackcron.audit import (
     triggered,
     updated,
 )
+from rackcron.domain.models import ApplyRecord, OverlapPolicy, Schedule, SpecType
 from rackcron.errors import InvalidArgument
 from rackcron.history import HEADERS, document, rows
-from rackcron.models import ApplyRecord, OverlapPolicy, Schedule, SpecType
 from rackcron.shim.tokens import BadTokenFile, Token, TokenSet, parse_tokens
 from rackcron.wire.metadata import AS_KEY, REASON_KEY, audit_metadata, read_claims
 

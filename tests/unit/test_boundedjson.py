@@ -1,4 +1,4 @@
-"""rackcron.boundedjson: nesting is counted before json parses, with no recursion."""
+"""rackcron.domain.boundedjson: nesting is counted before json parses, with no recursion."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rackcron import boundedjson
-from rackcron.boundedjson import JSONTooDeep, depth, loads
+from rackcron.domain import boundedjson
+from rackcron.domain.boundedjson import JSONTooDeep, depth, loads
 from tests.support.strategies import json_values
 
 

@@ -252,7 +252,7 @@ FILES = tracked_files()
 
 def test_the_scan_sees_the_repository() -> None:
     assert "docs/spec/SEMANTICS.md" in FILES
-    assert "rackcron/firing.py" in FILES
+    assert "rackcron/domain/firing.py" in FILES
     assert not any(GENERATED.match(name) for name in FILES)
 
 

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.filters import ComponentFilter
-from rackcron.models import Management, OperationTemplate, OverlapPolicy, Schedule, SpecType
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import Management, OperationTemplate, OverlapPolicy, Schedule, SpecType
 from rackcron.reconciler.conflicts import (
     DEFAULT_DURATIONS,
     ConflictReport,
@@ -443,7 +443,7 @@ SPECS = [
 
 def brute_force(a: tuple, b: tuple, now: datetime, end: datetime) -> datetime | None:
     """Every firing of both, every pair compared: the earliest instant both run."""
-    from rackcron import timing
+    from rackcron.domain import timing
 
     def firings(
         spec_type: str, spec: str, zone: str, operation: str

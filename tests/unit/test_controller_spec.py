@@ -14,8 +14,8 @@ from typing import Any
 import pydantic
 import pytest
 
+from rackcron.domain.models import ControllerSpec, Rack
 from rackcron.errors import InvalidArgument
-from rackcron.models import ControllerSpec, Rack
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.reconciler.state import State

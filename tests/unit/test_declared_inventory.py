@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from rackcron.filters import ComponentType
-from rackcron.models import Component, NVLDomain, Rack
+from rackcron.domain.filters import ComponentType
+from rackcron.domain.models import Component, NVLDomain, Rack
 from rackcron.reconciler.declared import Declared, DeclaredInventory
 
 TYPES = [ComponentType.COMPUTE, ComponentType.NVSWITCH, None]

@@ -1,4 +1,4 @@
-"""rackcron.escape: each medium's function leaves hostile strings inert there.
+"""rackcron.domain.escape: each medium's function leaves hostile strings inert there.
 
 Markdown results are checked by parsing them with a CommonMark + GFM-tables parser
 (markdown-it-py), HTML with the standard library's parser: what matters is the
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rackcron.escape import (
+from rackcron.domain.escape import (
     chat,
     github_message,
     github_property,

@@ -9,8 +9,7 @@ import uuid
 
 import pytest
 
-from rackcron.errors import FailedPrecondition, InvalidArgument
-from rackcron.filters import (
+from rackcron.domain.filters import (
     ComponentFilter,
     ComponentType,
     canonical_type,
@@ -19,6 +18,7 @@ from rackcron.filters import (
     merge,
     to_stored,
 )
+from rackcron.errors import FailedPrecondition, InvalidArgument
 
 C1, C2, C3 = (str(uuid.UUID(int=n)) for n in (1, 2, 3))
 

@@ -10,16 +10,16 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rackcron.filters import ComponentFilter
-from rackcron.firing import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.firing import (
     Advance,
     advance,
     select_components,
     select_scopes,
     task_description,
 )
-from rackcron.models import OverlapPolicy, Scope, SpecType
-from rackcron.timing import format_rfc3339
+from rackcron.domain.models import OverlapPolicy, Scope, SpecType
+from rackcron.domain.timing import format_rfc3339
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(hours=3)

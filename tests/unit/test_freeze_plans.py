@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from rackcron import timing
-from rackcron.freezes import next_window
-from rackcron.models import Freeze, FreezeSelector, Management
+from rackcron.domain import timing
+from rackcron.domain.freezes import next_window
+from rackcron.domain.models import Freeze, FreezeSelector, Management
+from rackcron.domain.templates import OperationTimes
 from rackcron.reconciler.conflicts import Firer, held_firings
 from rackcron.reconciler.conflicts._freezes import MAX_COUNTED
 from rackcron.reconciler.diff import diff
@@ -22,7 +23,6 @@ from rackcron.reconciler.plan import MAX_WARNINGS, Plan
 from rackcron.reconciler.render import render_markdown, render_text
 from rackcron.reconciler.state import State, declared_state
 from rackcron.reconciler.validate import validate_sources
-from rackcron.templates import OperationTimes
 from tests.support.trees import RACKS, freeze, schedule
 
 OWNER = "fleet"

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rackcron import timing
-from rackcron.commands import (
+from rackcron.domain import timing
+from rackcron.domain.commands import (
     Command,
     DeleteFreeze,
     DeleteRack,
@@ -18,7 +18,7 @@ from rackcron.commands import (
     UpsertRack,
     lifted_freezes,
 )
-from rackcron.freezes import (
+from rackcron.domain.freezes import (
     Target,
     active_window,
     already_missed,
@@ -29,7 +29,7 @@ from rackcron.freezes import (
     windows,
     work_window,
 )
-from rackcron.models import (
+from rackcron.domain.models import (
     Component,
     ComponentType,
     Freeze,
@@ -40,7 +40,7 @@ from rackcron.models import (
     Rack,
     UpgradeFirmware,
 )
-from rackcron.templates import OperationTimes, operation_times, to_template
+from rackcron.domain.templates import OperationTimes, operation_times, to_template
 
 NEW_YORK = ZoneInfo("America/New_York")
 

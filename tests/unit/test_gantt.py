@@ -1,4 +1,4 @@
-"""rackcron.gantt: Mermaid gantt blocks whose data cannot become syntax."""
+"""rackcron.domain.gantt: Mermaid gantt blocks whose data cannot become syntax."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.gantt import Item, gantt
+from rackcron.domain.gantt import Item, gantt
 
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 

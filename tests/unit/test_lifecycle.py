@@ -1,6 +1,6 @@
 """The task lifecycle walked pair by pair: every (status, event) is a listed move or refused.
 
-docs/spec/SEMANTICS.md "Tasks"; the theory is ``rackcron.lifecycle``'s docstring. The grid below is
+docs/spec/SEMANTICS.md "Tasks"; the theory is ``rackcron.domain.lifecycle``'s docstring. The grid below is
 the table written out by hand: a change to the lifecycle's table must change it too.
 """
 
@@ -11,8 +11,7 @@ from typing import NamedTuple
 
 import pytest
 
-from rackcron.errors import FailedPrecondition, IllegalTransition
-from rackcron.lifecycle import (
+from rackcron.domain.lifecycle import (
     ACTIVE_STATUSES,
     CREATED,
     DEFAULT_QUEUE_TIMEOUT,
@@ -43,7 +42,8 @@ from rackcron.lifecycle import (
     queue_full,
     status_values,
 )
-from rackcron.task_conflicts import Work
+from rackcron.domain.task_conflicts import Work
+from rackcron.errors import FailedPrecondition, IllegalTransition
 
 # Where a task in each status (column) lands on each event (row): "." refused; "*" the
 # task then owes its controller a stop.

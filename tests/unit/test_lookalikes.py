@@ -1,11 +1,11 @@
-"""rackcron.lookalikes: mixed scripts and UTS #39 skeletons (docs/declaring.md
+"""rackcron.domain.lookalikes: mixed scripts and UTS #39 skeletons (docs/declaring.md
 "Look-alike names")."""
 
 from __future__ import annotations
 
 import pytest
 
-from rackcron.lookalikes import lookalike_names, mixed_scripts, skeleton, spelled
+from rackcron.domain.lookalikes import lookalike_names, mixed_scripts, skeleton, spelled
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Which object a name or an id means (``rackcron.names``), and durations in log lines."""
+"""Which object a name or an id means (``rackcron.domain.names``), and durations in log lines."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
+from rackcron.domain.models import Rack
+from rackcron.domain.names import AmbiguousName, Candidate, rack_candidate, resolve
 from rackcron.errors import InvalidArgument, NotFound
 from rackcron.logs import Seconds, configure, event
-from rackcron.models import Rack
-from rackcron.names import AmbiguousName, Candidate, rack_candidate, resolve
 
 A, B, C = (uuid.UUID(int=n) for n in (1, 2, 3))
 

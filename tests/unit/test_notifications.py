@@ -1,4 +1,4 @@
-"""rackcron.notifications and the pure parts of rackcron.dispatcher.notify: every kind of
+"""rackcron.domain.notifications and the pure parts of rackcron.dispatcher.notify: every kind of
 event is valid against the published schema, shows hostile names inert in its ``text``,
 and carries them exactly in its fields; webhook URLs, secrets and signatures."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from rackcron.dispatcher.notify import load_secret, parse_webhook, sign
-from rackcron.lifecycle import Event
-from rackcron.models import MissReason
-from rackcron.notifications import (
+from rackcron.domain.lifecycle import Event
+from rackcron.domain.models import MissReason
+from rackcron.domain.notifications import (
     FAILURE_REASONS,
     VERSION,
     FailureReason,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rackcron import __version__
-from rackcron.commands import DeleteSchedule, PauseSchedule
+from rackcron.domain.commands import DeleteSchedule, PauseSchedule
 from rackcron.reconciler.plan import Change, FieldChange, Plan, PlanWarning, ScopeChange
 from rackcron.reconciler.render import render_markdown, render_text
 
@@ -149,7 +149,7 @@ def test_text_and_markdown_render_from_the_json() -> None:
     markdown = render_markdown(data)
     assert "| 0 | 1 | 0 | 1 | ready to apply |" in markdown
     assert "| enabled | `true` | `false` |" in markdown
-    # Values from the plan are code spans (rackcron.escape), field names plain.
+    # Values from the plan are code spans (rackcron.domain.escape), field names plain.
     assert "| `r1` | refilter | `all components` | `types: COMPUTE` |" in markdown
     assert "| 1 | `2026-01-01T00:00:00+00:00` (`2026-01-01T00:00:00Z`) | — |" in markdown
     assert "Unmanaged schedules left alone: `by-hand`" in markdown

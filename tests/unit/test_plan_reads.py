@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rackcron.models import Component, ComponentType
+from rackcron.domain.models import Component, ComponentType
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Plan
 from rackcron.reconciler.reads import is_current, plan_reads

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.lifecycle import ACTIVE_STATUSES, FINAL_STATUSES, TaskStatus
-from rackcron.retention import MAX_BATCH, cutoff, prunable
+from rackcron.domain.lifecycle import ACTIVE_STATUSES, FINAL_STATUSES, TaskStatus
+from rackcron.domain.retention import MAX_BATCH, cutoff, prunable
 from rackcron.store.tables import metadata, task
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import pytest
 
-from rackcron.firing import Lateness, deadline_lateness, parse_starting_deadline
-from rackcron.timing import SpecError, SpecType
+from rackcron.domain.firing import Lateness, deadline_lateness, parse_starting_deadline
+from rackcron.domain.timing import SpecError, SpecType
 
 DUE = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
 

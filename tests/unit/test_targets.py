@@ -9,8 +9,7 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from rackcron.errors import InvalidArgument
-from rackcron.models import (
+from rackcron.domain.models import (
     ComponentTarget,
     ComponentType,
     ExternalRef,
@@ -18,7 +17,8 @@ from rackcron.models import (
     RackTarget,
     TargetSpec,
 )
-from rackcron.targets import CheckedTarget, check_target_spec
+from rackcron.domain.targets import CheckedTarget, check_target_spec
+from rackcron.errors import InvalidArgument
 
 U1, U2 = uuid.UUID(int=1), uuid.UUID(int=2)
 RACK = "invalid target_spec: convert rack target: "

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackcron.task_conflicts import (
+from rackcron.domain.task_conflicts import (
     BLIND,
     TABLE,
     Reach,

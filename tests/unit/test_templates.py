@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackcron.derived import describe, operation_type
-from rackcron.errors import FailedPrecondition, InvalidArgument
-from rackcron.models import (
+from rackcron.domain.models import (
     BringUp,
     FirmwareAuthentication,
     Ingest,
@@ -30,7 +28,9 @@ from rackcron.models import (
     TargetSpec,
     UpgradeFirmware,
 )
-from rackcron.templates import task_operation_text, to_template
+from rackcron.domain.operation_names import describe, operation_type
+from rackcron.domain.templates import task_operation_text, to_template
+from rackcron.errors import FailedPrecondition, InvalidArgument
 
 TARGET = TargetSpec(racks=[RackTarget(name="rack-a01")])
 START = datetime(2026, 6, 1, 4, 0, 30, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Single-line text (rackcron/text.py): the rule, the request models, and the YAML schemas.
+"""Single-line text (rackcron/domain/text.py): the rule, the request models, and the YAML schemas.
 
 The rule refuses C0 and C1 controls, DEL, the line and paragraph separators and the
 bidi overrides and isolates in every name, label, id and version rackcron stores or
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from rackcron.domain.models import UpgradeFirmware
+from rackcron.domain.text import SCHEMA_PATTERN, check_line, line_problem
 from rackcron.errors import InvalidArgument
-from rackcron.models import UpgradeFirmware
 from rackcron.reconciler import schema
 from rackcron.reconciler.yamlsource import SourceDocument
-from rackcron.text import SCHEMA_PATTERN, check_line, line_problem
 
 REFUSED = {
     "nul": "\x00", "tab": "\t", "line-feed": "\n", "carriage-return": "\r", "escape": "\x1b",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from croniter import croniter
 
-from rackcron.timing import Cron, SpecError, describe_local, next_after, parse_spec
+from rackcron.domain.timing import Cron, SpecError, describe_local, next_after, parse_spec
 
 
 def cron(expression: str, zone: str = "UTC") -> Cron:

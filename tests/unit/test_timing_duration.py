@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rackcron.timing import Interval, SpecError, parse_duration
+from rackcron.domain.timing import Interval, SpecError, parse_duration
 
 NS, US, MS, S, M, H = 1, 1_000, 1_000_000, 1_000_000_000, 60_000_000_000, 3_600_000_000_000
 INT64_MAX = (1 << 63) - 1

@@ -23,7 +23,7 @@ from cronsim import CronSim, CronSimError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rackcron.timing import Cron, SpecError, next_after, parse_spec
+from rackcron.domain.timing import Cron, SpecError, next_after, parse_spec
 
 ZONES = ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Tokyo", "UTC"]
 FIRES = 30

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rackcron.timing as timing
-from rackcron.timing import (
+import rackcron.domain.timing as timing
+from rackcron.domain.timing import (
     Cron,
     Interval,
     OneTime,

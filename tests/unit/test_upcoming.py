@@ -1,4 +1,4 @@
-"""rackcron.upcoming: the bars of a window, predicted conflicts and freezes, pure."""
+"""rackcron.domain.upcoming: the bars of a window, predicted conflicts and freezes, pure."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rackcron.filters import ComponentFilter
-from rackcron.models import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import (
     Component,
     ComponentType,
     Freeze,
@@ -20,7 +20,7 @@ from rackcron.models import (
     Scope,
     SpecType,
 )
-from rackcron.upcoming import MAX_FIRES_PER_SCHEDULE, FleetView, expected_duration, upcoming
+from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, FleetView, expected_duration, upcoming
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 RACK = Rack(id=uuid.uuid4(), name="rack-a01", labels={"row": "A"})

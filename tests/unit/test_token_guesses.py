@@ -1,4 +1,4 @@
-"""``rackcron.guesses`` and the console's gate: wrong tokens counted per client, a client
+"""``rackcron.token_guesses`` and the console's gate: wrong tokens counted per client, a client
 past the limit refused without its tokens being checked, bounded memory, one warning per
 client and window."""
 
@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from rackcron.console.auth import Gate, Throttled
-from rackcron.guesses import LIMIT, WINDOW, Guesses
+from rackcron.token_guesses import LIMIT, WINDOW, Guesses
 
 
 class Clock:

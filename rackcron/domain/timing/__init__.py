@@ -17,10 +17,10 @@ Modules, from the bottom up::
 
 from __future__ import annotations
 
-from rackcron.timing._base import SpecError, parse_timezone
-from rackcron.timing._cron import Cron
-from rackcron.timing._duration import parse_duration
-from rackcron.timing._spec import (
+from rackcron.domain.timing._base import SpecError, parse_timezone
+from rackcron.domain.timing._cron import Cron
+from rackcron.domain.timing._duration import parse_duration
+from rackcron.domain.timing._spec import (
     Interval,
     OneTime,
     Spec,

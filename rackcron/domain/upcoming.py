@@ -2,19 +2,19 @@
 
 What the web console's timeline draws and ``rackcron upcoming`` lists. Each enabled
 schedule fires at its stored ``next_run_at`` (an overdue one at the window's start: the
-dispatcher fires it at its next poll), then as its spec says (``rackcron.timing``). A
+dispatcher fires it at its next poll), then as its spec says (``rackcron.domain.timing``). A
 firing occupies each rack of its scope for its operation's expected duration
 (:data:`EXPECTED_DURATIONS`, the same the precise conflict check assumes).
 
 Two bars on one rack whose times overlap are marked as a predicted conflict when their
-tasks would conflict (the table of ``rackcron.task_conflicts``, over the components each
+tasks would conflict (the table of ``rackcron.domain.task_conflicts``, over the components each
 scope's filter selects, read as an index: a bar meets only the bars it conflicts with):
 the second of them would be refused under skip, or queued.
 A bar names at most :data:`MAX_CONFLICT_NAMES` of the schedules it conflicts with (the
 first its sweeps meet: which ones depends only on the schedules, their names and times),
 and says when there are more: n schedules in lockstep on one rack would otherwise put n
 names on each of their bars. A bar whose start falls inside a
-freeze that holds it is marked with the freeze (``rackcron.freezes``).
+freeze that holds it is marked with the freeze (``rackcron.domain.freezes``).
 
 Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
 name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (the earliest; past
@@ -34,13 +34,13 @@ from datetime import datetime, timedelta
 from functools import partial
 from itertools import islice
 
-from rackcron import timing
-from rackcron.derived import operation_name
-from rackcron.filters import ComponentFilter
-from rackcron.firing import select_components
-from rackcron.freezes import Target, matches, selects_rack, windows
-from rackcron.models import Component, Freeze, Rack, Schedule, Scope
-from rackcron.task_conflicts import Point, Work, meeting_points
+from rackcron.domain import timing
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.firing import select_components
+from rackcron.domain.freezes import Target, matches, selects_rack, windows
+from rackcron.domain.models import Component, Freeze, Rack, Schedule, Scope
+from rackcron.domain.operation_names import operation_name
+from rackcron.domain.task_conflicts import Point, Work, meeting_points
 
 __all__ = [
     "EXPECTED_DURATIONS",
@@ -269,7 +269,7 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
 
 
 class _Held:
-    """Which freeze holds a firing (:func:`rackcron.freezes.holding`), asked in time order:
+    """Which freeze holds a firing (:func:`rackcron.domain.freezes.holding`), asked in time order:
     each freeze's windows in ``[start, end)`` are walked forward once, where ``holding``
     computed a window afresh per firing and freeze (100 freezes and 20,000 firings: 22 s)."""
 

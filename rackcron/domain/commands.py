@@ -26,9 +26,8 @@ from typing import Any, ClassVar, Protocol
 import pydantic
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from rackcron.errors import InvalidArgument, RackcronError
-from rackcron.freezes import loosened_by
-from rackcron.models import (
+from rackcron.domain.freezes import loosened_by
+from rackcron.domain.models import (
     Component,
     Freeze,
     Management,
@@ -38,6 +37,7 @@ from rackcron.models import (
     ScheduleConfig,
     TargetSpec,
 )
+from rackcron.errors import InvalidArgument, RackcronError
 
 __all__ = [
     "COMMANDS",

@@ -16,8 +16,8 @@ meaning changed); a new kind or a new field is added within version 1, and a
 receiver ignores what it does not know.
 
 Every value in ``text`` comes from outside (names, messages, controller answers), so
-each is placed through ``rackcron.escape.chat`` (Slack mrkdwn) after
-``rackcron.escape.shorten``; only the program's own words, numbers and instants are
+each is placed through ``rackcron.domain.escape.chat`` (Slack mrkdwn) after
+``rackcron.domain.escape.shorten``; only the program's own words, numbers and instants are
 written as they are. The other fields carry each value exactly: JSON escapes what it
 must.
 """
@@ -33,10 +33,10 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rackcron.escape import chat, shorten
-from rackcron.lifecycle import Event
-from rackcron.models import MissReason
-from rackcron.timing import format_rfc3339
+from rackcron.domain.escape import chat, shorten
+from rackcron.domain.lifecycle import Event
+from rackcron.domain.models import MissReason
+from rackcron.domain.timing import format_rfc3339
 
 __all__ = [
     "FAILURE_REASONS",

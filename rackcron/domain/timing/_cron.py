@@ -34,8 +34,8 @@ from functools import lru_cache
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from rackcron.timing._base import SpecError, parse_timezone, quote
-from rackcron.timing._duration import parse_duration
+from rackcron.domain.timing._base import SpecError, parse_timezone, quote
+from rackcron.domain.timing._duration import parse_duration
 
 __all__ = ["Cron", "Wall", "parse_cron"]
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as FixedOffset
 
-from rackcron.timing._base import UTC, SpecError, as_utc, parse_timezone, quote
-from rackcron.timing._cron import Cron, parse_cron
-from rackcron.timing._dst import next_cron
-from rackcron.timing._duration import parse_duration
+from rackcron.domain.timing._base import UTC, SpecError, as_utc, parse_timezone, quote
+from rackcron.domain.timing._cron import Cron, parse_cron
+from rackcron.domain.timing._dst import next_cron
+from rackcron.domain.timing._duration import parse_duration
 
 __all__ = [
     "Interval",

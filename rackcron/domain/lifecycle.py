@@ -15,7 +15,7 @@ Theory
 ======
 
 A task has a *status* (docs/spec/SEMANTICS.md "Tasks"): ``waiting``, ``pending`` and ``running``
-are *active* (the task may hold its rack, or part of it: ``rackcron.task_conflicts``);
+are *active* (the task may hold its rack, or part of it: ``rackcron.domain.task_conflicts``);
 ``completed``, ``failed`` and ``terminated`` are
 *final*; ``unknown`` is the wire's "no status", never stored by rackcron, and nothing
 moves it.
@@ -90,8 +90,8 @@ from enum import Enum, StrEnum
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
+from rackcron.domain.task_conflicts import Work, conflicts
 from rackcron.errors import IllegalTransition
-from rackcron.task_conflicts import Work, conflicts
 
 
 class Queued(Protocol):

@@ -6,7 +6,7 @@ anything else is shown as the expression itself. Pure.
 
 from __future__ import annotations
 
-from rackcron.models import SpecType
+from rackcron.domain.models import SpecType
 
 __all__ = ["spec_words"]
 

@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
+from rackcron.domain.filters import ComponentFilter, ComponentType
+from rackcron.domain.models import ComponentTarget, NVLDomainTarget, RackTarget, TargetSpec
+from rackcron.domain.text import line_problem
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
-from rackcron.filters import ComponentFilter, ComponentType
-from rackcron.models import ComponentTarget, NVLDomainTarget, RackTarget, TargetSpec
-from rackcron.text import line_problem
 
 __all__ = [
     "CheckedTarget",
@@ -99,7 +99,7 @@ def _parse_uuid(value: str, what: str, prefix: str) -> uuid.UUID:
 
 
 def _line(value: str, prefix: str, what: str) -> str:
-    """``value``, a name or external id to look up, if it is one line of text (rackcron.text):
+    """``value``, a name or external id to look up, if it is one line of text (rackcron.domain.text):
     the reference's own checks come first, so their messages are unchanged."""
     problem = line_problem(value)
     if problem is not None:

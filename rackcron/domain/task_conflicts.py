@@ -5,7 +5,7 @@ The table is docs/spec/SEMANTICS.md "Task conflicts", as data (:data:`TABLE`), a
 by side?" asks it here: the task manager's submission and promotion
 (``rackcron.service._tasks``, ``rackcron.service._delivery``) and the reconciler's
 precise conflict analysis (``rackcron.reconciler.conflicts``); the timeline
-(``rackcron.upcoming``) asks it through :func:`meeting_points`, the same table read as an
+(``rackcron.domain.upcoming``) asks it through :func:`meeting_points`, the same table read as an
 index. Nothing here does I/O.
 
 A task is seen as its :class:`Work`: the operation type (the reference's:

@@ -1,7 +1,7 @@
 """Wrong tokens counted per client, so that a listener's tokens cannot be guessed at
 network speed.
 
-A client (:func:`rackcron.addresses.client_key` of its address) that has given
+A client (:func:`rackcron.domain.addresses.client_key` of its address) that has given
 :data:`LIMIT` wrong tokens within :data:`WINDOW` seconds is refused until the oldest of
 them is a window old: its next tokens are not checked at all, right or wrong, so the
 answer says nothing about them. Reaching the limit is logged, at most once per client and

@@ -39,8 +39,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from rackcron.timing._base import UTC
-from rackcron.timing._cron import Cron
+from rackcron.domain.timing._base import UTC
+from rackcron.domain.timing._cron import Cron
 
 __all__ = ["next_cron"]
 

@@ -1,10 +1,10 @@
 """What a stored operation template is called: a response's ``operation_type`` and ``description``.
 
 Derived from the template's type, code and information alone (docs/spec/flow-wire.md
-"Derived fields of the TaskSchedule response"), so :class:`~rackcron.models.Schedule`
+"Derived fields of the TaskSchedule response"), so :class:`~rackcron.domain.models.Schedule`
 computes its fields here; this module imports nothing of rackcron, not even for types
 (a :class:`Template` is anything with those three attributes, as
-:class:`~rackcron.models.OperationTemplate` is). Pure functions.
+:class:`~rackcron.domain.models.OperationTemplate` is). Pure functions.
 """
 
 from __future__ import annotations

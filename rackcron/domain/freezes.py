@@ -1,8 +1,8 @@
 """Freeze windows: when a freeze holds, and what it holds (docs/spec/SEMANTICS.md "Freeze windows").
 
-A :class:`~rackcron.models.Freeze` is a fixed window ``[start, end)`` or windows
+A :class:`~rackcron.domain.models.Freeze` is a fixed window ``[start, end)`` or windows
 ``[s, s + duration)`` starting at each time ``s`` of a cron expression in its time zone
-(the cron rules of ``rackcron.timing``, daylight saving time included). Windows are half
+(the cron rules of ``rackcron.domain.timing``, daylight saving time included). Windows are half
 open, as firings are: a freeze ending at 06:00 no longer holds a firing at 06:00.
 
 What a freeze holds is a :class:`Target`: one scope of one firing (its rack, its
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rackcron import timing
-from rackcron.models import Freeze, FreezeSelector, Miss, MissReason, Rack
+from rackcron.domain import timing
+from rackcron.domain.models import Freeze, FreezeSelector, Miss, MissReason, Rack
 
 __all__ = [
     "MAX_DURATION_SECONDS",
@@ -176,7 +176,7 @@ def loosened_by(freezes: Iterable[Freeze], before: Rack | None, after: Rack | No
 
 
 def matches(selector: FreezeSelector, target: Target) -> bool:
-    """Whether ``selector`` holds ``target`` (:class:`~rackcron.models.FreezeSelector`)."""
+    """Whether ``selector`` holds ``target`` (:class:`~rackcron.domain.models.FreezeSelector`)."""
     if not selects_rack(selector, target.rack_name, target.rack_labels):
         return False
     if (selector.schedules or selector.schedule_labels) and not (
@@ -191,7 +191,7 @@ def work_window(
     at: datetime, start: datetime | None, end: datetime | None
 ) -> tuple[datetime, datetime] | None:
     """The span, beyond the firing at ``at``, in which an operation fired then may start
-    its work, given its own ``start`` and ``end`` times (``rackcron.templates.operation_times``);
+    its work, given its own ``start`` and ``end`` times (``rackcron.domain.templates.operation_times``);
     None when it starts at the firing.
 
     The work starts at ``start`` when that is later than the firing, else at the firing;

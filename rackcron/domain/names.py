@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rackcron.domain.models import Rack
 from rackcron.errors import InvalidArgument, NotFound
-from rackcron.models import Rack
 
 __all__ = ["AmbiguousName", "Candidate", "as_uuid", "rack_candidate", "resolve"]
 

@@ -4,7 +4,7 @@ Requests mirror the Flow messages (docs/spec/flow-wire.md) with snake_case names
 gRPC shim converts field by field and the YAML loader validates documents
 straight into them. Identifiers inside *targets* stay strings: resolving and
 checking them (with the exact messages of docs/spec/flow-wire.md "Operation templates") is
-the job of ``rackcron.targets``, not of pydantic. Results (schedules, scopes, tasks,
+the job of ``rackcron.domain.targets``, not of pydantic. Results (schedules, scopes, tasks,
 inventory) carry parsed UUIDs and aware UTC datetimes.
 """
 
@@ -28,12 +28,12 @@ from pydantic import (
     model_validator,
 )
 
-from rackcron import derived
+from rackcron.domain import operation_names
+from rackcron.domain.filters import ComponentFilter, ComponentType
+from rackcron.domain.lifecycle import ACTIVE_STATUSES, TaskStatus  # re-exported: a task's status
+from rackcron.domain.text import single_line
+from rackcron.domain.timing import SpecError, SpecType, parse_duration
 from rackcron.errors import InvalidArgument
-from rackcron.filters import ComponentFilter, ComponentType
-from rackcron.lifecycle import ACTIVE_STATUSES, TaskStatus  # re-exported: a task's status
-from rackcron.text import single_line
-from rackcron.timing import SpecError, SpecType, parse_duration
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -130,7 +130,7 @@ class NVLDomainTarget(_Model):
 
 
 class TargetSpec(_Model):
-    """Exactly one of racks, components or nvl_domains (checked by ``rackcron.targets``)."""
+    """Exactly one of racks, components or nvl_domains (checked by ``rackcron.domain.targets``)."""
 
     racks: list[RackTarget] | None = None
     components: list[ComponentTarget] | None = None
@@ -296,12 +296,12 @@ class Schedule(_Model):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def operation_type(self) -> str:
-        return derived.operation_type(self.template)
+        return operation_names.operation_type(self.template)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def description(self) -> str:
-        return derived.describe(self.template)
+        return operation_names.describe(self.template)
 
     @property
     def consumed(self) -> bool:

@@ -28,8 +28,8 @@ decided in memory between one read and one write:
 
 * :func:`select_components` resolves a scope's component filter against the
   components on its rack now;
-* ``rackcron.lifecycle.blocker`` and ``admit`` apply the conflict rule
-  (docs/spec/SEMANTICS.md "Task conflicts", the table in ``rackcron.task_conflicts``): a
+* ``rackcron.domain.lifecycle.blocker`` and ``admit`` apply the conflict rule
+  (docs/spec/SEMANTICS.md "Task conflicts", the table in ``rackcron.domain.task_conflicts``): a
   task that conflicts with no active task of its rack is ``pending``; a blocked one is
   ``waiting`` under ``queue`` and refused otherwise.
 """
@@ -43,9 +43,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple, Protocol, TypeVar
 
-from rackcron.filters import ComponentFilter
-from rackcron.models import OverlapPolicy
-from rackcron.timing import (
+from rackcron.domain.filters import ComponentFilter
+from rackcron.domain.models import OverlapPolicy
+from rackcron.domain.timing import (
     SpecError,
     SpecType,
     format_rfc3339,
@@ -84,7 +84,7 @@ def select_scopes(
     *,
     manual: bool,
 ) -> tuple[list[S], list[S]]:
-    """Split ``scopes`` (a :class:`~rackcron.models.Scope` or anything with its ``id``)
+    """Split ``scopes`` (a :class:`~rackcron.domain.models.Scope` or anything with its ``id``)
     into (to submit, skipped), keeping scope order.
 
     ``busy`` holds the ids of scopes whose previous task is still active.
@@ -173,7 +173,7 @@ def deadline_lateness(
 
     The due time is ``due``, except when ticks of the schedule after ``due`` had come by
     ``now`` too (collapsed into this firing by an outage): then it is the latest of them
-    (``rackcron.timing.latest_due``; docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
+    (``rackcron.domain.timing.latest_due``; docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
     The lateness is None when the firing goes ahead: no deadline (the due time then stays
     ``due``), a manual trigger, or not later than the deadline after the due time.
 

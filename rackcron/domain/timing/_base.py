@@ -1,6 +1,6 @@
 """Shared pieces of the timing package: the error type, UTC, quoting, time zones.
 
-Every other module in ``rackcron.timing`` builds on these, so this one imports
+Every other module in ``rackcron.domain.timing`` builds on these, so this one imports
 nothing from its siblings.
 """
 

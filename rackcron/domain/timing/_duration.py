@@ -17,7 +17,7 @@ means a spec evaluates to the same nanosecond count here as in the reference
 
 from __future__ import annotations
 
-from rackcron.timing._base import SpecError, quote
+from rackcron.domain.timing._base import SpecError, quote
 
 __all__ = ["parse_duration"]
 

@@ -2,7 +2,7 @@
 --format mermaid`` draw (GitHub renders a ```` ```mermaid ```` block as a picture). Pure.
 
 Every text from data (titles, sections, task labels) goes through
-:func:`rackcron.escape.mermaid_text`, and a task label's first character is always an
+:func:`rackcron.domain.escape.mermaid_text`, and a task label's first character is always an
 entity code, so no label can read as a keyword (``section``, ``click``, ``title``...).
 The chart has no ``click`` or link lines, whatever the data.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from rackcron.escape import mermaid_text
+from rackcron.domain.escape import mermaid_text
 
 __all__ = ["Item", "gantt"]
 

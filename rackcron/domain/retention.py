@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rackcron.lifecycle import FINAL_STATUSES, TaskStatus
+from rackcron.domain.lifecycle import FINAL_STATUSES, TaskStatus
 
 __all__ = ["MAX_BATCH", "cutoff", "prunable"]
 

@@ -6,7 +6,7 @@ Here: an operation to
 its template, the template as far as a response shows it (``visible``), and the
 human ``Task.operation`` text, and the operation's own times (``operation_times``,
 which freezes judge); the response's ``operation_type`` and ``description``
-are derived in ``rackcron.derived``. Pure functions.
+are derived in ``rackcron.domain.operation_names``. Pure functions.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from rackcron.derived import derive
-from rackcron.errors import FailedPrecondition, InvalidArgument
-from rackcron.models import (
+from rackcron.domain.models import (
     BringUp,
     Ingest,
     Operation,
@@ -28,7 +26,9 @@ from rackcron.models import (
     PowerReset,
     UpgradeFirmware,
 )
-from rackcron.task_conflicts import OPERATION_KINDS
+from rackcron.domain.operation_names import derive
+from rackcron.domain.task_conflicts import OPERATION_KINDS
+from rackcron.errors import FailedPrecondition, InvalidArgument
 
 __all__ = [
     "OperationTimes",
@@ -237,7 +237,7 @@ def from_visible(kind: str, description: str) -> OperationTemplate:
     """The template as far as a TaskSchedule response shows it (its ``operation_type`` and
     ``description``): type, code and firmware target version; other parameters are not shown.
 
-    ``rackcron.derived.derive`` of the result give ``kind`` and ``description``
+    ``rackcron.domain.operation_names.derive`` of the result give ``kind`` and ``description``
     back for every operation rackcron stores.
     """
     if (kind, description) in _VISIBLE:

@@ -37,7 +37,6 @@ from datetime import timedelta
 from math import inf
 from typing import TYPE_CHECKING
 
-from rackcron.addresses import HostCheck, is_loopback
 from rackcron.cli._common import wait_for_stop
 from rackcron.cli._notify import NotifyConfig, start
 from rackcron.dispatcher.controllers.registry import Controllers
@@ -48,8 +47,9 @@ from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsSer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
+from rackcron.domain.addresses import HostCheck, is_loopback
+from rackcron.domain.notifications import Notification
 from rackcron.logs import Seconds, event
-from rackcron.notifications import Notification
 from rackcron.service import DEFAULT_LEASE, Service
 from rackcron.store import redacted_url
 from rackcron.store.limits import LIMITS, Role, SessionLimits
