@@ -22,7 +22,7 @@ from typing import Literal
 from rackcron.domain.timing import format_rfc3339
 from rackcron.domain.upcoming import Bar, FreezeWindow, Upcoming
 
-__all__ = ["COLOURS", "Picture", "Row", "Tick", "draw"]
+__all__ = ["COLOURS", "Picture", "Tick", "TimelineRow", "draw"]
 
 WIDTH = 1000.0  # the time axis, in SVG units
 LABEL = 180.0  # the row-name column
@@ -79,7 +79,7 @@ class Shade:
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class TimelineRow:
     name: str
     key: str  # the rack's or schedule's id
     y: float
@@ -99,7 +99,7 @@ class Picture:
     height: float
     label_width: float
     axis: float
-    rows: tuple[Row, ...]
+    rows: tuple[TimelineRow, ...]
     shades: tuple[Shade, ...]
     ticks: tuple[Tick, ...]
     now_x: float | None  # None: now is outside the window
@@ -188,7 +188,7 @@ def draw(
         keyed.setdefault(key, (name, []))[1].append(bar)
     ordered = sorted(keyed.items(), key=lambda kv: kv[1][0])
     rows = [
-        Row(name, key, AXIS + index * ROW, _merged(bars, start, span))
+        TimelineRow(name, key, AXIS + index * ROW, _merged(bars, start, span))
         for index, (key, (name, bars)) in enumerate(ordered)
     ]
     shades = _shades(upcoming, [uuid.UUID(r.key) for r in rows], span) if by == "rack" else []

@@ -60,7 +60,7 @@ from rackcron.domain.addresses import HostCheck
 from rackcron.domain.models import MissReason
 
 if TYPE_CHECKING:
-    from rackcron.service import ScheduleStates
+    from rackcron.service import MetricsSchedules
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
 
@@ -102,7 +102,7 @@ class Metrics:
         self,
         task_counts: Callable[[], dict[str, int]] | None = None,
         *,
-        schedules: Callable[[int], ScheduleStates] | None = None,
+        schedules: Callable[[int], MetricsSchedules] | None = None,
         schedule_limit: int = DEFAULT_LIMIT,
     ) -> None:
         self.registry = CollectorRegistry()

@@ -74,7 +74,7 @@ from rackcron.domain.notifications import (
 from rackcron.domain.operation_names import operation_type
 from rackcron.errors import RackcronError
 from rackcron.logs import LOGGER, Seconds, event, failed
-from rackcron.service import Service, Update, Work, Written, followed
+from rackcron.service import DueCall, Service, Update, Written, followed
 
 __all__ = ["RetryPolicy", "TaskRunner"]
 
@@ -167,7 +167,7 @@ def _task_ref(written: Written) -> TaskRef:
     )
 
 
-def _stop_given_up(work: Work, error: str) -> str:
+def _stop_given_up(work: DueCall, error: str) -> str:
     """The message of a task whose owed stop is given up: why the task ended (its message
     as claimed: ``cancelled``, a failure's reason), then why its controller was not told."""
     return followed(work.message, f"the rack controller could not be told to stop it: {error}")
@@ -181,7 +181,7 @@ class _Template(NamedTuple):
     information: dict[str, Any]
 
 
-def _about(work: Work) -> dict[str, str]:
+def _about(work: DueCall) -> dict[str, str]:
     """The fields a log line about ``work`` starts with: the task, its rack (by name,
     else id), its schedule's name (none: no schedule, or it is gone), its operation."""
     fields = {"task": str(work.task_id), "rack": work.rack_name or str(work.rack_id)}
@@ -192,7 +192,7 @@ def _about(work: Work) -> dict[str, str]:
     return fields
 
 
-def _order(work: Work) -> TaskOrder:
+def _order(work: DueCall) -> TaskOrder:
     return TaskOrder(
         id=work.task_id,
         rack_id=work.rack_id,
@@ -254,7 +254,7 @@ class TaskRunner:
             lease=self.lease,
             take=lambda w: self.controllers.key(w.controller) not in busy,
         )
-        shares: dict[str, list[Work]] = {}
+        shares: dict[str, list[DueCall]] = {}
         for item in work:
             shares.setdefault(self.controllers.key(item.controller), []).append(item)
         with self._lock:
@@ -302,7 +302,7 @@ class TaskRunner:
         finally:
             self.close()
 
-    def _work_share(self, key: str, share: list[Work]) -> None:
+    def _work_share(self, key: str, share: list[DueCall]) -> None:
         try:
             deadline = time.monotonic() + self.budget
             updates = [
@@ -323,7 +323,7 @@ class TaskRunner:
             with self._lock:
                 self._busy.pop(key, None)
 
-    def _call(self, key: str, work: Work) -> Update:
+    def _call(self, key: str, work: DueCall) -> Update:
         """One controller call for one task, and what it means for the task."""
         if work.rack_name is None:  # its rack left the inventory, and its controller with it
             return self._rack_gone(work)
@@ -350,7 +350,7 @@ class TaskRunner:
             self.metrics.controller_errors.labels(key).inc()
         return self._after_failure(key, work, error)
 
-    def _answered(self, work: Work, call: Duty, answer: ControllerState) -> Update:
+    def _answered(self, work: DueCall, call: Duty, answer: ControllerState) -> Update:
         """The controller's answer to ``call`` for ``work``, as the task's event."""
         happened = answered(call, answer.state)
         if happened is None:  # a submit answered unknown: the call failed
@@ -362,7 +362,7 @@ class TaskRunner:
             return Update(work.task_id, happened, work.status, message)
         return Update(work.task_id, happened, work.status, answer.message)
 
-    def _after_failure(self, key: str, work: Work, error: str) -> Update:
+    def _after_failure(self, key: str, work: DueCall, error: str) -> Update:
         failures = work.failures + 1
         happened = after_failure(failures, self.retry.attempts)
         stopping = duty(work.status) is Duty.STOP
@@ -383,7 +383,7 @@ class TaskRunner:
             return Update(work.task_id, happened, work.status, reason)
         return Update(work.task_id, happened, work.status, _stop_given_up(work, error))
 
-    def _refused(self, work: Work, reason: str) -> Update:
+    def _refused(self, work: DueCall, reason: str) -> Update:
         """The server will not call the rack's controller: retrying cannot help, so the
         task fails at once (a pending one was never sent anywhere)."""
         if work.status == TaskStatus.PENDING:
@@ -394,7 +394,7 @@ class TaskRunner:
             message = _stop_given_up(work, reason)
         return Update(work.task_id, Event.REFUSED, work.status, message)
 
-    def _rack_gone(self, work: Work) -> Update:
+    def _rack_gone(self, work: DueCall) -> Update:
         reason = f"rack {work.rack_id} is no longer in the inventory"
         if duty(work.status) is Duty.STOP:
             reason = _stop_given_up(work, reason)
@@ -425,7 +425,7 @@ class TaskRunner:
                 )
             )
 
-    def _observe(self, share: Iterable[Work], updates: Iterable[Update]) -> None:
+    def _observe(self, share: Iterable[DueCall], updates: Iterable[Update]) -> None:
         works = {w.task_id: w for w in share}
         for update in updates:
             ended = ends(update.was, update.event)

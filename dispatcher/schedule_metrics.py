@@ -37,7 +37,7 @@ from rackcron.domain.lifecycle import FINAL_STATUSES
 from rackcron.logs import event
 
 if TYPE_CHECKING:
-    from rackcron.service import ScheduleState, ScheduleStates
+    from rackcron.service import MetricsSchedule, MetricsSchedules
 
 __all__ = ["DEFAULT_LIMIT", "ScheduleSeries"]
 
@@ -52,7 +52,7 @@ class ScheduleSeries(Collector):
 
     def __init__(
         self,
-        read: Callable[[int], ScheduleStates],
+        read: Callable[[int], MetricsSchedules],
         limit: int,
         *,
         refresh: float = 5.0,
@@ -62,7 +62,7 @@ class ScheduleSeries(Collector):
         self.limit = limit
         self._refresh = refresh
         self._clock = clock
-        self._shown: list[ScheduleState] = []
+        self._shown: list[MetricsSchedule] = []
         self._total = 0
         self._read_at: float | None = None
         self._ended: dict[uuid.UUID, dict[str, int]] = {}

@@ -16,7 +16,7 @@ A record says:
   when the server requires none) and the peer address. A name the gRPC client gives
   (its ``--as``) is kept as ``claimed``, beside that identity, never in its place;
 * **when**: the transaction's time;
-* **what** (:class:`Change`): the action, the object's kind, id and name, and a short
+* **what** (:class:`AuditedChange`): the action, the object's kind, id and name, and a short
   detail (:func:`bounded`): the fields an update changed, a trigger's counts by
   outcome, a cancelled task's previous status. The detail is an open JSON object of
   bounded size, so a later kind of change adds keys without a new column; a trigger
@@ -53,7 +53,7 @@ __all__ = [
     "ActionRecord",
     "Actor",
     "Audit",
-    "Change",
+    "AuditedChange",
     "Via",
     "bounded",
     "cancelled",
@@ -130,7 +130,7 @@ class Audit:
 
 
 @dataclass(frozen=True)
-class Change:
+class AuditedChange:
     """What a change did: the action, its object, and a short detail (:func:`bounded`)."""
 
     action: Action
@@ -219,12 +219,12 @@ def bounded(value: Any, depth: int = 0) -> Any:
 # --- what each change records -------------------------------------------------------------
 
 
-def schedule_change(action: Action, schedule: Schedule, **detail: Any) -> Change:
+def schedule_change(action: Action, schedule: Schedule, **detail: Any) -> AuditedChange:
     """``action`` on ``schedule`` (create, delete, pause, resume)."""
-    return Change(action, "schedule", str(schedule.id), schedule.name, detail)
+    return AuditedChange(action, "schedule", str(schedule.id), schedule.name, detail)
 
 
-def created(schedule: Schedule, lookalike: str | None = None) -> Change:
+def created(schedule: Schedule, lookalike: str | None = None) -> AuditedChange:
     """A schedule created: its spec and operation, and ``lookalike``, why its name looks
     like another (``rackcron.domain.lookalikes``), when it does."""
     spec = f"{schedule.spec_type.value} {schedule.spec} ({schedule.timezone})"
@@ -240,7 +240,7 @@ _UPDATED_FIELDS = ("name", "spec_type", "spec", "timezone", "overlap_policy")
 
 def updated(
     before: Schedule | None, after: Schedule, lookalike: str | None = None
-) -> Change | None:
+) -> AuditedChange | None:
     """A schedule updated: the fields whose values changed (``before`` None: unknown), and
     the name it had when it was renamed (with ``lookalike``, why the new name looks like
     another, when it does); None when nothing changed (not even its next run)."""
@@ -261,7 +261,7 @@ def triggered(
     schedule: Schedule,
     results: Iterable[str],
     overrode: Mapping[str, Sequence[str]] | None = None,
-) -> Change:
+) -> AuditedChange:
     """A manual trigger: how many of its scopes' tasks were submitted, queued, skipped and
     refused (the task manager's ``failed``), and ``deferred`` when the store failed (the
     firing's record keeps them owed); and, when it was forced past freezes,
@@ -276,14 +276,14 @@ def triggered(
     return schedule_change(Action.TRIGGER, schedule, **counts)
 
 
-def paused(before: Schedule | None, after: Schedule) -> Change | None:
+def paused(before: Schedule | None, after: Schedule) -> AuditedChange | None:
     """PauseTaskSchedule; None when the schedule was paused already (nothing changed)."""
     if before is not None and not before.enabled:
         return None
     return schedule_change(Action.PAUSE, after)
 
 
-def scope_added(schedule: Schedule, racks: Sequence[str]) -> Change | None:
+def scope_added(schedule: Schedule, racks: Sequence[str]) -> AuditedChange | None:
     """AddTaskScheduleScope: the racks whose scope entry was created or re-filtered; None
     when there is none (nothing changed)."""
     if not racks:
@@ -291,7 +291,7 @@ def scope_added(schedule: Schedule, racks: Sequence[str]) -> Change | None:
     return schedule_change(Action.ADD_SCOPE, schedule, changed=len(racks), racks=list(racks))
 
 
-def scope_updated(schedule: Schedule, update: ScopeUpdate) -> Change | None:
+def scope_updated(schedule: Schedule, update: ScopeUpdate) -> AuditedChange | None:
     """UpdateTaskScheduleScope: how many entries were added, removed and re-filtered; None
     when the scope already was the one desired (nothing changed)."""
     counts = {"added": update.added, "removed": update.removed, "updated": update.updated}
@@ -300,22 +300,22 @@ def scope_updated(schedule: Schedule, update: ScopeUpdate) -> Change | None:
     return schedule_change(Action.UPDATE_SCOPE, schedule, **counts)
 
 
-def scope_removed(schedule: Schedule, scope_id: str, rack_id: str) -> Change:
+def scope_removed(schedule: Schedule, scope_id: str, rack_id: str) -> AuditedChange:
     """RemoveTaskScheduleScope: the entry removed and its rack."""
     return schedule_change(Action.REMOVE_SCOPE, schedule, scope_id=scope_id, rack_id=rack_id)
 
 
-def cancelled(task: Task, was: str | None) -> Change:
+def cancelled(task: Task, was: str | None) -> AuditedChange:
     """CancelTask: the task, its rack and the status it had."""
     detail = {"was": was, "rack_id": str(task.rack_id)}
-    return Change(Action.CANCEL, "task", str(task.id), task.description, detail)
+    return AuditedChange(Action.CANCEL, "task", str(task.id), task.description, detail)
 
 
-def lock_broken(holder: str | None) -> Change | None:
+def lock_broken(holder: str | None) -> AuditedChange | None:
     """``apply --break-lock``: who held the lock; None when nobody did (nothing changed)."""
     if holder is None:
         return None
-    return Change(Action.BREAK_LOCK, "apply_lock", None, None, {"holder": holder})
+    return AuditedChange(Action.BREAK_LOCK, "apply_lock", None, None, {"holder": holder})
 
 
 #: The object kind a Reconciler step changes, by its rpc.
@@ -333,7 +333,7 @@ _STEP_KINDS = {
 }
 
 
-def step_run(rpc: str, args: Mapping[str, Any]) -> Change:
+def step_run(rpc: str, args: Mapping[str, Any]) -> AuditedChange:
     """A plan step run on its own through RunStep (a remote apply runs each of its steps
     so): the rpc, and the object it names (the ``name`` and ``id`` of its arguments, or
     of the object an upsert carries)."""
@@ -341,7 +341,7 @@ def step_run(rpc: str, args: Mapping[str, Any]) -> Change:
     carried = args.get(kind)
     named = carried if isinstance(carried, Mapping) else args
     name, object_id = named.get("name"), named.get("id")
-    return Change(
+    return AuditedChange(
         Action.STEP,
         kind,
         object_id=object_id if isinstance(object_id, str) else None,

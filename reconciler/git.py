@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from rackcron.errors import InvalidArgument
-from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed
 
 if TYPE_CHECKING:
@@ -153,14 +153,14 @@ def read_tree(repo_dir: Path, relative: str, rev: str, *, missing_ok: bool = Fal
         except (KeyError, TypeError, ValueError):
             return None
         if item.type == "tree":
-            return Entry(Kind.DIRECTORY)
+            return Entry(LinkKind.DIRECTORY)
         if item.type != "blob":
             return None  # a submodule
         if item.mode == _LINK_MODE:
             if item.size > _MAX_LINK_BYTES:  # no file system holds a longer target
-                return Entry(Kind.LINK, "")  # refused as empty
-            return Entry(Kind.LINK, os.fsdecode(item.data_stream.read()))
-        return Entry(Kind.FILE)
+                return Entry(LinkKind.LINK, "")  # refused as empty
+            return Entry(LinkKind.LINK, os.fsdecode(item.data_stream.read()))
+        return Entry(LinkKind.FILE)
 
     listed: list[Listed] = []
     for item in tree.traverse():

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import PurePosixPath
 
-__all__ = ["MAX_HOPS", "Entry", "Kind", "LinkRefused", "resolve"]
+__all__ = ["MAX_HOPS", "Entry", "LinkKind", "LinkRefused", "resolve"]
 
 #: Links followed while resolving one link (as Linux's MAXSYMLINKS).
 MAX_HOPS = 40
 
 
-class Kind(Enum):
+class LinkKind(Enum):
     FILE = "file"
     DIRECTORY = "directory"
     LINK = "link"
@@ -42,7 +42,7 @@ class Kind(Enum):
 class Entry:
     """What a path inside the tree is; ``target`` is a link's target text."""
 
-    kind: Kind
+    kind: LinkKind
     target: str = ""
 
 
@@ -63,7 +63,7 @@ def resolve(link: PurePosixPath, lookup: Lookup) -> PurePosixPath | None:
     :raises LinkRefused: the link leaves the tree, dangles or loops.
     """
     entry = lookup(link)
-    if entry is None or entry.kind is not Kind.LINK:
+    if entry is None or entry.kind is not LinkKind.LINK:
         raise LinkRefused(f"{link}: not a symbolic link")
     hops = 0
     first = entry.target
@@ -87,18 +87,18 @@ def resolve(link: PurePosixPath, lookup: Lookup) -> PurePosixPath | None:
         found = lookup(PurePosixPath(*here))
         if found is None:
             raise refused("is dangling")
-        if found.kind is Kind.LINK:
+        if found.kind is LinkKind.LINK:
             hops += 1
             if hops > MAX_HOPS:
                 raise refused(f"passes through more than {MAX_HOPS} links (a loop?)")
             here.pop()
             pending += reversed(_parts(found.target, refused))
-        elif found.kind is Kind.FILE and pending and any(p not in ("", ".") for p in pending):
+        elif found.kind is LinkKind.FILE and pending and any(p not in ("", ".") for p in pending):
             raise refused("is dangling")
-    final = lookup(PurePosixPath(*here)) if here else Entry(Kind.DIRECTORY)
+    final = lookup(PurePosixPath(*here)) if here else Entry(LinkKind.DIRECTORY)
     if final is None:
         raise refused("is dangling")
-    return None if final.kind is Kind.DIRECTORY else PurePosixPath(*here)
+    return None if final.kind is LinkKind.DIRECTORY else PurePosixPath(*here)
 
 
 def _parts(target: str, refused: Callable[[str], LinkRefused]) -> list[str]:

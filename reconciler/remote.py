@@ -78,7 +78,7 @@ from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_sc
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc, reconciler_pb2_grpc
 from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
-from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
+from rackcron.wire.token_scopes import RELEASE_FREEZE, TokenScope
 
 __all__ = ["RemoteApply", "RemoteStore"]
 
@@ -110,7 +110,7 @@ class RemoteStore:
         self.extras = reconciler_pb2_grpc.ReconcilerStub(channel)
         self.extended: bool | None = None  # offers rackcron.v1.Reconciler; known after state()
         self.carries: frozenset[str] = frozenset()  # the schedule fields beyond Flow's it stores
-        self.scope: Scope | None = None  # the token's, as the server says (None: it does not)
+        self.scope: TokenScope | None = None  # the token's, as the server says (None: it does not)
         self._ids: dict[str, str] = {}  # schedule name -> id, as last read or written
         self._stored = State()  # the inventory and freezes the server showed; after state()
 
@@ -189,7 +189,7 @@ class RemoteStore:
         carries = (extras or {}).get("carries", [])
         self.carries = frozenset(c for c in carries if isinstance(c, str))
         scope = (extras or {}).get("scope")
-        self.scope = Scope(scope) if scope in {s.value for s in Scope} else None
+        self.scope = TokenScope(scope) if scope in {s.value for s in TokenScope} else None
         templates = (extras or {}).get("schedules", {})
         schedules, self._ids = {}, {}
         for message in self._schedules():
@@ -378,7 +378,7 @@ class RemoteStore:
         needs, why = (
             (RELEASE_FREEZE, f"it lifts {named('freeze', lifted)}")
             if lifted
-            else (Scope.WRITE, "it changes the store")
+            else (TokenScope.WRITE, "it changes the store")
         )
         if not self.scope.allows(needs):
             raise PermissionDenied(

@@ -19,7 +19,7 @@ from rackcron.errors import InvalidArgument
 from rackcron.gcpause import gc_paused
 from rackcron.reconciler.declared import Declared, build_declared
 from rackcron.reconciler.diagnostics import Diagnostic
-from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed, read_regular
 from rackcron.reconciler.schema import check_schema
 from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
@@ -106,10 +106,10 @@ def _directory_listing(root: Path) -> list[Listed]:
         except (FileNotFoundError, NotADirectoryError):
             return None
         if stat.S_ISLNK(mode):
-            return Entry(Kind.LINK, os.fsdecode(os.readlink(root / relative)))
+            return Entry(LinkKind.LINK, os.fsdecode(os.readlink(root / relative)))
         if stat.S_ISDIR(mode):
-            return Entry(Kind.DIRECTORY)
-        return Entry(Kind.FILE) if stat.S_ISREG(mode) else None  # no FIFOs, no devices
+            return Entry(LinkKind.DIRECTORY)
+        return Entry(LinkKind.FILE) if stat.S_ISREG(mode) else None  # no FIFOs, no devices
 
     found: list[Listed] = []
     # os.walk lists a link to a directory among the files' directories but does not enter it.
@@ -123,7 +123,7 @@ def _directory_listing(root: Path) -> list[Listed]:
             entry = lookup(inner / name)
             if entry is None:
                 continue
-            if entry.kind is Kind.FILE:
+            if entry.kind is LinkKind.FILE:
                 found.append(_file(str(file), file, root))
                 continue
             try:

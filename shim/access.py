@@ -24,7 +24,7 @@ from typing import Any
 from rackcron.errors import InvalidArgument
 from rackcron.shim.tokens import UNSCOPED, TokenSet
 from rackcron.wire.metadata import FORCE_KEY, read_force
-from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
+from rackcron.wire.token_scopes import RELEASE_FREEZE, TokenScope
 
 __all__ = ["OPEN", "RPC_SCOPES", "Need", "caller_scope", "needed", "step_needs"]
 
@@ -32,28 +32,28 @@ _FLOW = "/v1.Flow/"
 _RECONCILER = "/rackcron.v1.Reconciler/"
 
 #: The scope each method needs, by its full name (``/package.Service/Method``).
-RPC_SCOPES: Mapping[str, Scope] = MappingProxyType(
+RPC_SCOPES: Mapping[str, TokenScope] = MappingProxyType(
     {
-        f"{_FLOW}GetTaskSchedule": Scope.READ,
-        f"{_FLOW}ListTaskSchedules": Scope.READ,
-        f"{_FLOW}ListTaskScheduleScopes": Scope.READ,
-        f"{_FLOW}CheckScheduleConflicts": Scope.READ,
-        f"{_FLOW}ListTasks": Scope.READ,
-        f"{_FLOW}GetTasksByIDs": Scope.READ,
-        f"{_FLOW}CreateTaskSchedule": Scope.WRITE,
-        f"{_FLOW}UpdateTaskSchedule": Scope.WRITE,
-        f"{_FLOW}PauseTaskSchedule": Scope.WRITE,
-        f"{_FLOW}ResumeTaskSchedule": Scope.WRITE,
-        f"{_FLOW}DeleteTaskSchedule": Scope.WRITE,
-        f"{_FLOW}TriggerTaskSchedule": Scope.WRITE,  # forced: ADMIN (see needed)
-        f"{_FLOW}AddTaskScheduleScope": Scope.WRITE,
-        f"{_FLOW}RemoveTaskScheduleScope": Scope.WRITE,
-        f"{_FLOW}UpdateTaskScheduleScope": Scope.WRITE,
-        f"{_FLOW}CancelTask": Scope.WRITE,
-        f"{_RECONCILER}GetExtras": Scope.READ,
-        f"{_RECONCILER}RunStep": Scope.WRITE,
-        f"{_RECONCILER}RecordApply": Scope.WRITE,
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Scope.READ,
+        f"{_FLOW}GetTaskSchedule": TokenScope.READ,
+        f"{_FLOW}ListTaskSchedules": TokenScope.READ,
+        f"{_FLOW}ListTaskScheduleScopes": TokenScope.READ,
+        f"{_FLOW}CheckScheduleConflicts": TokenScope.READ,
+        f"{_FLOW}ListTasks": TokenScope.READ,
+        f"{_FLOW}GetTasksByIDs": TokenScope.READ,
+        f"{_FLOW}CreateTaskSchedule": TokenScope.WRITE,
+        f"{_FLOW}UpdateTaskSchedule": TokenScope.WRITE,
+        f"{_FLOW}PauseTaskSchedule": TokenScope.WRITE,
+        f"{_FLOW}ResumeTaskSchedule": TokenScope.WRITE,
+        f"{_FLOW}DeleteTaskSchedule": TokenScope.WRITE,
+        f"{_FLOW}TriggerTaskSchedule": TokenScope.WRITE,  # forced: ADMIN (see needed)
+        f"{_FLOW}AddTaskScheduleScope": TokenScope.WRITE,
+        f"{_FLOW}RemoveTaskScheduleScope": TokenScope.WRITE,
+        f"{_FLOW}UpdateTaskScheduleScope": TokenScope.WRITE,
+        f"{_FLOW}CancelTask": TokenScope.WRITE,
+        f"{_RECONCILER}GetExtras": TokenScope.READ,
+        f"{_RECONCILER}RunStep": TokenScope.WRITE,
+        f"{_RECONCILER}RecordApply": TokenScope.WRITE,
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": TokenScope.READ,
     }
 )
 #: Methods open to every caller, with a token or without: health checks, so load
@@ -71,7 +71,7 @@ OPEN = frozenset(
 class Need:
     """The scope a call needs, and what the call is, as its refusal says it."""
 
-    scope: Scope
+    scope: TokenScope
     what: str
 
 
@@ -87,21 +87,21 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
     except InvalidArgument:
         forced = False
     if forced:
-        return Need(Scope.ADMIN, f"{rpc} with {FORCE_KEY}: true")
-    return Need(RPC_SCOPES.get(method, Scope.ADMIN), rpc)
+        return Need(TokenScope.ADMIN, f"{rpc} with {FORCE_KEY}: true")
+    return Need(RPC_SCOPES.get(method, TokenScope.ADMIN), rpc)
 
 
-def step_needs(lifted: Sequence[str]) -> Scope:
+def step_needs(lifted: Sequence[str]) -> TokenScope:
     """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts the stored freezes
     ``lifted`` (``rackcron.domain.commands.lifted_freezes``: it changes or deletes one, or renames
     or relabels a rack one holds by name or label), ``write`` for any other step
     (declaring a new freeze included: it only holds more)."""
-    return RELEASE_FREEZE if lifted else Scope.WRITE
+    return RELEASE_FREEZE if lifted else TokenScope.WRITE
 
 
-def caller_scope(tokens: TokenSet, metadata: Iterable[tuple[str, Any]] | None) -> Scope:
+def caller_scope(tokens: TokenSet, metadata: Iterable[tuple[str, Any]] | None) -> TokenScope:
     """The scope of the call's token; a server without tokens lets anyone do anything."""
     if not tokens:
         return UNSCOPED
     token = tokens.find(metadata)
-    return Scope.READ if token is None else token.rights
+    return TokenScope.READ if token is None else token.rights

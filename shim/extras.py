@@ -49,7 +49,7 @@ from rackcron.shim.servicer import call_audit
 from rackcron.shim.tokens import TokenSet
 from rackcron.wire.proto.v1 import reconciler_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
-from rackcron.wire.token_scopes import RELEASE_FREEZE, Scope
+from rackcron.wire.token_scopes import RELEASE_FREEZE, TokenScope
 
 __all__ = ["CARRIES", "EXTRA_STEPS", "ReconcilerServicer"]
 
@@ -86,7 +86,7 @@ def _json(value: Any, field: str) -> dict[str, Any]:
     return parsed
 
 
-def _check_freeze_scope(ops: Operations, command: Command, scope: Scope) -> None:
+def _check_freeze_scope(ops: Operations, command: Command, scope: TokenScope) -> None:
     """:raises PermissionDenied: ``command`` lifts a stored freeze, and ``scope`` is short
     of what that needs (:func:`rackcron.shim.access.step_needs`)."""
     if not isinstance(command, LIFTING) or scope.allows(RELEASE_FREEZE):

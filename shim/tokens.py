@@ -3,7 +3,7 @@
 The token file (``rackcron serve --grpc-token-file``) holds one token per line; blank
 lines and lines starting with ``#`` are skipped. A line is either
 
-* ``SCOPE NAME:TOKEN`` -- a named token with a scope (:class:`Scope`): ``read``,
+* ``SCOPE NAME:TOKEN`` -- a named token with a scope (:class:`TokenScope`): ``read``,
   ``write`` or ``admin``, then whitespace, then the name;
 * ``NAME:TOKEN`` -- a named token without a scope: NAME is 1 to 64 letters, digits,
   ``.``, ``_`` or ``-`` (starting with a letter or digit), split from the token at the
@@ -30,14 +30,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rackcron.wire.token_scopes import Scope
+from rackcron.wire.token_scopes import TokenScope
 
 __all__ = [
     "ENV_TOKEN_NAME",
     "UNSCOPED",
     "BadTokenFile",
-    "Scope",
     "Token",
+    "TokenScope",
     "TokenSet",
     "parse_tokens",
 ]
@@ -48,7 +48,7 @@ ENV_TOKEN_NAME = "env"
 
 
 #: The rights of a token without a scope: every token's before scopes existed.
-UNSCOPED = Scope.ADMIN
+UNSCOPED = TokenScope.ADMIN
 
 
 class BadTokenFile(ValueError):
@@ -62,10 +62,10 @@ class Token:
 
     name: str
     secret: str = field(repr=False)
-    scope: Scope | None = None
+    scope: TokenScope | None = None
 
     @property
-    def rights(self) -> Scope:
+    def rights(self) -> TokenScope:
         """What the token may do: its scope, else :data:`UNSCOPED`."""
         return self.scope or UNSCOPED
 
@@ -112,7 +112,7 @@ def parse_tokens(text: str, path: str) -> tuple[Token, ...]:
     return tuple(tokens)
 
 
-def _scope_and_name(head: str, where: str) -> tuple[Scope | None, str]:
+def _scope_and_name(head: str, where: str) -> tuple[TokenScope | None, str]:
     """The scope and the name a line gives before its first ``:`` (``head``, as written;
     the name unchecked).
 
@@ -121,10 +121,14 @@ def _scope_and_name(head: str, where: str) -> tuple[Scope | None, str]:
         (a token named like a scope would get every right, not that scope's).
     """
     words = head.split()
-    scopes = ", ".join(s.value for s in Scope)
+    scopes = ", ".join(s.value for s in TokenScope)
     # "read :TOKEN": a scope whose name was forgotten. (A name alone is never followed by
     # a space, so an older file's token named "read" still reads as before.)
-    if len(words) == 1 and head[-1:].isspace() and words[0].lower() in {s.value for s in Scope}:
+    if (
+        len(words) == 1
+        and head[-1:].isspace()
+        and words[0].lower() in {s.value for s in TokenScope}
+    ):
         raise BadTokenFile(
             f"{where}: a scope needs a name after it ('{words[0].lower()} NAME:TOKEN')"
         )
@@ -132,9 +136,9 @@ def _scope_and_name(head: str, where: str) -> tuple[Scope | None, str]:
         return None, head.strip()
     word, name = words
     try:
-        return Scope(word), name
+        return TokenScope(word), name
     except ValueError:
-        hint = " (scopes are lowercase)" if word.lower() in {s.value for s in Scope} else ""
+        hint = " (scopes are lowercase)" if word.lower() in {s.value for s in TokenScope} else ""
         raise BadTokenFile(
             f"{where}: before the first ':' give a name, or a scope ({scopes}) and a name:"
             f" the first word is no scope{hint}"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["RELEASE_FREEZE", "Scope"]
+__all__ = ["RELEASE_FREEZE", "TokenScope"]
 
 
-class Scope(enum.Enum):
+class TokenScope(enum.Enum):
     """What a token may do; each scope allows what the ones before it do.
 
     ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
@@ -24,12 +24,12 @@ class Scope(enum.Enum):
     WRITE = "write"
     ADMIN = "admin"
 
-    def allows(self, needed: Scope) -> bool:
+    def allows(self, needed: TokenScope) -> bool:
         """Whether a token of this scope may do what needs ``needed``."""
-        order = list(Scope)
+        order = list(TokenScope)
         return order.index(self) >= order.index(needed)
 
 
 #: What changing or deleting a stored freeze needs: lifting a freeze overrides it for
 #: good, as a forced trigger does once. Declaring a new one needs only ``write``.
-RELEASE_FREEZE = Scope.ADMIN
+RELEASE_FREEZE = TokenScope.ADMIN

@@ -52,12 +52,12 @@ __all__ = [
     "DeleteRack",
     "DeleteSchedule",
     "Executor",
-    "Inventory",
     "PauseSchedule",
     "RemoveScope",
     "ResumeSchedule",
     "SetManagement",
     "SetStartingDeadline",
+    "StoredInventory",
     "UpdateSchedule",
     "UpdateScope",
     "UpsertComponent",
@@ -252,7 +252,7 @@ _DELETED: dict[type[_Command], str] = {
 }
 
 
-class Inventory(Protocol):
+class StoredInventory(Protocol):
     """The stored inventory, by id (None: not stored)."""
 
     def find_rack(self, rack_id: uuid.UUID, /) -> Rack | None: ...
@@ -264,7 +264,9 @@ class Inventory(Protocol):
 LIFTING = (UpsertFreeze, DeleteFreeze, UpsertRack, DeleteRack, UpsertComponent)
 
 
-def lifted_freezes(command: Command, freezes: Mapping[str, Freeze], stored: Inventory) -> list[str]:
+def lifted_freezes(
+    command: Command, freezes: Mapping[str, Freeze], stored: StoredInventory
+) -> list[str]:
     """The names of the stored ``freezes`` (by name) that ``command`` lifts or loosens: one
     it changes or deletes; those that hold a stored rack by a name or labels the command
     takes from it (a rename, a relabel, a delete); those that hold the rack a stored

@@ -90,7 +90,7 @@ from enum import Enum, StrEnum
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
-from rackcron.domain.task_conflicts import Work, conflicts
+from rackcron.domain.task_conflicts import TaskShape, conflicts
 from rackcron.errors import IllegalTransition
 
 
@@ -98,7 +98,7 @@ class Queued(Protocol):
     """An active task of a rack, as :func:`blocker` and :func:`promotions` see it."""
 
     @property
-    def work(self) -> Work: ...
+    def work(self) -> TaskShape: ...
 
 
 Q = TypeVar("Q", bound=Queued)
@@ -385,7 +385,7 @@ def admit(*, blocked: bool, queue: bool, waiting: int = 0) -> TaskStatus | None:
     return CREATED[Event.QUEUED] if queue and not queue_full(waiting) else None
 
 
-def blocker(new: Work, running: Iterable[Q], waiting: Iterable[Q]) -> Q | None:
+def blocker(new: TaskShape, running: Iterable[Q], waiting: Iterable[Q]) -> Q | None:
     """What blocks a new task on its rack, or None: the first task of the rack's running
     set (pending and running tasks), then of its earlier waiting tasks (a task never
     overtakes a conflicting one queued before it), that it conflicts with

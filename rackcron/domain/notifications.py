@@ -1,6 +1,6 @@
 """Notification events: what ``rackcron serve``, ``apply`` and ``sync`` tell a webhook.
 
-Theory. A notification is a value: a kind (:class:`Kind`), the instant it happened,
+Theory. A notification is a value: a kind (:class:`EventKind`), the instant it happened,
 its kind's fields and a Slack-compatible ``text``, built by one pure function per
 kind from plain values (ids, names, messages) and ``at``. :meth:`Notification.body`
 is the exact JSON a webhook receives, and the one its signature is computed over.
@@ -43,8 +43,8 @@ __all__ = [
     "VERSION",
     "ApplyOrigin",
     "ApplyOutcome",
+    "EventKind",
     "FailureReason",
-    "Kind",
     "Notification",
     "TaskRef",
     "apply_applied",
@@ -61,7 +61,7 @@ __all__ = [
 VERSION = 1
 
 
-class Kind(StrEnum):
+class EventKind(StrEnum):
     """What happened; the value is the event's ``kind``."""
 
     TASK_FAILED = "task.failed"
@@ -103,7 +103,7 @@ ApplyOutcome = Literal["failed", "refused", "invalid"]
 class Notification:
     """One event: :meth:`to_json` is what a webhook receives."""
 
-    kind: Kind
+    kind: EventKind
     at: datetime
     fields: Mapping[str, Any]  # the kind's own fields, JSON-ready
     text: str  # Slack mrkdwn, every value in it escaped
@@ -181,7 +181,7 @@ def task_failed(task: TaskRef, reason: FailureReason, *, at: datetime) -> Notifi
         f" {_rack(task)}, {_schedule(task)}: {_v(task.message)}"
     )
     return Notification(
-        Kind.TASK_FAILED, at, {"task": task.to_json(), "reason": reason.value}, text
+        EventKind.TASK_FAILED, at, {"task": task.to_json(), "reason": reason.value}, text
     )
 
 
@@ -191,7 +191,9 @@ def task_expired(task: TaskRef, *, at: datetime) -> Notification:
         f"*rackcron: queued task expired*: {_v(task.operation_type)} on rack {_rack(task)},"
         f" {_schedule(task)}, waited past its queue timeout and was terminated"
     )
-    return Notification(Kind.TASK_EXPIRED, at, {"task": task.to_json(), "reason": "expired"}, text)
+    return Notification(
+        EventKind.TASK_EXPIRED, at, {"task": task.to_json(), "reason": "expired"}, text
+    )
 
 
 def _schedule_json(schedule_id: uuid.UUID, name: str) -> dict[str, str]:
@@ -229,7 +231,7 @@ def firing_missed(
         "starting_deadline": starting_deadline,
         "freeze": freeze,
     }
-    return Notification(Kind.FIRING_MISSED, at, fields, text)
+    return Notification(EventKind.FIRING_MISSED, at, fields, text)
 
 
 def firing_skipped(
@@ -255,7 +257,7 @@ def firing_skipped(
         "lag_seconds": 0.0 if due_at is None else (at - due_at).total_seconds(),
         "rack_ids": [str(r) for r in rack_ids],
     }
-    return Notification(Kind.FIRING_SKIPPED, at, fields, text)
+    return Notification(EventKind.FIRING_SKIPPED, at, fields, text)
 
 
 def controller_unreachable(
@@ -278,7 +280,7 @@ def controller_unreachable(
         "error": tasks[0].message,
         "tasks": [t.to_json() for t in tasks],
     }
-    return Notification(Kind.CONTROLLER_UNREACHABLE, at, fields, text)
+    return Notification(EventKind.CONTROLLER_UNREACHABLE, at, fields, text)
 
 
 def _apply_json(revision: str | None, source: str, author: str) -> dict[str, Any]:
@@ -311,7 +313,7 @@ def apply_applied(
         "origin": origin,
         "apply": {"id": apply_id, **_apply_json(revision, source, author), "counts": dict(counts)},
     }
-    return Notification(Kind.APPLY_APPLIED, at, fields, text)
+    return Notification(EventKind.APPLY_APPLIED, at, fields, text)
 
 
 def apply_failed(
@@ -337,4 +339,4 @@ def apply_failed(
         "apply": _apply_json(revision, source, author),
         "error": error,
     }
-    return Notification(Kind.APPLY_FAILED, at, fields, text)
+    return Notification(EventKind.APPLY_FAILED, at, fields, text)

@@ -17,7 +17,7 @@ and parses the UUIDs, with the messages of docs/spec/flow-wire.md "Operation tem
   per rack with a ``components`` filter in input order; a component named twice
   is an error.
 
-Resolution asks an :class:`Inventory` for lookups and is otherwise pure, so the
+Resolution asks an :class:`TargetLookup` for lookups and is otherwise pure, so the
 service (inventory in the store) and the reconciler (inventory declared in
 YAML) resolve targets by the same rules.
 """
@@ -38,8 +38,8 @@ from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 __all__ = [
     "CheckedTarget",
     "ComponentRef",
-    "Inventory",
     "Resolved",
+    "TargetLookup",
     "check_target_spec",
     "normalize_mac",
     "resolve_targets",
@@ -177,7 +177,7 @@ class ComponentRef(NamedTuple):
     rack_id: uuid.UUID | None
 
 
-class Inventory(Protocol):
+class TargetLookup(Protocol):
     """The lookups target resolution needs (every method returns all matches)."""
 
     def find_racks(self, by: Identifier, value: uuid.UUID | str) -> list[uuid.UUID]: ...
@@ -204,7 +204,7 @@ def normalize_mac(value: str) -> str | None:
     return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
 
 
-def resolve_targets(spec: TargetSpec | None, inventory: Inventory) -> Resolved:
+def resolve_targets(spec: TargetSpec | None, inventory: TargetLookup) -> Resolved:
     """Resolve ``spec`` to scope rows.
 
     :raises InvalidArgument: bad shape, a rack or component named twice, a
@@ -232,7 +232,7 @@ def _identifier(target: CheckedTarget) -> Identifier:
     return target.by
 
 
-def _resolve_racks(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
+def _resolve_racks(targets: Sequence[CheckedTarget], inventory: TargetLookup) -> Resolved:
     resolved: Resolved = []
     seen: set[uuid.UUID] = set()
     for i, target in enumerate(targets):
@@ -258,7 +258,9 @@ def _resolve_racks(targets: Sequence[CheckedTarget], inventory: Inventory) -> Re
     return resolved
 
 
-def _domain_members(targets: Sequence[CheckedTarget], inventory: Inventory) -> list[CheckedTarget]:
+def _domain_members(
+    targets: Sequence[CheckedTarget], inventory: TargetLookup
+) -> list[CheckedTarget]:
     members: list[CheckedTarget] = []
     for i, target in enumerate(targets):
         prefix = f"target_spec.nvl_domains: NVLink domain target {i}: "
@@ -275,7 +277,7 @@ def _domain_members(targets: Sequence[CheckedTarget], inventory: Inventory) -> l
     return members
 
 
-def _resolve_components(targets: Sequence[CheckedTarget], inventory: Inventory) -> Resolved:
+def _resolve_components(targets: Sequence[CheckedTarget], inventory: TargetLookup) -> Resolved:
     by_rack: dict[uuid.UUID, list[uuid.UUID | str]] = {}
     seen: set[uuid.UUID] = set()
     for target in targets:
@@ -289,7 +291,7 @@ def _resolve_components(targets: Sequence[CheckedTarget], inventory: Inventory) 
     return [(r, ComponentFilter.components(ids)) for r, ids in by_rack.items()]
 
 
-def _find_component(target: CheckedTarget, inventory: Inventory) -> ComponentRef:
+def _find_component(target: CheckedTarget, inventory: TargetLookup) -> ComponentRef:
     if isinstance(target.value, uuid.UUID):  # by id: only ids are parsed (_component)
         ref = inventory.find_component(target.value)
         if ref is None:

@@ -8,7 +8,7 @@ precise conflict analysis (``rackcron.reconciler.conflicts``); the timeline
 (``rackcron.domain.upcoming``) asks it through :func:`meeting_points`, the same table read as an
 index. Nothing here does I/O.
 
-A task is seen as its :class:`Work`: the operation type (the reference's:
+A task is seen as its :class:`TaskShape`: the operation type (the reference's:
 ``power_control``, ``firmware_control``, ``bring_up``; anything else is a type added
 later, which only an "any" side matches) and the components it targets, each with the
 type it had when the task was submitted. Tasks on different racks never conflict: the
@@ -27,19 +27,19 @@ __all__ = [
     "BLIND",
     "OPERATION_KINDS",
     "TABLE",
-    "Kind",
+    "ConflictKind",
+    "ConflictRow",
     "Point",
     "Reach",
-    "Row",
     "Side",
-    "Work",
+    "TaskShape",
     "conflicting_row",
     "conflicts",
     "meeting_points",
 ]
 
 
-class Kind(StrEnum):
+class ConflictKind(StrEnum):
     """The operation types the table names (the reference's ``operation_type`` values)."""
 
     POWER = "power_control"  # power on, off and reset
@@ -59,11 +59,11 @@ class Side:
     """One side of a row: an operation type (None: any) and, optionally, a component type
     the task must target at least one component of."""
 
-    kind: Kind | None
+    kind: ConflictKind | None
     component_type: str | None = None
     blind: bool = False  # the task must target no known component (:data:`BLIND`)
 
-    def matches(self, work: Work) -> bool:
+    def matches(self, work: TaskShape) -> bool:
         return (
             (self.kind is None or work.operation_type == self.kind)
             and (self.component_type is None or self.component_type in work.types)
@@ -78,14 +78,14 @@ class Side:
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class ConflictRow:
     """A row of the table: ``a`` and ``b`` conflict (in either order), within ``reach``."""
 
     a: Side
     b: Side
     reach: Reach
 
-    def matches(self, x: Work, y: Work) -> bool:
+    def matches(self, x: TaskShape, y: TaskShape) -> bool:
         """Whether this row matches ``x`` as its ``a`` and ``y`` as its ``b``."""
         return (
             self.a.matches(x)
@@ -98,13 +98,17 @@ class Row:
         return f"{self.a} and {self.b} conflict on {where}"
 
 
-_NAMES: Mapping[Kind, str] = MappingProxyType(
-    {Kind.POWER: "power", Kind.FIRMWARE: "firmware", Kind.BRING_UP: "bring-up or ingest"}
+_NAMES: Mapping[ConflictKind, str] = MappingProxyType(
+    {
+        ConflictKind.POWER: "power",
+        ConflictKind.FIRMWARE: "firmware",
+        ConflictKind.BRING_UP: "bring-up or ingest",
+    }
 )
 
 
 @dataclass(frozen=True, slots=True)
-class Work:
+class TaskShape:
     """A task as the table sees it: its operation type, and its components (canonical
     UUID text -> the component's type when the task was submitted)."""
 
@@ -116,15 +120,15 @@ class Work:
         object.__setattr__(self, "types", frozenset(self.components.values()))
 
     @classmethod
-    def of(cls, operation_type: str, ids: Iterable[str], types: Iterable[str]) -> Work:
+    def of(cls, operation_type: str, ids: Iterable[str], types: Iterable[str]) -> TaskShape:
         """From a task row's parallel lists of component ids and types."""
         return cls(operation_type, dict(zip(ids, types, strict=True)))
 
 
-_P, _F, _B = Kind.POWER, Kind.FIRMWARE, Kind.BRING_UP
+_P, _F, _B = ConflictKind.POWER, ConflictKind.FIRMWARE, ConflictKind.BRING_UP
 
 #: The operation type of each operation as a tree names it (docs/declaring.md).
-OPERATION_KINDS: Mapping[str, Kind] = MappingProxyType(
+OPERATION_KINDS: Mapping[str, ConflictKind] = MappingProxyType(
     {
         "power_on": _P,
         "power_off": _P,
@@ -138,24 +142,24 @@ _RACK, _PARTS = Reach.RACK, Reach.COMPONENTS
 
 #: docs/spec/SEMANTICS.md "Task conflicts", row by row. Any pair no row matches, in either
 #: order, may run side by side.
-TABLE: tuple[Row, ...] = (
-    Row(Side(_P, "POWERSHELF"), Side(_P), _RACK),
-    Row(Side(_P, "POWERSHELF"), Side(_F), _RACK),
-    Row(Side(_P, "COMPUTE"), Side(_P, "COMPUTE"), _PARTS),
-    Row(Side(_P, "NVSWITCH"), Side(_P, "NVSWITCH"), _PARTS),
-    Row(Side(_P, "COMPUTE"), Side(_F, "COMPUTE"), _PARTS),
-    Row(Side(_P, "NVSWITCH"), Side(_F, "NVSWITCH"), _PARTS),
-    Row(Side(_F), Side(_F), _PARTS),
-    Row(Side(_B), Side(None), _RACK),
+TABLE: tuple[ConflictRow, ...] = (
+    ConflictRow(Side(_P, "POWERSHELF"), Side(_P), _RACK),
+    ConflictRow(Side(_P, "POWERSHELF"), Side(_F), _RACK),
+    ConflictRow(Side(_P, "COMPUTE"), Side(_P, "COMPUTE"), _PARTS),
+    ConflictRow(Side(_P, "NVSWITCH"), Side(_P, "NVSWITCH"), _PARTS),
+    ConflictRow(Side(_P, "COMPUTE"), Side(_F, "COMPUTE"), _PARTS),
+    ConflictRow(Side(_P, "NVSWITCH"), Side(_F, "NVSWITCH"), _PARTS),
+    ConflictRow(Side(_F), Side(_F), _PARTS),
+    ConflictRow(Side(_B), Side(None), _RACK),
 )
 
 #: rackcron's own row, after the table's: a task that targets no known component (a rack
 #: target on a rack whose inventory lists none) holds the whole rack, since nothing says
 #: what it touches. The reference's rows would let it run beside anything but bring-up.
-BLIND = Row(Side(None, blind=True), Side(None), _RACK)
+BLIND = ConflictRow(Side(None, blind=True), Side(None), _RACK)
 
 
-def conflicting_row(x: Work, y: Work) -> Row | None:
+def conflicting_row(x: TaskShape, y: TaskShape) -> ConflictRow | None:
     """The first row of :data:`TABLE`, then :data:`BLIND`, that matches ``x`` and ``y`` in either order; None
     when they may run side by side."""
     for row in (*TABLE, BLIND):
@@ -164,7 +168,7 @@ def conflicting_row(x: Work, y: Work) -> Row | None:
     return None
 
 
-def conflicts(x: Work, y: Work) -> bool:
+def conflicts(x: TaskShape, y: TaskShape) -> bool:
     """Whether two tasks of one rack may not run at the same time."""
     return conflicting_row(x, y) is not None
 
@@ -174,7 +178,7 @@ def conflicts(x: Work, y: Work) -> bool:
 Point = tuple[int, str, str | None]
 
 
-def meeting_points(work: Work) -> tuple[frozenset[Point], frozenset[Point]]:
+def meeting_points(work: TaskShape) -> tuple[frozenset[Point], frozenset[Point]]:
     """Where ``work`` stands and where it looks: ``x`` and ``y`` conflict exactly when
     ``x`` looks where ``y`` stands (and so ``y`` where ``x`` stands).
 
@@ -199,7 +203,7 @@ _Sides = tuple[tuple[int, str, str], ...]  # (row, side it stands at, side it lo
 def _meeting_sides(operation_type: str, types: frozenset[str]) -> tuple[_Sides, _Sides]:
     """The sides a task matches, of rows over the whole rack and over components: what
     :func:`meeting_points` spreads over a task's places (a fleet has a few kinds of task)."""
-    work = Work(operation_type, {str(n): t for n, t in enumerate(types)})  # none: blind
+    work = TaskShape(operation_type, {str(n): t for n, t in enumerate(types)})  # none: blind
     rack: list[tuple[int, str, str]] = []
     parts: list[tuple[int, str, str]] = []
     for index, row in enumerate((*TABLE, BLIND)):

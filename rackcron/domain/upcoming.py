@@ -16,7 +16,7 @@ and says when there are more: n schedules in lockstep on one rack would otherwis
 names on each of their bars. A bar whose start falls inside a
 freeze that holds it is marked with the freeze (``rackcron.domain.freezes``).
 
-Work is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
+TaskShape is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
 name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (the earliest; past
 that, :attr:`Upcoming.truncated`) and the first :data:`MAX_FIRES_PER_SCHEDULE` windows of each
 freeze (its name is then in :attr:`Upcoming.freezes_cut`: a freeze every minute is 44,640
@@ -40,7 +40,7 @@ from rackcron.domain.firing import select_components
 from rackcron.domain.freezes import Target, matches, selects_rack, windows
 from rackcron.domain.models import Component, Freeze, Rack, Schedule, Scope
 from rackcron.domain.operation_names import operation_name
-from rackcron.domain.task_conflicts import Point, Work, meeting_points
+from rackcron.domain.task_conflicts import Point, TaskShape, meeting_points
 
 __all__ = [
     "EXPECTED_DURATIONS",
@@ -300,12 +300,12 @@ class _Held:
 
 def _work(
     kind: str, component_filter: ComponentFilter | None, components: list[tuple[str, str]]
-) -> Work | None:
+) -> TaskShape | None:
     chosen = select_components(component_filter, components)
     if chosen is None:
         return None
     types = dict(components)
-    return Work.of(kind, chosen, [types[c] for c in chosen])
+    return TaskShape.of(kind, chosen, [types[c] for c in chosen])
 
 
 def _mark_conflicts(bars: list[Bar], meets: Sequence[_Meets]) -> list[Bar]:

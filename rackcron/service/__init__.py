@@ -63,7 +63,7 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, lock_holder
 from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
-from rackcron.service._delivery import DeliveryOps, Recorded, Update, Work, Written, followed
+from rackcron.service._delivery import DeliveryOps, DueCall, Recorded, Update, Written, followed
 from rackcron.service._firing import (
     DEFAULT_LEASE,
     Completed,
@@ -80,8 +80,8 @@ from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import (
     BY_ID,
     UPDATE_MASK_PATHS,
-    ScheduleState,
-    ScheduleStates,
+    MetricsSchedule,
+    MetricsSchedules,
     not_found,
 )
 from rackcron.service._scopes import ScopeOps
@@ -97,20 +97,20 @@ __all__ = [
     "ApplyLocked",
     "Batch",
     "Completed",
+    "DueCall",
     "FireResult",
     "Frozen",
+    "MetricsSchedule",
+    "MetricsSchedules",
     "Missed",
     "Names",
     "Operations",
     "RackView",
     "Recorded",
-    "ScheduleState",
-    "ScheduleStates",
     "ScopeOutcome",
     "Service",
     "Unfireable",
     "Update",
-    "Work",
     "Written",
     "followed",
     "warn_lookalike",

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from rackcron.audit import (
     ActionRecord,
     Audit,
-    Change,
+    AuditedChange,
     bounded,
     checked,
     local_actor,
@@ -56,7 +56,7 @@ def _record(row: Any) -> ActionRecord:
 
 
 class AuditOps(ScheduleOps, ApplyOps):
-    def record_action(self, audit: Audit | None, change: Change | None) -> None:
+    def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None:
         """Append ``change``, made as ``audit`` says (None: by the local OS user, with no
         reason), to the audit trail, in this transaction; ``change`` None (the call
         changed nothing): nothing is recorded, but ``audit`` is still checked.

@@ -67,9 +67,9 @@ from rackcron.store.tables import rack, task, task_schedule
 __all__ = [
     "MAX_MESSAGE",
     "DeliveryOps",
+    "DueCall",
     "Recorded",
     "Update",
-    "Work",
     "Written",
     "followed",
     "storable",
@@ -110,7 +110,7 @@ def followed(message: str, then: str) -> str:
     return _cut(message, MAX_MESSAGE - len(_THEN) - len(then)) + _THEN + then
 
 
-class Work(NamedTuple):
+class DueCall(NamedTuple):
     """A task the runner must call its controller about."""
 
     task_id: uuid.UUID
@@ -320,8 +320,8 @@ class DeliveryOps(TaskOps, FreezeOps):
         limit: int,
         *,
         lease: float,
-        take: Callable[[Work], bool] = lambda work: True,
-    ) -> list[Work]:
+        take: Callable[[DueCall], bool] = lambda work: True,
+    ) -> list[DueCall]:
         """Up to ``limit`` due tasks, oldest due first, leased for ``lease`` seconds.
 
         ``take`` can leave a task alone (its controller is still busy with an
@@ -336,7 +336,8 @@ class DeliveryOps(TaskOps, FreezeOps):
             .with_for_update(skip_locked=True, of=task)
         )
         rows = [
-            Work(row[0], row[1], TaskStatus(row[2]), *row[3:]) for row in self.conn.execute(query)
+            DueCall(row[0], row[1], TaskStatus(row[2]), *row[3:])
+            for row in self.conn.execute(query)
         ]
         held = self._held_deliveries(rows)
         work = [w for w in rows if w.task_id not in held and take(w)][:limit]
@@ -345,7 +346,7 @@ class DeliveryOps(TaskOps, FreezeOps):
             self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=until))
         return work
 
-    def _held_deliveries(self, rows: Sequence[Work]) -> set[uuid.UUID]:
+    def _held_deliveries(self, rows: Sequence[DueCall]) -> set[uuid.UUID]:
         """The pending tasks a freeze holds now (docs/spec/SEMANTICS.md "Freeze windows"):
         not delivered, and due again in :data:`HOLD_RECHECK` seconds. Running tasks and
         stops are never held."""

@@ -38,9 +38,9 @@ from rackcron.store.tables import task, task_schedule, task_schedule_scope
 __all__ = [
     "BY_ID",
     "UPDATE_MASK_PATHS",
+    "MetricsSchedule",
+    "MetricsSchedules",
     "ScheduleOps",
-    "ScheduleState",
-    "ScheduleStates",
     "not_found",
 ]
 
@@ -53,7 +53,7 @@ UPDATE_MASK_PATHS = frozenset(
 )
 
 
-class ScheduleState(NamedTuple):
+class MetricsSchedule(NamedTuple):
     """What the per-schedule metrics show of one schedule."""
 
     id: uuid.UUID
@@ -63,10 +63,10 @@ class ScheduleState(NamedTuple):
     last_success_at: datetime | None  # the newest completed task's end; None: none kept
 
 
-class ScheduleStates(NamedTuple):
+class MetricsSchedules(NamedTuple):
     """The schedules the per-schedule metrics show, and how many the store holds."""
 
-    schedules: list[ScheduleState]
+    schedules: list[MetricsSchedule]
     total: int
 
 
@@ -283,7 +283,7 @@ class ScheduleOps(TargetOps):
             items=[_rows.schedule(r) for r in self.conn.execute(query)], total=total
         )
 
-    def schedule_states(self, limit: int) -> ScheduleStates:
+    def schedule_states(self, limit: int) -> MetricsSchedules:
         """The first ``limit`` schedules by created_at then id, each with its next run and
         its last success (the newest completed task still in the store), and how many
         schedules there are: one statement, for the per-schedule metrics.
@@ -311,9 +311,9 @@ class ScheduleOps(TargetOps):
         )
         rows = self.conn.execute(query).all()
         states = [
-            ScheduleState(r.id, r.name, r.enabled, r.next_run_at, r.last_success_at) for r in rows
+            MetricsSchedule(r.id, r.name, r.enabled, r.next_run_at, r.last_success_at) for r in rows
         ]
-        return ScheduleStates(states, rows[0].total if rows else 0)
+        return MetricsSchedules(states, rows[0].total if rows else 0)
 
     def update_schedule(
         self, schedule_id: uuid.UUID | str, config: ScheduleConfig, update_mask: Sequence[str]

@@ -43,7 +43,7 @@ from rackcron.domain.lifecycle import (
     queue_full,
 )
 from rackcron.domain.models import OperationTemplate, OverlapPolicy, Page, Task
-from rackcron.domain.task_conflicts import Work, conflicting_row
+from rackcron.domain.task_conflicts import TaskShape, conflicting_row
 from rackcron.domain.templates import task_operation_text
 from rackcron.errors import (
     FailedPrecondition,
@@ -134,7 +134,7 @@ def chunked(values: Sequence[T]) -> Iterator[Sequence[T]]:
 
 class Active:
     """An active task of a rack as the conflict rules see it (``lifecycle.Queued``); its
-    :class:`~rackcron.domain.task_conflicts.Work` is built only when a rule asks for it: most
+    :class:`~rackcron.domain.task_conflicts.TaskShape` is built only when a rule asks for it: most
     racks of a firing hold no other task, and need none.
 
     A row that lacks its component types (written by a rackcron older than migration
@@ -147,13 +147,13 @@ class Active:
         self, task_id: uuid.UUID, kind: str, ids: Sequence[str], types: Sequence[str] | None
     ) -> None:
         self.task_id, self._kind, self._ids, self._types = task_id, kind, ids, types
-        self._work: Work | None = None
+        self._work: TaskShape | None = None
 
     @property
-    def work(self) -> Work:
+    def work(self) -> TaskShape:
         if self._work is None:
             known = self._types is not None
-            self._work = Work.of(self._kind, self._ids if known else (), self._types or ())
+            self._work = TaskShape.of(self._kind, self._ids if known else (), self._types or ())
         return self._work
 
 

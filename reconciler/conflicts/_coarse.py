@@ -1,7 +1,7 @@
 """What the check compares, and the coarse check: every pair of schedules sharing a rack.
 
 The caller reads the store into a :class:`StoreView`; with the declared tree it
-gives the inventory (:class:`Inventory`, turning a scope entry into the set of
+gives the inventory (:class:`RackComponents`, turning a scope entry into the set of
 components it covers) and the schedules compared (:class:`Subject`: the enabled
 declared ones, and the stored ones the tree does not declare and an apply would
 not delete). :func:`sharing_pairs` yields each pair sharing a rack once, a declared
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter
-from rackcron.domain.task_conflicts import OPERATION_KINDS, Work
+from rackcron.domain.task_conflicts import OPERATION_KINDS, TaskShape
 from rackcron.reconciler.conflicts._count import PairCount, count_pairs
 from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
-    Conflict,
     ConflictReport,
     Party,
+    PredictedConflict,
     SharedComponent,
     SharedRack,
 )
@@ -67,7 +67,7 @@ class StoreView:
 # --- inventory ---------------------------------------------------------------------------------
 
 
-class Inventory:
+class RackComponents:
     """Rack names and the components of each rack, to turn scope entries into component sets."""
 
     def __init__(self, racks: Iterable[Rack], components: Iterable[Component]) -> None:
@@ -97,13 +97,13 @@ class Inventory:
             return frozenset(c.id for c in members if c.type.value in filt.items)
         return frozenset(uuid.UUID(item) for item in filt.items)
 
-    def work(self, rack_id: uuid.UUID, filt: ComponentFilter | None, kind: str) -> Work | None:
+    def work(self, rack_id: uuid.UUID, filt: ComponentFilter | None, kind: str) -> TaskShape | None:
         """A task a scope entry would submit, as the conflict table sees it; None when its
         filter matches no component (the task manager would refuse it)."""
         covered = self.covered(rack_id, filt) - {rack_id}
         if filt is not None and not covered:
             return None
-        return Work(kind, {str(c): self.types.get(c, "UNKNOWN") for c in covered})
+        return TaskShape(kind, {str(c): self.types.get(c, "UNKNOWN") for c in covered})
 
     def shared(
         self, rack_id: uuid.UUID, both: frozenset[uuid.UUID], rule: str | None = None
@@ -121,14 +121,14 @@ class Inventory:
         )
 
 
-def build_inventory(declared: Declared, store: StoreView | None) -> Inventory:
+def build_inventory(declared: Declared, store: StoreView | None) -> RackComponents:
     """The declared inventory; racks only the store knows are added from it."""
     racks, components = list(declared.racks), list(declared.components)
     if store is not None:
         known = {r.id for r in racks}
         racks += [r for r in store.racks if r.id not in known]
         components += [c for c in store.components if c.rack_id not in known]
-    return Inventory(racks, components)
+    return RackComponents(racks, components)
 
 
 # --- subjects: the schedules compared ----------------------------------------------------------
@@ -261,7 +261,9 @@ def coarse_conflicts(
     inventory = build_inventory(declared, store)
     mine, others = compared_subjects(declared, store, owner)
     conflicts = tuple(
-        Conflict(a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks))
+        PredictedConflict(
+            a.party, b.party, tuple(SharedRack(r, inventory.rack_name(r)) for r in racks)
+        )
         for a, b, racks in itertools.islice(sharing_pairs(mine, others), MAX_LISTED)
     )
     counted = pair_count(mine, others)

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.freezes import unevaluable
-from rackcron.domain.task_conflicts import Row, Work, conflicting_row
+from rackcron.domain.task_conflicts import ConflictRow, TaskShape, conflicting_row
 from rackcron.domain.templates import operation_times, to_template
 from rackcron.domain.upcoming import EXPECTED_DURATIONS
 from rackcron.reconciler.conflicts._coarse import (
-    Inventory,
+    RackComponents,
     StoreView,
     Subject,
     build_inventory,
@@ -46,9 +46,9 @@ from rackcron.reconciler.conflicts._freezes import Firer, held_firings
 from rackcron.reconciler.conflicts._report import (
     MAX_LISTED,
     Collision,
-    Conflict,
     ConflictReport,
-    Firing,
+    PredictedConflict,
+    PredictedFiring,
     Unchecked,
 )
 from rackcron.reconciler.conflicts._times import (
@@ -72,11 +72,11 @@ DEFAULT_HORIZON = timedelta(days=14)
 MAX_PAIRS = 200_000
 
 
-def _firing(subject: Subject, start: int, length: int, at: datetime) -> Firing:
+def _firing(subject: Subject, start: int, length: int, at: datetime) -> PredictedFiring:
     assert subject.spec is not None  # only a schedule that fires has a firing
     begin = instant(start)
     zone = subject.spec.timezone.key if isinstance(subject.spec, timing.Cron) else "UTC"
-    return Firing(
+    return PredictedFiring(
         start=begin,
         end=instant(start + length),
         zone=zone,
@@ -154,11 +154,11 @@ def precise_conflicts(
         return covers[id(subject)]
 
     # What each scope entry would submit, by operation type, and each pair's verdict.
-    works: dict[tuple[uuid.UUID, ComponentFilter | None, str], Work | None] = {}
-    by_subject: dict[int, dict[uuid.UUID, Work | None]] = {}
-    rows: dict[tuple[int, int], Row | None] = {}
+    works: dict[tuple[uuid.UUID, ComponentFilter | None, str], TaskShape | None] = {}
+    by_subject: dict[int, dict[uuid.UUID, TaskShape | None]] = {}
+    rows: dict[tuple[int, int], ConflictRow | None] = {}
 
-    def work(subject: Subject, rack: uuid.UUID) -> Work | None:
+    def work(subject: Subject, rack: uuid.UUID) -> TaskShape | None:
         if id(subject) not in by_subject:
             for r, f in subject.scope:
                 if (r, f, subject.kind) not in works:
@@ -166,7 +166,7 @@ def precise_conflicts(
             by_subject[id(subject)] = {r: works[r, f, subject.kind] for r, f in subject.scope}
         return by_subject[id(subject)][rack]
 
-    def rule(x: Work | None, y: Work | None) -> Row | None:
+    def rule(x: TaskShape | None, y: TaskShape | None) -> ConflictRow | None:
         if x is None or y is None:
             return None
         key = (id(x), id(y))
@@ -187,7 +187,7 @@ def precise_conflicts(
     # one spec on one rack are N*(N-1)/2 pairs but one overlap to compute.
     overlaps: dict[tuple[int, int, int, int], tuple[int, int, int] | None] = {}
     since = micros(now)
-    conflicts: list[Conflict] = []
+    conflicts: list[PredictedConflict] = []
     total = compared = 0
     unchecked: Unchecked | None = None
     for a, b, racks in sharing_pairs(mine, others):
@@ -219,7 +219,7 @@ def precise_conflicts(
         at = instant(hit[0])
         firings = (_firing(a, hit[1], length(a), at), _firing(b, hit[2], length(b), at))
         shared = tuple(inventory.shared(rack, both, str(row)) for rack, both, row in meeting)
-        conflicts.append(Conflict(a.party, b.party, shared, Collision(at, firings)))
+        conflicts.append(PredictedConflict(a.party, b.party, shared, Collision(at, firings)))
     firers, freezes = _firers(mine, declared, inventory), _freezes(declared, store, owner)
     held = held_firings(firers, freezes, now=now, horizon=horizon)
     return ConflictReport(
@@ -237,7 +237,7 @@ def precise_conflicts(
     )
 
 
-def _firers(mine: list[Subject], declared: Declared, inventory: Inventory) -> list[Firer]:
+def _firers(mine: list[Subject], declared: Declared, inventory: RackComponents) -> list[Firer]:
     """The declared schedules compared, as the freeze check sees them."""
     labels = {s.name: s.labels for s in declared.schedules}
     own = {

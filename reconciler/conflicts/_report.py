@@ -1,9 +1,9 @@
 """The result of a conflict check, and its documented ``rackcron.conflicts/v1`` JSON form.
 
-A :class:`ConflictReport` is a frozen value: the conflicting pairs (:class:`Conflict`),
+A :class:`ConflictReport` is a frozen value: the conflicting pairs (:class:`PredictedConflict`),
 each naming its two schedules (:class:`Party`), the racks and, for a precise check,
 the components both cover there (:class:`SharedRack`), and the first collision
-(:class:`Collision`, one :class:`Firing` per side). Nothing here prints:
+(:class:`Collision`, one :class:`PredictedFiring` per side). Nothing here prints:
 :meth:`ConflictReport.to_json` is the one serialised form, and every rendering
 (``_render``) is made from it, so text and JSON cannot disagree.
 """
@@ -87,7 +87,7 @@ class SharedRack:
 
 
 @dataclass(frozen=True)
-class Firing:
+class PredictedFiring:
     """One firing of a schedule: when it starts and until when it is assumed to run (UTC)."""
 
     start: datetime
@@ -102,11 +102,11 @@ class Collision:
     """The first instant both schedules run, and the firing of each running then."""
 
     at: datetime
-    firings: tuple[Firing, Firing]
+    firings: tuple[PredictedFiring, PredictedFiring]
 
 
 @dataclass(frozen=True)
-class Conflict:
+class PredictedConflict:
     """A pair of schedules, reported once; ``a`` is always declared."""
 
     a: Party
@@ -215,7 +215,7 @@ class ConflictReport:
     """The outcome of one check: what was compared and the conflicts found, in tree order."""
 
     mode: Mode
-    conflicts: tuple[Conflict, ...]
+    conflicts: tuple[PredictedConflict, ...]
     declared: int  # enabled declared schedules checked
     stored: int | None  # stored schedules compared; None: the store was not read
     now: datetime | None = None  # precise only
@@ -274,7 +274,7 @@ def _local(moment: datetime) -> str:
     return f"{moment.isoformat()} {moment.tzname() or ''}".rstrip()
 
 
-def _conflict_json(conflict: Conflict, mode: Mode) -> dict[str, Any]:
+def _conflict_json(conflict: PredictedConflict, mode: Mode) -> dict[str, Any]:
     data: dict[str, Any] = {
         "schedules": [conflict.a.to_json(), conflict.b.to_json()],
         "racks": [r.to_json(mode) for r in conflict.racks],

@@ -29,7 +29,7 @@ from rackcron.dispatcher.notify import Delivery, Notifier, parse_webhook
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.domain.lifecycle import Event
 from rackcron.domain.models import ControllerSpec, Freeze, OverlapPolicy, QueueOptions, TaskStatus
-from rackcron.domain.notifications import Kind, Notification
+from rackcron.domain.notifications import EventKind, Notification
 from rackcron.service import Service, Update
 from rackcron.store import open_engine
 from tests.conftest import Clock, Fleet
@@ -91,7 +91,7 @@ def test_every_kind_arrives_valid_and_signed(sink, clock) -> None:
 
 def test_without_a_secret_nothing_is_signed(receiver, clock) -> None:
     n = notifier(receiver.url, secret=None)
-    n.emit(one_of_each("x", at=clock.now)[Kind.TASK_FAILED])
+    n.emit(one_of_each("x", at=clock.now)[EventKind.TASK_FAILED])
     check(receiver.wait_for(1)[0], None)
     n.close(1.0)
 
@@ -100,7 +100,7 @@ def test_a_webhook_that_is_down_is_tried_a_bounded_number_of_times(clock, caplog
     url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     n = notifier(url)
     with caplog.at_level(logging.DEBUG, logger="rackcron"):
-        n.emit(one_of_each("x", at=clock.now)[Kind.TASK_FAILED])
+        n.emit(one_of_each("x", at=clock.now)[EventKind.TASK_FAILED])
         wait_until(lambda: counted(n, "failed", url) == 1)
     n.close(1.0)
     attempts = [r for r in caplog.records if r.getMessage() == "notification attempt failed"]
@@ -123,7 +123,7 @@ def test_an_erroring_or_slow_webhook_is_tried_a_bounded_number_of_times(
     hook = Receiver(lambda n: answer)
     n = notifier(hook.url, delivery=Delivery(attempts=3, backoff=0.01, timeout=0.3))
     with caplog.at_level(logging.WARNING, logger="rackcron"):
-        n.emit(one_of_each("x", at=clock.now)[Kind.TASK_FAILED])
+        n.emit(one_of_each("x", at=clock.now)[EventKind.TASK_FAILED])
         wait_until(lambda: counted(n, "failed", hook.url) == 1)
     (gave_up,) = [r for r in caplog.records if r.getMessage() == "notification not delivered"]
     assert gave_up.fields["error"] == error  # type: ignore[attr-defined]
@@ -137,7 +137,7 @@ def test_an_erroring_or_slow_webhook_is_tried_a_bounded_number_of_times(
 def test_a_retry_that_succeeds_delivers_once_with_the_same_id(clock) -> None:
     hook = Receiver(lambda n: Answer(503 if n == 0 else 204))
     n = notifier(hook.url)
-    n.emit(one_of_each("x", at=clock.now)[Kind.APPLY_APPLIED])
+    n.emit(one_of_each("x", at=clock.now)[EventKind.APPLY_APPLIED])
     first, second = hook.wait_for(2)
     assert first.body == second.body
     assert check(first, SECRET)["id"] == check(second, SECRET)["id"]
@@ -150,7 +150,7 @@ def test_a_retry_that_succeeds_delivers_once_with_the_same_id(clock) -> None:
 def test_an_answer_that_cannot_get_better_is_not_retried(clock) -> None:
     hook = Receiver(lambda n: Answer(404))
     n = notifier(hook.url)
-    n.emit(one_of_each("x", at=clock.now)[Kind.TASK_FAILED])
+    n.emit(one_of_each("x", at=clock.now)[EventKind.TASK_FAILED])
     wait_until(lambda: counted(n, "failed", hook.url) == 1)
     n.close(1.0)
     hook.close()
@@ -161,10 +161,10 @@ def test_a_full_queue_drops_and_counts(clock) -> None:
     hook = Receiver(lambda n: Answer(200, delay=30.0, hold=True))
     n = notifier(hook.url, delivery=Delivery(queue_size=2, timeout=30.0))
     events = one_of_each("x", at=clock.now)
-    n.emit(events[Kind.TASK_FAILED])
+    n.emit(events[EventKind.TASK_FAILED])
     hook.wait_for(1)  # the worker holds it: the queue is empty again
     for _ in range(9):
-        n.emit(events[Kind.TASK_EXPIRED])
+        n.emit(events[EventKind.TASK_EXPIRED])
     assert counted(n, "dropped", hook.url) == 7  # two of the nine fit
     hook.release()
     wait_until(lambda: counted(n, "sent", hook.url) == 3)
@@ -178,12 +178,12 @@ def test_close_delivers_what_it_can_then_drops_and_counts_the_rest(clock) -> Non
     hook = Receiver(lambda n: Answer(200, delay=30.0, hold=True))
     n = notifier(hook.url, delivery=Delivery(queue_size=10, timeout=30.0))
     events = one_of_each("x", at=clock.now)
-    for kind in (Kind.TASK_FAILED, Kind.TASK_EXPIRED, Kind.FIRING_SKIPPED):
+    for kind in (EventKind.TASK_FAILED, EventKind.TASK_EXPIRED, EventKind.FIRING_SKIPPED):
         n.emit(events[kind])
     hook.wait_for(1)
     n.close(0.2)  # the first is held past the grace: the other two never start
     assert counted(n, "dropped", hook.url) == 2
-    n.emit(events[Kind.TASK_FAILED])  # closed: dropped too
+    n.emit(events[EventKind.TASK_FAILED])  # closed: dropped too
     assert counted(n, "dropped", hook.url) == 3
     hook.close()
     assert len(hook.received) == 1
@@ -464,7 +464,7 @@ def test_a_planned_freeze_is_told_once_per_schedule_and_window(
     for _ in range(240):
         clock.advance(minutes=1)
         dispatcher.poll()
-    missed = [n for n in told if n.kind is Kind.FIRING_MISSED]
+    missed = [n for n in told if n.kind is EventKind.FIRING_MISSED]
     assert len(missed) == 1, len(missed)
 
 

@@ -33,7 +33,7 @@ from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.dispatcher.runner import TaskRunner
 from rackcron.dispatcher.schedule_metrics import ScheduleSeries
 from rackcron.domain.models import ControllerSpec, Rack, ScheduleConfig, TaskStatus
-from rackcron.service import ScheduleStates, Service
+from rackcron.service import MetricsSchedules, Service
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule
 from tests.support.cli import run
@@ -151,7 +151,7 @@ def test_past_the_limit_the_oldest_keep_their_series_and_the_rest_are_counted(
         clock.advance(seconds=1)
     reads: list[int] = []
 
-    def read(limit: int) -> ScheduleStates:
+    def read(limit: int) -> MetricsSchedules:
         reads.append(limit)
         return service.schedule_states(limit)
 

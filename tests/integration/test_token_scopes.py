@@ -32,7 +32,7 @@ from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.service import Service
 from rackcron.shim.access import RPC_SCOPES
 from rackcron.shim.server import ShimConfig, ShimServer, load_tokens
-from rackcron.shim.tokens import Scope
+from rackcron.shim.tokens import TokenScope
 from rackcron.wire.client import connect
 from rackcron.wire.metadata import FORCE, FORCE_KEY
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -61,8 +61,8 @@ SECRETS = {
     "oncall": "admin-secret",
     "legacy": "legacy-secret",
 }
-READS = sorted(m for m, s in RPC_SCOPES.items() if s is Scope.READ)
-WRITES = sorted(m for m, s in RPC_SCOPES.items() if s is Scope.WRITE)
+READS = sorted(m for m, s in RPC_SCOPES.items() if s is TokenScope.READ)
+WRITES = sorted(m for m, s in RPC_SCOPES.items() if s is TokenScope.WRITE)
 TRIGGER = "/v1.Flow/TriggerTaskSchedule"
 
 

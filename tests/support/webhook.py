@@ -25,8 +25,8 @@ import jsonschema
 
 from rackcron.domain.models import MissReason
 from rackcron.domain.notifications import (
+    EventKind,
     FailureReason,
-    Kind,
     Notification,
     TaskRef,
     apply_applied,
@@ -66,26 +66,26 @@ def _task(name: str, status: str) -> TaskRef:
     )  # fmt: skip
 
 
-def one_of_each(name: str, *, at: datetime) -> dict[Kind, Notification]:
+def one_of_each(name: str, *, at: datetime) -> dict[EventKind, Notification]:
     """One notification of each kind at ``at``, every value from outside set to ``name``."""
     due = at - timedelta(seconds=5.25)
     return {
-        Kind.TASK_FAILED: task_failed(_task(name, "failed"), FailureReason.FAILED, at=at),
-        Kind.TASK_EXPIRED: task_expired(_task(name, "terminated"), at=at),
-        Kind.FIRING_MISSED: firing_missed(
+        EventKind.TASK_FAILED: task_failed(_task(name, "failed"), FailureReason.FAILED, at=at),
+        EventKind.TASK_EXPIRED: task_expired(_task(name, "terminated"), at=at),
+        EventKind.FIRING_MISSED: firing_missed(
             uuid.UUID(int=3), name, due_at=due, at=at, reason=MissReason.FREEZE, freeze=name,
         ),
-        Kind.FIRING_SKIPPED: firing_skipped(
+        EventKind.FIRING_SKIPPED: firing_skipped(
             uuid.UUID(int=3), name, due_at=due, at=at, rack_ids=[uuid.UUID(int=2)]
         ),
-        Kind.CONTROLLER_UNREACHABLE: controller_unreachable(
+        EventKind.CONTROLLER_UNREACHABLE: controller_unreachable(
             f"http://127.0.0.1:9/{name}", [_task(name, "failed")], attempts=5, at=at
         ),
-        Kind.APPLY_APPLIED: apply_applied(
+        EventKind.APPLY_APPLIED: apply_applied(
             "apply", apply_id=7, revision="0123456789abcdef", source=name, author=name,
             counts={"create": 2, "update": 0, "replace": 0, "delete": 1}, at=at,
         ),
-        Kind.APPLY_FAILED: apply_failed(
+        EventKind.APPLY_FAILED: apply_failed(
             "sync", revision=None, source=name, author=name, outcome="failed", error=name, at=at
         ),
     }  # fmt: skip

@@ -42,7 +42,7 @@ from rackcron.domain.lifecycle import (
     queue_full,
     status_values,
 )
-from rackcron.domain.task_conflicts import Work
+from rackcron.domain.task_conflicts import TaskShape
 from rackcron.errors import FailedPrecondition, IllegalTransition
 
 # Where a task in each status (column) lands on each event (row): "." refused; "*" the
@@ -343,13 +343,13 @@ C0, C1 = "00000000-0000-0000-0000-0000000000c0", "00000000-0000-0000-0000-000000
 PS = "00000000-0000-0000-0000-0000000000a0"
 
 
-def _power(component: str, kind: str = "COMPUTE") -> Work:
-    return Work("power_control", {component: kind})
+def _power(component: str, kind: str = "COMPUTE") -> TaskShape:
+    return TaskShape("power_control", {component: kind})
 
 
 class _Task(NamedTuple):
     name: str
-    work: Work
+    work: TaskShape
 
 
 def test_blocker_is_the_first_conflicting_running_task_then_earlier_waiting_one() -> None:

@@ -18,8 +18,8 @@ from rackcron.domain.models import MissReason
 from rackcron.domain.notifications import (
     FAILURE_REASONS,
     VERSION,
+    EventKind,
     FailureReason,
-    Kind,
     Notification,
     TaskRef,
     firing_missed,
@@ -32,16 +32,16 @@ DUE = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "notifications.md"
 
 
-def every_kind(name: str = HOSTILE) -> dict[Kind, Notification]:
+def every_kind(name: str = HOSTILE) -> dict[EventKind, Notification]:
     return one_of_each(name, at=datetime(2026, 6, 1, 12, 0, 5, 250000, tzinfo=UTC))
 
 
 def test_one_builder_per_kind() -> None:
-    assert set(every_kind()) == set(Kind)
+    assert set(every_kind()) == set(EventKind)
 
 
-@pytest.mark.parametrize("kind", list(Kind), ids=[k.value for k in Kind])
-def test_every_kind_is_valid_against_the_schema(kind: Kind) -> None:
+@pytest.mark.parametrize("kind", list(EventKind), ids=[k.value for k in EventKind])
+def test_every_kind_is_valid_against_the_schema(kind: EventKind) -> None:
     notification = every_kind()[kind]
     event = json.loads(notification.body())
     assert schema_errors(event) == []
@@ -50,8 +50,8 @@ def test_every_kind_is_valid_against_the_schema(kind: Kind) -> None:
     assert event["id"] == str(notification.id)
 
 
-@pytest.mark.parametrize("kind", list(Kind), ids=[k.value for k in Kind])
-def test_hostile_names_are_inert_in_text_and_exact_in_the_fields(kind: Kind) -> None:
+@pytest.mark.parametrize("kind", list(EventKind), ids=[k.value for k in EventKind])
+def test_hostile_names_are_inert_in_text_and_exact_in_the_fields(kind: EventKind) -> None:
     notification = every_kind()[kind]
     text = notification.text
     for formed in ("<", ">", "@here", "http://", "www.e", "e.example", ":x:", "*bold*", "`x`"):
@@ -64,7 +64,7 @@ def test_hostile_names_are_inert_in_text_and_exact_in_the_fields(kind: Kind) -> 
 
 
 def test_the_schema_is_exact() -> None:
-    event = json.loads(every_kind()[Kind.TASK_FAILED].body())
+    event = json.loads(every_kind()[EventKind.TASK_FAILED].body())
     assert schema_errors({**event, "surprise": 1})
     assert schema_errors({**event, "version": 2})
     assert schema_errors({**event, "kind": "task.exploded"})
@@ -81,11 +81,11 @@ def test_every_failure_event_has_a_reason() -> None:
 
 def test_texts() -> None:
     texts = {k: n.text for k, n in every_kind("rack-a01").items()}
-    assert texts[Kind.TASK_FAILED] == (
+    assert texts[EventKind.TASK_FAILED] == (
         "*rackcron: task failed* (failed): POWER\u200b_\u200bON on rack rack-a01, schedule"
         " rack-a01: controller said rack-a01"
     )
-    assert texts[Kind.FIRING_SKIPPED] == (
+    assert texts[EventKind.FIRING_SKIPPED] == (
         "*rackcron: firing skipped*: schedule rack-a01, due 2026-06-01T12:00:00Z, fired no"
         " task: its rack was busy with an earlier task (overlap policy skip)"
     )
@@ -103,7 +103,7 @@ def test_texts() -> None:
         "1h",
         None,
     )
-    assert texts[Kind.APPLY_APPLIED] == (
+    assert texts[EventKind.APPLY_APPLIED] == (
         "*rackcron: apply #7 applied* (apply): 2 create, 1 delete from rack-a01 at revision"
         " 0123456789ab by rack-a01"
     )
@@ -133,7 +133,7 @@ def _doc_examples() -> dict[str, dict]:
 
 def test_the_docs_show_a_valid_example_of_every_kind() -> None:
     examples = _doc_examples()
-    assert set(examples) == {k.value for k in Kind}
+    assert set(examples) == {k.value for k in EventKind}
     for kind, example in examples.items():
         assert schema_errors(example) == [], kind
 
@@ -144,13 +144,13 @@ def test_the_docs_verification_snippet_accepts_a_signed_event_and_refuses_others
     scope: dict = {}
     exec(snippet, scope)
     verify = scope["verify"]
-    body = one_of_each("x", at=datetime.now(UTC))[Kind.TASK_FAILED].body()
+    body = one_of_each("x", at=datetime.now(UTC))[EventKind.TASK_FAILED].body()
     assert verify(body, sign(body, b"k"), b"k")["kind"] == "task.failed"
     with pytest.raises(ValueError, match="bad signature"):
         verify(body + b" ", sign(body, b"k"), b"k")
     with pytest.raises(ValueError, match="bad signature"):
         verify(body, sign(body, b"other"), b"k")
-    old = one_of_each("x", at=datetime.now(UTC) - timedelta(hours=1))[Kind.TASK_FAILED].body()
+    old = one_of_each("x", at=datetime.now(UTC) - timedelta(hours=1))[EventKind.TASK_FAILED].body()
     with pytest.raises(ValueError, match="stale event"):
         verify(old, sign(old, b"k"), b"k")
 

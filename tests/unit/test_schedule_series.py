@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from rackcron.dispatcher.schedule_metrics import ScheduleSeries
 from rackcron.errors import StoreError
-from rackcron.service import ScheduleState, ScheduleStates
+from rackcron.service import MetricsSchedule, MetricsSchedules
 
 AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -23,10 +23,10 @@ def samples(series: ScheduleSeries) -> dict[tuple[str, tuple[str, ...]], float]:
 
 
 def test_a_failed_read_shows_the_last_set_read() -> None:
-    shown = ScheduleState(uuid.uuid4(), "nightly", True, AT, None)
-    answers: list[ScheduleStates | None] = [ScheduleStates([shown], 1), None]
+    shown = MetricsSchedule(uuid.uuid4(), "nightly", True, AT, None)
+    answers: list[MetricsSchedules | None] = [MetricsSchedules([shown], 1), None]
 
-    def read(limit: int) -> ScheduleStates:
+    def read(limit: int) -> MetricsSchedules:
         answer = answers.pop(0)
         if answer is None:
             raise StoreError("database error: the database is unreachable")
@@ -39,8 +39,8 @@ def test_a_failed_read_shows_the_last_set_read() -> None:
 
 
 def test_counts_of_schedules_never_shown_are_forgotten_past_twice_the_limit() -> None:
-    shown = ScheduleState(uuid.uuid4(), "nightly", True, AT, None)
-    series = ScheduleSeries(lambda limit: ScheduleStates([shown], 50), 2, refresh=3600.0)
+    shown = MetricsSchedule(uuid.uuid4(), "nightly", True, AT, None)
+    series = ScheduleSeries(lambda limit: MetricsSchedules([shown], 50), 2, refresh=3600.0)
     samples(series)  # the set is read: only "nightly" is shown
     series.task_ended(shown.id, "failed")
     for _ in range(100):  # schedules past the limit, or deleted, while nobody scrapes

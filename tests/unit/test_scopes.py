@@ -11,7 +11,7 @@ from google.protobuf import descriptor_pool
 from rackcron.service import Service
 from rackcron.shim.access import OPEN, RPC_SCOPES, Need, needed
 from rackcron.shim.server import ShimConfig, ShimServer
-from rackcron.shim.tokens import UNSCOPED, BadTokenFile, Scope, Token, TokenSet, parse_tokens
+from rackcron.shim.tokens import UNSCOPED, BadTokenFile, Token, TokenScope, TokenSet, parse_tokens
 from rackcron.wire.metadata import FORCE, FORCE_KEY
 
 
@@ -26,9 +26,9 @@ def test_a_line_may_give_a_scope_before_the_name() -> None:
         "read:named-read\n"
     )
     assert parse_tokens(text, "tokens") == (
-        Token("grafana", "g-secret", Scope.READ),
-        Token("ci", "c:secret", Scope.WRITE),
-        Token("oncall", "o-secret", Scope.ADMIN),
+        Token("grafana", "g-secret", TokenScope.READ),
+        Token("ci", "c:secret", TokenScope.WRITE),
+        Token("oncall", "o-secret", TokenScope.ADMIN),
         Token("legacy", "l-secret"),
         Token("token-5", "plain-secret"),
         Token("token-6", "read plain with spaces"),  # no ':': a plain token, as before
@@ -38,8 +38,8 @@ def test_a_line_may_give_a_scope_before_the_name() -> None:
 
 def test_a_token_without_a_scope_keeps_every_right() -> None:
     (legacy, scoped) = parse_tokens("legacy:l-secret\nread grafana:g-secret\n", "tokens")
-    assert legacy.scope is None and legacy.rights is UNSCOPED is Scope.ADMIN
-    assert scoped.rights is Scope.READ
+    assert legacy.scope is None and legacy.rights is UNSCOPED is TokenScope.ADMIN
+    assert scoped.rights is TokenScope.READ
 
 
 @pytest.mark.parametrize(
@@ -73,17 +73,17 @@ def test_a_plain_token_with_a_space_and_a_colon_is_not_echoed() -> None:
     assert "half" not in str(info.value)
 
 
-@pytest.mark.parametrize("held", list(Scope), ids=lambda s: s.value)
-@pytest.mark.parametrize("need", list(Scope), ids=lambda s: s.value)
-def test_each_scope_allows_those_before_it(held: Scope, need: Scope) -> None:
-    order = [Scope.READ, Scope.WRITE, Scope.ADMIN]
+@pytest.mark.parametrize("held", list(TokenScope), ids=lambda s: s.value)
+@pytest.mark.parametrize("need", list(TokenScope), ids=lambda s: s.value)
+def test_each_scope_allows_those_before_it(held: TokenScope, need: TokenScope) -> None:
+    order = [TokenScope.READ, TokenScope.WRITE, TokenScope.ADMIN]
     assert held.allows(need) == (order.index(held) >= order.index(need))
 
 
 def test_a_call_carries_its_token_and_scope() -> None:
     tokens = TokenSet(parse_tokens("read grafana:g-secret\nlegacy:l-secret\n", "tokens"))
     assert tokens.find([("authorization", "Bearer g-secret")]) == Token(
-        "grafana", "g-secret", Scope.READ
+        "grafana", "g-secret", TokenScope.READ
     )
     assert tokens.match([("authorization", "Bearer l-secret")]) == "legacy"
     assert tokens.find([("authorization", "Bearer nope")]) is None
@@ -111,25 +111,25 @@ def test_every_served_rpc_is_classified() -> None:
 
 
 def test_reads_need_read_and_changes_write() -> None:
-    reads = {m.rpartition("/")[2] for m, s in RPC_SCOPES.items() if s is Scope.READ}
+    reads = {m.rpartition("/")[2] for m, s in RPC_SCOPES.items() if s is TokenScope.READ}
     assert reads == {
         "GetTaskSchedule", "ListTaskSchedules", "ListTaskScheduleScopes",
         "CheckScheduleConflicts", "ListTasks", "GetTasksByIDs", "GetExtras",
         "ServerReflectionInfo",
     }  # fmt: skip
-    assert Scope.ADMIN not in RPC_SCOPES.values()  # admin is what metadata asks for
+    assert TokenScope.ADMIN not in RPC_SCOPES.values()  # admin is what metadata asks for
 
 
 TRIGGER = "/v1.Flow/TriggerTaskSchedule"
 NEEDS: dict[str, tuple[str, list[Any], Need]] = {
-    "trigger": (TRIGGER, [], Need(Scope.WRITE, "TriggerTaskSchedule")),
-    "forced": (TRIGGER, [FORCE], Need(Scope.ADMIN, f"TriggerTaskSchedule with {FORCE_KEY}: true")),
-    "not-forced": (TRIGGER, [(FORCE_KEY, "false")], Need(Scope.WRITE, "TriggerTaskSchedule")),
-    "bad-force": (TRIGGER, [(FORCE_KEY, "yes")], Need(Scope.WRITE, "TriggerTaskSchedule")),
-    "force-twice": (TRIGGER, [FORCE, FORCE], Need(Scope.WRITE, "TriggerTaskSchedule")),
-    "forced-read": ("/v1.Flow/ListTasks", [FORCE], Need(Scope.ADMIN, f"ListTasks with {FORCE_KEY}: true")),
-    "read": ("/v1.Flow/ListTasks", [], Need(Scope.READ, "ListTasks")),
-    "unclassified": ("/v9.New/Method", [], Need(Scope.ADMIN, "Method")),
+    "trigger": (TRIGGER, [], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
+    "forced": (TRIGGER, [FORCE], Need(TokenScope.ADMIN, f"TriggerTaskSchedule with {FORCE_KEY}: true")),
+    "not-forced": (TRIGGER, [(FORCE_KEY, "false")], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
+    "bad-force": (TRIGGER, [(FORCE_KEY, "yes")], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
+    "force-twice": (TRIGGER, [FORCE, FORCE], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
+    "forced-read": ("/v1.Flow/ListTasks", [FORCE], Need(TokenScope.ADMIN, f"ListTasks with {FORCE_KEY}: true")),
+    "read": ("/v1.Flow/ListTasks", [], Need(TokenScope.READ, "ListTasks")),
+    "unclassified": ("/v9.New/Method", [], Need(TokenScope.ADMIN, "Method")),
 }  # fmt: skip
 
 

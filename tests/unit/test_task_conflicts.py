@@ -10,7 +10,7 @@ from rackcron.domain.task_conflicts import (
     BLIND,
     TABLE,
     Reach,
-    Work,
+    TaskShape,
     conflicting_row,
     conflicts,
     meeting_points,
@@ -24,19 +24,19 @@ TYPES = {PS0: "POWERSHELF", PS1: "POWERSHELF", C0: "COMPUTE", C1: "COMPUTE"}
 TYPES |= {N0: "NVSWITCH", N1: "NVSWITCH", T0: "TORSWITCH"}
 
 
-def work(kind: str, *ids: str) -> Work:
-    return Work(kind, {i: TYPES[i] for i in ids})
+def work(kind: str, *ids: str) -> TaskShape:
+    return TaskShape(kind, {i: TYPES[i] for i in ids})
 
 
-def power(*ids: str) -> Work:
+def power(*ids: str) -> TaskShape:
     return work("power_control", *ids)
 
 
-def firmware(*ids: str) -> Work:
+def firmware(*ids: str) -> TaskShape:
     return work("firmware_control", *ids)
 
 
-def bring_up(*ids: str) -> Work:
+def bring_up(*ids: str) -> TaskShape:
     return work("bring_up", *ids)
 
 
@@ -63,7 +63,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize(("row", "a", "b"), ROWS)
-def test_every_row_matches_its_pairs_in_both_orders(row: int, a: Work, b: Work) -> None:
+def test_every_row_matches_its_pairs_in_both_orders(row: int, a: TaskShape, b: TaskShape) -> None:
     assert conflicts(a, b) and conflicts(b, a)
     assert conflicting_row(a, b) in TABLE[: row + 1]
 
@@ -87,7 +87,7 @@ SIDE_BY_SIDE = [
 
 
 @pytest.mark.parametrize(("a", "b"), SIDE_BY_SIDE)
-def test_pairs_no_row_matches_run_side_by_side(a: Work, b: Work) -> None:
+def test_pairs_no_row_matches_run_side_by_side(a: TaskShape, b: TaskShape) -> None:
     assert not conflicts(a, b) and not conflicts(b, a)
     assert conflicting_row(a, b) is None
 
@@ -104,10 +104,10 @@ def test_a_shared_component_of_another_type_still_counts() -> None:
 
 
 def test_work_from_a_task_rows_parallel_lists() -> None:
-    made = Work.of("power_control", [C0, N0], ["COMPUTE", "NVSWITCH"])
+    made = TaskShape.of("power_control", [C0, N0], ["COMPUTE", "NVSWITCH"])
     assert made == power(C0, N0) and made.types == {"COMPUTE", "NVSWITCH"}
     with pytest.raises(ValueError):
-        Work.of("power_control", [C0, N0], ["COMPUTE"])
+        TaskShape.of("power_control", [C0, N0], ["COMPUTE"])
 
 
 def test_rows_describe_themselves_for_messages() -> None:
@@ -120,7 +120,7 @@ def test_rows_describe_themselves_for_messages() -> None:
     "other", [power(C0), firmware(T0), work("a_type_added_later", N0), power()],
     ids=["power", "firmware", "future type", "another blind task"],
 )  # fmt: skip
-def test_a_task_targeting_no_known_component_holds_the_whole_rack(other: Work) -> None:
+def test_a_task_targeting_no_known_component_holds_the_whole_rack(other: TaskShape) -> None:
     blind = power()  # a rack target on a rack whose inventory lists no components
     assert conflicting_row(blind, other) is BLIND and conflicting_row(other, blind) is BLIND
     assert (
@@ -139,7 +139,7 @@ _WORKS = st.builds(
 @pytest.mark.slow
 @settings(max_examples=500)
 @given(_WORKS, _WORKS)
-def test_meeting_points_agree_with_the_table(x: Work, y: Work) -> None:
+def test_meeting_points_agree_with_the_table(x: TaskShape, y: TaskShape) -> None:
     # The timeline meets only the bars where a new one looks: one missed point would
     # hide a conflict, one extra would mark a pair that may run side by side.
     x_stands, x_looks = meeting_points(x)

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 import rackcron.reconciler.yamlsource as yamlsource
-from rackcron.reconciler.links import Entry, Kind, LinkRefused, resolve
+from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.yamlsource import MAX_DEPTH, TreeBudget, read_documents
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -85,11 +85,11 @@ def test_the_nesting_estimate_is_cheap_and_conservative() -> None:
 
 
 TREE = {
-    "racks.yaml": Entry(Kind.FILE),
-    "shared": Entry(Kind.DIRECTORY),
-    "shared/s.txt": Entry(Kind.FILE),
-    "alias": Entry(Kind.LINK, "shared"),
-    "out": Entry(Kind.LINK, "../elsewhere"),
+    "racks.yaml": Entry(LinkKind.FILE),
+    "shared": Entry(LinkKind.DIRECTORY),
+    "shared/s.txt": Entry(LinkKind.FILE),
+    "alias": Entry(LinkKind.LINK, "shared"),
+    "out": Entry(LinkKind.LINK, "../elsewhere"),
 }
 
 
@@ -112,7 +112,7 @@ TREE = {
     ],
 )
 def test_the_link_rule(target: str, expected: str | None) -> None:
-    tree = {**TREE, "link.yaml": Entry(Kind.LINK, target)}
+    tree = {**TREE, "link.yaml": Entry(LinkKind.LINK, target)}
 
     def lookup(path: PurePosixPath) -> Entry | None:
         return tree.get(path.as_posix())
