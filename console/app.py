@@ -39,7 +39,7 @@ from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
 from rackcron.history import HEADERS, document, rows
 from rackcron.logs import event
-from rackcron.service import Service
+from rackcron.service.roles import ReadModel
 
 __all__ = ["WINDOWS", "console_app"]
 
@@ -101,7 +101,7 @@ class _Response:
 class _Console:
     def __init__(
         self,
-        service: Service,
+        service: ReadModel,
         gate: Gate,
         fallback: WSGIApp | None,
         clock: Callable[[], datetime],
@@ -471,7 +471,7 @@ def _redirect(target: str, *, cookie: str | None = None) -> _Response:
 
 
 def console_app(
-    service: Service,
+    service: ReadModel,
     *,
     gate: Gate | None = None,
     fallback: WSGIApp | None = None,

@@ -40,7 +40,7 @@ from rackcron.domain.notifications import Notification, firing_missed, firing_sk
 from rackcron.domain.timing import SpecError, format_rfc3339
 from rackcron.errors import RackcronError
 from rackcron.logs import Seconds, event, failed
-from rackcron.service import DEFAULT_LEASE, Completed, FireResult, Missed, Service
+from rackcron.service.roles import DEFAULT_LEASE, Completed, FireResult, FiringStore, Missed
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
@@ -65,7 +65,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        service: Service,
+        service: FiringStore,
         *,
         batch_size: int = 500,
         metrics: Metrics | None = None,
@@ -77,7 +77,7 @@ class Dispatcher:
     ) -> None:
         self.service = service
         self.batch_size = batch_size
-        postgres = service.engine.dialect.name == "postgresql"
+        postgres = service.dialect == "postgresql"
         self.workers = workers or (DEFAULT_POSTGRES_WORKERS if postgres else 1)
         self.metrics = metrics
         self.health = health

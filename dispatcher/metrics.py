@@ -60,7 +60,7 @@ from rackcron.domain.addresses import HostCheck
 from rackcron.domain.models import MissReason
 
 if TYPE_CHECKING:
-    from rackcron.service import MetricsSchedules
+    from rackcron.service.roles import MetricsSchedules
 
 __all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
 

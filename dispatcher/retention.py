@@ -26,7 +26,7 @@ from datetime import timedelta
 from rackcron.dispatcher.metrics import Metrics
 from rackcron.domain.retention import MAX_BATCH
 from rackcron.logs import Seconds, event, failed
-from rackcron.service import Service
+from rackcron.service.roles import RetentionStore
 
 __all__ = ["PruneSummary", "Pruner"]
 
@@ -46,7 +46,7 @@ class Pruner:
 
     def __init__(
         self,
-        service: Service,
+        service: RetentionStore,
         retention: timedelta,
         *,
         batch_size: int = MAX_BATCH,

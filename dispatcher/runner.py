@@ -74,7 +74,7 @@ from rackcron.domain.notifications import (
 from rackcron.domain.operation_names import operation_type
 from rackcron.errors import RackcronError
 from rackcron.logs import LOGGER, Seconds, event, failed
-from rackcron.service import DueCall, Service, Update, Written, followed
+from rackcron.service.roles import DeliveryStore, DueCall, Update, Written, followed
 
 __all__ = ["RetryPolicy", "TaskRunner"]
 
@@ -209,7 +209,7 @@ class TaskRunner:
 
     def __init__(
         self,
-        service: Service,
+        service: DeliveryStore,
         controllers: Controllers,
         *,
         retry: RetryPolicy = RetryPolicy(),

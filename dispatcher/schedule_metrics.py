@@ -37,7 +37,7 @@ from rackcron.domain.lifecycle import FINAL_STATUSES
 from rackcron.logs import event
 
 if TYPE_CHECKING:
-    from rackcron.service import MetricsSchedule, MetricsSchedules
+    from rackcron.service.roles import MetricsSchedule, MetricsSchedules
 
 __all__ = ["DEFAULT_LIMIT", "ScheduleSeries"]
 

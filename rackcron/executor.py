@@ -34,7 +34,7 @@ from rackcron.domain.commands import (
     UpsertRack,
 )
 from rackcron.errors import InvalidArgument, RackcronError
-from rackcron.service import Operations
+from rackcron.service.roles import CommandTarget
 
 __all__ = ["StoreExecutor"]
 
@@ -42,7 +42,7 @@ __all__ = ["StoreExecutor"]
 class StoreExecutor:
     """Runs commands on ``ops`` (one transaction of the service)."""
 
-    def __init__(self, ops: Operations) -> None:
+    def __init__(self, ops: CommandTarget) -> None:
         self.ops = ops
 
     def execute(

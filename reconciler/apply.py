@@ -28,7 +28,7 @@ from rackcron.reconciler.plan import Change, Plan, Step, change_progress
 from rackcron.reconciler.reads import is_current
 from rackcron.reconciler.review import reviewed
 from rackcron.reconciler.state import State, store_state
-from rackcron.service import Service
+from rackcron.service.roles import ApplyLog
 
 __all__ = ["ApplyFailed", "StalePlan", "apply_plan", "plan_against_store", "rehearse"]
 
@@ -52,7 +52,7 @@ class ApplyFailed(RackcronError):
 
 
 def plan_against_store(
-    service: Service, desired: State, *, owner: str, source: dict[str, Any] | None = None
+    service: ApplyLog, desired: State, *, owner: str, source: dict[str, Any] | None = None
 ) -> Plan:
     """The plan that makes the store match ``desired`` (a read-only transaction)."""
     with service.transaction(write=False) as ops:
@@ -61,7 +61,7 @@ def plan_against_store(
     return diff(current, desired, owner=owner, now=now, source=source)
 
 
-def rehearse(service: Service, plan: Plan) -> Plan:
+def rehearse(service: ApplyLog, plan: Plan) -> Plan:
     """``plan`` (a saved one) showing what its commands do: they run in a transaction that
     is rolled back, and :func:`rackcron.reconciler.review.reviewed` compares the store
     before and after them.
@@ -71,7 +71,7 @@ def rehearse(service: Service, plan: Plan) -> Plan:
     :raises StoreError: the database failed.
     """
     steps: list[Step] = [(c, command) for c in plan.changes for command in c.commands]
-    with service.transaction() as ops:
+    with service.rehearsal() as ops:
         current = store_state(ops)
         _check_current(plan, current)
         try:
@@ -79,7 +79,6 @@ def rehearse(service: Service, plan: Plan) -> Plan:
         except CommandFailed as exc:
             raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
         after, now = store_state(ops), ops.now
-        ops.conn.rollback()  # a rehearsal: nothing it did stays
     return reviewed(plan, current, after, now)
 
 
@@ -121,7 +120,7 @@ def _fitted(text: str, width: int) -> str:
 
 
 def apply_plan(
-    service: Service,
+    service: ApplyLog,
     plan: Plan,
     provenance: Provenance,
     *,
@@ -156,7 +155,7 @@ def apply_plan(
 
 
 def _apply_locked(
-    service: Service,
+    service: ApplyLog,
     plan: Plan,
     provenance: Provenance,
     progress: Callable[[int, int, Change], None] | None,

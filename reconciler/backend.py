@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import grpc
 
     from rackcron.reconciler.remote import RemoteApply
-    from rackcron.service import Service
+    from rackcron.service.roles import ApplyLog
 
 __all__ = ["Applied", "Backend", "PartlyApplied", "Progress", "RemoteBackend", "StoreBackend"]
 
@@ -103,7 +103,7 @@ class StoreBackend:
     """The SQL store, through the service: plans read it in one transaction, an apply
     writes it in one (``rackcron.reconciler.apply``)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: ApplyLog) -> None:
         self.service = service
 
     @property

@@ -35,7 +35,7 @@ from rackcron.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from rackcron.reconciler.declared import Declared
-    from rackcron.service import Operations
+    from rackcron.service.roles import Reads
 
 __all__ = [
     "ScheduleState",
@@ -160,13 +160,13 @@ def _declared_state(declared: Declared, owner: str) -> State:
     )
 
 
-def store_state(ops: Operations) -> State:
+def store_state(ops: Reads) -> State:
     """Everything in the store a plan compares, read in the caller's transaction."""
     with gc_paused():
         return _store_state(ops)
 
 
-def _store_state(ops: Operations) -> State:
+def _store_state(ops: Reads) -> State:
     all_scopes = ops.scopes_by_schedule()  # one query, not one per schedule
     schedules = {
         s.name: stored_schedule(s, all_scopes.get(s.id, [])) for s in ops.list_schedules().items

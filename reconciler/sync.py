@@ -20,7 +20,7 @@ from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.git import fetch, read_tree
 from rackcron.reconciler.state import declared_state
 from rackcron.reconciler.validate import validate_sources
-from rackcron.service import Service
+from rackcron.service.roles import ApplyLog
 
 __all__ = ["Round", "run_round", "sync_loop"]
 
@@ -45,7 +45,7 @@ class Round:
 
 
 def run_round(
-    service: Service, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
+    service: ApplyLog, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
 ) -> Round:
     """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once.
 

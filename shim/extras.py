@@ -42,7 +42,7 @@ from rackcron.domain.commands import (
 from rackcron.domain.text import named
 from rackcron.errors import InvalidArgument, PermissionDenied
 from rackcron.executor import StoreExecutor
-from rackcron.service import LOOKALIKE_KINDS, Operations, Service, warn_lookalike
+from rackcron.service.roles import LOOKALIKE_KINDS, ExtrasStore, ExtrasWork, warn_lookalike
 from rackcron.shim.access import caller_scope, step_needs
 from rackcron.shim.errors import rpc_method_with_context
 from rackcron.shim.servicer import call_audit
@@ -86,7 +86,7 @@ def _json(value: Any, field: str) -> dict[str, Any]:
     return parsed
 
 
-def _check_freeze_scope(ops: Operations, command: Command, scope: TokenScope) -> None:
+def _check_freeze_scope(ops: ExtrasWork, command: Command, scope: TokenScope) -> None:
     """:raises PermissionDenied: ``command`` lifts a stored freeze, and ``scope`` is short
     of what that needs (:func:`rackcron.shim.access.step_needs`)."""
     if not isinstance(command, LIFTING) or scope.allows(RELEASE_FREEZE):
@@ -115,7 +115,7 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
     peer that ran it (a remote apply's steps, one by one, as its Flow calls are); a
     RecordApply keeps that identity beside the author the client claims."""
 
-    def __init__(self, service: Service, tokens: TokenSet | None = None) -> None:
+    def __init__(self, service: ExtrasStore, tokens: TokenSet | None = None) -> None:
         self.service = service
         self.tokens = tokens or TokenSet()
 

@@ -37,7 +37,7 @@ from grpc_reflection.v1alpha import reflection
 
 from rackcron.domain.addresses import client_key, is_loopback
 from rackcron.logs import Seconds, event
-from rackcron.service import Service
+from rackcron.service.roles import ShimStore
 from rackcron.shim.access import OPEN, needed
 from rackcron.shim.extras import ReconcilerServicer
 from rackcron.shim.servicer import FlowServicer
@@ -293,7 +293,7 @@ class ShimServer:
 
     def __init__(
         self,
-        service: Service,
+        service: ShimStore,
         config: ShimConfig,
         *,
         flow: flow_pb2_grpc.FlowServicer | None = None,

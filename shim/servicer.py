@@ -20,7 +20,7 @@ import grpc
 from google.protobuf import empty_pb2
 
 from rackcron.audit import Actor, Audit, Via
-from rackcron.service import Service
+from rackcron.service.roles import ScheduleAdmin
 from rackcron.shim.errors import rpc_method, rpc_method_with_context
 from rackcron.shim.tokens import TokenSet
 from rackcron.wire.convert import (
@@ -70,7 +70,7 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
     """``v1.Flow`` over one :class:`~rackcron.service.Service`; ``tokens``: those the
     server accepts (the interceptor has checked the call's), to name who calls."""
 
-    def __init__(self, service: Service, tokens: TokenSet | None = None) -> None:
+    def __init__(self, service: ScheduleAdmin, tokens: TokenSet | None = None) -> None:
         self.service = service
         self.tokens = tokens or TokenSet()
 

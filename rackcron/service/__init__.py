@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import secrets
 import socket
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
@@ -44,7 +42,6 @@ from sqlalchemy.engine import Engine
 
 from rackcron import audit as _trail
 from rackcron.audit import Audit
-from rackcron.domain.lookalikes import spelled
 from rackcron.domain.models import (
     Management,
     Operation,
@@ -58,7 +55,6 @@ from rackcron.domain.models import (
 from rackcron.domain.upcoming import FleetView
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
-from rackcron.logs import event
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, lock_holder
 from rackcron.service._audit import AuditOps
@@ -66,7 +62,9 @@ from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, DueCall, Recorded, Update, Written, followed
 from rackcron.service._firing import (
     DEFAULT_LEASE,
+    Batch,
     Completed,
+    FireResult,
     Firing,
     FiringOps,
     Frozen,
@@ -75,7 +73,7 @@ from rackcron.service._firing import (
     Unfireable,
 )
 from rackcron.service._inventory import InventoryOps, RackView
-from rackcron.service._names import LOOKALIKE_KINDS, NameOps, Names
+from rackcron.service._names import LOOKALIKE_KINDS, NameOps, Names, warn_lookalike
 from rackcron.service._retention import RetentionOps
 from rackcron.service._schedules import (
     BY_ID,
@@ -119,54 +117,6 @@ __all__ = [
 
 class Operations(ScopeOps, FiringOps, InventoryOps, NameOps, AuditOps, DeliveryOps, RetentionOps):
     """Every service operation, bound to one open transaction."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One batch of a drain: its firings' results, the due schedules that cannot fire,
-    the firings missed (each already recorded on its schedule), and the recorded firings
-    of earlier polls completed now (``completed``: their replica died or stalled, or a
-    rack was busy)."""
-
-    results: list[FireResult]
-    unfireable: list[Unfireable]
-    missed: list[Missed]
-    completed: list[Completed] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class FireResult:
-    """One firing, after all three phases; ``created_at``: when its tasks were created
-    (None: it created none)."""
-
-    firing: Firing
-    outcomes: list[ScopeOutcome]
-    created_at: datetime | None = None
-
-    @property
-    def task_ids(self) -> list[uuid.UUID]:
-        return [o.task_id for o in self.outcomes if o.task_id is not None]
-
-    @property
-    def lag_seconds(self) -> float:
-        """From the due time to the creation of its tasks, else to its claim (0 for a
-        manual trigger)."""
-        if self.firing.manual:
-            return 0.0
-        return ((self.created_at or self.firing.at) - self.firing.due).total_seconds()
-
-
-def warn_lookalike(ops: Operations, kind: str, name: str, object_id: str | None) -> str | None:
-    """Why ``name``, just written as a ``kind`` (``schedule``, ``rack``, ``nvl_domain`` or
-    ``freeze``), looks like another stored name (:meth:`Operations.lookalike`), logged as a
-    warning; None when it does not. Accepted all the same, as the reference accepts any
-    name (docs/spec/flow-wire.md "5. Deliberate differences from the reference
-    implementation")."""
-    lookalike = ops.lookalike(kind, name)
-    if lookalike is not None:
-        fields = {kind: name, "id": object_id, "reason": lookalike, "characters": spelled(name)}
-        event(logging.WARNING, f"look-alike {LOOKALIKE_KINDS[kind][1]} name", **fields)
-    return lookalike
 
 
 def _utcnow() -> datetime:
@@ -263,6 +213,11 @@ class Service:
         engine = open_engine(url, pool_size=pool_size, create=create, role=role, limits=limits)
         return cls(engine, **kwargs)
 
+    @property
+    def dialect(self) -> str:
+        """The store's database: ``sqlite`` or ``postgresql``."""
+        return str(self.engine.dialect.name)
+
     def close(self) -> None:
         self.engine.dispose()
         self.reader.dispose()
@@ -282,6 +237,17 @@ class Service:
                 yield Operations(conn, self.clock(), self.clock)
         except sa.exc.SQLAlchemyError as exc:
             raise store_error(exc) from exc
+
+    @contextmanager
+    def rehearsal(self) -> Iterator[Operations]:
+        """A write transaction that is always rolled back: what commands would do, undone
+        (``rackcron.reconciler.apply.rehearse``).
+
+        :raises StoreError: the database failed.
+        """
+        with self.transaction() as ops:
+            yield ops
+            ops.conn.rollback()
 
     # Schedules
     def create_schedule(

@@ -389,6 +389,41 @@ class Completed:
         return 0.0 if self.manual else (self.created_at - self.due).total_seconds()
 
 
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a drain: its firings' results, the due schedules that cannot fire,
+    the firings missed (each already recorded on its schedule), and the recorded firings
+    of earlier polls completed now (``completed``: their replica died or stalled, or a
+    rack was busy)."""
+
+    results: list[FireResult]
+    unfireable: list[Unfireable]
+    missed: list[Missed]
+    completed: list[Completed] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FireResult:
+    """One firing, after all three phases; ``created_at``: when its tasks were created
+    (None: it created none)."""
+
+    firing: Firing
+    outcomes: list[ScopeOutcome]
+    created_at: datetime | None = None
+
+    @property
+    def task_ids(self) -> list[uuid.UUID]:
+        return [o.task_id for o in self.outcomes if o.task_id is not None]
+
+    @property
+    def lag_seconds(self) -> float:
+        """From the due time to the creation of its tasks, else to its claim (0 for a
+        manual trigger)."""
+        if self.firing.manual:
+            return 0.0
+        return ((self.created_at or self.firing.at) - self.firing.due).total_seconds()
+
+
 class FiringOps(ScheduleOps, TaskOps, FreezeOps):
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""

@@ -9,15 +9,17 @@ names one too.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from rackcron.domain.lookalikes import lookalike_names
+from rackcron.domain.lookalikes import lookalike_names, spelled
 from rackcron.domain.names import Candidate, as_uuid, rack_candidate, resolve
+from rackcron.logs import event
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase
 from rackcron.service._tasks import chunked
@@ -59,6 +61,10 @@ def _component_detail(row: Any) -> str:
     if row.external_id:
         parts.append(f"external id {row.external_id}")
     return ", ".join(parts)
+
+
+class _Lookalikes(Protocol):
+    def lookalike(self, kind: str, name: str) -> str | None: ...
 
 
 class NameOps(OpsBase):
@@ -117,3 +123,16 @@ class NameOps(OpsBase):
                 query = sa.select(table.c.id, table.c.name).where(table.c.id.in_(chunk))
                 into.update((row.id, row.name) for row in self.conn.execute(query))
         return found
+
+
+def warn_lookalike(ops: _Lookalikes, kind: str, name: str, object_id: str | None) -> str | None:
+    """Why ``name``, just written as a ``kind`` (``schedule``, ``rack``, ``nvl_domain`` or
+    ``freeze``), looks like another stored name (:meth:`Operations.lookalike`), logged as a
+    warning; None when it does not. Accepted all the same, as the reference accepts any
+    name (docs/spec/flow-wire.md "5. Deliberate differences from the reference
+    implementation")."""
+    lookalike = ops.lookalike(kind, name)
+    if lookalike is not None:
+        fields = {kind: name, "id": object_id, "reason": lookalike, "characters": spelled(name)}
+        event(logging.WARNING, f"look-alike {LOOKALIKE_KINDS[kind][1]} name", **fields)
+    return lookalike

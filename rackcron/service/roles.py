@@ -1,0 +1,443 @@
+"""What each front needs of the service: one typed interface per role.
+
+:class:`~rackcron.service.Service` (and the :class:`~rackcron.service.Operations` of one
+of its transactions) holds every operation; a front sees only its role here, so a reader
+can tell which front uses what, and a change to an operation names the fronts it
+touches. Each role is a :class:`~typing.Protocol` that ``Service`` satisfies as it is
+(mypy checks it where ``rackcron.cli`` wires the fronts); a role that works in a unit of
+work gets it from its ``transaction``, typed as the smaller interface it needs.
+
+============================  ==========================================================
+role                          front
+============================  ==========================================================
+:class:`FiringStore`          the dispatcher's poll loop (``rackcron.dispatcher.loop``)
+:class:`DeliveryStore`        the task runner (``rackcron.dispatcher.runner``)
+:class:`RetentionStore`       the task retention (``rackcron.dispatcher.retention``)
+:class:`ScheduleAdmin`        the Flow RPCs (``rackcron.shim.servicer``)
+:class:`ReadModel`            the console and ``upcoming`` (``rackcron.console``), and the
+                              reads of a plan (:class:`Reads`)
+:class:`ApplyLog`             a plan's apply (``rackcron.reconciler.apply``), its unit of
+                              work an :class:`ApplyWork`
+:class:`ExtrasStore`          ``rackcron.v1.Reconciler`` (``rackcron.shim.extras``);
+                              :class:`ShimStore` is both, for the gRPC server
+============================  ==========================================================
+
+:class:`CommandTarget` is what a plan's commands run on (``rackcron.executor``): the
+schedule commands and the inventory commands. The values the roles take and return
+(:class:`Batch`, :class:`DueCall`, ...) are named here too, so that a front imports this
+module of the service and no other (a test holds the fronts to it).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar, overload
+
+from rackcron.audit import ActionRecord, Audit, AuditedChange
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import (
+    ApplyRecord,
+    Component,
+    Freeze,
+    Management,
+    NVLDomain,
+    Operation,
+    Page,
+    Rack,
+    Schedule,
+    ScheduleConfig,
+    Scope,
+    ScopeUpdate,
+    TargetSpec,
+    Task,
+)
+from rackcron.domain.upcoming import FleetView
+from rackcron.errors import StoreError
+from rackcron.service._delivery import DueCall, Recorded, Update, Written, followed
+from rackcron.service._firing import (
+    DEFAULT_LEASE,
+    Batch,
+    Completed,
+    FireResult,
+    Missed,
+    ScopeOutcome,
+    Unfireable,
+)
+from rackcron.service._inventory import RackView
+from rackcron.service._names import LOOKALIKE_KINDS, warn_lookalike
+from rackcron.service._schedules import MetricsSchedule, MetricsSchedules
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "LOOKALIKE_KINDS",
+    "ApplyLog",
+    "ApplyWork",
+    "Batch",
+    "CommandTarget",
+    "Completed",
+    "DeliveryStore",
+    "DueCall",
+    "ExtrasStore",
+    "ExtrasWork",
+    "FireResult",
+    "FiringStore",
+    "InventoryCommands",
+    "MetricsSchedule",
+    "MetricsSchedules",
+    "Missed",
+    "RackView",
+    "ReadModel",
+    "Reads",
+    "Recorded",
+    "RetentionStore",
+    "ScheduleAdmin",
+    "ScheduleCommands",
+    "ScopeOutcome",
+    "ShimStore",
+    "Unfireable",
+    "Update",
+    "Written",
+    "followed",
+    "warn_lookalike",
+]
+
+T = TypeVar("T")
+
+
+# --- the dispatcher ---------------------------------------------------------------------------
+
+
+class FiringStore(Protocol):
+    """The poll loop: fire what is due, batch by batch; which schedules exist (its start line)."""
+
+    @property
+    def dialect(self) -> str:
+        """The store's database: ``sqlite`` or ``postgresql``."""
+        ...
+
+    def fire_batches(
+        self,
+        *,
+        batch_size: int = 500,
+        hook: Callable[[str], None] | None = None,
+        lease: float = 30.0,
+    ) -> Iterator[Batch]: ...
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]: ...
+
+
+class DeliveryStore(Protocol):
+    """The task runner: claim the controller calls due, record what controllers said, move
+    the waiting queue on."""
+
+    clock: Callable[[], datetime]
+
+    def claim_work(
+        self, limit: int, *, lease: float, take: Callable[[DueCall], bool] = ...
+    ) -> list[DueCall]: ...
+
+    def record(self, updates: Sequence[Update]) -> Recorded: ...
+
+    def expire_queued(self) -> list[Written]: ...
+
+    def promote_waiting(self) -> list[uuid.UUID]: ...
+
+
+class RetentionStore(Protocol):
+    """The task retention: delete what ended long enough ago."""
+
+    def prune_tasks(self, retention: timedelta, *, limit: int = 500) -> int: ...
+
+    def prune_firings(self, retention: timedelta, *, limit: int = 500) -> int: ...
+
+
+# --- the shim ---------------------------------------------------------------------------------
+
+
+class ScheduleAdmin(Protocol):
+    """The Flow RPCs: schedules, their scopes and tasks, each call one transaction recorded
+    in the audit trail as done by ``audit``."""
+
+    def create_schedule(
+        self,
+        config: ScheduleConfig,
+        operation: Operation | None,
+        *,
+        management: Management | None = None,
+        starting_deadline: str | None = None,
+        audit: Audit | None = None,
+    ) -> Schedule: ...
+
+    @overload
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+    @overload
+    def get_schedule(self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], T]) -> T: ...
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]: ...
+
+    def update_schedule(
+        self,
+        schedule_id: uuid.UUID | str,
+        config: ScheduleConfig,
+        update_mask: Sequence[str],
+        *,
+        audit: Audit | None = None,
+    ) -> Schedule: ...
+
+    def pause_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule: ...
+
+    def resume_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> Schedule: ...
+
+    def delete_schedule(
+        self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> None: ...
+
+    def trigger(
+        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+    ) -> FireResult: ...
+
+    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
+
+    def add_scope(
+        self,
+        schedule_id: uuid.UUID | str,
+        target_spec: TargetSpec | None,
+        *,
+        audit: Audit | None = None,
+    ) -> list[Scope]: ...
+
+    def update_scope(
+        self,
+        schedule_id: uuid.UUID | str,
+        desired: TargetSpec | None,
+        *,
+        audit: Audit | None = None,
+    ) -> ScopeUpdate: ...
+
+    def remove_scope(self, scope_id: uuid.UUID | str, *, audit: Audit | None = None) -> None: ...
+
+    def check_conflicts(
+        self, operation: Operation | None, exclude_schedule_id: uuid.UUID | str | None = None
+    ) -> list[Schedule]: ...
+
+    def list_tasks(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        component_id: uuid.UUID | str | None = None,
+        active_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+        schedule_id: uuid.UUID | str | None = None,
+        statuses: Iterable[TaskStatus] = (),
+    ) -> Page[Task]: ...
+
+    def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]: ...
+
+    def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task: ...
+
+
+# --- reads: the console, upcoming, and a plan's view of the store ------------------------------
+
+
+class Reads(Protocol):
+    """What one read-only unit of work reads: the inventory, freezes, schedules with their
+    scopes, tasks, and the apply log."""
+
+    def list_racks(self) -> list[Rack]: ...
+
+    def list_components(self, rack_id: uuid.UUID | str | None = None) -> list[Component]: ...
+
+    def list_nvl_domains(self) -> list[NVLDomain]: ...
+
+    def list_freezes(self) -> list[Freeze]: ...
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]: ...
+
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+
+    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
+
+    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]: ...
+
+    def list_tasks(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        component_id: uuid.UUID | str | None = None,
+        active_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+        schedule_id: uuid.UUID | str | None = None,
+        statuses: Iterable[TaskStatus] = (),
+    ) -> Page[Task]: ...
+
+    def get_apply(self, apply_id: int) -> ApplyRecord | None: ...
+
+
+class ReadModel(Protocol):
+    """The console: the fleet's view (upcoming firings, conflicts, freezes), the history,
+    and reads in one read-only unit of work."""
+
+    def fleet_view(self) -> FleetView: ...
+
+    def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]: ...
+
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[Reads]: ...
+
+
+# --- a plan's commands, its apply, and rackcron.v1.Reconciler ------------------------------------
+
+
+class ScheduleCommands(Protocol):
+    """A plan's schedule commands, in the caller's unit of work (nothing audited: an apply
+    is logged whole)."""
+
+    def find_schedule(self, name: str) -> Schedule: ...
+
+    def create_schedule(
+        self,
+        config: ScheduleConfig,
+        operation: Operation | None,
+        *,
+        management: Management | None = None,
+        starting_deadline: str | None = None,
+    ) -> Schedule: ...
+
+    def update_schedule(
+        self, schedule_id: uuid.UUID | str, config: ScheduleConfig, update_mask: Sequence[str]
+    ) -> Schedule: ...
+
+    def pause_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+
+    def resume_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+
+    def delete_schedule(self, schedule_id: uuid.UUID | str) -> None: ...
+
+    def add_scope(
+        self, schedule_id: uuid.UUID | str, target_spec: TargetSpec | None
+    ) -> list[Scope]: ...
+
+    def update_scope(
+        self, schedule_id: uuid.UUID | str, desired: TargetSpec | None
+    ) -> ScopeUpdate: ...
+
+    def remove_scope(self, scope_id: uuid.UUID | str) -> None: ...
+
+    def set_management(self, schedule_id: uuid.UUID | str, management: Management) -> Schedule: ...
+
+    def set_starting_deadline(
+        self, schedule_id: uuid.UUID | str, starting_deadline: str | None
+    ) -> Schedule: ...
+
+
+class InventoryCommands(Protocol):
+    """A plan's inventory and freeze commands, in the caller's unit of work."""
+
+    def upsert_rack(self, item: Rack) -> Rack: ...
+
+    def upsert_component(self, item: Component) -> Component: ...
+
+    def upsert_nvl_domain(self, item: NVLDomain) -> NVLDomain: ...
+
+    def delete_rack(self, rack_id: uuid.UUID | str) -> None: ...
+
+    def delete_component(self, component_id: uuid.UUID | str) -> None: ...
+
+    def delete_nvl_domain(self, domain_id: uuid.UUID | str) -> None: ...
+
+    def upsert_freeze(self, item: Freeze) -> Freeze: ...
+
+    def delete_freeze(self, name: str) -> None: ...
+
+
+class CommandTarget(ScheduleCommands, InventoryCommands, Protocol):
+    """Where a plan's commands run (``rackcron.executor``)."""
+
+
+class ApplyWork(Reads, CommandTarget, Protocol):
+    """An apply's unit of work: read the store, run the commands, log the apply."""
+
+    now: datetime
+
+    def record_apply(
+        self,
+        *,
+        revision: str | None,
+        dirty: bool,
+        source: str,
+        author: str,
+        summary: dict[str, Any],
+        token: str | None = None,
+        peer: str | None = None,
+    ) -> ApplyRecord: ...
+
+    def mark_applied(self, names: Iterable[str], apply_id: int) -> None: ...
+
+
+class ApplyLog(Protocol):
+    """A plan's apply: the apply lock around one unit of work."""
+
+    @property
+    def unreleased_apply_locks(self) -> Mapping[str, StoreError]: ...
+
+    def acquire_apply_lock(self, who: str) -> str: ...
+
+    def release_apply_lock(self, holder: str) -> None: ...
+
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[ApplyWork]: ...
+
+    def rehearsal(self) -> AbstractContextManager[ApplyWork]:
+        """A unit of work that is always rolled back: what commands would do, undone."""
+        ...
+
+
+class ExtrasWork(ApplyWork, Protocol):
+    """A RunStep's unit of work: an apply's, with the lookups a freeze's scope check needs,
+    the look-alike check and the audit trail."""
+
+    def find_rack(self, rack_id: uuid.UUID) -> Rack | None: ...
+
+    def find_component(self, component_id: uuid.UUID) -> Component | None: ...
+
+    def lookalike(self, kind: str, name: str) -> str | None: ...
+
+    def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None: ...
+
+
+class ExtrasStore(Protocol):
+    """``rackcron.v1.Reconciler``: what a remote plan reads and runs beyond the Flow RPCs."""
+
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[ExtrasWork]: ...
+
+
+class ShimStore(ScheduleAdmin, ExtrasStore, Protocol):
+    """The gRPC server: the Flow RPCs and, when served, ``rackcron.v1.Reconciler``."""

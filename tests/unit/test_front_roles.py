@@ -1,0 +1,73 @@
+"""Each front depends on its role of the service only (rackcron/service/roles.py).
+
+The fronts (the reconciler, the dispatcher, the shim, the console, the wire seam) import
+nothing of ``rackcron.service`` but ``rackcron.service.roles``: not ``Service``, not
+``Operations``, not a private module; only the CLI, the composition root, wires the
+``Service`` into them (and mypy checks there that it satisfies each role). Each role
+declares a front's worth of methods, not the service's seventy.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from rackcron.service import roles
+
+pytestmark = pytest.mark.repo
+
+ROOT = Path(__file__).resolve().parents[2]
+FRONTS = ("reconciler", "dispatcher", "shim", "console", "wire")
+#: The most methods one role declares of its own (inherited ones are another role's).
+MOST = 16
+
+
+def _service_imports(path: Path) -> list[str]:
+    """What ``path`` imports from the service package, as dotted names."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "rackcron.service" or node.module.startswith("rackcron.service."):
+                found += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("rackcron.service")]
+    return found
+
+
+def test_the_fronts_import_only_their_roles_of_the_service() -> None:
+    strays = {
+        str(path.relative_to(ROOT)): wrong
+        for front in FRONTS
+        for path in sorted((ROOT / front).rglob("*.py"))
+        if (
+            wrong := [
+                n for n in _service_imports(path) if not n.startswith("rackcron.service.roles.")
+            ]
+        )
+    }
+    assert not strays
+
+
+def test_the_check_sees_an_import_of_the_service() -> None:
+    assert _service_imports(ROOT / "cli" / "daemon.py")  # the composition root does
+
+
+def _roles() -> list[type]:
+    return [
+        cls
+        for _, cls in inspect.getmembers(roles, inspect.isclass)
+        if cls.__module__ == roles.__name__ and Protocol in cls.__mro__[1:]
+    ]
+
+
+@pytest.mark.parametrize("role", _roles(), ids=lambda cls: cls.__name__)
+def test_a_role_is_a_fronts_worth_of_methods(role: type) -> None:
+    """A role composed of others (``CommandTarget``, ``ShimStore``) declares none."""
+    own = [name for name in vars(role) if not name.startswith("_")]
+    assert len(own) <= MOST, own
+    composes = [base for base in role.__bases__ if base is not Protocol]
+    assert own or composes, f"{role.__name__} declares nothing and composes nothing"
