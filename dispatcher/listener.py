@@ -3,10 +3,11 @@
 Until its request has arrived, a connection is *pending*: the server's one reader
 thread (its ``serve_forever``) holds it, non-blocking, in a selector beside the listening
 socket and buffers what it sends: the TLS handshake, the request head
-(:mod:`rackcron.dispatcher.heads`; one longer than ``MAX_HEAD`` is answered 431), and the
-body, if the server wants it before any thread sees it (:meth:`ListenerMixIn.wants_body`;
-one over ``max_body`` bytes is answered 413). Which connections stay pending and which
-are served is :class:`~rackcron.dispatcher.admission.Admission`'s to decide. A request that has
+(:mod:`rackcron.dispatcher.heads`; one longer than ``MAX_HEAD`` is answered 431, a
+request line that is not words separated by single spaces 400), and the body, if the
+server wants it before any thread sees it (:meth:`ListenerMixIn.wants_body`; one over
+``max_body`` bytes is answered 413). Which connections stay pending and which are served
+is :class:`~rackcron.dispatcher.admission.Admission`'s to decide. A request that has
 arrived takes a serving slot and is handed, with its bytes (:class:`Arrival`), to a new
 daemon thread that runs the server's handler on them; after the answer a connection
 kept alive goes back to the reader with whatever it sent past that request, and the
@@ -45,7 +46,7 @@ from typing import Any, Self
 
 from rackcron.addresses import client_key
 from rackcron.dispatcher.admission import Admission, Refusal, Use
-from rackcron.dispatcher.heads import MAX_HEAD, Head, head_end
+from rackcron.dispatcher.heads import MAX_HEAD, Head, HeadSearch
 
 __all__ = ["Arrival", "ListenerMixIn"]
 
@@ -79,7 +80,7 @@ class _Connection:
     since: float  # when it began to wait for a request: its connection or its last answer
     answered: bool = False  # has had an answer
     buffer: bytearray = field(default_factory=bytearray)
-    scanned: int = 0  # bytes of the buffer searched for the end of the head
+    search: HeadSearch = field(default_factory=HeadSearch)  # for the end of the head
     head: Head | None = None
     wanted: bool = False  # the head's body is read before it is served
     began: float | None = None  # the first byte of the request being read (or read past)
@@ -324,16 +325,22 @@ class ListenerMixIn(socketserver.TCPServer):
             connection.began = time.monotonic()
         self._set_deadline(connection, connection.began + self.request_timeout)
         if connection.head is None:
-            end = head_end(connection.buffer, connection.scanned)
+            end = connection.search.end(connection.buffer)
             if (end or len(connection.buffer)) > MAX_HEAD:
                 self._close(
                     connection, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large"
                 )
                 return
             if end is None:
-                connection.scanned = len(connection.buffer)
                 return
             connection.head = head = Head.parse(bytes(connection.buffer[:end]))
+            if not head.well_formed:
+                self._close(
+                    connection,
+                    HTTPStatus.BAD_REQUEST,
+                    "bad request line: a method, a target and a version, one space apart",
+                )
+                return
             connection.wanted = bool(head.length) and self.wants_body(head)
             if connection.wanted and (head.length or 0) > self.max_body:
                 self._close(
@@ -370,7 +377,7 @@ class ListenerMixIn(socketserver.TCPServer):
         arrival = Arrival(data, connection.accepted, connection.began)
         del connection.buffer[: head.size + body]
         connection.skip, connection.framed = length - body, head.length is not None
-        connection.head, connection.scanned = None, 0
+        connection.head, connection.search = None, HeadSearch()
         if not connection.skip:
             connection.began = None
         self._selector.unregister(connection.sock)

@@ -156,6 +156,14 @@ def test_headers_trickled_byte_by_byte_are_cut_at_the_request_timeout(
         assert time.monotonic() - started < LIMITS.request_timeout + 0.5
 
 
+def test_a_request_line_split_by_a_no_break_space_is_refused_unserved(
+    server: MetricsServer,
+) -> None:
+    with connect(server.port) as client:
+        client.sendall(b"GET\xa0/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.0 400 Bad Request\r\n")
+
+
 def test_requests_over_the_cap_are_told_busy_at_once() -> None:
     release = threading.Event()
 

@@ -187,6 +187,22 @@ def test_a_head_too_large_is_refused_unread(server: ControllerServer) -> None:
         assert answer_of(client).startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
 
 
+@pytest.mark.parametrize("space", [b"\xa0", b"\t", b"\x0b", b"\x1c", b"\x85"],
+                         ids=["nbsp", "tab", "vt", "fs", "nel"])  # fmt: skip
+def test_a_request_line_split_by_other_than_spaces_is_refused_unserved(
+    server: ControllerServer, space: bytes
+) -> None:
+    # http.server's str.split() finds "GET /v1/healthz HTTP/1.1" in it, the listener's
+    # SP split two words: they must not disagree on what is served.
+    with connect(server.url) as client:
+        client.sendall(b"GET%s/v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n" % space)
+        head, _, body = answer_of(client).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert json.loads(body) == {
+        "error": "bad request line: a method, a target and a version, one space apart"
+    }
+
+
 @pytest.mark.slow
 def test_pending_bodies_over_the_byte_budget_make_the_largest_give_way() -> None:
     limits = Limits(max_buffered=200_000)
