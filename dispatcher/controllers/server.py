@@ -14,11 +14,13 @@ is served by a daemon thread of its own, at most ``max_connections`` at once,
 ``max_per_client`` from one client address, and ``reserved`` more for ``/v1/healthz``
 only; one over a cap is answered 503 at once. So clients holding idle or slow
 connections, from however many addresses, cannot keep a health probe or another client
-out. A connection waits at most ``idle_timeout`` for a request to begin; from its first
-byte, the request (line, headers and body) must arrive and its answer be sent within
-``request_timeout``, however the bytes are paced (the answer is written through
-:mod:`rackcron.dispatcher.deadline`). With TLS, the reader thread handshakes without
-blocking, within ``request_timeout`` of the connection (or ``idle_timeout`` if shorter).
+out. An answer is written to memory and sent by the reading thread as the client takes
+it, so a client that reads slowly or not at all holds no thread either; its answer's
+bytes not yet taken count against ``max_buffered``. A connection waits at most
+``idle_timeout`` for a request to begin; from its first byte, the request (line, headers
+and body) must arrive and its answer be sent within ``request_timeout``, however the
+bytes are paced. With TLS, the reader thread handshakes without blocking, within
+``request_timeout`` of the connection (or ``idle_timeout`` if shorter).
 
 The bearer token is checked before a body is read: the reader reads the body of an
 authenticated PUT only, and a client without the token is answered 401 from the head,
@@ -59,7 +61,6 @@ from rackcron import boundedjson
 from rackcron.dispatcher.admission import Admission, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.simulator import Simulator, SimulatorFull
-from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
 from rackcron.dispatcher.heads import Head, body_length
 from rackcron.dispatcher.listener import ListenerMixIn
 
@@ -90,7 +91,8 @@ class Limits:
     reserved: int = 4  # more slots, for /v1/healthz only
     max_pending: int = 512  # connections whose request has not all arrived, each a socket
     max_pending_per_client: int = 64  # of them from one client address
-    max_buffered: int = 32 << 20  # bytes those connections have sent, in all
+    # Bytes those connections have sent, and of answers their clients have not taken, in all.
+    max_buffered: int = 32 << 20
     idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
     request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 
@@ -228,26 +230,24 @@ class _HTTPServer(ListenerMixIn, HTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """One request, already read (:class:`ListenerMixIn`): its answer is written within
-    ``request_timeout`` of its first byte."""
+    """One request, already read (:class:`ListenerMixIn`); its answer, written to memory,
+    is sent by the listener within ``request_timeout`` of the request's first byte."""
 
     protocol_version = "HTTP/1.1"
     server_version = "rackcron-controller/1"
-    # Headers and body go out in two writes; with Nagle on, the second one waits for the
-    # client's delayed ACK (about 40 ms per request).
+    # An answer the client takes slowly goes out in several sends; with Nagle on, a small
+    # last one would wait for the client's delayed ACK (about 40 ms).
     disable_nagle_algorithm = True
     server: _HTTPServer
 
     def setup(self) -> None:
-        # Not StreamRequestHandler.setup: its files would read the socket, and write it
-        # without a deadline.
+        # Not StreamRequestHandler.setup: its files would read and write the socket.
         arrival = self.server.arrival(self.request)
-        ends = arrival.began + self.server.limits.request_timeout
         self.connection = self.request
         if self.disable_nagle_algorithm:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.rfile = io.BytesIO(arrival.data)
-        self.wfile = DeadlineWriter(self.connection, Deadline(ends - time.monotonic()))
+        self.wfile = arrival.answer
 
     def handle(self) -> None:
         # One request: a connection kept alive goes back to the reader for the next.
