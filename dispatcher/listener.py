@@ -279,10 +279,13 @@ class ListenerMixIn(socketserver.TCPServer):
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):  # else one connection failed
                     assert self._selector is not None
+                    admission = self.admission
                     logger.warning(
-                        "out of file descriptors: accepting no connection for"
-                        " %ss (lower max_pending, or raise the limit)",
+                        "out of file descriptors: accepting no connection for %ss (raise"
+                        " the open-file limit, ulimit -n: this listener alone may hold %d"
+                        " connections)",
                         _PAUSE,
+                        admission.max_pending + admission.max_connections + admission.reserved,
                     )
                     self._selector.unregister(self.socket)
                     self._resume_accepting = time.monotonic() + _PAUSE

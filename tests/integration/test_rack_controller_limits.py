@@ -334,3 +334,26 @@ def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
             b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 503 Service Unavailable"
         }  # fmt: skip
         assert get(url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
+
+
+@pytest.mark.slow
+def test_out_of_file_descriptors_the_rack_controller_says_which_limit_to_raise(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "controller.log"
+    with rack_controller_process(log, open_files=24) as (_, url), ExitStack() as stack:
+        for _ in range(40):  # more than the process may open: accepting fails
+            stack.enter_context(connect(url))
+        deadline = time.monotonic() + 10
+        while "out of file descriptors" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        warning = log.read_text().splitlines()[-1]
+        limits = Limits()
+        held = limits.max_pending + limits.max_connections + limits.reserved
+        assert warning == (
+            "out of file descriptors: accepting no connection for 0.1s (raise the open-file"
+            f" limit, ulimit -n: this listener alone may hold {held} connections)"
+        )
+        stack.close()  # the connections end: it accepts again
+        assert get(url, "/v1/healthz", "127.0.0.2", token=None) == (200, {"status": "ok"})

@@ -43,14 +43,17 @@ def controller_server(
 
 
 @contextmanager
-def rack_controller_process(log: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def rack_controller_process(
+    log: Path, *args: str, open_files: int | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """``rackcron rack-controller --listen 127.0.0.1:0 ARGS``, its stderr in ``log``: yields
     (the process, its URL) once it listens (30 s at most); terminated when the block ends,
-    after which its log must hold no traceback."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rackcron.cli", "rack-controller", "--listen", "127.0.0.1:0", *args],
-        stderr=log.open("w"),
-    )
+    after which its log must hold no traceback. ``open_files``: its open-file limit
+    (``ulimit -n``), if given."""
+    command = [sys.executable, "-m", "rackcron.cli", "rack-controller", "--listen", "127.0.0.1:0"]
+    if open_files is not None:
+        command = ["sh", "-c", f'ulimit -n {open_files} && exec "$0" "$@"', *command]
+    proc = subprocess.Popen([*command, *args], stderr=log.open("w"))
     try:
         deadline = time.monotonic() + 30
         while not (found := re.search(r"listening on (http://\S+)", log.read_text())):
