@@ -102,9 +102,7 @@ def main() -> None:
     for shape in ("typical", "many-values", "many-components", "long-text"):
         runs = [measure(shape, options.mib) for _ in range(options.repeat)]
         ratios = [r for _, r in runs]
-        print(
-            f"  {shape:16} {runs[0][0]:>7} orders   ratio {min(ratios):.2f}-{max(ratios):.2f}"
-        )
+        print(f"  {shape:16} {runs[0][0]:>7} orders   ratio {min(ratios):.2f}-{max(ratios):.2f}")
 
 
 if __name__ == "__main__":

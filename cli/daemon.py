@@ -43,7 +43,7 @@ from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.faults import fault_hook
 from rackcron.dispatcher.loop import Dispatcher
-from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
+from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsLimits, MetricsServer
 from rackcron.dispatcher.retention import Pruner
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT
@@ -172,7 +172,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
                 health,
                 wrap=wrap,
                 tls=tls,
-                limits=Limits(max_body=MAX_FORM),
+                limits=MetricsLimits(max_body=MAX_FORM),
                 allowed_hosts=config.http_allowed_hosts,
             )
             server.start()

@@ -1,11 +1,13 @@
 """Which connections a listener keeps while they send their request, and which it serves.
 
 A connection is *pending* until its whole request has arrived (TLS handshake, request
-line, headers and the body the server reads first; on a kept-alive connection, also the
-time between requests), then *served* until its answer is out. Pending costs the server
-a socket and the bytes it has sent, no thread (:mod:`rackcron.dispatcher.listener`), so
-many are kept; only serving holds a thread, and that is capped. So clients holding idle
-or slow connections, from however many addresses, cannot keep a health probe or another
+line, headers and the body the server reads first), then *served* until its answer is
+made, then pending again while its answer is sent and, kept alive, until its next
+request has arrived. Pending costs the server a socket and bytes (what the client has
+sent, and what it has not taken of its answer), no thread
+(:mod:`rackcron.dispatcher.listener`), so many are kept; only serving holds a thread,
+and that is capped. So clients holding idle or slow connections, or reading their
+answers slowly, from however many addresses, cannot keep a health probe or another
 client out: they only fill the pending pool, where they give way to newcomers.
 
 * **The pending pool.** At most ``max_pending`` connections are pending, at most
@@ -15,7 +17,8 @@ client out: they only fill the pending pool, where they give way to newcomers.
   pending connection; when the pool is full, the oldest pending connection of the client
   holding the most, the newcomer counted with its client (of clients holding as many,
   another before its own). Over the byte budget, the oldest pending connection of the
-  client buffering the most bytes gives way, until the pool is within it. So a client
+  client buffering the most bytes gives way, until the pool is within it (one sending an
+  answer too). So a client
   holding one pending connection gives way only when about ``max_pending`` distinct
   clients each hold one as well, and a client's own idle connections make room for its
   next one instead of keeping it out.
@@ -30,7 +33,7 @@ client out: they only fill the pending pool, where they give way to newcomers.
   always finds a slot, however many clients are being answered.
 
 Ages count in admission order, from when a connection last began to wait: its
-connection, or the end of its last answer. A "client" is
+connection, or when its last answer was made. A "client" is
 :func:`rackcron.domain.addresses.client_key` of its address: an IPv4 address or an IPv6 /64
 network; clients behind one NAT share their caps. :class:`Admission` decides; the
 listener applies it.
@@ -150,8 +153,9 @@ class Admission(Generic[C]):
             return None
 
     def wait(self, connection: C) -> C | None:
-        """Served ``connection`` is kept alive: it is pending again, for its next request;
-        the pending connection that gives way to it, if any (as :meth:`admit`)."""
+        """Served ``connection``'s answer is made: it is pending again, while its answer is
+        sent and, kept alive, for its next request; the pending connection that gives way
+        to it, if any (as :meth:`admit`)."""
         with self._lock:
             client = self._connections[connection].client
             self._remove(connection)

@@ -3,15 +3,15 @@
 A socket timeout bounds one ``recv`` or ``send``: a peer that sends one byte just
 before each timeout keeps an exchange going forever, and whatever waits for that
 exchange (a shutdown) waits with it. A :class:`Deadline` is one instant on the
-monotonic clock. :class:`DeadlineReader` and :class:`DeadlineWriter` wrap a socket
-and set its timeout to the time left before every read and write, so everything a
-parser reads through them — a status line, headers line by line, a body in chunks —
-ends by the deadline, with ``TimeoutError`` once it has passed. Both the ``http``
-controller driver (``rackcron.dispatcher.controllers.http``) and the metrics server
-(``rackcron.dispatcher.metrics``) read and write their sockets through them.
-:class:`BoundedHTTPConnection` and :class:`BoundedHTTPSConnection` are ``http.client``
-connections whose every socket operation ends by one deadline: the ``http`` driver's
-and the webhook notifier's (``rackcron.dispatcher.notify``).
+monotonic clock. :class:`DeadlineReader` wraps a socket and sets its timeout to the
+time left before every read, so everything a parser reads through it — a status line,
+headers line by line, a body in chunks — ends by the deadline, with ``TimeoutError``
+once it has passed. :class:`BoundedHTTPConnection` and :class:`BoundedHTTPSConnection`
+are ``http.client`` connections whose every socket operation ends by one deadline: the
+``http`` controller driver's (``rackcron.dispatcher.controllers.http``) and the webhook
+notifier's (``rackcron.dispatcher.notify``). (The servers' listener,
+``rackcron.dispatcher.listener``, never blocks on a socket: it keeps its deadlines
+itself.)
 """
 
 from __future__ import annotations
@@ -24,14 +24,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from _typeshed import ReadableBuffer, WriteableBuffer
+    from _typeshed import WriteableBuffer
 
 __all__ = [
     "BoundedHTTPConnection",
     "BoundedHTTPSConnection",
     "Deadline",
     "DeadlineReader",
-    "DeadlineWriter",
     "reader",
 ]
 
@@ -79,28 +78,6 @@ class DeadlineReader(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
-
-
-class DeadlineWriter(io.BufferedIOBase):
-    """Writes all of each buffer to ``sock`` before ``deadline`` (``sendall`` bounds the
-    whole write by the socket timeout, not each send).
-
-    Unbuffered, as socketserver's own ``wfile`` is: a BufferedIOBase (a write takes all
-    of its buffer or raises) that holds nothing back, so there is nothing to flush."""
-
-    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
-        super().__init__()
-        self._sock = sock
-        self._deadline = deadline
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: ReadableBuffer) -> int:
-        self._sock.settimeout(self._deadline.remaining())
-        self._sock.sendall(data)
-        with memoryview(data) as view:
-            return view.nbytes
 
 
 def reader(sock: socket.socket, deadline: Deadline) -> io.BufferedReader:

@@ -5,11 +5,19 @@ returns values; the handler that serves the request parses the head again, as
 ``http.server`` does, and answers what is wrong with it.
 
 A head is the request line, then header lines up to an empty line (lines end with LF,
-CR before it optional, as ``http.server`` reads them). A request line of fewer than
-three words is a head by itself (HTTP/0.9, or garbage for the handler to refuse). The
-body is framed by ``Content-Length``; with ``Transfer-Encoding``, or a ``Content-Length``
-that is not one number (RFC 9112 section 6.3), it is not framed: the connection cannot
-carry another request after it.
+CR before it optional, as ``http.server`` reads them). The request line's words are
+separated by SP alone (RFC 9112 section 3): one of fewer than three words is a head by
+itself (HTTP/0.9, or garbage). A line is *well formed* if it has two or three words, one
+SP apart, and no byte that ``str.split()`` or ``bytes.split()`` would split on besides
+(a tab, a no-break space ``\xa0``, ``\x1c``...): only then do all who read it (this module,
+``http.server``'s parser, the log line it writes) find the same words, so the listener
+refuses any other before a handler sees it. The body is framed by ``Content-Length``;
+with ``Transfer-Encoding``, or a ``Content-Length`` that is not one number (RFC 9112
+section 6.3), it is not framed: the connection cannot carry another request after it.
+
+:class:`HeadSearch` finds where a head ends as its bytes arrive, looking at each about
+once however they are paced: a client sending its head a byte at a time costs a few
+operations per byte, not a new look at all it has sent.
 """
 
 from __future__ import annotations
@@ -20,38 +28,48 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
-__all__ = ["MAX_HEAD", "Head", "body_length", "head_end"]
+__all__ = ["MAX_HEAD", "Head", "HeadSearch", "body_length"]
 
 #: The largest head read (bytes); a longer one is answered 431 unread.
 MAX_HEAD = 64 << 10
 
 _BLANK_LINE = re.compile(rb"\n\r?\n")
+#: Every byte but SP that ``str.split()`` (of the line as Latin-1) or ``bytes.split()``
+#: splits words on: tab, LF, VT, FF, CR, 0x1c-0x1f, 0x85 and 0xa0.
+_OTHER_SPACES = bytes(
+    c for c in range(256) if c != 0x20 and (chr(c).isspace() or c in b" \t\n\r\v\f")
+)
+_OTHER_SPACE = re.compile(b"[%s]" % re.escape(_OTHER_SPACES))
 
 
 @dataclass(frozen=True, slots=True)
 class Head:
-    """A request head: its request line's words, its headers (empty if they do not
-    parse; the handler answers that), its ``size`` in bytes, and ``length``, the body's
-    bytes (0: none), or None if the body is not framed."""
+    """A request head: its request line's words (empty unless it is well formed, see the
+    module docstring, and has three), whether that line is well formed, its headers (empty if they do not parse;
+    the handler answers that), its ``size`` in bytes, and ``length``, the body's bytes
+    (0: none), or None if the body is not framed."""
 
     method: str
     target: str
     version: str
+    well_formed: bool
     headers: Message
     size: int
     length: int | None
 
     @classmethod
     def parse(cls, data: bytes) -> Head:
-        """The head that is all of ``data`` (as :func:`head_end` found it)."""
+        """The head that is all of ``data`` (as :class:`HeadSearch` found it)."""
         line, _, rest = data.partition(b"\n")
-        words = line.decode("iso-8859-1").split()
-        method, target, version = words[:3] if len(words) >= 3 else ("", "", "")
+        line = line.removesuffix(b"\r")
+        words = line.decode("iso-8859-1").split(" ")
+        well_formed = len(words) in (2, 3) and all(words) and not _OTHER_SPACE.search(line)
+        method, target, version = words if well_formed and len(words) == 3 else ("", "", "")
         try:
             headers: Message = http.client.parse_headers(io.BytesIO(rest))
         except http.client.HTTPException:  # too many headers, or one too long
             headers = Message()
-        return cls(method, target, version, headers, len(data), body_length(headers))
+        return cls(method, target, version, well_formed, headers, len(data), body_length(headers))
 
     @property
     def path(self) -> str:
@@ -59,17 +77,33 @@ class Head:
         return self.target.split("?", 1)[0]
 
 
-def head_end(data: bytes | bytearray, start: int = 0) -> int | None:
-    """Where the head at the start of ``data`` ends (the index after its empty line), or
-    None if it has not all arrived; ``start``: where to look from (a length of ``data``
-    already looked at)."""
-    line_end = data.find(b"\n")
-    if line_end < 0:
-        return None
-    if len(bytes(data[:line_end]).split()) < 3:
-        return line_end + 1
-    found = _BLANK_LINE.search(data, max(start - 2, line_end))
-    return None if found is None else found.end()
+class HeadSearch:
+    """Where the head at the start of a buffer ends, the buffer growing at its end between
+    looks (one search per head): each look starts where the last one stopped."""
+
+    __slots__ = ("_line_end", "_looked")
+
+    def __init__(self) -> None:
+        self._looked = 0  # bytes looked at: for the request line's end, then the empty line
+        self._line_end = -1  # the request line's LF, once found
+
+    def end(self, data: bytes | bytearray) -> int | None:
+        """Where the head ends in ``data`` (the index after its empty line), or None if
+        it has not all arrived."""
+        if self._line_end < 0:
+            line_end = data.find(b"\n", self._looked)
+            if line_end < 0:
+                self._looked = len(data)
+                return None
+            if data.count(b" ", 0, line_end) < 2:  # fewer than three words
+                return line_end + 1
+            self._line_end = self._looked = line_end
+        # A CR LF LF split by the last look's end starts at most two bytes before it.
+        found = _BLANK_LINE.search(data, max(self._looked - 2, self._line_end))
+        if found is None:
+            self._looked = len(data)
+            return None
+        return found.end()
 
 
 #: The most digits a Content-Length is read with: far past any body a server takes.

@@ -1,41 +1,53 @@
-"""A threaded HTTP listener in which a connection holds a thread only while it is served.
+"""A threaded HTTP listener in which a connection holds a thread only while its answer is
+produced.
 
 Until its request has arrived, a connection is *pending*: the server's one reader
 thread (its ``serve_forever``) holds it, non-blocking, in a selector beside the listening
 socket and buffers what it sends: the TLS handshake, the request head
-(:mod:`rackcron.dispatcher.heads`; one longer than ``MAX_HEAD`` is answered 431), and the
-body, if the server wants it before any thread sees it (:meth:`ListenerMixIn.wants_body`;
-one over ``max_body`` bytes is answered 413). Which connections stay pending and which
-are served is :class:`~rackcron.dispatcher.admission.Admission`'s to decide. A request that has
+(:mod:`rackcron.dispatcher.heads`; one longer than ``MAX_HEAD`` is answered 431, a
+request line that is not words separated by single spaces 400), and the body, if the
+server wants it before any thread sees it (:meth:`ListenerMixIn.wants_body`; one over
+``max_body`` bytes is answered 413). Which connections stay pending and which are served
+is :class:`~rackcron.dispatcher.admission.Admission`'s to decide. A request that has
 arrived takes a serving slot and is handed, with its bytes (:class:`Arrival`), to a new
-daemon thread that runs the server's handler on them; after the answer a connection
-kept alive goes back to the reader with whatever it sent past that request, and the
-reader reads past a body that was announced but not wanted.
+daemon thread that runs the server's handler on them. The handler writes its answer to
+memory (``Arrival.answer``), never to the socket, so a client that reads slowly or not at
+all cannot hold the thread: once the handler returns, the slot is freed and the
+connection goes back to the reader, pending again, which sends the answer as the
+client takes it. Its bytes not yet taken count against the pending pool's byte budget
+(with what the client sent), so the pool's rules bound them, and a connection whose
+answer is not all out by its deadline (:meth:`ListenerMixIn.answered_by`) is dropped.
+Once the answer is out, a connection kept alive waits for its next request, which the
+reader reads only then (so pipelined requests are answered in turn, one at a time), and
+reads past a body that was announced but not wanted; any other is closed.
 
 Deadlines, on the monotonic clock: the TLS handshake ends within ``idle_timeout`` or
 ``request_timeout`` of the connection, whichever is shorter; a request begins (its first
 byte) within ``idle_timeout`` of the connection or of its last answer; the whole request,
 and an unwanted body read past after its answer, arrives within ``request_timeout`` of
-its first byte. Past one, the connection is closed unanswered.
+its first byte; its answer is out by :meth:`ListenerMixIn.answered_by`. Past one, the
+connection is closed, unanswered or with its answer cut short.
 
 A request that finds no slot is answered busy (:meth:`ListenerMixIn.answer`) and closed;
 so is a connection that gives way in the pending pool if it has begun a request or was
-never answered (one idle after an answer is closed silently, as any server may close
-one). The reader's answers are one non-blocking send each, nothing over TLS before the
-handshake. So the threads are the reader and at most ``max_connections + reserved``
-serving, however many connections are open.
+never answered (one idle after an answer, or in the middle of sending one, is closed
+silently). The reader's own answers are one non-blocking send each, nothing over TLS
+before the handshake. So the threads are the reader and at most ``max_connections +
+reserved`` serving, however many connections are open and however slowly they read.
 """
 
 from __future__ import annotations
 
 import errno
 import heapq
+import io
 import itertools
 import logging
 import selectors
 import socket
 import socketserver
 import ssl
+import struct
 import threading
 import time
 from contextlib import suppress
@@ -44,7 +56,7 @@ from http import HTTPStatus
 from typing import Any, Self
 
 from rackcron.dispatcher.admission import Admission, Refusal, Use
-from rackcron.dispatcher.heads import MAX_HEAD, Head, head_end
+from rackcron.dispatcher.heads import MAX_HEAD, Head, HeadSearch
 from rackcron.domain.addresses import client_key
 
 __all__ = ["Arrival", "ListenerMixIn"]
@@ -55,16 +67,36 @@ _CHUNK = 64 << 10  # bytes read at once
 _ACCEPTS = 64  # connections accepted in a row before the others are read
 _PAUSE = 0.1  # seconds without accepting once out of file descriptors
 _LISTENER, _WAKE = object(), object()  # selector keys that are not connections
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close with a reset
+
+
+class _Answer(io.BufferedIOBase):
+    """A handler's ``wfile``: what it writes is kept (closing it too) in ``data``, for the
+    reader to send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        with memoryview(data) as view:
+            self.data += view
+            return view.nbytes
 
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
     """A request that has arrived: its bytes (the head, and the body if the server wanted
-    it), and when its connection was accepted and its first byte came (monotonic)."""
+    it), when its connection was accepted and its first byte came (monotonic), and the
+    file its answer is written to (the handler's ``wfile``), sent once the handler returns."""
 
     data: bytes
     accepted: float
     began: float
+    answer: _Answer = field(default_factory=_Answer)
 
 
 @dataclass(eq=False, slots=True)
@@ -79,25 +111,35 @@ class _Connection:
     since: float  # when it began to wait for a request: its connection or its last answer
     answered: bool = False  # has had an answer
     buffer: bytearray = field(default_factory=bytearray)
-    scanned: int = 0  # bytes of the buffer searched for the end of the head
+    search: HeadSearch = field(default_factory=HeadSearch)  # for the end of the head
     head: Head | None = None
     wanted: bool = False  # the head's body is read before it is served
     began: float | None = None  # the first byte of the request being read (or read past)
     skip: int = 0  # bytes of an unwanted body still to read past
     framed: bool = True  # False: its last body was not framed; it ends after the answer
+    out: bytearray = field(default_factory=bytearray)  # an answer being sent
+    sent: int = 0  # bytes of it sent
+    keep: bool = False  # after the answer: wait for the next request, else close
+    due: float = 0.0  # when the answer must be out
     deadline: float = 0.0
     events: int = selectors.EVENT_READ
+
+    @property
+    def writing(self) -> bool:
+        """Whether it has an answer to send (and reads nothing until it is out)."""
+        return self.sent < len(self.out)
 
 
 class ListenerMixIn(socketserver.TCPServer):
     """A ``TCPServer`` whose ``serve_forever`` is the reader of the module docstring; put
     it before the server class (``HTTPServer``, ``WSGIServer``).
 
-    The handler gets its request from :meth:`arrival`, not from the socket, and serves
-    one request per instance; its ``close_connection`` (``http.server``'s) says whether
-    the connection ends with the answer. :meth:`shutdown` stops the reader, which closes
-    the pending connections; :meth:`cut_connections` then wakes the serving threads so
-    they end. Closing the server waits for none of them.
+    The handler gets its request from :meth:`arrival`, not from the socket, writes its
+    answer to ``Arrival.answer``, never to the socket, and serves one request per
+    instance; its ``close_connection`` (``http.server``'s) says whether the connection
+    ends with the answer. :meth:`shutdown` stops the reader, which closes the pending
+    connections (answers being sent included); :meth:`cut_connections` then tells the
+    clients being served that no answer comes. Closing the server waits for no thread.
     """
 
     def __init__(
@@ -147,6 +189,11 @@ class ListenerMixIn(socketserver.TCPServer):
         served without it."""
         return True
 
+    def answered_by(self, arrival: Arrival) -> float:
+        """When the answer to ``arrival`` must be all sent (monotonic); a client that has
+        not taken it by then is dropped."""
+        return arrival.began + self.request_timeout
+
     # --- what a handler and the owner call -----------------------------------------------
 
     def arrival(self, sock: socket.socket) -> Arrival:
@@ -185,7 +232,7 @@ class ListenerMixIn(socketserver.TCPServer):
                     else:
                         connection: _Connection = key.data
                         if self._pending.get(connection.sock) is connection:  # not closed since
-                            self._read_or_drop(connection)
+                            self._step(connection)
                 self._expire()
                 self.service_actions()
         finally:
@@ -212,7 +259,8 @@ class ListenerMixIn(socketserver.TCPServer):
         self._wake_out.close()
 
     def cut_connections(self) -> None:
-        """Wake every serving thread so it ends (its socket is shut down under it)."""
+        """Shut down the socket of every request being served, so that its client learns
+        at once that no answer comes (its thread ends by itself, its answer unsent)."""
         with self._lock:
             serving = list(self._serving)
         for sock in serving:
@@ -231,10 +279,13 @@ class ListenerMixIn(socketserver.TCPServer):
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):  # else one connection failed
                     assert self._selector is not None
+                    admission = self.admission
                     logger.warning(
-                        "out of file descriptors: accepting no connection for"
-                        " %ss (lower max_pending, or raise the limit)",
+                        "out of file descriptors: accepting no connection for %ss (raise"
+                        " the open-file limit, ulimit -n: this listener alone may hold %d"
+                        " connections)",
                         _PAUSE,
+                        admission.max_pending + admission.max_connections + admission.reserved,
                     )
                     self._selector.unregister(self.socket)
                     self._resume_accepting = time.monotonic() + _PAUSE
@@ -248,6 +299,8 @@ class ListenerMixIn(socketserver.TCPServer):
             self._track(connection, self.admission.admit(sock, client))
             if tls:
                 self._set_deadline(connection, now + min(self.idle_timeout, self.request_timeout))
+            else:
+                self._advance(connection)  # its idle deadline
             self._read(connection)
 
     def _take_back(self) -> None:
@@ -257,21 +310,73 @@ class ListenerMixIn(socketserver.TCPServer):
         with self._lock:
             returned, self._returned = self._returned, []
         for connection in returned:
-            connection.sock.setblocking(False)
-            connection.answered, connection.since = True, time.monotonic()
             self._track(connection, self.admission.wait(connection.sock))
-            if self._pending.get(connection.sock) is connection:
-                self._read(connection)
+            self._set_deadline(connection, connection.due)
+            self._write(connection)
 
     def _track(self, connection: _Connection, evicted: socket.socket | None) -> None:
         """Watch pending ``connection``; close ``evicted``, which gave way to it."""
         assert self._selector is not None
         self._pending[connection.sock] = connection
-        connection.events = selectors.EVENT_READ
+        connection.events = selectors.EVENT_WRITE if connection.writing else selectors.EVENT_READ
         self._selector.register(connection.sock, connection.events, connection)
         if evicted is not None:
             self._give_way(self._pending[evicted], connection.client)
+
+    def _step(self, connection: _Connection) -> None:
+        """:meth:`_write` the answer ``connection`` is sending, else :meth:`_read` it;
+        closing it on anything unforeseen: one client's bytes never stop the reader, which
+        every pending connection needs."""
+        try:
+            if connection.writing:
+                self._write(connection)
+            else:
+                self._read(connection)
+        except Exception:
+            logger.warning(
+                "connection from %s dropped: its request could not be read or its answer sent",
+                connection.address,
+                exc_info=True,
+            )
+            with suppress(Exception):
+                self._close(connection)
+
+    def _write(self, connection: _Connection) -> None:
+        """Send what ``connection`` has of its answer until the socket takes no more; once
+        it is all out, close the connection or, kept alive, read its next request."""
+        while connection.writing:
+            try:
+                # After a full socket, the same bytes again: a TLS write is retried so.
+                rest = memoryview(connection.out)[connection.sent :]
+                connection.sent += connection.sock.send(rest)
+            except (BlockingIOError, ssl.SSLWantWriteError):
+                self._want(connection, selectors.EVENT_WRITE)
+                self._weigh(connection)
+                return
+            except ssl.SSLWantReadError:
+                self._want(connection, selectors.EVENT_READ)
+                self._weigh(connection)
+                return
+            except OSError:  # a reset, or a closed connection
+                logger.debug("connection from %s failed", connection.address, exc_info=True)
+                self._close(connection)
+                return
+        connection.out, connection.sent = bytearray(), 0
+        if not connection.keep:
+            self._close(connection)
+            return
+        connection.answered, connection.since = True, time.monotonic()
+        self._want(connection, selectors.EVENT_READ)
+        self._weigh(connection)
         self._advance(connection)
+        self._read(connection)
+
+    def _weigh(self, connection: _Connection) -> None:
+        """Tell the pending pool the bytes ``connection`` holds (what it sent, and what
+        the client has not taken of its answer); close those that give way."""
+        size = len(connection.buffer) + len(connection.out) - connection.sent
+        for evicted in self.admission.buffered(connection.sock, size):
+            self._give_way(self._pending[evicted], "")
 
     def _read(self, connection: _Connection) -> None:
         """Take what ``connection`` has sent (its handshake first) until it has no more, its
@@ -299,14 +404,13 @@ class ListenerMixIn(socketserver.TCPServer):
                 self._close(connection)
                 return
             connection.buffer += chunk
-            for evicted in self.admission.buffered(sock, len(connection.buffer)):
-                self._give_way(self._pending[evicted], "")
+            self._weigh(connection)
             if self._pending.get(sock) is connection:
                 self._advance(connection)
 
     def _advance(self, connection: _Connection) -> None:
         """Act on what ``connection`` has buffered: read past, wait, or hand on."""
-        if connection.handshaking:
+        if connection.handshaking or connection.writing:
             return
         if connection.skip:
             dropped = min(connection.skip, len(connection.buffer))
@@ -324,16 +428,22 @@ class ListenerMixIn(socketserver.TCPServer):
             connection.began = time.monotonic()
         self._set_deadline(connection, connection.began + self.request_timeout)
         if connection.head is None:
-            end = head_end(connection.buffer, connection.scanned)
+            end = connection.search.end(connection.buffer)
             if (end or len(connection.buffer)) > MAX_HEAD:
                 self._close(
                     connection, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large"
                 )
                 return
             if end is None:
-                connection.scanned = len(connection.buffer)
                 return
             connection.head = head = Head.parse(bytes(connection.buffer[:end]))
+            if not head.well_formed:
+                self._close(
+                    connection,
+                    HTTPStatus.BAD_REQUEST,
+                    "bad request line: a method, a target and a version, one space apart",
+                )
+                return
             connection.wanted = bool(head.length) and self.wants_body(head)
             if connection.wanted and (head.length or 0) > self.max_body:
                 self._close(
@@ -368,9 +478,10 @@ class ListenerMixIn(socketserver.TCPServer):
         body = length if connection.wanted else min(length, len(connection.buffer) - head.size)
         data = bytes(connection.buffer[: head.size + (body if connection.wanted else 0)])
         arrival = Arrival(data, connection.accepted, connection.began)
+        connection.due = self.answered_by(arrival)
         del connection.buffer[: head.size + body]
         connection.skip, connection.framed = length - body, head.length is not None
-        connection.head, connection.scanned = None, 0
+        connection.head, connection.search = None, HeadSearch()
         if not connection.skip:
             connection.began = None
         self._selector.unregister(connection.sock)
@@ -388,36 +499,29 @@ class ListenerMixIn(socketserver.TCPServer):
     def _give_way(self, connection: _Connection, newcomer: str) -> None:
         """Close ``connection``, which gave way in the pending pool to a connection of
         ``newcomer`` (a client; "": to the byte budget)."""
-        if connection.began is None and connection.answered:
-            self._close(connection)  # idle after an answer: as any server may close it
+        if connection.writing or (connection.began is None and connection.answered):
+            # In the middle of an answer, nothing more can be said; idle after one, it is
+            # closed as any server may close it.
+            self._close(connection)
             return
         refusal = Refusal.CLIENT_FULL if newcomer == connection.client else Refusal.SERVER_FULL
         self._close(connection, HTTPStatus.SERVICE_UNAVAILABLE, f"busy: {refusal.value}")
 
-    def _read_or_drop(self, connection: _Connection) -> None:
-        """:meth:`_read`, closing the connection on anything unforeseen: one client's
-        bytes never stop the reader, which every waiting connection needs."""
-        try:
-            self._read(connection)
-        except Exception:
-            logger.warning(
-                "connection from %s dropped: its request could not be read",
-                connection.address,
-                exc_info=True,
-            )
-            with suppress(Exception):
-                self._close(connection)
-
     def _close(
         self, connection: _Connection, status: HTTPStatus | None = None, message: str = ""
     ) -> None:
-        """Forget pending ``connection`` and close it, answering ``status`` if given; its
-        buffer is freed at once (stale deadline entries may hold it a while)."""
+        """Forget pending ``connection`` and close it, answering ``status`` if given, or
+        resetting it if its answer is cut short; its buffers are freed at once (stale
+        deadline entries may hold it a while)."""
         if self._pending.get(connection.sock) is connection:
             del self._pending[connection.sock]
             if self._selector is not None:
                 self._selector.unregister(connection.sock)
         self.admission.release(connection.sock)
+        if connection.writing:
+            # A reset: the kernel drops what the client has not taken, and tells it.
+            with suppress(OSError):
+                connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
         if status is not None:
             logger.debug("connection from %s closed: %s", connection.address, message)
             if not connection.handshaking:
@@ -426,7 +530,7 @@ class ListenerMixIn(socketserver.TCPServer):
                         if not connection.sock.recv(_CHUNK):
                             break
             self._send(connection, self.answer(status, message))
-        connection.buffer, connection.head = bytearray(), None
+        connection.buffer, connection.head, connection.out = bytearray(), None, bytearray()
         self.shutdown_request(connection.sock)
 
     def _send(self, connection: _Connection, data: bytes) -> None:
@@ -467,11 +571,10 @@ class ListenerMixIn(socketserver.TCPServer):
         except Exception:
             self.handle_error(sock, connection.address)
         with self._lock:
-            del self._serving[sock]
-            keep = keep and self._running  # else the reader has stopped: nothing takes it
-            if keep:
+            connection.out, connection.keep = self._serving.pop(sock).answer.data, keep
+            if self._running:  # else the reader has stopped: nothing sends it
                 self._returned.append(connection)
                 self._wake()
-        if not keep:
-            self.admission.release(sock)
-            self.shutdown_request(sock)
+                return
+        self.admission.release(sock)
+        self.shutdown_request(sock)

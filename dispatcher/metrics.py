@@ -13,7 +13,7 @@ any): a request naming another host (or several) is answered ``421 Misdirected
 Request`` without reaching the application, so a web page that rebinds its own name
 to this address reads nothing.
 
-What clients can hold is bounded (:class:`Limits`; the rules are
+What clients can hold is bounded (:class:`MetricsLimits`; the rules are
 :mod:`rackcron.dispatcher.admission`'s, applied by :mod:`rackcron.dispatcher.listener`).
 Until its request has arrived (line, headers, and a body of up to ``max_body``, read
 before the application runs; a larger one is answered 413), a connection is pending: one thread reads all of them,
@@ -25,9 +25,11 @@ has arrived gets a daemon thread of its own, at most ``max_connections`` at once
 connections, from however many addresses, cannot keep a health probe or another
 client out. A connection must send its first byte within ``idle_timeout``, its whole
 request within ``request_timeout`` of that byte, and the whole exchange must end within
-``exchange_timeout`` of the connection, whatever the pace of the bytes (the answer is
-written through :mod:`rackcron.dispatcher.deadline`). :meth:`MetricsServer.stop` stops
-accepting, closes the open connections and returns without waiting for any client.
+``exchange_timeout`` of the connection, whatever the pace of the bytes. An answer is
+written to memory and sent by the reading thread as the client takes it, so a client
+that reads slowly or not at all holds no thread either (its answer's bytes not yet taken
+count against ``max_buffered``). :meth:`MetricsServer.stop` stops accepting, closes the
+open connections and returns without waiting for any client.
 """
 
 from __future__ import annotations
@@ -52,9 +54,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from rackcron.dispatcher.admission import Admission, Use
-from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
 from rackcron.dispatcher.heads import Head
-from rackcron.dispatcher.listener import ListenerMixIn
+from rackcron.dispatcher.listener import Arrival, ListenerMixIn
 from rackcron.dispatcher.schedule_metrics import DEFAULT_LIMIT, ScheduleSeries
 from rackcron.domain.addresses import HostCheck
 from rackcron.domain.models import MissReason
@@ -62,7 +63,7 @@ from rackcron.domain.models import MissReason
 if TYPE_CHECKING:
     from rackcron.service.roles import MetricsSchedules
 
-__all__ = ["HealthCheck", "Limits", "Metrics", "MetricsServer", "metrics_app"]
+__all__ = ["HealthCheck", "Metrics", "MetricsLimits", "MetricsServer", "metrics_app"]
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,7 @@ class HealthCheck:
 
 
 @dataclass(frozen=True)
-class Limits:
+class MetricsLimits:
     """What one client may hold of the metrics server (seconds, connections)."""
 
     max_connections: int = 16  # requests served at once (rackcron.dispatcher.admission)
@@ -248,7 +249,8 @@ class Limits:
     reserved: int = 4  # more slots, for /healthz (any) and /metrics (all but one)
     max_pending: int = 512  # connections whose request has not all arrived, each a socket
     max_pending_per_client: int = 64  # of them from one client address
-    max_buffered: int = 8 << 20  # bytes those connections have sent, in all
+    # Bytes those connections have sent, and of answers their clients have not taken, in all.
+    max_buffered: int = 8 << 20
     # A request body up to this size is read before the application runs, so a slow one
     # holds no thread, and a larger one is answered 413 unread; serve sets the console's
     # form size.
@@ -300,19 +302,17 @@ def metrics_app(metrics: Metrics, health: HealthCheck) -> WSGIApplication:
 
 
 class _Handler(WSGIRequestHandler):
-    """One exchange, its request already read (:class:`ListenerMixIn`), its answer written
-    within the exchange's deadline."""
+    """One exchange, its request already read (:class:`ListenerMixIn`); its answer, written
+    to memory, is sent by the listener within the exchange's deadline."""
 
     server: _Server
 
     def setup(self) -> None:
-        # Not StreamRequestHandler.setup: its files would read the socket, and write it
-        # without a deadline.
+        # Not StreamRequestHandler.setup: its files would read and write the socket.
         arrival = self.server.arrival(self.request)
-        ends = arrival.accepted + self.server.limits.exchange_timeout
         self.connection = self.request
         self.rfile = io.BytesIO(arrival.data)
-        self.wfile = DeadlineWriter(self.connection, Deadline(ends - time.monotonic()))
+        self.wfile = arrival.answer
 
     def parse_request(self) -> bool:
         if not super().parse_request():
@@ -337,7 +337,7 @@ def _path_info(target: str) -> str:
 class _Server(ListenerMixIn, WSGIServer):
     request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], limits: Limits, hosts: HostCheck) -> None:
+    def __init__(self, address: tuple[str, int], limits: MetricsLimits, hosts: HostCheck) -> None:
         self.limits = limits
         self.hosts = hosts
         admission: Admission[socket.socket] = Admission(
@@ -355,6 +355,9 @@ class _Server(ListenerMixIn, WSGIServer):
 
     def use_of(self, head: Head) -> Use:
         return _USES.get(_path_info(head.target), Use.OTHER)
+
+    def answered_by(self, arrival: Arrival) -> float:
+        return arrival.accepted + self.limits.exchange_timeout
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client too slow or gone: not worth a traceback on stderr.
@@ -380,7 +383,7 @@ class MetricsServer:
         metrics: Metrics,
         health: HealthCheck,
         *,
-        limits: Limits = Limits(),
+        limits: MetricsLimits = MetricsLimits(),
         wrap: Callable[[WSGIApplication], WSGIApplication] | None = None,
         tls: ssl.SSLContext | None = None,
         allowed_hosts: frozenset[str] = frozenset(),

@@ -4,7 +4,7 @@ It answers the protocol of ``docs/controller-protocol.md`` (version 1) so that t
 ``http`` driver, and vendors writing their own controller, have something real to talk
 to. HTTP/1.1 keep-alive is on.
 
-What clients can hold is bounded (:class:`Limits`; the rules are
+What clients can hold is bounded (:class:`ControllerLimits`; the rules are
 :mod:`rackcron.dispatcher.admission`'s, applied by :mod:`rackcron.dispatcher.listener`).
 A connection waiting for its request (its first, the next one kept alive, or one still
 arriving, body included) is pending: one thread reads all of them, at most
@@ -14,11 +14,13 @@ is served by a daemon thread of its own, at most ``max_connections`` at once,
 ``max_per_client`` from one client address, and ``reserved`` more for ``/v1/healthz``
 only; one over a cap is answered 503 at once. So clients holding idle or slow
 connections, from however many addresses, cannot keep a health probe or another client
-out. A connection waits at most ``idle_timeout`` for a request to begin; from its first
-byte, the request (line, headers and body) must arrive and its answer be sent within
-``request_timeout``, however the bytes are paced (the answer is written through
-:mod:`rackcron.dispatcher.deadline`). With TLS, the reader thread handshakes without
-blocking, within ``request_timeout`` of the connection (or ``idle_timeout`` if shorter).
+out. An answer is written to memory and sent by the reading thread as the client takes
+it, so a client that reads slowly or not at all holds no thread either; its answer's
+bytes not yet taken count against ``max_buffered``. A connection waits at most
+``idle_timeout`` for a request to begin; from its first byte, the request (line, headers
+and body) must arrive and its answer be sent within ``request_timeout``, however the
+bytes are paced. With TLS, the reader thread handshakes without blocking, within
+``request_timeout`` of the connection (or ``idle_timeout`` if shorter).
 
 The bearer token is checked before a body is read: the reader reads the body of an
 authenticated PUT only, and a client without the token is answered 401 from the head,
@@ -58,12 +60,11 @@ from typing import Any
 from rackcron.dispatcher.admission import Admission, Use
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.simulator import Simulator, SimulatorFull
-from rackcron.dispatcher.deadline import Deadline, DeadlineWriter
 from rackcron.dispatcher.heads import Head, body_length
 from rackcron.dispatcher.listener import ListenerMixIn
 from rackcron.domain import boundedjson
 
-__all__ = ["IDLE_TIMEOUT", "ControllerServer", "Faults", "Limits"]
+__all__ = ["IDLE_TIMEOUT", "ControllerLimits", "ControllerServer", "Faults"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ _TASK_PATH = re.compile(r"/v1/tasks/([^/]+)(/cancel)?")
 
 
 @dataclass(frozen=True)
-class Limits:
+class ControllerLimits:
     """What clients may hold of the server (connections, seconds); see the module docstring."""
 
     max_connections: int = 64  # requests served at once (rackcron.dispatcher.admission)
@@ -90,7 +91,8 @@ class Limits:
     reserved: int = 4  # more slots, for /v1/healthz only
     max_pending: int = 512  # connections whose request has not all arrived, each a socket
     max_pending_per_client: int = 64  # of them from one client address
-    max_buffered: int = 32 << 20  # bytes those connections have sent, in all
+    # Bytes those connections have sent, and of answers their clients have not taken, in all.
+    max_buffered: int = 32 << 20
     idle_timeout: float = IDLE_TIMEOUT  # for a request to begin
     request_timeout: float = 10.0  # from its first byte: the request in, its answer out
 
@@ -136,7 +138,7 @@ class ControllerServer:
         tls_cert: str | None = None,
         tls_key: str | None = None,
         client_ca: str | None = None,
-        limits: Limits = Limits(),
+        limits: ControllerLimits = ControllerLimits(),
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
@@ -192,7 +194,7 @@ class _HTTPServer(ListenerMixIn, HTTPServer):
     request_queue_size = 128  # a burst of connects waits to be accepted
 
     def __init__(
-        self, address: tuple[str, int], controller: ControllerServer, limits: Limits
+        self, address: tuple[str, int], controller: ControllerServer, limits: ControllerLimits
     ) -> None:
         self.controller = controller
         self.limits = limits
@@ -228,26 +230,24 @@ class _HTTPServer(ListenerMixIn, HTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """One request, already read (:class:`ListenerMixIn`): its answer is written within
-    ``request_timeout`` of its first byte."""
+    """One request, already read (:class:`ListenerMixIn`); its answer, written to memory,
+    is sent by the listener within ``request_timeout`` of the request's first byte."""
 
     protocol_version = "HTTP/1.1"
     server_version = "rackcron-controller/1"
-    # Headers and body go out in two writes; with Nagle on, the second one waits for the
-    # client's delayed ACK (about 40 ms per request).
+    # An answer the client takes slowly goes out in several sends; with Nagle on, a small
+    # last one would wait for the client's delayed ACK (about 40 ms).
     disable_nagle_algorithm = True
     server: _HTTPServer
 
     def setup(self) -> None:
-        # Not StreamRequestHandler.setup: its files would read the socket, and write it
-        # without a deadline.
+        # Not StreamRequestHandler.setup: its files would read and write the socket.
         arrival = self.server.arrival(self.request)
-        ends = arrival.began + self.server.limits.request_timeout
         self.connection = self.request
         if self.disable_nagle_algorithm:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.rfile = io.BytesIO(arrival.data)
-        self.wfile = DeadlineWriter(self.connection, Deadline(ends - time.monotonic()))
+        self.wfile = arrival.answer
 
     def handle(self) -> None:
         # One request: a connection kept alive goes back to the reader for the next.

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from rackcron.dispatcher.controllers.server import Limits as ControllerLimits
-from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
+from rackcron.dispatcher.controllers.server import ControllerLimits
+from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsLimits, MetricsServer
 from tests.support.controller import controller_server, rack_controller_process
 from tests.support.flood import Flood, PeakThreads, probe, slow_request
 from tests.support.peers import SlowClients
@@ -88,7 +88,9 @@ def probes(count: int, probe: Callable[[str], int]) -> list[int]:
     ids=["headers", "body"],
 )  # fmt: skip
 def test_slow_clients_from_many_addresses_keep_no_one_off_the_http_listener(head: bytes) -> None:
-    limits = Limits(idle_timeout=1.0, request_timeout=2.0, exchange_timeout=3.0, max_body=4096)
+    limits = MetricsLimits(
+        idle_timeout=1.0, request_timeout=2.0, exchange_timeout=3.0, max_body=4096
+    )
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
     server.start()
     try:
@@ -110,9 +112,9 @@ def test_slow_clients_from_many_addresses_keep_no_one_off_the_http_listener(head
 def test_slow_clients_from_many_addresses_keep_no_one_off_serve(tmp_path: Path) -> None:
     with (
         serve_process(tmp_path, "127.0.0.1:0", "--poll-interval", "500ms") as served,
-        SlowClients(served.port, SOURCES, Limits().max_per_client) as slow,
+        SlowClients(served.port, SOURCES, MetricsLimits().max_per_client) as slow,
     ):
-        settled(slow, Limits().max_connections + Limits().reserved)
+        settled(slow, MetricsLimits().max_connections + MetricsLimits().reserved)
         assert probes(5, lambda source: fetch(served.port, "/healthz", source)[0]) == [200] * 5
         assert fetch(served.port, "/tasks", "127.0.0.120")[0] == 200  # the console
         assert fetch(served.port, "/metrics", "127.0.0.121")[0] == 200
@@ -181,7 +183,9 @@ def flooded(
 
 
 def test_a_flood_of_idle_connections_keeps_no_one_off_the_http_listener() -> None:
-    limits = Limits(max_pending=64, idle_timeout=1.0, request_timeout=3.0, exchange_timeout=5.0)
+    limits = MetricsLimits(
+        max_pending=64, idle_timeout=1.0, request_timeout=3.0, exchange_timeout=5.0
+    )
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
     server.start()
     request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"

@@ -386,7 +386,7 @@ def test_a_2xx_without_a_state_is_malformed(
 def test_a_connection_closed_while_idle_is_reopened(
     scheme: str, simulator: Simulator, request: pytest.FixtureRequest
 ) -> None:
-    idle = server_module.Limits(idle_timeout=0.1)
+    idle = server_module.ControllerLimits(idle_timeout=0.1)
     options: dict[str, object] = {}
     if scheme == "http":
         servers = controller_server(simulator, token=TOKEN, limits=idle)
@@ -626,7 +626,7 @@ def test_the_driver_connects_where_the_allow_list_looked(url: str, host: str, po
 def test_a_trickled_tls_handshake_is_cut_at_the_request_deadline(
     simulator: Simulator, pki: Pki
 ) -> None:
-    limits = server_module.Limits(request_timeout=0.5)
+    limits = server_module.ControllerLimits(request_timeout=0.5)
     with controller_server(simulator, tls_cert=pki.server_cert, tls_key=pki.server_key,
                            limits=limits) as server:  # fmt: skip
         port = int(server.url.rsplit(":", 1)[1])

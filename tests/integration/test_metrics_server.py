@@ -22,12 +22,12 @@ from wsgiref.types import WSGIApplication
 
 import pytest
 
-from rackcron.dispatcher.metrics import HealthCheck, Limits, Metrics, MetricsServer
+from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsLimits, MetricsServer
 
 pytestmark = pytest.mark.slow
 
 #: No reserve: one client reaches the server's cap before its own.
-LIMITS = Limits(
+LIMITS = MetricsLimits(
     max_connections=3, max_per_client=4, reserved=0, idle_timeout=0.3, request_timeout=0.5,
     exchange_timeout=1.0,
 )  # fmt: skip
@@ -88,7 +88,7 @@ def test_idle_clients_do_not_stop_others_and_are_let_go(server: MetricsServer) -
 
 
 def test_a_silent_connection_is_let_go_before_the_request_timeout() -> None:
-    limits = Limits(idle_timeout=0.3, request_timeout=5.0)
+    limits = MetricsLimits(idle_timeout=0.3, request_timeout=5.0)
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=limits)
     server.start()
     try:
@@ -104,7 +104,7 @@ def test_a_silent_connection_is_let_go_before_the_request_timeout() -> None:
 def test_one_client_holding_idle_connections_cannot_stop_its_own_health_check() -> None:
     # The review's attack with the default limits: one address holds more idle
     # connections than it may keep pending, and renews them before any timeout.
-    limits = Limits()
+    limits = MetricsLimits()
     server = MetricsServer("127.0.0.1", 0, Metrics(), HealthCheck(60.0))
     server.start()
     held: list[socket.socket] = []
@@ -156,6 +156,14 @@ def test_headers_trickled_byte_by_byte_are_cut_at_the_request_timeout(
         assert time.monotonic() - started < LIMITS.request_timeout + 0.5
 
 
+def test_a_request_line_split_by_a_no_break_space_is_refused_unserved(
+    server: MetricsServer,
+) -> None:
+    with connect(server.port) as client:
+        client.sendall(b"GET\xa0/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.0 400 Bad Request\r\n")
+
+
 def test_requests_over_the_cap_are_told_busy_at_once() -> None:
     release = threading.Event()
 
@@ -192,7 +200,7 @@ def test_requests_over_the_cap_are_told_busy_at_once() -> None:
 
 def test_stop_waits_for_no_client() -> None:
     server = MetricsServer(
-        "127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=Limits(request_timeout=60.0)
+        "127.0.0.1", 0, Metrics(), HealthCheck(60.0), limits=MetricsLimits(request_timeout=60.0)
     )
     server.start()
     with connect(server.port) as idle:

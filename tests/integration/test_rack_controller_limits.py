@@ -27,7 +27,7 @@ from socket import create_connection, socket
 
 import pytest
 
-from rackcron.dispatcher.controllers.server import ControllerServer, Limits
+from rackcron.dispatcher.controllers.server import ControllerLimits, ControllerServer
 from tests.support.controller import controller_server, rack_controller_process
 
 TOKEN = "s3cret-token"
@@ -92,7 +92,7 @@ def answer_of(client: socket) -> bytes:
 def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
     server: ControllerServer,
 ) -> None:
-    limits = Limits()
+    limits = ControllerLimits()
     threads_before = threading.active_count()
     with ExitStack() as stack:
         for i in range(200):  # silent ones, and unauthenticated PUTs promising a large body
@@ -110,7 +110,7 @@ def test_a_flood_of_idle_connections_holds_few_threads_and_others_are_served(
 
 @pytest.mark.slow
 def test_requests_over_the_per_client_cap_are_told_busy_at_once() -> None:
-    limits = Limits(max_per_client=2)
+    limits = ControllerLimits(max_per_client=2)
     with controller_server(token=TOKEN, limits=limits) as server:
         server.faults.delay = 1.0  # each task call holds its serving slot a while
         path = f"/v1/tasks/{uuid.uuid4()}"
@@ -128,7 +128,7 @@ def test_requests_over_the_per_client_cap_are_told_busy_at_once() -> None:
 @pytest.mark.slow
 def test_a_client_at_its_pending_cap_makes_room_with_its_own_oldest() -> None:
     with (
-        controller_server(token=TOKEN, limits=Limits(max_pending_per_client=2)) as server,
+        controller_server(token=TOKEN, limits=ControllerLimits(max_pending_per_client=2)) as server,
         connect(server.url) as one,
         connect(server.url) as two,
     ):
@@ -187,9 +187,25 @@ def test_a_head_too_large_is_refused_unread(server: ControllerServer) -> None:
         assert answer_of(client).startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
 
 
+@pytest.mark.parametrize("space", [b"\xa0", b"\t", b"\x0b", b"\x1c", b"\x85"],
+                         ids=["nbsp", "tab", "vt", "fs", "nel"])  # fmt: skip
+def test_a_request_line_split_by_other_than_spaces_is_refused_unserved(
+    server: ControllerServer, space: bytes
+) -> None:
+    # http.server's str.split() finds "GET /v1/healthz HTTP/1.1" in it, the listener's
+    # SP split two words: they must not disagree on what is served.
+    with connect(server.url) as client:
+        client.sendall(b"GET%s/v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n" % space)
+        head, _, body = answer_of(client).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert json.loads(body) == {
+        "error": "bad request line: a method, a target and a version, one space apart"
+    }
+
+
 @pytest.mark.slow
 def test_pending_bodies_over_the_byte_budget_make_the_largest_give_way() -> None:
-    limits = Limits(max_buffered=200_000)
+    limits = ControllerLimits(max_buffered=200_000)
     head = (f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
             "\r\nContent-Length: 150000\r\n\r\n").encode()  # fmt: skip
     with (
@@ -254,7 +270,7 @@ def _trickle(client: socket, stop: threading.Event) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
-    limits = Limits(request_timeout=1.0)
+    limits = ControllerLimits(request_timeout=1.0)
     head = f"PUT /v1/tasks/{uuid.uuid4()} HTTP/1.1\r\nHost: x\r\n".encode()
     if phase == "body":
         head += f"Authorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n".encode()
@@ -281,7 +297,7 @@ def test_a_trickled_request_is_cut_at_its_deadline(phase: str) -> None:
 def test_a_kept_alive_connection_idles_within_its_own_timeout() -> None:
     # The request deadline runs from a request's first byte: a client idle between
     # requests (as the http driver's pool is) is not cut by it, only by idle_timeout.
-    limits = Limits(idle_timeout=1.0, request_timeout=0.3)
+    limits = ControllerLimits(idle_timeout=1.0, request_timeout=0.3)
     with controller_server(token=TOKEN, limits=limits) as server, connect(server.url) as client:
         request = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
         client.sendall(request)
@@ -318,3 +334,26 @@ def test_the_rack_controller_command_holds_its_limits(tmp_path: Path) -> None:
             b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 503 Service Unavailable"
         }  # fmt: skip
         assert get(url, "/v1/healthz", "127.0.0.2") == (200, {"status": "ok"})
+
+
+@pytest.mark.slow
+def test_out_of_file_descriptors_the_rack_controller_says_which_limit_to_raise(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "controller.log"
+    with rack_controller_process(log, open_files=24) as (_, url), ExitStack() as stack:
+        for _ in range(40):  # more than the process may open: accepting fails
+            stack.enter_context(connect(url))
+        deadline = time.monotonic() + 10
+        while "out of file descriptors" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        warning = log.read_text().splitlines()[-1]
+        limits = ControllerLimits()
+        held = limits.max_pending + limits.max_connections + limits.reserved
+        assert warning == (
+            "out of file descriptors: accepting no connection for 0.1s (raise the open-file"
+            f" limit, ulimit -n: this listener alone may hold {held} connections)"
+        )
+        stack.close()  # the connections end: it accepts again
+        assert get(url, "/v1/healthz", "127.0.0.2", token=None) == (200, {"status": "ok"})

@@ -10,8 +10,9 @@ A test module imports what it shares from here, never from another test module
   ``ControllerServer`` in this process over a simulator, and ``rack_controller_process``,
   the command in a child process, with its URL;
 * ``flood``: a flood of idle connections from many loopback addresses at a steady rate
-  (``Flood``), an honest request sent in pieces (``slow_request``), a probe (``probe``)
-  and this process's peak thread count (``PeakThreads``);
+  (``Flood``), an honest request sent in pieces (``slow_request``), a probe (``probe``),
+  this process's peak thread count (``PeakThreads``) and clients that ask for answers and
+  never read them (``SlowReaders``);
 * ``flow``: Flow request builders (``uid``, ``racks``, ``rack_targets``, ``operation``,
   ``config``, ``create_request``, ``update_request``), ``create`` over a stub, and
   ``failure`` (the ``grpc.RpcError`` a call fails with);

@@ -5,7 +5,8 @@
   until the server ends it, counting what the server did;
 * :func:`slow_request` sends one request in pieces, as a slow honest client does;
 * :func:`probe` is one ``GET``, as a health probe;
-* :class:`PeakThreads` samples this process's thread count.
+* :class:`PeakThreads` samples this process's thread count;
+* :class:`SlowReaders` opens connections that ask for answers and never read them.
 
 Used by the connection-slot tests and ``bench/flood.py``; all are context managers or plain
 calls that close what they open.
@@ -13,18 +14,22 @@ calls that close what they open.
 
 from __future__ import annotations
 
+import array
+import fcntl
 import http.client
 import re
+import select
 import selectors
 import socket
 import ssl
+import termios
 import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
 
-__all__ = ["Flood", "PeakThreads", "probe", "slow_request"]
+__all__ = ["Flood", "PeakThreads", "SlowReaders", "probe", "slow_request"]
 
 _STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
 
@@ -198,3 +203,136 @@ class PeakThreads:
     def _sample(self) -> None:
         while not self._stop.wait(0.001):
             self.peak = max(self.peak, threading.active_count() - 1 - self._base)
+
+
+class SlowReaders:
+    """From each of ``sources`` (loopback addresses), ``per_source`` connections to
+    127.0.0.1:``port`` that ask for answers and never read them: each has a receive buffer
+    of a few KiB (``SO_RCVBUF``, set before it connects, so its window stays small) and
+    sends ``request`` ``pipelined`` times in a row (over TLS with ``tls``, once the
+    handshake is done), as much as the socket takes, topping it up every ``interval``
+    seconds. ``answered`` is how many hold bytes of an answer,
+    unread; a connection the server ends (closed or reset, seen without reading it) is
+    counted in ``ended`` and opened again until :meth:`stop_renewing`. One thread drives
+    them all; every socket is closed on the way out."""
+
+    def __init__(
+        self,
+        port: int,
+        sources: Sequence[str],
+        per_source: int,
+        request: bytes,
+        *,
+        pipelined: int = 1,
+        interval: float = 0.05,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.port, self.interval, self.tls = port, interval, tls
+        self.opened = self.ended = 0
+        self._data = request * pipelined
+        self._sources = [source for source in sources for _ in range(per_source)]
+        self._clients: dict[int, tuple[socket.socket, str]] = {}  # by descriptor
+        self._sent: dict[int, int] = {}  # bytes of the requests sent, by descriptor
+        self._poll = select.poll()
+        self._lock = threading.Lock()
+        self._renew = threading.Event()
+        self._renew.set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="slow readers", daemon=True)
+
+    def __enter__(self) -> SlowReaders:
+        for source in self._sources:
+            self._open(source)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for client, _ in self._clients.values():
+            client.close()
+
+    @property
+    def open(self) -> int:
+        """Connections open now (not yet ended by the server)."""
+        with self._lock:
+            return len(self._clients)
+
+    @property
+    def answered(self) -> int:
+        """Open connections holding bytes of an answer, unread."""
+        with self._lock:
+            clients = [client for client, _ in self._clients.values()]
+        waiting = array.array("i", [0])
+        answered = 0
+        for client in clients:
+            try:
+                fcntl.ioctl(client, termios.FIONREAD, waiting)
+            except (OSError, ValueError):  # closed since
+                continue
+            answered += waiting[0] > 0
+        return answered
+
+    @property
+    def requested(self) -> int:
+        """Bytes of requests the open connections have sent: it stops growing once the
+        server reads no more of them."""
+        with self._lock:
+            return sum(self._sent.values())
+
+    def stop_renewing(self) -> None:
+        """Open no more connections: the ones open are left to the server to end."""
+        self._renew.clear()
+
+    def _open(self, source: str) -> None:
+        client = socket.socket()
+        try:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            client.bind((source, 0))
+            client.settimeout(5)
+            client.connect(("127.0.0.1", self.port))
+            if self.tls is not None:
+                client = self.tls.wrap_socket(client, server_hostname="localhost")
+            client.setblocking(False)
+        except OSError:
+            client.close()
+            return
+        with self._lock:
+            self.opened += 1
+            self._clients[client.fileno()] = (client, source)
+            self._sent[client.fileno()] = 0
+        # Not POLLIN: the answers are never read; a close shows as RDHUP, a reset as ERR.
+        self._poll.register(client, select.POLLRDHUP)
+        self._send(client)
+
+    def _send(self, client: socket.socket) -> None:
+        sent = self._sent[client.fileno()]
+        try:
+            while sent < len(self._data):
+                # The same bytes again after a full socket, as a TLS write must be retried.
+                sent += client.send(self._data[sent : sent + 65536])
+        except OSError:
+            pass  # full; or ended, which the poll reports
+        with self._lock:
+            self._sent[client.fileno()] = sent
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for descriptor, _ in self._poll.poll(self.interval * 1000):
+                self._poll.unregister(descriptor)
+                with self._lock:
+                    client, source = self._clients.pop(descriptor)
+                    del self._sent[descriptor]
+                    self.ended += 1
+                client.close()
+                if self._renew.is_set():
+                    self._open(source)
+            with self._lock:
+                clients = [client for client, _ in self._clients.values()]
+            for client in clients:
+                self._send(client)

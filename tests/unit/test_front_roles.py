@@ -4,13 +4,15 @@ The fronts (the reconciler, the dispatcher, the shim, the console, the wire seam
 nothing of ``rackcron.service`` but ``rackcron.service.roles``: not ``Service``, not
 ``Operations``, not a private module; only the CLI, the composition root, wires the
 ``Service`` into them (and mypy checks there that it satisfies each role). Each role
-declares a front's worth of methods, not the service's seventy.
+declares a front's worth of methods, not the service's seventy. And no two public
+classes of the package share a name.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import os
 from pathlib import Path
 from typing import Protocol
 
@@ -71,3 +73,19 @@ def test_a_role_is_a_fronts_worth_of_methods(role: type) -> None:
     assert len(own) <= MOST, own
     composes = [base for base in role.__bases__ if base is not Protocol]
     assert own or composes, f"{role.__name__} declares nothing and composes nothing"
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    """A class name says which class it is, wherever it is read (generated code aside)."""
+    package = ROOT / "rackcron"
+    where: dict[str, list[str]] = {}
+    for directory, _, files in os.walk(package, followlinks=True):
+        for name in files:
+            path = Path(directory, name)
+            if path.suffix != ".py" or "proto" in path.parts:
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    where.setdefault(node.name, []).append(str(path.relative_to(package)))
+    assert len(where) > 100  # the walk follows the fronts' links
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
