@@ -31,9 +31,12 @@ lists are split past ``IN_CHUNK`` values, for SQLite's limit on parameters).
 3. :meth:`FiringOps.write_back` records each scope's ``last_task_id`` (one
    statement); it is only a shortcut for the overlap check.
 
-The overlap check counts a scope as busy when its last task is active, when any
-active task carries its scope id (one never written back), or when its schedule's
-previous firing is still open (it may owe the scope a task).
+The overlap check (docs/spec/SEMANTICS.md "Overlap policy") counts a scope as busy when
+its last task is active, when an active task carrying its scope id was created after its
+last task or while it had none (a task whose id phase 3 never wrote back), or when its
+schedule's previous firing is still open (it may owe the scope a task). An older task of
+the scope still active behind a newer last task that has ended does not make it busy:
+the task manager's conflict rule judges the new task against it.
 """
 
 from __future__ import annotations
@@ -610,19 +613,29 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         insert_rows(self.conn, firing, _FIRING_COLUMNS, records, same=leased)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-        """The scopes whose previous task is active: their last task, or any task
-        carrying their scope id (one never written back); and every scope of a schedule
-        whose previous firing is still open (it may owe them a task). One row per busy
-        scope, however many tasks are queued behind it."""
+        """The scopes whose previous task is active: their last task, or a task carrying
+        their scope id created after it (or while they had none: one never written back);
+        and every scope of a schedule whose previous firing is still open (it may owe them
+        a task). One row per busy scope, however many tasks are queued behind it."""
+        last = task.alias("last")
         active = task.c.status.in_(ACTIVE_STATUS_VALUES)
-        by_scope = sa.exists().where(task.c.scope_id == _scope.c.id, active)
         by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
+        older_last = (  # the scope's last task, created before this one
+            sa.exists()
+            .where(last.c.id == _scope.c.last_task_id, last.c.created_at < task.c.created_at)
+            .correlate_except(last)
+        )
+        unwritten = sa.exists().where(
+            task.c.scope_id == _scope.c.id,
+            active,
+            _scope.c.last_task_id.is_(None) | older_last,
+        )
         owed = sa.exists().where(
             firing.c.schedule_id == _scope.c.schedule_id, firing.c.finished_at.is_(None)
         )
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
-            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_scope | by_last | owed)
+            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_last | unwritten | owed)
             busy.update(self.conn.execute(query).scalars())
         return busy
 

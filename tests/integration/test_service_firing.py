@@ -25,7 +25,7 @@ from rackcron.domain.models import (
 )
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
 from rackcron.service import Service
-from tests.support.service import component_spec, create, set_status, snapshot
+from tests.support.service import component_spec, create, rack_spec, set_status, snapshot
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 POSTGRES_ONLY = pytest.mark.parametrize(
@@ -159,6 +159,41 @@ def test_skip_policy_is_per_scope(service, fleet, clock) -> None:
     assert service.get_schedule(schedule.id).last_run_at == clock.now
 
 
+def test_skip_looks_at_the_scopes_last_task_not_an_older_one(service, fleet, clock) -> None:
+    rack = fleet.racks[0]
+    schedule = create(service, [rack], types=[ComponentType.COMPUTE])
+    clock.advance(hours=1)
+    (first,) = service.fire_due()  # A: the compute components, left running
+    service.update_scope(schedule.id, rack_spec(rack, types=[ComponentType.NVSWITCH]))
+    second = service.trigger(schedule.id)  # B, beside A: it conflicts with none of A's
+    finish_all(service, second.task_ids)
+    clock.advance(hours=1)
+    (third,) = service.fire_due()
+    # The scope's last task (B) has ended: A, older and still active, does not make it busy.
+    assert results(third) == ["submitted"]
+    tasks = service.get_tasks(first.task_ids + third.task_ids)
+    assert [t.status for t in tasks] == [TaskStatus.PENDING, TaskStatus.PENDING]
+    assert service.list_scopes(schedule.id)[0].last_task_id == third.task_ids[0]
+
+
+def test_an_older_active_task_of_the_scope_still_blocks_by_the_conflict_rule(
+    service, fleet, clock
+) -> None:
+    schedule = create(service, fleet.racks[:1], policy=OverlapPolicy.QUEUE)
+    clock.advance(hours=1)
+    (first,) = service.fire_due()  # A, pending
+    queued = service.trigger(schedule.id)  # B, waiting behind A: the scope's last task
+    service.cancel_task(queued.task_ids[0])
+    service.update_schedule(schedule.id, ScheduleConfig(overlap_policy=OverlapPolicy.SKIP),
+                            ["schedule.overlap_policy"])  # fmt: skip
+    clock.advance(hours=1)
+    (fired,) = service.fire_due()
+    # Not skipped (its last task ended): submitted, and refused for A by the task manager.
+    assert results(fired) == ["failed"]
+    assert str(first.task_ids[0]) in fired.outcomes[0].error
+    assert service.get_schedule(schedule.id).last_run_at == clock.now
+
+
 def test_queue_policy_submits_behind_active_task(service, fleet, clock) -> None:
     create(service, fleet.racks[:2], policy=OverlapPolicy.QUEUE)
     clock.advance(hours=1)
@@ -269,6 +304,22 @@ def test_three_phases_and_a_crash_before_write_back(service, fleet, clock) -> No
         ops.write_back(outcomes)
     assert [s.last_task_id for s in service.list_scopes(schedule.id)] == [
         o.task_id for o in outcomes]  # fmt: skip
+
+
+def test_a_task_never_written_back_after_the_last_one_keeps_its_scope_busy(service, fleet,
+                                                                          clock) -> None:  # fmt: skip
+    schedule = create(service, fleet.racks[:1])
+    earlier = service.trigger(schedule.id)
+    finish_all(service, earlier.task_ids)  # the scope's last task, ended
+    clock.advance(hours=1)
+    with service.transaction() as ops:
+        (firing,) = ops.claim_due(10)
+    service.complete([firing])  # crash: its task is never written back
+    scope = service.list_scopes(schedule.id)[0]
+    assert scope.last_task_id == earlier.task_ids[0]
+    clock.advance(hours=1)
+    (again,) = service.fire_due()
+    assert results(again) == ["skipped"]  # busy with the task created after its last one
 
 
 def test_write_back_ignores_a_scope_deleted_meanwhile(service, fleet, clock) -> None:

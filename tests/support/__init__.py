@@ -26,6 +26,9 @@ A test module imports what it shares from here, never from another test module
   (``hostile_states``);
 * ``markdown``: rendered Markdown read back as a parser does (``parse``, ``table_rows``);
 * ``marks``: how a test may run beside others under pytest-xdist (``ONE_AT_A_TIME``);
+* ``model``: a small in-memory model of the task-schedule rules (``Model``: schedules,
+  scope entries, tasks; firing, the task manager, the queue round), which the service's
+  state machine test checks the service against;
 * ``net``: ``free_port`` on 127.0.0.1;
 * ``outages``: real database outages at a chosen moment (SQLite write lock, PostgreSQL
   refusing connections, a full SQLite file);
