@@ -95,8 +95,10 @@ __all__ = [
     "RetentionStore",
     "ScheduleAdmin",
     "ScheduleCommands",
+    "SchedulePages",
     "ScopeOutcome",
     "ShimStore",
+    "TaskPages",
     "Unfireable",
     "Update",
     "Written",
@@ -107,10 +109,42 @@ __all__ = [
 T = TypeVar("T")
 
 
+# --- pages of schedules and tasks, which several roles read ---------------------------------
+
+
+class SchedulePages(Protocol):
+    """ListTaskSchedules: a page of schedules, oldest first."""
+
+    def list_schedules(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        enabled_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> Page[Schedule]: ...
+
+
+class TaskPages(Protocol):
+    """ListTasks: a page of tasks, newest first."""
+
+    def list_tasks(
+        self,
+        *,
+        rack_id: uuid.UUID | str | None = None,
+        component_id: uuid.UUID | str | None = None,
+        active_only: bool = False,
+        offset: int = 0,
+        limit: int = 0,
+        schedule_id: uuid.UUID | str | None = None,
+        statuses: Iterable[TaskStatus] = (),
+    ) -> Page[Task]: ...
+
+
 # --- the dispatcher ---------------------------------------------------------------------------
 
 
-class FiringStore(Protocol):
+class FiringStore(SchedulePages, Protocol):
     """The poll loop: fire what is due, batch by batch; which schedules exist (its start line)."""
 
     @property
@@ -125,15 +159,6 @@ class FiringStore(Protocol):
         hook: Callable[[str], None] | None = None,
         lease: float = 30.0,
     ) -> Iterator[Batch]: ...
-
-    def list_schedules(
-        self,
-        *,
-        rack_id: uuid.UUID | str | None = None,
-        enabled_only: bool = False,
-        offset: int = 0,
-        limit: int = 0,
-    ) -> Page[Schedule]: ...
 
 
 class DeliveryStore(Protocol):
@@ -164,7 +189,7 @@ class RetentionStore(Protocol):
 # --- the shim ---------------------------------------------------------------------------------
 
 
-class ScheduleAdmin(Protocol):
+class ScheduleAdmin(SchedulePages, TaskPages, Protocol):
     """The Flow RPCs: schedules, their scopes and tasks, each call one transaction recorded
     in the audit trail as done by ``audit``."""
 
@@ -182,15 +207,6 @@ class ScheduleAdmin(Protocol):
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
     @overload
     def get_schedule(self, schedule_id: uuid.UUID | str, view: Callable[[Schedule], T]) -> T: ...
-
-    def list_schedules(
-        self,
-        *,
-        rack_id: uuid.UUID | str | None = None,
-        enabled_only: bool = False,
-        offset: int = 0,
-        limit: int = 0,
-    ) -> Page[Schedule]: ...
 
     def update_schedule(
         self,
@@ -241,18 +257,6 @@ class ScheduleAdmin(Protocol):
         self, operation: Operation | None, exclude_schedule_id: uuid.UUID | str | None = None
     ) -> list[Schedule]: ...
 
-    def list_tasks(
-        self,
-        *,
-        rack_id: uuid.UUID | str | None = None,
-        component_id: uuid.UUID | str | None = None,
-        active_only: bool = False,
-        offset: int = 0,
-        limit: int = 0,
-        schedule_id: uuid.UUID | str | None = None,
-        statuses: Iterable[TaskStatus] = (),
-    ) -> Page[Task]: ...
-
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]: ...
 
     def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task: ...
@@ -261,7 +265,7 @@ class ScheduleAdmin(Protocol):
 # --- reads: the console, upcoming, and a plan's view of the store ------------------------------
 
 
-class Reads(Protocol):
+class Reads(SchedulePages, TaskPages, Protocol):
     """What one read-only unit of work reads: the inventory, freezes, schedules with their
     scopes, tasks, and the apply log."""
 
@@ -273,32 +277,11 @@ class Reads(Protocol):
 
     def list_freezes(self) -> list[Freeze]: ...
 
-    def list_schedules(
-        self,
-        *,
-        rack_id: uuid.UUID | str | None = None,
-        enabled_only: bool = False,
-        offset: int = 0,
-        limit: int = 0,
-    ) -> Page[Schedule]: ...
-
     def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
 
     def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
 
     def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]: ...
-
-    def list_tasks(
-        self,
-        *,
-        rack_id: uuid.UUID | str | None = None,
-        component_id: uuid.UUID | str | None = None,
-        active_only: bool = False,
-        offset: int = 0,
-        limit: int = 0,
-        schedule_id: uuid.UUID | str | None = None,
-        statuses: Iterable[TaskStatus] = (),
-    ) -> Page[Task]: ...
 
     def get_apply(self, apply_id: int) -> ApplyRecord | None: ...
 
