@@ -22,26 +22,20 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import ssl
 import sys
-import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from rackcron.dispatcher.controllers.server import ControllerServer
-from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._servers import TOKEN, running_controller, task_order
 from tests.support.flood import Flood, PeakThreads, probe, slow_request
-from tests.support.pki import make_pki
 
-TOKEN = "flood-token"
 HONEST = "127.0.0.50"
 
 
@@ -55,13 +49,8 @@ class Target:
 
 
 def _order() -> bytes:
-    task = uuid.uuid4()
-    body = json.dumps({
-        "id": str(task), "rack_id": str(uuid.uuid4()),
-        "operation": {"type": "power_control", "code": "power_on", "information": {}},
-        "component_uuids": [str(uuid.uuid4())], "description": "flood bench",
-    }).encode()  # fmt: skip
-    head = (f"PUT /v1/tasks/{task} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    path, body = task_order("flood bench")
+    head = (f"PUT {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n")  # fmt: skip
     return head.encode() + body
@@ -80,18 +69,8 @@ def _metrics() -> Iterator[Target]:
 
 @contextmanager
 def _controller(tls: bool) -> Iterator[Target]:
-    with tempfile.TemporaryDirectory() as directory:
-        pki = make_pki(Path(directory))
-        options = {"tls_cert": pki.server_cert, "tls_key": pki.server_key} if tls else {}
-        server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=60), token=TOKEN,
-                                  **options)  # type: ignore[arg-type]  # fmt: skip
-        server.start()
-        context = ssl.create_default_context(cafile=pki.ca) if tls else None
-        try:
-            port = int(server.url.rsplit(":", 1)[1])
-            yield Target(port, "/v1/healthz", _order, frozenset({200, 201}), context)
-        finally:
-            server.shutdown()
+    with running_controller(tls) as (port, context):
+        yield Target(port, "/v1/healthz", _order, frozenset({200, 201}), context)
 
 
 class _Tally:

@@ -28,13 +28,10 @@ from __future__ import annotations
 import argparse
 import http.client
 import ipaddress
-import json
 import ssl
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,15 +39,12 @@ from pathlib import Path
 from typing import Any
 from wsgiref.types import WSGIApplication
 
-from rackcron.dispatcher.controllers.server import ControllerServer
-from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._servers import TOKEN, running_controller, task_order
 from tests.support.flood import PeakThreads, SlowReaders
-from tests.support.pki import make_pki
 
-TOKEN = "slow-readers-token"
 HONEST = "127.0.0.50"
 PAGE = b"<p>" + b"x" * (4 << 20) + b"</p>\n"
 
@@ -89,16 +83,6 @@ def _status(
         connection.close()
 
 
-def _order() -> tuple[str, bytes]:
-    task = uuid.uuid4()
-    body = json.dumps({
-        "id": str(task), "rack_id": str(uuid.uuid4()),
-        "operation": {"type": "power_control", "code": "power_on", "information": {}},
-        "component_uuids": [str(uuid.uuid4())], "description": "slow readers bench",
-    }).encode()  # fmt: skip
-    return f"/v1/tasks/{task}", body
-
-
 def _pages(app: WSGIApplication) -> WSGIApplication:
     def wrapped(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/page":
@@ -126,25 +110,15 @@ def _metrics() -> Iterator[Target]:
 
 @contextmanager
 def _controller(tls: bool) -> Iterator[Target]:
-    with tempfile.TemporaryDirectory() as directory:
-        pki = make_pki(Path(directory))
-        options = {"tls_cert": pki.server_cert, "tls_key": pki.server_key} if tls else {}
-        server = ControllerServer("127.0.0.1", 0, Simulator(default_duration=60), token=TOKEN,
-                                  **options)  # type: ignore[arg-type]  # fmt: skip
-        server.start()
-        context = ssl.create_default_context(cafile=pki.ca) if tls else None
-        port = int(server.url.rsplit(":", 1)[1])
-        try:
-            path = f"/v1/{'x' * 60_000}"
-            yield Target(
-                port,
-                path,
-                f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode(),
-                lambda: _status(port, context, "PUT", *_order()),
-                context,
-            )
-        finally:
-            server.shutdown()
+    with running_controller(tls) as (port, context):
+        path = f"/v1/{'x' * 60_000}"
+        yield Target(
+            port,
+            path,
+            f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode(),
+            lambda: _status(port, context, "PUT", *task_order("slow readers bench")),
+            context,
+        )
 
 
 def _fast(target: Target, source: str, stop: threading.Event) -> None:
