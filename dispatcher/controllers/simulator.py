@@ -188,6 +188,7 @@ class Simulator:
             if run is not None and _state(run, now).state == "running":
                 run.cancelled = True
                 self._ended(task_id, run, now)
+                self._compact()
             if run is not None:
                 self._answer(task_id, run, now)
 
@@ -240,6 +241,20 @@ class Simulator:
         while self._unasked and next(iter(self._unasked.values())) <= oldest:
             self._drop(self._unasked.popitem(last=False)[0])
         return now
+
+    def _compact(self) -> None:
+        """Rebuild the heap of ends from the runs still running once cancelled runs leave
+        most of its entries stale, so submitting and cancelling at any rate holds no more
+        than twice what runs (each entry stays until its end otherwise). Called under the
+        lock."""
+        running = len(self._runs) - len(self._reported) - len(self._unasked)
+        if len(self._ending) > 2 * running + 64:
+            self._ending = [
+                (run.ends_at, run.number, task_id)
+                for task_id, run in self._runs.items()
+                if not run.cancelled and task_id not in self._unasked and not run.reported
+            ]
+            heapq.heapify(self._ending)
 
     def _trim(self) -> None:
         """Forget the oldest reported tasks past ``keep_finished``. Called under the lock."""

@@ -268,6 +268,23 @@ def test_an_order_of_many_tiny_values_counts_what_it_costs() -> None:
         simulator.submit(replace(tiny, id=uuid.uuid4()))
 
 
+def test_submitting_and_cancelling_at_any_rate_holds_a_bounded_heap_of_ends() -> None:
+    """Each run waits in a heap for its end; a cancelled one's entry would stay until then
+    (an hour here), so the heap is rebuilt once mostly stale: it holds at most about twice
+    what still runs, whatever was cancelled."""
+    simulator = Simulator(durations={"POWER_ON": 3600.0}, keep_finished=10)
+    running = [_order() for _ in range(50)]
+    for order in running:
+        simulator.submit(order)
+    for _ in range(5_000):
+        order = _order()
+        simulator.submit(order)
+        simulator.cancel(order.id)
+    assert simulator.held == 50 + 10
+    assert len(simulator._ending) <= 2 * 50 + 64 + 1
+    assert {simulator.status(o.id).state for o in running} == {"running"}
+
+
 def test_the_rack_controller_command_bounds_the_finished_tasks(tmp_path: Path) -> None:
     log = tmp_path / "controller.log"
     args = ("--keep-finished", "2", "--default-duration", "0s", "--keep-mib", "1")
