@@ -168,6 +168,14 @@ class FreezeDiffer:
                 for s in {**self.current.schedules, **self.desired.schedules}.values()
             ],
         }
+        # A rack renamed by the plan: its old name no longer names anything.
+        renamed = {
+            have.name: want.name
+            for rack_id, have in self.current.racks.items()
+            if (want := self.desired.racks.get(rack_id)) is not None and want.name != have.name
+        }
+        declared = {r.name for r in self.desired.racks.values()}
+        renamed = {old: new for old, new in renamed.items() if old not in declared}
         warnings = []
         for name, freeze in self.desired.freezes.items():
             for what, named in (
@@ -178,9 +186,11 @@ class FreezeDiffer:
                 selected = list(dict.fromkeys(named))
                 absent = [n for n in selected if n not in names[what]]
                 deleted = [n for n in selected if n in gone.get(what, ())]
+                moved = [n for n in selected if what == "rack" and n in renamed]
                 for unknown, which in (
                     (absent, "which neither the tree nor the store has"),
                     (deleted, "which this plan deletes"),
+                    (moved, _renamed_to(moved, renamed)),
                 ):
                     if unknown:
                         message = f'freeze "{name}" selects {_listed(what, unknown)}, {which}'
@@ -226,3 +236,10 @@ def _reads_the_same(what: str, selected: list[str], in_force: set[str]) -> str:
                 spelled_out = f" ({spelled(name)})" if not name.isascii() else ""
                 found.append(f'; {what} "{name}"{spelled_out} reads the same as "{wanted}"')
     return "".join(found[:_NAMES_LISTED])
+
+
+def _renamed_to(moved: list[str], renamed: Mapping[str, str]) -> str:
+    """What the plan makes of the racks ``moved``: renamed, out of the freeze."""
+    to = ", ".join(f'"{renamed[n]}"' for n in moved)
+    them = "them" if len(moved) > 1 else "it"
+    return f"which this plan renames (to {to}): the freeze no longer holds {them}"

@@ -56,6 +56,7 @@ from rackcron.domain.commands import (
     UpdateScope,
     encode,
     lifted_freezes,
+    lifts_text,
 )
 from rackcron.domain.models import (
     Component,
@@ -367,24 +368,26 @@ class RemoteStore:
         """
         if self.scope is None or not plan.changes:
             return
-        lifted = sorted(
-            {
-                name
-                for change in plan.changes
-                for command in change.commands
-                for name in lifted_freezes(command, self._stored.freezes, self._stored)
-            }
-        )
-        needs, why = (
-            (RELEASE_FREEZE, f"it lifts {named('freeze', lifted)}")
-            if lifted
-            else (TokenScope.WRITE, "it changes the store")
-        )
-        if not self.scope.allows(needs):
+        lifted = [
+            lift
+            for change in plan.changes
+            for command in change.commands
+            for lift in lifted_freezes(command, self._stored.freezes, self._stored)
+        ]
+        needs = RELEASE_FREEZE if lifted else TokenScope.WRITE
+        if self.scope.allows(needs):
+            return
+        if lifted:
             raise PermissionDenied(
-                f"this apply needs a token of scope {needs.value} ({why}); the server says"
-                f" this token has scope {self.scope.value}: nothing was applied"
+                f"this apply needs a token of scope {needs.value}: {lifts_text(lifted)}. The"
+                f" server says this token has scope {self.scope.value}: nothing was applied."
+                " Apply it with an admin token, or change the tree so that every freeze"
+                " holds what it held"
             )
+        raise PermissionDenied(
+            f"this apply needs a token of scope {needs.value} (it changes the store); the server"
+            f" says this token has scope {self.scope.value}: nothing was applied"
+        )
 
     def _calls(self, change: Change) -> list[Command]:
         """The change's commands as RPCs: a create that records its management and its

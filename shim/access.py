@@ -91,7 +91,7 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
     return Need(RPC_SCOPES.get(method, TokenScope.ADMIN), rpc)
 
 
-def step_needs(lifted: Sequence[str]) -> TokenScope:
+def step_needs(lifted: Sequence[object]) -> TokenScope:
     """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts the stored freezes
     ``lifted`` (``rackcron.domain.commands.lifted_freezes``: it changes or deletes one, or renames
     or relabels a rack one holds by name or label), ``write`` for any other step

@@ -34,12 +34,10 @@ from rackcron.domain import boundedjson
 from rackcron.domain.commands import (
     LIFTING,
     Command,
-    DeleteFreeze,
-    UpsertFreeze,
     decode,
     lifted_freezes,
+    lifts_text,
 )
-from rackcron.domain.text import named
 from rackcron.errors import InvalidArgument, PermissionDenied
 from rackcron.executor import StoreExecutor
 from rackcron.service.roles import LOOKALIKE_KINDS, ExtrasStore, ExtrasWork, warn_lookalike
@@ -93,18 +91,11 @@ def _check_freeze_scope(ops: ExtrasWork, command: Command, scope: TokenScope) ->
         return  # the common step reads nothing more
     lifted = lifted_freezes(command, {f.name: f for f in ops.list_freezes()}, ops)
     needs = step_needs(lifted)
-    if scope.allows(needs):
-        return
-    if isinstance(command, UpsertFreeze | DeleteFreeze):
-        refusal = f"RunStep {command.rpc} of the stored freeze {lifted[0]!r} needs"
-    else:
-        refusal = (
-            f"RunStep {command.rpc} lifts {named('freeze', lifted)} (it holds the rack by"
-            " the name or labels this step takes from it), which needs"
+    if not scope.allows(needs):
+        raise PermissionDenied(
+            f"RunStep {command.rpc} needs a token of scope {needs.value}: {lifts_text(lifted)};"
+            f" this token has scope {scope.value}"
         )
-    raise PermissionDenied(
-        f"{refusal} a token of scope {needs.value}; this token has scope {scope.value}"
-    )
 
 
 class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):

@@ -21,12 +21,13 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from rackcron.domain.freezes import loosened_by
+from rackcron.domain.freezes import holds_no_less, loosened_by
 from rackcron.domain.models import (
     Component,
     Freeze,
@@ -52,6 +53,7 @@ __all__ = [
     "DeleteRack",
     "DeleteSchedule",
     "Executor",
+    "Lift",
     "PauseSchedule",
     "RemoveScope",
     "ResumeSchedule",
@@ -68,6 +70,7 @@ __all__ = [
     "digest",
     "encode",
     "lifted_freezes",
+    "lifts_text",
     "subject",
 ]
 
@@ -261,31 +264,75 @@ class StoredInventory(Protocol):
 
 
 #: The commands that may lift a freeze (:func:`lifted_freezes`); no other needs reading it.
-LIFTING = (UpsertFreeze, DeleteFreeze, UpsertRack, DeleteRack, UpsertComponent)
+LIFTING = (UpsertFreeze, DeleteFreeze, UpsertRack, DeleteRack, UpsertComponent, DeleteComponent)
+
+
+@dataclass(frozen=True, slots=True)
+class Lift:
+    """A stored freeze a command lifts or loosens, and how, for a refusal to say."""
+
+    freeze: str
+    how: str  # "deletes freeze "x"", "renames or relabels rack "r1" out of freeze "x""...
 
 
 def lifted_freezes(
     command: Command, freezes: Mapping[str, Freeze], stored: StoredInventory
-) -> list[str]:
-    """The names of the stored ``freezes`` (by name) that ``command`` lifts or loosens: one
-    it changes or deletes; those that hold a stored rack by a name or labels the command
-    takes from it (a rename, a relabel, a delete); those that hold the rack a stored
-    component is moved from. Running such a command overrides a freeze for good, so it
-    needs the scope that may (``rackcron.wire.token_scopes``)."""
+) -> list[Lift]:
+    """The stored ``freezes`` (by name) that ``command`` lifts or loosens: one it deletes,
+    or changes so that it may hold less (:func:`~rackcron.domain.freezes.holds_no_less`);
+    those that hold a stored rack by a name or labels the command takes from it (a rename,
+    a relabel, a delete); those that hold the rack a stored component is moved from.
+    Running such a command overrides a freeze for good, so it needs the scope that may
+    (``rackcron.wire.token_scopes``)."""
     match command:
-        case UpsertFreeze(freeze=Freeze(name=name)) | DeleteFreeze(name=name):
-            return [name] if name in freezes else []
-        case UpsertRack(rack=rack):
-            return loosened_by(freezes.values(), stored.find_rack(rack.id), rack)
-        case DeleteRack(id=rack_id):
-            return loosened_by(freezes.values(), stored.find_rack(rack_id), None)
-        case UpsertComponent(component=component):
-            old = stored.find_component(component.id)
-            if old is None or old.rack_id is None or old.rack_id == component.rack_id:
+        case DeleteFreeze(name=name):
+            return [Lift(name, f'deletes freeze "{name}"')] if name in freezes else []
+        case UpsertFreeze(freeze=changed):
+            held = freezes.get(changed.name)
+            if held is None or holds_no_less(held, changed):
                 return []
-            new = None if component.rack_id is None else stored.find_rack(component.rack_id)
-            return loosened_by(freezes.values(), stored.find_rack(old.rack_id), new)
+            how = f'changes the window or the selector of freeze "{changed.name}"'
+            return [Lift(changed.name, how)]
+        case UpsertRack(rack=rack):
+            before = stored.find_rack(rack.id)
+            return [
+                Lift(f, f'renames or relabels rack "{before.name}" out of freeze "{f}"')
+                for f in loosened_by(freezes.values(), before, rack)
+                if before is not None
+            ]
+        case DeleteRack(id=rack_id):
+            before = stored.find_rack(rack_id)
+            return [
+                Lift(f, f'deletes rack "{before.name}", which freeze "{f}" holds')
+                for f in loosened_by(freezes.values(), before, None)
+                if before is not None
+            ]
+        case DeleteComponent(id=component_id):
+            part = stored.find_component(component_id)
+            if part is None or part.rack_id is None:
+                return []
+            return [
+                Lift(f, f'deletes component "{part.name or part.id}" of a rack freeze "{f}" holds')
+                for f in loosened_by(freezes.values(), stored.find_rack(part.rack_id), None)
+            ]
+        case UpsertComponent(component=component):
+            part = stored.find_component(component.id)
+            if part is None or part.rack_id is None or part.rack_id == component.rack_id:
+                return []
+            to = None if component.rack_id is None else stored.find_rack(component.rack_id)
+            return [
+                Lift(
+                    f, f'moves component "{part.name or part.id}" out of a rack freeze "{f}" holds'
+                )
+                for f in loosened_by(freezes.values(), stored.find_rack(part.rack_id), to)
+            ]
     return []
+
+
+def lifts_text(lifts: Sequence[Lift], shown: int = 3) -> str:
+    """What ``lifts`` do, for a refusal: ``it deletes freeze "a"; it renames ... and 2 more``."""
+    listed = "; ".join(f"it {lift.how}" for lift in lifts[:shown])
+    return listed + (f"; and {len(lifts) - shown} more" if len(lifts) > shown else "")
 
 
 def encode(command: Command) -> dict[str, Any]:

@@ -32,6 +32,7 @@ __all__ = [
     "already_missed",
     "check_freeze",
     "holding",
+    "holds_no_less",
     "in_force",
     "loosened_by",
     "matches",
@@ -156,6 +157,30 @@ def selects_rack(selector: FreezeSelector, name: str, labels: Mapping[str, str])
     if not (selector.racks or selector.rack_labels):
         return True
     return name in selector.racks or _labelled(selector.rack_labels, labels)
+
+
+def holds_no_less(old: Freeze, new: Freeze) -> bool:
+    """Whether ``new``, replacing ``old``, holds at least what it held: the same selector,
+    and the same windows, or a fixed window that contains the old one, or the same
+    recurrence with windows at least as long. (Its reason, labels, source or protection
+    may differ.) Anything else may hold less, so it counts as lifting it."""
+    if new.selector != old.selector:
+        return False
+    if (new.start, new.end, new.cron, new.duration_seconds, new.timezone) == (
+        old.start,
+        old.end,
+        old.cron,
+        old.duration_seconds,
+        old.timezone,
+    ):
+        return True
+    if None not in (old.start, old.end, new.start, new.end) and old.cron is new.cron is None:
+        return new.start <= old.start and new.end >= old.end  # type: ignore[operator]
+    return (
+        old.cron is not None
+        and (new.cron, new.timezone) == (old.cron, old.timezone)
+        and (new.duration_seconds or 0) >= (old.duration_seconds or 0)
+    )
 
 
 def loosened_by(freezes: Iterable[Freeze], before: Rack | None, after: Rack | None) -> list[str]:

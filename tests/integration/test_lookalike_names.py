@@ -152,6 +152,25 @@ def test_plan_warns_about_a_freeze_selecting_what_the_plan_deletes(repo: Repo) -
 
 
 @pytest.mark.slow
+def test_plan_warns_about_a_freeze_selecting_a_rack_the_plan_renames(repo: Repo) -> None:
+    """Renaming a rack a freeze holds by name takes it out of the freeze: said at plan
+    time, not only once the old name is gone."""
+    held = freeze("hold", FAR, selector="{racks: [r1, r2]}")
+    repo.write(schedule("weekly"), freezes=held)
+    repo.apply()
+    repo.write(
+        schedule("weekly", racks="[{name: r1-new}]"),
+        racks=RACKS.replace("name: r1}", "name: r1-new}"),
+        freezes=held,
+    )
+    plan = repo.plan()
+    assert _warnings(plan, "freeze_selects_unknown") == [
+        'freeze "hold" selects rack "r1", which this plan renames (to "r1-new"): the freeze'
+        " no longer holds it"
+    ]
+
+
+@pytest.mark.slow
 def test_plan_names_the_lookalike_a_freeze_was_meant_to_hold(repo: Repo) -> None:
     repo.write(schedule("weekly"), freezes=freeze(
         "hold", FAR, selector="{schedules: [nightly-firmware]}"))  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 from rackcron.domain import timing
 from rackcron.domain.commands import (
     Command,
+    DeleteComponent,
     DeleteFreeze,
     DeleteRack,
     UpsertComponent,
@@ -302,6 +303,14 @@ _HOLDS = {
 }
 
 
+_LATER = HOLIDAYS.end + timedelta(days=1)  # type: ignore[operator]
+_SOONER = HOLIDAYS.end - timedelta(days=1)  # type: ignore[operator]
+
+
+def _changed(name: str, **update: object) -> Freeze:
+    return _HOLDS[name].model_copy(update=update)
+
+
 @pytest.mark.parametrize(
     ("command", "lifted"),
     [
@@ -316,7 +325,14 @@ _HOLDS = {
             ["by-name", "by-label"],
         ),
         (UpsertComponent(component=_Stored.part.model_copy(update={"name": "tray"})), []),
-        (UpsertFreeze(freeze=_HOLDS["by-name"]), ["by-name"]),
+        (UpsertFreeze(freeze=_HOLDS["by-name"]), []),  # unchanged: holds as much
+        (UpsertFreeze(freeze=_changed("by-name", reason="audit", end=_LATER)), []),  # longer
+        (UpsertFreeze(freeze=_changed("by-name", end=_SOONER)), ["by-name"]),  # shorter
+        (
+            UpsertFreeze(freeze=_changed("by-name", selector=FreezeSelector(racks=["r2"]))),
+            ["by-name"],
+        ),
+        (DeleteComponent(id=_Stored.part.id), ["by-name", "by-label"]),
         (DeleteFreeze(name="by-label"), ["by-label"]),
         (DeleteFreeze(name="not-stored"), []),
     ],
@@ -324,4 +340,4 @@ _HOLDS = {
 def test_what_a_command_lifts_from_the_stored_freezes(command: Command, lifted: list[str]) -> None:
     """Changing a freeze, or taking a rack (or its hardware) out of what it holds by name or
     label, lifts it; anything that leaves it holding as much does not."""
-    assert lifted_freezes(command, _HOLDS, _Stored()) == lifted
+    assert [lift.freeze for lift in lifted_freezes(command, _HOLDS, _Stored())] == lifted
