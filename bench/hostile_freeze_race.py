@@ -1,0 +1,112 @@
+"""Hostile review (hostile3): a write token races an admin declaring a freeze, on
+PostgreSQL (READ COMMITTED), through a real ``rackcron serve --grpc-reconciler``.
+
+RunStep's scope check (``shim.extras._check_freeze_scope``) reads the stored freezes in
+one statement, and ``upsert_freeze`` looks the name up again, FOR UPDATE, in a later one:
+a freeze committed between the two is replaced by a write token's upsert, which the
+check took for a new freeze. Each round an admin creates freeze ``race-N`` (holding rack
+``held``) while a write token upserts ``race-N`` holding nothing; a round where both
+succeed and the stored freeze is the write token's is a write token changing a stored
+freeze, which needs admin (docs/security.md "Token scopes").
+
+    python -m bench.hostile_freeze_race postgresql+psycopg://postgres@127.0.0.1:5432/DB [ROUNDS]
+
+The database must be empty (the script upgrades it). Two client threads and one server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import grpc
+
+from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
+from rackcron.wire.proto.v1 import reconciler_pb2_grpc
+
+RACKCRON = [sys.executable, "-c", "from rackcron.cli import main; main()"]
+WRITE = [("authorization", "Bearer write-secret")]
+ADMIN = [("authorization", "Bearer admin-secret")]
+WINDOW = {"start": "2000-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> int:
+    url = sys.argv[1]
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    tmp = Path(tempfile.mkdtemp(prefix="hostile3-race-"))
+    (tmp / "tokens").write_text("write ci:write-secret\nadmin oncall:admin-secret\n")
+    subprocess.run([*RACKCRON, "db", "upgrade", "--database-url", url], check=True)
+    port = _port()
+    log = (tmp / "serve.log").open("w")
+    server = subprocess.Popen(
+        [*RACKCRON, "serve", "--database-url", url, "--no-dispatch", "--grpc-reconciler",
+         "--grpc-listen", f"127.0.0.1:{port}", "--grpc-token-file", str(tmp / "tokens")],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=30)
+        outcomes = _race(reconciler_pb2_grpc.ReconcilerStub(channel), rounds)
+    finally:
+        server.terminate()
+        server.wait(10)
+        log.close()
+    print(dict(outcomes))
+    print(f"server log: {tmp / 'serve.log'}")
+    return 1 if outcomes["write token replaced the admin's freeze"] else 0
+
+
+def _race(stub: reconciler_pb2_grpc.ReconcilerStub, rounds: int) -> Counter[str]:
+    def run(rpc: str, args: dict[str, object], meta: list[tuple[str, str]]) -> str:
+        try:
+            stub.RunStep(rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args)), metadata=meta,
+                         timeout=30)  # fmt: skip
+            return "OK"
+        except grpc.RpcError as error:
+            return error.code().name
+
+    outcomes: Counter[str] = Counter()
+    for n in range(rounds):
+        name = f"race-{n}"
+        held = {"id": str(uuid.uuid4()), "name": name, **WINDOW, "selector": {"racks": ["held"]}}
+        loose = {"id": str(uuid.uuid4()), "name": name, **WINDOW, "selector": {"racks": ["none"]}}
+        codes: dict[str, str] = {}
+        go = threading.Barrier(2)
+
+        def call(who: str, freeze: dict[str, object], meta: list[tuple[str, str]],
+                 go: threading.Barrier = go, codes: dict[str, str] = codes) -> None:  # fmt: skip
+            go.wait()
+            codes[who] = run("UpsertFreeze", {"freeze": freeze}, meta)
+
+        threads = [threading.Thread(target=call, args=("admin", held, ADMIN)),
+                   threading.Thread(target=call, args=("write", loose, WRITE))]  # fmt: skip
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        extras = json.loads(stub.GetExtras(rpb.GetExtrasRequest(), metadata=ADMIN).extras_json)
+        (stored,) = (f for f in extras["freezes"] if f["name"] == name)
+        mine = stored["selector"]["racks"] == ["none"]
+        if codes["admin"] == "OK" and codes["write"] == "OK" and mine:
+            outcomes["write token replaced the admin's freeze"] += 1
+        else:
+            outcomes[f"admin {codes['admin']}, write {codes['write']}"] += 1
+    return outcomes
+
+
+if __name__ == "__main__":
+    sys.exit(main())
