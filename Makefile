@@ -74,6 +74,8 @@ bench: bench-deps
 	$(BIN)/python bench/grpc.py
 	$(BIN)/python bench/console.py
 	$(BIN)/python bench/flood.py
+	$(BIN)/python bench/slow_readers.py
+	$(BIN)/python bench/controller_memory.py
 
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

@@ -102,9 +102,9 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
     default=64,  # the simulator's KEEP_BYTES
     show_default=True,
     help="The most task data kept, running tasks included, in MiB: each order as JSON plus "
-    "72 bytes per value in it (about what it takes in memory). A task that does not fit "
-    "makes the oldest finished ones forgotten; when running tasks fill it, a new task is "
-    "answered 503.",
+    "72 bytes per JSON value in it (each string, number, list or mapping: about what it "
+    "takes in memory). A task that does not fit makes the oldest finished ones forgotten; "
+    "when running tasks fill it, a new task is answered 503.",
 )
 def rack_controller(
     listen: tuple[str, int],

@@ -283,9 +283,13 @@ def apply(
     desired: State | None = None
     with cli_errors():
         if saved:  # shown as its commands would leave the store, whatever the file says
-            loaded = load_plan(source)
+            loaded = load_plan(source)  # a plan of an empty store creates it, as a tree's does
             backend = _backend(database_url, server, create_store=True)
             planned = backend.review(loaded)
+            click.echo(
+                f"Saved plan {terminal(str(source))}: its steps were rehearsed against the store"
+                " (run, then rolled back); what follows is what they do.\n"
+            )
         else:
             desired, origin = desired_state(source, rev, owner)
             backend = _backend(database_url, server, create_store=True)

@@ -571,10 +571,27 @@ class ListenerMixIn(socketserver.TCPServer):
         except Exception:
             self.handle_error(sock, connection.address)
         with self._lock:
-            connection.out, connection.keep = self._serving.pop(sock).answer.data, keep
+            out = self._serving.pop(sock).answer.data
+        budget = self.admission.max_buffered
+        if len(out) > budget:  # it would give way to the byte budget as soon as weighed
+            logger.warning(
+                "an answer of %d bytes to %s was not sent: larger than the %d bytes this"
+                " listener holds for its clients' answers", len(out), connection.address, budget,
+            )  # fmt: skip
+            refusal = self.answer(HTTPStatus.SERVICE_UNAVAILABLE, _too_large(len(out), budget))
+            out, keep = bytearray(refusal), False
+        with self._lock:
+            connection.out, connection.keep = out, keep
             if self._running:  # else the reader has stopped: nothing sends it
                 self._returned.append(connection)
                 self._wake()
                 return
         self.admission.release(sock)
         self.shutdown_request(sock)
+
+
+def _too_large(size: int, budget: int) -> str:
+    return (
+        f"the answer is {size:,} bytes, more than the {budget:,} this server holds for its"
+        " clients' answers: ask for less (a shorter window, fewer rows)"
+    )

@@ -250,7 +250,7 @@ class MetricsLimits:
     max_pending: int = 512  # connections whose request has not all arrived, each a socket
     max_pending_per_client: int = 64  # of them from one client address
     # Bytes those connections have sent, and of answers their clients have not taken, in all.
-    max_buffered: int = 8 << 20
+    max_buffered: int = 32 << 20
     # A request body up to this size is read before the application runs, so a slow one
     # holds no thread, and a larger one is answered 413 unread; serve sets the console's
     # form size.

@@ -42,9 +42,12 @@ class ApplyFailed(RackcronError):
     """A command of the plan failed, or the database failed while it ran; nothing was
     applied. The message names the change, the command and the cause."""
 
-    def __init__(self, change: Change, command: Command, cause: RackcronError) -> None:
+    def __init__(
+        self, change: Change, command: Command, cause: RackcronError, *, rehearsed: bool = False
+    ) -> None:
+        when = "the saved plan's rehearsal failed, before approval: " if rehearsed else ""
         super().__init__(
-            f'{change.kind} "{change.name}": {command.rpc} failed: {cause.message}.'
+            f'{when}{change.kind} "{change.name}": {command.rpc} failed: {cause.message}.'
             " Nothing was applied."
         )
         self.code = cause.code
@@ -77,7 +80,7 @@ def rehearse(service: ApplyLog, plan: Plan) -> Plan:
         try:
             StoreExecutor(ops).execute([command for _, command in steps])
         except CommandFailed as exc:
-            raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
+            raise ApplyFailed(*steps[exc.index], exc.error, rehearsed=True) from exc.error
         after, now = store_state(ops), ops.now
     return reviewed(plan, current, after, now)
 
@@ -87,7 +90,8 @@ def _check_current(plan: Plan, current: State) -> None:
     if not is_current(plan, current):
         raise StalePlan(
             "the store has changed since this plan was made (what the plan changes or"
-            " depends on); run `rackcron plan` again"
+            " depends on; `rackcron history` lists the changes since); run `rackcron plan`"
+            " again"
         )
 
 

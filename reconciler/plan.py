@@ -281,7 +281,11 @@ class Plan:
             return plan
         except InvalidArgument as exc:
             raise ValueError(f"malformed {FORMAT} plan: {exc.message}") from None
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        except KeyError as exc:
+            raise ValueError(f"malformed {FORMAT} plan: {exc.args[0]!r} is missing") from None
+        except ValueError as exc:  # our own messages
+            raise ValueError(f"malformed {FORMAT} plan: {exc}") from None
+        except (TypeError, AttributeError) as exc:
             raise ValueError(f"malformed {FORMAT} plan: {type(exc).__name__}: {exc}") from None
 
 

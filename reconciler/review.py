@@ -13,10 +13,13 @@ the fingerprint are the file's, and the apply runs exactly those.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 
-from rackcron.domain.commands import CreateSchedule
+from rackcron.domain.commands import Command, CreateSchedule
+from rackcron.domain.models import NVLDomain, Rack
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan
 from rackcron.reconciler.state import State
@@ -35,11 +38,18 @@ def reviewed(plan: Plan, current: State, after: State, now: datetime) -> Plan:
     by_subject = {_subject(c): c for c in shown.changes}
     changes = tuple(_shown(c, by_subject.get(_subject(c))) for c in plan.changes)
     foreign = [e for c in plan.changes if (e := _foreign(c, current, plan.owner))]
+    covered = {_subject(c) for c in plan.changes}
+    unshown = [
+        f'{c.kind} "{c.name}" is changed by the steps of another change: a saved plan shows'
+        " every object it changes as a change of its own; make the plan again"
+        for c in shown.changes
+        if _subject(c) not in covered
+    ]
     return replace(
         plan,
         changes=changes,
         unmanaged=shown.unmanaged,
-        errors=(*shown.errors, *foreign),
+        errors=(*shown.errors, *foreign, *unshown, *_mixed(plan)),
         warnings=shown.warnings,
         warnings_count=shown.warnings_count,
         warnings_count_exact=shown.warnings_count_exact,
@@ -48,13 +58,28 @@ def reviewed(plan: Plan, current: State, after: State, now: datetime) -> Plan:
 
 
 def _subject(change: Change) -> tuple[str, str]:
-    """What ``change`` is about: an inventory item by its id (names of components
-    repeat from rack to rack), a schedule or a freeze by its name."""
+    """What ``change`` is about: an inventory item by its id (names of racks and
+    components may repeat), a schedule or a freeze by its name."""
     if change.kind in ("schedule", "freeze") or not change.commands:
         return change.kind, change.name
-    command = change.commands[0]
-    item = getattr(command, change.kind, None)
-    return change.kind, str(item.id if item is not None else getattr(command, "id", change.name))
+    return change.kind, _item_id(change.commands[0], change.kind)
+
+
+def _item_id(command: Command, kind: str) -> str:
+    """The id of the inventory item ``command`` upserts or deletes."""
+    item = getattr(command, kind, None)
+    return str(item.id if item is not None else getattr(command, "id", ""))
+
+
+def _mixed(plan: Plan) -> list[str]:
+    """An error for each inventory change whose steps are about more than one item (a
+    plan makes one step per item: another id is an edit)."""
+    return [
+        f'{c.kind} "{c.name}": its steps change more than one {c.kind}; make the plan again'
+        for c in plan.changes
+        if c.kind not in ("schedule", "freeze")
+        and len({_item_id(command, c.kind) for command in c.commands}) > 1
+    ]
 
 
 def _as_declared(plan: Plan, after: State) -> State:
@@ -86,8 +111,11 @@ def _foreign(change: Change, current: State, owner: str) -> str | None:
     elif change.kind == "freeze" and change.name in current.freezes:
         found = current.freezes[change.name].management.owner
     elif change.kind in ("rack", "nvl_domain"):
-        items = current.racks if change.kind == "rack" else current.domains
-        found = next((i.owner for i in items.values() if i.name == change.name), None)
+        items: Mapping[uuid.UUID, Rack | NVLDomain] = (
+            current.racks if change.kind == "rack" else current.domains
+        )
+        item = items.get(uuid.UUID(_subject(change)[1])) if change.commands else None
+        found = item.owner if item is not None else None
     else:
         return None
     if found in (None, owner):
@@ -109,8 +137,10 @@ def _shown(saved: Change, effect: Change | None) -> Change:
         action = effect.action  # an upsert's commands are the same either way
     elif action != effect.action:
         reason, code = (RECREATED, None) if action == "replace" else ("", None)
+    named = effect.name if saved.kind not in ("schedule", "freeze") else saved.name
     return replace(
         saved,
+        name=named,  # an item as the store names it, by its id
         action=action,
         reason=reason,
         reason_code=code,

@@ -89,6 +89,7 @@ def _check_freeze_scope(ops: ExtrasWork, command: Command, scope: TokenScope) ->
     of what that needs (:func:`rackcron.shim.access.step_needs`)."""
     if not isinstance(command, LIFTING) or scope.allows(RELEASE_FREEZE):
         return  # the common step reads nothing more
+    ops.lock_what_freezes_hold()  # what is checked is what the step changes
     lifted = lifted_freezes(command, {f.name: f for f in ops.list_freezes()}, ops)
     needs = step_needs(lifted)
     if not scope.allows(needs):

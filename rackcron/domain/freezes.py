@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from rackcron.domain import timing
 from rackcron.domain.models import Freeze, FreezeSelector, Miss, MissReason, Rack
@@ -76,6 +76,13 @@ def check_freeze(freeze: Freeze) -> timing.Cron | None:
     fixed = freeze.start is not None or freeze.end is not None
     if fixed == (freeze.cron is not None):
         raise timing.SpecError("give either start and end, or cron and duration")
+    for name, moment in (("start", freeze.start), ("end", freeze.end)):
+        if moment is None or moment.utcoffset() is None:
+            continue
+        try:
+            moment.astimezone(UTC)
+        except OverflowError:
+            raise timing.SpecError(f"{name} {moment.isoformat()} is out of range in UTC") from None
     unknown = sorted(set(freeze.selector.operations) - OPERATION_NAMES)
     if unknown:
         raise timing.SpecError(

@@ -10,7 +10,8 @@ refuses:
   U+007F,
 * the C1 controls U+0080-U+009F,
 * the line and paragraph separators U+2028 and U+2029,
-* the bidi embeddings and overrides U+202A-U+202E and isolates U+2066-U+2069.
+* the bidi embeddings and overrides U+202A-U+202E and isolates U+2066-U+2069,
+* the lone surrogates U+D800-U+DFFF (which JSON escapes can make; no database stores them).
 
 Everything else is accepted, spaces and any script included, up to :data:`MAX_LENGTH`
 characters (what the store's ``String(255)`` columns hold; a schedule's ``spec``,
@@ -55,7 +56,9 @@ MAX_SPEC_LENGTH = 1024
 
 #: The refused characters, as one regular-expression character class.
 _REFUSED_CLASS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
-_REFUSED = re.compile(f"[{_REFUSED_CLASS}]")
+#: Also refused by the check, not by the schemas (UTF-8 text cannot hold them): the lone
+#: surrogates U+D800-U+DFFF, which JSON's escapes can make and no database can store.
+_REFUSED = re.compile(f"[{_REFUSED_CLASS}\\ud800-\\udfff]")
 
 #: The same rule as a JSON Schema ``pattern`` (ECMA-262, as editors read it). Python's
 #: ``$`` also matches before a final newline, so ``rackcron.reconciler.schema`` reads every schema
@@ -71,10 +74,8 @@ def line_problem(value: str, max_length: int | None = MAX_LENGTH) -> str | None:
     found = _REFUSED.search(value)
     if found is None:
         return None
-    return (
-        f"must not contain control characters"
-        f" (U+{ord(found.group()):04X} at position {found.start() + 1})"
-    )
+    what = "a lone surrogate" if "\ud800" <= found.group() <= "\udfff" else "control characters"
+    return f"must not contain {what} (U+{ord(found.group()):04X} at position {found.start() + 1})"
 
 
 def check_line(value: str, field: str, *, max_length: int | None = MAX_LENGTH) -> str:

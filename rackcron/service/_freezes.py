@@ -21,7 +21,7 @@ from rackcron.errors import AlreadyExists, InvalidArgument, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text
 from rackcron.service._tasks import chunked
-from rackcron.store.tables import freeze, rack
+from rackcron.store.tables import component, freeze, rack
 
 __all__ = ["FreezeOps", "Holds", "Named"]
 
@@ -123,7 +123,8 @@ class FreezeOps(OpsBase):
         :raises InvalidArgument: no name, not one window or one recurrence
             (``rackcron.domain.freezes.check_freeze``), a start or end without its UTC offset,
             or text the store cannot hold.
-        :raises AlreadyExists: a new freeze whose id is another freeze's.
+        :raises AlreadyExists: a new freeze whose id is another freeze's, or one created by
+            another transaction since this one looked.
         """
         if not item.name:
             raise InvalidArgument("freeze.name is required")
@@ -167,12 +168,32 @@ class FreezeOps(OpsBase):
                     f"freeze.id: {item.id} is the id of the freeze {taken!r}; a freeze named"
                     f" {item.name!r} needs an id of its own"
                 )
-            self.conn.execute(
-                freeze.insert().values(id=item.id, name=item.name, created_at=self.now, **values)
-            )
+            try:
+                with self.conn.begin_nested():  # a savepoint: a lost race leaves the rest
+                    self.conn.execute(
+                        freeze.insert().values(
+                            id=item.id, name=item.name, created_at=self.now, **values
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                raise AlreadyExists(
+                    f"freeze {item.name!r} was created by another writer at the same time;"
+                    " read it again before changing it"
+                ) from None
         else:
             self.conn.execute(freeze.update().where(freeze.c.id == found).values(**values))
         return self.get_freeze(item.name)
+
+    def lock_what_freezes_hold(self) -> None:
+        """Hold the freezes, racks and components still against other writers until this
+        transaction ends (PostgreSQL: a SHARE ROW EXCLUSIVE lock on their tables, which
+        waits for and blocks their writes, not their reads or the dispatcher's row locks;
+        SQLite writes one transaction at a time anyway), so that what a check of freeze
+        rights read is what the write then changes."""
+        if self.conn.dialect.name == "postgresql":
+            quote = self.conn.dialect.identifier_preparer.quote  # "freeze" is a keyword there
+            tables = ", ".join(quote(t.name) for t in (freeze, rack, component))
+            self.conn.exec_driver_sql(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE")
 
     def get_freeze(self, name: str) -> Freeze:
         """:raises NotFound: no freeze of that name."""

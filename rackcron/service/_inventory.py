@@ -18,6 +18,7 @@ from rackcron.domain.targets import normalize_mac
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import OpsBase, check_text, parse_id
+from rackcron.service._tasks import chunked
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     component,
@@ -218,9 +219,13 @@ class InventoryOps(OpsBase):
             raise InvalidArgument("nvl_domain.name is required")
         if len(set(item.rack_ids)) != len(item.rack_ids):
             raise InvalidArgument("nvl_domain.rack_ids: a rack is listed twice")
-        known = set(
-            self.conn.execute(sa.select(rack.c.id).where(rack.c.id.in_(item.rack_ids))).scalars()
-        )
+        known = {
+            found
+            for chunk in chunked(item.rack_ids)  # within any database's bound parameters
+            for found in self.conn.execute(
+                sa.select(rack.c.id).where(rack.c.id.in_(chunk))
+            ).scalars()
+        }
         for rack_id in item.rack_ids:
             if rack_id not in known:
                 raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")

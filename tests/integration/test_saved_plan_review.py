@@ -247,6 +247,9 @@ def test_a_step_the_store_refuses_stops_the_apply_before_approval(
     before = snapshot(Service.open(store_url))
     result = run("apply", str(tmp_path / "plan.json"), url=store_url, input="y\n")
     assert result.exit_code == 1, result.output
-    assert result.output.startswith('error: schedule "s-scope": RemoveTaskScheduleScope failed:')
+    assert result.output.startswith(
+        "error: the saved plan's rehearsal failed, before approval:"
+        ' schedule "s-scope": RemoveTaskScheduleScope failed:'
+    )
     assert "Nothing was applied." in result.output and "Apply these changes?" not in result.output
     assert snapshot(Service.open(store_url)) == before

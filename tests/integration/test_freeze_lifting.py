@@ -1,7 +1,6 @@
-"""Hostile review (branch hostile3): paths by which a ``write`` token gets work onto
-hardware a stored freeze holds, without the ``admin`` scope that lifting a freeze needs
-(docs/security.md "Token scopes"). Each test is xfail(strict=True): it passes once the
-hole is closed.
+"""Paths the hostile review found by which a ``write`` token got work onto hardware a
+stored freeze holds, without the ``admin`` scope that lifting a freeze needs
+(docs/security.md "Token scopes"): each is now refused.
 
 The freeze ``change-freeze`` of ``tests.support.rpcs.prepare`` holds ``rack-a05`` by
 name now; the schedule ``nightly`` has scopes on ``rack-a01`` and ``rack-a02`` without a
@@ -58,13 +57,6 @@ def _step(rpc: str, args: dict[str, Any]) -> rpb.RunStepRequest:
     return rpb.RunStepRequest(rpc=rpc, args_json=json.dumps(args))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: DeleteComponent is not among commands.LIFTING, so a write token moves"
-    " a component out of a frozen rack in two steps (DeleteComponent, then UpsertComponent"
-    " with the same id on another rack), where the one-step move is PERMISSION_DENIED; the"
-    " other rack's next firing sends the frozen rack's component uuid to its controller",
-)
 def test_a_write_token_cannot_move_hardware_out_of_a_freeze_by_delete_and_recreate(
     channel: grpc.Channel, service: Service, state: RpcState, fleet: Fleet
 ) -> None:
@@ -103,18 +95,11 @@ def shim(service: Service, tmp_path: Path) -> Iterator[ShimServer]:
     server.stop(grace=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: apply --server with a write token moves a component (its external_id"
-    " and BMC MAC) out of a rack a freeze holds when the tree also gives it a new id: the"
-    " plan is DeleteComponent + UpsertComponent, neither of which lifted_freezes reads as"
-    " a move, where keeping the id is refused as lifting the freeze",
-)
 def test_a_write_token_apply_cannot_move_hardware_out_of_a_freeze_under_a_new_id(
     shim: ShimServer, service: Service, tmp_path: Path
 ) -> None:
     from tests.support.cli import run
-    from tests.support.trees import Repo, component, documents, freeze, rack
+    from tests.support.trees import Repo, component, documents, freeze, rack, rack_id
 
     repo = Repo(tmp_path / "repo", "sqlite:///unused.db")
     window = '  start: "2000-01-01T00:00:00Z"\n  end: "2100-01-01T00:00:00Z"\n'
@@ -137,8 +122,8 @@ def test_a_write_token_apply_cannot_move_hardware_out_of_a_freeze_under_a_new_id
     repo.write(racks=new_id, freezes=holiday)
     moved = run("apply", str(repo.path), "--auto-approve", *server, str(tmp_path / "ci"))
     assert moved.exit_code != 0, moved.output
-    assert [(c.external_id, c.rack_id.int) for c in service.list_components() if c.rack_id] == [
-        ("asset-77", 1)
+    assert [(c.external_id, str(c.rack_id)) for c in service.list_components() if c.rack_id] == [
+        ("asset-77", rack_id(1))
     ]
 
 

@@ -3,7 +3,7 @@ external ids and labels, through a real ``rackcron serve --grpc-reconciler`` wit
 and an admin token, on SQLite or PostgreSQL. Prints each step's status code; any INTERNAL
 or UNKNOWN is a finding (an unforeseen error reached the client as a traceback's summary).
 
-    python -m bench.hostile_runstep_collisions [DATABASE_URL]
+    python -m bench.runstep_collisions [DATABASE_URL]
 
 Without a URL it uses a fresh SQLite file; a PostgreSQL URL must name an empty database.
 """
@@ -38,7 +38,7 @@ def _port() -> int:
 
 
 def main() -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="hostile3-"))
+    tmp = Path(tempfile.mkdtemp(prefix="runstep-"))
     url = sys.argv[1] if len(sys.argv) > 1 else f"sqlite:///{tmp / 'store.db'}"
     (tmp / "tokens").write_text("write ci:write-secret\nadmin oncall:admin-secret\n")
     subprocess.run([*RACKCRON, "db", "upgrade", "--database-url", url], check=True)

@@ -1,20 +1,19 @@
-"""Hostile review (branch hostile3): saved plans whose ``apply`` shows one thing and does
-another (docs/security.md "Saved plans": what ``apply PLAN`` shows comes from what its
-commands do). Each test is xfail(strict=True): it passes once the hole is closed.
+"""A saved plan edited to change an object none of its changes shows is refused
+(reconciler/review.py; docs/security.md "Saved plans").
 
-The plan reader holds each step to its change's object by *name* (``plan._check_subject``)
-and lets a delete by id through (its subject has no name); ``review.reviewed`` shows, for
-each change of the file, the effect found for the object of its *first* command, and
-drops every other effect the commands have. So a step on another object, by a name that
-repeats (racks, components) or by id (every delete of the inventory), runs unshown. The
-plan's fingerprint does not read those objects either, so nothing is stale.
+A step on another object can hide in a change by a name that repeats (racks, components)
+or by id (every delete of the inventory), and the plan's fingerprint does not read that
+object, so nothing is stale. The hostile review edited such plans: a rack change also
+renaming another rack to its name and moving that rack's controller to another host, an
+NVLink domain change also deleting another domain by id. ``apply PLAN`` rehearses the
+steps, and an object they change that no change of the plan is about, or a change whose
+steps are about more than one item, makes the plan an error: nothing is applied.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,49 +89,39 @@ def _delete_b1(changes: dict[str, Any], service: Service) -> None:
     changes["nvl-a1"]["steps"].append({"rpc": "DeleteNVLDomain", "args": {"id": str(b1.id)}})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: a saved plan's rack change may carry an UpsertRack of another rack that"
-    " it renames to the change's name (rack names repeat); apply PLAN shows only the first"
-    " rack's labels while the other rack's controller moves to another host, unmarked",
+def _only_b1(changes: dict[str, Any], service: Service) -> None:
+    """nvl-a1's change deletes the domain nvl-b1 by id instead of updating nvl-a1."""
+    (b1,) = (d for d in service.list_nvl_domains() if d.name == "nvl-b1")
+    changes["nvl-a1"]["steps"] = [{"rpc": "DeleteNVLDomain", "args": {"id": str(b1.id)}}]
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (_hijack_b01, 'rack "rack-a01": its steps change more than one rack'),
+        (_delete_b1, 'nvl_domain "nvl-a1": its steps change more than one nvl_domain'),
+    ],
+    ids=["another-rack-of-the-same-name", "a-delete-by-id"],
 )
-def test_a_step_on_another_rack_of_the_same_name_is_shown(store_url: str, tmp_path: Path) -> None:
-    plan, service = _saved_edited(tmp_path, store_url, _hijack_b01)
+def test_an_edited_plan_changing_an_object_it_does_not_show_is_refused(
+    edit: Callable[[dict[str, Any], Service], None], error: str, store_url: str, tmp_path: Path
+) -> None:
+    plan, service = _saved_edited(tmp_path, store_url, edit)
+    before = snapshot(service)
+    result = run("apply", str(plan), "--auto-approve", url=store_url)
+    assert result.exit_code == 1, result.output
+    assert error in result.output, result.output
+    assert snapshot(service) == before
+
+
+def test_a_change_whose_one_step_is_about_another_item_shows_that_item(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A change named nvl-a1 whose step deletes nvl-b1 is shown as what it does, by the
+    store's name for the item, and nvl-a1's update, now undone, as shown by no change."""
+    plan, service = _saved_edited(tmp_path, store_url, _only_b1)
     before = snapshot(service)
     result = run("apply", str(plan), url=store_url, input="no\n")
+    assert 'nvl_domain "nvl-b1" will be destroyed' in result.output, result.output
+    assert "nvl-a1" not in result.output.split("Plan:")[0].split("will be destroyed")[-1]
     assert snapshot(service) == before
-    refused = result.output.startswith("error:")
-    assert refused or "evil.example.net" in result.output, result.output
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: a saved plan's nvl_domain change may carry a DeleteNVLDomain of another"
-    " domain by id (a delete's subject has no name to check); apply PLAN shows nvl-a1 as"
-    " destroyed and nvl-a1 is kept, while nvl-b1, never named, is deleted",
-)
-def test_a_delete_by_id_of_another_object_is_shown(store_url: str, tmp_path: Path) -> None:
-    plan, _ = _saved_edited(tmp_path, store_url, _delete_b1)
-    shown = run("apply", str(plan), url=store_url, input="no\n")
-    assert shown.output.startswith("error:") or "nvl-b1" in shown.output, shown.output
-
-
-def test_the_edits_take_effect_unshown(store_url: str, tmp_path: Path) -> None:
-    """What the two xfails above hide, done: this passes today and shows the damage."""
-
-    def both(changes: dict[str, Any], service: Service) -> None:
-        _hijack_b01(changes, service)
-        _delete_b1(changes, service)
-
-    plan, service = _saved_edited(tmp_path, store_url, both)
-    result = run("apply", str(plan), "--auto-approve", url=store_url)
-    assert result.exit_code == 0, result.output
-    assert "evil" not in result.output and "nvl-b1" not in result.output
-    assert 'nvl_domain "nvl-a1" will be destroyed' in result.output
-    racks = {r.id: r for r in service.list_racks()}
-    assert [r.name for r in racks.values()].count("rack-a01") == 2
-    assert [str(r.controller.url) for r in racks.values() if r.controller] == [
-        "https://evil.example.net/"
-    ]
-    assert sorted(d.name for d in service.list_nvl_domains()) == ["nvl-a1", "nvl-a2"]
-    assert uuid.UUID(_rack(service, "rack-b02")["id"])  # the rest is as it was

@@ -1,6 +1,5 @@
-"""Hostile review (branch hostile3): RunStep arguments that still reach the client as
-INTERNAL (a traceback in the server's log) rather than INVALID_ARGUMENT naming the field.
-Each test is xfail(strict=True): it passes once the step is refused as it should be.
+"""RunStep arguments the hostile review found answered INTERNAL (a traceback in the
+server's log): each is now refused by its field, as any bad argument is.
 """
 
 from __future__ import annotations
@@ -41,21 +40,11 @@ def _code(channel: grpc.Channel, rpc: str, args: dict[str, object]) -> grpc.Stat
     return grpc.StatusCode.OK
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: a lone surrogate (JSON \\ud800) in any text of args_json passes"
-    " check_text and fails to encode in the driver: INTERNAL, on SQLite and PostgreSQL",
-)
 def test_a_lone_surrogate_is_an_invalid_argument(channel: grpc.Channel) -> None:
     rack = {"id": str(uuid.uuid4()), "name": "\ud800"}
     assert _code(channel, "UpsertRack", {"rack": rack}) == grpc.StatusCode.INVALID_ARGUMENT
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: a freeze start at year 1 with a positive UTC offset passes"
-    " check_freeze and overflows converting to UTC in the store: INTERNAL 'database error'",
-)
 def test_a_freeze_before_year_one_utc_is_an_invalid_argument(channel: grpc.Channel) -> None:
     freeze = {"id": str(uuid.uuid4()), "name": "y1", "start": "0001-01-01T00:00:00+23:59",
               "end": "0001-01-02T00:00:00Z"}  # fmt: skip
@@ -64,11 +53,6 @@ def test_a_freeze_before_year_one_utc_is_an_invalid_argument(channel: grpc.Chann
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile3: an NVLink domain of more than 65,535 rack ids (2.8 MB, under the"
-    " message limit) exceeds PostgreSQL's bind parameters in upsert_nvl_domain: INTERNAL",
-)
 def test_a_domain_of_70k_racks_is_refused_by_name(channel: grpc.Channel) -> None:
     domain = {"id": str(uuid.uuid4()), "name": "big",
               "rack_ids": [str(uuid.uuid4()) for _ in range(70_000)]}  # fmt: skip

@@ -1,4 +1,4 @@
-"""Hostile review (hostile3): a write token races an admin declaring a freeze, on
+"""A write token races an admin declaring a freeze, on
 PostgreSQL (READ COMMITTED), through a real ``rackcron serve --grpc-reconciler``.
 
 RunStep's scope check (``shim.extras._check_freeze_scope``) reads the stored freezes in
@@ -9,7 +9,7 @@ check took for a new freeze. Each round an admin creates freeze ``race-N`` (hold
 succeed and the stored freeze is the write token's is a write token changing a stored
 freeze, which needs admin (docs/security.md "Token scopes").
 
-    python -m bench.hostile_freeze_race postgresql+psycopg://postgres@127.0.0.1:5432/DB [ROUNDS]
+    python -m bench.freeze_race postgresql+psycopg://postgres@127.0.0.1:5432/DB [ROUNDS]
 
 The database must be empty (the script upgrades it). Two client threads and one server.
 """
@@ -47,7 +47,7 @@ def _port() -> int:
 def main() -> int:
     url = sys.argv[1]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    tmp = Path(tempfile.mkdtemp(prefix="hostile3-race-"))
+    tmp = Path(tempfile.mkdtemp(prefix="freeze-race-"))
     (tmp / "tokens").write_text("write ci:write-secret\nadmin oncall:admin-secret\n")
     subprocess.run([*RACKCRON, "db", "upgrade", "--database-url", url], check=True)
     port = _port()
