@@ -1,16 +1,22 @@
-"""The reference rack controller and its task orders, as the connection benchmarks use them
-(bench/flood.py, bench/slow_readers.py)."""
+"""Servers the benchmarks start: the reference rack controller and its task orders (bench/flood.py,
+bench/slow_readers.py), and a gRPC shim with scoped tokens (bench/freeze_race.py,
+bench/runstep_collisions.py)."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import grpc
 
 from rackcron.dispatcher.controllers.server import ControllerServer
 from rackcron.dispatcher.controllers.simulator import Simulator
@@ -47,3 +53,35 @@ def running_controller(tls: bool) -> Iterator[tuple[int, ssl.SSLContext | None]]
             yield int(server.url.rsplit(":", 1)[1]), context
         finally:
             server.shutdown()
+
+
+#: The tokens of :func:`scoped_shim`, and the metadata that sends each.
+SHIM_TOKENS = "write ci:write-secret\nadmin oncall:admin-secret\n"
+WRITE = [("authorization", "Bearer write-secret")]
+ADMIN = [("authorization", "Bearer admin-secret")]
+
+
+@contextmanager
+def scoped_shim(url: str, directory: Path) -> Iterator[grpc.Channel]:
+    """``rackcron serve --grpc-reconciler`` over the store at ``url`` (upgraded first), with
+    a write and an admin token (:data:`WRITE`, :data:`ADMIN`), in a child process logging
+    to ``directory/serve.log``: a channel to it, ready."""
+    rackcron = [sys.executable, "-c", "from rackcron.cli import main; main()"]
+    (directory / "tokens").write_text(SHIM_TOKENS)
+    subprocess.run([*rackcron, "db", "upgrade", "--database-url", url], check=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    with (directory / "serve.log").open("w") as log:
+        server = subprocess.Popen(
+            [*rackcron, "serve", "--database-url", url, "--no-dispatch", "--grpc-reconciler",
+             "--grpc-listen", f"127.0.0.1:{port}", "--grpc-token-file", str(directory / "tokens")],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            grpc.channel_ready_future(channel).result(timeout=30)
+            yield channel
+        finally:
+            server.terminate()
+            server.wait(10)

@@ -17,9 +17,6 @@ The database must be empty (the script upgrades it). Two client threads and one 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,42 +26,19 @@ from pathlib import Path
 
 import grpc
 
+from bench._servers import ADMIN, WRITE, scoped_shim
 from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
 from rackcron.wire.proto.v1 import reconciler_pb2_grpc
 
-RACKCRON = [sys.executable, "-c", "from rackcron.cli import main; main()"]
-WRITE = [("authorization", "Bearer write-secret")]
-ADMIN = [("authorization", "Bearer admin-secret")]
 WINDOW = {"start": "2000-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def main() -> int:
     url = sys.argv[1]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     tmp = Path(tempfile.mkdtemp(prefix="freeze-race-"))
-    (tmp / "tokens").write_text("write ci:write-secret\nadmin oncall:admin-secret\n")
-    subprocess.run([*RACKCRON, "db", "upgrade", "--database-url", url], check=True)
-    port = _port()
-    log = (tmp / "serve.log").open("w")
-    server = subprocess.Popen(
-        [*RACKCRON, "serve", "--database-url", url, "--no-dispatch", "--grpc-reconciler",
-         "--grpc-listen", f"127.0.0.1:{port}", "--grpc-token-file", str(tmp / "tokens")],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(channel).result(timeout=30)
+    with scoped_shim(url, tmp) as channel:
         outcomes = _race(reconciler_pb2_grpc.ReconcilerStub(channel), rounds)
-    finally:
-        server.terminate()
-        server.wait(10)
-        log.close()
     print(dict(outcomes))
     print(f"server log: {tmp / 'serve.log'}")
     return 1 if outcomes["write token replaced the admin's freeze"] else 0
