@@ -7,9 +7,9 @@ need ``write``: schedules, their scopes and tasks through ``v1.Flow``, and what 
 apply changes (inventory, freezes, deadlines, the apply log) through
 ``rackcron.v1.Reconciler``; overriding a safety rule needs ``admin``: a call with
 ``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``),
-whatever its method, and a RunStep that lifts a stored freeze: changes or deletes it,
-or renames or relabels a rack it holds by name or label (:func:`step_needs`: lifting a
-freeze is overriding it for good).
+whatever its method, and a RunStep that lifts a stored freeze: deletes it or changes it
+so that it may hold less, or takes a rack it holds (or that rack's hardware) out of it
+(:func:`step_needs`: lifting a freeze is overriding it for good).
 
 docs/security.md "Token scopes" shows the table to users; docs/grpc.md lists it per RPC.
 """
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from rackcron.domain.commands import Lift
 from rackcron.errors import InvalidArgument
 from rackcron.shim.tokens import UNSCOPED, TokenSet
 from rackcron.wire.metadata import FORCE_KEY, read_force
@@ -91,11 +92,10 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
     return Need(RPC_SCOPES.get(method, TokenScope.ADMIN), rpc)
 
 
-def step_needs(lifted: Sequence[object]) -> TokenScope:
-    """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts the stored freezes
-    ``lifted`` (``rackcron.domain.commands.lifted_freezes``: it changes or deletes one, or renames
-    or relabels a rack one holds by name or label), ``write`` for any other step
-    (declaring a new freeze included: it only holds more)."""
+def step_needs(lifted: Sequence[Lift]) -> TokenScope:
+    """The scope a RunStep needs: :data:`RELEASE_FREEZE` when it lifts stored freezes
+    (``lifted``: ``rackcron.domain.commands.lifted_freezes``), ``write`` for any other step
+    (declaring a new freeze included, or changing one so that it holds no less)."""
     return RELEASE_FREEZE if lifted else TokenScope.WRITE
 
 

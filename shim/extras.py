@@ -17,8 +17,10 @@ leaves the same store a local one does. GetExtras also lists, as ``carries``, wh
 beyond Flow's messages this server stores (:data:`CARRIES`): a reconciler refuses to
 apply a tree using something that a server does not list, and as ``scope`` what the
 caller's token may do, so a remote apply refuses before its first step what its token
-could not finish. A RunStep that lifts a stored freeze (changes or deletes it, or
-renames or relabels a rack it holds) needs an ``admin`` token (``rackcron.shim.access``).
+could not finish. A RunStep that lifts a stored freeze (deletes it or changes it so that
+it may hold less, or takes a rack it holds, or that rack's hardware, out of it) needs an
+``admin`` token (``rackcron.shim.access``), and is checked under a lock on PostgreSQL so
+that what it read is what it writes.
 """
 
 from __future__ import annotations
