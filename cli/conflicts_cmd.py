@@ -62,14 +62,16 @@ def _read_store(database_url: str | None) -> StoreView:
         try:
             with service.transaction(write=False) as ops:
                 schedules = []
-                for s in ops.list_schedules().items:
-                    scope = tuple((e.rack_id, e.component_filter) for e in ops.list_scopes(s.id))
+                for s in ops.schedules.list_schedules().items:
+                    scope = tuple(
+                        (e.rack_id, e.component_filter) for e in ops.scopes.list_scopes(s.id)
+                    )
                     schedules.append(StoredSchedule(s, scope))
                 return StoreView(
                     schedules=tuple(schedules),
-                    racks=tuple(ops.list_racks()),
-                    components=tuple(ops.list_components()),
-                    freezes=tuple(ops.list_freezes()),
+                    racks=tuple(ops.inventory.list_racks()),
+                    components=tuple(ops.inventory.list_components()),
+                    freezes=tuple(ops.freezes.list_freezes()),
                 )
         finally:
             service.close()

@@ -279,9 +279,9 @@ class _Console:
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
-            schedules = sorted(ops.list_schedules().items, key=lambda s: s.name)
-            scopes = ops.scopes_by_schedule()
-            racks = {r.id: r.name for r in ops.list_racks()}
+            schedules = sorted(ops.schedules.list_schedules().items, key=lambda s: s.name)
+            scopes = ops.scopes.scopes_by_schedule()
+            racks = {r.id: r.name for r in ops.inventory.list_racks()}
         wanted = _Filters.of(params)
         listed = []
         for s in schedules:
@@ -299,11 +299,11 @@ class _Console:
 
     def _schedule(self, schedule_id: str) -> _Response:
         with self.service.transaction(write=False) as ops:
-            schedule = ops.get_schedule(schedule_id)
-            scopes = ops.list_scopes(schedule.id)
-            racks = {r.id: r.name for r in ops.list_racks()}
-            tasks = ops.list_tasks(schedule_id=schedule.id, limit=20).items
-            applied = ops.get_apply(schedule.applied_by) if schedule.applied_by else None
+            schedule = ops.schedules.get_schedule(schedule_id)
+            scopes = ops.scopes.list_scopes(schedule.id)
+            racks = {r.id: r.name for r in ops.inventory.list_racks()}
+            tasks = ops.tasks.list_tasks(schedule_id=schedule.id, limit=20).items
+            applied = ops.applies.get_apply(schedule.applied_by) if schedule.applied_by else None
         fires = _next_fires(schedule, NEXT_FIRES)
         return self._render(
             "schedule.html",
@@ -320,15 +320,15 @@ class _Console:
 
     def tasks(self, params: Mapping[str, str]) -> _Response:
         with self.service.transaction(write=False) as ops:
-            inventory = ops.list_racks()
+            inventory = ops.inventory.list_racks()
             racks = {r.id: r.name for r in inventory}
-            schedules = {s.id: s.name for s in ops.list_schedules().items}
+            schedules = {s.id: s.name for s in ops.schedules.list_schedules().items}
             rack_id = _named(params.get("rack", ""), map(rack_candidate, inventory), "rack")
             candidates = (Candidate(k, v) for k, v in schedules.items())
             schedule_id = _named(params.get("schedule", ""), candidates, "schedule")
             status = params.get("status", "")
             statuses = [_status(status)] if status else []
-            page = ops.list_tasks(
+            page = ops.tasks.list_tasks(
                 rack_id=rack_id, schedule_id=schedule_id, statuses=statuses, limit=TASK_PAGE
             )
         context: dict[str, Any] = dict(

@@ -67,50 +67,50 @@ class StoreExecutor:
         ops = self.ops
         match command:
             case UpsertRack(rack=rack):
-                ops.upsert_rack(rack)
+                ops.inventory.upsert_rack(rack)
             case UpsertComponent(component=component):
-                ops.upsert_component(component)
+                ops.inventory.upsert_component(component)
             case UpsertNVLDomain(nvl_domain=domain):
-                ops.upsert_nvl_domain(domain)
+                ops.inventory.upsert_nvl_domain(domain)
             case DeleteRack(id=rack_id):
-                ops.delete_rack(rack_id)
+                ops.inventory.delete_rack(rack_id)
             case DeleteComponent(id=component_id):
-                ops.delete_component(component_id)
+                ops.inventory.delete_component(component_id)
             case DeleteNVLDomain(id=domain_id):
-                ops.delete_nvl_domain(domain_id)
+                ops.inventory.delete_nvl_domain(domain_id)
             case UpsertFreeze(freeze=freeze):
-                ops.upsert_freeze(freeze)
+                ops.freezes.upsert_freeze(freeze)
             case DeleteFreeze(name=name):
-                ops.delete_freeze(name)
+                ops.freezes.delete_freeze(name)
             case CreateSchedule():
-                ops.create_schedule(
+                ops.schedules.create_schedule(
                     command.schedule,
                     command.operation,
                     management=command.management,
                     starting_deadline=command.starting_deadline,
                 )
             case UpdateSchedule(schedule=config, update_mask=mask):
-                ops.update_schedule(self._id(command.name), config, list(mask))
+                ops.schedules.update_schedule(self._id(command.name), config, list(mask))
             case PauseSchedule(name=name):
-                ops.pause_schedule(self._id(name))
+                ops.schedules.pause_schedule(self._id(name))
             case ResumeSchedule(name=name):
-                ops.resume_schedule(self._id(name))
+                ops.schedules.resume_schedule(self._id(name))
             case DeleteSchedule(name=name):
-                ops.delete_schedule(self._id(name))
+                ops.schedules.delete_schedule(self._id(name))
             case AddScope(name=name, target_spec=spec):
-                ops.add_scope(self._id(name), spec)
+                ops.scopes.add_scope(self._id(name), spec)
             case RemoveScope(scope_id=scope_id):
                 if scope_id is None:
                     raise InvalidArgument("scope_id: the scope to remove is not known")
-                ops.remove_scope(scope_id)
+                ops.scopes.remove_scope(scope_id)
             case UpdateScope(name=name, desired_scope=spec):
-                ops.update_scope(self._id(name), spec)
+                ops.scopes.update_scope(self._id(name), spec)
             case SetManagement(name=name, management=management):
-                ops.set_management(self._id(name), management)
+                ops.schedules.set_management(self._id(name), management)
             case SetStartingDeadline(name=name, starting_deadline=deadline):
-                ops.set_starting_deadline(self._id(name), deadline)
+                ops.schedules.set_starting_deadline(self._id(name), deadline)
             case _:
                 assert_never(command)
 
     def _id(self, name: str) -> uuid.UUID:
-        return self.ops.find_schedule(name).id
+        return self.ops.schedules.find_schedule(name).id

@@ -187,7 +187,7 @@ def _apply_locked(
             except CommandFailed as exc:
                 raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
             running, committing = None, True
-            record = ops.record_apply(
+            record = ops.applies.record_apply(
                 revision=provenance.revision,
                 dirty=provenance.dirty,
                 source=provenance.source,
@@ -197,7 +197,7 @@ def _apply_locked(
             changed = (
                 c.name for c in plan.changes if c.kind == "schedule" and c.action != "delete"
             )
-            ops.mark_applied(changed, record.id)
+            ops.applies.mark_applied(changed, record.id)
             return record
     except StoreError as exc:  # the database failed (Service.transaction translated it)
         if running is not None:

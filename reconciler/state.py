@@ -167,16 +167,17 @@ def store_state(ops: Reads) -> State:
 
 
 def _store_state(ops: Reads) -> State:
-    all_scopes = ops.scopes_by_schedule()  # one query, not one per schedule
+    all_scopes = ops.scopes.scopes_by_schedule()  # one query, not one per schedule
     schedules = {
-        s.name: stored_schedule(s, all_scopes.get(s.id, [])) for s in ops.list_schedules().items
+        s.name: stored_schedule(s, all_scopes.get(s.id, []))
+        for s in ops.schedules.list_schedules().items
     }
     return State(
-        racks={r.id: r for r in ops.list_racks()},
-        components={c.id: c for c in ops.list_components()},
-        domains={d.id: d for d in ops.list_nvl_domains()},
+        racks={r.id: r for r in ops.inventory.list_racks()},
+        components={c.id: c for c in ops.inventory.list_components()},
+        domains={d.id: d for d in ops.inventory.list_nvl_domains()},
         schedules=schedules,
-        freezes={f.name: f for f in ops.list_freezes()},
+        freezes={f.name: f for f in ops.freezes.list_freezes()},
     )
 
 

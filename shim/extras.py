@@ -91,8 +91,8 @@ def _check_freeze_scope(ops: ExtrasWork, command: Command, scope: TokenScope) ->
     of what that needs (:func:`rackcron.shim.access.step_needs`)."""
     if not isinstance(command, LIFTING) or scope.allows(RELEASE_FREEZE):
         return  # the common step reads nothing more
-    ops.lock_what_freezes_hold()  # what is checked is what the step changes
-    lifted = lifted_freezes(command, {f.name: f for f in ops.list_freezes()}, ops)
+    ops.freezes.lock_what_freezes_hold()  # what is checked is what the step changes
+    lifted = lifted_freezes(command, {f.name: f for f in ops.freezes.list_freezes()}, ops.inventory)
     needs = step_needs(lifted)
     if not scope.allows(needs):
         raise PermissionDenied(
@@ -119,17 +119,19 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
     ) -> pb.GetExtrasResponse:
         with self.service.transaction(write=False) as ops:
             extras = {
-                "racks": [r.model_dump(mode="json") for r in ops.list_racks()],
-                "components": [c.model_dump(mode="json") for c in ops.list_components()],
-                "nvl_domains": [d.model_dump(mode="json") for d in ops.list_nvl_domains()],
-                "freezes": [f.model_dump(mode="json") for f in ops.list_freezes()],
+                "racks": [r.model_dump(mode="json") for r in ops.inventory.list_racks()],
+                "components": [c.model_dump(mode="json") for c in ops.inventory.list_components()],
+                "nvl_domains": [
+                    d.model_dump(mode="json") for d in ops.inventory.list_nvl_domains()
+                ],
+                "freezes": [f.model_dump(mode="json") for f in ops.freezes.list_freezes()],
                 "schedules": {
                     str(s.id): {
                         "template": s.template.model_dump(mode="json") if s.template else None,
                         "management": s.management.model_dump(mode="json"),
                         "starting_deadline": s.starting_deadline,
                     }
-                    for s in ops.list_schedules().items
+                    for s in ops.schedules.list_schedules().items
                 },
                 "carries": list(CARRIES),
                 # What the caller's token may do: a remote apply checks it before any step.
@@ -155,10 +157,10 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
             StoreExecutor(ops).run(command)
             change = step_run(request.rpc, args)
             if request.rpc.startswith("Upsert") and change.kind in LOOKALIKE_KINDS and change.name:
-                lookalike = warn_lookalike(ops, change.kind, change.name, change.object_id)
+                lookalike = warn_lookalike(ops.names, change.kind, change.name, change.object_id)
                 if lookalike is not None:
                     change = replace(change, detail={**change.detail, "lookalike": lookalike})
-            ops.record_action(audit, change)
+            ops.audit.record_action(audit, change)
         return pb.RunStepResponse()
 
     @rpc_method_with_context
@@ -168,7 +170,7 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
         summary = _json(request.summary_json, "summary_json")
         actor = call_audit(self.tokens, context).actor
         with self.service.transaction() as ops:
-            record = ops.record_apply(
+            record = ops.applies.record_apply(
                 revision=request.revision or None,
                 dirty=request.dirty,
                 source=request.source,

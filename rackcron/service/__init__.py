@@ -1,8 +1,9 @@
 """The rackcron service: every task-schedule rule of docs/spec/SEMANTICS.md, once, over the store.
 
-Operations live in small groups (``_schedules``, ``_scopes``, ``_firing``,
-``_tasks``, ``_inventory``, ``_targets``, ``_retention``), all methods of
-:class:`Operations`, which is bound to one open transaction. :class:`Service` gives
+Operations live in small groups (``_schedules``, ``_scopes``, ``_firing``, ``_tasks``,
+``_inventory``, ...), one class each, given the unit of work (``_work``: one open
+transaction and its time) and the groups it calls; :class:`Operations` holds one of each
+for a unit of work (``ops.schedules``, ``ops.firing``, ...). :class:`Service` gives
 each operation its own transaction (one RPC = one transaction) and also hands out a
 transaction for callers that need several operations to commit or fail together (the
 reconciler's apply)::
@@ -10,8 +11,8 @@ reconciler's apply)::
     service = Service.open("sqlite:///rackcron.db")
     schedule = service.create_schedule(config, operation)     # one transaction
     with service.transaction() as ops:                        # several, all or nothing
-        ops.pause_schedule(a)
-        ops.delete_schedule(b)
+        ops.schedules.pause_schedule(a)
+        ops.schedules.delete_schedule(b)
 
 Firing is the exception: :meth:`Service.trigger` and :meth:`Service.fire_due`
 run the three phases in three transactions (see ``_firing``).
@@ -56,7 +57,7 @@ from rackcron.domain.upcoming import FleetView
 from rackcron.errors import FailedPrecondition, StoreError
 from rackcron.gcpause import gc_paused
 from rackcron.service import _rows
-from rackcron.service._applies import ApplyLocked, lock_holder
+from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, DueCall, Recorded, Update, Written, followed
@@ -72,6 +73,7 @@ from rackcron.service._firing import (
     ScopeOutcome,
     Unfireable,
 )
+from rackcron.service._freezes import FreezeOps
 from rackcron.service._inventory import InventoryOps, RackView
 from rackcron.service._names import LOOKALIKE_KINDS, NameOps, Names, warn_lookalike
 from rackcron.service._retention import RetentionOps
@@ -80,9 +82,13 @@ from rackcron.service._schedules import (
     UPDATE_MASK_PATHS,
     MetricsSchedule,
     MetricsSchedules,
+    ScheduleOps,
     not_found,
 )
 from rackcron.service._scopes import ScopeOps
+from rackcron.service._targets import TargetOps
+from rackcron.service._tasks import TaskOps
+from rackcron.service._work import UnitOfWork
 from rackcron.store import default_database_url, open_engine, open_reader, transaction
 from rackcron.store.failures import store_error
 from rackcron.store.limits import Role, SessionLimits
@@ -93,21 +99,34 @@ __all__ = [
     "LOOKALIKE_KINDS",
     "UPDATE_MASK_PATHS",
     "ApplyLocked",
+    "ApplyOps",
+    "AuditOps",
     "Batch",
     "Completed",
+    "DeliveryOps",
     "DueCall",
     "FireResult",
+    "FiringOps",
+    "FreezeOps",
     "Frozen",
+    "InventoryOps",
     "MetricsSchedule",
     "MetricsSchedules",
     "Missed",
+    "NameOps",
     "Names",
     "Operations",
     "RackView",
     "Recorded",
+    "RetentionOps",
+    "ScheduleOps",
+    "ScopeOps",
     "ScopeOutcome",
     "Service",
+    "TargetOps",
+    "TaskOps",
     "Unfireable",
+    "UnitOfWork",
     "Update",
     "Written",
     "followed",
@@ -115,8 +134,47 @@ __all__ = [
 ]
 
 
-class Operations(ScopeOps, FiringOps, InventoryOps, NameOps, AuditOps, DeliveryOps, RetentionOps):
-    """Every service operation, bound to one open transaction."""
+class Operations:
+    """One unit of work's operations, in groups: each group is given the unit of work and
+    the groups it calls, and none inherits another."""
+
+    work: UnitOfWork
+    targets: TargetOps
+    schedules: ScheduleOps
+    scopes: ScopeOps
+    tasks: TaskOps
+    freezes: FreezeOps
+    firing: FiringOps
+    delivery: DeliveryOps
+    inventory: InventoryOps
+    names: NameOps
+    applies: ApplyOps
+    audit: AuditOps
+    retention: RetentionOps
+
+    def __init__(self, work: UnitOfWork) -> None:
+        self.work = work
+        self.targets = TargetOps(work)
+        self.schedules = ScheduleOps(work, self.targets)
+        self.scopes = ScopeOps(work, self.schedules, self.targets)
+        self.tasks = TaskOps(work)
+        self.freezes = FreezeOps(work)
+        self.firing = FiringOps(work, self.schedules, self.tasks, self.freezes)
+        self.delivery = DeliveryOps(work, self.tasks, self.freezes)
+        self.inventory = InventoryOps(work)
+        self.names = NameOps(work)
+        self.applies = ApplyOps(work)
+        self.audit = AuditOps(work, self.schedules, self.applies)
+        self.retention = RetentionOps(work)
+
+    @property
+    def now(self) -> datetime:
+        """The unit of work's time, fixed for its duration."""
+        return self.work.now
+
+
+#: Which attribute of :class:`Operations` holds each group, by the group's class name.
+_GROUP_OF = {kind: name for name, kind in Operations.__annotations__.items()}
 
 
 def _utcnow() -> datetime:
@@ -126,6 +184,7 @@ def _utcnow() -> datetime:
 T = TypeVar("T")
 P = ParamSpec("P")
 R = TypeVar("R")
+G = TypeVar("G")
 
 
 def _same(schedule: Schedule) -> Schedule:
@@ -139,7 +198,7 @@ def _from_row(view: Callable[[Schedule], T]) -> Callable[[Any], T]:
 
 
 def _in_transaction(
-    method: Callable[Concatenate[Operations, P], R],
+    method: Callable[Concatenate[G, P], R],
     *,
     write: bool = True,
     single_read: bool = False,
@@ -151,12 +210,13 @@ def _in_transaction(
     it got was dead; ``role``: the transaction's PostgreSQL session limits, if not the
     engine's (``rackcron.store.limits``).
 
-    Each call looks the operation up by name on its :class:`Operations`, so a method
-    replaced on that class (a test's monkeypatch) is the one that runs."""
+    Each call looks the operation up by name on its group of :class:`Operations`, so a
+    method replaced on the group's class (a test's monkeypatch) is the one that runs."""
     name = method.__name__
+    group = _GROUP_OF[method.__qualname__.split(".")[0]]
 
     def bound(ops: Operations) -> Callable[P, R]:
-        operation: Callable[P, R] = getattr(ops, name)
+        operation: Callable[P, R] = getattr(getattr(ops, group), name)
         return operation
 
     def call(self: Service, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -234,7 +294,7 @@ class Service:
         """
         try:
             with transaction(engine or self.engine, write=write, role=role) as conn:
-                yield Operations(conn, self.clock(), self.clock)
+                yield Operations(UnitOfWork(conn, self.clock(), self.clock))
         except sa.exc.SQLAlchemyError as exc:
             raise store_error(exc) from exc
 
@@ -247,7 +307,7 @@ class Service:
         """
         with self.transaction() as ops:
             yield ops
-            ops.conn.rollback()
+            ops.work.conn.rollback()
 
     # Schedules
     def create_schedule(
@@ -259,7 +319,7 @@ class Service:
         starting_deadline: str | None = None,
         audit: Audit | None = None,
     ) -> Schedule:
-        """CreateTaskSchedule (:meth:`Operations.create_schedule`), recorded as by ``audit``.
+        """CreateTaskSchedule (:meth:`ScheduleOps.create_schedule`), recorded as by ``audit``.
 
         :raises InvalidArgument: a missing or malformed field, operation or target, or an
             ``audit`` the rules refuse (``rackcron.audit``).
@@ -267,11 +327,11 @@ class Service:
         :raises NotFound: a target names an unknown rack, component or domain.
         """
         with self.transaction() as ops:
-            schedule = ops.create_schedule(
+            schedule = ops.schedules.create_schedule(
                 config, operation, management=management, starting_deadline=starting_deadline
             )
-            lookalike = warn_lookalike(ops, "schedule", schedule.name, str(schedule.id))
-            ops.record_action(audit, _trail.created(schedule, lookalike))
+            lookalike = warn_lookalike(ops.names, "schedule", schedule.name, str(schedule.id))
+            ops.audit.record_action(audit, _trail.created(schedule, lookalike))
             return schedule
 
     @overload
@@ -295,9 +355,9 @@ class Service:
             raise not_found(schedule_id)
         return found
 
-    find_schedule = _in_transaction(Operations.find_schedule, write=False)
-    list_schedules = _in_transaction(Operations.list_schedules, write=False)
-    schedule_states = _in_transaction(Operations.schedule_states, write=False)
+    find_schedule = _in_transaction(ScheduleOps.find_schedule, write=False)
+    list_schedules = _in_transaction(ScheduleOps.list_schedules, write=False)
+    schedule_states = _in_transaction(ScheduleOps.schedule_states, write=False)
 
     def update_schedule(
         self,
@@ -307,56 +367,56 @@ class Service:
         *,
         audit: Audit | None = None,
     ) -> Schedule:
-        """UpdateTaskSchedule (:meth:`Operations.update_schedule`), recorded as by ``audit``
+        """UpdateTaskSchedule (:meth:`ScheduleOps.update_schedule`), recorded as by ``audit``
         with the fields it changed. Raises what the operation raises."""
         with self.transaction() as ops:
-            before = ops.peek_schedule(schedule_id)
-            schedule = ops.update_schedule(schedule_id, config, update_mask)
+            before = ops.audit.peek_schedule(schedule_id)
+            schedule = ops.schedules.update_schedule(schedule_id, config, update_mask)
             renamed = before is not None and before.name != schedule.name
             lookalike = (
-                warn_lookalike(ops, "schedule", schedule.name, str(schedule.id))
+                warn_lookalike(ops.names, "schedule", schedule.name, str(schedule.id))
                 if renamed
                 else None
             )
-            ops.record_action(audit, _trail.updated(before, schedule, lookalike))
+            ops.audit.record_action(audit, _trail.updated(before, schedule, lookalike))
             return schedule
 
     def pause_schedule(
         self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
     ) -> Schedule:
-        """PauseTaskSchedule (:meth:`Operations.pause_schedule`), recorded as by ``audit``
+        """PauseTaskSchedule (:meth:`ScheduleOps.pause_schedule`), recorded as by ``audit``
         (pausing a paused schedule changes nothing and records nothing)."""
         with self.transaction() as ops:
-            before = ops.peek_schedule(schedule_id)
-            schedule = ops.pause_schedule(schedule_id)
-            ops.record_action(audit, _trail.paused(before, schedule))
+            before = ops.audit.peek_schedule(schedule_id)
+            schedule = ops.schedules.pause_schedule(schedule_id)
+            ops.audit.record_action(audit, _trail.paused(before, schedule))
             return schedule
 
     def resume_schedule(
         self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None
     ) -> Schedule:
-        """ResumeTaskSchedule (:meth:`Operations.resume_schedule`), recorded as by ``audit``
+        """ResumeTaskSchedule (:meth:`ScheduleOps.resume_schedule`), recorded as by ``audit``
         with the next run it restarts from."""
         with self.transaction() as ops:
-            schedule = ops.resume_schedule(schedule_id)
+            schedule = ops.schedules.resume_schedule(schedule_id)
             next_run = schedule.next_run_at.isoformat() if schedule.next_run_at else None
             change = _trail.schedule_change(_trail.Action.RESUME, schedule, next_run_at=next_run)
-            ops.record_action(audit, change)
+            ops.audit.record_action(audit, change)
             return schedule
 
     def delete_schedule(self, schedule_id: uuid.UUID | str, *, audit: Audit | None = None) -> None:
-        """DeleteTaskSchedule (:meth:`Operations.delete_schedule`), recorded as by ``audit``.
+        """DeleteTaskSchedule (:meth:`ScheduleOps.delete_schedule`), recorded as by ``audit``.
 
         :raises NotFound: no such schedule.
         """
         with self.transaction() as ops:
-            schedule = _rows.schedule(ops.schedule_row(schedule_id, lock=True))
-            ops.delete_schedule(schedule.id)
-            ops.record_action(audit, _trail.schedule_change(_trail.Action.DELETE, schedule))
+            schedule = _rows.schedule(ops.schedules.schedule_row(schedule_id, lock=True))
+            ops.schedules.delete_schedule(schedule.id)
+            ops.audit.record_action(audit, _trail.schedule_change(_trail.Action.DELETE, schedule))
 
-    check_conflicts = _in_transaction(Operations.check_conflicts, write=False)
-    set_management = _in_transaction(Operations.set_management)
-    set_starting_deadline = _in_transaction(Operations.set_starting_deadline)
+    check_conflicts = _in_transaction(ScheduleOps.check_conflicts, write=False)
+    set_management = _in_transaction(ScheduleOps.set_management)
+    set_starting_deadline = _in_transaction(ScheduleOps.set_starting_deadline)
 
     # Scopes
     def add_scope(
@@ -366,12 +426,14 @@ class Service:
         *,
         audit: Audit | None = None,
     ) -> list[Scope]:
-        """AddTaskScheduleScope (:meth:`Operations.add_scope`), recorded as by ``audit``
+        """AddTaskScheduleScope (:meth:`ScopeOps.add_scope`), recorded as by ``audit``
         with the racks whose entry it created or re-filtered."""
         with self.transaction() as ops:
-            scopes = ops.add_scope(schedule_id, target_spec)
+            scopes = ops.scopes.add_scope(schedule_id, target_spec)
             racks = [str(s.rack_id) for s in scopes]
-            ops.record_action(audit, _trail.scope_added(ops.get_schedule(schedule_id), racks))
+            ops.audit.record_action(
+                audit, _trail.scope_added(ops.schedules.get_schedule(schedule_id), racks)
+            )
             return scopes
 
     def update_scope(
@@ -381,62 +443,62 @@ class Service:
         *,
         audit: Audit | None = None,
     ) -> ScopeUpdate:
-        """UpdateTaskScheduleScope (:meth:`Operations.update_scope`), recorded as by
+        """UpdateTaskScheduleScope (:meth:`ScopeOps.update_scope`), recorded as by
         ``audit`` with its counts."""
         with self.transaction() as ops:
-            update = ops.update_scope(schedule_id, desired)
-            schedule = ops.get_schedule(schedule_id)
-            ops.record_action(audit, _trail.scope_updated(schedule, update))
+            update = ops.scopes.update_scope(schedule_id, desired)
+            schedule = ops.schedules.get_schedule(schedule_id)
+            ops.audit.record_action(audit, _trail.scope_updated(schedule, update))
             return update
 
     def remove_scope(self, scope_id: uuid.UUID | str, *, audit: Audit | None = None) -> None:
-        """RemoveTaskScheduleScope (:meth:`Operations.remove_scope`), recorded as by
+        """RemoveTaskScheduleScope (:meth:`ScopeOps.remove_scope`), recorded as by
         ``audit`` on the schedule it belonged to."""
         with self.transaction() as ops:
-            removed = ops.peek_scope(scope_id)
-            ops.remove_scope(scope_id)
+            removed = ops.audit.peek_scope(scope_id)
+            ops.scopes.remove_scope(scope_id)
             assert removed is not None  # the removal found it
-            schedule = ops.get_schedule(removed.schedule_id)
+            schedule = ops.schedules.get_schedule(removed.schedule_id)
             change = _trail.scope_removed(schedule, str(removed.id), str(removed.rack_id))
-            ops.record_action(audit, change)
+            ops.audit.record_action(audit, change)
 
-    list_scopes = _in_transaction(Operations.list_scopes, write=False)
-    scopes_by_schedule = _in_transaction(Operations.scopes_by_schedule, write=False)
+    list_scopes = _in_transaction(ScopeOps.list_scopes, write=False)
+    scopes_by_schedule = _in_transaction(ScopeOps.scopes_by_schedule, write=False)
     # Tasks
-    list_tasks = _in_transaction(Operations.list_tasks, write=False)
-    get_tasks = _in_transaction(Operations.get_tasks, write=False, single_read=True)
+    list_tasks = _in_transaction(TaskOps.list_tasks, write=False)
+    get_tasks = _in_transaction(TaskOps.get_tasks, write=False, single_read=True)
 
     def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task:
-        """CancelTask (:meth:`Operations.cancel_task`), recorded as by ``audit`` with the
+        """CancelTask (:meth:`TaskOps.cancel_task`), recorded as by ``audit`` with the
         status the task had. Raises what the operation raises."""
         with self.transaction() as ops:
-            was = ops.task_status(task_id)
-            cancelled = ops.cancel_task(task_id)
-            ops.record_action(audit, _trail.cancelled(cancelled, was))
+            was = ops.audit.task_status(task_id)
+            cancelled = ops.tasks.cancel_task(task_id)
+            ops.audit.record_action(audit, _trail.cancelled(cancelled, was))
             return cancelled
 
     # Inventory
-    upsert_rack = _in_transaction(Operations.upsert_rack)
-    delete_rack = _in_transaction(Operations.delete_rack)
-    list_racks = _in_transaction(Operations.list_racks, write=False)
-    rack_views = _in_transaction(Operations.rack_views, write=False)
-    upsert_component = _in_transaction(Operations.upsert_component)
-    delete_component = _in_transaction(Operations.delete_component)
-    list_components = _in_transaction(Operations.list_components, write=False)
-    upsert_nvl_domain = _in_transaction(Operations.upsert_nvl_domain)
-    delete_nvl_domain = _in_transaction(Operations.delete_nvl_domain)
-    list_nvl_domains = _in_transaction(Operations.list_nvl_domains, write=False)
+    upsert_rack = _in_transaction(InventoryOps.upsert_rack)
+    delete_rack = _in_transaction(InventoryOps.delete_rack)
+    list_racks = _in_transaction(InventoryOps.list_racks, write=False)
+    rack_views = _in_transaction(InventoryOps.rack_views, write=False)
+    upsert_component = _in_transaction(InventoryOps.upsert_component)
+    delete_component = _in_transaction(InventoryOps.delete_component)
+    list_components = _in_transaction(InventoryOps.list_components, write=False)
+    upsert_nvl_domain = _in_transaction(InventoryOps.upsert_nvl_domain)
+    delete_nvl_domain = _in_transaction(InventoryOps.delete_nvl_domain)
+    list_nvl_domains = _in_transaction(InventoryOps.list_nvl_domains, write=False)
 
     # Names (rackcron.domain.names): the id a name means, the names shown beside ids
-    resolve_rack = _in_transaction(Operations.resolve_rack, write=False)
-    resolve_component = _in_transaction(Operations.resolve_component, write=False)
-    names_of = _in_transaction(Operations.names_of, write=False)
+    resolve_rack = _in_transaction(NameOps.resolve_rack, write=False)
+    resolve_component = _in_transaction(NameOps.resolve_component, write=False)
+    names_of = _in_transaction(NameOps.names_of, write=False)
 
-    upsert_freeze = _in_transaction(Operations.upsert_freeze)
-    get_freeze = _in_transaction(Operations.get_freeze, write=False)
-    list_freezes = _in_transaction(Operations.list_freezes, write=False)
-    delete_freeze = _in_transaction(Operations.delete_freeze)
-    active_freezes = _in_transaction(Operations.active_freezes, write=False)
+    upsert_freeze = _in_transaction(FreezeOps.upsert_freeze)
+    get_freeze = _in_transaction(FreezeOps.get_freeze, write=False)
+    list_freezes = _in_transaction(FreezeOps.list_freezes, write=False)
+    delete_freeze = _in_transaction(FreezeOps.delete_freeze)
+    active_freezes = _in_transaction(FreezeOps.active_freezes, write=False)
 
     # Apply lock and log (the reconciler)
     def acquire_apply_lock(self, who: str) -> str:
@@ -455,7 +517,7 @@ class Service:
         stale = list(self._unreleased)
         try:
             with self.transaction() as ops:
-                ops.acquire_apply_lock(holder, stale=stale)
+                ops.applies.acquire_apply_lock(holder, stale=stale)
         except ApplyLocked:
             self._forget(stale)  # the lock is another holder's: none of ours is left
             raise
@@ -471,7 +533,7 @@ class Service:
         """
         try:
             with self.transaction() as ops:
-                ops.release_apply_lock(holder)
+                ops.applies.release_apply_lock(holder)
         except StoreError as exc:
             self._unreleased[holder] = exc
         except BaseException:  # interrupted: the row may be there still
@@ -488,11 +550,11 @@ class Service:
             self._unreleased.pop(holder, None)
 
     def break_apply_lock(self, *, audit: Audit | None = None) -> str | None:
-        """Remove the apply lock whoever holds it (:meth:`Operations.break_apply_lock`);
+        """Remove the apply lock whoever holds it (:meth:`ApplyOps.break_apply_lock`);
         return who did (None: nobody). Recorded as by ``audit``, with that holder."""
         with self.transaction() as ops:
-            holder = ops.break_apply_lock()
-            ops.record_action(audit, _trail.lock_broken(holder))
+            holder = ops.applies.break_apply_lock()
+            ops.audit.record_action(audit, _trail.lock_broken(holder))
             return holder
 
     def fleet_view(self) -> FleetView:
@@ -500,25 +562,25 @@ class Service:
         one transaction: what ``rackcron.domain.upcoming`` draws a timeline from."""
         with self.transaction(write=False) as ops:
             return FleetView(
-                schedules=ops.list_schedules(enabled_only=True).items,
-                scopes=ops.scopes_by_schedule(),
-                racks=ops.list_racks(),
-                components=ops.list_components(),
-                freezes=ops.list_freezes(),
+                schedules=ops.schedules.list_schedules(enabled_only=True).items,
+                scopes=ops.scopes.scopes_by_schedule(),
+                racks=ops.inventory.list_racks(),
+                components=ops.inventory.list_components(),
+                freezes=ops.freezes.list_freezes(),
             )
 
-    list_applies = _in_transaction(Operations.list_applies, write=False)
-    list_actions = _in_transaction(Operations.list_actions, write=False)
-    history = _in_transaction(Operations.history, write=False)
+    list_applies = _in_transaction(ApplyOps.list_applies, write=False)
+    list_actions = _in_transaction(AuditOps.list_actions, write=False)
+    history = _in_transaction(AuditOps.history, write=False)
     # The task runner
-    claim_work = _in_transaction(Operations.claim_work)
-    record = _in_transaction(Operations.record)
-    expire_queued = _in_transaction(Operations.expire_queued)
-    promote_waiting = _in_transaction(Operations.promote_waiting)
-    task_counts = _in_transaction(Operations.task_counts, write=False)
+    claim_work = _in_transaction(DeliveryOps.claim_work)
+    record = _in_transaction(DeliveryOps.record)
+    expire_queued = _in_transaction(DeliveryOps.expire_queued)
+    promote_waiting = _in_transaction(DeliveryOps.promote_waiting)
+    task_counts = _in_transaction(DeliveryOps.task_counts, write=False)
     # Task retention (one batch per transaction)
-    prune_tasks = _in_transaction(Operations.prune_tasks, role=Role.RETENTION)
-    prune_firings = _in_transaction(Operations.prune_firings, role=Role.RETENTION)
+    prune_tasks = _in_transaction(RetentionOps.prune_tasks, role=Role.RETENTION)
+    prune_firings = _in_transaction(RetentionOps.prune_firings, role=Role.RETENTION)
 
     def complete(
         self,
@@ -540,7 +602,7 @@ class Service:
         done: dict[uuid.UUID, Completed] = {}
         try:
             with self.transaction() as ops:
-                done = {c.firing_id: c for c in ops.complete(firings, defer_held=defer_held)}
+                done = {c.firing_id: c for c in ops.firing.complete(firings, defer_held=defer_held)}
                 results = [self._result(f, done) for f in firings]
                 if record is not None:
                     for result in results:
@@ -550,7 +612,7 @@ class Service:
                 return results
         except StoreError as exc:
             with contextlib.suppress(StoreError), self.transaction() as ops:
-                ops.release(recorded)
+                ops.firing.release(recorded)
             return [self._result(f, {}, exc.message) for f in firings]
 
     @staticmethod
@@ -574,7 +636,7 @@ class Service:
         while True:
             try:
                 with self.transaction() as ops:
-                    completed = ops.complete_overdue(batch_size, exclude=tried)
+                    completed = ops.firing.complete_overdue(batch_size, exclude=tried)
             except StoreError:
                 return
             tried.update(c.firing_id for c in completed)
@@ -594,7 +656,7 @@ class Service:
             return True
         try:
             with self.transaction() as ops:
-                ops.write_back(flat)
+                ops.firing.write_back(flat)
         except StoreError:
             return False
         return True
@@ -634,7 +696,7 @@ class Service:
         if audit is not None:
             _trail.checked(audit)  # before phase 1 commits: a refused audit fires nothing
         with self.transaction() as ops:
-            firing = ops.claim(schedule_id, force=force)
+            firing = ops.firing.claim(schedule_id, force=force)
 
         overrode: dict[str, list[str]] = {}
         for scope in firing.scopes:
@@ -643,7 +705,7 @@ class Service:
 
         def record(ops: Operations, _: Firing, outcomes: Sequence[ScopeOutcome]) -> None:
             change = _trail.triggered(firing.schedule, [o.result for o in outcomes], overrode)
-            ops.record_action(audit, change)
+            ops.audit.record_action(audit, change)
 
         (result,) = self.complete([firing], defer_held=False, record=record)
         deferred = [o for o in result.outcomes if o.result == "deferred"]
@@ -667,7 +729,7 @@ class Service:
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 in one transaction: claim up to ``limit`` due schedules, oldest due first."""
         with self.transaction() as ops:
-            return ops.claim_due(limit)
+            return ops.firing.claim_due(limit)
 
     def fire_batches(
         self,
@@ -702,7 +764,7 @@ class Service:
         while True:
             with gc_paused():
                 with self.transaction() as ops:
-                    claim = ops.claim_batch(batch_size, exclude=unfireable, lease=lease)
+                    claim = ops.firing.claim_batch(batch_size, exclude=unfireable, lease=lease)
                 if claim.firings and hook is not None:
                     hook("claimed")
                 results = self._finish(claim.firings, hook) if claim.firings else []

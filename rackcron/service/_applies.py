@@ -16,6 +16,7 @@ it before its own next acquisition (``stale``).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,7 +24,7 @@ import sqlalchemy as sa
 from rackcron.domain.models import ApplyRecord
 from rackcron.domain.text import check_line
 from rackcron.errors import FailedPrecondition
-from rackcron.service._base import OpsBase
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import apply_lock, apply_log, task_schedule
 
 __all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
@@ -41,9 +42,16 @@ def lock_holder(who: str, host: str, pid: int, token: str) -> str:
     return f"{who} (host {host}, pid {pid}, lock {token})"
 
 
-class ApplyOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class ApplyOps:
+    """The apply log and the apply lock."""
+
+    work: UnitOfWork
+
     def _lock_holder(self) -> Any:
-        return self.conn.execute(sa.select(apply_lock).where(apply_lock.c.name == _LOCK)).first()
+        return self.work.conn.execute(
+            sa.select(apply_lock).where(apply_lock.c.name == _LOCK)
+        ).first()
 
     def acquire_apply_lock(self, holder: str, *, stale: Collection[str] = ()) -> None:
         """Take the apply lock for ``holder``, first removing it if a holder in ``stale``
@@ -52,15 +60,15 @@ class ApplyOps(OpsBase):
         :raises ApplyLocked: naming the holder and since when.
         """
         if stale:
-            self.conn.execute(
+            self.work.conn.execute(
                 apply_lock.delete().where(
                     apply_lock.c.name == _LOCK, apply_lock.c.holder.in_(sorted(stale))
                 )
             )
         try:
-            with self.conn.begin_nested():
-                self.conn.execute(
-                    apply_lock.insert().values(name=_LOCK, holder=holder, acquired_at=self.now)
+            with self.work.conn.begin_nested():
+                self.work.conn.execute(
+                    apply_lock.insert().values(name=_LOCK, holder=holder, acquired_at=self.work.now)
                 )
             return
         except sa.exc.IntegrityError:
@@ -73,14 +81,14 @@ class ApplyOps(OpsBase):
 
     def release_apply_lock(self, holder: str) -> None:
         """Release the lock if ``holder`` still holds it."""
-        self.conn.execute(
+        self.work.conn.execute(
             apply_lock.delete().where(apply_lock.c.name == _LOCK, apply_lock.c.holder == holder)
         )
 
     def break_apply_lock(self) -> str | None:
         """Remove the lock whoever holds it; return who did."""
         row = self._lock_holder()
-        self.conn.execute(apply_lock.delete().where(apply_lock.c.name == _LOCK))
+        self.work.conn.execute(apply_lock.delete().where(apply_lock.c.name == _LOCK))
         return row.holder if row else None
 
     def record_apply(
@@ -110,13 +118,13 @@ class ApplyOps(OpsBase):
         ):
             if value is not None:
                 check_line(value, field, max_length=length)
-        result = self.conn.execute(
+        result = self.work.conn.execute(
             apply_log.insert().values(
                 revision=revision,
                 dirty=dirty,
                 source=source,
                 author=author,
-                applied_at=self.now,
+                applied_at=self.work.now,
                 summary=summary,
                 token=token,
                 peer=None if peer is None else peer[:4096],
@@ -130,7 +138,7 @@ class ApplyOps(OpsBase):
             dirty=dirty,
             source=source,
             author=author,
-            applied_at=self.now,
+            applied_at=self.work.now,
             summary=summary,
             token=token,
             peer=None if peer is None else peer[:4096],
@@ -140,7 +148,7 @@ class ApplyOps(OpsBase):
         """Record ``apply_id`` as the apply that last created or changed these schedules."""
         wanted = sorted(set(names))
         for start in range(0, len(wanted), 5_000):
-            self.conn.execute(
+            self.work.conn.execute(
                 task_schedule.update()
                 .where(task_schedule.c.name.in_(wanted[start : start + 5_000]))
                 .values(applied_by=apply_id)
@@ -169,5 +177,5 @@ class ApplyOps(OpsBase):
                 token=r.token,
                 peer=r.peer,
             )
-            for r in self.conn.execute(query)
+            for r in self.work.conn.execute(query)
         ]

@@ -8,6 +8,7 @@ outside an apply (docs/spec/SEMANTICS.md "Audit trail").
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from rackcron.errors import InvalidArgument, NotFound
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
 from rackcron.service._schedules import ScheduleOps
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import audit_log, task, task_schedule_scope
 
 __all__ = ["AuditOps"]
@@ -55,7 +57,14 @@ def _record(row: Any) -> ActionRecord:
     )
 
 
-class AuditOps(ScheduleOps, ApplyOps):
+@dataclass(frozen=True, slots=True)
+class AuditOps:
+    """The audit trail of changes made outside an apply, and the history of both."""
+
+    work: UnitOfWork
+    schedules: ScheduleOps
+    applies: ApplyOps
+
     def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None:
         """Append ``change``, made as ``audit`` says (None: by the local OS user, with no
         reason), to the audit trail, in this transaction; ``change`` None (the call
@@ -68,9 +77,9 @@ class AuditOps(ScheduleOps, ApplyOps):
         if change is None:
             return
         actor = audit.actor
-        self.conn.execute(
+        self.work.conn.execute(
             audit_log.insert().values(
-                at=self.now,
+                at=self.work.now,
                 action=change.action.value,
                 object_kind=change.kind,
                 object_id=change.object_id,
@@ -89,18 +98,18 @@ class AuditOps(ScheduleOps, ApplyOps):
         query = sa.select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc())
         if limit:
             query = query.limit(limit)
-        return [_record(r) for r in self.conn.execute(query)]
+        return [_record(r) for r in self.work.conn.execute(query)]
 
     def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]:
         """Applies and the audit trail together, newest first (``limit`` 0: all)."""
-        return newest_first(self.list_applies(limit), self.list_actions(limit), limit)
+        return newest_first(self.applies.list_applies(limit), self.list_actions(limit), limit)
 
     def peek_schedule(self, schedule_id: uuid.UUID | str) -> Schedule | None:
         """The schedule, its row locked, before a change that records what it changed;
         None when ``schedule_id`` is malformed or unknown (the change then says which,
         after its own checks: the order of its errors stays its own)."""
         try:
-            return _rows.schedule(self.schedule_row(schedule_id, lock=True))
+            return _rows.schedule(self.schedules.schedule_row(schedule_id, lock=True))
         except (InvalidArgument, NotFound):
             return None
 
@@ -110,7 +119,7 @@ class AuditOps(ScheduleOps, ApplyOps):
         parsed = _uuid(scope_id)
         if parsed is None:
             return None
-        row = self.conn.execute(
+        row = self.work.conn.execute(
             sa.select(task_schedule_scope).where(task_schedule_scope.c.id == parsed)
         ).first()
         return None if row is None else _rows.scope(row)
@@ -121,7 +130,7 @@ class AuditOps(ScheduleOps, ApplyOps):
         parsed = _uuid(task_id)
         if parsed is None:
             return None
-        status: str | None = self.conn.execute(
+        status: str | None = self.work.conn.execute(
             sa.select(task.c.status).where(task.c.id == parsed)
         ).scalar_one_or_none()
         return status

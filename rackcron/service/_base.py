@@ -1,21 +1,17 @@
-"""What every group of service operations shares: the open transaction and its clock."""
+"""What every group of service operations shares: checks of ids, text and pages."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from datetime import datetime
 from typing import Any, overload
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from rackcron.domain.text import check_line
 from rackcron.errors import InvalidArgument
 
 __all__ = [
     "INT32_MAX",
-    "OpsBase",
     "check_page",
     "check_text",
     "paged",
@@ -91,20 +87,3 @@ def paged(query: sa.Select[Any], offset: int, limit: int) -> sa.Select[Any]:
     if offset:
         query = query.offset(offset)
     return query.limit(limit) if limit else query
-
-
-class OpsBase:
-    """Operations bound to one open transaction; ``now`` is fixed for its duration, and
-    ``clock`` reads the time afresh (default: ``now``)."""
-
-    def __init__(
-        self, conn: Connection, now: datetime, clock: Callable[[], datetime] | None = None
-    ) -> None:
-        self.conn = conn
-        self.now = now
-        self.clock = clock or (lambda: now)
-
-    def count(self, query: sa.Select[Any]) -> int:
-        return self.conn.execute(
-            sa.select(sa.func.count()).select_from(query.order_by(None).subquery())
-        ).scalar_one()

@@ -36,6 +36,7 @@ import itertools
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, NamedTuple
@@ -62,6 +63,7 @@ from rackcron.domain.operation_names import operation_name
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Named
 from rackcron.service._tasks import TaskOps, chunked
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import rack, task, task_schedule
 
 __all__ = [
@@ -314,7 +316,16 @@ def _operation(kind: str, code: str, information: dict[str, Any]) -> str:
     return operation_name(OperationTemplate(type=kind, code=code, information=information))
 
 
-class DeliveryOps(TaskOps, FreezeOps):
+@dataclass(frozen=True, slots=True)
+class DeliveryOps:
+    """The task runner's work: controller calls due, what controllers said, the waiting
+    queue; it submits nothing, but locks racks through ``tasks`` and asks ``freezes`` what
+    they hold."""
+
+    work: UnitOfWork
+    tasks: TaskOps
+    freezes: FreezeOps
+
     def claim_work(
         self,
         limit: int,
@@ -330,20 +341,22 @@ class DeliveryOps(TaskOps, FreezeOps):
         crowd out the others'.
         """
         query = (
-            _WORK.where(task.c.next_check_at.is_not(None), task.c.next_check_at <= self.now)
+            _WORK.where(task.c.next_check_at.is_not(None), task.c.next_check_at <= self.work.now)
             .order_by(task.c.next_check_at)
             .limit(limit * _CANDIDATES)
             .with_for_update(skip_locked=True, of=task)
         )
         rows = [
             DueCall(row[0], row[1], TaskStatus(row[2]), *row[3:])
-            for row in self.conn.execute(query)
+            for row in self.work.conn.execute(query)
         ]
         held = self._held_deliveries(rows)
         work = [w for w in rows if w.task_id not in held and take(w)][:limit]
-        until = self.now + timedelta(seconds=lease)
+        until = self.work.now + timedelta(seconds=lease)
         for chunk in chunked([w.task_id for w in work]):
-            self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=until))
+            self.work.conn.execute(
+                task.update().where(task.c.id.in_(chunk)).values(next_check_at=until)
+            )
         return work
 
     def _held_deliveries(self, rows: Sequence[DueCall]) -> set[uuid.UUID]:
@@ -352,9 +365,11 @@ class DeliveryOps(TaskOps, FreezeOps):
         stops are never held."""
         pending = [w.task_id for w in rows if duty(w.status) is Duty.DELIVER and not w.forced]
         held = self._held(pending)
-        later = self.now + timedelta(seconds=HOLD_RECHECK)
+        later = self.work.now + timedelta(seconds=HOLD_RECHECK)
         for chunk in chunked(sorted(held, key=str)):
-            self.conn.execute(task.update().where(task.c.id.in_(chunk)).values(next_check_at=later))
+            self.work.conn.execute(
+                task.update().where(task.c.id.in_(chunk)).values(next_check_at=later)
+            )
         return held
 
     def record(self, updates: Sequence[Update]) -> Recorded:
@@ -363,7 +378,7 @@ class DeliveryOps(TaskOps, FreezeOps):
         before the task did, so it is sent again: they are made due now), and the tasks
         these writes ended or settled the stop of (a result dropped because its task
         moved on meanwhile is not among them)."""
-        now = self.now
+        now = self.work.now
         groups: dict[_Write, list[tuple[Update, TaskStatus | None]]] = {}
         for update in updates:
             update = update._replace(message=storable(update.message))
@@ -373,7 +388,7 @@ class DeliveryOps(TaskOps, FreezeOps):
 
         def run(statement: sa.Update, rows: list[dict[str, Any]]) -> None:
             if rows:
-                self.conn.execute(statement, rows)
+                self.work.conn.execute(statement, rows)
 
         started = [u for u, _ in groups.get(_Write.STARTED, [])]
         run(
@@ -491,8 +506,8 @@ class DeliveryOps(TaskOps, FreezeOps):
         told apart; ``record`` also checks the status its write set.)"""
         found: list[Written] = []
         for chunk in chunked(ids):
-            query = _WRITTEN.where(task.c.id.in_(chunk), task.c.updated_at == self.now)
-            found += (_as_written(row) for row in self.conn.execute(query))
+            query = _WRITTEN.where(task.c.id.in_(chunk), task.c.updated_at == self.work.now)
+            found += (_as_written(row) for row in self.work.conn.execute(query))
         return found
 
     def _cancelled_meanwhile(self, started: Sequence[uuid.UUID]) -> list[uuid.UUID]:
@@ -501,12 +516,12 @@ class DeliveryOps(TaskOps, FreezeOps):
         again = _status_is(*status_values(STOP_AGAIN[Event.ACCEPTED]))
         found: list[uuid.UUID] = []
         for chunk in chunked(started):
-            found += self.conn.execute(
+            found += self.work.conn.execute(
                 sa.select(task.c.id).where(task.c.id.in_(chunk), again)
             ).scalars()
         if found:
-            self.conn.execute(
-                _by_id(task.update()).values(cancel_pending=True, next_check_at=self.now),
+            self.work.conn.execute(
+                _by_id(task.update()).values(cancel_pending=True, next_check_at=self.work.now),
                 [{"b_id": i} for i in found],
             )
         return found
@@ -514,18 +529,18 @@ class DeliveryOps(TaskOps, FreezeOps):
     def expire_queued(self) -> list[Written]:
         """End every waiting task whose queue timeout has passed (``terminated``, as the
         reference); returns those this call ended."""
-        ended = self.conn.execute(
+        ended = self.work.conn.execute(
             task.update()
             .where(  # lifecycle.expired, set-wise
                 task.c.status == _WAITING,
                 task.c.queue_expires_at.is_not(None),
-                task.c.queue_expires_at <= self.now,
+                task.c.queue_expires_at <= self.work.now,
             )
             .values(
                 status=next_status(TaskStatus.WAITING, Event.EXPIRED).value,
                 message=EXPIRED_MESSAGE,
-                finished_at=self.now,
-                updated_at=self.now,
+                finished_at=self.work.now,
+                updated_at=self.work.now,
             )
             .returning(task.c.id)
         )
@@ -543,7 +558,7 @@ class DeliveryOps(TaskOps, FreezeOps):
         """
         racks = sorted(
             set(
-                self.conn.execute(
+                self.work.conn.execute(
                     sa.select(task.c.rack_id).where(task.c.status == _WAITING).distinct()
                 ).scalars()
             ),
@@ -551,8 +566,8 @@ class DeliveryOps(TaskOps, FreezeOps):
         )
         if not racks:
             return []
-        self.lock_racks(racks)
-        queues = self.rack_queues(racks)
+        self.tasks.lock_racks(racks)
+        queues = self.tasks.rack_queues(racks)
         held = self._held([a.task_id for q in queues.values() for a in q.waiting])
         ids: list[uuid.UUID] = []
         for queue in queues.values():
@@ -562,16 +577,18 @@ class DeliveryOps(TaskOps, FreezeOps):
         promoted = next_status(TaskStatus.WAITING, Event.PROMOTED).value
         done: list[uuid.UUID] = []
         for chunk in chunked(ids):
-            done += self.conn.execute(
+            done += self.work.conn.execute(
                 task.update()
                 .where(
                     task.c.id.in_(chunk),
                     task.c.status == _WAITING,
                     # Past its queue timeout it is expired, never promoted (the next
                     # round's expire_queued terminates it).
-                    sa.or_(task.c.queue_expires_at.is_(None), task.c.queue_expires_at > self.now),
+                    sa.or_(
+                        task.c.queue_expires_at.is_(None), task.c.queue_expires_at > self.work.now
+                    ),
                 )
-                .values(status=promoted, updated_at=self.now, next_check_at=self.now)
+                .values(status=promoted, updated_at=self.work.now, next_check_at=self.work.now)
                 .returning(task.c.id)
             ).scalars()
         promoted_ids = set(done)
@@ -581,13 +598,13 @@ class DeliveryOps(TaskOps, FreezeOps):
         """Those of these tasks a freeze holds now, each judged by its rack as it is and by
         the schedule it recorded (:func:`_recorded`); forced tasks are never held. Nothing
         more is read when no freeze is open."""
-        active = self.active_freezes(self.now) if task_ids else []
+        active = self.freezes.active_freezes(self.work.now) if task_ids else []
         if not active:
             return set()
         rows: list[Any] = []
         for chunk in chunked(task_ids):
-            rows += self.conn.execute(_HELD.where(task.c.id.in_(chunk), ~task.c.forced)).all()
-        holds = self.holds((r.rack_id for r in rows), active)
+            rows += self.work.conn.execute(_HELD.where(task.c.id.in_(chunk), ~task.c.forced)).all()
+        holds = self.freezes.holds((r.rack_id for r in rows), active)
         assert holds is not None
         return {
             r.id
@@ -602,4 +619,4 @@ class DeliveryOps(TaskOps, FreezeOps):
     def task_counts(self) -> dict[str, int]:
         """How many tasks are in each status."""
         query = sa.select(task.c.status, sa.func.count()).group_by(task.c.status)
-        return dict(self.conn.execute(query).all())
+        return dict(self.work.conn.execute(query).all())

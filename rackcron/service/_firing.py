@@ -73,6 +73,7 @@ from rackcron.service._tasks import (
     describe_error,
     new_task_id,
 )
+from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import insert_rows, update_rows
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
@@ -427,7 +428,16 @@ class FireResult:
         return ((self.created_at or self.firing.at) - self.firing.due).total_seconds()
 
 
-class FiringOps(ScheduleOps, TaskOps, FreezeOps):
+@dataclass(frozen=True, slots=True)
+class FiringOps:
+    """Firings: claim what is due, submit each scope's task through ``tasks`` (``freezes``
+    holding some), and finish the firing record."""
+
+    work: UnitOfWork
+    schedules: ScheduleOps
+    tasks: TaskOps
+    freezes: FreezeOps
+
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""
         return self.claim_batch(limit).firings
@@ -443,7 +453,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             .where(
                 task_schedule.c.enabled == sa.true(),
                 task_schedule.c.next_run_at.is_not(None),
-                task_schedule.c.next_run_at <= self.now,
+                task_schedule.c.next_run_at <= self.work.now,
             )
             .order_by(task_schedule.c.next_run_at)
             .limit(limit)
@@ -453,7 +463,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         )
         if exclude:
             query = query.where(task_schedule.c.id.not_in(list(exclude)))
-        return self._claim(list(self.conn.execute(query)), manual=False, lease=lease)
+        return self._claim(list(self.work.conn.execute(query)), manual=False, lease=lease)
 
     def claim(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> Firing:
         """Phase 1 for TriggerTaskSchedule: fires regardless of enabled and next_run_at.
@@ -465,7 +475,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         :raises FailedPrecondition: a consumed one-time schedule (:class:`Frozen`: a freeze
             holds a scope).
         """
-        row = self.schedule_row(schedule_id, lock=True)
+        row = self.schedules.schedule_row(schedule_id, lock=True)
         if _rows.schedule(row).consumed:
             raise FailedPrecondition(
                 f"id: task schedule {row.id} is a one-time schedule that has already fired; create a new one"
@@ -489,16 +499,16 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         stored: dict[uuid.UUID, list[tuple[uuid.UUID, uuid.UUID, Any]]] = {i: [] for i in ids}
         for chunk in chunked(ids):
             query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
-            for scope_id, schedule_id, rack_id, component_filter in self.conn.execute(query):
+            for scope_id, schedule_id, rack_id, component_filter in self.work.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
         busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
-        holds = self.holds(s[1] for found in stored.values() for s in found)
+        holds = self.freezes.holds(s[1] for found in stored.values() for s in found)
         firings, unfireable, missed, updates, misses = [], [], [], [], []
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
                 schedule = _rows.schedule(row)
                 due = schedule.next_run_at
-                due, late = deadline_lateness(due, self.now, schedule, manual=manual)
+                due, late = deadline_lateness(due, self.work.now, schedule, manual=manual)
                 scopes = [FiringScope(i, rack, _filter(f)) for i, rack, f in stored[row.id]]
                 frozen = {} if late is not None else _frozen(holds, schedule, scopes)
                 if manual and frozen and not force:
@@ -510,7 +520,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                     overridden = {}
                 open_scopes = [s for s in scopes if s.id not in frozen]
                 if scopes and not open_scopes:  # every scope frozen: a missed firing
-                    late = (self.now - due).total_seconds() if due is not None else 0.0
+                    late = (self.work.now - due).total_seconds() if due is not None else 0.0
                 submit, _skipped = (
                     select_scopes(open_scopes, busy, schedule.overlap_policy, manual=manual)
                     if late is None
@@ -522,7 +532,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                     schedule.timezone,
                     enabled=schedule.enabled,
                     last_run_at=schedule.last_run_at,
-                    now=self.now,
+                    now=self.work.now,
                     fired=bool(submit) or manual,
                 )
             except Frozen:
@@ -536,7 +546,9 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 updates.append(moved)
                 record = new_task_id() if submit else None
                 firings.append(
-                    Firing(schedule, self.now, manual, scopes, submit, frozen, overridden, record)
+                    Firing(
+                        schedule, self.work.now, manual, scopes, submit, frozen, overridden, record
+                    )
                 )
                 continue
             assert due is not None  # automatic firings only: they have a due time
@@ -546,14 +558,14 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 reason, detail = MissReason.FREEZE, ", ".join(names)
                 assert holds is not None  # frozen scopes come from it
                 holding = [f for f in holds.freezes if f.name in names]
-                repeated = already_missed(schedule.last_miss, holding, self.now)
+                repeated = already_missed(schedule.last_miss, holding, self.work.now)
             else:
                 reason, detail = MissReason.DEADLINE, None
             miss = Missed(
                 schedule_id=row.id,
                 name=schedule.name,
                 due=due,
-                at=self.now,
+                at=self.work.now,
                 lateness_seconds=late,
                 reason=reason,
                 detail=detail,
@@ -564,20 +576,20 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             misses.append((*moved, lateness_ms, miss.reason.value, miss.detail))
             missed.append(miss)
         update_rows(
-            self.conn,
+            self.work.conn,
             task_schedule,
             "id",
             ("next_run_at", "last_run_at", "enabled"),
             updates,
-            same={"updated_at": self.now},
+            same={"updated_at": self.work.now},
         )
         update_rows(
-            self.conn,
+            self.work.conn,
             task_schedule,
             "id",
             ("next_run_at", "last_run_at", "enabled", *_MISS_COLUMNS),
             misses,
-            same={"updated_at": self.now, "last_miss_at": self.now},
+            same={"updated_at": self.work.now, "last_miss_at": self.work.now},
         )
         self._record([f for f in firings if f.id is not None], lease)
         return Claim(firings, unfireable, missed)
@@ -609,8 +621,11 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 scopes,
             )
             records.append(record)
-        leased = {"fired_at": self.now, "lease_until": self.now + timedelta(seconds=lease)}
-        insert_rows(self.conn, firing, _FIRING_COLUMNS, records, same=leased)
+        leased = {
+            "fired_at": self.work.now,
+            "lease_until": self.work.now + timedelta(seconds=lease),
+        }
+        insert_rows(self.work.conn, firing, _FIRING_COLUMNS, records, same=leased)
 
     def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """The scopes whose previous task is active: their last task, or a task carrying
@@ -636,7 +651,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
             query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_last | unwritten | owed)
-            busy.update(self.conn.execute(query).scalars())
+            busy.update(self.work.conn.execute(query).scalars())
         return busy
 
     def complete(self, firings: Sequence[Firing], *, defer_held: bool = True) -> list[Completed]:
@@ -658,7 +673,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 .where(firing.c.id.in_(chunk), firing.c.finished_at.is_(None))
                 .with_for_update(skip_locked=True)
             )
-            mine.update(self.conn.execute(query).scalars())
+            mine.update(self.work.conn.execute(query).scalars())
         owed = [_owed_by(f) for f in recorded.values() if f.id in mine]
         return self._complete(owed, defer_held=defer_held)
 
@@ -668,14 +683,14 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         those ids out."""
         query = (
             sa.select(firing)
-            .where(firing.c.finished_at.is_(None), firing.c.lease_until <= self.now)
+            .where(firing.c.finished_at.is_(None), firing.c.lease_until <= self.work.now)
             .order_by(firing.c.lease_until, firing.c.fired_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
         if exclude:
             query = query.where(firing.c.id.not_in(list(exclude)))
-        owed = [_owed_from(row) for row in self.conn.execute(query)]
+        owed = [_owed_from(row) for row in self.work.conn.execute(query)]
         return self._complete(owed, defer_held=True)
 
     def _complete(self, owed: Sequence[_Owed], *, defer_held: bool) -> list[Completed]:
@@ -684,7 +699,7 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         done_before: set[tuple[uuid.UUID, uuid.UUID]] = set()  # by an earlier completion
         for chunk in chunked([o.id for o in owed]):
             query = sa.select(task.c.firing_id, task.c.scope_id).where(task.c.firing_id.in_(chunk))
-            done_before.update((f, s) for f, s in self.conn.execute(query))
+            done_before.update((f, s) for f, s in self.work.conn.execute(query))
         todo: dict[uuid.UUID, list[_OwedScope]] = {}
         requests = []
         for o in owed:
@@ -709,8 +724,8 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
                 )
                 for s in todo[o.id]
             ]
-        submissions = iter(self.submit_tasks(requests, defer_held=defer_held))
-        created = self.clock()
+        submissions = iter(self.tasks.submit_tasks(requests, defer_held=defer_held))
+        created = self.work.clock()
         completed: list[Completed] = []
         finished: list[uuid.UUID] = []  # every scope decided, none refused
         refusing: list[tuple[uuid.UUID, list[str]]] = []  # every scope decided, some refused
@@ -743,24 +758,26 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
             )
             completed.append(completion)
         for chunk in chunked(finished):
-            self.conn.execute(
+            self.work.conn.execute(
                 firing.update()
                 .where(firing.c.id.in_(chunk))
-                .values(finished_at=self.now, lease_until=None)
+                .values(finished_at=self.work.now, lease_until=None)
             )
-        ended = {"finished_at": self.now, "lease_until": None}
-        update_rows(self.conn, firing, "id", ("refused",), refusing, same=ended)
+        ended = {"finished_at": self.work.now, "lease_until": None}
+        update_rows(self.work.conn, firing, "id", ("refused",), refusing, same=ended)
         # Scopes still owed, on racks held elsewhere: any replica may retry at its next poll.
-        update_rows(self.conn, firing, "id", ("refused",), partial, same={"lease_until": self.now})
+        update_rows(
+            self.work.conn, firing, "id", ("refused",), partial, same={"lease_until": self.work.now}
+        )
         return completed
 
     def release(self, firing_ids: Sequence[uuid.UUID]) -> None:
         """End these recorded firings' leases now: any replica may complete them."""
         for chunk in chunked(list(firing_ids)):
-            self.conn.execute(
+            self.work.conn.execute(
                 firing.update()
                 .where(firing.c.id.in_(chunk), firing.c.finished_at.is_(None))
-                .values(lease_until=self.now)
+                .values(lease_until=self.work.now)
             )
 
     def write_back(self, outcomes: Sequence[ScopeOutcome]) -> None:
@@ -777,11 +794,11 @@ class FiringOps(ScheduleOps, TaskOps, FreezeOps):
         existing: set[uuid.UUID] = set()
         for chunk in chunked(wanted):
             existing.update(
-                self.conn.execute(
+                self.work.conn.execute(
                     sa.select(task.c.id)
                     .where(task.c.id.in_(chunk))
                     .with_for_update(read=True, key_share=True)
                 ).scalars()
             )
         rows = [(o.scope_id, o.task_id) for o in outcomes if o.task_id in existing]
-        update_rows(self.conn, _scope, "id", ("last_task_id",), rows)
+        update_rows(self.work.conn, _scope, "id", ("last_task_id",), rows)

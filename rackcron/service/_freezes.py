@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -19,8 +20,9 @@ from rackcron.domain.freezes import Target, check_freeze, in_force, matches
 from rackcron.domain.models import Freeze
 from rackcron.errors import AlreadyExists, InvalidArgument, NotFound
 from rackcron.service import _rows
-from rackcron.service._base import OpsBase, check_text
+from rackcron.service._base import check_text
 from rackcron.service._tasks import chunked
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import component, freeze, rack
 
 __all__ = ["FreezeOps", "Holds", "Named"]
@@ -116,7 +118,12 @@ def _in_force(freeze: Freeze, at: datetime, work: tuple[datetime, datetime] | No
         return True
 
 
-class FreezeOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class FreezeOps:
+    """Freeze windows: stored, listed, and what they hold at an instant."""
+
+    work: UnitOfWork
+
     def upsert_freeze(self, item: Freeze) -> Freeze:
         """Create or replace the freeze named ``item.name``; returns it as stored.
 
@@ -155,13 +162,13 @@ class FreezeOps(OpsBase):
             "source": check_text(item.management.source, "freeze.source", max_length=4096),
             "protect": item.management.protect,
             "labels": dict(item.management.labels) or None,
-            "updated_at": self.now,
+            "updated_at": self.work.now,
         }
-        found = self.conn.execute(
+        found = self.work.conn.execute(
             sa.select(freeze.c.id).where(freeze.c.name == item.name).with_for_update()
         ).scalar()
         if found is None:
-            other = self.conn.execute(sa.select(freeze.c.name).where(freeze.c.id == item.id))
+            other = self.work.conn.execute(sa.select(freeze.c.name).where(freeze.c.id == item.id))
             taken = other.scalar()
             if taken is not None:
                 raise AlreadyExists(
@@ -169,10 +176,10 @@ class FreezeOps(OpsBase):
                     f" {item.name!r} needs an id of its own"
                 )
             try:
-                with self.conn.begin_nested():  # a savepoint: a lost race leaves the rest
-                    self.conn.execute(
+                with self.work.conn.begin_nested():  # a savepoint: a lost race leaves the rest
+                    self.work.conn.execute(
                         freeze.insert().values(
-                            id=item.id, name=item.name, created_at=self.now, **values
+                            id=item.id, name=item.name, created_at=self.work.now, **values
                         )
                     )
             except sa.exc.IntegrityError:
@@ -181,7 +188,7 @@ class FreezeOps(OpsBase):
                     " read it again before changing it"
                 ) from None
         else:
-            self.conn.execute(freeze.update().where(freeze.c.id == found).values(**values))
+            self.work.conn.execute(freeze.update().where(freeze.c.id == found).values(**values))
         return self.get_freeze(item.name)
 
     def lock_what_freezes_hold(self) -> None:
@@ -190,14 +197,14 @@ class FreezeOps(OpsBase):
         waits for and blocks their writes, not their reads or the dispatcher's row locks;
         SQLite writes one transaction at a time anyway), so that what a check of freeze
         rights read is what the write then changes."""
-        if self.conn.dialect.name == "postgresql":
-            quote = self.conn.dialect.identifier_preparer.quote  # "freeze" is a keyword there
+        if self.work.conn.dialect.name == "postgresql":
+            quote = self.work.conn.dialect.identifier_preparer.quote  # "freeze" is a keyword there
             tables = ", ".join(quote(t.name) for t in (freeze, rack, component))
-            self.conn.exec_driver_sql(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE")
+            self.work.conn.exec_driver_sql(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE")
 
     def get_freeze(self, name: str) -> Freeze:
         """:raises NotFound: no freeze of that name."""
-        row = self.conn.execute(sa.select(freeze).where(freeze.c.name == name)).first()
+        row = self.work.conn.execute(sa.select(freeze).where(freeze.c.name == name)).first()
         if row is None:
             raise NotFound(f"freeze {name!r} not found")
         return _rows.freeze(row)
@@ -205,11 +212,11 @@ class FreezeOps(OpsBase):
     def list_freezes(self) -> list[Freeze]:
         """Every freeze, by name."""
         query = sa.select(freeze).order_by(freeze.c.name)
-        return [_rows.freeze(r) for r in self.conn.execute(query)]
+        return [_rows.freeze(r) for r in self.work.conn.execute(query)]
 
     def delete_freeze(self, name: str) -> None:
         """:raises NotFound: no freeze of that name."""
-        if self.conn.execute(freeze.delete().where(freeze.c.name == name)).rowcount == 0:
+        if self.work.conn.execute(freeze.delete().where(freeze.c.name == name)).rowcount == 0:
             raise NotFound(f"freeze {name!r} not found")
 
     def active_freezes(self, at: datetime) -> list[Freeze]:
@@ -233,11 +240,13 @@ class FreezeOps(OpsBase):
         if not freezes:
             return None
         ids = sorted(set(rack_ids), key=str)
-        return Holds(freezes, lambda: self._rack_names(ids), self.now, active)
+        return Holds(freezes, lambda: self._rack_names(ids), self.work.now, active)
 
     def _rack_names(self, ids: list[uuid.UUID]) -> dict[uuid.UUID, Named]:
         racks: dict[uuid.UUID, Named] = {}
         for chunk in chunked(ids):
             query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
-            racks.update((i, (name, labels or {})) for i, name, labels in self.conn.execute(query))
+            racks.update(
+                (i, (name, labels or {})) for i, name, labels in self.work.conn.execute(query)
+            )
         return racks

@@ -17,8 +17,9 @@ from rackcron.domain.models import Component, NVLDomain, Rack, Task
 from rackcron.domain.targets import normalize_mac
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from rackcron.service import _rows
-from rackcron.service._base import OpsBase, check_text, parse_id
+from rackcron.service._base import check_text, parse_id
 from rackcron.service._tasks import chunked
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     component,
@@ -49,26 +50,31 @@ class RackView:
     schedule_names: dict[uuid.UUID, str]
 
 
-class InventoryOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class InventoryOps:
+    """Racks, components and NVLink domains."""
+
+    work: UnitOfWork
+
     def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: Mapping[str, object]) -> None:
         for field, value in values.items():
             if isinstance(value, str):
                 check_text(value, f"{table.name}.{field}")
-        exists = self.conn.execute(
+        exists = self.work.conn.execute(
             sa.select(table.c.id).where(table.c.id == item_id).with_for_update()
         ).first()
         try:
-            with self.conn.begin_nested():
+            with self.work.conn.begin_nested():
                 if exists:
-                    self.conn.execute(
+                    self.work.conn.execute(
                         table.update()
                         .where(table.c.id == item_id)
-                        .values(**values, updated_at=self.now)
+                        .values(**values, updated_at=self.work.now)
                     )
                 else:
-                    self.conn.execute(
+                    self.work.conn.execute(
                         table.insert().values(
-                            id=item_id, **values, created_at=self.now, updated_at=self.now
+                            id=item_id, **values, created_at=self.work.now, updated_at=self.work.now
                         )
                     )
         except sa.exc.IntegrityError as exc:
@@ -104,13 +110,13 @@ class InventoryOps(OpsBase):
 
     def find_rack(self, rack_id: uuid.UUID) -> Rack | None:
         """The rack ``rack_id``, or None."""
-        row = self.conn.execute(sa.select(rack).where(rack.c.id == rack_id)).first()
+        row = self.work.conn.execute(sa.select(rack).where(rack.c.id == rack_id)).first()
         return None if row is None else _rows.rack(row)
 
     def list_racks(self) -> list[Rack]:
         return [
             _rows.rack(r)
-            for r in self.conn.execute(sa.select(rack).order_by(rack.c.name, rack.c.id))
+            for r in self.work.conn.execute(sa.select(rack).order_by(rack.c.name, rack.c.id))
         ]
 
     def rack_views(self, rack_id: uuid.UUID | str | None = None) -> list[RackView]:
@@ -129,7 +135,7 @@ class InventoryOps(OpsBase):
             rack_id = parse_id(rack_id, "rack_id")
             query = query.where(rack.c.id == rack_id)
             tasks = tasks.where(task.c.rack_id == rack_id)
-        racks = [_rows.rack(r) for r in self.conn.execute(query)]
+        racks = [_rows.rack(r) for r in self.work.conn.execute(query)]
         if rack_id is not None and not racks:
             raise NotFound(f"rack [id: {rack_id}] is not found")
         components: dict[uuid.UUID | None, list[Component]] = {}
@@ -141,7 +147,7 @@ class InventoryOps(OpsBase):
                 domains.setdefault(member, []).append(d)
         active: dict[uuid.UUID, list[Task]] = {}
         names: dict[uuid.UUID, str] = {}
-        for row in self.conn.execute(tasks.order_by(task.c.created_at, task.c.id)):
+        for row in self.work.conn.execute(tasks.order_by(task.c.created_at, task.c.id)):
             active.setdefault(row.rack_id, []).append(_rows.task(row))
             if row.current_schedule_name is not None:
                 names[row.schedule_id] = row.current_schedule_name
@@ -163,14 +169,14 @@ class InventoryOps(OpsBase):
     def delete_rack(self, rack_id: uuid.UUID | str) -> None:
         """:raises NotFound: no such rack. :raises FailedPrecondition: a scope uses it."""
         rack_id = parse_id(rack_id, "rack_id")
-        if self.conn.execute(sa.select(rack.c.id).where(rack.c.id == rack_id)).first() is None:
+        if self.work.conn.execute(sa.select(rack.c.id).where(rack.c.id == rack_id)).first() is None:
             raise NotFound(f"rack [id: {rack_id}] is not found")
-        used = self.conn.execute(
+        used = self.work.conn.execute(
             sa.select(sa.func.count()).where(task_schedule_scope.c.rack_id == rack_id)
         ).scalar_one()
         if used:
             raise FailedPrecondition(f"rack {rack_id} is in the scope of {used} schedule(s)")
-        self.conn.execute(rack.delete().where(rack.c.id == rack_id))
+        self.work.conn.execute(rack.delete().where(rack.c.id == rack_id))
 
     def upsert_component(self, item: Component) -> Component:
         """Create or replace a component (its BMC MAC is stored normalised)."""
@@ -181,7 +187,9 @@ class InventoryOps(OpsBase):
                 raise InvalidArgument(f"component.bmc_mac: {item.bmc_mac!r} is not a MAC address")
         if (
             item.rack_id is not None
-            and self.conn.execute(sa.select(rack.c.id).where(rack.c.id == item.rack_id)).first()
+            and self.work.conn.execute(
+                sa.select(rack.c.id).where(rack.c.id == item.rack_id)
+            ).first()
             is None
         ):
             raise NotFound(f"component.rack_id: rack [id: {item.rack_id}] is not found")
@@ -198,19 +206,21 @@ class InventoryOps(OpsBase):
     def find_component(self, component_id: uuid.UUID) -> Component | None:
         """The component ``component_id``, or None."""
         query = sa.select(component).where(component.c.id == component_id)
-        row = self.conn.execute(query).first()
+        row = self.work.conn.execute(query).first()
         return None if row is None else _rows.component(row)
 
     def list_components(self, rack_id: uuid.UUID | str | None = None) -> list[Component]:
         query = sa.select(component).order_by(component.c.rack_id, component.c.name, component.c.id)
         if rack_id is not None:
             query = query.where(component.c.rack_id == parse_id(rack_id, "rack_id"))
-        return [_rows.component(r) for r in self.conn.execute(query)]
+        return [_rows.component(r) for r in self.work.conn.execute(query)]
 
     def delete_component(self, component_id: uuid.UUID | str) -> None:
         """:raises NotFound: no such component."""
         component_id = parse_id(component_id, "component_id")
-        if not self.conn.execute(component.delete().where(component.c.id == component_id)).rowcount:
+        if not self.work.conn.execute(
+            component.delete().where(component.c.id == component_id)
+        ).rowcount:
             raise NotFound(f"component [id: {component_id}] is not found")
 
     def upsert_nvl_domain(self, item: NVLDomain) -> NVLDomain:
@@ -222,7 +232,7 @@ class InventoryOps(OpsBase):
         known = {
             found
             for chunk in chunked(item.rack_ids)  # within any database's bound parameters
-            for found in self.conn.execute(
+            for found in self.work.conn.execute(
                 sa.select(rack.c.id).where(rack.c.id.in_(chunk))
             ).scalars()
         }
@@ -231,9 +241,11 @@ class InventoryOps(OpsBase):
                 raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")
         values = {"name": item.name, "external_id": item.external_id, "owner": item.owner}
         self._upsert(nvl_domain, item.id, values)
-        self.conn.execute(nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id == item.id))
+        self.work.conn.execute(
+            nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id == item.id)
+        )
         if item.rack_ids:
-            self.conn.execute(
+            self.work.conn.execute(
                 nvl_domain_rack.insert(),
                 [
                     {"domain_id": item.id, "rack_id": r, "ordinal": i}
@@ -247,13 +259,17 @@ class InventoryOps(OpsBase):
         query = sa.select(nvl_domain_rack).order_by(
             nvl_domain_rack.c.domain_id, nvl_domain_rack.c.ordinal
         )
-        for m in self.conn.execute(query):
+        for m in self.work.conn.execute(query):
             members.setdefault(m.domain_id, []).append(m.rack_id)
-        rows = self.conn.execute(sa.select(nvl_domain).order_by(nvl_domain.c.name, nvl_domain.c.id))
+        rows = self.work.conn.execute(
+            sa.select(nvl_domain).order_by(nvl_domain.c.name, nvl_domain.c.id)
+        )
         return [_rows.nvl_domain(r, members.get(r.id, [])) for r in rows]
 
     def delete_nvl_domain(self, domain_id: uuid.UUID | str) -> None:
         """:raises NotFound: no such domain."""
         domain_id = parse_id(domain_id, "nvl_domain_id")
-        if not self.conn.execute(nvl_domain.delete().where(nvl_domain.c.id == domain_id)).rowcount:
+        if not self.work.conn.execute(
+            nvl_domain.delete().where(nvl_domain.c.id == domain_id)
+        ).rowcount:
             raise NotFound(f"NVLink domain [id: {domain_id}] is not found")

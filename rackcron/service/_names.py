@@ -21,11 +21,11 @@ from rackcron.domain.lookalikes import lookalike_names, spelled
 from rackcron.domain.names import Candidate, as_uuid, rack_candidate, resolve
 from rackcron.logs import event
 from rackcron.service import _rows
-from rackcron.service._base import OpsBase
 from rackcron.service._tasks import chunked
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import component, freeze, nvl_domain, rack, task_schedule
 
-__all__ = ["LOOKALIKE_KINDS", "NameOps", "Names"]
+__all__ = ["LOOKALIKE_KINDS", "Lookalikes", "NameOps", "Names", "warn_lookalike"]
 
 #: The kinds whose names are judged for look-alikes (``rackcron.domain.lookalikes``): each
 #: object kind's name column, and how a message calls the kind.
@@ -63,11 +63,18 @@ def _component_detail(row: Any) -> str:
     return ", ".join(parts)
 
 
-class _Lookalikes(Protocol):
+class Lookalikes(Protocol):
+    """Whether a name looks like another stored name of its kind."""
+
     def lookalike(self, kind: str, name: str) -> str | None: ...
 
 
-class NameOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class NameOps:
+    """Names: look-alike checks and a rack's or component's id by name."""
+
+    work: UnitOfWork
+
     def lookalike(self, kind: str, name: str) -> str | None:
         """Why ``name``, stored as a ``kind`` (a key of :data:`LOOKALIKE_KINDS`), mixes
         scripts or reads the same as another stored name of its kind; None when it does
@@ -75,7 +82,7 @@ class NameOps(OpsBase):
         if name.isascii():
             return None
         column, _ = LOOKALIKE_KINDS[kind]
-        others = self.conn.execute(sa.select(column)).scalars()
+        others = self.work.conn.execute(sa.select(column)).scalars()
         return lookalike_names([name], others).get(name)
 
     def resolve_rack(self, ref: str) -> uuid.UUID:
@@ -84,7 +91,7 @@ class NameOps(OpsBase):
         :raises AmbiguousName: several racks have that name.
         :raises NotFound: no rack has it, and it is not a UUID.
         """
-        rows = self.conn.execute(sa.select(rack).where(_named(rack, ref)))
+        rows = self.work.conn.execute(sa.select(rack).where(_named(rack, ref)))
         return resolve("rack", ref, [rack_candidate(_rows.rack(r)) for r in rows])
 
     def resolve_component(self, ref: str) -> uuid.UUID:
@@ -96,12 +103,12 @@ class NameOps(OpsBase):
         query = sa.select(component, rack.c.name.label("rack_name")).select_from(
             component.outerjoin(rack, rack.c.id == component.c.rack_id)
         )
-        rows = [(r, r.name) for r in self.conn.execute(query.where(_named(component, ref)))]
+        rows = [(r, r.name) for r in self.work.conn.execute(query.where(_named(component, ref)))]
         rack_ref, slash, name = ref.rpartition("/")
         if slash and rack_ref and not rows:
             rack_id = self.resolve_rack(rack_ref)
             where = sa.and_(component.c.rack_id == rack_id, component.c.name == name)
-            rows = [(r, ref) for r in self.conn.execute(query.where(where))]
+            rows = [(r, ref) for r in self.work.conn.execute(query.where(where))]
         candidates = [Candidate(r.id, called, _component_detail(r)) for r, called in rows]
         return resolve("component", ref, candidates, hint=_COMPONENT_HINT)
 
@@ -121,13 +128,13 @@ class NameOps(OpsBase):
         ):
             for chunk in chunked(sorted(set(ids), key=str)):
                 query = sa.select(table.c.id, table.c.name).where(table.c.id.in_(chunk))
-                into.update((row.id, row.name) for row in self.conn.execute(query))
+                into.update((row.id, row.name) for row in self.work.conn.execute(query))
         return found
 
 
-def warn_lookalike(ops: _Lookalikes, kind: str, name: str, object_id: str | None) -> str | None:
+def warn_lookalike(ops: Lookalikes, kind: str, name: str, object_id: str | None) -> str | None:
     """Why ``name``, just written as a ``kind`` (``schedule``, ``rack``, ``nvl_domain`` or
-    ``freeze``), looks like another stored name (:meth:`Operations.lookalike`), logged as a
+    ``freeze``), looks like another stored name (:meth:`NameOps.lookalike`), logged as a
     warning; None when it does not. Accepted all the same, as the reference accepts any
     name (docs/spec/flow-wire.md "5. Deliberate differences from the reference
     implementation")."""

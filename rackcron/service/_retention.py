@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -30,7 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from rackcron.domain.lifecycle import FINAL_STATUSES, status_values
 from rackcron.domain.retention import MAX_BATCH, cutoff
-from rackcron.service._base import OpsBase
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import firing, task, task_schedule_scope
 
 __all__ = ["RetentionOps"]
@@ -50,13 +51,18 @@ def _prunable(before: datetime) -> sa.ColumnElement[bool]:
     )
 
 
-class RetentionOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class RetentionOps:
+    """Retention: delete tasks and firing records that ended long enough ago."""
+
+    work: UnitOfWork
+
     def _among(
         self, column: sa.ColumnElement[uuid.UUID], ids: Collection[uuid.UUID]
     ) -> sa.ColumnElement[bool]:
         """``column IN ids``; on PostgreSQL ``= ANY`` of one array parameter: 500 separate
         parameters would cost more to render and parse than the statement costs to run."""
-        if self.conn.dialect.name == "postgresql":
+        if self.work.conn.dialect.name == "postgresql":
             return column == sa.any_(sa.bindparam(None, list(ids), type_=ARRAY(sa.Uuid)))
         return column.in_(list(ids))
 
@@ -70,7 +76,7 @@ class RetentionOps(OpsBase):
         """
         if not 1 <= limit <= MAX_BATCH:
             raise ValueError(f"limit must be from 1 to {MAX_BATCH}, got {limit}")
-        rule = _prunable(cutoff(self.now, retention))
+        rule = _prunable(cutoff(self.work.now, retention))
         oldest = (
             sa.select(task.c.id)
             .where(rule)
@@ -78,7 +84,7 @@ class RetentionOps(OpsBase):
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        ids = list(self.conn.execute(oldest).scalars())
+        ids = list(self.work.conn.execute(oldest).scalars())
         if not ids:
             return 0
         held = self._unset_last_tasks(ids)
@@ -87,7 +93,7 @@ class RetentionOps(OpsBase):
             return 0
         # By id alone: the rows are this transaction's (locked on PostgreSQL, and SQLite's
         # one writer), so they still match the rule.
-        return self.conn.execute(task.delete().where(self._among(task.c.id, doomed))).rowcount
+        return self.work.conn.execute(task.delete().where(self._among(task.c.id, doomed))).rowcount
 
     def prune_firings(self, retention: timedelta, *, limit: int = MAX_BATCH) -> int:
         """Delete up to ``limit`` firing records that finished more than ``retention`` ago
@@ -100,21 +106,21 @@ class RetentionOps(OpsBase):
             raise ValueError(f"limit must be from 1 to {MAX_BATCH}, got {limit}")
         oldest = (
             sa.select(firing.c.id)
-            .where(firing.c.finished_at < cutoff(self.now, retention))
+            .where(firing.c.finished_at < cutoff(self.work.now, retention))
             .order_by(firing.c.finished_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        ids = list(self.conn.execute(oldest).scalars())
+        ids = list(self.work.conn.execute(oldest).scalars())
         if not ids:
             return 0
-        return self.conn.execute(firing.delete().where(self._among(firing.c.id, ids))).rowcount
+        return self.work.conn.execute(firing.delete().where(self._among(firing.c.id, ids))).rowcount
 
     def _unset_last_tasks(self, ids: list[uuid.UUID]) -> set[uuid.UUID]:
         """Unset the ``last_task_id`` of the scopes pointing at these tasks whose rows can be
         locked now; returns the tasks that a scope held elsewhere still points at."""
         pointing = dict(
-            self.conn.execute(
+            self.work.conn.execute(
                 sa.select(_scope.c.id, _scope.c.last_task_id).where(
                     self._among(_scope.c.last_task_id, ids)
                 )
@@ -124,14 +130,14 @@ class RetentionOps(OpsBase):
             return set()
         still = self._among(_scope.c.last_task_id, set(pointing.values()))
         locked = set(
-            self.conn.execute(
+            self.work.conn.execute(
                 sa.select(_scope.c.id)
                 .where(self._among(_scope.c.id, pointing), still)
                 .with_for_update(skip_locked=True)
             ).scalars()
         )
         if locked:
-            self.conn.execute(
+            self.work.conn.execute(
                 _scope.update()
                 .where(self._among(_scope.c.id, locked), still)
                 .values(last_task_id=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -33,6 +34,7 @@ from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, Invalid
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
 from rackcron.service._targets import TargetOps
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import task, task_schedule, task_schedule_scope
 
 __all__ = [
@@ -140,7 +142,14 @@ def _name(config: ScheduleConfig) -> str:
     return check_text(config.name, "schedule.name")
 
 
-class ScheduleOps(TargetOps):
+@dataclass(frozen=True, slots=True)
+class ScheduleOps:
+    """Task schedules: create, read, update, pause, resume, delete; their targets
+    resolved through ``targets``."""
+
+    work: UnitOfWork
+    targets: TargetOps
+
     def create_schedule(
         self,
         config: ScheduleConfig,
@@ -166,7 +175,7 @@ class ScheduleOps(TargetOps):
         if operation is None:
             raise InvalidArgument("operation is required")
         template = to_template(operation)
-        resolved = self.resolve_targets(operation.target_spec)
+        resolved = self.targets.resolve_targets(operation.target_spec)
         if self._schedule_id_by_name(name) is not None:
             raise AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
         schedule_id = uuid.uuid4()
@@ -181,16 +190,16 @@ class ScheduleOps(TargetOps):
             operation_information=template.information,
             overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
             enabled=True,
-            next_run_at=timing.first_run(spec, self.now),
+            next_run_at=timing.first_run(spec, self.work.now),
             last_run_at=None,
-            created_at=self.now,
-            updated_at=self.now,
+            created_at=self.work.now,
+            updated_at=self.work.now,
             starting_deadline=deadline,
             **_management_values(management or Management()),
         )
         try:
-            with self.conn.begin_nested():
-                self.conn.execute(insert)
+            with self.work.conn.begin_nested():
+                self.work.conn.execute(insert)
         except sa.exc.IntegrityError:
             # A concurrent create took the name between the check and the insert.
             raise AlreadyExists(
@@ -205,7 +214,7 @@ class ScheduleOps(TargetOps):
         """Insert one scope row per resolved rack; return their ids in order."""
         ids = [uuid.uuid4() for _ in resolved]
         if resolved:
-            self.conn.execute(
+            self.work.conn.execute(
                 task_schedule_scope.insert(),
                 [
                     {
@@ -215,7 +224,7 @@ class ScheduleOps(TargetOps):
                         "component_filter": to_stored(filt),
                         "last_task_id": None,
                         "ordinal": first_ordinal + i,
-                        "created_at": self.now,
+                        "created_at": self.work.now,
                     }
                     for i, (scope_id, (rack_id, filt)) in enumerate(zip(ids, resolved, strict=True))
                 ],
@@ -223,7 +232,7 @@ class ScheduleOps(TargetOps):
         return ids
 
     def _schedule_id_by_name(self, name: str) -> uuid.UUID | None:
-        return self.conn.execute(
+        return self.work.conn.execute(
             sa.select(task_schedule.c.id).where(task_schedule.c.name == name)
         ).scalar_one_or_none()
 
@@ -236,7 +245,7 @@ class ScheduleOps(TargetOps):
         """
         schedule_id = parse_id(schedule_id, field)
         query = _BY_ID_LOCKED if lock else BY_ID
-        row = self.conn.execute(query, {"id": schedule_id}).first()
+        row = self.work.conn.execute(query, {"id": schedule_id}).first()
         if row is None:
             raise not_found(schedule_id, field)
         return row
@@ -247,7 +256,7 @@ class ScheduleOps(TargetOps):
 
     def find_schedule(self, name: str) -> Schedule:
         """The schedule called ``name``. :raises NotFound: no such schedule."""
-        row = self.conn.execute(
+        row = self.work.conn.execute(
             sa.select(task_schedule).where(task_schedule.c.name == name)
         ).first()
         if row is None:
@@ -277,10 +286,10 @@ class ScheduleOps(TargetOps):
             query = query.where(scoped.exists())
         if enabled_only:
             query = query.where(task_schedule.c.enabled == sa.true())
-        total = self.count(query)
+        total = self.work.count(query)
         query = paged(query.order_by(task_schedule.c.created_at, task_schedule.c.id), offset, limit)
         return Page[Schedule](
-            items=[_rows.schedule(r) for r in self.conn.execute(query)], total=total
+            items=[_rows.schedule(r) for r in self.work.conn.execute(query)], total=total
         )
 
     def schedule_states(self, limit: int) -> MetricsSchedules:
@@ -309,7 +318,7 @@ class ScheduleOps(TargetOps):
             .order_by(task_schedule.c.created_at, task_schedule.c.id)
             .limit(limit)
         )
-        rows = self.conn.execute(query).all()
+        rows = self.work.conn.execute(query).all()
         states = [
             MetricsSchedule(r.id, r.name, r.enabled, r.next_run_at, r.last_success_at) for r in rows
         ]
@@ -360,21 +369,21 @@ class ScheduleOps(TargetOps):
             spec = _spec(config, timezone)
             assert config.spec_type is not None  # _spec requires it
             values.update(spec_type=config.spec_type.value, spec=config.spec)
-            values["next_run_at"] = timing.first_run(spec, self.now)
+            values["next_run_at"] = timing.first_run(spec, self.work.now)
         elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
             stored = ScheduleConfig(spec_type=row.spec_type, spec=row.spec)
             spec = _spec(stored, timezone, stored=True)
-            values["next_run_at"] = timing.first_run(spec, self.now)
+            values["next_run_at"] = timing.first_run(spec, self.work.now)
         taken = "name" in values and values["name"] != row.name
         if taken and self._schedule_id_by_name(values["name"]) is not None:
             raise Conflict(
                 f'schedule.name: a task schedule named "{values["name"]}" already exists'
             )
         if values:
-            values["updated_at"] = self.now
+            values["updated_at"] = self.work.now
             try:
-                with self.conn.begin_nested():
-                    self.conn.execute(
+                with self.work.conn.begin_nested():
+                    self.work.conn.execute(
                         task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
                     )
             except sa.exc.IntegrityError as exc:
@@ -410,11 +419,11 @@ class ScheduleOps(TargetOps):
             )
         if not enabled and not current.enabled:
             return current  # pausing a paused schedule is a no-op; resume always restarts
-        values: dict[str, Any] = {"enabled": enabled, "updated_at": self.now}
+        values: dict[str, Any] = {"enabled": enabled, "updated_at": self.work.now}
         if enabled and current.spec_type != timing.SpecType.ONE_TIME:
             spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)
-            values["next_run_at"] = timing.first_run(spec, self.now)
-        self.conn.execute(
+            values["next_run_at"] = timing.first_run(spec, self.work.now)
+        self.work.conn.execute(
             task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
         )
         return self.get_schedule(row.id)
@@ -425,10 +434,10 @@ class ScheduleOps(TargetOps):
         :raises NotFound: no such schedule.
         """
         row = self.schedule_row(schedule_id, lock=True)
-        self.conn.execute(
+        self.work.conn.execute(
             task_schedule_scope.delete().where(task_schedule_scope.c.schedule_id == row.id)
         )
-        self.conn.execute(task_schedule.delete().where(task_schedule.c.id == row.id))
+        self.work.conn.execute(task_schedule.delete().where(task_schedule.c.id == row.id))
 
     def set_management(self, schedule_id: uuid.UUID | str, management: Management) -> Schedule:
         """Record which repository manages the schedule, its source, protection and labels.
@@ -437,10 +446,10 @@ class ScheduleOps(TargetOps):
         """
         values = _management_values(management)  # checked before the row is read and locked
         row = self.schedule_row(schedule_id, lock=True)
-        self.conn.execute(
+        self.work.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
-            .values(**values, updated_at=self.now)
+            .values(**values, updated_at=self.work.now)
         )
         return self.get_schedule(row.id)
 
@@ -454,10 +463,10 @@ class ScheduleOps(TargetOps):
         """
         deadline = _starting_deadline(starting_deadline)  # checked before the row is locked
         row = self.schedule_row(schedule_id, lock=True)
-        self.conn.execute(
+        self.work.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
-            .values(starting_deadline=deadline, updated_at=self.now)
+            .values(starting_deadline=deadline, updated_at=self.work.now)
         )
         return self.get_schedule(row.id)
 
@@ -482,7 +491,7 @@ class ScheduleOps(TargetOps):
             if exclude_schedule_id is None
             else parse_set_id(exclude_schedule_id, "exclude_schedule_id")
         )
-        rack_ids = [rack_id for rack_id, _ in self.resolve_targets(operation.target_spec)]
+        rack_ids = [rack_id for rack_id, _ in self.targets.resolve_targets(operation.target_spec)]
         scoped = sa.select(task_schedule_scope.c.id).where(
             task_schedule_scope.c.schedule_id == task_schedule.c.id,
             task_schedule_scope.c.rack_id.in_(rack_ids),
@@ -493,4 +502,4 @@ class ScheduleOps(TargetOps):
         if excluded is not None:
             query = query.where(task_schedule.c.id != excluded)
         query = query.order_by(task_schedule.c.created_at, task_schedule.c.id)
-        return [_rows.schedule(r) for r in self.conn.execute(query)]
+        return [_rows.schedule(r) for r in self.work.conn.execute(query)]

@@ -9,6 +9,7 @@ everything the request did.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -19,6 +20,8 @@ from rackcron.errors import FailedPrecondition, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
 from rackcron.service._schedules import ScheduleOps
+from rackcron.service._targets import TargetOps
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import task_schedule_scope
 
 __all__ = ["ScopeOps"]
@@ -26,10 +29,17 @@ __all__ = ["ScopeOps"]
 _scope = task_schedule_scope
 
 
-class ScopeOps(ScheduleOps):
+@dataclass(frozen=True, slots=True)
+class ScopeOps:
+    """A schedule's scopes: list, add, update, remove."""
+
+    work: UnitOfWork
+    schedules: ScheduleOps
+    targets: TargetOps
+
     def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]:
         """ListTaskScheduleScopes, in scope order. :raises NotFound: no such schedule."""
-        row = self.schedule_row(schedule_id, field="schedule_id")
+        row = self.schedules.schedule_row(schedule_id, field="schedule_id")
         return self._scopes(row.id)
 
     def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]:
@@ -41,7 +51,7 @@ class ScopeOps(ScheduleOps):
         """
         query = sa.select(_scope).order_by(_scope.c.schedule_id, _scope.c.ordinal)
         grouped: dict[uuid.UUID, list[Scope]] = {}
-        for row in self.conn.execute(query):
+        for row in self.work.conn.execute(query):
             grouped.setdefault(row.schedule_id, []).append(_rows.scope(row))
         return grouped
 
@@ -49,12 +59,12 @@ class ScopeOps(ScheduleOps):
         query = (
             sa.select(_scope).where(_scope.c.schedule_id == schedule_id).order_by(_scope.c.ordinal)
         )
-        return [_rows.scope(r) for r in self.conn.execute(query)]
+        return [_rows.scope(r) for r in self.work.conn.execute(query)]
 
     def _next_ordinal(self, schedule_id: uuid.UUID) -> int:
         """One past the highest ordinal the schedule's scope uses (0 when it has none)."""
         highest = sa.func.coalesce(sa.func.max(_scope.c.ordinal), -1)
-        ordinal: int = self.conn.execute(
+        ordinal: int = self.work.conn.execute(
             sa.select(highest + 1).where(_scope.c.schedule_id == schedule_id)
         ).scalar_one()
         return ordinal
@@ -70,8 +80,8 @@ class ScopeOps(ScheduleOps):
         """
         schedule_id = parse_id(schedule_id, "schedule_id")
         check_target_spec(target_spec)  # every id checked before any lookup
-        row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
-        resolved = self.resolve_targets(target_spec)
+        row = self.schedules.schedule_row(schedule_id, lock=True, field="schedule_id")
+        resolved = self.targets.resolve_targets(target_spec)
         existing = {s.rack_id: s for s in self._scopes(row.id)}
         new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
         touched: set[uuid.UUID] = set()
@@ -86,11 +96,11 @@ class ScopeOps(ScheduleOps):
             if merged != current.component_filter:
                 self._set_filter(current.id, merged)
                 touched.add(current.id)
-        touched.update(self.insert_scopes(row.id, new, self._next_ordinal(row.id)))
+        touched.update(self.schedules.insert_scopes(row.id, new, self._next_ordinal(row.id)))
         return [s for s in self._scopes(row.id) if s.id in touched]
 
     def _set_filter(self, scope_id: uuid.UUID, value: ComponentFilter | None) -> None:
-        self.conn.execute(
+        self.work.conn.execute(
             _scope.update().where(_scope.c.id == scope_id).values(component_filter=to_stored(value))
         )
 
@@ -102,13 +112,13 @@ class ScopeOps(ScheduleOps):
         """
         schedule_id = parse_id(schedule_id, "schedule_id")
         check_target_spec(desired)  # every id checked before any lookup
-        row = self.schedule_row(schedule_id, lock=True, field="schedule_id")
-        resolved = self.resolve_targets(desired)
+        row = self.schedules.schedule_row(schedule_id, lock=True, field="schedule_id")
+        resolved = self.targets.resolve_targets(desired)
         existing = {s.rack_id: s for s in self._scopes(row.id)}
         wanted = dict(resolved)
         removed = [s.id for rack_id, s in existing.items() if rack_id not in wanted]
         if removed:
-            self.conn.execute(_scope.delete().where(_scope.c.id.in_(removed)))
+            self.work.conn.execute(_scope.delete().where(_scope.c.id.in_(removed)))
         updated = 0
         for rack_id, filt in resolved:
             current = existing.get(rack_id)
@@ -116,7 +126,7 @@ class ScopeOps(ScheduleOps):
                 self._set_filter(current.id, filt)
                 updated += 1
         new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
-        self.insert_scopes(row.id, new, self._next_ordinal(row.id))
+        self.schedules.insert_scopes(row.id, new, self._next_ordinal(row.id))
         return ScopeUpdate(
             scopes=self._scopes(row.id), added=len(new), removed=len(removed), updated=updated
         )
@@ -128,13 +138,13 @@ class ScopeOps(ScheduleOps):
         :raises FailedPrecondition: it is the schedule's last scope.
         """
         scope_id = parse_id(scope_id, "scope_id")
-        schedule_id = self.conn.execute(
+        schedule_id = self.work.conn.execute(
             sa.select(_scope.c.schedule_id).where(_scope.c.id == scope_id)
         ).scalar_one_or_none()
         if schedule_id is None:
             raise NotFound(f"scope_id: task schedule scope {scope_id} not found")
-        self.schedule_row(schedule_id, lock=True)
-        remaining = self.conn.execute(
+        self.schedules.schedule_row(schedule_id, lock=True)
+        remaining = self.work.conn.execute(
             sa.select(sa.func.count()).where(_scope.c.schedule_id == schedule_id)
         ).scalar_one()
         if remaining <= 1:
@@ -142,4 +152,4 @@ class ScopeOps(ScheduleOps):
                 f"scope_id: {scope_id} is the last scope of task schedule {schedule_id};"
                 " a schedule needs at least one (delete the schedule instead)"
             )
-        self.conn.execute(_scope.delete().where(_scope.c.id == scope_id))
+        self.work.conn.execute(_scope.delete().where(_scope.c.id == scope_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -10,7 +11,7 @@ from sqlalchemy.engine import Connection
 from rackcron.domain.filters import ComponentType
 from rackcron.domain.models import TargetSpec
 from rackcron.domain.targets import ComponentRef, Identifier, Resolved, resolve_targets
-from rackcron.service._base import OpsBase
+from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import component, nvl_domain, nvl_domain_rack, rack
 
 __all__ = ["StoreInventory", "TargetOps"]
@@ -57,7 +58,12 @@ class StoreInventory:
         return [ComponentRef(r.id, r.rack_id) for r in self.conn.execute(query.limit(2))]
 
 
-class TargetOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class TargetOps:
+    """A target spec resolved against the stored inventory."""
+
+    work: UnitOfWork
+
     def resolve_targets(self, spec: TargetSpec | None) -> Resolved:
         """Resolve ``spec`` against the store's inventory (see ``rackcron.domain.targets``)."""
-        return resolve_targets(spec, StoreInventory(self.conn))
+        return resolve_targets(spec, StoreInventory(self.work.conn))

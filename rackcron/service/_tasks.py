@@ -53,7 +53,8 @@ from rackcron.errors import (
     RackcronError,
 )
 from rackcron.service import _rows
-from rackcron.service._base import OpsBase, check_page, paged, parse_id
+from rackcron.service._base import check_page, paged, parse_id
+from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import insert_rows
 from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
 
@@ -212,7 +213,12 @@ class Submission:
 MAX_TASK_IDS = 10_000
 
 
-class TaskOps(OpsBase):
+@dataclass(frozen=True, slots=True)
+class TaskOps:
+    """Tasks: list, cancel, and submit them with the per-rack queue rules."""
+
+    work: UnitOfWork
+
     def list_tasks(
         self,
         *,
@@ -238,13 +244,13 @@ class TaskOps(OpsBase):
             query = query.where(self._covers(parse_id(component_id, "component_id")))
         if active_only:
             query = query.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
-        total = self.count(query)
+        total = self.work.count(query)
         query = paged(query.order_by(task.c.created_at.desc(), task.c.id), offset, limit)
-        return Page[Task](items=[_rows.task(r) for r in self.conn.execute(query)], total=total)
+        return Page[Task](items=[_rows.task(r) for r in self.work.conn.execute(query)], total=total)
 
     def _covers(self, component_id: uuid.UUID) -> sa.ColumnElement[bool]:
         """Tasks whose ``component_uuids`` hold this component (GIN-indexed on PostgreSQL)."""
-        if self.conn.dialect.name == "postgresql":
+        if self.work.conn.dialect.name == "postgresql":
             return sa.type_coerce(task.c.component_uuids, JSONB).contains([str(component_id)])
         elements = sa.func.json_each(task.c.component_uuids).table_valued("value")
         return sa.exists().where(elements.c.value == str(component_id))
@@ -261,7 +267,7 @@ class TaskOps(OpsBase):
         ids = [parse_id(t, f"task_ids[{i}]") for i, t in enumerate(task_ids)]
         if not ids:
             return []
-        rows = {r.id: r for r in self.conn.execute(sa.select(task).where(task.c.id.in_(ids)))}
+        rows = {r.id: r for r in self.work.conn.execute(sa.select(task).where(task.c.id.in_(ids)))}
         return [_rows.task(rows[i]) for i in ids if i in rows]
 
     def cancel_task(self, task_id: uuid.UUID | str) -> Task:
@@ -276,7 +282,7 @@ class TaskOps(OpsBase):
         :raises FailedPrecondition: the task has already ended.
         """
         task_id = parse_id(task_id, "task_id")
-        row = self.conn.execute(
+        row = self.work.conn.execute(
             sa.select(task).where(task.c.id == task_id).with_for_update()
         ).first()
         if row is None:
@@ -289,17 +295,17 @@ class TaskOps(OpsBase):
                 f"task_id: task {task_id} has already ended ({row.status}): nothing to cancel"
             ) from None
         reached = owes_stop(was, Event.CANCELLED)  # the runner is to tell the controller at once
-        self.conn.execute(
+        self.work.conn.execute(
             task.update()
             .where(task.c.id == task_id)
             .values(
                 status=status.value,
                 message="cancelled",
-                finished_at=self.now,
-                updated_at=self.now,
+                finished_at=self.work.now,
+                updated_at=self.work.now,
                 cancel_pending=reached,
                 failures=0,
-                next_check_at=self.now if reached else None,
+                next_check_at=self.work.now if reached else None,
             )
         )
         return self.get_tasks([task_id])[0]
@@ -317,7 +323,7 @@ class TaskOps(OpsBase):
         if not defer_held:
             return self._lock_racks(ids)
         try:
-            with self.conn.begin_nested():  # rolled back on a timeout: no lock kept
+            with self.work.conn.begin_nested():  # rolled back on a timeout: no lock kept
                 return self._lock_racks(ids)
         except sa.exc.OperationalError as exc:
             if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
@@ -328,7 +334,7 @@ class TaskOps(OpsBase):
         found: set[uuid.UUID] = set()
         for chunk in chunked(ids):
             found.update(
-                self.conn.execute(
+                self.work.conn.execute(
                     sa.select(rack.c.id)
                     .where(rack.c.id.in_(chunk))
                     .order_by(rack.c.id)
@@ -385,7 +391,7 @@ class TaskOps(OpsBase):
         )
         deciding = [r for r in requests if r.rack_id not in held]
         try:
-            with self.conn.begin_nested():
+            with self.work.conn.begin_nested():
                 decided = self._submit_locked(deciding, on_rack)
         except Exception:  # the batch's insert failed: find the bad requests one by one
             decided = self._submit_one_by_one(deciding, on_rack)
@@ -400,7 +406,7 @@ class TaskOps(OpsBase):
         submissions = []
         for request in requests:
             try:
-                with self.conn.begin_nested():
+                with self.work.conn.begin_nested():
                     (submitted,) = self._submit_locked([request], on_rack)
             except Exception as exc:  # one request's failure never stops the others
                 submitted = Submission(error=f"rack {request.rack_id}: {describe_error(exc)}")
@@ -463,7 +469,7 @@ class TaskOps(OpsBase):
             expires = None
             if status == TaskStatus.WAITING:
                 timeout = template.information.get("queue_timeout_seconds")
-                expires = queue_deadline(self.now, timeout)
+                expires = queue_deadline(self.work.now, timeout)
             seq = rack_queue.last + 1  # after every active task of the rack: no overtaking
             rack_queue.add(status, active, seq)
             operation = operations.get(id(template))
@@ -493,7 +499,7 @@ class TaskOps(OpsBase):
             submissions.append(Submission(task_id=task_id, status=status))
         # Created now, once the racks are locked, not when the transaction began: a
         # submitter that waited for a rack must not hide the wait from the lag figures.
-        created = self.clock() if task_rows else self.now
+        created = self.work.clock() if task_rows else self.work.now
         for status, rows in task_rows.items():
             shared = {
                 "status": status.value,
@@ -503,7 +509,7 @@ class TaskOps(OpsBase):
                 "created_at": created,
                 "updated_at": created,
             }
-            insert_rows(self.conn, task, _TASK_COLUMNS, rows, same=shared)
+            insert_rows(self.work.conn, task, _TASK_COLUMNS, rows, same=shared)
         return submissions
 
     def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
@@ -528,7 +534,7 @@ class TaskOps(OpsBase):
                 .where(task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES))
                 .order_by(task.c.rack_seq, task.c.created_at, task.c.id)
             )
-            for rack_id, task_id, status, kind, ids, kinds, seq in self.conn.execute(query):
+            for rack_id, task_id, status, kind, ids, kinds, seq in self.work.conn.execute(query):
                 if rack_id not in found:
                     found[rack_id] = RackQueue()
                 found[rack_id].add(TaskStatus(status), Active(task_id, kind, ids, kinds), seq)
@@ -546,7 +552,7 @@ class TaskOps(OpsBase):
         (``defer_held`` only), which are neither locked nor read.
         """
         ids = sorted(set(rack_ids), key=str)
-        dialect = self.conn.dialect.name
+        dialect = self.work.conn.dialect.name
         held: set[uuid.UUID] = set()
         if dialect == "postgresql":  # SQLite: the write transaction already excludes others
             locked = self.lock_racks(ids, defer_held=defer_held)
@@ -554,7 +560,7 @@ class TaskOps(OpsBase):
                 missing = [i for i in ids if i not in locked]
                 for chunk in chunked(missing):
                     query = sa.select(rack.c.id).where(rack.c.id.in_(chunk))
-                    held.update(self.conn.execute(query).scalars())
+                    held.update(self.work.conn.execute(query).scalars())
                 ids = [i for i in ids if i not in held]
         as_text = _uuid_text(dialect)
         entry = as_text(component.c.id) + ":" + component.c.type
@@ -572,7 +578,7 @@ class TaskOps(OpsBase):
                 .where(rack.c.id.in_(chunk))
                 .group_by(rack.c.id)
             )
-            for rack_id, entries in self.conn.execute(query):
+            for rack_id, entries in self.work.conn.execute(query):
                 # Canonical UUID text sorts as the ids do.
                 found[racks[rack_id]] = (
                     sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []

@@ -1,11 +1,12 @@
 """What each front needs of the service: one typed interface per role.
 
 :class:`~rackcron.service.Service` (and the :class:`~rackcron.service.Operations` of one
-of its transactions) holds every operation; a front sees only its role here, so a reader
-can tell which front uses what, and a change to an operation names the fronts it
-touches. Each role is a :class:`~typing.Protocol` that ``Service`` satisfies as it is
-(mypy checks it where ``rackcron.cli`` wires the fronts); a role that works in a unit of
-work gets it from its ``transaction``, typed as the smaller interface it needs.
+of its units of work, group by group) holds every operation; a front sees only its role
+here, so a reader can tell which front uses what, and a change to an operation names the
+fronts it touches. Each role is a :class:`~typing.Protocol` that ``Service`` satisfies as
+it is (mypy checks it where ``rackcron.cli`` wires the fronts); a role that works in a
+unit of work gets it from its ``transaction``, typed group by group (``ops.schedules``,
+``ops.inventory``, ...) as the smaller interfaces it needs.
 
 ============================  ==========================================================
 role                          front
@@ -67,13 +68,16 @@ from rackcron.service._firing import (
     Unfireable,
 )
 from rackcron.service._inventory import RackView
-from rackcron.service._names import LOOKALIKE_KINDS, warn_lookalike
+from rackcron.service._names import LOOKALIKE_KINDS, Lookalikes, warn_lookalike
 from rackcron.service._schedules import MetricsSchedule, MetricsSchedules
 
 __all__ = [
     "DEFAULT_LEASE",
     "LOOKALIKE_KINDS",
+    "ActionRecords",
     "ApplyLog",
+    "ApplyReads",
+    "ApplyRecords",
     "ApplyWork",
     "Batch",
     "CommandTarget",
@@ -84,7 +88,13 @@ __all__ = [
     "ExtrasWork",
     "FireResult",
     "FiringStore",
+    "FreezeCommands",
+    "FreezeReads",
+    "FreezeScopeReads",
+    "InventoryByIds",
     "InventoryCommands",
+    "InventoryReads",
+    "Lookalikes",
     "MetricsSchedule",
     "MetricsSchedules",
     "Missed",
@@ -96,7 +106,10 @@ __all__ = [
     "ScheduleAdmin",
     "ScheduleCommands",
     "SchedulePages",
+    "ScheduleReads",
+    "ScopeCommands",
     "ScopeOutcome",
+    "ScopeReads",
     "ShimStore",
     "TaskPages",
     "Unfireable",
@@ -262,12 +275,25 @@ class ScheduleAdmin(SchedulePages, TaskPages, Protocol):
     def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task: ...
 
 
-# --- reads: the console, upcoming, and a plan's view of the store ------------------------------
+# --- a unit of work, group by group: what is read, what a plan's commands change ------------------
 
 
-class Reads(SchedulePages, TaskPages, Protocol):
-    """What one read-only unit of work reads: the inventory, freezes, schedules with their
-    scopes, tasks, and the apply log."""
+class ScheduleReads(SchedulePages, Protocol):
+    """Schedules, read."""
+
+    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
+
+
+class ScopeReads(Protocol):
+    """Scopes, read."""
+
+    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
+
+    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]: ...
+
+
+class InventoryReads(Protocol):
+    """The inventory, read."""
 
     def list_racks(self) -> list[Rack]: ...
 
@@ -275,15 +301,37 @@ class Reads(SchedulePages, TaskPages, Protocol):
 
     def list_nvl_domains(self) -> list[NVLDomain]: ...
 
+
+class FreezeReads(Protocol):
+    """Freezes, read."""
+
     def list_freezes(self) -> list[Freeze]: ...
 
-    def get_schedule(self, schedule_id: uuid.UUID | str) -> Schedule: ...
 
-    def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
-
-    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]: ...
+class ApplyReads(Protocol):
+    """The apply log, read."""
 
     def get_apply(self, apply_id: int) -> ApplyRecord | None: ...
+
+
+class Reads(Protocol):
+    """What one read-only unit of work reads: schedules with their scopes, tasks, the
+    inventory, freezes and the apply log."""
+
+    @property
+    def now(self) -> datetime: ...
+    @property
+    def schedules(self) -> ScheduleReads: ...
+    @property
+    def scopes(self) -> ScopeReads: ...
+    @property
+    def tasks(self) -> TaskPages: ...
+    @property
+    def inventory(self) -> InventoryReads: ...
+    @property
+    def freezes(self) -> FreezeReads: ...
+    @property
+    def applies(self) -> ApplyReads: ...
 
 
 class ReadModel(Protocol):
@@ -297,10 +345,7 @@ class ReadModel(Protocol):
     def transaction(self, *, write: bool = True) -> AbstractContextManager[Reads]: ...
 
 
-# --- a plan's commands, its apply, and rackcron.v1.Reconciler ------------------------------------
-
-
-class ScheduleCommands(Protocol):
+class ScheduleCommands(ScheduleReads, Protocol):
     """A plan's schedule commands, in the caller's unit of work (nothing audited: an apply
     is logged whole)."""
 
@@ -325,6 +370,16 @@ class ScheduleCommands(Protocol):
 
     def delete_schedule(self, schedule_id: uuid.UUID | str) -> None: ...
 
+    def set_management(self, schedule_id: uuid.UUID | str, management: Management) -> Schedule: ...
+
+    def set_starting_deadline(
+        self, schedule_id: uuid.UUID | str, starting_deadline: str | None
+    ) -> Schedule: ...
+
+
+class ScopeCommands(ScopeReads, Protocol):
+    """A plan's scope commands."""
+
     def add_scope(
         self, schedule_id: uuid.UUID | str, target_spec: TargetSpec | None
     ) -> list[Scope]: ...
@@ -335,15 +390,9 @@ class ScheduleCommands(Protocol):
 
     def remove_scope(self, scope_id: uuid.UUID | str) -> None: ...
 
-    def set_management(self, schedule_id: uuid.UUID | str, management: Management) -> Schedule: ...
 
-    def set_starting_deadline(
-        self, schedule_id: uuid.UUID | str, starting_deadline: str | None
-    ) -> Schedule: ...
-
-
-class InventoryCommands(Protocol):
-    """A plan's inventory and freeze commands, in the caller's unit of work."""
+class InventoryCommands(InventoryReads, Protocol):
+    """A plan's inventory commands."""
 
     def upsert_rack(self, item: Rack) -> Rack: ...
 
@@ -357,19 +406,30 @@ class InventoryCommands(Protocol):
 
     def delete_nvl_domain(self, domain_id: uuid.UUID | str) -> None: ...
 
+
+class FreezeCommands(FreezeReads, Protocol):
+    """A plan's freeze commands."""
+
     def upsert_freeze(self, item: Freeze) -> Freeze: ...
 
     def delete_freeze(self, name: str) -> None: ...
 
 
-class CommandTarget(ScheduleCommands, InventoryCommands, Protocol):
-    """Where a plan's commands run (``rackcron.executor``)."""
+class CommandTarget(Protocol):
+    """Where a plan's commands run (``rackcron.executor``): a unit of work's groups."""
+
+    @property
+    def schedules(self) -> ScheduleCommands: ...
+    @property
+    def scopes(self) -> ScopeCommands: ...
+    @property
+    def inventory(self) -> InventoryCommands: ...
+    @property
+    def freezes(self) -> FreezeCommands: ...
 
 
-class ApplyWork(Reads, CommandTarget, Protocol):
-    """An apply's unit of work: read the store, run the commands, log the apply."""
-
-    now: datetime
+class ApplyRecords(ApplyReads, Protocol):
+    """The apply log, written."""
 
     def record_apply(
         self,
@@ -384,6 +444,13 @@ class ApplyWork(Reads, CommandTarget, Protocol):
     ) -> ApplyRecord: ...
 
     def mark_applied(self, names: Iterable[str], apply_id: int) -> None: ...
+
+
+class ApplyWork(CommandTarget, Reads, Protocol):
+    """An apply's unit of work: read the store, run the commands, log the apply."""
+
+    @property
+    def applies(self) -> ApplyRecords: ...
 
 
 class ApplyLog(Protocol):
@@ -403,19 +470,39 @@ class ApplyLog(Protocol):
         ...
 
 
-class ExtrasWork(ApplyWork, Protocol):
-    """A RunStep's unit of work: an apply's, with the lookups a freeze's scope check needs,
-    the look-alike check and the audit trail."""
+class FreezeScopeReads(FreezeCommands, Protocol):
+    """Freezes, and the lock on what they hold: a RunStep checks the freezes a step lifts
+    against what it changes."""
 
     def lock_what_freezes_hold(self) -> None: ...
+
+
+class InventoryByIds(InventoryCommands, Protocol):
+    """The inventory, and a rack or component by id (``rackcron.domain.commands``)."""
 
     def find_rack(self, rack_id: uuid.UUID) -> Rack | None: ...
 
     def find_component(self, component_id: uuid.UUID) -> Component | None: ...
 
-    def lookalike(self, kind: str, name: str) -> str | None: ...
+
+class ActionRecords(Protocol):
+    """The audit trail, written."""
 
     def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None: ...
+
+
+class ExtrasWork(ApplyWork, Protocol):
+    """A RunStep's unit of work: an apply's, with the lookups a freeze's scope check needs,
+    the look-alike check and the audit trail."""
+
+    @property
+    def freezes(self) -> FreezeScopeReads: ...
+    @property
+    def inventory(self) -> InventoryByIds: ...
+    @property
+    def names(self) -> Lookalikes: ...
+    @property
+    def audit(self) -> ActionRecords: ...
 
 
 class ExtrasStore(Protocol):

@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from rackcron.audit import ActionRecord, Actor, Audit, Via
 from rackcron.domain.models import Freeze, FreezeSelector, ScheduleConfig, SpecType, TaskStatus
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, StoreError
-from rackcron.service import Operations, Service
+from rackcron.service import FiringOps, Service
 from rackcron.shim.server import ShimConfig, ShimServer, load_tokens
 from rackcron.store import transaction
 from rackcron.store.tables import task_schedule
@@ -237,7 +237,7 @@ def test_a_trigger_whose_submission_fails_is_recorded_as_deferred(
     def broken(self, firings, *, defer_held=True):  # type: ignore[no-untyped-def]
         raise sa.exc.OperationalError("INSERT", {}, Exception("server closed the connection"))
 
-    monkeypatch.setattr(Operations, "complete", broken)
+    monkeypatch.setattr(FiringOps, "complete", broken)
     by = Audit(Actor(Via.LOCAL, "ann", "h"), "rerun")
     with pytest.raises(StoreError, match=r"server closed the connection.*next poll"):
         service.trigger(nightly.id, audit=by)

@@ -187,12 +187,12 @@ def test_the_miss_is_committed_with_the_advance_or_not_at_all(service, fleet, cl
     clock.now = made.next_run_at + 50 * MINUTE  # before the next hourly tick
     before = snapshot(service)
     with pytest.raises(RuntimeError), service.transaction() as ops:
-        claim = ops.claim_batch(10)
+        claim = ops.firing.claim_batch(10)
         assert [m.schedule_id for m in claim.missed] == [made.id]
         raise RuntimeError("the dispatcher dies before the claim commits")
     assert snapshot(service) == before  # still due, no miss recorded
     with service.transaction() as ops:
-        (miss,) = ops.claim_batch(10).missed
+        (miss,) = ops.firing.claim_batch(10).missed
     assert (miss.schedule_id, miss.lateness_seconds) == (made.id, 3000.0)
     # Committed: the advance and the miss together, read back by another connection.
     with transaction(service.engine, write=False) as conn:

@@ -96,14 +96,14 @@ def test_four_replicas_fire_every_scope_of_every_tick_exactly_once(store_url, tm
         racks = [uuid.uuid4() for _ in range(RACKS)]
         with service.transaction() as ops:
             for i, r in enumerate(racks):
-                ops.upsert_rack(Rack(id=r, name=f"rack-{i:03d}"))
+                ops.inventory.upsert_rack(Rack(id=r, name=f"rack-{i:03d}"))
             for i in range(SCHEDULES):
                 config = ScheduleConfig(
                     name=f"s{i:04d}", spec_type="interval", spec=f"{INTERVAL:g}s",
                     overlap_policy=OverlapPolicy.QUEUE,  # every scope submits every tick
                 )  # fmt: skip
                 chosen = [racks[i * SCOPES + k] for k in range(SCOPES)]
-                ops.create_schedule(config, make_operation("power_on", chosen))
+                ops.schedules.create_schedule(config, make_operation("power_on", chosen))
     finally:
         service.close()
     log_files = [tmp_path / f"replica-{i}.log" for i in range(4)]

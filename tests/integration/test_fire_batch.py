@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from rackcron.domain.lifecycle import MAX_WAITING
 from rackcron.domain.models import ComponentType, OverlapPolicy, TaskStatus
 from rackcron.gcpause import gc_paused
-from rackcron.service import Operations, Service
+from rackcron.service import FiringOps, Service, TaskOps
 from rackcron.service._tasks import SubmissionRefused, new_task_id
 from rackcron.store.tables import firing
 from tests.support.service import component_spec, create, rack_spec, set_status
@@ -183,14 +183,14 @@ def test_the_fallback_decides_like_the_batch(service, fleet, clock, monkeypatch)
     """Forcing the scope-by-scope path changes no decision."""
     two_sharing_rack_1(service, fleet, OverlapPolicy.SKIP)
     clock.advance(hours=1)
-    batch_insert = Operations._submit_locked
+    batch_insert = TaskOps._submit_locked
 
     def fail_batches(self, requests, on_rack):  # type: ignore[no-untyped-def]
         if len(requests) > 1:
             raise sa.exc.OperationalError("INSERT", {}, Exception("injected"))
         return batch_insert(self, requests, on_rack)
 
-    monkeypatch.setattr(Operations, "_submit_locked", fail_batches)
+    monkeypatch.setattr(TaskOps, "_submit_locked", fail_batches)
     first, second = service.fire_due()
     assert (results(first), results(second)) == (["submitted"] * 2, ["failed", "submitted"])
     assert "already has an active task" in second.outcomes[0].error
@@ -220,7 +220,7 @@ def test_a_store_failure_defers_the_batch_and_the_next_poll_completes_it(
     def broken(self, firing_ids, *, defer_held=True):  # type: ignore[no-untyped-def]
         raise sa.exc.OperationalError("SELECT", {}, Exception("server closed the connection"))
 
-    monkeypatch.setattr(Operations, "complete", broken)
+    monkeypatch.setattr(FiringOps, "complete", broken)
     fired = service.fire_due()
     assert [results(f) for f in fired] == [["deferred"]] * 3
     assert "server closed the connection" in fired[0].outcomes[0].error
@@ -252,7 +252,7 @@ def test_submit_task_alone_still_refuses_with_the_rule(service, fleet) -> None:
     schedule = create(service, fleet.racks[:1])
     (task_id,) = service.trigger(schedule.id).task_ids
     with service.transaction() as ops:
-        queued = ops.submit_task(
+        queued = ops.tasks.submit_task(
             rack_id=fleet.racks[0], component_filter=None, template=schedule.template,
             policy=OverlapPolicy.QUEUE, description="by hand",
         )  # fmt: skip
@@ -261,7 +261,7 @@ def test_submit_task_alone_still_refuses_with_the_rule(service, fleet) -> None:
     assert set(queued.component_uuids) == set(fleet.components[fleet.racks[0]])
     refused = pytest.raises(SubmissionRefused, match=f"already has an active task {task_id}")
     with refused, service.transaction() as ops:
-        ops.submit_task(
+        ops.tasks.submit_task(
             rack_id=fleet.racks[0], component_filter=None, template=schedule.template,
             policy=OverlapPolicy.SKIP, description="by hand",
         )  # fmt: skip
@@ -311,11 +311,11 @@ def test_the_overlap_check_reads_only_open_firings(service, fleet, clock) -> Non
         query = sa.select(sa.func.count()).where(
             firing.c.schedule_id == schedule.id, firing.c.finished_at.is_(None)
         )
-        dialect = ops.conn.dialect.name
+        dialect = ops.work.conn.dialect.name
         explain = "EXPLAIN QUERY PLAN " if dialect == "sqlite" else "EXPLAIN "
-        compiled = query.compile(ops.conn, compile_kwargs={"literal_binds": True})
+        compiled = query.compile(ops.work.conn, compile_kwargs={"literal_binds": True})
         if dialect == "postgresql":
-            ops.conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        plan = " ".join(str(r) for r in ops.conn.exec_driver_sql(f"{explain}{compiled}"))
-        assert ops.conn.execute(query).scalar_one() == 0
+            ops.work.conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = " ".join(str(r) for r in ops.work.conn.exec_driver_sql(f"{explain}{compiled}"))
+        assert ops.work.conn.execute(query).scalar_one() == 0
     assert "ix_firing_open_schedule" in plan

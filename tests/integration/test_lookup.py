@@ -40,7 +40,7 @@ def as_row(row: Any) -> Any:
 
 def through_sqlalchemy(service: Service, schedule_id: uuid.UUID) -> Schedule:
     with service.transaction(write=False) as ops:
-        return ops.get_schedule(schedule_id)
+        return ops.schedules.get_schedule(schedule_id)
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_a_change_to_any_column_is_seen_at_once(service: Service, schedules, col
     before = service.get_schedule(schedule.id)
     if column == "applied_by":
         with service.transaction() as ops:
-            ops.record_apply(revision=None, dirty=False, source="t", author="a", summary={})
+            ops.applies.record_apply(revision=None, dirty=False, source="t", author="a", summary={})
     with transaction(service.engine) as conn:
         conn.execute(
             task_schedule.update()

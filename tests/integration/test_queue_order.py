@@ -39,7 +39,7 @@ def _request(rack_id: uuid.UUID, kind: str, *components: uuid.UUID) -> TaskReque
 
 def _submit(service: Service, *requests: TaskRequest) -> list[uuid.UUID]:
     with service.transaction() as ops:
-        made = ops.submit_tasks(requests)
+        made = ops.tasks.submit_tasks(requests)
     ids = [m.task_id for m in made]
     assert all(i is not None for i in ids), made
     return [i for i in ids if i is not None]

@@ -267,10 +267,10 @@ def test_a_create_and_its_management_are_reported_apart(
     served: str, service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A schedule created before its SetManagement failed is reported as applied."""
-    from rackcron.service import Operations
+    from rackcron.service import ScheduleOps
 
-    with monkeypatch.context() as patch:  # RunStep runs plan steps on Operations
-        patch.setattr(Operations, "set_management", _refuse_management)
+    with monkeypatch.context() as patch:  # RunStep runs plan steps on ScheduleOps
+        patch.setattr(ScheduleOps, "set_management", _refuse_management)
         code, out = cli("apply", str(EXAMPLES / "fleet"), "--server", served, "--auto-approve")
     assert code == 1, out
     failed = out[out.index("error: schedule") :].splitlines()[0]

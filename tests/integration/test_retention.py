@@ -465,7 +465,7 @@ def test_finished_firing_records_are_pruned_and_open_ones_kept(service, fleet, c
     clock.advance(hours=1)
     assert len(service.fire_due()) == 2  # both fire, both finish: two records
     with service.transaction() as ops:  # a trigger whose replica died before submitting
-        ops.claim(owing.id)
+        ops.firing.claim(owing.id)
     firings = sa.select(sa.func.count()).select_from(firing)
     with transaction(service.engine) as conn:
         assert conn.execute(firings).scalar_one() == 3

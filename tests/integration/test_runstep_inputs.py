@@ -82,12 +82,12 @@ def test_a_freeze_rights_check_holds_off_other_writers_of_freezes(service: Servi
         done.set()
 
     with service.transaction() as ops:
-        ops.lock_what_freezes_hold()
+        ops.freezes.lock_what_freezes_hold()
         writer = threading.Thread(target=other_writer)
         writer.start()
         assert _waits_on_a_lock(service), "the other writer was not held off"
         assert not done.is_set()
-        assert ops.list_freezes() == []  # what the check reads is what it will write over
+        assert ops.freezes.list_freezes() == []  # what the check reads is what it will write over
     writer.join(10)
     assert done.is_set() and [f.name for f in service.list_freezes()] == ["race"]
 

@@ -39,7 +39,7 @@ def test_equals_list_scopes_for_every_schedule(service, fleet, clock) -> None:
     assert batched == per_schedule(service, schedules)
     assert [s.rack_id for s in batched[schedules[0].id]] == [r[1], r[4], r[2]]
     with service.transaction(write=False) as ops:
-        assert ops.scopes_by_schedule() == batched
+        assert ops.scopes.scopes_by_schedule() == batched
 
 
 def test_store_state_reads_scopes_in_one_query(service, fleet) -> None:

@@ -286,7 +286,7 @@ def test_three_phases_and_a_crash_before_write_back(service, fleet, clock) -> No
     schedule = create(service, fleet.racks[:2])
     clock.advance(hours=1)
     with service.transaction() as ops:
-        (firing,) = ops.claim_due(10)
+        (firing,) = ops.firing.claim_due(10)
     claimed = service.get_schedule(schedule.id)  # phase 1 committed: spent, nothing submitted
     assert (claimed.last_run_at, claimed.next_run_at) == (clock.now, clock.now + HOUR)
     assert service.list_tasks().total == 0
@@ -301,7 +301,7 @@ def test_three_phases_and_a_crash_before_write_back(service, fleet, clock) -> No
     assert results(again) == ["skipped", "skipped"]
     assert service.list_tasks().total == 2
     with service.transaction() as ops:
-        ops.write_back(outcomes)
+        ops.firing.write_back(outcomes)
     assert [s.last_task_id for s in service.list_scopes(schedule.id)] == [
         o.task_id for o in outcomes]  # fmt: skip
 
@@ -313,7 +313,7 @@ def test_a_task_never_written_back_after_the_last_one_keeps_its_scope_busy(servi
     finish_all(service, earlier.task_ids)  # the scope's last task, ended
     clock.advance(hours=1)
     with service.transaction() as ops:
-        (firing,) = ops.claim_due(10)
+        (firing,) = ops.firing.claim_due(10)
     service.complete([firing])  # crash: its task is never written back
     scope = service.list_scopes(schedule.id)[0]
     assert scope.last_task_id == earlier.task_ids[0]
@@ -325,11 +325,11 @@ def test_a_task_never_written_back_after_the_last_one_keeps_its_scope_busy(servi
 def test_write_back_ignores_a_scope_deleted_meanwhile(service, fleet, clock) -> None:
     schedule = create(service, fleet.racks[:2])
     with service.transaction() as ops:
-        firing = ops.claim(schedule.id)
+        firing = ops.firing.claim(schedule.id)
     outcomes = service.complete([firing])[0].outcomes
     service.remove_scope(outcomes[0].scope_id)
     with service.transaction() as ops:
-        ops.write_back(outcomes)
+        ops.firing.write_back(outcomes)
     assert [s.last_task_id for s in service.list_scopes(schedule.id)] == [outcomes[1].task_id]
     assert service.get_tasks([outcomes[0].task_id])[0].status == TaskStatus.PENDING
 
@@ -353,7 +353,7 @@ def test_a_locked_due_schedule_fires_once(service, fleet, clock) -> None:
     other = Service(service.engine, clock=clock)
     seen: list[int] = []
     with service.transaction() as ops:
-        assert len(ops.claim_due(10)) == 1
+        assert len(ops.firing.claim_due(10)) == 1
         # A second dispatcher polls while the first still holds the row lock.
         worker = threading.Thread(target=lambda: seen.append(len(other.fire_due())))
         worker.start()
@@ -380,7 +380,7 @@ def test_trigger_serialises_with_the_dispatcher_on_the_row_lock(service, fleet, 
     clock.advance(hours=1)
     out: list = []
     with service.transaction() as ops:
-        ops.claim_due(10)
+        ops.firing.claim_due(10)
         worker = threading.Thread(target=lambda: out.append(service.trigger(schedule.id)))
         worker.start()
         _wait_for_a_lock_waiter(service.engine)

@@ -360,9 +360,9 @@ class ServiceMachine(RuleBasedStateMachine):
     @invariant()
     def agree(self) -> None:
         with self.service.transaction(write=False) as ops:
-            schedules = ops.list_schedules().items
-            scopes = ops.scopes_by_schedule()
-            tasks = ops.list_tasks().items
+            schedules = ops.schedules.list_schedules().items
+            scopes = ops.scopes.scopes_by_schedule()
+            tasks = ops.tasks.list_tasks().items
         by_id = {v: k for k, v in self.schedule_ids.items()}
         assert sorted(by_id) == sorted(s.id for s in schedules)
         for schedule in schedules:

@@ -85,7 +85,7 @@ def test_times_round_trip_as_aware_utc(service, fleet, clock) -> None:
 def test_naive_datetimes_are_refused_by_the_store(service) -> None:
     naive = datetime(2026, 6, 1, 12, 0)
     with pytest.raises(StoreError, match="naive datetime"), service.transaction() as ops:
-        ops.conn.execute(task_schedule.update().values(updated_at=naive))
+        ops.work.conn.execute(task_schedule.update().values(updated_at=naive))
 
 
 def test_scope_rows_go_with_their_schedule_and_tasks_stay(service, fleet) -> None:

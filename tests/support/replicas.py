@@ -41,12 +41,12 @@ def seed(url: str, *, schedules: int, racks: int, scopes: int, interval: str) ->
         ids = [uuid.uuid4() for _ in range(racks)]
         with service.transaction() as ops:
             for i, r in enumerate(ids):
-                ops.upsert_rack(Rack(id=r, name=f"rack-{i:03d}"))
+                ops.inventory.upsert_rack(Rack(id=r, name=f"rack-{i:03d}"))
             for i in range(schedules):
                 config = ScheduleConfig(name=f"s{i:04d}", spec_type="interval", spec=interval,
                                         overlap_policy=OverlapPolicy.QUEUE)  # fmt: skip
                 chosen = [ids[(i + k) % racks] for k in range(scopes)]
-                ops.create_schedule(config, make_operation("power_on", chosen))
+                ops.schedules.create_schedule(config, make_operation("power_on", chosen))
     finally:
         service.close()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import typing
 from pathlib import Path
 from typing import Protocol
 
@@ -89,3 +90,19 @@ def test_no_two_public_classes_share_a_name() -> None:
                     where.setdefault(node.name, []).append(str(path.relative_to(package)))
     assert len(where) > 100  # the walk follows the fronts' links
     assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_a_unit_of_works_groups_are_composed_not_inherited() -> None:
+    """Each group of ``Operations`` is a class of its own, given the unit of work and the
+    groups it calls: no group inherits another (no mixin chain), none is a service."""
+    from rackcron.service import Operations, UnitOfWork
+
+    groups = {k: v for k, v in typing.get_type_hints(Operations).items() if k != "work"}
+    assert len(groups) >= 10
+    for name, group in groups.items():
+        assert group.__bases__ == (object,), name
+        public = [m for m in vars(group) if not m.startswith("_") and callable(vars(group)[m])]
+        assert 0 < len(public) <= MOST, (name, public)
+        fields = typing.get_type_hints(group)
+        assert fields.pop("work") is UnitOfWork, name
+        assert set(fields.values()) <= set(groups.values()), name  # collaborators: groups

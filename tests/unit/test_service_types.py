@@ -1,10 +1,10 @@
-"""Service's operations keep the signatures of the Operations methods they run.
+"""Service's operations keep the signatures of the methods they run.
 
-Each of them is ``_in_transaction(Operations.<name>)``, typed with a ParamSpec: to mypy
+Each of them is ``_in_transaction(<Group>Ops.<name>)``, typed with a ParamSpec: to mypy
 (and an editor) ``Service.<name>`` takes that method's parameters, less ``self``, and
 returns its type; to ``inspect`` (``help()``) it has that signature too. mypy checks a
 snippet with the project's configuration: what it reveals for ``service.<name>`` is what
-it reveals for ``ops.<name>``, and wrong calls are errors.
+it reveals for ``ops.<group>.<name>``, and wrong calls are errors.
 
 The changes the audit trail records are written out instead (``AUDITED``): each takes
 its operation's parameters and a keyword ``audit``, and returns the same type.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -22,11 +23,22 @@ from mypy import api
 from rackcron.service import Operations, Service
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Each group of a unit of work's operations, by its attribute of Operations.
+GROUPS = {k: v for k, v in typing.get_type_hints(Operations).items() if k != "work"}
+#: Which group holds each public operation.
+GROUP_OF = {name: g for g, kind in GROUPS.items() for name in vars(kind) if name[0] != "_"}
+
+
+def operation(name: str) -> object:
+    """The group's method ``name``."""
+    return getattr(GROUPS[GROUP_OF[name]], name)
+
+
 #: The operations Service runs each in a transaction of its own (``_in_transaction``).
 WRAPPED = sorted(
     name
     for name, value in vars(Service).items()
-    if getattr(value, "__wrapped__", None) is getattr(Operations, name, False)
+    if name in GROUP_OF and getattr(value, "__wrapped__", None) is operation(name)
 )
 
 #: The operations whose Service method also records the change (``rackcron.audit``).
@@ -52,7 +64,11 @@ _WRONG = {
 }
 SNIPPET = [
     *_PREAMBLE.splitlines(),
-    *(f"    reveal_type({who}.{name})" for name in WRAPPED for who in ("service", "ops")),
+    *(
+        f"    reveal_type({who}.{name})"
+        for name in WRAPPED
+        for who in ("service", f"ops.{GROUP_OF[name]}")
+    ),
     *(f"    {call}" for call in _WRONG),
 ]
 _LINE = re.compile(r"^snippet\.py:(\d+): (note|error): (.*)$")
@@ -96,7 +112,7 @@ def test_the_operations_are_found() -> None:
 @pytest.mark.parametrize("name", AUDITED)
 def test_an_audited_operation_takes_its_parameters_and_audit(name: str) -> None:
     ours = inspect.signature(getattr(Service, name))
-    theirs = inspect.signature(getattr(Operations, name))
+    theirs = inspect.signature(operation(name))  # type: ignore[arg-type]
     audit = ours.parameters["audit"]
     assert audit.kind == inspect.Parameter.KEYWORD_ONLY and audit.default is None
     assert [p for p in ours.parameters.values() if p.name != "audit"] == list(
@@ -110,7 +126,7 @@ def test_an_audited_operation_takes_its_parameters_and_audit(name: str) -> None:
 @pytest.mark.parametrize("name", WRAPPED)
 def test_mypy_sees_the_operations_signature(name: str, checked: dict[int, list[str]]) -> None:
     ours = checked[_line(f"reveal_type(service.{name})")]
-    theirs = checked[_line(f"reveal_type(ops.{name})")]
+    theirs = checked[_line(f"reveal_type(ops.{GROUP_OF[name]}.{name})")]
     assert len(ours) == 1 and ours[0].startswith('Revealed type is "def ('), ours
     assert ours == theirs
 
@@ -125,6 +141,7 @@ def test_a_wrong_call_is_an_error(call: str, checked: dict[int, list[str]]) -> N
 
 @pytest.mark.parametrize("name", WRAPPED)
 def test_inspect_sees_the_operations_signature(name: str) -> None:
-    assert inspect.signature(getattr(Service, name)) == inspect.signature(getattr(Operations, name))
-    assert getattr(Service, name).__doc__ == getattr(Operations, name).__doc__
+    theirs = operation(name)
+    assert inspect.signature(getattr(Service, name)) == inspect.signature(theirs)  # type: ignore[arg-type]
+    assert getattr(Service, name).__doc__ == theirs.__doc__
     assert getattr(Service, name).__name__ == name
