@@ -13,6 +13,7 @@ Modules, from the bottom up::
     _cron       the cron dialect and matching in naive wall time
     _dst        mapping matching wall times to real instants across DST changes
     _spec       SpecType, Interval, OneTime, parse_spec and the evaluation API
+    _spread     an interval's anchor and a jitter (fire times spread, the same everywhere)
 """
 
 from __future__ import annotations
@@ -33,21 +34,41 @@ from rackcron.domain.timing._spec import (
     parse_rfc3339,
     parse_spec,
 )
+from rackcron.domain.timing._spread import (
+    NO_SPREAD,
+    Spread,
+    SpreadError,
+    fire_after,
+    first_fire,
+    jitter_offset,
+    latest_fire,
+    nominal_after,
+    parse_spread,
+)
 
 __all__ = [
+    "NO_SPREAD",
     "Cron",
     "Interval",
     "OneTime",
     "Spec",
     "SpecError",
     "SpecType",
+    "Spread",
+    "SpreadError",
     "describe_local",
+    "fire_after",
+    "first_fire",
     "first_run",
     "format_rfc3339",
+    "jitter_offset",
     "latest_due",
+    "latest_fire",
     "next_after",
+    "nominal_after",
     "parse_duration",
     "parse_rfc3339",
     "parse_spec",
+    "parse_spread",
     "parse_timezone",
 ]
