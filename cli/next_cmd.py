@@ -1,7 +1,7 @@
 """``rackcron next``: preview when a schedule spec fires.
 
 A thin front over ``rackcron.domain.timing``: parse the options, call ``parse_spec``,
-``first_run`` and ``next_after``, render. Fire times become rows of
+``parse_spread``, ``first_fire`` and ``fire_after``, render. Fire times become rows of
 ``{"utc", "local"}`` strings; the JSON output is those rows and the text output
 is rendered from them, so the two cannot disagree. Bad input (spec, zone,
 ``--after``) is one ``error:`` line on stderr and exit status 1; usage errors
@@ -22,12 +22,15 @@ from rackcron.domain.timing import (
     Spec,
     SpecError,
     SpecType,
+    Spread,
+    SpreadError,
     describe_local,
-    first_run,
+    fire_after,
+    first_fire,
     format_rfc3339,
-    next_after,
     parse_rfc3339,
     parse_spec,
+    parse_spread,
     parse_timezone,
 )
 
@@ -65,9 +68,32 @@ __all__ = ["next_command"]
     metavar="RFC3339",
     help="Start from this instant instead of now, e.g. 2026-03-07T12:00:00Z.",
 )
+@click.option(
+    "--anchor",
+    metavar="RFC3339",
+    help="An interval's anchor: fire at ANCHOR + k * interval (as a tree's `anchor`).",
+)
+@click.option(
+    "--jitter",
+    metavar="DURATION",
+    help="Delay each fire time as a tree's `jitter` does (whole seconds); needs --name.",
+)
+@click.option(
+    "--name",
+    metavar="NAME",
+    help="The schedule's name, which fixes its jitter's delays.",
+)
 @format_option
 def next_command(
-    spec: str, spec_type: str, zone: str, count: int, after: str | None, fmt: str
+    spec: str,
+    spec_type: str,
+    zone: str,
+    count: int,
+    after: str | None,
+    anchor: str | None,
+    jitter: str | None,
+    name: str | None,
+    fmt: str,
 ) -> None:
     """Preview the next fire times of SPEC.
 
@@ -82,6 +108,10 @@ def next_command(
         2026-03-08T07:00:00Z  2026-03-08T03:00:00-04:00 EDT
         2026-03-09T06:30:00Z  2026-03-09T02:30:00-04:00 EDT
         2026-03-10T06:30:00Z  2026-03-10T02:30:00-04:00 EDT
+
+    With --anchor and --jitter, the times a schedule declaring them fires at
+    (docs/timing.md "Spreading fire times"); a jitter's delays depend on the
+    schedule's --name.
     """
     try:
         parse_timezone(zone)
@@ -95,8 +125,14 @@ def next_command(
         parsed = parse_spec(spec_type, spec, zone)
     except SpecError as exc:
         _fail(f"spec: {exc}")
+    if jitter is not None and name is None:
+        _fail("--jitter: give the schedule's --name too: it fixes the delays")
     try:
-        rows = _rows(parsed, start, count)
+        spread = parse_spread(parsed, anchor, jitter)
+    except SpreadError as exc:
+        _fail(f"--{exc.field}: {exc}")
+    try:
+        rows = _rows(parsed, spread, name or "", start, count)
     except OverflowError:
         _fail("the fire times run past the year 9999")
     if fmt == "json":
@@ -106,15 +142,17 @@ def next_command(
         click.echo(f"{utc}  {local} {abbreviation}" if isinstance(parsed, Cron) else utc)
 
 
-def _rows(spec: Spec, start: datetime, count: int) -> list[tuple[str, str, str]]:
+def _rows(
+    spec: Spec, spread: Spread, name: str, start: datetime, count: int
+) -> list[tuple[str, str, str]]:
     """Return up to ``count`` fire times as (UTC, local, zone abbreviation) strings."""
     rows: list[tuple[str, str, str]] = []
-    moment: datetime | None = first_run(spec, start)
+    moment: datetime | None = first_fire(spec, spread, name, start)
     while moment is not None and len(rows) < count:
         local = describe_local(spec, moment)
         rows.append((format_rfc3339(moment), local.isoformat(), local.tzname() or ""))
         if len(rows) < count:
-            moment = next_after(spec, moment)
+            moment = fire_after(spec, spread, name, moment)
     return rows
 
 

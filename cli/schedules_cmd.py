@@ -60,7 +60,7 @@ def _client(server: Server) -> FlowClient:
 
 
 #: A schedule's fields the Flow RPCs do not carry: left out of what --server shows.
-_NOT_ON_FLOW = {"starting_deadline", "last_miss"}
+_NOT_ON_FLOW = {"starting_deadline", "last_miss", "anchor", "jitter"}
 
 
 def _dump(schedule: Schedule, server: Server | None) -> dict[str, object]:
@@ -203,8 +203,9 @@ def _newest_tasks(backend: Service | FlowClient, schedule_id: uuid.UUID) -> Page
 def get_command(schedule: str, fmt: str, database_url: str | None, server: Server | None) -> None:
     """Show one schedule, its scope and its newest tasks.
 
-    From the store it also shows the schedule's starting deadline, its last missed
-    firing, with how late it was, and its 5 newest tasks (when each was created, on
+    From the store it also shows the schedule's starting deadline, its anchor and
+    jitter when it has them, its last missed firing, with how late it was, and its 5
+    newest tasks (when each was created, on
     which rack, its status); the Flow RPCs of --server carry none of them. Each rack
     of the scope is shown by name and id (over --server, by id alone unless the server
     offers rackcron.v1.Reconciler).
@@ -248,6 +249,8 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
             if server is not None
             else [
                 ("deadline", found.starting_deadline or "none"),
+                *([("anchor", when(found.anchor))] if found.anchor else []),
+                *([("jitter", found.jitter)] if found.jitter else []),
                 ("last miss", _miss(found)),
             ]
         ),

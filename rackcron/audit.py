@@ -330,6 +330,7 @@ _STEP_KINDS = {
     "DeleteFreeze": "freeze",
     "SetManagement": "schedule",
     "SetStartingDeadline": "schedule",
+    "SetSpread": "schedule",
 }
 
 

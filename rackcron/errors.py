@@ -74,9 +74,13 @@ validator::
 
     ValueError
     ├── SpecError  rackcron.domain.timing._base
-    │       a spec, duration, timestamp or time zone does not parse (the
-    │       service raises InvalidArgument from it; validate: a diagnostic;
-    │       a CLI option or argument: an error naming it)
+    │   │   a spec, duration, timestamp or time zone does not parse (the
+    │   │   service raises InvalidArgument from it; validate: a diagnostic;
+    │   │   a CLI option or argument: an error naming it)
+    │   └── SpreadError  rackcron.domain.timing._spread
+    │           an anchor or jitter is malformed or not allowed on its spec
+    │           (its field named: the service's InvalidArgument, validate's
+    │           diagnostic at the field)
     ├── BadTokenFile  rackcron.shim.tokens
     │       a line of the gRPC token file breaks a rule (names the file and
     │       the line, never the token): load_tokens raises UnusableConfig

@@ -25,6 +25,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
     UpdateScope,
@@ -88,6 +89,8 @@ class StoreExecutor:
                     command.operation,
                     management=command.management,
                     starting_deadline=command.starting_deadline,
+                    anchor=command.anchor,
+                    jitter=command.jitter,
                 )
             case UpdateSchedule(schedule=config, update_mask=mask):
                 ops.schedules.update_schedule(self._id(command.name), config, list(mask))
@@ -109,6 +112,8 @@ class StoreExecutor:
                 ops.schedules.set_management(self._id(name), management)
             case SetStartingDeadline(name=name, starting_deadline=deadline):
                 ops.schedules.set_starting_deadline(self._id(name), deadline)
+            case SetSpread(name=name, anchor=anchor, jitter=jitter):
+                ops.schedules.set_spread(self._id(name), anchor, jitter)
             case _:
                 assert_never(command)
 

@@ -91,6 +91,8 @@ class DeclaredSchedule:
     line: int
     template: OperationTemplate | None = None  # to_template(operation), computed once
     starting_deadline: str | None = None
+    anchor: str | None = None  # in UTC (RFC 3339), however declared
+    jitter: str | None = None
 
     @property
     def name(self) -> str:
@@ -292,19 +294,9 @@ class _Builder:
         meta, spec = doc.data["metadata"], doc.data["spec"]
         ok = self.unique(doc, ("metadata", "name"), "schedule name", meta["name"])
         timezone = spec.get("timezone", "")
-        for path, check in (
-            (("spec", "timezone"), lambda: timing.parse_timezone(timezone)),
-            (
-                ("spec", "spec"),
-                lambda: timing.parse_spec(spec["spec_type"], spec["spec"], timezone),
-            ),
-        ):
-            try:
-                check()
-            except timing.SpecError as exc:
-                self.problems.append(doc.diagnostic(path, str(exc)))
-                ok = False
-                break
+        parsed = self.spec(doc, timezone)
+        spread = None if parsed is None else self.spread(doc, parsed)
+        ok = ok and spread is not None
         deadline = spec.get("starting_deadline")
         if deadline is not None:
             try:
@@ -336,8 +328,35 @@ class _Builder:
                 line=doc.line,
                 template=template,
                 starting_deadline=deadline,
+                anchor=timing.format_rfc3339(spread.anchor) if spread and spread.anchor else None,
+                jitter=spec.get("jitter"),
             )
             self.declared.schedules.append(schedule)
+
+    def spec(self, doc: SourceDocument, timezone: str) -> timing.Spec | None:
+        """The schedule's parsed spec, or None after reporting why it is invalid (its
+        time zone first)."""
+        spec = doc.data["spec"]
+        try:
+            timing.parse_timezone(timezone)
+        except timing.SpecError as exc:
+            self.problems.append(doc.diagnostic(("spec", "timezone"), str(exc)))
+            return None
+        try:
+            return timing.parse_spec(spec["spec_type"], spec["spec"], timezone)
+        except timing.SpecError as exc:
+            self.problems.append(doc.diagnostic(("spec", "spec"), str(exc)))
+            return None
+
+    def spread(self, doc: SourceDocument, parsed: timing.Spec) -> timing.Spread | None:
+        """The schedule's anchor and jitter, or None after reporting why they are invalid
+        (docs/spec/SEMANTICS.md "Spreading fire times")."""
+        spec = doc.data["spec"]
+        try:
+            return timing.parse_spread(parsed, spec.get("anchor"), spec.get("jitter"))
+        except timing.SpreadError as exc:
+            self.problems.append(doc.diagnostic(("spec", exc.field), f"{exc.field}: {exc}"))
+            return None
 
     def operation(
         self, doc: SourceDocument, targets: TargetSpec

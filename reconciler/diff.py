@@ -48,6 +48,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
     UpdateScope,
@@ -127,6 +128,8 @@ def _create_commands(want: ScheduleState) -> list[Command]:
             operation=want.operation,
             management=want.management,
             starting_deadline=want.starting_deadline or None,
+            anchor=want.anchor,
+            jitter=want.jitter,
         )
     ]
     if not want.enabled:
@@ -142,14 +145,15 @@ def _fire_times(
     if state is None or state.consumed or not state.enabled:
         return []
     spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
+    spread = state.spread
     times: list[list[str]] = []
     try:
-        moment: datetime | None = start or timing.first_run(spec, now)
+        moment: datetime | None = start or timing.first_fire(spec, spread, state.name, now)
         while moment is not None and len(times) < FIRE_TIMES:
             times.append(
                 [timing.format_rfc3339(moment), timing.describe_local(spec, moment).isoformat()]
             )
-            moment = timing.next_after(spec, moment)
+            moment = timing.fire_after(spec, spread, state.name, moment)
     except OverflowError:  # the calendar ends (year 9999) before FIRE_TIMES firings
         pass
     return times
@@ -176,6 +180,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                     if want.starting_deadline
                     else ()
                 ),
+                *(FieldChange(k, None, v) for k, v in _spread_fields(want) if v),
                 *((FieldChange("enabled", None, False),) if not want.enabled else ()),
                 *((FieldChange("protect", None, True),) if want.management.protect else ()),
             )
@@ -256,10 +261,25 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             fields.append(
                 FieldChange("overlap_policy", have.overlap_policy.value, want.overlap_policy.value)
             )
+        spread_changed = not _same_spread(have, want)
+        if spread_changed:
+            fields += (
+                FieldChange(k, old, new)
+                for (k, old), (_, new) in zip(
+                    _spread_fields(have), _spread_fields(want), strict=True
+                )
+                if old != new
+            )
+        # UpdateTaskSchedule refuses a spec the stored anchor or jitter does not allow.
+        clear_first = spread_changed and "schedule.spec" in mask and not _fits(have, want)
+        if clear_first:
+            commands.append(SetSpread(name=want.name, anchor=None, jitter=None))
         if mask:
             commands.append(
                 UpdateSchedule(name=want.name, schedule=_config(want), update_mask=tuple(mask))
             )
+        if spread_changed and not (clear_first and want.spread == timing.NO_SPREAD):
+            commands.append(SetSpread(name=want.name, anchor=want.anchor, jitter=want.jitter))
         if not _same_deadline(have.starting_deadline, want.starting_deadline):
             deadline = want.starting_deadline
             fields.append(FieldChange("starting_deadline", have.starting_deadline, deadline))
@@ -339,11 +359,13 @@ class _Differ(InventoryDiffer, FreezeDiffer):
 
     def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
         stored = have.next_run_at if have else None
-        # The stored next run stays unless the update recomputes it (spec, zone, resume).
+        # The stored next run stays unless the update recomputes it (spec, zone, spread,
+        # resume).
         kept = (
             have is not None
             and _same_spec(have, want)
             and have.timezone == want.timezone
+            and _same_spread(have, want)
             and have.enabled == want.enabled
         )
         return {
@@ -470,6 +492,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 labels=want.management.labels,
                 racks=tuple(racks),
                 start=start,
+                spread=want.spread,
                 fires=fires,
                 source=want.management.source,
                 times=operation_times(want.template),
@@ -488,6 +511,30 @@ def _same_spec(a: ScheduleState, b: ScheduleState) -> bool:
         except timing.SpecError:
             pass
     return a.spec == b.spec
+
+
+def _spread_fields(state: ScheduleState) -> tuple[tuple[str, str | None], ...]:
+    """The anchor and jitter, as a plan shows them."""
+    return (("anchor", state.anchor), ("jitter", state.jitter))
+
+
+def _same_spread(a: ScheduleState, b: ScheduleState) -> bool:
+    """The same anchor (as instants) and jitter (as durations: ``60m`` is ``1h``)."""
+    try:
+        return a.spread == b.spread
+    except timing.SpecError:  # a value the store did not check (a server's): as text
+        return (a.anchor, a.jitter) == (b.anchor, b.jitter)
+
+
+def _fits(have: ScheduleState, want: ScheduleState) -> bool:
+    """Whether ``have``'s anchor and jitter are allowed on ``want``'s spec: when not, an
+    update of the spec must clear them first (UpdateTaskSchedule refuses it otherwise)."""
+    try:
+        spec = timing.parse_spec(want.spec_type, want.spec, want.timezone)
+        timing.parse_spread(spec, have.anchor, have.jitter)
+    except timing.SpecError:
+        return False
+    return True
 
 
 def _same_deadline(a: str | None, b: str | None) -> bool:

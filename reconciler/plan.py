@@ -74,7 +74,9 @@ FORMAT = "rackcron.plan/v1"
 #      also for what the plan deletes
 # 1.10: commands_digest (apply refuses a plan whose steps no longer match it); the action
 #      a read plan shows follows its steps; rackcron_version, the rackcron that made it
-FORMAT_VERSION = "1.10"
+# 1.11: a schedule's anchor and jitter (CreateTaskSchedule args, the SetSpread step,
+#      field changes)
+FORMAT_VERSION = "1.11"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.

@@ -40,7 +40,7 @@ import grpc
 import pydantic
 from google.protobuf.message import Message
 
-from rackcron.domain import boundedjson
+from rackcron.domain import boundedjson, timing
 from rackcron.domain.commands import (
     AddScope,
     Command,
@@ -51,6 +51,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
     UpdateScope,
@@ -65,6 +66,7 @@ from rackcron.domain.models import (
     NVLDomain,
     OperationTemplate,
     Rack,
+    Schedule,
 )
 from rackcron.domain.templates import visible
 from rackcron.domain.text import named
@@ -73,7 +75,7 @@ from rackcron.reconciler.apply import StalePlan
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, PlanWarning, Step, change_progress
 from rackcron.reconciler.reads import is_current
-from rackcron.reconciler.state import State, stored_schedule
+from rackcron.reconciler.state import ScheduleState, State, stored_schedule
 from rackcron.wire.client import TIMEOUT, RemoteError, call
 from rackcron.wire.convert import pb_config, pb_operation, pb_target_spec, to_schedule, to_scope
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -204,6 +206,7 @@ class RemoteStore:
             deadline = extra.get("starting_deadline")
             if isinstance(deadline, str):
                 schedule = schedule.model_copy(update={"starting_deadline": deadline})
+            schedule = _with_spread(schedule, extra)
             request = pb.ListTaskScheduleScopesRequest(schedule_id=message.id)
             scopes = [
                 to_scope(s) for s in call(self.flow, "ListTaskScheduleScopes", request).scopes
@@ -256,15 +259,21 @@ class RemoteStore:
             what = [name for key, name in _ONLY_RECONCILER if key not in self.carries]
             server = "an older rackcron.v1.Reconciler"
         else:
-            what = ["freezes", "starting deadlines", "labels", "the inventory"]
+            what = [
+                "freezes",
+                "starting deadlines",
+                "schedules' anchors and jitters",
+                "labels",
+                "the inventory",
+            ]
             server = "no rackcron.v1.Reconciler"
         if not what:
             return []
         listed = ", ".join(what[:-1]) + (" and " if len(what) > 1 else "") + what[-1]
         # The gist first: a Markdown plan shows a warning's first 200 characters.
         message = (
-            f"{listed} were not compared: this server cannot show them ({server}), so what"
-            " it holds of them stays in force, even if the tree dropped it; plan against"
+            f"what this server holds of {listed} stays in force, even if the tree dropped it:"
+            f" they were not compared, as it cannot show them ({server}); plan against"
             " rackcron serve --grpc-reconciler or the store to compare them"
         )
         return [PlanWarning("not_compared", message)]
@@ -284,6 +293,12 @@ class RemoteStore:
             f" server cannot carry: {why}; nothing is applied"
             for s in desired.schedules.values()
             if s.starting_deadline is not None and "starting_deadline" not in self.carries
+        ]
+        errors += [
+            f'schedule "{s.name}" declares {_spread_text(s)}, which this server cannot carry:'
+            f" {why}; nothing is applied"
+            for s in desired.schedules.values()
+            if (s.anchor or s.jitter) and "spread" not in self.carries
         ]
         what = []
         if desired.freezes and "freezes" not in self.carries:
@@ -404,6 +419,8 @@ class RemoteStore:
                 calls.append(
                     SetStartingDeadline(name=name, starting_deadline=command.starting_deadline)
                 )
+            if command.anchor or command.jitter:
+                calls.append(SetSpread(name=name, anchor=command.anchor, jitter=command.jitter))
         return calls
 
     def _id(self, name: str) -> pb.UUID:
@@ -489,6 +506,7 @@ class RemoteStore:
 _ONLY_RECONCILER = (
     ("freezes", "freezes"),
     ("starting_deadline", "starting deadlines"),
+    ("spread", "schedules' anchors and jitters"),
     ("rack_labels", "racks' labels"),
 )
 
@@ -505,6 +523,31 @@ def _freezes_of(extras: dict[str, Any]) -> list[Freeze]:
         raise RackcronError(f"GetExtras: the server's freezes are not usable: {first}") from None
 
 
+def _with_spread(schedule: Schedule, extra: dict[str, Any]) -> Schedule:
+    """``schedule`` with the anchor and jitter a server's extras show (none: as it is).
+
+    :raises RackcronError: they are malformed.
+    """
+    anchor, jitter = extra.get("anchor"), extra.get("jitter")
+    if anchor is None and jitter is None:
+        return schedule
+    try:
+        if not isinstance(anchor, str | None) or not isinstance(jitter, str | None):
+            raise timing.SpecError("expected strings")
+        at = timing.parse_rfc3339(anchor) if anchor else None
+    except timing.SpecError as exc:
+        raise RackcronError(
+            f'GetExtras: the anchor or jitter of schedule "{schedule.name}" is not usable: {exc}'
+        ) from None
+    return schedule.model_copy(update={"anchor": at, "jitter": jitter})
+
+
+def _spread_text(state: ScheduleState) -> str:
+    """What a schedule declares of its spread, for a message."""
+    parts = [f"{k} ({v})" for k, v in (("anchor", state.anchor), ("jitter", state.jitter)) if v]
+    return " and ".join(parts)
+
+
 def _as_flow_shows(desired: State) -> State:
     """``desired`` as a Flow server can show it: operations reduced to what a TaskSchedule
     says of them, no management and no starting deadline."""
@@ -512,7 +555,12 @@ def _as_flow_shows(desired: State) -> State:
         desired,
         schedules={
             name: replace(
-                s, template=visible(s.template), management=Management(), starting_deadline=None
+                s,
+                template=visible(s.template),
+                management=Management(),
+                starting_deadline=None,
+                anchor=None,
+                jitter=None,
             )
             for name, s in desired.schedules.items()
         },

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter, to_stored
 from rackcron.domain.models import (
     Component,
@@ -63,16 +64,26 @@ class ScheduleState:
     scope: tuple[ScopeRow, ...]
     management: Management
     starting_deadline: str | None = None  # a Go duration, as declared or stored
+    anchor: str | None = None  # RFC 3339, as declared, or stored (in UTC)
+    jitter: str | None = None  # a Go duration, as declared or stored
     consumed: bool = False  # runtime: a one-time schedule that has fired
     next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
     scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
 
+    @property
+    def spread(self) -> timing.Spread:
+        """Its anchor and jitter (docs/spec/SEMANTICS.md "Spreading fire times")."""
+        anchor = timing.parse_rfc3339(self.anchor) if self.anchor else None
+        return timing.stored_spread(anchor, self.jitter)
+
     def fingerprint_data(self) -> dict[str, Any]:
         # The deadline only when set: the digest of a schedule without one is as before.
         deadline = {"starting_deadline": self.starting_deadline} if self.starting_deadline else {}
+        spread = {k: v for k, v in (("anchor", self.anchor), ("jitter", self.jitter)) if v}
         return {
             **deadline,
+            **spread,
             "name": self.name,
             "spec": [self.spec_type.value, self.spec, self.timezone],
             "overlap_policy": self.overlap_policy.value,
@@ -144,6 +155,8 @@ def _declared_state(declared: Declared, owner: str) -> State:
                 owner=owner, source=item.source, protect=item.protect, labels=item.labels
             ),
             starting_deadline=item.starting_deadline,
+            anchor=item.anchor,
+            jitter=item.jitter,
             operation=item.operation,
         )
     return State(
@@ -195,6 +208,8 @@ def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
         scope=tuple((s.rack_id, s.component_filter) for s in scopes),
         management=schedule.management,
         starting_deadline=schedule.starting_deadline,
+        anchor=timing.format_rfc3339(schedule.anchor) if schedule.anchor else None,
+        jitter=schedule.jitter,
         consumed=schedule.consumed,
         next_run_at=schedule.next_run_at,
         scope_ids={s.rack_id: s.id for s in scopes},

@@ -1,7 +1,7 @@
 """A tree's desired state as the timeline reads a store (``rackcron.domain.upcoming.FleetView``).
 
 What ``rackcron upcoming PATH`` draws: each declared schedule fires as if it were
-created at ``now`` (``rackcron.domain.timing.first_run``, as the plan's fire times and the
+created at ``now`` (``rackcron.domain.timing.first_fire``, as the plan's fire times and the
 precise conflict check assume), disabled ones and one-time instants already past not at
 all. A declared schedule has no id
 yet: it gets a stable one made from its name, for the view only. Pure.
@@ -25,7 +25,7 @@ _NAMESPACE = uuid.UUID("5f3a1c2e-8b4d-4e6f-9a7b-0c1d2e3f4a5b")
 def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope]]:
     schedule_id = uuid.uuid5(_NAMESPACE, state.name)
     spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
-    first = timing.first_run(spec, now) if state.enabled else None
+    first = timing.first_fire(spec, state.spread, state.name, now) if state.enabled else None
     if isinstance(spec, timing.OneTime) and first is not None and first < now:
         first = None  # an instant already past: taken as fired, as the conflict check does
     made = Schedule(
@@ -43,6 +43,8 @@ def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope
         updated_at=now,
         management=state.management,
         starting_deadline=state.starting_deadline,
+        anchor=state.spread.anchor,
+        jitter=state.jitter,
     )
     scopes = [
         Scope(

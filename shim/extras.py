@@ -32,7 +32,7 @@ from typing import Any
 import grpc
 
 from rackcron.audit import step_run
-from rackcron.domain import boundedjson
+from rackcron.domain import boundedjson, timing
 from rackcron.domain.commands import (
     LIFTING,
     Command,
@@ -64,13 +64,14 @@ EXTRA_STEPS = frozenset(
         "DeleteNVLDomain",
         "SetManagement",
         "SetStartingDeadline",
+        "SetSpread",
         "UpsertFreeze",
         "DeleteFreeze",
     }
 )
 #: What beyond the Flow RPCs this server reads and writes here: a schedule's starting
-#: deadline, freezes, and racks' labels.
-CARRIES = ("starting_deadline", "freezes", "rack_labels")
+#: deadline, its anchor and jitter, freezes, and racks' labels.
+CARRIES = ("starting_deadline", "spread", "freezes", "rack_labels")
 
 
 def _json(value: Any, field: str) -> dict[str, Any]:
@@ -130,6 +131,8 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                         "template": s.template.model_dump(mode="json") if s.template else None,
                         "management": s.management.model_dump(mode="json"),
                         "starting_deadline": s.starting_deadline,
+                        "anchor": timing.format_rfc3339(s.anchor) if s.anchor else None,
+                        "jitter": s.jitter,
                     }
                     for s in ops.schedules.list_schedules().items
                 },

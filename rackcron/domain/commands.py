@@ -58,6 +58,7 @@ __all__ = [
     "RemoveScope",
     "ResumeSchedule",
     "SetManagement",
+    "SetSpread",
     "SetStartingDeadline",
     "StoredInventory",
     "UpdateSchedule",
@@ -139,14 +140,18 @@ class CreateSchedule(_Command):
     operation: Operation
     management: Management = Management()
     starting_deadline: str | None = None
+    anchor: str | None = None
+    jitter: str | None = None
 
     @model_serializer(mode="wrap")
     def _args(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-        # As since 1.0: the operation without its unset fields; a deadline only when set.
+        # As since 1.0: the operation without its unset fields; a deadline, an anchor and
+        # a jitter only when set.
         data = handler(self)
         data["operation"] = {k: v for k, v in data["operation"].items() if v is not None}
-        if data["starting_deadline"] is None:
-            del data["starting_deadline"]
+        for optional in ("starting_deadline", "anchor", "jitter"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
 
@@ -194,6 +199,14 @@ class SetStartingDeadline(_Named):
     starting_deadline: str | None
 
 
+class SetSpread(_Named):
+    """A schedule's anchor and jitter (docs/spec/SEMANTICS.md "Spreading fire times")."""
+
+    rpc: ClassVar[str] = "SetSpread"
+    anchor: str | None
+    jitter: str | None
+
+
 #: One step of a plan.
 Command = (
     UpsertRack
@@ -214,6 +227,7 @@ Command = (
     | UpdateScope
     | SetManagement
     | SetStartingDeadline
+    | SetSpread
 )
 
 #: Each command class by its ``rpc``.
@@ -223,7 +237,7 @@ COMMANDS: dict[str, type[_Command]] = {
         UpsertRack, UpsertComponent, UpsertNVLDomain, DeleteRack, DeleteComponent,
         DeleteNVLDomain, UpsertFreeze, DeleteFreeze, CreateSchedule, UpdateSchedule,
         PauseSchedule, ResumeSchedule, DeleteSchedule, AddScope, RemoveScope, UpdateScope,
-        SetManagement, SetStartingDeadline,
+        SetManagement, SetStartingDeadline, SetSpread,
     )
 }  # fmt: skip
 

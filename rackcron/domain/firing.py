@@ -46,11 +46,13 @@ from typing import NamedTuple, Protocol, TypeVar
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import OverlapPolicy
 from rackcron.domain.timing import (
+    NO_SPREAD,
     SpecError,
     SpecType,
+    Spread,
+    fire_after,
     format_rfc3339,
-    latest_due,
-    next_after,
+    latest_fire,
     parse_duration,
     parse_spec,
 )
@@ -118,14 +120,17 @@ def advance(
     last_run_at: datetime | None,
     now: datetime,
     fired: bool,
+    name: str = "",
+    spread: Spread = NO_SPREAD,
 ) -> Advance:
-    """The schedule's state after a firing at ``now``.
+    """The schedule's state after a firing at ``now``; the next run is the next fire time
+    of the schedule called ``name``, spread by ``spread`` (``rackcron.domain.timing``).
 
     ``fired`` is False when the schedule had no scope to submit (all skipped).
     """
     if spec_type == SpecType.ONE_TIME:
         return Advance(next_run_at=None, last_run_at=now, enabled=False)
-    next_run = next_after(_parsed(spec_type, spec, timezone), now)
+    next_run = fire_after(_parsed(spec_type, spec, timezone), spread, name, now)
     return Advance(next_run_at=next_run, last_run_at=now if fired else last_run_at, enabled=enabled)
 
 
@@ -146,8 +151,12 @@ def parse_starting_deadline(text: str) -> float:
 
 
 class Timed(Protocol):
-    """A schedule as its starting deadline is judged: its spec and the deadline."""
+    """A schedule as its starting deadline is judged: its name, spec, spread and deadline."""
 
+    @property
+    def name(self) -> str: ...
+    @property
+    def spread(self) -> Spread: ...
     @property
     def spec_type(self) -> SpecType: ...
     @property
@@ -173,7 +182,8 @@ def deadline_lateness(
 
     The due time is ``due``, except when ticks of the schedule after ``due`` had come by
     ``now`` too (collapsed into this firing by an outage): then it is the latest of them
-    (``rackcron.domain.timing.latest_due``; docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)").
+    (``rackcron.domain.timing.latest_fire``, jittered times included; docs/spec/SEMANTICS.md
+    "Starting deadline (beyond the reference)").
     The lateness is None when the firing goes ahead: no deadline (the due time then stays
     ``due``), a manual trigger, or not later than the deadline after the due time.
 
@@ -183,7 +193,7 @@ def deadline_lateness(
     if manual or deadline is None or due is None:
         return Lateness(due, None)
     spec = _parsed(schedule.spec_type, schedule.spec, schedule.timezone)
-    due = latest_due(spec, due, now)
+    due = latest_fire(spec, schedule.spread, schedule.name, due, now)
     lateness = (now - due).total_seconds()
     return Lateness(due, lateness if lateness > parse_starting_deadline(deadline) else None)
 

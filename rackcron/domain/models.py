@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from rackcron.domain import operation_names
+from rackcron.domain import operation_names, timing
 from rackcron.domain.filters import ComponentFilter, ComponentType
 from rackcron.domain.lifecycle import ACTIVE_STATUSES, TaskStatus  # re-exported: a task's status
 from rackcron.domain.text import single_line
@@ -269,8 +269,9 @@ class Miss(_Model):
 class Schedule(_Model):
     """A stored schedule, as the service returns it.
 
-    ``starting_deadline`` (a Go duration, None: none) and ``last_miss`` are rackcron's
-    own: the Flow RPCs do not carry them, so a schedule read over ``v1.Flow`` has neither.
+    ``starting_deadline`` (a Go duration, None: none), ``last_miss``, ``anchor`` and
+    ``jitter`` (docs/spec/SEMANTICS.md "Spreading fire times") are rackcron's own: the
+    Flow RPCs do not carry them, so a schedule read over ``v1.Flow`` has none of them.
     """
 
     id: uuid.UUID
@@ -288,6 +289,8 @@ class Schedule(_Model):
     management: Management = Management()
     starting_deadline: str | None = None
     last_miss: Miss | None = None
+    anchor: datetime | None = None  # an interval schedule's grid: anchor + k * interval
+    jitter: str | None = None  # a Go duration, as declared
     #: The apply log entry (``ApplyRecord.id``) of the apply that last created or changed
     #: it (None: not applied since the store recorded this, or made outside an apply).
     applied_by: int | None = None
@@ -302,6 +305,11 @@ class Schedule(_Model):
     @property
     def description(self) -> str:
         return operation_names.describe(self.template)
+
+    @property
+    def spread(self) -> timing.Spread:
+        """How its fire times are spread: its anchor and jitter."""
+        return timing.stored_spread(self.anchor, self.jitter)
 
     @property
     def consumed(self) -> bool:

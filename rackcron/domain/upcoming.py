@@ -132,11 +132,19 @@ def _fires(schedule: Schedule, start: datetime, end: datetime) -> Iterator[datet
     if not schedule.enabled or schedule.next_run_at is None:
         return
     spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone or "UTC")
+    spread, name = schedule.spread, schedule.name
     at: datetime | None = schedule.next_run_at
     while at is not None and at < end:
         fired = max(at, start)  # overdue: once, now
         yield fired
-        at = _not_before(spec, timing.next_after(spec, at), fired + timedelta(microseconds=1))
+        at = timing.fire_after(spec, spread, name, at)
+        if at is not None and at <= fired:
+            after = fired + timedelta(microseconds=1)
+            at = (
+                _not_before(spec, at, after)
+                if spread == timing.NO_SPREAD
+                else timing.fire_from(spec, spread, name, after)  # its own grid: in one step
+            )
 
 
 _Meets = tuple[frozenset[Point], frozenset[Point]]  # where a scope's task stands, looks

@@ -31,6 +31,7 @@ import functools
 import os
 import secrets
 import socket
+import typing
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -172,9 +173,25 @@ class Operations:
         """The unit of work's time, fixed for its duration."""
         return self.work.now
 
+    @classmethod
+    def groups(cls) -> dict[str, type]:
+        """Each group's class, by its attribute."""
+        return {k: v for k, v in typing.get_type_hints(cls).items() if k != "work"}
 
-#: Which attribute of :class:`Operations` holds each group, by the group's class name.
-_GROUP_OF = {kind: name for name, kind in Operations.__annotations__.items()}
+
+_GROUPS = Operations.groups()
+assert len(set(_GROUPS.values())) == len(_GROUPS), "a group class held twice"
+
+
+def _group_of(method: Callable[..., Any]) -> str:
+    """The attribute of :class:`Operations` whose group defines ``method``.
+
+    :raises TypeError: no group defines it.
+    """
+    for name, kind in _GROUPS.items():
+        if vars(kind).get(method.__name__) is method:
+            return name
+    raise TypeError(f"{method.__qualname__} is not an operation of a group of Operations")
 
 
 def _utcnow() -> datetime:
@@ -213,7 +230,7 @@ def _in_transaction(
     Each call looks the operation up by name on its group of :class:`Operations`, so a
     method replaced on the group's class (a test's monkeypatch) is the one that runs."""
     name = method.__name__
-    group = _GROUP_OF[method.__qualname__.split(".")[0]]
+    group = _group_of(method)
 
     def bound(ops: Operations) -> Callable[P, R]:
         operation: Callable[P, R] = getattr(getattr(ops, group), name)
@@ -317,6 +334,8 @@ class Service:
         *,
         management: Management | None = None,
         starting_deadline: str | None = None,
+        anchor: str | None = None,
+        jitter: str | None = None,
         audit: Audit | None = None,
     ) -> Schedule:
         """CreateTaskSchedule (:meth:`ScheduleOps.create_schedule`), recorded as by ``audit``.
@@ -328,7 +347,12 @@ class Service:
         """
         with self.transaction() as ops:
             schedule = ops.schedules.create_schedule(
-                config, operation, management=management, starting_deadline=starting_deadline
+                config,
+                operation,
+                management=management,
+                starting_deadline=starting_deadline,
+                anchor=anchor,
+                jitter=jitter,
             )
             lookalike = warn_lookalike(ops.names, "schedule", schedule.name, str(schedule.id))
             ops.audit.record_action(audit, _trail.created(schedule, lookalike))
@@ -417,6 +441,7 @@ class Service:
     check_conflicts = _in_transaction(ScheduleOps.check_conflicts, write=False)
     set_management = _in_transaction(ScheduleOps.set_management)
     set_starting_deadline = _in_transaction(ScheduleOps.set_starting_deadline)
+    set_spread = _in_transaction(ScheduleOps.set_spread)
 
     # Scopes
     def add_scope(

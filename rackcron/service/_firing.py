@@ -534,6 +534,8 @@ class FiringOps:
                     last_run_at=schedule.last_run_at,
                     now=self.work.now,
                     fired=bool(submit) or manual,
+                    name=schedule.name,
+                    spread=schedule.spread,
                 )
             except Frozen:
                 raise

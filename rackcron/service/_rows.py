@@ -54,6 +54,8 @@ def schedule(row: Any) -> Schedule:
             owner=row.owner, source=row.source, protect=row.protect, labels=row.labels or {}
         ),
         starting_deadline=row.starting_deadline,
+        anchor=row.anchor,
+        jitter=row.jitter,
         applied_by=row.applied_by,
         last_miss=None
         if row.last_miss_at is None

@@ -132,6 +132,40 @@ def _starting_deadline(text: str | None) -> str | None:
     return text
 
 
+def _spread(spec: timing.Spec, anchor: str | datetime | None, jitter: str | None) -> timing.Spread:
+    """A schedule's anchor and jitter, as they are stored (docs/spec/SEMANTICS.md
+    "Spreading fire times").
+
+    :raises InvalidArgument: naming ``anchor`` or ``jitter``: malformed, or not allowed
+        on ``spec``.
+    """
+    if jitter is not None:
+        check_line(jitter, "jitter")
+    if isinstance(anchor, str):
+        check_line(anchor, "anchor")
+    try:
+        return timing.parse_spread(spec, anchor, jitter)
+    except timing.SpreadError as exc:
+        raise InvalidArgument(f"{exc.field}: {exc}") from None
+
+
+def _keeps_spread(spec: timing.Spec, row: Any) -> timing.Spread:
+    """The stored anchor and jitter of ``row``, under its new ``spec``.
+
+    :raises InvalidArgument: the spec does not allow them (a cron or one-time spec on an
+        anchored schedule, a one-time spec on a jittered one): naming ``anchor`` or
+        ``jitter``, which the Flow RPCs cannot change.
+    """
+    try:
+        return timing.parse_spread(spec, row.anchor, row.jitter)
+    except timing.SpreadError as exc:
+        raise InvalidArgument(
+            f"schedule.spec: the schedule's {exc.field} does not allow this spec ({exc});"
+            f" clear its {exc.field} first (through rackcron: its tree, or the Reconciler"
+            " service)"
+        ) from None
+
+
 def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
     return NotFound(f"{field}: task schedule {schedule_id} not found")
 
@@ -157,13 +191,17 @@ class ScheduleOps:
         *,
         management: Management | None = None,
         starting_deadline: str | None = None,
+        anchor: str | None = None,
+        jitter: str | None = None,
     ) -> Schedule:
         """CreateTaskSchedule: the schedule and its initial scope, enabled, with its first run.
 
-        ``management`` records the repository that manages it, and ``starting_deadline``
-        (a Go duration) bounds how late it may fire (reconciler only).
+        ``management`` records the repository that manages it, ``starting_deadline``
+        (a Go duration) bounds how late it may fire, and ``anchor`` (RFC 3339) and
+        ``jitter`` (a Go duration) spread its fire times (reconciler only).
 
-        :raises InvalidArgument: a missing or malformed field, operation, target or deadline.
+        :raises InvalidArgument: a missing or malformed field, operation, target,
+            deadline, anchor or jitter.
         :raises AlreadyExists: the name is taken.
         :raises NotFound: a target names an unknown rack, component or domain.
         """
@@ -172,6 +210,7 @@ class ScheduleOps:
         spec = _spec(config, timezone)
         assert config.spec_type is not None  # _spec requires it
         deadline = _starting_deadline(starting_deadline)
+        spread = _spread(spec, anchor, jitter)
         if operation is None:
             raise InvalidArgument("operation is required")
         template = to_template(operation)
@@ -190,11 +229,13 @@ class ScheduleOps:
             operation_information=template.information,
             overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
             enabled=True,
-            next_run_at=timing.first_run(spec, self.work.now),
+            next_run_at=timing.first_fire(spec, spread, name, self.work.now),
             last_run_at=None,
             created_at=self.work.now,
             updated_at=self.work.now,
             starting_deadline=deadline,
+            anchor=spread.anchor,
+            jitter=jitter,
             **_management_values(management or Management()),
         )
         try:
@@ -369,11 +410,18 @@ class ScheduleOps:
             spec = _spec(config, timezone)
             assert config.spec_type is not None  # _spec requires it
             values.update(spec_type=config.spec_type.value, spec=config.spec)
-            values["next_run_at"] = timing.first_run(spec, self.work.now)
-        elif "timezone" in values and row.spec_type == timing.SpecType.CRON:
+            rearm: timing.Spec | None = spec
+        elif ("timezone" in values and row.spec_type == timing.SpecType.CRON) or (
+            row.jitter is not None and values.get("name", row.name) != row.name
+        ):  # a cron in another zone; a jittered schedule renamed: its jitter moves
             stored = ScheduleConfig(spec_type=row.spec_type, spec=row.spec)
-            spec = _spec(stored, timezone, stored=True)
-            values["next_run_at"] = timing.first_run(spec, self.work.now)
+            rearm = _spec(stored, timezone, stored=True)
+        else:
+            rearm = None
+        if rearm is not None and not current.consumed:
+            name = values.get("name", row.name)
+            spread = _keeps_spread(rearm, row)
+            values["next_run_at"] = timing.first_fire(rearm, spread, name, self.work.now)
         taken = "name" in values and values["name"] != row.name
         if taken and self._schedule_id_by_name(values["name"]) is not None:
             raise Conflict(
@@ -422,7 +470,7 @@ class ScheduleOps:
         values: dict[str, Any] = {"enabled": enabled, "updated_at": self.work.now}
         if enabled and current.spec_type != timing.SpecType.ONE_TIME:
             spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)
-            values["next_run_at"] = timing.first_run(spec, self.work.now)
+            values["next_run_at"] = timing.first_fire(spec, current.spread, row.name, self.work.now)
         self.work.conn.execute(
             task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
         )
@@ -467,6 +515,30 @@ class ScheduleOps:
             task_schedule.update()
             .where(task_schedule.c.id == row.id)
             .values(starting_deadline=deadline, updated_at=self.work.now)
+        )
+        return self.get_schedule(row.id)
+
+    def set_spread(
+        self, schedule_id: uuid.UUID | str, anchor: str | None, jitter: str | None
+    ) -> Schedule:
+        """Set the schedule's ``anchor`` and ``jitter`` (None: none) and, unless it is a
+        one-time schedule, its next run from now with them (docs/spec/SEMANTICS.md
+        "Spreading fire times").
+
+        :raises InvalidArgument: naming ``anchor`` or ``jitter``: malformed, or not
+            allowed on the schedule's spec.
+        :raises NotFound: no such schedule.
+        """
+        row = self.schedule_row(schedule_id, lock=True)
+        spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)
+        spread = _spread(spec, anchor, jitter)
+        values: dict[str, Any] = {"anchor": spread.anchor, "jitter": jitter}
+        if not isinstance(spec, timing.OneTime):
+            values["next_run_at"] = timing.first_fire(spec, spread, row.name, self.work.now)
+        self.work.conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == row.id)
+            .values(**values, updated_at=self.work.now)
         )
         return self.get_schedule(row.id)
 

@@ -24,7 +24,7 @@ role                          front
 ============================  ==========================================================
 
 :class:`CommandTarget` is what a plan's commands run on (``rackcron.executor``): the
-schedule commands and the inventory commands. The values the roles take and return
+``schedules``, ``scopes``, ``inventory`` and ``freezes`` groups of a unit of work. The values the roles take and return
 (:class:`Batch`, :class:`DueCall`, ...) are named here too, so that a front imports this
 module of the service and no other (a test holds the fronts to it).
 """
@@ -90,9 +90,9 @@ __all__ = [
     "FiringStore",
     "FreezeCommands",
     "FreezeReads",
-    "FreezeScopeReads",
-    "InventoryByIds",
+    "FreezeScopeCheck",
     "InventoryCommands",
+    "InventoryLookups",
     "InventoryReads",
     "Lookalikes",
     "MetricsSchedule",
@@ -358,6 +358,8 @@ class ScheduleCommands(ScheduleReads, Protocol):
         *,
         management: Management | None = None,
         starting_deadline: str | None = None,
+        anchor: str | None = None,
+        jitter: str | None = None,
     ) -> Schedule: ...
 
     def update_schedule(
@@ -374,6 +376,10 @@ class ScheduleCommands(ScheduleReads, Protocol):
 
     def set_starting_deadline(
         self, schedule_id: uuid.UUID | str, starting_deadline: str | None
+    ) -> Schedule: ...
+
+    def set_spread(
+        self, schedule_id: uuid.UUID | str, anchor: str | None, jitter: str | None
     ) -> Schedule: ...
 
 
@@ -470,15 +476,17 @@ class ApplyLog(Protocol):
         ...
 
 
-class FreezeScopeReads(FreezeCommands, Protocol):
+class FreezeScopeCheck(FreezeCommands, Protocol):
     """Freezes, and the lock on what they hold: a RunStep checks the freezes a step lifts
-    against what it changes."""
+    against what it changes (it extends the commands: the step's unit of work runs them)."""
 
     def lock_what_freezes_hold(self) -> None: ...
 
 
-class InventoryByIds(InventoryCommands, Protocol):
-    """The inventory, and a rack or component by id (``rackcron.domain.commands``)."""
+class InventoryLookups(InventoryCommands, Protocol):
+    """The inventory, and a rack or component by id, which a freeze's scope check reads
+    (``rackcron.domain.commands``; it extends the commands: the step's unit of work runs
+    them)."""
 
     def find_rack(self, rack_id: uuid.UUID) -> Rack | None: ...
 
@@ -496,9 +504,9 @@ class ExtrasWork(ApplyWork, Protocol):
     the look-alike check and the audit trail."""
 
     @property
-    def freezes(self) -> FreezeScopeReads: ...
+    def freezes(self) -> FreezeScopeCheck: ...
     @property
-    def inventory(self) -> InventoryByIds: ...
+    def inventory(self) -> InventoryLookups: ...
     @property
     def names(self) -> Lookalikes: ...
     @property

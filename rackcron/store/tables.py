@@ -169,6 +169,10 @@ task_schedule = sa.Table(
     sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True),
     sa.Column("last_miss_reason", sa.String(16), nullable=True),
     sa.Column("last_miss_detail", sa.Text, nullable=True),
+    # docs/spec/SEMANTICS.md "Spreading fire times": an interval schedule's anchor, and a
+    # jitter as declared (a Go duration); NULL: none.
+    sa.Column("anchor", UTCDateTime, nullable=True),
+    sa.Column("jitter", sa.String(255), nullable=True),
     # The apply (apply_log.id) that last created or changed it; NULL: none since 0012, or
     # made through an RPC or the CLI.
     sa.Column(

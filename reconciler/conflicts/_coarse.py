@@ -142,6 +142,7 @@ class Subject:
     scope: tuple[ScopeEntry, ...]
     start: datetime | None = None  # the store's next_run_at: an interval's phase, a one-time due
     fires: bool = True  # False: a one-time schedule the store shows as already fired
+    spread: timing.Spread = timing.NO_SPREAD  # its anchor and jitter
 
     @property
     def racks(self) -> list[uuid.UUID]:
@@ -186,7 +187,9 @@ def compared_subjects(
                 start = twin.schedule.next_run_at
         spec = timing.parse_spec(spec_type, config.spec, config.timezone)
         kind = OPERATION_KINDS[item.operation.kind].value
-        mine.append(Subject(party, kind, spec, tuple(item.scope), start, fires))
+        anchor = timing.parse_rfc3339(item.anchor) if item.anchor else None
+        spread = timing.stored_spread(anchor, item.jitter)
+        mine.append(Subject(party, kind, spec, tuple(item.scope), start, fires, spread))
     names = {s.name for s in declared.schedules}
     others: list[Subject] = []
     for stored in store.schedules if store else ():
@@ -212,7 +215,12 @@ def compared_subjects(
         except timing.SpecError:  # e.g. a time zone this host's tzdata does not have
             parsed = None
         kind = schedule.template.type if schedule.template else party.operation
-        others.append(Subject(party, kind, parsed, stored.scope, schedule.next_run_at))
+        try:
+            spread = schedule.spread
+        except timing.SpecError:  # a jitter rackcron did not write: as none
+            spread = timing.NO_SPREAD
+        subject = Subject(party, kind, parsed, stored.scope, schedule.next_run_at, spread=spread)
+        others.append(subject)
     return mine, others
 
 

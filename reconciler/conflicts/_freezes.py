@@ -55,6 +55,7 @@ class Firer:
     labels: Mapping[str, str]
     racks: tuple[tuple[str, Mapping[str, str]], ...]  # (name, labels), each rack once
     start: datetime | None = None  # the store's next run: an interval's phase
+    spread: timing.Spread = timing.NO_SPREAD  # its anchor and jitter
     fires: bool = True  # False: a one-time schedule that has fired
     source: str | None = None
     line: int | None = None
@@ -131,7 +132,7 @@ def held_firings(
                     opened.append(window)
                 spans[freeze.name] = _merged(opened)
             if times is None:
-                times = Times(firer.spec, firer.start, True, now, end)
+                times = Times(firer.spec, firer.start, True, now, end, firer.spread, firer.name)
             first, work, count, complete = _working(
                 times, firer.times, freeze, spans[freeze.name], micros(min(end, own)), budget
             )

@@ -127,15 +127,17 @@ def precise_conflicts(
     inventory = build_inventory(declared, store)
     mine, others = compared_subjects(declared, store, owner)
     # Per subject (by identity), then per distinct (spec, start): many schedules share a spec.
-    by_spec: dict[tuple[timing.Spec | None, datetime | None, bool], Times] = {}
+    by_spec: dict[tuple[timing.Spec | None, datetime | None, bool, timing.Spread, str], Times] = {}
     times: dict[int, Times] = {}
     covers: dict[int, dict[uuid.UUID, frozenset[uuid.UUID]]] = {}
 
     def fire_times(subject: Subject) -> Times:
         if id(subject) not in times:
-            key = (subject.spec, subject.start, subject.fires)
+            # A jitter depends on the name: such a schedule shares its times with none.
+            name = subject.party.name if subject.spread.jitter else ""
+            key = (subject.spec, subject.start, subject.fires, subject.spread, name)
             if key not in by_spec:
-                by_spec[key] = Times(subject.spec, subject.start, subject.fires, now, end)
+                by_spec[key] = Times(*key[:3], now, end, subject.spread, name)
             times[id(subject)] = by_spec[key]
         return times[id(subject)]
 

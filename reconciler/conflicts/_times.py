@@ -13,7 +13,7 @@ and bisection work on plain integers.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from rackcron.domain import timing
@@ -35,11 +35,12 @@ class Times:
 
     Interval and ``@every`` schedules (each firing relative to the previous one) are
     a ``range``, one-time schedules a tuple: both answered by bisection. A
-    field-based cron is generated lazily: a prefix of its firings grows by at most
-    ``_CHUNK`` per question, and a question beyond it is answered directly with
-    ``next_after(spec, x)`` (a cron is a fixed set of instants, so the first one
-    after any ``x`` is well defined) and memoised. A sparse cron is soon listed
-    whole; a dense one is never generated further than pairs need.
+    field-based cron, and a schedule with a jitter (``spread``,
+    ``rackcron.domain.timing``), is generated lazily: a prefix of its firings grows by at
+    most ``_CHUNK`` per question, and a question beyond it is answered directly (its
+    fire times are a fixed set of instants, so the first one after any ``x`` is well
+    defined) and memoised. A sparse one is soon listed whole; a dense one is never
+    generated further than pairs need.
     """
 
     _CHUNK = 64
@@ -47,7 +48,7 @@ class Times:
     @property
     def complete(self) -> bool:
         """Every fire time is listed."""
-        return self.cron is None
+        return self.following is None
 
     def __init__(
         self,
@@ -56,8 +57,11 @@ class Times:
         fires: bool,
         now: datetime,
         end: datetime,
+        spread: timing.Spread = timing.NO_SPREAD,
+        name: str = "",
     ) -> None:
-        self.cron: timing.Cron | None = None
+        #: The first fire time strictly after a moment, while the listing is incomplete.
+        self.following: Callable[[datetime], datetime | None] | None = None
         self.listed: Sequence[int] = ()
         self.end = micros(end)
         self.memo: dict[int, int | None] = {}
@@ -70,16 +74,20 @@ class Times:
         step = spec.delta if isinstance(spec, timing.Interval) else None
         if isinstance(spec, timing.Cron) and spec.every is not None:
             step = timedelta(seconds=spec.every)
-        first = timing.first_run(spec, now)
-        if step is not None and start is not None:
+        if spread != timing.NO_SPREAD:  # its own grid, whatever the stored next run
+            first = timing.fire_from(spec, spread, name, now)
+            step = None if spread.jitter else step
+        else:
+            first = timing.first_run(spec, now)
+        if step is not None and start is not None and spread == timing.NO_SPREAD:
             # The stored phase, carried forward to now: start + k*step, k >= 0.
             first = start + max(0, -((start - now) // step)) * step
-        if first >= end:
+        if first is None or first >= end:
             return
         if step is None:
-            assert isinstance(spec, timing.Cron)
-            self.cron, self.listed = spec, [micros(first)]
-            self._grow(micros(end))  # a cron firing at most _CHUNK times is complete now
+            self.following = lambda x: timing.fire_from(spec, spread, name, x + MICROSECOND)
+            self.listed = [micros(first)]
+            self._grow(micros(end))  # one firing at most _CHUNK times is complete now
             return
         second = timing.next_after(spec, first)
         assert second is not None
@@ -91,7 +99,7 @@ class Times:
     def after(self, x: int) -> int | None:
         """The first fire time strictly after ``x`` (microseconds), or None."""
         listed = self.listed
-        if self.cron is not None and listed and x >= listed[-1]:
+        if self.following is not None and listed and x >= listed[-1]:
             self._grow(x)
             if x >= listed[-1]:
                 return self._ask(x)
@@ -99,25 +107,23 @@ class Times:
         return listed[i] if i < len(listed) else None
 
     def _grow(self, x: int) -> None:
-        listed, cron = self.listed, self.cron
-        assert isinstance(listed, list) and cron is not None
+        listed, following = self.listed, self.following
+        assert isinstance(listed, list) and following is not None
         for _ in range(self._CHUNK):
-            found = timing.next_after(cron, instant(listed[-1]))
-            assert found is not None
-            if micros(found) >= self.end:
-                self.cron = None  # complete: bisection answers everything from now on
+            found = following(instant(listed[-1]))
+            if found is None or micros(found) >= self.end:
+                self.following = None  # complete: bisection answers everything from now on
                 return
             listed.append(micros(found))
             if listed[-1] > x:
                 return
 
     def _ask(self, x: int) -> int | None:
-        if self.cron is None:
+        if self.following is None:
             return None
         if x not in self.memo:
-            found = timing.next_after(self.cron, instant(x))
-            assert found is not None
-            self.memo[x] = micros(found) if micros(found) < self.end else None
+            found = self.following(instant(x))
+            self.memo[x] = micros(found) if found and micros(found) < self.end else None
         return self.memo[x]
 
 

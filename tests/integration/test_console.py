@@ -737,3 +737,21 @@ def test_a_store_that_fails_is_a_503_that_names_no_database(
     assert str(service.engine.url.database) not in page and "127.0.0.1" not in page
     (record,) = [r for r in caplog.records if r.getMessage() == "console page failed"]
     assert record.fields["correlation_id"] == found.group(1)  # type: ignore[attr-defined]
+
+
+def test_a_schedule_page_shows_its_anchor_and_jitter(service: Service, fleet) -> None:
+    """docs/spec/SEMANTICS.md "Spreading fire times": the console shows them."""
+    from rackcron.domain.models import ScheduleConfig, SpecType
+    from tests.support.service import make_operation
+
+    config = ScheduleConfig(name="anchored", spec_type=SpecType.INTERVAL, spec="1h")
+    made = service.create_schedule(config, make_operation("power_on", fleet.racks[:1]),
+                                   anchor="2026-01-01T01:15:00+01:00", jitter="5m")  # fmt: skip
+    server = _serve(service, "127.0.0.1")
+    try:
+        page = Console(server).get(f"/schedules/{made.id}")
+    finally:
+        server.stop()
+    assert page.status == 200
+    assert "<dt>Anchor</dt><dd>2026-01-01T00:15:00Z</dd>" in page.body
+    assert "<dt>Jitter</dt><dd>5m</dd>" in page.body

@@ -161,6 +161,8 @@ NEW_VALUES = {
     "last_miss_reason": "freeze",
     "last_miss_detail": "launch",
     "applied_by": 1,  # the apply log entry the test writes first
+    "anchor": datetime(2026, 1, 1, 0, 15, tzinfo=UTC),
+    "jitter": "5m",
 }
 
 

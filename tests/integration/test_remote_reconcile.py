@@ -218,7 +218,11 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
     repo.apply("--owner", "fleet")
     repo.write(schedule("a"))  # the freeze lifted, the deadline dropped
     target = (str(repo.path), "--server", flow_only, "--owner", "fleet")
-    gist = "freezes, starting deadlines, labels and the inventory were not compared"
+    gist = (
+        "what this server holds of freezes, starting deadlines, schedules' anchors and jitters,"
+        " labels and the inventory stays in force, even if the tree dropped it: they were not"
+        " compared"
+    )
     text = run("plan", *target)
     assert text.exit_code == 0 and f"warning: {gist}" in text.output, text.output
     assert "stays in force, even if the tree dropped it" in text.output
@@ -229,7 +233,7 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
     assert "stays in force, even if the tree dropped it" in markdown  # in the shown part
     data = json.loads(run("plan", *target, "--format", "json").output)
     (warning,) = [w for w in data["warnings_detail"] if w["code"] == "not_compared"]
-    assert warning["message"].startswith(gist) and data["format_version"] == "1.10"
+    assert warning["message"].startswith(gist) and data["format_version"] == "1.11"
     assert data["warnings_counts"]["not_compared"] == 1
     applied = run("apply", *target, "--auto-approve")
     assert applied.exit_code == 0, applied.output
@@ -241,9 +245,11 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
 @pytest.mark.parametrize(
     ("carries", "warned"),
     [
-        (("starting_deadline", "freezes", "rack_labels"), []),
-        (("rack_labels",), ["freezes and starting deadlines were not compared: this server"
-                            " cannot show them (an older rackcron.v1.Reconciler)"]),
+        (("starting_deadline", "spread", "freezes", "rack_labels"), []),
+        (("rack_labels",), ["what this server holds of freezes, starting deadlines and"
+                            " schedules' anchors and jitters stays in force, even if the tree"
+                            " dropped it: they were not compared, as it cannot show them (an"
+                            " older rackcron.v1.Reconciler)"]),
     ],
     ids=["current", "older"],
 )  # fmt: skip
@@ -256,7 +262,7 @@ def test_a_reconciler_says_what_it_could_not_compare(
     planned = run("plan", str(repo.path), "--server", shim.address, "--format", "json")
     assert planned.exit_code == 0, planned.output
     messages = [w["message"] for w in json.loads(planned.output)["warnings_detail"]]
-    assert [m.split(", so")[0] for m in messages] == warned
+    assert [m.split("; plan against")[0] for m in messages] == warned
 
 
 def _refuse_management(*args, **kwargs):

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Management, OperationTemplate, OverlapPolicy, Schedule, SpecType
 from rackcron.reconciler.conflicts import (
@@ -568,3 +569,25 @@ def test_coarse_json_and_diagnostics() -> None:
     assert render_text(coarse_conflicts(tree(schedule("a"))).to_json()) == (
         "Coarse check of 1 declared schedules: no conflicts."
     )
+
+
+def test_a_jitter_moves_the_firings_the_precise_check_compares() -> None:
+    """docs/spec/SEMANTICS.md "Spreading fire times": the check uses the jittered times.
+    Two daily 02:00 power operations on one rack collide the first night; spread by a
+    3 h jitter, they first meet on the night their delays bring them together."""
+    plain = tree(schedule("a"), schedule("d", operation="{power_off: {}}"))
+    (conflict,) = precise_conflicts(plain, now=NOW).conflicts
+    assert conflict.collision is not None
+    assert conflict.collision.at == datetime(2026, 6, 1, 2, tzinfo=UTC)
+    spread = tree(
+        schedule("a", extra="  jitter: 3h\n"),
+        schedule("d", operation="{power_off: {}}", extra="  jitter: 3h\n"),
+    )
+    spec, jitter = timing.parse_spec("cron", "0 2 * * *"), timing.Spread(None, timedelta(hours=3))
+    nights = [datetime(2026, 6, 1, 2, tzinfo=UTC) + timedelta(days=d) for d in range(14)]
+    a, d = ([n + timing.jitter_offset(spec, jitter, name, n) for n in nights] for name in "ad")
+    on, off = DEFAULT_DURATIONS["power_on"], DEFAULT_DURATIONS["power_off"]
+    met = [max(x, y) for x, y in zip(a, d, strict=True) if x < y + off and y < x + on]
+    assert met and met[0] > nights[5]  # not the first night: the jitter moved them apart
+    (conflict,) = precise_conflicts(spread, now=NOW).conflicts
+    assert conflict.collision is not None and conflict.collision.at == met[0]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import typing
 from pathlib import Path
 
 import pytest
@@ -24,21 +23,26 @@ from rackcron.service import Operations, Service
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Each group of a unit of work's operations, by its attribute of Operations.
-GROUPS = {k: v for k, v in typing.get_type_hints(Operations).items() if k != "work"}
-#: Which group holds each public operation.
-GROUP_OF = {name: g for g, kind in GROUPS.items() for name in vars(kind) if name[0] != "_"}
+GROUPS = Operations.groups()
+#: Which group holds each public operation, by the operation's name.
+OPERATION_GROUP = {
+    name: g
+    for g, kind in GROUPS.items()
+    for name, value in vars(kind).items()
+    if name[0] != "_" and callable(value)
+}
 
 
 def operation(name: str) -> object:
     """The group's method ``name``."""
-    return getattr(GROUPS[GROUP_OF[name]], name)
+    return getattr(GROUPS[OPERATION_GROUP[name]], name)
 
 
 #: The operations Service runs each in a transaction of its own (``_in_transaction``).
 WRAPPED = sorted(
     name
     for name, value in vars(Service).items()
-    if name in GROUP_OF and getattr(value, "__wrapped__", None) is operation(name)
+    if name in OPERATION_GROUP and getattr(value, "__wrapped__", None) is operation(name)
 )
 
 #: The operations whose Service method also records the change (``rackcron.audit``).
@@ -67,7 +71,7 @@ SNIPPET = [
     *(
         f"    reveal_type({who}.{name})"
         for name in WRAPPED
-        for who in ("service", f"ops.{GROUP_OF[name]}")
+        for who in ("service", f"ops.{OPERATION_GROUP[name]}")
     ),
     *(f"    {call}" for call in _WRONG),
 ]
@@ -126,7 +130,7 @@ def test_an_audited_operation_takes_its_parameters_and_audit(name: str) -> None:
 @pytest.mark.parametrize("name", WRAPPED)
 def test_mypy_sees_the_operations_signature(name: str, checked: dict[int, list[str]]) -> None:
     ours = checked[_line(f"reveal_type(service.{name})")]
-    theirs = checked[_line(f"reveal_type(ops.{GROUP_OF[name]}.{name})")]
+    theirs = checked[_line(f"reveal_type(ops.{OPERATION_GROUP[name]}.{name})")]
     assert len(ours) == 1 and ours[0].startswith('Revealed type is "def ('), ours
     assert ours == theirs
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pytest
 
 from rackcron.domain.firing import Lateness, deadline_lateness, parse_starting_deadline
-from rackcron.domain.timing import SpecError, SpecType
+from rackcron.domain.timing import NO_SPREAD, SpecError, SpecType, Spread, jitter_offset, parse_spec
 
 DUE = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
 
@@ -53,6 +53,8 @@ class Schedule(NamedTuple):
     spec_type: SpecType = SpecType.CRON
     spec: str = "0 2 * * *"  # daily: no tick collapsed in the cases below
     timezone: str = "UTC"
+    name: str = "nightly"
+    spread: Spread = NO_SPREAD
 
 
 @pytest.mark.parametrize(
@@ -134,3 +136,19 @@ def test_a_schedule_without_a_due_time_is_never_missed() -> None:
 def test_an_unreadable_stored_spec_is_an_error() -> None:
     with pytest.raises(SpecError):
         deadline_lateness(DUE, DUE + H, Schedule("1m", timezone="Mars/Olympus"), manual=False)
+
+
+def test_a_jittered_schedule_is_judged_from_its_jittered_times() -> None:
+    """docs/spec/SEMANTICS.md "Spreading fire times": lateness counts from the jittered time."""
+    spread = Spread(None, timedelta(minutes=30))
+    hourly = Schedule("15m", SpecType.CRON, "0 * * * *", spread=spread)
+    spec = parse_spec(SpecType.CRON, "0 * * * *")
+    nominals = [DUE + k * H for k in range(4)]
+    fires = [n + jitter_offset(spec, spread, hourly.name, n) for n in nominals]
+    assert len(set(f - n for f, n in zip(fires, nominals, strict=True))) > 1  # really jittered
+    on_time = fires[0] + timedelta(minutes=14)
+    assert deadline_lateness(fires[0], on_time, hourly, manual=False) == Lateness(fires[0], None)
+    three_hours_late = fires[3] + timedelta(minutes=20)
+    assert deadline_lateness(fires[0], three_hours_late, hourly, manual=False) == (
+        Lateness(fires[3], 1200.0)
+    )

@@ -40,6 +40,7 @@ def test_exported_members() -> None:
         "SpreadError",
         "describe_local",
         "fire_after",
+        "fire_from",
         "first_fire",
         "first_run",
         "format_rfc3339",
@@ -53,6 +54,7 @@ def test_exported_members() -> None:
         "parse_spec",
         "parse_spread",
         "parse_timezone",
+        "stored_spread",
     ]
     assert issubclass(SpecError, ValueError)
     assert [kind.value for kind in SpecType] == ["interval", "cron", "one-time"]

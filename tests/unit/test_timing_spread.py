@@ -13,6 +13,7 @@ from rackcron.domain.timing import (
     Spread,
     SpreadError,
     fire_after,
+    fire_from,
     first_fire,
     first_run,
     jitter_offset,
@@ -203,3 +204,23 @@ def test_a_late_anchored_firing_stands_for_its_latest_grid_time() -> None:
         due + timedelta(hours=5)
     )
     assert latest_fire(HOURLY, spread, "h", due, due - timedelta(minutes=1)) == due
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    jitter=st.integers(1, 3 * 3600),
+    at=st.datetimes(datetime(2020, 1, 1), datetime(2040, 1, 1), timezones=st.just(UTC)),
+    anchored=st.booleans(),
+)
+def test_the_first_fire_time_from_a_moment_is_the_one_the_chain_reaches(
+    jitter: int, at: datetime, anchored: bool
+) -> None:
+    """fire_from(t) is the first of the fire times fire_after chains that is not before t."""
+    spec = parse_spec("interval", "45m") if anchored else parse_spec("cron", "*/30 * * * *")
+    spread = Spread(datetime(2026, 1, 1, 0, 7, tzinfo=UTC) if anchored else None, None)
+    spread = Spread(spread.anchor, timedelta(seconds=jitter))
+    chained = first_fire(spec, spread, "x", at - timedelta(hours=4))
+    while chained < at:
+        chained = fire_after(spec, spread, "x", chained)  # type: ignore[assignment]
+    assert fire_from(spec, spread, "x", at) == chained
+    assert fire_from(spec, spread, "x", chained) == chained

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import (
     Component,
@@ -50,11 +51,14 @@ def schedule(
     spec_type: SpecType = SpecType.INTERVAL,
     next_run_at: datetime | None = T0 + timedelta(hours=1),
     enabled: bool = True,
+    anchor: datetime | None = None,
+    jitter: str | None = None,
 ) -> tuple[Schedule, list[Scope]]:
     made = Schedule(
         id=uuid.uuid4(), name=name, spec_type=spec_type, spec=spec, timezone="UTC",
         template=TEMPLATES[kind], overlap_policy=OverlapPolicy.SKIP, enabled=enabled,
         next_run_at=next_run_at, last_run_at=None, created_at=T0, updated_at=T0,
+        anchor=anchor, jitter=jitter,
     )  # fmt: skip
     scopes = [
         Scope(
@@ -164,3 +168,27 @@ def test_a_schedule_firing_every_second_is_bounded() -> None:
 def test_a_window_must_end_after_it_starts() -> None:
     with pytest.raises(ValueError, match="must end after"):
         upcoming(view(), T0, T0)
+
+
+def test_spread_schedules_are_drawn_at_their_spread_times_and_conflict_there() -> None:
+    """docs/spec/SEMANTICS.md "Spreading fire times": bars and marks use the jittered times."""
+    spec = timing.parse_spec("cron", "0 * * * *")
+    spread = timing.Spread(None, timedelta(minutes=50))
+    hours = [T0 + timedelta(hours=h) for h in range(1, 4)]
+    starts = [h + timing.jitter_offset(spec, spread, "hourly", h) for h in hours]
+    hourly = schedule("hourly", "power_off", (RACK, None), spec="0 * * * *",
+                      spec_type=SpecType.CRON, next_run_at=starts[0], jitter="50m")  # fmt: skip
+    found = upcoming(view(hourly), T0, T0 + timedelta(hours=3, minutes=59))
+    assert [b.start for b in found.bars] == starts
+    # Another schedule on the rack, at the second bar's jittered time, is marked against it.
+    at = schedule("at", "power_on", (RACK, only(C0)), spec="24h", next_run_at=starts[1])
+    marked = upcoming(view(hourly, at), T0, T0 + timedelta(hours=3, minutes=59))
+    assert [b.start for b in marked.bars if b.conflicts_with == ("at",)] == [starts[1]]
+    # An anchored interval from an overdue next run: back on its grid at the window start.
+    anchored = schedule("grid", "power_on", (OTHER, None), spec="2h",
+                        next_run_at=T0 - timedelta(hours=5),
+                        anchor=datetime(2026, 1, 1, 0, 30, tzinfo=UTC))  # fmt: skip
+    drawn = upcoming(view(anchored), T0, T0 + timedelta(hours=5))
+    assert [b.start for b in drawn.bars] == [T0, T0 + timedelta(minutes=30),
+                                             T0 + timedelta(hours=2, minutes=30),
+                                             T0 + timedelta(hours=4, minutes=30)]  # fmt: skip

@@ -39,11 +39,13 @@ from rackcron.domain.timing._spread import (
     Spread,
     SpreadError,
     fire_after,
+    fire_from,
     first_fire,
     jitter_offset,
     latest_fire,
     nominal_after,
     parse_spread,
+    stored_spread,
 )
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "SpreadError",
     "describe_local",
     "fire_after",
+    "fire_from",
     "first_fire",
     "first_run",
     "format_rfc3339",
@@ -71,4 +74,5 @@ __all__ = [
     "parse_spec",
     "parse_spread",
     "parse_timezone",
+    "stored_spread",
 ]

@@ -39,11 +39,13 @@ __all__ = [
     "Spread",
     "SpreadError",
     "fire_after",
+    "fire_from",
     "first_fire",
     "jitter_offset",
     "latest_fire",
     "nominal_after",
     "parse_spread",
+    "stored_spread",
 ]
 
 _SECOND = timedelta(seconds=1)
@@ -70,9 +72,10 @@ class Spread:
 NO_SPREAD = Spread()
 
 
-def parse_spread(spec: Spec, anchor: str | None, jitter: str | None) -> Spread:
+def parse_spread(spec: Spec, anchor: str | datetime | None, jitter: str | None) -> Spread:
     """The spread of a schedule of ``spec`` that declares ``anchor`` (RFC 3339 with an
-    offset) and ``jitter`` (a Go duration); None for either: not declared.
+    offset, or an aware datetime) and ``jitter`` (a Go duration); None for either: not
+    declared.
 
     :raises SpreadError: naming ``anchor`` or ``jitter``: malformed, an anchor on a cron
         or one-time schedule, a jitter that is not whole seconds (at least one), on a
@@ -88,8 +91,8 @@ def parse_spread(spec: Spec, anchor: str | None, jitter: str | None) -> Spread:
                 "anchor", f"only an interval schedule has an anchor; this one is {kind}"
             )
         try:
-            at = parse_rfc3339(anchor)
-        except SpecError as exc:
+            at = as_utc(anchor) if isinstance(anchor, datetime) else parse_rfc3339(anchor)
+        except (SpecError, ValueError) as exc:
             raise SpreadError("anchor", str(exc)) from None
     spread = None
     if jitter is not None:
@@ -110,6 +113,16 @@ def parse_spread(spec: Spec, anchor: str | None, jitter: str | None) -> Spread:
             raise SpreadError("jitter", f"must be whole seconds, at least 1s, got {quote(jitter)}")
         spread = timedelta(seconds=seconds)
     return Spread(at, spread)
+
+
+def stored_spread(anchor: datetime | None, jitter: str | None) -> Spread:
+    """The spread of a stored schedule (checked by :func:`parse_spread` when written).
+
+    :raises SpecError: a jitter that is not a Go duration.
+    """
+    if jitter is None:
+        return Spread(anchor)
+    return Spread(anchor, timedelta(seconds=parse_duration(jitter) // 1_000_000_000))
 
 
 def nominal_after(spec: Spec, spread: Spread, t: datetime) -> datetime | None:
@@ -154,6 +167,20 @@ def fire_after(spec: Spec, spread: Spread, name: str, t: datetime) -> datetime |
     if nominal is None:
         return None
     return nominal + jitter_offset(spec, spread, name, nominal)
+
+
+def fire_from(spec: Spec, spread: Spread, name: str, t: datetime) -> datetime | None:
+    """The first fire time at or after ``t`` (UTC) of a schedule whose fire times do not
+    depend on when it last fired: a cron, a one-time spec, or an anchored interval (an
+    un-anchored interval counts from its stored next run: not for it)."""
+    t = as_utc(t)
+    if spread.jitter is not None:  # the nominal time before t may fire at t or after
+        last = _latest_nominal(spec, spread, t - spread.jitter, t - _TINY)
+        if last is not None and (fires := last + jitter_offset(spec, spread, name, last)) >= t:
+            return fires
+    if isinstance(spec, OneTime):
+        return spec.at if spec.at >= t else None
+    return fire_after(spec, spread, name, t - _TINY)
 
 
 def latest_fire(spec: Spec, spread: Spread, name: str, due: datetime, now: datetime) -> datetime:
