@@ -81,6 +81,9 @@ validator::
     │           an anchor or jitter is malformed or not allowed on its spec
     │           (its field named: the service's InvalidArgument, validate's
     │           diagnostic at the field)
+    ├── RolloutError  rackcron.domain.rollouts
+    │       a roll-out policy breaks a rule (its field named), or a resume of a
+    │       roll-out that is neither paused nor halted
     ├── BadTokenFile  rackcron.shim.tokens
     │       a line of the gRPC token file breaks a rule (names the file and
     │       the line, never the token): load_tokens raises UnusableConfig

@@ -1,0 +1,266 @@
+"""The roll-out rules, pure (docs/spec/SEMANTICS.md "Roll-outs")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackcron.domain.rollouts import (
+    Amount,
+    Policy,
+    Racked,
+    Rollout,
+    RolloutError,
+    RolloutState,
+    ScopeStage,
+    estimated_span,
+    limits,
+    new_rollout,
+    order,
+    parse_amount,
+    resume,
+    step,
+)
+
+NOW = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+def racks(count: int, **labels: list[str]) -> list[Racked]:
+    """``count`` racks r00, r01, ...; each label key cycles through its values."""
+    return [
+        Racked(f"s{i:02d}", f"r{i:02d}", {k: v[i % len(v)] for k, v in labels.items()})
+        for i in range(count)
+    ]
+
+
+def ended(rollout: Rollout, stage: ScopeStage, *ids: object) -> Rollout:
+    """``rollout`` with the scopes ``ids`` at ``stage``."""
+    scopes = tuple(replace(s, stage=stage) if s.scope_id in ids else s for s in rollout.scopes)
+    return replace(rollout, scopes=scopes)
+
+
+# --- declaring ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "amount"),
+    [(5, Amount(5)), ("5", Amount(5)), ("5%", Amount(5, True)), ("100%", Amount(100, True))],
+)
+def test_an_amount_is_a_count_or_a_percentage(value: object, amount: Amount) -> None:
+    assert parse_amount(value, "max_in_flight") == amount  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("101%", "over 100%"), ("-1", "whole number"), ("1.5", "whole number"), ("five", "whole"),
+     ("0", "at least 1"), ("0%", "at least 1"), (True, "whole number"), ("٣", "whole number")],
+)  # fmt: skip
+def test_a_bad_amount_names_its_field(value: object, message: str) -> None:
+    with pytest.raises(RolloutError, match=message) as caught:
+        parse_amount(value, "max_in_flight", least=1)  # type: ignore[arg-type]
+    assert caught.value.field == "max_in_flight"
+
+
+def test_waves_that_decrease_are_refused() -> None:
+    with pytest.raises(RolloutError, match="must not decrease: 50% then 10%") as caught:
+        Policy(Amount(1), waves=(Amount(50, True), Amount(10, True)))
+    assert caught.value.field == "waves"
+
+
+def test_percentages_round_up_for_limits_and_waves_and_down_for_the_budget() -> None:
+    policy = Policy(
+        Amount(5, True), Amount(10, True), waves=(Amount(1), Amount(10, True), Amount(50, True))
+    )
+    assert limits(policy, 33) == (2, 3, (1, 4, 17, 33))  # last wave: the implicit 100%
+    # Waves left empty by rounding are dropped; in-flight is at least one.
+    assert limits(Policy(Amount(1, True), waves=(Amount(1, True), Amount(2, True))), 10) == (
+        1, 0, (1, 10))  # fmt: skip
+    assert limits(Policy(Amount(3)), 0) == (3, 0, (0,))
+
+
+def test_canaries_come_first_then_every_rack_by_name() -> None:
+    policy = Policy(Amount(1), first_racks=("r07",), first_labels=(("canary", "yes"),))
+    scopes = racks(10, canary=["no", "no", "no", "yes"])  # r03 and r07 carry canary=yes
+    assert [s.rack_name for s in order(policy, reversed(scopes))][:4] == [
+        "r03",
+        "r07",
+        "r00",
+        "r01",
+    ]
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def test_at_most_max_in_flight_run_and_the_next_starts_when_one_ends() -> None:
+    rollout = new_rollout(Policy(Amount(2)), racks(5), None)
+    first = step(rollout, NOW)
+    assert first.start == ("s00", "s01") and first.rollout.state == RolloutState.ROLLING
+    running = first.rollout
+    assert step(running, NOW).start == ()
+    one_done = ended(running, ScopeStage.COMPLETED, "s00")
+    assert step(one_done, NOW).start == ("s02",)
+
+
+def test_a_held_scope_is_passed_over_for_the_next() -> None:
+    rollout = new_rollout(Policy(Amount(2)), racks(4), None)
+    assert step(rollout, NOW, held={"s00"}).start == ("s01", "s02")
+
+
+def test_one_rack_per_group_at_a_time_and_a_blocked_scope_is_passed_over() -> None:
+    policy = Policy(Amount(10), spread_by="power")
+    rollout = new_rollout(policy, racks(6, power=["a", "a", "b"]), None)  # a a b a a b
+    result = step(rollout, NOW)
+    assert result.start == ("s00", "s02")  # one of a, one of b
+    two = Policy(Amount(10), spread_by="power", max_in_flight_per_group=2)
+    assert step(new_rollout(two, racks(6, power=["a", "a", "b"]), None), NOW).start == (
+        "s00", "s01", "s02", "s05")  # fmt: skip
+
+
+def test_a_rack_without_the_label_is_a_group_of_its_own() -> None:
+    scopes = [Racked("s0", "r0", {}), Racked("s1", "r1", {}), Racked("s2", "r2", {"pdu": "x"})]
+    rollout = new_rollout(Policy(Amount(10), spread_by="pdu"), scopes, None)
+    assert step(rollout, NOW).start == ("s0", "s1", "s2")
+
+
+def test_nvlink_domains_group_racks() -> None:
+    scopes = [Racked(f"s{i}", f"r{i}", {}, "nvl-1" if i < 2 else "nvl-2") for i in range(4)]
+    rollout = new_rollout(Policy(Amount(10), spread_by="nvl_domain"), scopes, None)
+    assert step(rollout, NOW).start == ("s0", "s2")
+
+
+def test_a_wave_starts_when_the_previous_has_ended_and_baked() -> None:
+    policy = Policy(Amount(10), waves=(Amount(2),), bake=timedelta(minutes=30))
+    rollout = new_rollout(policy, racks(5), None)
+    first = step(rollout, NOW)
+    assert first.start == ("s00", "s01")
+    running = first.rollout
+    partly = ended(running, ScopeStage.COMPLETED, "s00")
+    assert step(partly, NOW).start == ()  # the wave has not ended
+    wave_done = ended(partly, ScopeStage.FAILED, "s01")
+    baking = step(replace(wave_done, budget=1), NOW)
+    assert baking.start == () and baking.rollout.state == RolloutState.BAKING
+    assert baking.rollout.bake_until == NOW + 30 * MINUTE
+    assert step(baking.rollout, NOW + 29 * MINUTE).start == ()
+    after = step(baking.rollout, NOW + 30 * MINUTE)
+    assert after.start == ("s02", "s03", "s04") and after.rollout.wave == 1
+
+
+def test_a_manual_bake_is_a_promotion_gate() -> None:
+    policy = Policy(Amount(10), waves=(Amount(1),), bake=None)
+    first = step(new_rollout(policy, racks(3), None), NOW)
+    done = ended(first.rollout, ScopeStage.COMPLETED, "s00")
+    gate = step(done, NOW)
+    assert gate.start == () and gate.rollout.state == RolloutState.PAUSED
+    assert gate.rollout.pause_reason == "promotion"
+    promoted = resume(gate.rollout)
+    assert promoted.wave == 1 and step(promoted, NOW).start == ("s01", "s02")
+
+
+def test_a_first_wave_with_no_success_pauses() -> None:
+    policy = Policy(Amount(10), Amount(5), waves=(Amount(2),))
+    first = step(new_rollout(policy, racks(4), None), NOW)
+    no_success = ended(first.rollout, ScopeStage.FAILED, "s00")
+    no_success = ended(no_success, ScopeStage.SKIPPED, "s01")
+    paused = step(no_success, NOW)
+    assert paused.rollout.state == RolloutState.PAUSED
+    assert paused.rollout.pause_reason == "no_success"
+
+
+def test_more_failures_than_the_budget_halt_and_resume_raises_it() -> None:
+    policy = Policy(Amount(3), Amount(1))
+    first = step(new_rollout(policy, racks(6), None), NOW)
+    one = ended(first.rollout, ScopeStage.FAILED, "s00")
+    assert step(one, NOW).rollout.state == RolloutState.ROLLING  # 1 is within the budget
+    two = ended(one, ScopeStage.FAILED, "s01")
+    halted = step(two, NOW)
+    assert halted.start == () and halted.rollout.state == RolloutState.HALTED
+    assert step(halted.rollout, NOW).start == ()
+    resumed = resume(halted.rollout)  # failures kept (2), one more allowed (the budget, 1)
+    assert (resumed.state, resumed.budget, resumed.failed) == (RolloutState.ROLLING, 3, 2)
+    assert resume(halted.rollout, allow_failures=0).budget == 2
+    assert step(resumed, NOW).start == ("s03", "s04")
+
+
+def test_with_no_budget_the_first_failure_halts() -> None:
+    first = step(new_rollout(Policy(Amount(2)), racks(4), None), NOW)
+    assert step(ended(first.rollout, ScopeStage.FAILED, "s01"), NOW).rollout.state == "halted"
+
+
+def test_the_cutoff_ends_unstarted_scopes_even_when_paused() -> None:
+    rollout = new_rollout(Policy(Amount(1)), racks(3), NOW + 10 * MINUTE)
+    first = step(rollout, NOW)
+    paused = replace(first.rollout, state=RolloutState.PAUSED)
+    cut = step(paused, NOW + 10 * MINUTE)
+    assert cut.cut_off == ("s01", "s02") and cut.rollout.state == RolloutState.EXPIRED
+    stages = [s.stage for s in cut.rollout.scopes]
+    assert stages == [ScopeStage.ACTIVE, ScopeStage.NOT_STARTED, ScopeStage.NOT_STARTED]
+    assert step(cut.rollout, NOW + 11 * MINUTE) == type(cut)((), cut.rollout)  # final
+
+
+def test_every_scope_ended_completes_it() -> None:
+    first = step(new_rollout(Policy(Amount(2)), racks(2), None), NOW)
+    done = ended(first.rollout, ScopeStage.COMPLETED, "s00", "s01")
+    assert step(done, NOW).rollout.state == RolloutState.COMPLETED
+
+
+def test_only_a_paused_or_halted_roll_out_resumes() -> None:
+    with pytest.raises(RolloutError, match="this one is rolling"):
+        resume(new_rollout(Policy(Amount(1)), racks(1), None))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    total=st.integers(1, 60),
+    in_flight=st.integers(1, 12),
+    waves=st.lists(st.integers(1, 100), max_size=4).map(sorted),
+    groups=st.integers(1, 6),
+    outcomes=st.lists(st.sampled_from([ScopeStage.COMPLETED, ScopeStage.SKIPPED]), min_size=60),
+)
+def test_a_roll_out_never_exceeds_its_limits_and_starts_every_scope_once(
+    total: int, in_flight: int, waves: list[int], groups: int, outcomes: list[ScopeStage]
+) -> None:
+    policy = Policy(
+        Amount(in_flight), waves=tuple(Amount(w, True) for w in waves), spread_by="g",
+        max_in_flight_per_group=1,
+    )  # fmt: skip
+    scopes = racks(total, g=[str(i) for i in range(groups)])
+    rollout = new_rollout(policy, scopes, None)
+    starts: list[object] = []
+    for turn in range(10 * total + 10):
+        result = step(rollout, NOW)
+        rollout = result.rollout
+        starts += result.start
+        active = [s for s in rollout.scopes if s.stage == ScopeStage.ACTIVE]
+        assert len(active) <= in_flight
+        assert len({s.group for s in active}) == len(active)  # one per group
+        assert {s.wave for s in active} <= {rollout.wave}
+        if rollout.state.final:
+            break
+        if rollout.state == RolloutState.PAUSED:  # a first wave with no success: resumed
+            rollout = resume(rollout)
+            continue
+        if active:  # the oldest active scope ends
+            rollout = ended(rollout, outcomes[turn % len(outcomes)], active[0].scope_id)
+    assert rollout.state == RolloutState.COMPLETED
+    assert sorted(starts) == sorted(s.scope_id for s in scopes)  # each exactly once
+
+
+# --- the estimate -------------------------------------------------------------------------------
+
+
+def test_the_span_estimate_follows_the_contract() -> None:
+    hour = timedelta(hours=1)
+    policy = Policy(Amount(10), waves=(Amount(5), Amount(50, True)), bake=30 * MINUTE)
+    # 100 scopes: waves of 5, 45, 50 at 10 in flight: 1 + 5 + 5 hours, and two bakes.
+    assert estimated_span(policy, 100, None, hour) == 11 * hour + 60 * MINUTE
+    grouped = replace(policy, spread_by="row")
+    # 4 rows, one rack each at a time: 4 in flight; waves 5, 45, 50: 2 + 12 + 13 hours.
+    assert estimated_span(grouped, 100, 4, hour) == 27 * hour + 60 * MINUTE
+    assert estimated_span(replace(policy, bake=None), 100, None, hour) == 11 * hour
+    assert estimated_span(policy, 0, None, hour) == timedelta(0)
