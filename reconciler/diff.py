@@ -24,7 +24,9 @@ applied. Runtime fields never count as drift.
 
 Warnings: a one-time schedule the plan leaves armed whose instant is further in the
 past than its starting deadline allows (``one_time_past_deadline``: the dispatcher
-would miss it, docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)");
+would miss it, docs/spec/SEMANTICS.md "Starting deadline (beyond the reference)"); a
+created or changed anchored schedule shown in a zone with daylight saving time
+(``anchor_moves_with_dst``);
 created or changed schedules that share racks with others; every declared fire time
 within :data:`FREEZE_HORIZON` that a freeze in force after the apply will hold
 (``rackcron.reconciler.conflicts.held_firings``); and freezes selecting racks or
@@ -547,6 +549,25 @@ def _same_deadline(a: str | None, b: str | None) -> bool:
         return a == b
 
 
+def _anchor_drifts(want: ScheduleState, now: datetime) -> PlanWarning | None:
+    """A warning when ``want`` is anchored and shown in a zone with daylight saving time:
+    its anchor is an instant, so its local fire times move by an hour when the zone's
+    offset changes (docs/spec/SEMANTICS.md "Spreading fire times")."""
+    if want.anchor is None or want.timezone in ("", "UTC"):
+        return None
+    zone = timing.parse_timezone(want.timezone)
+    offsets = {(now + timedelta(weeks=w)).astimezone(zone).utcoffset() for w in range(53)}
+    if len(offsets) < 2:
+        return None
+    local = timing.parse_rfc3339(want.anchor).astimezone(zone)
+    return PlanWarning(
+        "anchor_moves_with_dst",
+        f'schedule "{want.name}": its anchor ({want.anchor}, {local:%H:%M} in'
+        f" {want.timezone}) is an instant, so its fire times move by an hour of local time"
+        " when daylight saving time starts or ends; for a fixed local time, use a cron spec",
+    )
+
+
 def _past_deadline(want: ScheduleState, now: datetime) -> PlanWarning | None:
     """A warning when ``want`` is a one-time schedule whose instant lies further before
     ``now`` than its starting deadline allows."""
@@ -628,6 +649,12 @@ def diff(
         if name in armed or (name in current.schedules and not current.schedules[name].consumed)
         if (warning := _past_deadline(want, now)) is not None
     ]
+    drifting = [
+        warning
+        for c in schedule_changes
+        if c.action != "delete"
+        if (warning := _anchor_drifts(desired.schedules[c.name], now)) is not None
+    ]
     held, held_count = differ.held()
     gone: dict[str, set[str]] = {}
     for change in changes:
@@ -641,6 +668,7 @@ def diff(
         "fires_in_freeze": held_count,
         "freeze_selects_unknown": len(unknown),
         "lookalike_name": len(lookalikes),
+        "anchor_moves_with_dst": len(drifting),
     }
     return Plan(
         owner=owner,
@@ -648,7 +676,7 @@ def diff(
         changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)),
         errors=tuple(differ.errors),
-        warnings=(*late, *pairs, *held, *unknown, *lookalikes),
+        warnings=(*late, *drifting, *pairs, *held, *unknown, *lookalikes),
         warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact,
         source=source or {},

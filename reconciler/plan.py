@@ -75,7 +75,7 @@ FORMAT = "rackcron.plan/v1"
 # 1.10: commands_digest (apply refuses a plan whose steps no longer match it); the action
 #      a read plan shows follows its steps; rackcron_version, the rackcron that made it
 # 1.11: a schedule's anchor and jitter (CreateTaskSchedule args, the SetSpread step,
-#      field changes)
+#      field changes); the warning code anchor_moves_with_dst
 FORMAT_VERSION = "1.11"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
@@ -121,6 +121,9 @@ WarningCode = Literal[
     # planned through a server that cannot show freezes, starting deadlines or labels: the
     # plan did not compare them, and what the server holds of them stays in force
     "not_compared",
+    # a created or changed schedule's anchor is an instant: in its zone, which has daylight
+    # saving time, its local fire times move by an hour when the offset changes
+    "anchor_moves_with_dst",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)

@@ -155,6 +155,11 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
                                                     extra="  starting_deadline: 1h\n"))),
         [], {"one_time_past_deadline"},
     ),
+    "anchor-moves-with-dst": (
+        lambda: _plan(declared(), declared(schedule("a", spec_type="interval", spec="24h",
+                                                    extra="  timezone: Europe/Berlin\n  anchor: '2026-01-01T01:30:00Z'\n"))),
+        [], {"anchor_moves_with_dst"},
+    ),
     "freeze-gone": (
         lambda: _plan(declared(freezes=ON_R1), declared()),
         [("freeze", "hold", "delete", "not_declared")], set(),

@@ -224,3 +224,18 @@ def test_the_first_fire_time_from_a_moment_is_the_one_the_chain_reaches(
         chained = fire_after(spec, spread, "x", chained)  # type: ignore[assignment]
     assert fire_from(spec, spread, "x", at) == chained
     assert fire_from(spec, spread, "x", chained) == chained
+
+
+def test_an_every_schedule_takes_no_jitter() -> None:
+    """@every counts from the last firing: a jitter would move every later time."""
+    with pytest.raises(SpreadError, match="an @every schedule takes no jitter") as caught:
+        parse_spread(parse_spec("cron", "@every 1h"), None, "50m")
+    assert caught.value.field == "jitter"
+
+
+def test_a_jitter_near_the_end_of_the_calendar_is_bounded_by_itself() -> None:
+    """The cap needs the next nominal time; past year 9999 there is none."""
+    spec = parse_spec("interval", "1h")
+    spread = parse_spread(spec, "9999-12-31T23:59:59Z", "30m")
+    nominal = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    assert timedelta(0) <= jitter_offset(spec, spread, "x", nominal) < timedelta(minutes=30)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rackcron.domain.timing._base import SpecError, as_utc, quote
+from rackcron.domain.timing._cron import Cron
 from rackcron.domain.timing._duration import parse_duration
 from rackcron.domain.timing._spec import (
     Interval,
@@ -75,7 +76,8 @@ NO_SPREAD = Spread()
 def parse_spread(spec: Spec, anchor: str | datetime | None, jitter: str | None) -> Spread:
     """The spread of a schedule of ``spec`` that declares ``anchor`` (RFC 3339 with an
     offset, or an aware datetime) and ``jitter`` (a Go duration); None for either: not
-    declared.
+    declared. An ``@every`` cron counts from its last firing, as an un-anchored interval
+    does: it takes no jitter either.
 
     :raises SpreadError: naming ``anchor`` or ``jitter``: malformed, an anchor on a cron
         or one-time schedule, a jitter that is not whole seconds (at least one), on a
@@ -103,6 +105,12 @@ def parse_spread(spec: Spec, anchor: str | datetime | None, jitter: str | None) 
                 "jitter",
                 "an interval schedule takes a jitter only with an anchor (without one,"
                 " each firing would move the next)",
+            )
+        if isinstance(spec, Cron) and spec.every is not None:
+            raise SpreadError(
+                "jitter",
+                "an @every schedule takes no jitter: each firing would move the next (use"
+                " an interval schedule with an anchor)",
             )
         try:
             nanoseconds = parse_duration(jitter)
@@ -141,7 +149,10 @@ def jitter_offset(spec: Spec, spread: Spread, name: str, nominal: datetime) -> t
     time, in whole seconds (zero without a jitter, or under a second's gap)."""
     if spread.jitter is None:
         return timedelta(0)
-    following = nominal_after(spec, spread, nominal)
+    try:
+        following = nominal_after(spec, spread, nominal)
+    except OverflowError:  # the calendar ends (year 9999) first: the jitter alone bounds it
+        following = None
     bound = spread.jitter if following is None else min(spread.jitter, following - nominal)
     seconds = bound // _SECOND
     if seconds < 1:
