@@ -60,7 +60,14 @@ def _client(server: Server) -> FlowClient:
 
 
 #: A schedule's fields the Flow RPCs do not carry: left out of what --server shows.
-_NOT_ON_FLOW = {"starting_deadline", "last_miss", "anchor", "jitter"}
+_NOT_ON_FLOW = {
+    "starting_deadline",
+    "last_miss",
+    "anchor",
+    "jitter",
+    "rollout",
+    "expected_duration",
+}
 
 
 def _dump(schedule: Schedule, server: Server | None) -> dict[str, object]:
@@ -251,6 +258,8 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
                 ("deadline", found.starting_deadline or "none"),
                 *([("anchor", when(found.anchor))] if found.anchor else []),
                 *([("jitter", found.jitter)] if found.jitter else []),
+                *([("rollout", found.rollout.describe())] if found.rollout else []),
+                *([("expected", found.expected_duration)] if found.expected_duration else []),
                 ("last miss", _miss(found)),
             ]
         ),

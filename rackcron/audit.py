@@ -331,6 +331,7 @@ _STEP_KINDS = {
     "SetManagement": "schedule",
     "SetStartingDeadline": "schedule",
     "SetSpread": "schedule",
+    "SetRollout": "schedule",
 }
 
 

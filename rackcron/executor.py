@@ -25,6 +25,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetRollout,
     SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
@@ -91,6 +92,8 @@ class StoreExecutor:
                     starting_deadline=command.starting_deadline,
                     anchor=command.anchor,
                     jitter=command.jitter,
+                    rollout=command.rollout,
+                    expected_duration=command.expected_duration,
                 )
             case UpdateSchedule(schedule=config, update_mask=mask):
                 ops.schedules.update_schedule(self._id(command.name), config, list(mask))
@@ -114,6 +117,8 @@ class StoreExecutor:
                 ops.schedules.set_starting_deadline(self._id(name), deadline)
             case SetSpread(name=name, anchor=anchor, jitter=jitter):
                 ops.schedules.set_spread(self._id(name), anchor, jitter)
+            case SetRollout(name=name, rollout=rollout, expected_duration=expected):
+                ops.schedules.set_rollout(self._id(name), rollout, expected)
             case _:
                 assert_never(command)
 

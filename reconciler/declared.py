@@ -22,7 +22,7 @@ from typing import Any
 
 import pydantic
 
-from rackcron.domain import timing
+from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentType, canonical_type
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.freezes import check_freeze
@@ -38,6 +38,7 @@ from rackcron.domain.models import (
     OperationTemplate,
     OverlapPolicy,
     Rack,
+    RolloutPolicy,
     ScheduleConfig,
     SpecType,
     TargetSpec,
@@ -93,6 +94,8 @@ class DeclaredSchedule:
     starting_deadline: str | None = None
     anchor: str | None = None  # in UTC (RFC 3339), however declared
     jitter: str | None = None
+    rollout: RolloutPolicy | None = None
+    expected_duration: str | None = None
 
     @property
     def name(self) -> str:
@@ -297,6 +300,8 @@ class _Builder:
         parsed = self.spec(doc, timezone)
         spread = None if parsed is None else self.spread(doc, parsed)
         ok = ok and spread is not None
+        rollout, rollout_ok = self.rollout(doc)
+        ok = ok and rollout_ok
         deadline = spec.get("starting_deadline")
         if deadline is not None:
             try:
@@ -330,6 +335,8 @@ class _Builder:
                 starting_deadline=deadline,
                 anchor=timing.format_rfc3339(spread.anchor) if spread and spread.anchor else None,
                 jitter=spec.get("jitter"),
+                rollout=rollout,
+                expected_duration=spec.get("expected_duration"),
             )
             self.declared.schedules.append(schedule)
 
@@ -357,6 +364,27 @@ class _Builder:
         except timing.SpreadError as exc:
             self.problems.append(doc.diagnostic(("spec", exc.field), f"{exc.field}: {exc}"))
             return None
+
+    def rollout(self, doc: SourceDocument) -> tuple[RolloutPolicy | None, bool]:
+        """The schedule's roll-out policy (None: none) and whether it and its
+        ``expected_duration`` are valid, after reporting why not (docs/spec/SEMANTICS.md
+        "Roll-outs")."""
+        spec, ok = doc.data["spec"], True
+        if "expected_duration" in spec:
+            try:
+                rollouts.parse_span(spec["expected_duration"], "expected_duration")
+            except rollouts.RolloutError as exc:
+                ok = self.problem(doc, ("spec", "expected_duration"), f"expected_duration: {exc}")
+        if "rollout" not in spec:
+            return None, ok
+        policy = RolloutPolicy.model_validate(spec["rollout"])  # the schema checked its shape
+        try:
+            policy.policy()
+        except rollouts.RolloutError as exc:
+            head, _, rest = exc.field.partition(".")
+            path: Path = ("spec", "rollout", head, *((rest,) if rest else ()))
+            return None, self.problem(doc, path, f"rollout.{exc.field}: {exc}")
+        return policy, ok
 
     def operation(
         self, doc: SourceDocument, targets: TargetSpec

@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from rackcron.domain import timing
+from rackcron.domain import rollouts, timing
 from rackcron.domain.commands import (
     AddScope,
     Command,
@@ -50,6 +50,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetRollout,
     SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
@@ -75,6 +76,7 @@ from rackcron.reconciler.plan import (
     ScopeChange,
 )
 from rackcron.reconciler.reads import plan_fingerprint
+from rackcron.reconciler.rollout_plan import rollout_view, rollout_warnings
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 
 __all__ = ["FREEZE_HORIZON", "diff", "filter_text"]
@@ -132,6 +134,8 @@ def _create_commands(want: ScheduleState) -> list[Command]:
             starting_deadline=want.starting_deadline or None,
             anchor=want.anchor,
             jitter=want.jitter,
+            rollout=want.rollout,
+            expected_duration=want.expected_duration,
         )
     ]
     if not want.enabled:
@@ -183,6 +187,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                     else ()
                 ),
                 *(FieldChange(k, None, v) for k, v in _spread_fields(want) if v),
+                *(FieldChange(k, None, v) for k, v in _rollout_fields(want) if v),
                 *((FieldChange("enabled", None, False),) if not want.enabled else ()),
                 *((FieldChange("protect", None, True),) if want.management.protect else ()),
             )
@@ -201,6 +206,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 commands=tuple(_create_commands(want)),
                 source=want.management.source,
                 fire_times=self._times(None, want),
+                rollout=rollout_view(want, self.desired),
             )
         if have.management.owner not in (None, self.owner):
             self.errors.append(
@@ -224,6 +230,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 source=want.management.source,
                 fire_times=self._times(have, want),
                 reason_code=code,
+                rollout=rollout_view(want, self.desired),
             )
         return self._update(have, want)
 
@@ -282,6 +289,20 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             )
         if spread_changed and not (clear_first and want.spread == timing.NO_SPREAD):
             commands.append(SetSpread(name=want.name, anchor=want.anchor, jitter=want.jitter))
+        policy_changed, duration_changed = _rollout_changes(have, want)
+        if policy_changed or duration_changed:
+            shown = zip(
+                _rollout_fields(have),
+                _rollout_fields(want),
+                (policy_changed, duration_changed),
+                strict=True,
+            )
+            fields += (FieldChange(k, old, new) for (k, old), (_, new), changed in shown if changed)
+            commands.append(
+                SetRollout(
+                    name=want.name, rollout=want.rollout, expected_duration=want.expected_duration
+                )
+            )
         if not _same_deadline(have.starting_deadline, want.starting_deadline):
             deadline = want.starting_deadline
             fields.append(FieldChange("starting_deadline", have.starting_deadline, deadline))
@@ -313,6 +334,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             commands=tuple(commands),
             source=want.management.source,
             fire_times=self._times(have, want),
+            rollout=rollout_view(want, self.desired),
         )
 
     def _scope(
@@ -539,6 +561,29 @@ def _fits(have: ScheduleState, want: ScheduleState) -> bool:
     return True
 
 
+def _rollout_fields(state: ScheduleState) -> tuple[tuple[str, str | None], ...]:
+    """The roll-out and expected duration, as a plan shows them."""
+    rollout = state.rollout.describe() if state.rollout else None
+    return (("rollout", rollout), ("expected_duration", state.expected_duration))
+
+
+def _rollout_changes(a: ScheduleState, b: ScheduleState) -> tuple[bool, bool]:
+    """Whether the roll-out policy, and the expected duration, differ, read by their rules
+    (``60m`` is ``1h``, ``5`` is ``"5"``)."""
+    try:
+        policies: list[object] = [s.rollout.policy() if s.rollout else None for s in (a, b)]
+    except rollouts.RolloutError:  # a value the store did not check (a server's): as given
+        policies = [a.rollout, b.rollout]
+    try:
+        durations: list[object] = [
+            None if x is None else rollouts.parse_span(x, "expected_duration")
+            for x in (a.expected_duration, b.expected_duration)
+        ]
+    except rollouts.RolloutError:
+        durations = [a.expected_duration, b.expected_duration]
+    return policies[0] != policies[1], durations[0] != durations[1]
+
+
 def _same_deadline(a: str | None, b: str | None) -> bool:
     """The same starting deadline: both none, or the same duration (``60m`` is ``1h``)."""
     if a is None or b is None:
@@ -655,6 +700,12 @@ def diff(
         if c.action != "delete"
         if (warning := _anchor_drifts(desired.schedules[c.name], now)) is not None
     ]
+    rollout_warned = [
+        warning
+        for c in schedule_changes
+        if c.action != "delete"
+        for warning in rollout_warnings(desired.schedules[c.name], desired, now)
+    ]
     held, held_count = differ.held()
     gone: dict[str, set[str]] = {}
     for change in changes:
@@ -670,13 +721,16 @@ def diff(
         "lookalike_name": len(lookalikes),
         "anchor_moves_with_dst": len(drifting),
     }
+    for warning in rollout_warned:
+        assert warning.code is not None
+        counts[warning.code] = counts.get(warning.code, 0) + 1
     return Plan(
         owner=owner,
         fingerprint=plan_fingerprint(current, owner, changes),
         changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)),
         errors=tuple(differ.errors),
-        warnings=(*late, *drifting, *pairs, *held, *unknown, *lookalikes),
+        warnings=(*late, *drifting, *rollout_warned, *pairs, *held, *unknown, *lookalikes),
         warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact,
         source=source or {},

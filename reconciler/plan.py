@@ -76,7 +76,10 @@ FORMAT = "rackcron.plan/v1"
 #      a read plan shows follows its steps; rackcron_version, the rackcron that made it
 # 1.11: a schedule's anchor and jitter (CreateTaskSchedule args, the SetSpread step,
 #      field changes); the warning code anchor_moves_with_dst
-FORMAT_VERSION = "1.11"
+# 1.12: a schedule's roll-out and expected duration (CreateTaskSchedule args, the
+#      SetRollout step, field changes, a change's "rollout"); the warning codes
+#      rollout_spread_by_missing, rollout_span_exceeds_gap, rollout_span_exceeds_cutoff
+FORMAT_VERSION = "1.12"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.
@@ -124,6 +127,12 @@ WarningCode = Literal[
     # a created or changed schedule's anchor is an instant: in its zone, which has daylight
     # saving time, its local fire times move by an hour when the offset changes
     "anchor_moves_with_dst",
+    # racks of a created or changed schedule's scope lack its roll-out's spread_by label
+    "rollout_spread_by_missing",
+    # a roll-out's estimated span is longer than the schedule's shortest gap between firings
+    "rollout_span_exceeds_gap",
+    # a roll-out's estimated span is longer than its declared cutoff
+    "rollout_span_exceeds_cutoff",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)
@@ -165,6 +174,9 @@ class Change:
     security_reason: str = ""
     # Replace and delete: why, as a code (None: read from a plan older than 1.5).
     reason_code: ReasonCode | None = None
+    # A schedule with a roll-out: what its next firing would do (rackcron.reconciler.
+    # rollout_plan); in the JSON only when set.
+    rollout: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -368,6 +380,8 @@ def _change_json(change: Change) -> dict[str, Any]:
         del data["security_sensitive"], data["security_reason"]
     if change.reason_code is None:  # a create or update (or a change read from 1.4)
         del data["reason_code"]
+    if change.rollout is None:  # as before 1.12
+        del data["rollout"]
     return data
 
 
@@ -375,6 +389,13 @@ def _warning_json(warning: PlanWarning) -> dict[str, Any]:
     if warning.code is None:  # read from a plan older than 1.5
         return {"message": warning.message}
     return {"code": warning.code, "message": warning.message}
+
+
+def _rollout(value: Any) -> dict[str, Any] | None:
+    """A saved change's roll-out view (shown as saved: ``apply`` recomputes it)."""
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"rollout: expected an object, not {type(value).__name__}")
+    return value
 
 
 def _code(value: Any) -> Any:
@@ -457,4 +478,5 @@ def _change(c: dict[str, Any], where: str) -> Change:
         security_sensitive=bool(c.get("security_sensitive", False)),
         security_reason=str(c.get("security_reason", "")),
         reason_code=_code(c.get("reason_code")),
+        rollout=_rollout(c.get("rollout")),
     )  # fmt: skip

@@ -51,6 +51,7 @@ from rackcron.domain.commands import (
     RemoveScope,
     ResumeSchedule,
     SetManagement,
+    SetRollout,
     SetSpread,
     SetStartingDeadline,
     UpdateSchedule,
@@ -66,6 +67,7 @@ from rackcron.domain.models import (
     NVLDomain,
     OperationTemplate,
     Rack,
+    RolloutPolicy,
     Schedule,
 )
 from rackcron.domain.templates import visible
@@ -206,7 +208,7 @@ class RemoteStore:
             deadline = extra.get("starting_deadline")
             if isinstance(deadline, str):
                 schedule = schedule.model_copy(update={"starting_deadline": deadline})
-            schedule = _with_spread(schedule, extra)
+            schedule = _with_rollout(_with_spread(schedule, extra), extra)
             request = pb.ListTaskScheduleScopesRequest(schedule_id=message.id)
             scopes = [
                 to_scope(s) for s in call(self.flow, "ListTaskScheduleScopes", request).scopes
@@ -263,6 +265,7 @@ class RemoteStore:
                 "freezes",
                 "starting deadlines",
                 "schedules' anchors and jitters",
+                "schedules' roll-outs",
                 "labels",
                 "the inventory",
             ]
@@ -299,6 +302,12 @@ class RemoteStore:
             f" {why}; nothing is applied"
             for s in desired.schedules.values()
             if (s.anchor or s.jitter) and "spread" not in self.carries
+        ]
+        errors += [
+            f'schedule "{s.name}" declares a rollout or expected_duration, which this server'
+            f" cannot carry: {why}; nothing is applied"
+            for s in desired.schedules.values()
+            if (s.rollout or s.expected_duration) and "rollout" not in self.carries
         ]
         what = []
         if desired.freezes and "freezes" not in self.carries:
@@ -405,9 +414,10 @@ class RemoteStore:
         )
 
     def _calls(self, change: Change) -> list[Command]:
-        """The change's commands as RPCs: a create that records its management and its
-        starting deadline is up to three calls here (CreateTaskSchedule, SetManagement,
-        SetStartingDeadline), each reported on its own."""
+        """The change's commands as RPCs: a create that records its management, starting
+        deadline, spread and roll-out is up to five calls here (CreateTaskSchedule,
+        SetManagement, SetStartingDeadline, SetSpread, SetRollout), each reported on its
+        own."""
         calls: list[Command] = []
         for command in change.commands:
             calls.append(command)
@@ -421,6 +431,14 @@ class RemoteStore:
                 )
             if command.anchor or command.jitter:
                 calls.append(SetSpread(name=name, anchor=command.anchor, jitter=command.jitter))
+            if command.rollout or command.expected_duration:
+                calls.append(
+                    SetRollout(
+                        name=name,
+                        rollout=command.rollout,
+                        expected_duration=command.expected_duration,
+                    )
+                )
         return calls
 
     def _id(self, name: str) -> pb.UUID:
@@ -507,6 +525,7 @@ _ONLY_RECONCILER = (
     ("freezes", "freezes"),
     ("starting_deadline", "starting deadlines"),
     ("spread", "schedules' anchors and jitters"),
+    ("rollout", "schedules' roll-outs"),
     ("rack_labels", "racks' labels"),
 )
 
@@ -542,6 +561,27 @@ def _with_spread(schedule: Schedule, extra: dict[str, Any]) -> Schedule:
     return schedule.model_copy(update={"anchor": at, "jitter": jitter})
 
 
+def _with_rollout(schedule: Schedule, extra: dict[str, Any]) -> Schedule:
+    """``schedule`` with the roll-out policy and expected duration a server's extras show
+    (none: as it is).
+
+    :raises RackcronError: they are malformed.
+    """
+    rollout, expected = extra.get("rollout"), extra.get("expected_duration")
+    if rollout is None and expected is None:
+        return schedule
+    try:
+        if not isinstance(expected, str | None):
+            raise TypeError("expected_duration: expected a string")
+        policy = None if rollout is None else RolloutPolicy.model_validate(rollout)
+    except (pydantic.ValidationError, TypeError) as exc:
+        first = str(exc).splitlines()[0]
+        raise RackcronError(
+            f'GetExtras: the roll-out of schedule "{schedule.name}" is not usable: {first}'
+        ) from None
+    return schedule.model_copy(update={"rollout": policy, "expected_duration": expected})
+
+
 def _spread_text(state: ScheduleState) -> str:
     """What a schedule declares of its spread, for a message."""
     parts = [f"{k} ({v})" for k, v in (("anchor", state.anchor), ("jitter", state.jitter)) if v]
@@ -561,6 +601,8 @@ def _as_flow_shows(desired: State) -> State:
                 starting_deadline=None,
                 anchor=None,
                 jitter=None,
+                rollout=None,
+                expected_duration=None,
             )
             for name, s in desired.schedules.items()
         },

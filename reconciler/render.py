@@ -114,6 +114,7 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
                         colour,
                     )
                 )
+        lines += [f"      {terminal(line)}" for line in rollout_lines(change.get("rollout"))]
         for entry in change["scope"]:
             mark = _SCOPE_SYMBOL[entry["change"]]
             what = {
@@ -204,6 +205,28 @@ def _security_callout(plan: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def rollout_lines(view: dict[str, Any] | None) -> list[str]:
+    """A change's roll-out (1.12), in two lines: its waves and limits, its first wave.
+    (A saved plan's view is any JSON: each value is shown as text.)"""
+    if not isinstance(view, dict):
+        return []
+    waves = view.get("waves") if isinstance(view.get("waves"), list) else []
+    first = view.get("first_wave") if isinstance(view.get("first_wave"), list) else []
+    shape = f"waves of {', '.join(map(str, waves))}" if waves else "no scopes yet"
+    lines = [
+        f"roll-out of {view.get('scopes')} scopes: {shape}; at most {view.get('max_in_flight')}"
+        f" in flight; halts after more than {view.get('max_failures')} failed; about"
+        f" {view.get('estimated_span')} ({view.get('expected_duration')} per operation)"
+    ]
+    if first:
+        count = view.get("first_wave_count")
+        more = count - len(first) if isinstance(count, int) else 0
+        lines.append(
+            f"first wave: {', '.join(map(str, first))}" + (f" and {more} more" if more > 0 else "")
+        )
+    return lines
+
+
 def _times_table(times: dict[str, Any]) -> list[str]:
     rows = max(len(times["before"]), len(times["after"]))
     if not rows:
@@ -249,13 +272,18 @@ _ABOUT = {
     "freeze_selects_unknown": "freezes selecting what does not exist",
     "lookalike_name": "look-alike names",
     "not_compared": "what the server cannot show",
+    "rollout_spread_by_missing": "roll-outs",
+    "rollout_span_exceeds_gap": "roll-outs",
+    "rollout_span_exceeds_cutoff": "roll-outs",
 }
 
 
 def _warnings_about(plan: dict[str, Any]) -> str:
     """The heading's words: what the plan's warnings are about, from their counts (1.7;
     a plan before, or one of other warnings only: pairs sharing racks, as it always said)."""
-    about = [_ABOUT[code] for code in plan.get("warnings_counts") or () if code in _ABOUT]
+    about = list(
+        dict.fromkeys(_ABOUT[code] for code in plan.get("warnings_counts") or () if code in _ABOUT)
+    )
     return ", ".join(about) or _ABOUT["schedules_share_racks"]
 
 
@@ -279,6 +307,8 @@ def _change_block(change: dict[str, Any]) -> list[str]:
             f" | {_md(e['new']) if e['new'] else '—'} |"
             for e in change["scope"]
         ]
+    if change.get("rollout"):
+        lines += ["", *(f"{_md(line)}  " for line in rollout_lines(change["rollout"]))]
     if change.get("fire_times"):
         lines += _times_table(change["fire_times"])
     return [*lines, "", "</details>", ""]

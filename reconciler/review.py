@@ -147,6 +147,7 @@ def _shown(saved: Change, effect: Change | None) -> Change:
         fields=effect.fields,
         scope=effect.scope,
         fire_times=effect.fire_times,
+        rollout=effect.rollout,
         security_sensitive=effect.security_sensitive,
         security_reason=effect.security_reason,
         source=effect.source if effect.source is not None else saved.source,

@@ -27,6 +27,7 @@ from rackcron.domain.models import (
     OperationTemplate,
     OverlapPolicy,
     Rack,
+    RolloutPolicy,
     Schedule,
     Scope,
     SpecType,
@@ -66,6 +67,8 @@ class ScheduleState:
     starting_deadline: str | None = None  # a Go duration, as declared or stored
     anchor: str | None = None  # RFC 3339, as declared, or stored (in UTC)
     jitter: str | None = None  # a Go duration, as declared or stored
+    rollout: RolloutPolicy | None = None  # as declared or stored (None: all at once)
+    expected_duration: str | None = None  # a Go duration, as declared or stored
     consumed: bool = False  # runtime: a one-time schedule that has fired
     next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
@@ -81,9 +84,18 @@ class ScheduleState:
         # The deadline only when set: the digest of a schedule without one is as before.
         deadline = {"starting_deadline": self.starting_deadline} if self.starting_deadline else {}
         spread = {k: v for k, v in (("anchor", self.anchor), ("jitter", self.jitter)) if v}
+        rollout = {
+            k: v
+            for k, v in (
+                ("rollout", self.rollout.model_dump(mode="json") if self.rollout else None),
+                ("expected_duration", self.expected_duration),
+            )
+            if v
+        }
         return {
             **deadline,
             **spread,
+            **rollout,
             "name": self.name,
             "spec": [self.spec_type.value, self.spec, self.timezone],
             "overlap_policy": self.overlap_policy.value,
@@ -157,6 +169,8 @@ def _declared_state(declared: Declared, owner: str) -> State:
             starting_deadline=item.starting_deadline,
             anchor=item.anchor,
             jitter=item.jitter,
+            rollout=item.rollout,
+            expected_duration=item.expected_duration,
             operation=item.operation,
         )
     return State(
@@ -210,6 +224,8 @@ def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
         starting_deadline=schedule.starting_deadline,
         anchor=timing.format_rfc3339(schedule.anchor) if schedule.anchor else None,
         jitter=schedule.jitter,
+        rollout=schedule.rollout,
+        expected_duration=schedule.expected_duration,
         consumed=schedule.consumed,
         next_run_at=schedule.next_run_at,
         scope_ids={s.rack_id: s.id for s in scopes},

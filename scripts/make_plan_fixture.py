@@ -11,7 +11,7 @@ that name is made beside the export.
 Two trees are written into ``tests/fixtures/plans/1.N/``: ``before`` and ``after``, a
 few racks and schedules of ``examples/fleet`` with what the version's tree format can
 declare (a rack's controller from 1.1 and its credential from 1.2, starting deadlines
-from 1.6, freezes and rack labels from 1.7). In a temporary folder outside any git
+from 1.6, freezes and rack labels from 1.7, an anchor and a jitter from 1.11). In a temporary folder outside any git
 repository, the old CLI applies ``before``, read as ``dc1``, to a new SQLite store with
 ``--owner dc1-fleet``, then saves the plan of ``after``, read as ``dc1`` too (``plan -o``),
 as ``tests/fixtures/plans/plan-1.N.json``. Outside git, a schedule's stored source is the
@@ -130,11 +130,12 @@ def _schedule(name: str, spec: str, labels: str = "") -> str:
 
 
 def _schedules(minor: int, *, after: bool) -> str:
-    """The schedules: after, one updated (spec, a rack added, 1.6: a deadline), one
-    replaced, one paused and refiltered, one deleted, one created (1.6: with a deadline)
+    """The schedules: after, one updated (spec, a rack added, 1.6: a deadline, 1.11: a
+    jitter), one replaced, one paused and refiltered (1.11: and anchored), one deleted, one created (1.6: with a deadline)
     and (1.6) one whose one-time instant is past its deadline. No scope is removed: that
     step names the stored scope's id, which a store the tests recreate cannot have."""
     deadline = minor >= 6 and after
+    spread = minor >= 11 and after
     firmware = (
         '  spec_type: cron\n  spec: "0 3 * * 1"\n'
         if after
@@ -142,6 +143,7 @@ def _schedules(minor: int, *, after: bool) -> str:
     ) + (
         "  timezone: America/Los_Angeles\n"
         + ("  starting_deadline: 30m\n" if deadline else "")
+        + ("  jitter: 10m\n" if spread else "")
         + "  operation:\n    upgrade_firmware:\n      target_version: 2.3.1\n"
         "      sub_targets: [bios, bmc]\n  targets:\n    racks:\n"
         "      - {name: rack-a01, component_types: [COMPUTE]}\n"
@@ -159,6 +161,7 @@ def _schedules(minor: int, *, after: bool) -> str:
             "burn-in-power-cycle",
             "  spec_type: interval\n  spec: 6h\n  overlap_policy: queue\n"
             + ("  enabled: false\n" if after else "")
+            + ('  anchor: "2026-01-01T00:30:00Z"\n' if spread else "")
             + "  operation:\n    power_reset:\n      forced: true\n"
             "      queue_options: {queue_timeout_seconds: 1800}\n  targets:\n    racks:\n"
             + (

@@ -65,13 +65,15 @@ EXTRA_STEPS = frozenset(
         "SetManagement",
         "SetStartingDeadline",
         "SetSpread",
+        "SetRollout",
         "UpsertFreeze",
         "DeleteFreeze",
     }
 )
 #: What beyond the Flow RPCs this server reads and writes here: a schedule's starting
-#: deadline, its anchor and jitter, freezes, and racks' labels.
-CARRIES = ("starting_deadline", "spread", "freezes", "rack_labels")
+#: deadline, its anchor and jitter, its roll-out policy and expected duration, freezes,
+#: and racks' labels.
+CARRIES = ("starting_deadline", "spread", "rollout", "freezes", "rack_labels")
 
 
 def _json(value: Any, field: str) -> dict[str, Any]:
@@ -133,6 +135,8 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                         "starting_deadline": s.starting_deadline,
                         "anchor": timing.format_rfc3339(s.anchor) if s.anchor else None,
                         "jitter": s.jitter,
+                        "rollout": s.rollout.model_dump(mode="json") if s.rollout else None,
+                        "expected_duration": s.expected_duration,
                     }
                     for s in ops.schedules.list_schedules().items
                 },

@@ -35,6 +35,7 @@ from rackcron.domain.models import (
     NVLDomain,
     Operation,
     Rack,
+    RolloutPolicy,
     ScheduleConfig,
     TargetSpec,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "RemoveScope",
     "ResumeSchedule",
     "SetManagement",
+    "SetRollout",
     "SetSpread",
     "SetStartingDeadline",
     "StoredInventory",
@@ -142,14 +144,16 @@ class CreateSchedule(_Command):
     starting_deadline: str | None = None
     anchor: str | None = None
     jitter: str | None = None
+    rollout: RolloutPolicy | None = None
+    expected_duration: str | None = None
 
     @model_serializer(mode="wrap")
     def _args(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-        # As since 1.0: the operation without its unset fields; a deadline, an anchor and
-        # a jitter only when set.
+        # As since 1.0: the operation without its unset fields; a deadline, an anchor, a
+        # jitter, a roll-out and an expected duration only when set.
         data = handler(self)
         data["operation"] = {k: v for k, v in data["operation"].items() if v is not None}
-        for optional in ("starting_deadline", "anchor", "jitter"):
+        for optional in ("starting_deadline", "anchor", "jitter", "rollout", "expected_duration"):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -207,6 +211,15 @@ class SetSpread(_Named):
     jitter: str | None
 
 
+class SetRollout(_Named):
+    """A schedule's roll-out policy and expected duration (docs/spec/SEMANTICS.md
+    "Roll-outs"; None: none)."""
+
+    rpc: ClassVar[str] = "SetRollout"
+    rollout: RolloutPolicy | None
+    expected_duration: str | None
+
+
 #: One step of a plan.
 Command = (
     UpsertRack
@@ -228,6 +241,7 @@ Command = (
     | SetManagement
     | SetStartingDeadline
     | SetSpread
+    | SetRollout
 )
 
 #: Each command class by its ``rpc``.
@@ -237,7 +251,7 @@ COMMANDS: dict[str, type[_Command]] = {
         UpsertRack, UpsertComponent, UpsertNVLDomain, DeleteRack, DeleteComponent,
         DeleteNVLDomain, UpsertFreeze, DeleteFreeze, CreateSchedule, UpdateSchedule,
         PauseSchedule, ResumeSchedule, DeleteSchedule, AddScope, RemoveScope, UpdateScope,
-        SetManagement, SetStartingDeadline, SetSpread,
+        SetManagement, SetStartingDeadline, SetSpread, SetRollout,
     )
 }  # fmt: skip
 

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from rackcron.domain import operation_names, timing
+from rackcron.domain import operation_names, rollouts, timing
 from rackcron.domain.filters import ComponentFilter, ComponentType
 from rackcron.domain.lifecycle import ACTIVE_STATUSES, TaskStatus  # re-exported: a task's status
 from rackcron.domain.text import single_line
@@ -248,6 +248,88 @@ class Management(_Model):
     labels: dict[str, str] = {}
 
 
+def _amount_text(value: Any) -> Any:
+    """A count given as a number (``5``) as the text it reads as (``"5"``)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+AmountText = Annotated[str, BeforeValidator(_amount_text)]
+
+
+class RolloutFirst(_Model):
+    """A roll-out's canaries: racks by name, or carrying every label of ``rack_labels``."""
+
+    racks: tuple[str, ...] = ()
+    rack_labels: dict[str, str] = {}
+
+
+class RolloutPolicy(_Model):
+    """A schedule's ``rollout``, as declared (docs/spec/SEMANTICS.md "Roll-outs"): counts
+    and percentages as text (``"5"``, ``"5%"``), durations as Go durations; :meth:`policy`
+    reads it by the contract's rules. ``max_in_flight_per_group`` None: not given (1)."""
+
+    max_in_flight: AmountText
+    max_failures: AmountText = "0"
+    waves: tuple[AmountText, ...] = ()
+    bake: str = "0s"
+    spread_by: str | None = None
+    max_in_flight_per_group: int | None = None
+    first: RolloutFirst = RolloutFirst()
+    cutoff: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only what differs from the defaults: the form a tree declares and plans show.
+        data: dict[str, Any] = handler(self)
+        return {
+            k: v
+            for k, v in data.items()
+            if k == "max_in_flight" or getattr(self, k) != type(self).model_fields[k].default
+        }
+
+    def policy(self) -> rollouts.Policy:
+        """The policy this declares.
+
+        :raises RolloutError: naming the field that breaks a rule.
+        """
+        if self.max_in_flight_per_group is not None and self.spread_by is None:
+            raise rollouts.RolloutError("max_in_flight_per_group", "goes with spread_by")
+        for field, given, most in (
+            ("waves", len(self.waves), rollouts.MAX_WAVES),
+            ("first.racks", len(self.first.racks), rollouts.MAX_FIRST),
+            ("first.rack_labels", len(self.first.rack_labels), rollouts.MAX_FIRST),
+        ):
+            if given > most:
+                raise rollouts.RolloutError(field, f"at most {most} entries, got {given}")
+        return rollouts.Policy(
+            max_in_flight=rollouts.parse_amount(self.max_in_flight, "max_in_flight", least=1),
+            max_failures=rollouts.parse_amount(self.max_failures, "max_failures"),
+            waves=tuple(rollouts.parse_amount(w, "waves", least=1) for w in self.waves),
+            bake=rollouts.parse_bake(self.bake),
+            spread_by=self.spread_by,
+            max_in_flight_per_group=self.max_in_flight_per_group or 1,
+            first_racks=self.first.racks,
+            first_labels=tuple(sorted(self.first.rack_labels.items())),
+            cutoff=None if self.cutoff is None else rollouts.parse_span(self.cutoff, "cutoff"),
+        )
+
+    def describe(self) -> str:
+        """One line for plans and ``schedules get``: every field given, in declared form."""
+        parts = [f"max_in_flight {self.max_in_flight}", f"max_failures {self.max_failures}"]
+        if self.waves:
+            parts.append("waves " + ", ".join(self.waves))
+        if self.bake != "0s":
+            parts.append(f"bake {self.bake}")
+        if self.spread_by is not None:
+            parts.append(f"spread_by {self.spread_by} ({self.max_in_flight_per_group or 1} each)")
+        first = [*self.first.racks, *(f"{k}={v}" for k, v in self.first.rack_labels.items())]
+        if first:
+            parts.append("first " + ", ".join(first))
+        if self.cutoff is not None:
+            parts.append(f"cutoff {self.cutoff}")
+        return "; ".join(parts)
+
+
 class MissReason(StrEnum):
     """Why a due firing submitted nothing (docs/spec/SEMANTICS.md "Starting deadline (beyond
     the reference)"; ``freeze``: "Freeze windows (beyond the reference)")."""
@@ -270,8 +352,9 @@ class Schedule(_Model):
     """A stored schedule, as the service returns it.
 
     ``starting_deadline`` (a Go duration, None: none), ``last_miss``, ``anchor`` and
-    ``jitter`` (docs/spec/SEMANTICS.md "Spreading fire times") are rackcron's own: the
-    Flow RPCs do not carry them, so a schedule read over ``v1.Flow`` has none of them.
+    ``jitter`` (docs/spec/SEMANTICS.md "Spreading fire times"), ``rollout`` and
+    ``expected_duration`` ("Roll-outs") are rackcron's own: the Flow RPCs do not carry
+    them, so a schedule read over ``v1.Flow`` has none of them.
     """
 
     id: uuid.UUID
@@ -291,6 +374,8 @@ class Schedule(_Model):
     last_miss: Miss | None = None
     anchor: datetime | None = None  # an interval schedule's grid: anchor + k * interval
     jitter: str | None = None  # a Go duration, as declared
+    rollout: RolloutPolicy | None = None  # how a firing's scopes start (None: all at once)
+    expected_duration: str | None = None  # a Go duration: one operation's expected length
     #: The apply log entry (``ApplyRecord.id``) of the apply that last created or changed
     #: it (None: not applied since the store recorded this, or made outside an apply).
     applied_by: int | None = None

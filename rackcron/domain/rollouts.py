@@ -18,7 +18,12 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import NamedTuple
 
+from rackcron.domain.timing import SpecError, parse_duration
+
 __all__ = [
+    "MANUAL",
+    "MAX_FIRST",
+    "MAX_WAVES",
     "NVL_DOMAIN",
     "Amount",
     "Group",
@@ -37,12 +42,19 @@ __all__ = [
     "new_rollout",
     "order",
     "parse_amount",
+    "parse_bake",
+    "parse_span",
     "resume",
     "step",
 ]
 
 #: ``spread_by`` value grouping racks by the NVLink domain they belong to.
 NVL_DOMAIN = "nvl_domain"
+#: The most waves a policy declares, and the most canary racks or labels it names.
+MAX_WAVES = 100
+MAX_FIRST = 1000
+#: ``bake`` value making each wave's end a promotion gate.
+MANUAL = "manual"
 
 
 class RolloutError(ValueError):
@@ -87,6 +99,37 @@ def parse_amount(value: int | str, field: str, *, least: int = 0) -> Amount:
     if number < least or (percent and least and number == 0):
         raise RolloutError(field, f"must be at least {least}, got {value!r}")
     return Amount(number, percent)
+
+
+def parse_span(text: str, field: str) -> timedelta:
+    """A Go duration of whole seconds, above zero (``cutoff``, ``expected_duration``).
+
+    :raises RolloutError: naming ``field``.
+    """
+    span = _whole_seconds(text, field)
+    if span <= timedelta(0):
+        raise RolloutError(field, f"must be a duration above 0s, got {text!r}")
+    return span
+
+
+def parse_bake(text: str) -> timedelta | None:
+    """``bake``: a Go duration of whole seconds (``0s``: none) or ``manual`` (None).
+
+    :raises RolloutError: naming ``bake``.
+    """
+    return None if text == MANUAL else _whole_seconds(text, "bake")
+
+
+def _whole_seconds(text: str, field: str) -> timedelta:
+    try:
+        nanos = parse_duration(text)
+    except SpecError as exc:
+        raise RolloutError(field, str(exc)) from None
+    if nanos < 0:
+        raise RolloutError(field, f"must not be negative, got {text!r}")
+    if nanos % 1_000_000_000:
+        raise RolloutError(field, f"must be whole seconds, got {text!r}")
+    return timedelta(seconds=nanos // 1_000_000_000)
 
 
 NONE = Amount(0)

@@ -47,6 +47,7 @@ from rackcron.audit import Audit
 from rackcron.domain.models import (
     Management,
     Operation,
+    RolloutPolicy,
     Schedule,
     ScheduleConfig,
     Scope,
@@ -336,6 +337,8 @@ class Service:
         starting_deadline: str | None = None,
         anchor: str | None = None,
         jitter: str | None = None,
+        rollout: RolloutPolicy | None = None,
+        expected_duration: str | None = None,
         audit: Audit | None = None,
     ) -> Schedule:
         """CreateTaskSchedule (:meth:`ScheduleOps.create_schedule`), recorded as by ``audit``.
@@ -353,6 +356,8 @@ class Service:
                 starting_deadline=starting_deadline,
                 anchor=anchor,
                 jitter=jitter,
+                rollout=rollout,
+                expected_duration=expected_duration,
             )
             lookalike = warn_lookalike(ops.names, "schedule", schedule.name, str(schedule.id))
             ops.audit.record_action(audit, _trail.created(schedule, lookalike))
@@ -442,6 +447,7 @@ class Service:
     set_management = _in_transaction(ScheduleOps.set_management)
     set_starting_deadline = _in_transaction(ScheduleOps.set_starting_deadline)
     set_spread = _in_transaction(ScheduleOps.set_spread)
+    set_rollout = _in_transaction(ScheduleOps.set_rollout)
 
     # Scopes
     def add_scope(

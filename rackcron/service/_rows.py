@@ -18,6 +18,7 @@ from rackcron.domain.models import (
     OperationTemplate,
     OverlapPolicy,
     Rack,
+    RolloutPolicy,
     Schedule,
     Scope,
     SpecType,
@@ -56,6 +57,8 @@ def schedule(row: Any) -> Schedule:
         starting_deadline=row.starting_deadline,
         anchor=row.anchor,
         jitter=row.jitter,
+        rollout=None if row.rollout is None else RolloutPolicy.model_validate(row.rollout),
+        expected_duration=row.expected_duration,
         applied_by=row.applied_by,
         last_miss=None
         if row.last_miss_at is None

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from rackcron.domain import timing
+from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import to_stored
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.lifecycle import TaskStatus
@@ -24,6 +24,7 @@ from rackcron.domain.models import (
     Operation,
     OverlapPolicy,
     Page,
+    RolloutPolicy,
     Schedule,
     ScheduleConfig,
 )
@@ -132,6 +133,36 @@ def _starting_deadline(text: str | None) -> str | None:
     return text
 
 
+def _rollout_values(rollout: RolloutPolicy | None, expected_duration: str | None) -> dict[str, Any]:
+    """A schedule's roll-out policy and expected duration, as stored (docs/spec/SEMANTICS.md
+    "Roll-outs").
+
+    :raises InvalidArgument: naming the field (``rollout.waves``, ``expected_duration``, ...).
+    """
+    if expected_duration is not None:
+        check_text(expected_duration, "expected_duration")
+        try:
+            rollouts.parse_span(expected_duration, "expected_duration")
+        except rollouts.RolloutError as exc:
+            raise InvalidArgument(f"expected_duration: {exc}") from None
+    if rollout is None:
+        return {"rollout": None, "expected_duration": expected_duration}
+    texts = [
+        ("max_in_flight", rollout.max_in_flight), ("max_failures", rollout.max_failures),
+        ("bake", rollout.bake), ("spread_by", rollout.spread_by), ("cutoff", rollout.cutoff),
+        *(("waves", w) for w in rollout.waves), *(("first.racks", r) for r in rollout.first.racks),
+        *(pair for k, v in rollout.first.rack_labels.items()
+          for pair in (("first.rack_labels", k), (f"first.rack_labels.{k}", v))),
+    ]  # fmt: skip
+    for field, text in texts:
+        check_text(text, f"rollout.{field}")
+    try:
+        rollout.policy()
+    except rollouts.RolloutError as exc:
+        raise InvalidArgument(f"rollout.{exc.field}: {exc}") from None
+    return {"rollout": rollout.model_dump(mode="json"), "expected_duration": expected_duration}
+
+
 def _spread(spec: timing.Spec, anchor: str | datetime | None, jitter: str | None) -> timing.Spread:
     """A schedule's anchor and jitter, as they are stored (docs/spec/SEMANTICS.md
     "Spreading fire times").
@@ -193,15 +224,18 @@ class ScheduleOps:
         starting_deadline: str | None = None,
         anchor: str | None = None,
         jitter: str | None = None,
+        rollout: RolloutPolicy | None = None,
+        expected_duration: str | None = None,
     ) -> Schedule:
         """CreateTaskSchedule: the schedule and its initial scope, enabled, with its first run.
 
         ``management`` records the repository that manages it, ``starting_deadline``
-        (a Go duration) bounds how late it may fire, and ``anchor`` (RFC 3339) and
-        ``jitter`` (a Go duration) spread its fire times (reconciler only).
+        (a Go duration) bounds how late it may fire, ``anchor`` (RFC 3339) and
+        ``jitter`` (a Go duration) spread its fire times, and ``rollout`` and
+        ``expected_duration`` start its scopes in waves (reconciler only).
 
         :raises InvalidArgument: a missing or malformed field, operation, target,
-            deadline, anchor or jitter.
+            deadline, anchor, jitter or roll-out.
         :raises AlreadyExists: the name is taken.
         :raises NotFound: a target names an unknown rack, component or domain.
         """
@@ -211,6 +245,7 @@ class ScheduleOps:
         assert config.spec_type is not None  # _spec requires it
         deadline = _starting_deadline(starting_deadline)
         spread = _spread(spec, anchor, jitter)
+        rollout_values = _rollout_values(rollout, expected_duration)
         if operation is None:
             raise InvalidArgument("operation is required")
         template = to_template(operation)
@@ -236,6 +271,7 @@ class ScheduleOps:
             starting_deadline=deadline,
             anchor=spread.anchor,
             jitter=jitter,
+            **rollout_values,
             **_management_values(management or Management()),
         )
         try:
@@ -535,6 +571,28 @@ class ScheduleOps:
         values: dict[str, Any] = {"anchor": spread.anchor, "jitter": jitter}
         if not isinstance(spec, timing.OneTime):
             values["next_run_at"] = timing.first_fire(spec, spread, row.name, self.work.now)
+        self.work.conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == row.id)
+            .values(**values, updated_at=self.work.now)
+        )
+        return self.get_schedule(row.id)
+
+    def set_rollout(
+        self,
+        schedule_id: uuid.UUID | str,
+        rollout: RolloutPolicy | None,
+        expected_duration: str | None,
+    ) -> Schedule:
+        """Set the schedule's roll-out policy and expected duration (None: none). Its next
+        firing follows them; a roll-out already running keeps the policy it was recorded
+        with (docs/spec/SEMANTICS.md "Roll-outs").
+
+        :raises InvalidArgument: naming the field that breaks a rule.
+        :raises NotFound: no such schedule.
+        """
+        row = self.schedule_row(schedule_id, lock=True)
+        values = _rollout_values(rollout, expected_duration)
         self.work.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)

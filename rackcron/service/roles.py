@@ -48,6 +48,7 @@ from rackcron.domain.models import (
     Operation,
     Page,
     Rack,
+    RolloutPolicy,
     Schedule,
     ScheduleConfig,
     Scope,
@@ -360,6 +361,8 @@ class ScheduleCommands(ScheduleReads, Protocol):
         starting_deadline: str | None = None,
         anchor: str | None = None,
         jitter: str | None = None,
+        rollout: RolloutPolicy | None = None,
+        expected_duration: str | None = None,
     ) -> Schedule: ...
 
     def update_schedule(
@@ -380,6 +383,13 @@ class ScheduleCommands(ScheduleReads, Protocol):
 
     def set_spread(
         self, schedule_id: uuid.UUID | str, anchor: str | None, jitter: str | None
+    ) -> Schedule: ...
+
+    def set_rollout(
+        self,
+        schedule_id: uuid.UUID | str,
+        rollout: RolloutPolicy | None,
+        expected_duration: str | None,
     ) -> Schedule: ...
 
 

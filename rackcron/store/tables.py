@@ -173,6 +173,10 @@ task_schedule = sa.Table(
     # jitter as declared (a Go duration); NULL: none.
     sa.Column("anchor", UTCDateTime, nullable=True),
     sa.Column("jitter", sa.String(255), nullable=True),
+    # docs/spec/SEMANTICS.md "Roll-outs": the declared policy (RolloutPolicy's JSON form)
+    # and one operation's expected duration (a Go duration); NULL: none.
+    sa.Column("rollout", JSON, nullable=True),
+    sa.Column("expected_duration", sa.String(255), nullable=True),
     # The apply (apply_log.id) that last created or changed it; NULL: none since 0012, or
     # made through an RPC or the CLI.
     sa.Column(

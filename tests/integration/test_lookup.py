@@ -163,6 +163,8 @@ NEW_VALUES = {
     "applied_by": 1,  # the apply log entry the test writes first
     "anchor": datetime(2026, 1, 1, 0, 15, tzinfo=UTC),
     "jitter": "5m",
+    "rollout": {"max_in_flight": "2", "waves": ["1"]},
+    "expected_duration": "20m",
 }
 
 

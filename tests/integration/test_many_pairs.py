@@ -92,7 +92,7 @@ def test_plan_lists_a_bounded_number_of_warnings(tree: Path, tmp_path: Path, fmt
     output = result.stdout
     if fmt == "json":
         data = json.loads(output)
-        assert data["format_version"] == "1.11"
+        assert data["format_version"] == "1.12"
         assert data["warnings_count"] == PAIRS and len(data["warnings"]) == MAX_WARNINGS
         return
     # one line or block per schedule created, plus at most MAX_WARNINGS warnings

@@ -160,6 +160,21 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
                                                     extra="  timezone: Europe/Berlin\n  anchor: '2026-01-01T01:30:00Z'\n"))),
         [], {"anchor_moves_with_dst"},
     ),
+    "rollout-spread-by-missing": (
+        lambda: _plan(declared(), declared(schedule("a", racks="[{name: r1}, {name: r2}]",
+                                                    extra="  rollout: {max_in_flight: 1, spread_by: row}\n"))),
+        [], {"rollout_spread_by_missing"},
+    ),
+    "rollout-span-exceeds-gap": (  # two racks, one at a time, 2h each: 4h, every 3h
+        lambda: _plan(declared(), declared(schedule("a", spec_type="interval", spec="3h", racks="[{name: r1}, {name: r2}]",
+                                                    extra="  rollout: {max_in_flight: 1}\n  expected_duration: 2h\n"))),
+        [], {"rollout_span_exceeds_gap"},
+    ),
+    "rollout-span-exceeds-cutoff": (
+        lambda: _plan(declared(), declared(schedule("a", racks="[{name: r1}, {name: r2}]",
+                                                    extra="  rollout: {max_in_flight: 1, cutoff: 1h}\n  expected_duration: 2h\n"))),
+        [], {"rollout_span_exceeds_cutoff"},
+    ),
     "freeze-gone": (
         lambda: _plan(declared(freezes=ON_R1), declared()),
         [("freeze", "hold", "delete", "not_declared")], set(),
@@ -197,7 +212,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.11"
+    assert plan["format_version"] == "1.12"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -265,7 +280,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.11**." in DOCS.read_text()
+    assert "This is version **1.12**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rackcron.domain.models import RolloutFirst, RolloutPolicy
 from rackcron.domain.rollouts import (
     Amount,
     Policy,
@@ -22,6 +23,8 @@ from rackcron.domain.rollouts import (
     new_rollout,
     order,
     parse_amount,
+    parse_bake,
+    parse_span,
     resume,
     step,
 )
@@ -264,3 +267,59 @@ def test_the_span_estimate_follows_the_contract() -> None:
     assert estimated_span(grouped, 100, 4, hour) == 27 * hour + 60 * MINUTE
     assert estimated_span(replace(policy, bake=None), 100, None, hour) == 11 * hour
     assert estimated_span(policy, 0, None, hour) == timedelta(0)
+
+
+# --- durations and the declared form -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "bake"),
+    [("manual", None), ("0s", timedelta(0)), ("90m", timedelta(minutes=90)), ("1h30m", timedelta(minutes=90))],
+)  # fmt: skip
+def test_a_bake_is_a_whole_second_duration_or_manual(text: str, bake: timedelta | None) -> None:
+    assert parse_bake(text) == bake
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("-1m", "must not be negative"), ("1.5s", "must be whole seconds"), ("soon", "invalid duration"),
+     ("Manual", "invalid duration")],
+)  # fmt: skip
+def test_a_bad_bake_names_its_field(text: str, message: str) -> None:
+    with pytest.raises(RolloutError, match=message) as raised:
+        parse_bake(text)
+    assert raised.value.field == "bake"
+
+
+def test_a_span_is_above_zero() -> None:
+    assert parse_span("45m", "cutoff") == timedelta(minutes=45)
+    with pytest.raises(RolloutError, match="above 0s") as raised:
+        parse_span("0s", "expected_duration")
+    assert raised.value.field == "expected_duration"
+
+
+def test_the_declared_form_reads_as_the_policy_and_dumps_only_what_was_given() -> None:
+    declared = RolloutPolicy.model_validate(
+        {"max_in_flight": 5, "waves": [1, "10%"], "bake": "manual", "spread_by": "row",
+         "max_in_flight_per_group": 2, "first": {"rack_labels": {"canary": "yes"}}, "cutoff": "6h"}
+    )  # fmt: skip
+    assert declared.policy() == Policy(
+        max_in_flight=Amount(5), waves=(Amount(1), Amount(10, percent=True)), bake=None,
+        spread_by="row", max_in_flight_per_group=2, first_labels=(("canary", "yes"),),
+        cutoff=timedelta(hours=6),
+    )  # fmt: skip
+    assert RolloutPolicy(max_in_flight="1").model_dump(mode="json") == {"max_in_flight": "1"}
+    assert RolloutPolicy.model_validate(declared.model_dump(mode="json")) == declared
+    assert declared.describe() == (
+        "max_in_flight 5; max_failures 0; waves 1, 10%; bake manual; spread_by row (2 each);"
+        " first canary=yes; cutoff 6h"
+    )
+    assert RolloutPolicy(
+        max_in_flight="1", first=RolloutFirst(racks=("r1",))
+    ).policy().first_racks == ("r1",)
+
+
+def test_a_count_may_be_given_as_a_number_but_not_as_a_boolean() -> None:
+    assert RolloutPolicy.model_validate({"max_in_flight": 3}).max_in_flight == "3"
+    with pytest.raises(ValueError):
+        RolloutPolicy.model_validate({"max_in_flight": True})
