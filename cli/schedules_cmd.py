@@ -32,7 +32,7 @@ from rackcron.cli._names import (
     resolve_schedule,
     schedule_argument,
 )
-from rackcron.domain.escape import terminal
+from rackcron.domain.escape import shorten, terminal
 
 if TYPE_CHECKING:
     import uuid
@@ -258,7 +258,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
                 ("deadline", found.starting_deadline or "none"),
                 *([("anchor", when(found.anchor))] if found.anchor else []),
                 *([("jitter", found.jitter)] if found.jitter else []),
-                *([("rollout", found.rollout.describe())] if found.rollout else []),
+                *([("rollout", shorten(found.rollout.describe()))] if found.rollout else []),
                 *([("expected", found.expected_duration)] if found.expected_duration else []),
                 ("last miss", _miss(found)),
             ]

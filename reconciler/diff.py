@@ -76,7 +76,7 @@ from rackcron.reconciler.plan import (
     ScopeChange,
 )
 from rackcron.reconciler.reads import plan_fingerprint
-from rackcron.reconciler.rollout_plan import rollout_view, rollout_warnings
+from rackcron.reconciler.rollout_plan import racks_regrouped, rollout_view, rollout_warnings
 from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 
 __all__ = ["FREEZE_HORIZON", "diff", "filter_text"]
@@ -700,11 +700,12 @@ def diff(
         if c.action != "delete"
         if (warning := _anchor_drifts(desired.schedules[c.name], now)) is not None
     ]
+    changed = {c.name for c in schedule_changes}
     rollout_warned = [
         warning
-        for c in schedule_changes
-        if c.action != "delete"
-        for warning in rollout_warnings(desired.schedules[c.name], desired, now)
+        for name, want in desired.schedules.items()
+        if name in changed or racks_regrouped(want, current, desired)
+        for warning in rollout_warnings(want, desired, now)
     ]
     held, held_count = differ.held()
     gone: dict[str, set[str]] = {}

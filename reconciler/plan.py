@@ -78,7 +78,8 @@ FORMAT = "rackcron.plan/v1"
 #      field changes); the warning code anchor_moves_with_dst
 # 1.12: a schedule's roll-out and expected duration (CreateTaskSchedule args, the
 #      SetRollout step, field changes, a change's "rollout"); the warning codes
-#      rollout_spread_by_missing, rollout_span_exceeds_gap, rollout_span_exceeds_cutoff
+#      rollout_first_outside_scope, rollout_spread_by_missing, rollout_span_exceeds_gap,
+#      rollout_span_exceeds_cutoff
 FORMAT_VERSION = "1.12"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
@@ -127,7 +128,10 @@ WarningCode = Literal[
     # a created or changed schedule's anchor is an instant: in its zone, which has daylight
     # saving time, its local fire times move by an hour when the offset changes
     "anchor_moves_with_dst",
-    # racks of a created or changed schedule's scope lack its roll-out's spread_by label
+    # a roll-out's first names racks outside the schedule's scope, or labels none carries
+    "rollout_first_outside_scope",
+    # racks of a schedule's scope lack its roll-out's spread_by label (the schedule, or
+    # the labels or domains of its racks, created or changed)
     "rollout_spread_by_missing",
     # a roll-out's estimated span is longer than the schedule's shortest gap between firings
     "rollout_span_exceeds_gap",

@@ -417,13 +417,18 @@ class RemoteStore:
         """The change's commands as RPCs: a create that records its management, starting
         deadline, spread and roll-out is up to five calls here (CreateTaskSchedule,
         SetManagement, SetStartingDeadline, SetSpread, SetRollout), each reported on its
-        own."""
+        own. A create with a roll-out is paused until its roll-out is set (and resumed
+        then, unless it is declared paused): should the apply stop between the calls, the
+        schedule is left paused, never armed to fire every scope at once."""
         calls: list[Command] = []
+        paused = any(isinstance(c, PauseSchedule) for c in change.commands)
         for command in change.commands:
             calls.append(command)
             if not isinstance(command, CreateSchedule) or not self.extended:
                 continue
             name = command.schedule.name
+            if command.rollout:
+                calls.append(PauseSchedule(name=name))
             calls.append(SetManagement(name=name, management=command.management))
             if command.starting_deadline:
                 calls.append(
@@ -439,6 +444,8 @@ class RemoteStore:
                         expected_duration=command.expected_duration,
                     )
                 )
+            if command.rollout and not paused:
+                calls.append(ResumeSchedule(name=name))
         return calls
 
     def _id(self, name: str) -> pb.UUID:

@@ -19,7 +19,7 @@ from rackcron.reconciler.conflicts import format_duration
 from rackcron.reconciler.plan import PlanWarning
 from rackcron.reconciler.state import ScheduleState, State
 
-__all__ = ["FIRST_WAVE_SHOWN", "rollout_view", "rollout_warnings"]
+__all__ = ["FIRST_WAVE_SHOWN", "racks_regrouped", "rollout_view", "rollout_warnings"]
 
 #: Racks of the first wave a plan names (the rest are counted).
 FIRST_WAVE_SHOWN = 20
@@ -58,14 +58,38 @@ def rollout_view(want: ScheduleState, state: State) -> dict[str, Any] | None:
 
 
 def rollout_warnings(want: ScheduleState, state: State, now: datetime) -> list[PlanWarning]:
-    """Warnings about ``want``'s roll-out: racks without its ``spread_by`` label (each a
-    group of its own), and an estimated span longer than the schedule's shortest gap
-    between fire times or than its cutoff."""
+    """Warnings about ``want``'s roll-out: canaries that ``first`` names outside its scope
+    (or none it selects), racks without its ``spread_by`` label (each a group of its own),
+    and an estimated span longer than the schedule's shortest gap between fire times or
+    than its cutoff."""
     if want.rollout is None:
         return []
     policy = want.rollout.policy()
     scopes = _racked(want, state)
     warnings = []
+    names = {s.rack_name for s in scopes}
+    outside = sorted(r for r in policy.first_racks if r not in names)
+    labels_select = not policy.first_labels or any(
+        policy.selects_first("", s.rack_labels) for s in scopes
+    )
+    if outside or not labels_select:
+        parts = []
+        if outside:
+            shown = ", ".join(outside[:UNLABELLED_SHOWN])
+            more = (
+                f" and {len(outside) - UNLABELLED_SHOWN} more"
+                if len(outside) > UNLABELLED_SHOWN
+                else ""
+            )
+            parts.append(f"racks outside its scope ({shown}{more})")
+        if not labels_select:
+            wanted = ", ".join(f"{k}={v}" for k, v in policy.first_labels)
+            parts.append(f"labels no rack of its scope carries ({wanted})")
+        message = (
+            f'schedule "{want.name}": its roll-out\'s first names {" and ".join(parts)}: those'
+            " canaries will not start first"
+        )
+        warnings.append(PlanWarning("rollout_first_outside_scope", message))
     if policy.spread_by is not None:
         lacking = sorted(
             s.rack_name for s in scopes if rollouts.group_of(policy, s) == ("rack", s.rack_name)
@@ -107,6 +131,13 @@ def rollout_warnings(want: ScheduleState, state: State, now: datetime) -> list[P
         )
         warnings.append(PlanWarning("rollout_span_exceeds_cutoff", message))
     return warnings
+
+
+def racks_regrouped(want: ScheduleState, current: State, desired: State) -> bool:
+    """Whether the racks of ``want``'s scope are named, labelled or in NVLink domains
+    otherwise in ``desired`` than in ``current``: its roll-out's order, canaries and groups
+    may change though the schedule does not."""
+    return want.rollout is not None and _racked(want, current) != _racked(want, desired)
 
 
 def _racked(want: ScheduleState, state: State) -> list[rollouts.Racked]:

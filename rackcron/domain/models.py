@@ -301,13 +301,18 @@ class RolloutPolicy(_Model):
         ):
             if given > most:
                 raise rollouts.RolloutError(field, f"at most {most} entries, got {given}")
+        waves = tuple(rollouts.parse_amount(w, "waves", least=1) for w in self.waves)
+        if waves and waves[-1] == rollouts.Amount(100, percent=True):  # as the implicit one
+            waves = waves[:-1]
         return rollouts.Policy(
             max_in_flight=rollouts.parse_amount(self.max_in_flight, "max_in_flight", least=1),
             max_failures=rollouts.parse_amount(self.max_failures, "max_failures"),
-            waves=tuple(rollouts.parse_amount(w, "waves", least=1) for w in self.waves),
+            waves=waves,
             bake=rollouts.parse_bake(self.bake),
             spread_by=self.spread_by,
-            max_in_flight_per_group=self.max_in_flight_per_group or 1,
+            max_in_flight_per_group=(
+                1 if self.max_in_flight_per_group is None else self.max_in_flight_per_group
+            ),
             first_racks=self.first.racks,
             first_labels=tuple(sorted(self.first.rack_labels.items())),
             cutoff=None if self.cutoff is None else rollouts.parse_span(self.cutoff, "cutoff"),

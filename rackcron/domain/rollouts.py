@@ -22,7 +22,9 @@ from rackcron.domain.timing import SpecError, parse_duration
 
 __all__ = [
     "MANUAL",
+    "MAX_DIGITS",
     "MAX_FIRST",
+    "MAX_PER_GROUP",
     "MAX_WAVES",
     "NVL_DOMAIN",
     "Amount",
@@ -50,6 +52,10 @@ __all__ = [
 
 #: ``spread_by`` value grouping racks by the NVLink domain they belong to.
 NVL_DOMAIN = "nvl_domain"
+#: The most digits of a count (below a billion scopes).
+MAX_DIGITS = 9
+#: The largest ``max_in_flight_per_group``.
+MAX_PER_GROUP = 1_000_000
 #: The most waves a policy declares, and the most canary racks or labels it names.
 MAX_WAVES = 100
 MAX_FIRST = 1000
@@ -88,11 +94,13 @@ def parse_amount(value: int | str, field: str, *, least: int = 0) -> Amount:
     :raises RolloutError: not a whole number or percentage, below ``least`` (a count), a
         percentage over 100% or not above 0% when ``least`` is positive.
     """
-    text = str(value).strip() if not isinstance(value, bool) else ""
+    text = str(value) if not isinstance(value, bool) else ""
     percent = text.endswith("%")
     digits = text[:-1] if percent else text
-    if not digits.isascii() or not digits.isdigit():
-        raise RolloutError(field, f"must be a whole number or a percentage, got {value!r}")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > MAX_DIGITS:
+        raise RolloutError(
+            field, f"must be a whole number or a percentage below {10**MAX_DIGITS}, got {value!r}"
+        )
     number = int(digits)
     if percent and number > 100:
         raise RolloutError(field, f"a percentage over 100% ({value})")
@@ -156,8 +164,10 @@ class Policy:
         for before, after in zip(self.waves, self.waves[1:], strict=False):
             if before.percent == after.percent and after.value < before.value:
                 raise RolloutError("waves", f"waves must not decrease: {before} then {after}")
-        if self.max_in_flight_per_group < 1:
-            raise RolloutError("max_in_flight_per_group", "must be at least 1")
+        if not 1 <= self.max_in_flight_per_group <= MAX_PER_GROUP:
+            raise RolloutError("max_in_flight_per_group", f"must be from 1 to {MAX_PER_GROUP}")
+        if self.spread_by is not None and not self.spread_by:
+            raise RolloutError("spread_by", "must be a label key or nvl_domain, not empty")
 
     def selects_first(self, name: str, labels: Mapping[str, str]) -> bool:
         """Whether the rack called ``name`` with ``labels`` is a canary."""
@@ -419,14 +429,15 @@ def estimated_span(
     effective = found.in_flight
     if policy.spread_by is not None and groups is not None:
         effective = max(1, min(effective, groups * policy.max_in_flight_per_group))
-    span = timedelta(0)
-    start = 0
+    operations, start = 0, 0
     for end in found.wave_ends:
-        span += math.ceil((end - start) / effective) * expected_duration
+        operations += math.ceil((end - start) / effective)
         start = end
-    if policy.bake is not None:
-        span += (len(found.wave_ends) - 1) * policy.bake
-    return span
+    bakes = (len(found.wave_ends) - 1) if policy.bake is not None else 0
+    try:
+        return operations * expected_duration + bakes * (policy.bake or timedelta(0))
+    except OverflowError:  # longer than timedelta holds (about 2.7 million years)
+        return timedelta.max
 
 
 def group_of(policy: Policy, scope: Racked) -> Group | None:

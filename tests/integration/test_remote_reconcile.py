@@ -220,8 +220,8 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
     target = (str(repo.path), "--server", flow_only, "--owner", "fleet")
     gist = (
         "what this server holds of freezes, starting deadlines, schedules' anchors and jitters,"
-        " labels and the inventory stays in force, even if the tree dropped it: they were not"
-        " compared"
+        " schedules' roll-outs, labels and the inventory stays in force, even if the tree"
+        " dropped it: they were not compared"
     )
     text = run("plan", *target)
     assert text.exit_code == 0 and f"warning: {gist}" in text.output, text.output
@@ -245,11 +245,11 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
 @pytest.mark.parametrize(
     ("carries", "warned"),
     [
-        (("starting_deadline", "spread", "freezes", "rack_labels"), []),
-        (("rack_labels",), ["what this server holds of freezes, starting deadlines and"
-                            " schedules' anchors and jitters stays in force, even if the tree"
-                            " dropped it: they were not compared, as it cannot show them (an"
-                            " older rackcron.v1.Reconciler)"]),
+        (("starting_deadline", "spread", "rollout", "freezes", "rack_labels"), []),
+        (("rack_labels",), ["what this server holds of freezes, starting deadlines,"
+                            " schedules' anchors and jitters and schedules' roll-outs stays in"
+                            " force, even if the tree dropped it: they were not compared, as it"
+                            " cannot show them (an older rackcron.v1.Reconciler)"]),
     ],
     ids=["current", "older"],
 )  # fmt: skip

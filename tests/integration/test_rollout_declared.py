@@ -73,6 +73,11 @@ def test_a_schedule_stores_its_rollout_and_a_flow_update_keeps_it(service, fleet
          r"^rollout\.first\.racks: .*"),
         ({"max_in_flight": "1", "waves": ("1",) * 101}, None, r"^rollout\.waves: at most 100"),
         ({"max_in_flight": "1"}, "soon", r'^expected_duration: invalid duration "soon"'),
+        ({"max_in_flight": " 5 "}, None, r"^rollout\.max_in_flight: must be a whole number"),
+        ({"max_in_flight": "1" * 10}, None, r"^rollout\.max_in_flight: .* below 1000000000"),
+        ({"max_in_flight": "1", "spread_by": ""}, None, r"^rollout\.spread_by: .*not empty"),
+        ({"max_in_flight": "1", "spread_by": "row", "max_in_flight_per_group": 0}, None,
+         r"^rollout\.max_in_flight_per_group: must be from 1 to 1000000"),
     ],
 )  # fmt: skip
 def test_a_rollout_that_breaks_a_rule_is_refused_naming_the_field(
@@ -164,7 +169,7 @@ def test_the_same_policy_written_otherwise_is_no_change(tmp_path: Path, store_ur
     first = "  rollout: {max_in_flight: 2, bake: 60m}\n  expected_duration: 1h\n"
     tree = write_tree(tmp_path / "t", schedule("s", extra=first))
     assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
-    same = "  rollout: {max_in_flight: '2', bake: 1h}\n  expected_duration: 3600s\n"
+    same = "  rollout: {max_in_flight: '2', bake: 1h, waves: [100%]}\n  expected_duration: 3600s\n"
     write_tree(tree, schedule("s", extra=same))
     again = run("plan", str(tree), "--detailed-exitcode", url=store_url)
     assert again.exit_code == 0 and "No changes." in again.output, again.output
@@ -203,6 +208,21 @@ def test_a_plan_warns_of_racks_without_the_spread_by_label(tmp_path: Path, store
     }
 
 
+def test_a_plan_that_relabels_racks_warns_for_the_rollouts_they_are_in(
+    tmp_path: Path, store_url: str
+) -> None:
+    extra = "  rollout: {max_in_flight: 2, spread_by: row, first: {rack_labels: {row: b}}}\n"
+    tree = write_tree(tmp_path / "t", schedule("s", racks=ALL_FOUR, extra=extra), racks=LABELLED)
+    assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    relabelled = LABELLED.replace("{name: r3, labels: {row: b}}", "{name: r3, labels: {zone: b}}")
+    write_tree(tree, schedule("s", racks=ALL_FOUR, extra=extra), racks=relabelled)
+    planned = json.loads(run("plan", str(tree), "--format", "json", url=store_url).output)
+    assert [c["name"] for c in planned["changes"]] == ["r3"]  # the schedule itself is unchanged
+    warned = {w["code"]: w["message"] for w in planned["warnings_detail"]}
+    assert 'lack the label "row" (r3, r4)' in warned["rollout_spread_by_missing"]
+    assert "labels no rack of its scope carries (row=b)" in warned["rollout_first_outside_scope"]
+
+
 # --- remote apply ---------------------------------------------------------------------------------
 
 
@@ -214,6 +234,7 @@ def test_a_remote_apply_carries_the_rollout(shim, service: Service, tmp_path: Pa
     result = run("apply", str(tree), "--auto-approve", *args)
     assert result.exit_code == 0, result.output
     stored = service.find_schedule("h")
+    assert stored.enabled  # paused until its roll-out was set, then resumed
     assert stored.rollout == RolloutPolicy(max_in_flight="1", waves=("1",))
     assert stored.expected_duration == "20m"
     again = run("plan", str(tree), "--detailed-exitcode", *args)

@@ -114,7 +114,14 @@ def test_a_schedule_of_another_owner_targeting_a_rack_the_plan_deletes_is_read()
 
 @pytest.mark.parametrize(
     ("version", "scope"),
-    [("1.8", "store"), ("1.9", "plan"), ("1.10", "plan"), ("1.11", "plan"), ("1.12", "plan"), ("1.13", "plan")],
+    [
+        ("1.8", "store"),
+        ("1.9", "plan"),
+        ("1.10", "plan"),
+        ("1.11", "plan"),
+        ("1.12", "plan"),
+        ("1.13", "plan"),
+    ],
 )
 def test_a_saved_plan_says_what_its_fingerprint_covers(version: str, scope: str) -> None:
     saved = json.loads(json.dumps(a_plan(store(A, B)).to_json()))

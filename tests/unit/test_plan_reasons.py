@@ -165,6 +165,10 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
                                                     extra="  rollout: {max_in_flight: 1, spread_by: row}\n"))),
         [], {"rollout_spread_by_missing"},
     ),
+    "rollout-first-outside-scope": (
+        lambda: _plan(declared(), declared(schedule("a", extra="  rollout: {max_in_flight: 1, first: {racks: [r9]}}\n"))),
+        [], {"rollout_first_outside_scope"},
+    ),
     "rollout-span-exceeds-gap": (  # two racks, one at a time, 2h each: 4h, every 3h
         lambda: _plan(declared(), declared(schedule("a", spec_type="interval", spec="3h", racks="[{name: r1}, {name: r2}]",
                                                     extra="  rollout: {max_in_flight: 1}\n  expected_duration: 2h\n"))),
