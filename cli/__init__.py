@@ -47,6 +47,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("rackcron.cli.reconcile_cmd:sync", "Keep the store converged on a git branch."),
     "schedules": ("rackcron.cli.schedules_cmd:schedules", "Inspect and control stored schedules."),
     "tasks": ("rackcron.cli.tasks_cmd:tasks", "Inspect and cancel tasks."),
+    "rollouts": (
+        "rackcron.cli.rollouts_cmd:rollouts",
+        "See and steer roll-outs: pause, resume, abort.",
+    ),
     "freezes": ("rackcron.cli.freezes_cmd:freezes", "Show freeze windows: active now, next."),
     "upcoming": (
         "rackcron.cli.upcoming_cmd:upcoming_command",

@@ -444,7 +444,8 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
     """Show what changed the store, newest first: each apply (when, by whom, from which
     git revision, what changed) and each change made outside an apply (a schedule
     created, updated, paused, resumed, deleted or triggered, its scope changed, a task
-    cancelled, the apply lock broken: when, who, on what, and why).
+    cancelled, a roll-out paused, resumed or aborted, the apply lock broken: when,
+    who, on what, and why).
 
     Example: rackcron history --limit 5
 

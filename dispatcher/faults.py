@@ -2,7 +2,9 @@
 
 Set ``RACKCRON_FAULT`` to a point of ``Service.fire_batches``' hook — ``claimed``
 (phase 1 committed), ``submitting`` (tasks written, phase 2 not committed: its rack
-locks held) or ``submitted`` (phase 2 committed, no write-back yet) — and the process
+locks held) or ``submitted`` (phase 2 committed, no write-back yet) — or of
+``Service.advance_rollouts``' — ``advancing`` (a roll-out's tasks written, not
+committed) or ``advanced`` (committed) — and the process
 sends itself SIGKILL the first time a non-empty batch reaches it; ``stop:POINT`` sends
 SIGSTOP instead (a replica paused, or cut off, where it stands: SIGCONT resumes it).
 For fault tests only.
@@ -17,7 +19,7 @@ from collections.abc import Callable
 __all__ = ["FAULT_ENV", "POINTS", "fault_hook"]
 
 FAULT_ENV = "RACKCRON_FAULT"
-POINTS = ("claimed", "submitting", "submitted")
+POINTS = ("claimed", "submitting", "submitted", "advancing", "advanced")
 
 
 def fault_hook() -> Callable[[str], None] | None:

@@ -40,7 +40,14 @@ from rackcron.domain.notifications import Notification, firing_missed, firing_sk
 from rackcron.domain.timing import SpecError, format_rfc3339
 from rackcron.errors import RackcronError
 from rackcron.logs import Seconds, event, failed
-from rackcron.service.roles import DEFAULT_LEASE, Completed, FireResult, FiringStore, Missed
+from rackcron.service.roles import (
+    DEFAULT_LEASE,
+    Advanced,
+    Completed,
+    FireResult,
+    FiringStore,
+    Missed,
+)
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
 
@@ -58,6 +65,7 @@ class PollSummary:
     results: Counter[str]  # scope outcomes: submitted, queued, skipped, failed
     seconds: float
     missed: list[Missed] = field(default_factory=list)  # each recorded on its schedule
+    rollouts: list[Advanced] = field(default_factory=list)  # the roll-outs it advanced
 
 
 class Dispatcher:
@@ -138,7 +146,10 @@ class Dispatcher:
                 thread.join()
         if errors:
             raise errors[0]
-        return PollSummary(fired[0], totals, time.monotonic() - started, missed)
+        stopping = stop is not None and stop.is_set()
+        advanced = [] if stopping else self.service.advance_rollouts(hook=self.hook)
+        self._report_rollouts(advanced)
+        return PollSummary(fired[0], totals, time.monotonic() - started, missed, advanced)
 
     def run(self, stop: threading.Event, *, interval: float = 10.0) -> None:
         """Warn about deadlines too short for ``interval``; poll at once, then every
@@ -192,6 +203,22 @@ class Dispatcher:
                     starting_deadline=deadline,
                     poll_interval=Seconds(interval),
                 )
+
+    def _report_rollouts(self, advanced: list[Advanced]) -> None:
+        """A line per roll-out that started scopes or changed state now."""
+        for each in advanced:
+            if not each.started and not each.ended and each.before == each.after:
+                continue
+            ended = Counter(stage.value for stage in each.ended.values())
+            event(
+                logging.WARNING if each.after == "halted" != each.before else logging.INFO,
+                "rollout",
+                schedule=each.schedule_name,
+                id=str(each.rollout_id),
+                state=each.after.value,
+                started=len(each.started),
+                **ended,
+            )
 
     def _report_missed(self, missed: list[Missed]) -> None:
         """A WARNING line per missed firing, the metric and the notification (after the

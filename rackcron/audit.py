@@ -43,7 +43,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rackcron.domain.models import ApplyRecord, Schedule, ScopeUpdate, Task
+from rackcron.domain.models import ApplyRecord, RolloutRecord, Schedule, ScopeUpdate, Task
 from rackcron.domain.text import MAX_LENGTH, check_line
 from rackcron.errors import InvalidArgument
 
@@ -65,6 +65,7 @@ __all__ = [
     "lock_broken",
     "newest_first",
     "paused",
+    "rollout_change",
     "schedule_change",
     "scope_added",
     "scope_removed",
@@ -98,6 +99,9 @@ class Action(StrEnum):
     CANCEL = "cancel"
     BREAK_LOCK = "break_lock"
     STEP = "step"  # a plan step run through rackcron.v1.Reconciler's RunStep
+    PAUSE_ROLLOUT = "pause_rollout"
+    RESUME_ROLLOUT = "resume_rollout"
+    ABORT_ROLLOUT = "abort_rollout"
 
 
 class Via(StrEnum):
@@ -134,7 +138,7 @@ class AuditedChange:
     """What a change did: the action, its object, and a short detail (:func:`bounded`)."""
 
     action: Action
-    kind: str  # "schedule", "task" or "apply_lock"
+    kind: str  # "schedule", "task", "rollout" or "apply_lock"
     object_id: str | None
     name: str | None
     detail: Mapping[str, Any] = field(default_factory=dict)
@@ -274,6 +278,14 @@ def triggered(
         counts["overrode_freeze"] = sorted(overrode)
         counts["frozen_racks"] = sorted({r for racks in overrode.values() for r in racks})
     return schedule_change(Action.TRIGGER, schedule, **counts)
+
+
+def rollout_change(action: Action, record: RolloutRecord, **detail: Any) -> AuditedChange:
+    """A change of a roll-out (pause, resume, abort): its id, its schedule's name, and
+    its state after."""
+    return AuditedChange(
+        action, "rollout", str(record.id), record.schedule_name, {"state": record.state, **detail}
+    )
 
 
 def paused(before: Schedule | None, after: Schedule) -> AuditedChange | None:

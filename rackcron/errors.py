@@ -36,6 +36,9 @@ raised::
     │   ├── Frozen  [FAILED_PRECONDITION]  rackcron.service._firing
     │   │       a manual trigger with a scope a freeze window holds (names the
     │   │       freeze and the racks; nothing changed; force overrides it)
+    │   ├── RolloutInProgress  [FAILED_PRECONDITION]  rackcron.service._firing
+    │   │       a manual trigger of a schedule whose roll-out is unfinished
+    │   │       (names the roll-out; nothing changed)
     │   └── SubmissionRefused  [FAILED_PRECONDITION]  rackcron.service._tasks
     │           TaskOps.submit_task: the rack is gone, blocked by a conflicting
     │           task under the skip policy, its queue full, or no component

@@ -707,6 +707,18 @@ def diff(
         if name in changed or racks_regrouped(want, current, desired)
         for warning in rollout_warnings(want, desired, now)
     ]
+    interrupted = [
+        PlanWarning(
+            "rollout_unfinished",
+            f'schedule "{c.name}" has an unfinished roll-out ({have.rollout_unfinished}): the'
+            f" plan {'deletes' if c.action == 'delete' else 'replaces'} it, so the racks it"
+            " has not started will not start (their tasks already started run on)",
+        )
+        for c in schedule_changes + deletions
+        if c.action in ("replace", "delete")
+        and (have := current.schedules.get(c.name)) is not None
+        and have.rollout_unfinished
+    ]
     held, held_count = differ.held()
     gone: dict[str, set[str]] = {}
     for change in changes:
@@ -722,7 +734,7 @@ def diff(
         "lookalike_name": len(lookalikes),
         "anchor_moves_with_dst": len(drifting),
     }
-    for warning in rollout_warned:
+    for warning in [*interrupted, *rollout_warned]:
         assert warning.code is not None
         counts[warning.code] = counts.get(warning.code, 0) + 1
     return Plan(
@@ -731,7 +743,16 @@ def diff(
         changes=tuple(changes),
         unmanaged=tuple(sorted(unmanaged)),
         errors=tuple(differ.errors),
-        warnings=(*late, *drifting, *rollout_warned, *pairs, *held, *unknown, *lookalikes),
+        warnings=(
+            *late,
+            *drifting,
+            *interrupted,
+            *rollout_warned,
+            *pairs,
+            *held,
+            *unknown,
+            *lookalikes,
+        ),
         warnings_count=sum(counts.values()),
         warnings_count_exact=shared.exact,
         source=source or {},

@@ -79,7 +79,7 @@ FORMAT = "rackcron.plan/v1"
 # 1.12: a schedule's roll-out and expected duration (CreateTaskSchedule args, the
 #      SetRollout step, field changes, a change's "rollout"); the warning codes
 #      rollout_first_outside_scope, rollout_spread_by_missing, rollout_span_exceeds_gap,
-#      rollout_span_exceeds_cutoff
+#      rollout_span_exceeds_cutoff, rollout_unfinished
 FORMAT_VERSION = "1.12"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
@@ -137,6 +137,8 @@ WarningCode = Literal[
     "rollout_span_exceeds_gap",
     # a roll-out's estimated span is longer than its declared cutoff
     "rollout_span_exceeds_cutoff",
+    # the plan replaces or deletes a schedule whose roll-out is unfinished
+    "rollout_unfinished",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)

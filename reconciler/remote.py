@@ -214,7 +214,10 @@ class RemoteStore:
                 to_scope(s) for s in call(self.flow, "ListTaskScheduleScopes", request).scopes
             ]
             self._ids[schedule.name] = str(schedule.id)
-            schedules[schedule.name] = stored_schedule(schedule, scopes)
+            unfinished = extra.get("rollout_unfinished")
+            schedules[schedule.name] = stored_schedule(
+                schedule, scopes, unfinished if isinstance(unfinished, str) else None
+            )
         if extras is None:
             return replace(declared, schedules=schedules)
         self._stored = State(

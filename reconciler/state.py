@@ -70,6 +70,7 @@ class ScheduleState:
     rollout: RolloutPolicy | None = None  # as declared or stored (None: all at once)
     expected_duration: str | None = None  # a Go duration, as declared or stored
     consumed: bool = False  # runtime: a one-time schedule that has fired
+    rollout_unfinished: str | None = None  # runtime, store only: its unfinished roll-out
     next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
     scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
@@ -195,9 +196,10 @@ def store_state(ops: Reads) -> State:
 
 def _store_state(ops: Reads) -> State:
     all_scopes = ops.scopes.scopes_by_schedule()  # one query, not one per schedule
+    stored = ops.schedules.list_schedules().items
+    unfinished = ops.rollouts.unfinished([s.id for s in stored if s.rollout is not None])
     schedules = {
-        s.name: stored_schedule(s, all_scopes.get(s.id, []))
-        for s in ops.schedules.list_schedules().items
+        s.name: stored_schedule(s, all_scopes.get(s.id, []), unfinished.get(s.id)) for s in stored
     }
     return State(
         racks={r.id: r for r in ops.inventory.list_racks()},
@@ -208,8 +210,11 @@ def _store_state(ops: Reads) -> State:
     )
 
 
-def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
-    """A stored schedule and its scope entries, as a plan compares them."""
+def stored_schedule(
+    schedule: Schedule, scopes: list[Scope], rollout_unfinished: uuid.UUID | str | None = None
+) -> ScheduleState:
+    """A stored schedule and its scope entries, as a plan compares them (and its
+    unfinished roll-out, if any)."""
     return ScheduleState(
         name=schedule.name,
         spec_type=schedule.spec_type,
@@ -227,6 +232,7 @@ def stored_schedule(schedule: Schedule, scopes: list[Scope]) -> ScheduleState:
         rollout=schedule.rollout,
         expected_duration=schedule.expected_duration,
         consumed=schedule.consumed,
+        rollout_unfinished=None if rollout_unfinished is None else str(rollout_unfinished),
         next_run_at=schedule.next_run_at,
         scope_ids={s.rack_id: s.id for s in scopes},
     )

@@ -121,6 +121,8 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
         self, request: pb.GetExtrasRequest, context: grpc.ServicerContext
     ) -> pb.GetExtrasResponse:
         with self.service.transaction(write=False) as ops:
+            stored = ops.schedules.list_schedules().items
+            unfinished = ops.rollouts.unfinished([s.id for s in stored if s.rollout])
             extras = {
                 "racks": [r.model_dump(mode="json") for r in ops.inventory.list_racks()],
                 "components": [c.model_dump(mode="json") for c in ops.inventory.list_components()],
@@ -130,6 +132,9 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 "freezes": [f.model_dump(mode="json") for f in ops.freezes.list_freezes()],
                 "schedules": {
                     str(s.id): {
+                        "rollout_unfinished": (
+                            str(unfinished[s.id]) if s.id in unfinished else None
+                        ),
                         "template": s.template.model_dump(mode="json") if s.template else None,
                         "management": s.management.model_dump(mode="json"),
                         "starting_deadline": s.starting_deadline,
@@ -138,7 +143,7 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                         "rollout": s.rollout.model_dump(mode="json") if s.rollout else None,
                         "expected_duration": s.expected_duration,
                     }
-                    for s in ops.schedules.list_schedules().items
+                    for s in stored
                 },
                 "carries": list(CARRIES),
                 # What the caller's token may do: a remote apply checks it before any step.

@@ -335,12 +335,58 @@ class RolloutPolicy(_Model):
         return "; ".join(parts)
 
 
+class RolloutScopeRecord(_Model):
+    """One scope of a roll-out, as the store keeps it (docs/spec/SEMANTICS.md "Roll-outs")."""
+
+    position: int
+    scope_id: uuid.UUID
+    rack_id: uuid.UUID
+    rack_name: str  # as at firing
+    wave: int
+    group: tuple[str, str] | None = None  # its spread_by group: ("label", value) or ("rack", name)
+    stage: str  # waiting, active, completed, failed, skipped, not_started
+    reason: str | None = None  # a code: task_failed, cutoff, aborted, ...
+    task_id: uuid.UUID | None = None
+    task_status: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+class RolloutRecord(_Model):
+    """A roll-out: a firing of a schedule with a ``rollout``, and where it stands."""
+
+    id: uuid.UUID
+    schedule_id: uuid.UUID
+    schedule_name: str
+    manual: bool
+    due_at: datetime
+    fired_at: datetime
+    policy: RolloutPolicy  # as recorded at firing
+    state: str  # rolling, baking, paused, halted, completed, expired, aborted
+    wave: int  # the open wave (from 0)
+    budget: int  # the failures it tolerates
+    in_flight: int
+    per_group: int
+    bake_until: datetime | None = None
+    cutoff_at: datetime | None = None
+    pause_reason: str | None = None  # operator, promotion, no_success
+    updated_at: datetime
+    finished_at: datetime | None = None
+    scopes: list[RolloutScopeRecord] = []
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for s in self.scopes if s.stage == "failed")
+
+
 class MissReason(StrEnum):
     """Why a due firing submitted nothing (docs/spec/SEMANTICS.md "Starting deadline (beyond
-    the reference)"; ``freeze``: "Freeze windows (beyond the reference)")."""
+    the reference)"; ``freeze``: "Freeze windows (beyond the reference)"; ``rollout in
+    progress``: "Roll-outs", one at a time)."""
 
     DEADLINE = "deadline"
     FREEZE = "freeze"
+    ROLLOUT = "rollout in progress"
 
 
 class Miss(_Model):

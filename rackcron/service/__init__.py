@@ -48,6 +48,7 @@ from rackcron.domain.models import (
     Management,
     Operation,
     RolloutPolicy,
+    RolloutRecord,
     Schedule,
     ScheduleConfig,
     Scope,
@@ -56,7 +57,7 @@ from rackcron.domain.models import (
     Task,
 )
 from rackcron.domain.upcoming import FleetView
-from rackcron.errors import FailedPrecondition, StoreError
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound, StoreError
 from rackcron.gcpause import gc_paused
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
@@ -79,6 +80,7 @@ from rackcron.service._freezes import FreezeOps
 from rackcron.service._inventory import InventoryOps, RackView
 from rackcron.service._names import LOOKALIKE_KINDS, NameOps, Names, warn_lookalike
 from rackcron.service._retention import RetentionOps
+from rackcron.service._rollouts import Advanced, RolloutOps
 from rackcron.service._schedules import (
     BY_ID,
     UPDATE_MASK_PATHS,
@@ -146,6 +148,7 @@ class Operations:
     scopes: ScopeOps
     tasks: TaskOps
     freezes: FreezeOps
+    rollouts: RolloutOps
     firing: FiringOps
     delivery: DeliveryOps
     inventory: InventoryOps
@@ -161,7 +164,8 @@ class Operations:
         self.scopes = ScopeOps(work, self.schedules, self.targets)
         self.tasks = TaskOps(work)
         self.freezes = FreezeOps(work)
-        self.firing = FiringOps(work, self.schedules, self.tasks, self.freezes)
+        self.rollouts = RolloutOps(work, self.tasks, self.freezes)
+        self.firing = FiringOps(work, self.schedules, self.tasks, self.freezes, self.rollouts)
         self.delivery = DeliveryOps(work, self.tasks, self.freezes)
         self.inventory = InventoryOps(work)
         self.names = NameOps(work)
@@ -744,7 +748,7 @@ class Service:
             with contextlib.suppress(StoreError), self.transaction() as ops:
                 record(ops, firing, result.outcomes)
         self.write_back(result.outcomes)
-        if firing.scopes and not result.task_ids:
+        if firing.scopes and not result.task_ids and firing.rollout_id is None:
             if deferred:
                 raise StoreError(
                     f"the tasks of task schedule {firing.schedule.id} could not be submitted"
@@ -804,6 +808,106 @@ class Service:
                 yield Batch(results, claim.unfireable, claim.missed)
             if len(claim.firings) + len(claim.unfireable) + len(claim.missed) < batch_size:
                 return
+
+    def advance_rollouts(
+        self, *, batch_size: int = 100, hook: Callable[[str], None] | None = None
+    ) -> list[Advanced]:
+        """Advance every unfinished roll-out no other replica holds now, ``batch_size``
+        per transaction (``rackcron.service._rollouts``). ``hook`` is called, for a batch
+        that started tasks, with ``advancing`` (tasks written, not committed) and
+        ``advanced`` (committed)."""
+        advanced: list[Advanced] = []
+        seen: set[uuid.UUID] = set()
+        while True:
+            with self.transaction() as ops:
+                batch = [a for a in ops.rollouts.advance(batch_size) if a.rollout_id not in seen]
+                started = any(a.started for a in batch)
+                if started and hook is not None:
+                    hook("advancing")
+            if started and hook is not None:
+                hook("advanced")
+            advanced += batch
+            seen.update(a.rollout_id for a in batch)
+            if len(batch) < batch_size:
+                return advanced
+
+    # Roll-outs (docs/spec/SEMANTICS.md "Roll-outs")
+    def list_rollouts(
+        self,
+        *,
+        schedule_id: uuid.UUID | None = None,
+        states: Sequence[str] = (),
+        limit: int = 100,
+    ) -> list[RolloutRecord]:
+        """The newest roll-outs first (:meth:`RolloutOps.list_rollouts`)."""
+        with self.transaction(write=False) as ops:
+            return ops.rollouts.list_rollouts(schedule_id=schedule_id, states=states, limit=limit)
+
+    def get_rollout(self, ref: uuid.UUID | str) -> RolloutRecord:
+        """A roll-out by its id, or the newest of the schedule named (or with the id) ``ref``.
+
+        :raises NotFound: neither a roll-out nor a schedule that has one.
+        """
+        with self.transaction(write=False) as ops:
+            return ops.rollouts.get_rollout(self._rollout_id(ops, ref))
+
+    @staticmethod
+    def _rollout_id(ops: Operations, ref: uuid.UUID | str) -> uuid.UUID:
+        try:
+            return ops.rollouts.get_rollout(ref).id
+        except (NotFound, InvalidArgument):
+            pass
+        try:
+            schedule_id: uuid.UUID | None = ops.schedules.schedule_row(ref).id
+        except (NotFound, InvalidArgument):
+            try:
+                schedule_id = ops.schedules.find_schedule(str(ref)).id
+            except NotFound:
+                schedule_id = None
+        latest = None if schedule_id is None else ops.rollouts.latest_of(schedule_id)
+        if latest is None:
+            raise NotFound(f"id: no roll-out {str(ref)!r}, and no schedule so named with one")
+        return latest
+
+    def pause_rollout(self, ref: uuid.UUID | str, *, audit: Audit | None = None) -> RolloutRecord:
+        """Pause a roll-out (:meth:`RolloutOps.pause`), recorded as by ``audit`` (pausing
+        a paused one changes nothing and records nothing)."""
+        with self.transaction() as ops:
+            rollout_id = self._rollout_id(ops, ref)
+            was = ops.rollouts.get_rollout(rollout_id).state
+            record = ops.rollouts.pause(rollout_id)
+            change = _trail.rollout_change(_trail.Action.PAUSE_ROLLOUT, record)
+            ops.audit.record_action(audit, None if was == record.state else change)
+            return record
+
+    def resume_rollout(
+        self,
+        ref: uuid.UUID | str,
+        *,
+        allow_failures: int | None = None,
+        audit: Audit | None = None,
+    ) -> RolloutRecord:
+        """Resume a paused or halted roll-out (:meth:`RolloutOps.resume`), recorded as by
+        ``audit``."""
+        with self.transaction() as ops:
+            record = ops.rollouts.resume(self._rollout_id(ops, ref), allow_failures)
+            change = _trail.rollout_change(
+                _trail.Action.RESUME_ROLLOUT, record, budget=record.budget
+            )
+            ops.audit.record_action(audit, change)
+            return record
+
+    def abort_rollout(
+        self, ref: uuid.UUID | str, *, cancel_active: bool = False, audit: Audit | None = None
+    ) -> RolloutRecord:
+        """Abort a roll-out (:meth:`RolloutOps.abort`), recorded as by ``audit``."""
+        with self.transaction() as ops:
+            record = ops.rollouts.abort(self._rollout_id(ops, ref), cancel_active=cancel_active)
+            change = _trail.rollout_change(
+                _trail.Action.ABORT_ROLLOUT, record, cancel_active=cancel_active
+            )
+            ops.audit.record_action(audit, change)
+            return record
 
     def fire_due(self, *, batch_size: int = 500) -> list[FireResult]:
         """Fire every schedule due now (:meth:`fire_batches`); the results of the firings

@@ -60,11 +60,12 @@ from rackcron.domain.lifecycle import (
 )
 from rackcron.domain.models import OperationTemplate
 from rackcron.domain.operation_names import operation_name
+from rackcron.domain.rollouts import RolloutState
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Named
 from rackcron.service._tasks import TaskOps, chunked
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import rack, task, task_schedule
+from rackcron.store.tables import rack, rollout, task, task_schedule
 
 __all__ = [
     "MAX_MESSAGE",
@@ -539,6 +540,7 @@ class DeliveryOps:
             .values(
                 status=next_status(TaskStatus.WAITING, Event.EXPIRED).value,
                 message=EXPIRED_MESSAGE,
+                end_reason="expired",
                 finished_at=self.work.now,
                 updated_at=self.work.now,
             )
@@ -595,6 +597,28 @@ class DeliveryOps:
         return [i for i in ids if i in promoted_ids]
 
     def _held(self, task_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of these tasks a paused or halted roll-out holds (docs/spec/SEMANTICS.md
+        "Roll-outs"), or a freeze holds now (:meth:`_frozen`)."""
+        return self._held_by_rollouts(task_ids) | self._frozen(task_ids)
+
+    def _held_by_rollouts(self, task_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of these tasks whose roll-out is paused or halted; nothing more is read
+        when no roll-out is."""
+        stopped = rollout.c.state.in_([RolloutState.PAUSED.value, RolloutState.HALTED.value])
+        if not task_ids or self.work.conn.execute(sa.select(rollout.c.id).where(
+            stopped, rollout.c.finished_at.is_(None)).limit(1)).first() is None:  # fmt: skip
+            return set()
+        held: set[uuid.UUID] = set()
+        for chunk in chunked(task_ids):
+            query = (
+                sa.select(task.c.id)
+                .join(rollout, rollout.c.id == task.c.firing_id)
+                .where(task.c.id.in_(chunk), stopped)
+            )
+            held.update(self.work.conn.execute(query).scalars())
+        return held
+
+    def _frozen(self, task_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         """Those of these tasks a freeze holds now, each judged by its rack as it is and by
         the schedule it recorded (:func:`_recorded`); forced tasks are never held. Nothing
         more is read when no freeze is open."""

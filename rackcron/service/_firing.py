@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -64,6 +64,7 @@ from rackcron.domain.templates import operation_times
 from rackcron.errors import FailedPrecondition
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
+from rackcron.service._rollouts import RolloutOps, RolloutScopeSeed
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import (
     Submission,
@@ -76,7 +77,6 @@ from rackcron.service._tasks import (
 from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import insert_rows, update_rows
 from rackcron.store.tables import (
-    ACTIVE_STATUS_VALUES,
     firing,
     task,
     task_schedule,
@@ -321,6 +321,17 @@ def _frozen(
     return found
 
 
+class RolloutInProgress(FailedPrecondition):
+    """A manual trigger of a schedule whose roll-out is unfinished (docs/spec/SEMANTICS.md
+    "Roll-outs", one at a time)."""
+
+    def __init__(self, schedule: Schedule, rollout_id: uuid.UUID) -> None:
+        super().__init__(
+            f"id: task schedule {schedule.name!r} ({schedule.id}) has an unfinished roll-out"
+            f" {rollout_id}: nothing was fired; wait for it to finish, or abort it first"
+        )
+
+
 class Claim(NamedTuple):
     """Phase 1's result: the claimed firings, the due schedules that cannot fire, and
     the firings missed (advanced and recorded, nothing to submit)."""
@@ -343,6 +354,9 @@ class Firing:
     frozen: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
     overridden: Mapping[uuid.UUID, tuple[str, ...]] = field(default_factory=dict)
     id: uuid.UUID | None = None  # its record (None: it has nothing to submit)
+    # The roll-out recorded for it (its schedule declares one): the roll-out starts its
+    # scopes, so the firing itself submits none and has no outcome per scope.
+    rollout_id: uuid.UUID | None = None
 
     def held(self, scope: FiringScope) -> ScopeOutcome:
         """The outcome of a scope this firing does not submit: frozen, or skipped."""
@@ -362,7 +376,9 @@ class Firing:
     ) -> list[ScopeOutcome]:
         """Every scope's outcome, in scope order: ``done`` (by scope id) for the scopes it
         submits, ``deferred`` (with ``error``, if any) for those of them not done yet,
-        :meth:`held` for the rest."""
+        :meth:`held` for the rest; none for a firing recorded as a roll-out."""
+        if self.rollout_id is not None:
+            return []
         submitting = {s.id for s in self.submit}
         return [
             done.get(s.id, ScopeOutcome(s.id, s.rack_id, "deferred", error=error))
@@ -437,6 +453,7 @@ class FiringOps:
     schedules: ScheduleOps
     tasks: TaskOps
     freezes: FreezeOps
+    rollouts: RolloutOps
 
     def claim_due(self, limit: int) -> list[Firing]:
         """Phase 1 for automatic dispatch: up to ``limit`` due schedules, oldest due first."""
@@ -501,9 +518,12 @@ class FiringOps:
             query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
             for scope_id, schedule_id, rack_id, component_filter in self.work.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
-        busy = self._busy_scopes([s[0] for found in stored.values() for s in found])
+        busy = self.tasks.busy_scopes([s[0] for found in stored.values() for s in found])
         holds = self.freezes.holds(s[1] for found in stored.values() for s in found)
-        firings, unfireable, missed, updates, misses = [], [], [], [], []
+        unfinished = self.rollouts.unfinished([r.id for r in rows if r.rollout is not None])
+        firings: list[Firing] = []
+        unfireable, missed, updates, misses = [], [], [], []
+        rolling: list[tuple[int, Schedule]] = []  # firings to record as roll-outs
         for row in rows:
             try:  # a row rackcron did not write (say, a zone this host lacks) fails alone
                 schedule = _rows.schedule(row)
@@ -521,11 +541,20 @@ class FiringOps:
                 open_scopes = [s for s in scopes if s.id not in frozen]
                 if scopes and not open_scopes:  # every scope frozen: a missed firing
                     late = (self.work.now - due).total_seconds() if due is not None else 0.0
-                submit, _skipped = (
-                    select_scopes(open_scopes, busy, schedule.overlap_policy, manual=manual)
-                    if late is None
-                    else ([], scopes)
-                )
+                in_progress = unfinished.get(row.id) if schedule.rollout else None
+                if in_progress is not None and manual:
+                    raise RolloutInProgress(schedule, in_progress)
+                if in_progress is not None and late is None:  # one roll-out at a time
+                    late = (self.work.now - due).total_seconds() if due is not None else 0.0
+                submit: list[FiringScope]
+                if schedule.rollout is not None:  # its roll-out starts the scopes
+                    submit = []
+                else:
+                    submit, _skipped = (
+                        select_scopes(open_scopes, busy, schedule.overlap_policy, manual=manual)
+                        if late is None
+                        else ([], scopes)
+                    )
                 step = advance(
                     schedule.spec_type,
                     schedule.spec,
@@ -533,11 +562,11 @@ class FiringOps:
                     enabled=schedule.enabled,
                     last_run_at=schedule.last_run_at,
                     now=self.work.now,
-                    fired=bool(submit) or manual,
+                    fired=bool(submit) or manual or schedule.rollout is not None,
                     name=schedule.name,
                     spread=schedule.spread,
                 )
-            except Frozen:
+            except (Frozen, RolloutInProgress):
                 raise
             except Exception as exc:
                 error = f"task schedule {row.id} cannot be fired: {describe_error(exc)}"
@@ -547,6 +576,8 @@ class FiringOps:
             if late is None:
                 updates.append(moved)
                 record = new_task_id() if submit else None
+                if schedule.rollout is not None:
+                    rolling.append((len(firings), schedule))
                 firings.append(
                     Firing(
                         schedule, self.work.now, manual, scopes, submit, frozen, overridden, record
@@ -555,7 +586,9 @@ class FiringOps:
                 continue
             assert due is not None  # automatic firings only: they have a due time
             repeated = False
-            if frozen:
+            if in_progress is not None:
+                reason, detail = MissReason.ROLLOUT, str(in_progress)
+            elif frozen:
                 names = _names(frozen)
                 reason, detail = MissReason.FREEZE, ", ".join(names)
                 assert holds is not None  # frozen scopes come from it
@@ -594,6 +627,11 @@ class FiringOps:
             same={"updated_at": self.work.now, "last_miss_at": self.work.now},
         )
         self._record([f for f in firings if f.id is not None], lease)
+        for index, schedule in rolling:
+            firing = firings[index]
+            seeds = [RolloutScopeSeed(s.id, s.rack_id, s.component_filter) for s in firing.scopes]
+            recorded = self.rollouts.record(schedule, seeds, manual=manual, due=firing.due)
+            firings[index] = replace(firing, rollout_id=recorded)
         return Claim(firings, unfireable, missed)
 
     def _record(self, firings: Sequence[Firing], lease: float) -> None:
@@ -628,33 +666,6 @@ class FiringOps:
             "lease_until": self.work.now + timedelta(seconds=lease),
         }
         insert_rows(self.work.conn, firing, _FIRING_COLUMNS, records, same=leased)
-
-    def _busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-        """The scopes whose previous task is active: their last task, or a task carrying
-        their scope id created after it (or while they had none: one never written back);
-        and every scope of a schedule whose previous firing is still open (it may owe them
-        a task). One row per busy scope, however many tasks are queued behind it."""
-        last = task.alias("last")
-        active = task.c.status.in_(ACTIVE_STATUS_VALUES)
-        by_last = sa.exists().where(task.c.id == _scope.c.last_task_id, active)
-        older_last = (  # the scope's last task, created before this one
-            sa.exists()
-            .where(last.c.id == _scope.c.last_task_id, last.c.created_at < task.c.created_at)
-            .correlate_except(last)
-        )
-        unwritten = sa.exists().where(
-            task.c.scope_id == _scope.c.id,
-            active,
-            _scope.c.last_task_id.is_(None) | older_last,
-        )
-        owed = sa.exists().where(
-            firing.c.schedule_id == _scope.c.schedule_id, firing.c.finished_at.is_(None)
-        )
-        busy: set[uuid.UUID] = set()
-        for chunk in chunked(scope_ids):
-            query = sa.select(_scope.c.id).where(_scope.c.id.in_(chunk), by_last | unwritten | owed)
-            busy.update(self.work.conn.execute(query).scalars())
-        return busy
 
     def complete(self, firings: Sequence[Firing], *, defer_held: bool = True) -> list[Completed]:
         """Phase 2: create the tasks these claimed firings still owe, deciding their

@@ -32,7 +32,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from rackcron.domain.lifecycle import FINAL_STATUSES, status_values
 from rackcron.domain.retention import MAX_BATCH, cutoff
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import firing, task, task_schedule_scope
+from rackcron.store.tables import firing, rollout, rollout_scope, task, task_schedule_scope
 
 __all__ = ["RetentionOps"]
 
@@ -48,6 +48,8 @@ def _prunable(before: datetime) -> sa.ColumnElement[bool]:
         task.c.cancel_pending == sa.false(),
         task.c.next_check_at.is_(None),
         ~sa.exists().where(firing.c.id == task.c.firing_id, firing.c.finished_at.is_(None)),
+        # A task of an unfinished roll-out is kept: the roll-out still reads it.
+        ~sa.exists().where(rollout.c.id == task.c.firing_id, rollout.c.finished_at.is_(None)),
     )
 
 
@@ -96,9 +98,10 @@ class RetentionOps:
         return self.work.conn.execute(task.delete().where(self._among(task.c.id, doomed))).rowcount
 
     def prune_firings(self, retention: timedelta, *, limit: int = MAX_BATCH) -> int:
-        """Delete up to ``limit`` firing records that finished more than ``retention`` ago
-        (their scopes with them), oldest first; returns how many were deleted. An open
-        firing is never deleted: it still owes tasks.
+        """Delete up to ``limit`` firing records, and up to ``limit`` roll-outs, that
+        finished more than ``retention`` ago (their scopes with them), oldest first;
+        returns how many were deleted. An open firing or unfinished roll-out is never
+        deleted: it still owes tasks.
 
         :raises ValueError: ``limit`` is not from 1 to ``retention.MAX_BATCH``.
         """
@@ -112,9 +115,24 @@ class RetentionOps:
             .with_for_update(skip_locked=True)
         )
         ids = list(self.work.conn.execute(oldest).scalars())
-        if not ids:
-            return 0
-        return self.work.conn.execute(firing.delete().where(self._among(firing.c.id, ids))).rowcount
+        deleted = 0
+        if ids:
+            where = self._among(firing.c.id, ids)
+            deleted += self.work.conn.execute(firing.delete().where(where)).rowcount
+        oldest = (
+            sa.select(rollout.c.id)
+            .where(rollout.c.finished_at < cutoff(self.work.now, retention))
+            .order_by(rollout.c.finished_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        ids = list(self.work.conn.execute(oldest).scalars())
+        if ids:
+            scopes = self._among(rollout_scope.c.rollout_id, ids)
+            self.work.conn.execute(rollout_scope.delete().where(scopes))
+            where = self._among(rollout.c.id, ids)
+            deleted += self.work.conn.execute(rollout.delete().where(where)).rowcount
+        return deleted
 
     def _unset_last_tasks(self, ids: list[uuid.UUID]) -> set[uuid.UUID]:
         """Unset the ``last_task_id`` of the scopes pointing at these tasks whose rows can be

@@ -56,7 +56,14 @@ from rackcron.service import _rows
 from rackcron.service._base import check_page, paged, parse_id
 from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import insert_rows
-from rackcron.store.tables import ACTIVE_STATUS_VALUES, component, rack, task
+from rackcron.store.tables import (
+    ACTIVE_STATUS_VALUES,
+    component,
+    firing,
+    rack,
+    task,
+    task_schedule_scope,
+)
 
 T = TypeVar("T")
 
@@ -207,6 +214,7 @@ class Submission:
     status: TaskStatus | None = None  # pending or waiting when created
     error: str | None = None  # names the rack
     deferred: bool = False
+    blocked: bool = False  # refused for a conflicting active task on its rack (skip policy)
 
 
 #: GetTasksByIDs asks for at most this many (one IN list: SQLite allows 32,766 parameters).
@@ -301,6 +309,7 @@ class TaskOps:
             .values(
                 status=status.value,
                 message="cancelled",
+                end_reason="cancelled",
                 finished_at=self.work.now,
                 updated_at=self.work.now,
                 cancel_pending=reached,
@@ -462,9 +471,10 @@ class TaskOps:
                     f"rack {rack_id} already has an active task {blocked_by.task_id} that"
                     f" conflicts with it ({conflicting_row(active.work, blocked_by.work)})"
                 )
-                if queue and queue_full(held):
+                full = queue and queue_full(held)
+                if full:
                     message = f"rack {rack_id}: waiting queue is full ({held} waiting tasks)"
-                submissions.append(Submission(error=message))
+                submissions.append(Submission(error=message, blocked=not full))
                 continue
             expires = None
             if status == TaskStatus.WAITING:
@@ -511,6 +521,39 @@ class TaskOps:
             }
             insert_rows(self.work.conn, task, _TASK_COLUMNS, rows, same=shared)
         return submissions
+
+    def busy_scopes(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """The scopes whose previous task is active: their last task, or a task carrying
+        their scope id created after it (or while they had none: one never written back);
+        and every scope of a schedule whose previous firing is still open (it may owe them
+        a task). One row per busy scope, however many tasks are queued behind it."""
+        last = task.alias("last")
+        active = task.c.status.in_(ACTIVE_STATUS_VALUES)
+        by_last = sa.exists().where(task.c.id == task_schedule_scope.c.last_task_id, active)
+        older_last = (  # the scope's last task, created before this one
+            sa.exists()
+            .where(
+                last.c.id == task_schedule_scope.c.last_task_id,
+                last.c.created_at < task.c.created_at,
+            )
+            .correlate_except(last)
+        )
+        unwritten = sa.exists().where(
+            task.c.scope_id == task_schedule_scope.c.id,
+            active,
+            task_schedule_scope.c.last_task_id.is_(None) | older_last,
+        )
+        owed = sa.exists().where(
+            firing.c.schedule_id == task_schedule_scope.c.schedule_id,
+            firing.c.finished_at.is_(None),
+        )
+        busy: set[uuid.UUID] = set()
+        for chunk in chunked(scope_ids):
+            query = sa.select(task_schedule_scope.c.id).where(
+                task_schedule_scope.c.id.in_(chunk), by_last | unwritten | owed
+            )
+            busy.update(self.work.conn.execute(query).scalars())
+        return busy
 
     def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
         """The active tasks of each of these racks (racks with none are absent): the running

@@ -32,7 +32,7 @@ module of the service and no other (a test holds the fronts to it).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, overload
@@ -70,12 +70,14 @@ from rackcron.service._firing import (
 )
 from rackcron.service._inventory import RackView
 from rackcron.service._names import LOOKALIKE_KINDS, Lookalikes, warn_lookalike
+from rackcron.service._rollouts import Advanced
 from rackcron.service._schedules import MetricsSchedule, MetricsSchedules
 
 __all__ = [
     "DEFAULT_LEASE",
     "LOOKALIKE_KINDS",
     "ActionRecords",
+    "Advanced",
     "ApplyLog",
     "ApplyReads",
     "ApplyRecords",
@@ -104,6 +106,7 @@ __all__ = [
     "Reads",
     "Recorded",
     "RetentionStore",
+    "RolloutReads",
     "ScheduleAdmin",
     "ScheduleCommands",
     "SchedulePages",
@@ -173,6 +176,10 @@ class FiringStore(SchedulePages, Protocol):
         hook: Callable[[str], None] | None = None,
         lease: float = 30.0,
     ) -> Iterator[Batch]: ...
+
+    def advance_rollouts(
+        self, *, batch_size: int = 100, hook: Callable[[str], None] | None = None
+    ) -> list[Advanced]: ...
 
 
 class DeliveryStore(Protocol):
@@ -315,9 +322,15 @@ class ApplyReads(Protocol):
     def get_apply(self, apply_id: int) -> ApplyRecord | None: ...
 
 
+class RolloutReads(Protocol):
+    """Which schedules have an unfinished roll-out."""
+
+    def unfinished(self, schedule_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]: ...
+
+
 class Reads(Protocol):
     """What one read-only unit of work reads: schedules with their scopes, tasks, the
-    inventory, freezes and the apply log."""
+    inventory, freezes, roll-outs and the apply log."""
 
     @property
     def now(self) -> datetime: ...
@@ -333,6 +346,8 @@ class Reads(Protocol):
     def freezes(self) -> FreezeReads: ...
     @property
     def applies(self) -> ApplyReads: ...
+    @property
+    def rollouts(self) -> RolloutReads: ...
 
 
 class ReadModel(Protocol):

@@ -167,7 +167,7 @@ task_schedule = sa.Table(
     sa.Column("starting_deadline", sa.String(255), nullable=True),
     sa.Column("last_miss_at", UTCDateTime, nullable=True),
     sa.Column("last_miss_lateness_ms", sa.BigInteger, nullable=True),
-    sa.Column("last_miss_reason", sa.String(16), nullable=True),
+    sa.Column("last_miss_reason", sa.String(32), nullable=True),
     sa.Column("last_miss_detail", sa.Text, nullable=True),
     # docs/spec/SEMANTICS.md "Spreading fire times": an interval schedule's anchor, and a
     # jitter as declared (a Go duration); NULL: none.
@@ -246,6 +246,10 @@ task = sa.Table(
     # per firing, whoever completes the firing (docs/spec/SEMANTICS.md "Dispatch").
     sa.Column("firing_id", sa.Uuid, nullable=True),
     sa.Column("due_at", UTCDateTime, nullable=True),
+    # Why a terminated task ended, as a code (NULL: not terminated, or before 0018):
+    # "expired" (past its queue timeout) or "cancelled" (CancelTask). A roll-out counts
+    # the one as a failure and the other as a skip (docs/spec/SEMANTICS.md "Roll-outs").
+    sa.Column("end_reason", sa.String(16), nullable=True),
     sa.Index("uq_task_firing_scope", "firing_id", "scope_id", unique=True),
     sa.Index("ix_task_rack_status", "rack_id", "status"),
     sa.Index("ix_task_scope_status", "scope_id", "status"),  # the overlap check
@@ -356,6 +360,78 @@ firing = sa.Table(
         sqlite_where=sa.text("finished_at IS NOT NULL"),
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     ),
+)
+
+# A firing of a schedule that declares a roll-out (docs/spec/SEMANTICS.md "Roll-outs"):
+# recorded by phase 1 in place of a ``firing`` row, and advanced by any replica until it
+# is final (``finished_at`` set). Its id is its tasks' ``firing_id``. What it starts is
+# copied (the operation, the schedule's name and labels, the policy): a later change of
+# the schedule is for the next firing. It outlives its schedule (no foreign key): a
+# deleted schedule's roll-out ends, and stays readable until retention prunes it.
+rollout = sa.Table(
+    "rollout",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("schedule_id", sa.Uuid, nullable=False),
+    sa.Column("schedule_name", sa.String(255), nullable=False),
+    sa.Column("schedule_labels", JSON, nullable=True),
+    sa.Column("manual", sa.Boolean, nullable=False),
+    sa.Column("due_at", UTCDateTime, nullable=False),
+    sa.Column("fired_at", UTCDateTime, nullable=False),
+    sa.Column("operation_type", sa.String(64), nullable=False),
+    sa.Column("operation_code", sa.String(64), nullable=False),
+    sa.Column("operation_information", JSON, nullable=False),
+    sa.Column("overlap_policy", sa.String(16), nullable=False),
+    sa.Column("policy", JSON, nullable=False),  # the schedule's rollout, as recorded
+    # Where it stands (rackcron.domain.rollouts.Rollout): its state, open wave, failure
+    # budget and limits, a bake's end (bake_seconds NULL: manual), its cutoff.
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("wave", sa.Integer, nullable=False),
+    sa.Column("budget", sa.Integer, nullable=False),
+    sa.Column("in_flight", sa.Integer, nullable=False),
+    sa.Column("per_group", sa.Integer, nullable=False),
+    sa.Column("bake_seconds", sa.BigInteger, nullable=True),
+    sa.Column("bake_until", UTCDateTime, nullable=True),
+    sa.Column("cutoff_at", UTCDateTime, nullable=True),
+    sa.Column("pause_reason", sa.String(32), nullable=True),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Index(
+        "ix_rollout_open_schedule",
+        "schedule_id",
+        sqlite_where=sa.text("finished_at IS NULL"),
+        postgresql_where=sa.text("finished_at IS NULL"),
+    ),
+    sa.Index(
+        "ix_rollout_finished",
+        "finished_at",
+        sqlite_where=sa.text("finished_at IS NOT NULL"),
+        postgresql_where=sa.text("finished_at IS NOT NULL"),
+    ),
+)
+
+# One scope of a roll-out, in its order: its rack (name as at firing), component filter,
+# wave and spread_by group ([kind, value]; NULL: no grouping), where it stands (stage,
+# a reason code) and its task (id, final status).
+rollout_scope = sa.Table(
+    "rollout_scope",
+    metadata,
+    sa.Column(
+        "rollout_id", sa.Uuid, sa.ForeignKey("rollout.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("scope_id", sa.Uuid, nullable=False),
+    sa.Column("rack_id", sa.Uuid, nullable=False),
+    sa.Column("rack_name", sa.String(255), nullable=False),
+    sa.Column("component_filter", JSON, nullable=True),
+    sa.Column("wave", sa.Integer, nullable=False),
+    sa.Column("group_key", JSON, nullable=True),
+    sa.Column("stage", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(32), nullable=True),
+    sa.Column("task_id", sa.Uuid, nullable=True),
+    sa.Column("task_status", sa.String(16), nullable=True),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
 )
 
 freeze = sa.Table(

@@ -62,6 +62,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         ["db", "upgrade"],
         ["apply", str(home / "examples" / "fleet"), "--auto-approve"],
         ["schedules", "trigger", "tor-switch-health-reset", "--yes"],
+        ["schedules", "trigger", "powershelf-firmware-rollout", "--yes"],  # a roll-out ...
+        ["rollouts", "pause", "powershelf-firmware-rollout", "--yes"],  # ... to resume
     ):
         result = run(*args, url=url)
         assert result.exit_code == 0, result.output

@@ -41,6 +41,11 @@ REFUSING = {
     "tasks cancel": ["tasks", "cancel", str(uuid.uuid4())],
     "racks list": ["racks", "list"],
     "racks get": ["racks", "get", "r1"],
+    "rollouts list": ["rollouts", "list"],
+    "rollouts get": ["rollouts", "get", "nightly"],
+    "rollouts pause": ["rollouts", "pause", "nightly", "--yes"],
+    "rollouts resume": ["rollouts", "resume", "nightly", "--yes"],
+    "rollouts abort": ["rollouts", "abort", "nightly", "--yes"],
     "upcoming": ["upcoming"],  # without PATH: the store's schedules
     "history": ["history"],
     "freezes list": ["freezes", "list"],

@@ -89,6 +89,12 @@ def renamed(state: State, name: str, new: str) -> State:
     return dataclasses.replace(state, schedules=schedules)
 
 
+def rolling(state: State, name: str) -> State:
+    """``state`` with schedule ``name``'s roll-out unfinished, as the store shows it."""
+    schedule = dataclasses.replace(state.schedules[name], rollout_unfinished="r-1")
+    return dataclasses.replace(state, schedules={**state.schedules, name: schedule})
+
+
 def _plan(current: State, desired: State) -> dict[str, Any]:
     plan = diff(current, desired, owner=OWNER, now=NOW, source={"path": "fleet"})
     return json.loads(json.dumps(plan.to_json()))
@@ -164,6 +170,11 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
         lambda: _plan(declared(), declared(schedule("a", racks="[{name: r1}, {name: r2}]",
                                                     extra="  rollout: {max_in_flight: 1, spread_by: row}\n"))),
         [], {"rollout_spread_by_missing"},
+    ),
+    "rollout-unfinished": (  # deleted while its roll-out runs
+        lambda: _plan(rolling(declared(schedule("a", extra="  rollout: {max_in_flight: 1}\n")), "a"),
+                      declared()),
+        [("schedule", "a", "delete", "not_declared")], {"rollout_unfinished"},
     ),
     "rollout-first-outside-scope": (
         lambda: _plan(declared(), declared(schedule("a", extra="  rollout: {max_in_flight: 1, first: {racks: [r9]}}\n"))),

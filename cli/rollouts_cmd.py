@@ -1,0 +1,249 @@
+"""``rackcron rollouts``: see and steer the roll-outs of schedules that declare ``rollout``.
+
+docs/spec/SEMANTICS.md "Roll-outs": ``list`` and ``get`` show where each stands (per
+wave: done, failed, in flight, waiting, not started; failures against the budget);
+``pause``, ``resume`` and ``abort`` steer one, each after asking, recorded in the audit
+trail with who and why. A roll-out is named by its id, or by its schedule (the newest).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import click
+
+from rackcron.cli._common import (
+    audit_options,
+    cli_errors,
+    database_option,
+    echo_json,
+    format_option,
+    open_service,
+    print_table,
+    when,
+)
+from rackcron.domain.escape import terminal
+
+if TYPE_CHECKING:
+    from rackcron.audit import Audit
+    from rackcron.domain.models import RolloutRecord
+
+__all__ = ["rollouts"]
+
+STATES = ("rolling", "baking", "paused", "halted", "completed", "expired", "aborted")
+#: How a wave's scopes are counted, in the order shown.
+_COLUMNS = ("completed", "failed", "active", "waiting", "skipped", "not_started")
+
+
+@click.group()
+def rollouts() -> None:
+    """See and steer roll-outs: the firings of schedules that declare `rollout`.
+
+    A roll-out starts its schedule's racks a few at a time, in waves, and halts when
+    more of them fail than its budget allows (docs/rollouts.md). Name one by its id,
+    or by its schedule's name (its newest roll-out). Pause, resume and abort ask for
+    confirmation (--yes: do not ask) and are recorded in the audit trail (`rackcron
+    history`) with who (--as) and why (--reason). These commands work on the
+    store (--database-url); over gRPC they are not offered yet.
+
+    Example: rackcron rollouts get powershelf-firmware-rollout
+    """
+
+
+def _shown(record: RolloutRecord) -> dict[str, object]:
+    data = record.model_dump(mode="json")
+    data["failed"] = record.failed
+    return data
+
+
+def _line(record: RolloutRecord) -> list[str]:
+    return [
+        str(record.id),
+        record.schedule_name,
+        record.state + (f" ({record.pause_reason})" if record.pause_reason else ""),
+        when(record.fired_at),
+        when(record.finished_at),
+    ]
+
+
+@rollouts.command("list")
+@click.option("--schedule", "schedule", metavar="NAME", help="Only this schedule's roll-outs.")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(STATES),
+    help="Only roll-outs in this state (repeat for several).",
+)
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="At most this many, newest first.",
+)
+@format_option
+@database_option
+def list_command(
+    schedule: str | None, states: tuple[str, ...], limit: int, fmt: str, database_url: str | None
+) -> None:
+    """List roll-outs, newest first.
+
+    Example: rackcron rollouts list --state halted --state paused
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        schedule_id = None if schedule is None else service.find_schedule(schedule).id
+        found = service.list_rollouts(schedule_id=schedule_id, states=states, limit=limit)
+    if fmt == "json":
+        echo_json({"rollouts": [_shown(r) for r in found]})
+        return
+    if not found:
+        click.echo("No roll-outs.")
+        return
+    print_table(["ID", "SCHEDULE", "STATE", "FIRED", "FINISHED"], [_line(r) for r in found])
+
+
+def _waves(record: RolloutRecord) -> list[list[str]]:
+    """A row per wave: its number, size and scopes by stage (the open wave marked)."""
+    by_wave: dict[int, Counter[str]] = {}
+    for scope in record.scopes:
+        by_wave.setdefault(scope.wave, Counter())[scope.stage] += 1
+    rows = []
+    for wave, counts in sorted(by_wave.items()):
+        mark = " <" if wave == record.wave and record.finished_at is None else ""
+        rows.append(
+            [f"{wave + 1}{mark}", str(sum(counts.values())), *(str(counts[c]) for c in _COLUMNS)]
+        )
+    return rows
+
+
+@rollouts.command("get")
+@click.argument("rollout")
+@format_option
+@database_option
+def get_command(rollout: str, fmt: str, database_url: str | None) -> None:
+    """Show one roll-out: its policy, each wave's progress and every failure.
+
+    Example: rackcron rollouts get powershelf-firmware-rollout
+    """
+    with cli_errors():
+        record = open_service(database_url).get_rollout(rollout)
+    if fmt == "json":
+        echo_json(_shown(record))
+        return
+    state = record.state + (f" ({record.pause_reason})" if record.pause_reason else "")
+    for label, value in [
+        ("roll-out", str(record.id)),
+        ("schedule", f"{record.schedule_name} ({record.schedule_id})"),
+        ("state", state),
+        ("policy", record.policy.describe()),
+        ("fired", when(record.fired_at) + (" (manual)" if record.manual else "")),
+        ("failures", f"{record.failed} of {record.budget} allowed"),
+        ("in flight", f"at most {record.in_flight}"),
+        *([("bake until", when(record.bake_until))] if record.bake_until else []),
+        ("cutoff", when(record.cutoff_at)),
+        *([("finished", when(record.finished_at))] if record.finished_at else []),
+    ]:
+        click.echo(f"{label + ':':12}{terminal(value)}")
+    click.echo("")
+    print_table(["WAVE", "RACKS", *(c.upper().replace("_", " ") for c in _COLUMNS)], _waves(record))
+    failures = [s for s in record.scopes if s.stage == "failed"]
+    if failures:
+        click.echo("")
+        click.echo("failed:")
+        for scope in failures:
+            click.echo(
+                terminal(f"  rack {scope.rack_name}: {scope.reason} (task {scope.task_id or '-'})")
+            )
+
+
+def _steer(verb: str, record_of: str, yes: bool) -> None:
+    if not yes:
+        click.confirm(f"{verb} roll-out {terminal(record_of)}?", abort=True)
+
+
+def _report(record: RolloutRecord, fmt: str) -> None:
+    if fmt == "json":
+        echo_json(_shown(record))
+        return
+    click.echo(terminal(f"roll-out {record.id} of {record.schedule_name}: {record.state}"))
+
+
+@rollouts.command("pause")
+@click.argument("rollout")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@format_option
+@audit_options
+@database_option
+def pause_command(
+    rollout: str, yes: bool, fmt: str, audit: Audit, database_url: str | None
+) -> None:
+    """Pause a rolling or baking roll-out: nothing new starts, and its tasks not yet
+    delivered wait, until it is resumed. (Pausing its schedule does not pause it.)
+
+    Example: rackcron rollouts pause powershelf-firmware-rollout --yes --reason 'bad BMC reports'
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        found = service.get_rollout(rollout)
+        _steer("Pause", f"{found.id} of {found.schedule_name}", yes)
+        _report(service.pause_rollout(found.id, audit=audit), fmt)
+
+
+@rollouts.command("resume")
+@click.argument("rollout")
+@click.option(
+    "--allow-failures",
+    type=click.IntRange(0, None),
+    help="A halted roll-out may fail this many more (default: its budget, at least 1).",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@format_option
+@audit_options
+@database_option
+def resume_command(
+    rollout: str,
+    allow_failures: int | None,
+    yes: bool,
+    fmt: str,
+    audit: Audit,
+    database_url: str | None,
+) -> None:
+    """Resume a paused or halted roll-out; after a wave's promotion gate (bake:
+    manual), start the next wave.
+
+    Example: rackcron rollouts resume powershelf-firmware-rollout --yes --allow-failures 2
+    --reason 'fixed image'
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        found = service.get_rollout(rollout)
+        _steer("Resume", f"{found.id} of {found.schedule_name}", yes)
+        record = service.resume_rollout(found.id, allow_failures=allow_failures, audit=audit)
+        _report(record, fmt)
+
+
+@rollouts.command("abort")
+@click.argument("rollout")
+@click.option(
+    "--cancel-active", is_flag=True, help="Also cancel its running tasks (default: they finish)."
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@format_option
+@audit_options
+@database_option
+def abort_command(
+    rollout: str, cancel_active: bool, yes: bool, fmt: str, audit: Audit, database_url: str | None
+) -> None:
+    """Abort a roll-out: its racks not started will not start, and its waiting and
+    pending tasks are cancelled (--cancel-active: its running ones too).
+
+    Example: rackcron rollouts abort powershelf-firmware-rollout --yes --reason 'image withdrawn'
+    """
+    with cli_errors():
+        service = open_service(database_url)
+        found = service.get_rollout(rollout)
+        _steer("Abort", f"{found.id} of {found.schedule_name}", yes)
+        _report(service.abort_rollout(found.id, cancel_active=cancel_active, audit=audit), fmt)

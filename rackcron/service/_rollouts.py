@@ -1,0 +1,693 @@
+"""Roll-outs in the store: recorded by phase 1, advanced by any replica.
+
+docs/spec/SEMANTICS.md "Roll-outs". A firing of a schedule that declares ``rollout`` is
+recorded as a roll-out (:meth:`RolloutOps.record`, in phase 1's transaction, in place
+of a ``firing`` row): its scopes in order, each in its wave and ``spread_by`` group, the
+operation and policy copied. :meth:`RolloutOps.advance` locks the unfinished roll-outs no
+other replica holds (``SKIP LOCKED`` on PostgreSQL), reads how their started scopes'
+tasks ended, and runs ``rackcron.domain.rollouts.step``: the scopes it starts are
+judged at their turn (a freeze holds one; a conflicting active task of another schedule
+holds one; its own active task skips it under ``skip``) and their tasks are created in
+the same transaction as the roll-out's new state and each scope's ``last_task_id``.
+A task is identified by the roll-out (its ``firing_id``) and its scope, so a scope never
+gets two tasks, whatever crashes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron.domain import rollouts, timing
+from rackcron.domain.filters import ComponentFilter, from_stored, to_stored
+from rackcron.domain.firing import task_description
+from rackcron.domain.freezes import work_window
+from rackcron.domain.lifecycle import FINAL_STATUSES, TaskStatus
+from rackcron.domain.models import (
+    OperationTemplate,
+    OverlapPolicy,
+    RolloutPolicy,
+    RolloutRecord,
+    RolloutScopeRecord,
+    Schedule,
+)
+from rackcron.domain.operation_names import operation_name
+from rackcron.domain.rollouts import RolloutState, ScopeStage
+from rackcron.domain.templates import operation_times
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
+from rackcron.service._base import parse_id
+from rackcron.service._freezes import FreezeOps
+from rackcron.service._tasks import TaskOps, TaskRequest, chunked
+from rackcron.service._work import UnitOfWork
+from rackcron.store.bulk import insert_rows, update_rows
+from rackcron.store.tables import (
+    nvl_domain,
+    nvl_domain_rack,
+    rack,
+    rollout,
+    rollout_scope,
+    task,
+    task_schedule,
+    task_schedule_scope,
+)
+
+__all__ = ["Advanced", "RolloutOps", "RolloutScopeSeed"]
+
+#: Reason codes of a scope's stage (docs/rollouts.md "How a roll-out runs").
+TASK_FAILED = "task_failed"
+TASK_UNKNOWN = "task_unknown"
+QUEUE_EXPIRED = "queue_expired"
+CANCELLED = "cancelled"
+REFUSED = "refused"
+OVERLAP = "overlap"
+CUTOFF = "cutoff"
+SCHEDULE_DELETED = "schedule deleted"
+SCOPE_REMOVED = "scope removed"
+ABORTED = "aborted"
+
+_SCOPE_COLUMNS = (
+    "rollout_id", "position", "scope_id", "rack_id", "rack_name", "component_filter", "wave",
+    "group_key", "stage",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutScopeSeed:
+    """A scope as a firing hands it to its roll-out."""
+
+    id: uuid.UUID
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+
+
+@dataclass(frozen=True, slots=True)
+class Advanced:
+    """What one advance of one roll-out did: its state before and after, the tasks it
+    created (scope id -> task id) and the scopes that ended now (scope id -> stage)."""
+
+    rollout_id: uuid.UUID
+    schedule_id: uuid.UUID
+    schedule_name: str
+    before: RolloutState
+    after: RolloutState
+    started: Mapping[uuid.UUID, uuid.UUID]
+    ended: Mapping[uuid.UUID, ScopeStage]
+
+
+@dataclass
+class _Scope:
+    """A roll-out scope row, as an advance changes it."""
+
+    position: int
+    scope_id: uuid.UUID
+    rack_id: uuid.UUID
+    rack_name: str
+    component_filter: ComponentFilter | None
+    wave: int
+    group: rollouts.Group | None
+    stage: ScopeStage
+    reason: str | None
+    task_id: uuid.UUID | None
+    task_status: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    changed: bool = False
+
+    def end(self, stage: ScopeStage, reason: str | None, now: datetime) -> None:
+        self.stage, self.reason, self.ended_at, self.changed = stage, reason, now, True
+
+
+def _uuid(value: object) -> uuid.UUID:
+    """A domain roll-out's scope id (any hashable there; a scope's UUID here)."""
+    assert isinstance(value, uuid.UUID)
+    return value
+
+
+def _record(row: Any, scopes: Sequence[_Scope]) -> RolloutRecord:
+    return RolloutRecord(
+        id=row.id,
+        schedule_id=row.schedule_id,
+        schedule_name=row.schedule_name,
+        manual=row.manual,
+        due_at=row.due_at,
+        fired_at=row.fired_at,
+        policy=RolloutPolicy.model_validate(row.policy),
+        state=row.state,
+        wave=row.wave,
+        budget=row.budget,
+        in_flight=row.in_flight,
+        per_group=row.per_group,
+        bake_until=row.bake_until,
+        cutoff_at=row.cutoff_at,
+        pause_reason=row.pause_reason,
+        updated_at=row.updated_at,
+        finished_at=row.finished_at,
+        scopes=[
+            RolloutScopeRecord(
+                position=s.position,
+                scope_id=s.scope_id,
+                rack_id=s.rack_id,
+                rack_name=s.rack_name,
+                wave=s.wave,
+                group=s.group,
+                stage=s.stage.value,
+                reason=s.reason,
+                task_id=s.task_id,
+                task_status=s.task_status,
+                started_at=s.started_at,
+                ended_at=s.ended_at,
+            )
+            for s in scopes
+        ],
+    )
+
+
+def _group(value: Any) -> rollouts.Group | None:
+    return None if value is None else (str(value[0]), str(value[1]))
+
+
+def _task_stage(status: TaskStatus, end_reason: str | None) -> tuple[ScopeStage, str | None]:
+    """How a scope ends with its task (docs/spec/SEMANTICS.md "Roll-outs": outcomes)."""
+    if status == TaskStatus.COMPLETED:
+        return ScopeStage.COMPLETED, None
+    if status == TaskStatus.TERMINATED and end_reason == "cancelled":
+        return ScopeStage.SKIPPED, CANCELLED
+    if status == TaskStatus.TERMINATED and end_reason == "expired":
+        return ScopeStage.FAILED, QUEUE_EXPIRED
+    if status == TaskStatus.UNKNOWN:
+        return ScopeStage.FAILED, TASK_UNKNOWN
+    return ScopeStage.FAILED, TASK_FAILED
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutOps:
+    """Roll-outs: record a firing as one, and advance the unfinished ones."""
+
+    work: UnitOfWork
+    tasks: TaskOps
+    freezes: FreezeOps
+
+    def unfinished(self, schedule_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+        """schedule id -> its unfinished roll-out's id, for those of ``schedule_ids`` that
+        have one. A roll-out past its cutoff counts as finished: it expires at its next
+        advance, and the firing due at its cutoff (by default, the next fire time) fires."""
+        found: dict[uuid.UUID, uuid.UUID] = {}
+        for chunk in chunked(list(schedule_ids)):
+            query = sa.select(rollout.c.schedule_id, rollout.c.id).where(
+                rollout.c.schedule_id.in_(chunk),
+                rollout.c.finished_at.is_(None),
+                rollout.c.cutoff_at.is_(None) | (rollout.c.cutoff_at > self.work.now),
+            )
+            found.update((s, r) for s, r in self.work.conn.execute(query))
+        return found
+
+    def record(
+        self,
+        schedule: Schedule,
+        scopes: Sequence[RolloutScopeSeed],
+        *,
+        manual: bool,
+        due: datetime,
+    ) -> uuid.UUID:
+        """Record a firing of ``schedule`` (which declares a roll-out) over ``scopes`` as a
+        roll-out, its first wave open; returns its id (its tasks' ``firing_id``)."""
+        declared = schedule.rollout
+        template = schedule.template
+        assert declared is not None and template is not None
+        policy = declared.policy()
+        racks = self._racks([s.rack_id for s in scopes])
+        racked = {
+            s.id: rollouts.Racked(s.id, *racks.get(s.rack_id, (str(s.rack_id), {}, None)))
+            for s in scopes
+        }
+        made = rollouts.new_rollout(policy, racked.values(), self._cutoff(schedule, due, policy))
+        rollout_id = uuid.uuid4()
+        by_id = {s.id: s for s in scopes}
+        self.work.conn.execute(
+            rollout.insert().values(
+                id=rollout_id,
+                schedule_id=schedule.id,
+                schedule_name=schedule.name,
+                schedule_labels=dict(schedule.management.labels) or None,
+                manual=manual,
+                due_at=due,
+                fired_at=self.work.now,
+                operation_type=template.type,
+                operation_code=template.code,
+                operation_information=template.information,
+                overlap_policy=schedule.overlap_policy.value,
+                policy=declared.model_dump(mode="json"),
+                state=made.state.value,
+                wave=made.wave,
+                budget=made.budget,
+                in_flight=made.in_flight,
+                per_group=made.per_group,
+                bake_seconds=None if made.bake is None else int(made.bake.total_seconds()),
+                cutoff_at=made.cutoff_at,
+                updated_at=self.work.now,
+            )
+        )
+        rows = []
+        for position, s in enumerate(made.scopes):
+            seed = by_id[_uuid(s.scope_id)]
+            rows.append((
+                rollout_id, position, seed.id, seed.rack_id, racked[seed.id].rack_name,
+                to_stored(seed.component_filter), s.wave, list(s.group) if s.group else None,
+                s.stage.value,
+            ))  # fmt: skip
+        insert_rows(self.work.conn, rollout_scope, _SCOPE_COLUMNS, rows)
+        return rollout_id
+
+    def _cutoff(
+        self, schedule: Schedule, due: datetime, policy: rollouts.Policy
+    ) -> datetime | None:
+        """When the roll-out's unstarted scopes end: ``cutoff`` after the due time, else
+        the schedule's next nominal fire time after it (none for a one-time schedule)."""
+        if policy.cutoff is not None:
+            return due + policy.cutoff
+        spec = timing.parse_spec(schedule.spec_type, schedule.spec, schedule.timezone)
+        try:
+            return timing.nominal_after(spec, schedule.spread, due)
+        except OverflowError:  # the calendar ends (year 9999)
+            return None
+
+    def _racks(
+        self, rack_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[str, Mapping[str, str], str | None]]:
+        """rack id -> its name, labels and NVLink domain (the first by name; None: none)."""
+        found: dict[uuid.UUID, tuple[str, Mapping[str, str], str | None]] = {}
+        ids = sorted(set(rack_ids), key=str)
+        domains: dict[uuid.UUID, str] = {}
+        for chunk in chunked(ids):
+            query = (
+                sa.select(nvl_domain_rack.c.rack_id, nvl_domain.c.name)
+                .join(nvl_domain, nvl_domain.c.id == nvl_domain_rack.c.domain_id)
+                .where(nvl_domain_rack.c.rack_id.in_(chunk))
+                .order_by(nvl_domain.c.name)
+            )
+            for rack_id, name in self.work.conn.execute(query):
+                domains.setdefault(rack_id, name)
+            query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
+            for item in self.work.conn.execute(query):
+                found[item.id] = (item.name, item.labels or {}, domains.get(item.id))
+        return found
+
+    # --- reading and steering ----------------------------------------------------------------
+
+    def list_rollouts(
+        self,
+        *,
+        schedule_id: uuid.UUID | None = None,
+        states: Collection[str] = (),
+        limit: int = 100,
+    ) -> list[RolloutRecord]:
+        """The newest roll-outs first (without their scopes), of one schedule or in these
+        states if given."""
+        query = sa.select(rollout).order_by(rollout.c.fired_at.desc(), rollout.c.id).limit(limit)
+        if schedule_id is not None:
+            query = query.where(rollout.c.schedule_id == schedule_id)
+        if states:
+            query = query.where(rollout.c.state.in_(list(states)))
+        return [_record(row, []) for row in self.work.conn.execute(query)]
+
+    def get_rollout(self, rollout_id: uuid.UUID | str) -> RolloutRecord:
+        """A roll-out with its scopes, each active one showing its task's status now.
+
+        :raises NotFound: no such roll-out.
+        """
+        row = self._row(rollout_id, lock=False)
+        scopes = self._scopes(row.id)
+        active = [s.task_id for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id]
+        now: dict[uuid.UUID, str] = {}
+        for chunk in chunked(active):
+            query = sa.select(task.c.id, task.c.status).where(task.c.id.in_(chunk))
+            now.update((i, s) for i, s in self.work.conn.execute(query))
+        for scope in scopes:
+            if scope.task_id in now:
+                scope.task_status = now[scope.task_id]
+        return _record(row, scopes)
+
+    def latest_of(self, schedule_id: uuid.UUID) -> uuid.UUID | None:
+        """The schedule's newest roll-out (None: it has none)."""
+        query = (
+            sa.select(rollout.c.id)
+            .where(rollout.c.schedule_id == schedule_id)
+            .order_by(rollout.c.fired_at.desc())
+            .limit(1)
+        )
+        return self.work.conn.execute(query).scalar()
+
+    def pause(self, rollout_id: uuid.UUID | str) -> RolloutRecord:
+        """Pause a rolling or baking roll-out: nothing new starts, and its undelivered
+        tasks are held, until it is resumed. A paused one stays as it is.
+
+        :raises NotFound: no such roll-out.
+        :raises FailedPrecondition: it is halted or finished.
+        """
+        row = self._row(rollout_id, lock=True)
+        if row.state == RolloutState.PAUSED:
+            return self.get_rollout(row.id)
+        if row.state not in (RolloutState.ROLLING, RolloutState.BAKING):
+            raise FailedPrecondition(
+                f"id: roll-out {row.id} is {row.state}: only a rolling or baking one pauses"
+            )
+        self._set(row.id, state=RolloutState.PAUSED.value, pause_reason="operator")
+        return self.get_rollout(row.id)
+
+    def resume(
+        self, rollout_id: uuid.UUID | str, allow_failures: int | None = None
+    ) -> RolloutRecord:
+        """Resume a paused or halted roll-out (``rackcron.domain.rollouts.resume``): a
+        halted one keeps its failures and may fail ``allow_failures`` more.
+
+        :raises NotFound: no such roll-out.
+        :raises FailedPrecondition: it is neither paused nor halted.
+        :raises InvalidArgument: ``allow_failures`` is negative.
+        """
+        if allow_failures is not None and allow_failures < 0:
+            raise InvalidArgument(f"allow_failures: must not be negative, got {allow_failures}")
+        row = self._row(rollout_id, lock=True)
+        scopes = self._scopes(row.id)
+        try:
+            resumed = rollouts.resume(self._domain(row, scopes), allow_failures)
+        except rollouts.RolloutError as exc:
+            raise FailedPrecondition(f"id: roll-out {row.id}: {exc}") from None
+        self._set(
+            row.id,
+            state=resumed.state.value,
+            budget=resumed.budget,
+            wave=resumed.wave,
+            pause_reason=None,
+        )
+        return self.get_rollout(row.id)
+
+    def abort(self, rollout_id: uuid.UUID | str, *, cancel_active: bool = False) -> RolloutRecord:
+        """Abort an unfinished roll-out: its unstarted scopes end ``not_started`` (reason
+        ``aborted``), its waiting and pending tasks are cancelled (``cancel_active``: its
+        running ones too), and it ends ``aborted``.
+
+        :raises NotFound: no such roll-out.
+        :raises FailedPrecondition: it has finished.
+        """
+        row = self._row(rollout_id, lock=True)
+        if row.finished_at is not None:
+            raise FailedPrecondition(f"id: roll-out {row.id} has finished ({row.state})")
+        scopes = self._scopes(row.id)
+        now = self.work.now
+        active = [s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id]
+        statuses: dict[uuid.UUID, str] = {}
+        for chunk in chunked([s.task_id for s in active if s.task_id]):
+            query = sa.select(task.c.id, task.c.status).where(task.c.id.in_(chunk))
+            statuses.update((i, s) for i, s in self.work.conn.execute(query))
+        cancelling = {TaskStatus.WAITING.value, TaskStatus.PENDING.value}
+        if cancel_active:
+            cancelling.add(TaskStatus.RUNNING.value)
+        for scope in scopes:
+            if scope.stage == ScopeStage.WAITING:
+                scope.end(ScopeStage.NOT_STARTED, ABORTED, now)
+            elif scope.task_id is not None and statuses.get(scope.task_id, "") in cancelling:
+                try:
+                    self.tasks.cancel_task(scope.task_id)
+                except FailedPrecondition:  # it ended meanwhile: as it ended
+                    continue
+                scope.end(ScopeStage.SKIPPED, CANCELLED, now)
+                scope.task_status = TaskStatus.TERMINATED.value
+        current = replace(
+            self._restaged(self._domain(row, scopes), scopes), state=RolloutState.ABORTED
+        )
+        self._save(row, current, scopes, {})
+        return self.get_rollout(row.id)
+
+    def _row(self, rollout_id: uuid.UUID | str, *, lock: bool) -> Any:
+        found = parse_id(rollout_id, "id")
+        query = sa.select(rollout).where(rollout.c.id == found)
+        row = self.work.conn.execute(query.with_for_update() if lock else query).first()
+        if row is None:
+            raise NotFound(f"id: roll-out {found} not found")
+        return row
+
+    def _set(self, rollout_id: uuid.UUID, **values: Any) -> None:
+        self.work.conn.execute(
+            rollout.update()
+            .where(rollout.c.id == rollout_id)
+            .values(**values, updated_at=self.work.now)
+        )
+
+    # --- advancing ---------------------------------------------------------------------------
+
+    def advance(self, limit: int) -> list[Advanced]:
+        """Advance up to ``limit`` unfinished roll-outs that no other transaction holds,
+        the oldest first."""
+        query = (
+            sa.select(rollout)
+            .where(rollout.c.finished_at.is_(None))
+            .order_by(rollout.c.fired_at, rollout.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return [self._advance(row) for row in list(self.work.conn.execute(query))]
+
+    def _advance(self, row: Any) -> Advanced:
+        now = self.work.now
+        scopes = self._scopes(row.id)
+        ended: dict[uuid.UUID, ScopeStage] = {}
+        self._refresh(scopes, ended)
+        before = RolloutState(row.state)
+        current = self._domain(row, scopes)
+        live = self._live_scopes(row.schedule_id)
+        if live is None:  # the schedule is gone: nothing more starts
+            current = self._end_waiting(current, scopes, SCHEDULE_DELETED, ended)
+        template = OperationTemplate(
+            type=row.operation_type, code=row.operation_code, information=row.operation_information
+        )
+        policy = OverlapPolicy(row.overlap_policy)
+        by_id = {s.scope_id: s for s in scopes}
+        held: set[uuid.UUID] = set()
+        started: dict[uuid.UUID, uuid.UUID] = {}
+        cut: tuple[Any, ...] = ()
+        while True:
+            decided = rollouts.step(current, now, held)
+            current, cut = decided.rollout, cut or decided.cut_off
+            if not decided.start:
+                break
+            starting = [by_id[_uuid(i)] for i in decided.start]
+            gone = [s for s in starting if live is not None and s.scope_id not in live]
+            for scope in gone:
+                scope.end(ScopeStage.NOT_STARTED, SCOPE_REMOVED, now)
+                ended[scope.scope_id] = scope.stage
+            frozen = self._frozen(row, template, [s for s in starting if s not in gone])
+            held.update(frozen)
+            trying = [s for s in starting if s not in gone and s.scope_id not in frozen]
+            busy = self.tasks.busy_scopes([s.scope_id for s in trying])
+            submit = []
+            for scope in trying:
+                if scope.scope_id in busy and policy == OverlapPolicy.SKIP:
+                    scope.end(ScopeStage.SKIPPED, OVERLAP, now)
+                    ended[scope.scope_id] = scope.stage
+                else:
+                    submit.append(scope)
+            answers = self.tasks.submit_tasks(
+                [
+                    TaskRequest(
+                        rack_id=s.rack_id,
+                        component_filter=s.component_filter,
+                        template=template,
+                        # Its own task still active (queue): behind it; otherwise a
+                        # conflicting task on its rack holds it for a later turn.
+                        policy=OverlapPolicy.QUEUE if s.scope_id in busy else OverlapPolicy.SKIP,
+                        description=task_description(row.schedule_name, row.fired_at),
+                        schedule_id=row.schedule_id if live is not None else None,
+                        scope_id=s.scope_id,
+                        schedule_name=row.schedule_name,
+                        schedule_labels=row.schedule_labels,
+                        firing_id=row.id,
+                        due_at=row.due_at,
+                    )
+                    for s in submit
+                ],
+                defer_held=True,
+            )
+            for scope, answer in zip(submit, answers, strict=True):
+                if answer.deferred or answer.blocked:
+                    held.add(scope.scope_id)  # a later turn
+                elif answer.task_id is None:
+                    scope.end(ScopeStage.FAILED, REFUSED, now)
+                    ended[scope.scope_id] = scope.stage
+                else:
+                    scope.stage, scope.task_id, scope.started_at = (
+                        ScopeStage.ACTIVE,
+                        answer.task_id,
+                        now,
+                    )
+                    scope.changed = True
+                    started[scope.scope_id] = answer.task_id
+            current = self._restaged(current, scopes)
+        for scope_id in cut:
+            scope = by_id[_uuid(scope_id)]
+            scope.end(ScopeStage.NOT_STARTED, CUTOFF, now)
+            ended[scope.scope_id] = scope.stage
+        self._save(row, current, scopes, started)
+        return Advanced(
+            rollout_id=row.id,
+            schedule_id=row.schedule_id,
+            schedule_name=row.schedule_name,
+            before=before,
+            after=current.state,
+            started=started,
+            ended=ended,
+        )
+
+    def _scopes(self, rollout_id: uuid.UUID) -> list[_Scope]:
+        query = (
+            sa.select(rollout_scope)
+            .where(rollout_scope.c.rollout_id == rollout_id)
+            .order_by(rollout_scope.c.position)
+        )
+        return [
+            _Scope(
+                position=r.position,
+                scope_id=r.scope_id,
+                rack_id=r.rack_id,
+                rack_name=r.rack_name,
+                component_filter=from_stored(r.component_filter),
+                wave=r.wave,
+                group=_group(r.group_key),
+                stage=ScopeStage(r.stage),
+                reason=r.reason,
+                task_id=r.task_id,
+                task_status=r.task_status,
+                started_at=r.started_at,
+                ended_at=r.ended_at,
+            )
+            for r in self.work.conn.execute(query)
+        ]
+
+    def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
+        """End the active scopes whose task has ended, as their task ended."""
+        active = {s.task_id: s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id}
+        statuses: dict[uuid.UUID, tuple[TaskStatus, str | None]] = {}
+        for chunk in chunked(list(active)):
+            query = sa.select(task.c.id, task.c.status, task.c.end_reason).where(
+                task.c.id.in_(chunk)
+            )
+            statuses.update((i, (TaskStatus(s), r)) for i, s, r in self.work.conn.execute(query))
+        for task_id, scope in active.items():
+            status, reason = statuses.get(task_id, (TaskStatus.UNKNOWN, None))
+            if status not in FINAL_STATUSES and status != TaskStatus.UNKNOWN:
+                continue
+            stage, code = _task_stage(status, reason)
+            scope.end(stage, code, self.work.now)
+            scope.task_status = status.value
+            ended[scope.scope_id] = stage
+
+    @staticmethod
+    def _domain(row: Any, scopes: Sequence[_Scope]) -> rollouts.Rollout:
+        return rollouts.Rollout(
+            scopes=tuple(
+                rollouts.RolloutScope(s.scope_id, s.wave, s.group, s.stage) for s in scopes
+            ),
+            in_flight=row.in_flight,
+            per_group=row.per_group,
+            budget=row.budget,
+            bake=None if row.bake_seconds is None else timedelta(seconds=row.bake_seconds),
+            wave=row.wave,
+            state=RolloutState(row.state),
+            bake_until=row.bake_until,
+            cutoff_at=row.cutoff_at,
+            pause_reason=row.pause_reason,
+        )
+
+    @staticmethod
+    def _restaged(current: rollouts.Rollout, scopes: Sequence[_Scope]) -> rollouts.Rollout:
+        """``current`` with each scope at the stage of its row (held ones back to waiting)."""
+        stage = {s.scope_id: s.stage for s in scopes}
+        return replace(
+            current,
+            scopes=tuple(replace(s, stage=stage[_uuid(s.scope_id)]) for s in current.scopes),
+        )
+
+    def _end_waiting(
+        self,
+        current: rollouts.Rollout,
+        scopes: Sequence[_Scope],
+        reason: str,
+        ended: dict[uuid.UUID, ScopeStage],
+    ) -> rollouts.Rollout:
+        for scope in scopes:
+            if scope.stage == ScopeStage.WAITING:
+                scope.end(ScopeStage.NOT_STARTED, reason, self.work.now)
+                ended[scope.scope_id] = scope.stage
+        return self._restaged(current, scopes)
+
+    def _live_scopes(self, schedule_id: uuid.UUID) -> set[uuid.UUID] | None:
+        """The schedule's scope ids now (None: the schedule is gone)."""
+        exists = self.work.conn.execute(
+            sa.select(task_schedule.c.id).where(task_schedule.c.id == schedule_id)
+        ).first()
+        if exists is None:
+            return None
+        query = sa.select(task_schedule_scope.c.id).where(
+            task_schedule_scope.c.schedule_id == schedule_id
+        )
+        return set(self.work.conn.execute(query).scalars())
+
+    def _frozen(
+        self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
+    ) -> set[uuid.UUID]:
+        """The scopes a freeze holds now (or over the operation's own work window)."""
+        holds = self.freezes.holds(s.rack_id for s in scopes)
+        if holds is None:
+            return set()
+        operation = operation_name(template)
+        named = (row.schedule_name, row.schedule_labels or {})
+        work = work_window(holds.at, *operation_times(template))
+        return {s.scope_id for s in scopes if holds.all_holding(s.rack_id, named, operation, work)}
+
+    def _save(
+        self,
+        row: Any,
+        current: rollouts.Rollout,
+        scopes: Sequence[_Scope],
+        started: Mapping[uuid.UUID, uuid.UUID],
+    ) -> None:
+        """Write the roll-out's new state, its changed scopes, and each started scope's
+        ``last_task_id``."""
+        now = self.work.now
+        self.work.conn.execute(
+            rollout.update()
+            .where(rollout.c.id == row.id)
+            .values(
+                state=current.state.value,
+                wave=current.wave,
+                budget=current.budget,
+                bake_until=current.bake_until,
+                pause_reason=current.pause_reason,
+                updated_at=now,
+                finished_at=now if current.state.final else None,
+            )
+        )
+        changed = [
+            (row.id, s.position, s.stage.value, s.reason, s.task_id, s.task_status,
+             s.started_at, s.ended_at)
+            for s in scopes
+            if s.changed
+        ]  # fmt: skip
+        update_rows(
+            self.work.conn,
+            rollout_scope,
+            ("rollout_id", "position"),
+            ("stage", "reason", "task_id", "task_status", "started_at", "ended_at"),
+            changed,
+        )
+        update_rows(
+            self.work.conn,
+            task_schedule_scope,
+            "id",
+            ("last_task_id",),
+            [(scope_id, task_id) for scope_id, task_id in started.items()],
+        )

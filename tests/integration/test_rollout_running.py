@@ -1,0 +1,344 @@
+"""Roll-outs run: phase 1 records one, the dispatcher advances it (SQLite and PostgreSQL).
+
+docs/spec/SEMANTICS.md "Roll-outs": limits, waves, bake, the failure budget and halt,
+the cutoff, one unfinished roll-out per schedule, scopes judged at their turn (freezes,
+their own active task, another schedule's conflicting task), and a scope's task created
+once with its roll-out record.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import (
+    Freeze,
+    FreezeSelector,
+    MissReason,
+    RolloutPolicy,
+    ScheduleConfig,
+    SpecType,
+)
+from rackcron.errors import FailedPrecondition
+from rackcron.service import Service
+from rackcron.store.engine import transaction
+from rackcron.store.tables import rollout, rollout_scope, task
+from tests.support.cli import run
+from tests.support.service import make_operation, set_status
+from tests.support.trees import RACKS, schedule
+
+
+def make(service: Service, racks, policy: RolloutPolicy, *, name: str = "fw", **kwargs):
+    config = ScheduleConfig(name=name, spec_type=SpecType.CRON, spec="0 2 * * *", **kwargs)
+    return service.create_schedule(config, make_operation("power_on", racks), rollout=policy)
+
+
+def fire(service: Service, clock, schedule) -> uuid.UUID:
+    """Fire ``schedule`` at its next run; the id of the roll-out recorded."""
+    clock.now = service.get_schedule(schedule.id).next_run_at
+    (result,) = service.fire_due()
+    assert result.firing.rollout_id is not None and result.task_ids == []
+    return result.firing.rollout_id
+
+
+def scopes(service: Service, rollout_id: uuid.UUID) -> list[tuple[str, str, str | None]]:
+    """(rack name, stage, reason) of each scope, in the roll-out's order."""
+    with transaction(service.engine, write=False) as conn:
+        query = (
+            sa.select(rollout_scope.c.rack_name, rollout_scope.c.stage, rollout_scope.c.reason)
+            .where(rollout_scope.c.rollout_id == rollout_id)
+            .order_by(rollout_scope.c.position)
+        )
+        return [tuple(r) for r in conn.execute(query)]
+
+
+def state(service: Service, rollout_id: uuid.UUID) -> str:
+    with transaction(service.engine, write=False) as conn:
+        return conn.execute(
+            sa.select(rollout.c.state).where(rollout.c.id == rollout_id)
+        ).scalar_one()
+
+
+def end_active(service: Service, rollout_id: uuid.UUID, status=TaskStatus.COMPLETED) -> int:
+    """End every active task of the roll-out with ``status``; how many."""
+    with transaction(service.engine, write=False) as conn:
+        ids = list(
+            conn.execute(
+                sa.select(task.c.id).where(
+                    task.c.firing_id == rollout_id,
+                    task.c.status.in_(["waiting", "pending", "running"]),
+                )
+            ).scalars()
+        )
+    for task_id in ids:
+        set_status(service, task_id, status)
+    return len(ids)
+
+
+def test_a_schedule_without_rollout_fires_every_scope_at_once(service, fleet, clock) -> None:
+    config = ScheduleConfig(name="plain", spec_type=SpecType.CRON, spec="0 2 * * *")
+    made = service.create_schedule(config, make_operation("power_on", fleet.racks))
+    clock.now = made.next_run_at
+    (result,) = service.fire_due()
+    assert result.firing.rollout_id is None and len(result.task_ids) == len(fleet.racks)
+    assert service.advance_rollouts() == []
+
+
+def test_waves_start_within_the_limit_and_wait_for_the_wave_before(service, fleet, clock) -> None:
+    policy = RolloutPolicy(max_in_flight="2", waves=("1", "60%"), bake="10m")
+    made = make(service, fleet.racks, policy)  # five racks: waves of 1, 2, 2
+    rollout_id = fire(service, clock, made)
+    assert service.get_schedule(made.id).last_run_at == clock.now  # it fired
+    (first,) = service.advance_rollouts()
+    assert len(first.started) == 1 and first.after == "rolling"
+    assert [s for _, s, _ in scopes(service, rollout_id)] == ["active"] + ["waiting"] * 4
+    assert service.advance_rollouts()[0].started == {}  # the canary still runs
+    assert end_active(service, rollout_id) == 1
+    (baking,) = service.advance_rollouts()
+    assert baking.after == "baking" and not baking.started
+    clock.advance(minutes=10)
+    (second,) = service.advance_rollouts()
+    assert len(second.started) == 2  # wave 2: two racks, within max_in_flight 2
+    end_active(service, rollout_id)
+    service.advance_rollouts()  # wave 2 ended: bake
+    clock.advance(minutes=10)
+    assert len(service.advance_rollouts()[0].started) == 2
+    end_active(service, rollout_id)
+    (done,) = service.advance_rollouts()
+    assert done.after == "completed"
+    assert [s for _, s, _ in scopes(service, rollout_id)] == ["completed"] * 5
+    assert service.advance_rollouts() == []  # nothing unfinished
+    # Each scope got exactly one task of the roll-out, and its last_task_id names it.
+    with transaction(service.engine, write=False) as conn:
+        tasks = list(conn.execute(sa.select(task.c.scope_id).where(task.c.firing_id == rollout_id)))
+    assert len(tasks) == 5 == len({t.scope_id for t in tasks})
+
+
+def test_more_failures_than_the_budget_halt_it(service, fleet, clock) -> None:
+    policy = RolloutPolicy(max_in_flight="2", max_failures="1")
+    made = make(service, fleet.racks, policy)
+    rollout_id = fire(service, clock, made)
+    assert len(service.advance_rollouts()[0].started) == 2
+    end_active(service, rollout_id, TaskStatus.FAILED)  # two failures: more than 1
+    (halted,) = service.advance_rollouts()
+    assert halted.after == "halted" and not halted.started
+    assert [s for _, s, _ in scopes(service, rollout_id)][:2] == ["failed", "failed"]
+    assert scopes(service, rollout_id)[0][2] == "task_failed"
+    clock.advance(minutes=5)
+    assert service.advance_rollouts()[0].started == {}  # halted: nothing new starts
+
+
+def test_a_firing_due_while_one_is_unfinished_is_missed(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    clock.now = service.get_schedule(made.id).next_run_at  # a day later: the cutoff
+    # The default cutoff is the next fire time: the roll-out expires, then the firing is
+    # judged; to see the miss, the roll-out must still be unfinished at the claim.
+    with transaction(service.engine) as conn:
+        conn.execute(rollout.update().where(rollout.c.id == rollout_id).values(cutoff_at=None))
+    assert service.fire_due() == []
+    stored = service.get_schedule(made.id)
+    assert stored.last_miss is not None and stored.last_miss.reason == MissReason.ROLLOUT
+    assert stored.last_miss.detail == str(rollout_id)
+    with pytest.raises(FailedPrecondition, match="has an unfinished roll-out"):
+        service.trigger(made.id)
+
+
+def test_a_cutoff_ends_the_unstarted_scopes(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1", cutoff="1h"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    clock.advance(hours=1)
+    (expired,) = service.advance_rollouts()
+    assert expired.after == "expired"
+    assert [(s, r) for _, s, r in scopes(service, rollout_id)] == [
+        ("active", None), ("not_started", "cutoff"), ("not_started", "cutoff")
+    ]  # fmt: skip
+
+
+def test_a_frozen_rack_is_held_and_the_next_starts(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    held = "rack-a01"
+    service.upsert_freeze(
+        Freeze(id=uuid.uuid4(), name="hold", start=clock.now - timedelta(hours=1),
+               end=clock.now + timedelta(hours=1), selector=FreezeSelector(racks=[held]))
+    )  # fmt: skip
+    (advanced,) = service.advance_rollouts()
+    assert len(advanced.started) == 1
+    stages = {name: stage for name, stage, _ in scopes(service, rollout_id)}
+    assert stages[held] == "waiting"  # held, not ended
+    assert sorted(stages.values()) == ["active", "waiting", "waiting"]
+
+
+def test_a_manual_trigger_records_a_rollout_and_answers_without_error(
+    service, fleet, clock
+) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    result = service.trigger(made.id)
+    assert result.firing.rollout_id is not None and result.task_ids == []
+    assert len(service.advance_rollouts()[0].started) == 1
+
+
+def test_a_deleted_schedule_ends_its_rollout(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    service.delete_schedule(made.id)
+    end_active(service, rollout_id)
+    (ended,) = service.advance_rollouts()
+    assert ended.after == "completed"
+    assert [(s, r) for _, s, r in scopes(service, rollout_id)] == [
+        ("completed", None), ("not_started", "schedule deleted"), ("not_started", "schedule deleted")
+    ]  # fmt: skip
+    assert state(service, rollout_id) == "completed"
+
+
+def test_a_halted_rollout_holds_its_undelivered_tasks(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="2"))
+    rollout_id = fire(service, clock, made)
+    started = list(service.advance_rollouts()[0].started.values())
+    assert len(started) == 2
+    set_status(service, started[0], TaskStatus.FAILED)
+    assert service.advance_rollouts()[0].after == "halted"
+    plain = service.create_schedule(
+        ScheduleConfig(name="plain", spec_type=SpecType.INTERVAL, spec="1h"),
+        make_operation("power_on", fleet.racks[3:4]),
+    )
+    (other,) = service.trigger(plain.id).task_ids
+    claimed = {w.task_id for w in service.claim_work(10, lease=30)}
+    assert other in claimed  # delivered as ever
+    assert started[1] not in claimed  # pending, not delivered: held while halted
+    assert state(service, rollout_id) == "halted"
+
+
+def test_a_plan_warns_before_deleting_a_schedule_whose_rollout_runs(tmp_path, store_url) -> None:
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(RACKS)
+    extra = "  rollout: {max_in_flight: 1}\n"
+    (tree / "schedules.yaml").write_text(
+        schedule("fw", racks="[{name: r1}, {name: r2}]", extra=extra)
+    )
+    assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    service = Service.open(store_url)
+    try:
+        rollout_id = service.trigger(service.find_schedule("fw").id).firing.rollout_id
+    finally:
+        service.close()
+    (tree / "schedules.yaml").write_text("")
+    planned = json.loads(run("plan", str(tree), "--format", "json", url=store_url).output)
+    (warning,) = [w for w in planned["warnings_detail"] if w["code"] == "rollout_unfinished"]
+    assert warning["message"].startswith(
+        f'schedule "fw" has an unfinished roll-out ({rollout_id}): the plan deletes it'
+    )
+
+
+def test_the_firing_due_at_the_default_cutoff_fires(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    first = fire(service, clock, made)
+    service.advance_rollouts()  # one rack active, one waiting: unfinished at the next night
+    second = fire(service, clock, made)  # the cutoff: the next fire time
+    assert second != first
+    service.advance_rollouts()
+    assert state(service, first) == "expired" and state(service, second) == "rolling"
+
+
+# --- steering ---------------------------------------------------------------------------------
+
+
+def test_a_halted_rollout_resumes_with_more_failures_allowed(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:4], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    end_active(service, rollout_id, TaskStatus.FAILED)
+    assert service.advance_rollouts()[0].after == "halted"
+    with pytest.raises(FailedPrecondition, match="only a rolling or baking one pauses"):
+        service.pause_rollout(rollout_id)
+    resumed = service.resume_rollout("fw", allow_failures=1)  # by its schedule's name
+    assert (resumed.state, resumed.budget, resumed.failed) == ("rolling", 2, 1)
+    assert len(service.advance_rollouts()[0].started) == 1
+    end_active(service, rollout_id, TaskStatus.FAILED)  # two failed: within 2
+    assert len(service.advance_rollouts()[0].started) == 1
+    actions = [r.action for r in service.list_actions()]
+    assert "resume_rollout" in actions
+
+
+def test_a_paused_rollout_starts_nothing_until_resumed(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    assert service.pause_rollout(rollout_id).state == "paused"
+    end_active(service, rollout_id)
+    assert service.advance_rollouts()[0].started == {}
+    service.resume_rollout(rollout_id)
+    assert len(service.advance_rollouts()[0].started) == 1
+
+
+def test_a_manual_bake_pauses_after_each_wave_until_promoted(service, fleet, clock) -> None:
+    made = make(
+        service, fleet.racks[:3], RolloutPolicy(max_in_flight="2", waves=("1",), bake="manual")
+    )
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    end_active(service, rollout_id)
+    gated = service.advance_rollouts()[0]
+    assert gated.after == "paused" and not gated.started
+    assert service.get_rollout(rollout_id).pause_reason == "promotion"
+    service.resume_rollout(rollout_id)
+    assert len(service.advance_rollouts()[0].started) == 2
+
+
+def test_abort_ends_the_unstarted_and_cancels_the_waiting(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    (started,) = service.advance_rollouts()[0].started.values()
+    aborted = service.abort_rollout(rollout_id)
+    assert aborted.state == "aborted" and aborted.finished_at is not None
+    assert [(s.stage, s.reason) for s in aborted.scopes] == [
+        ("skipped", "cancelled"), ("not_started", "aborted"), ("not_started", "aborted")
+    ]  # fmt: skip
+    assert service.get_tasks([started])[0].status == TaskStatus.TERMINATED
+    with pytest.raises(FailedPrecondition, match="has finished"):
+        service.abort_rollout(rollout_id)
+    assert service.advance_rollouts() == []
+
+
+def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "racks.yaml").write_text(RACKS)
+    extra = "  rollout: {max_in_flight: 1, waves: [1]}\n"
+    (tree / "schedules.yaml").write_text(
+        schedule("fw", racks="[{name: r1}, {name: r2}]", extra=extra)
+    )
+    assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    service = Service.open(store_url)
+    try:
+        service.trigger(service.find_schedule("fw").id)
+        service.advance_rollouts()
+    finally:
+        service.close()
+    listed = run("rollouts", "list", url=store_url)
+    assert listed.exit_code == 0 and " fw " in listed.output and "rolling" in listed.output
+    shown = run("rollouts", "get", "fw", url=store_url)
+    assert shown.exit_code == 0, shown.output
+    assert "failures:   0 of 0 allowed" in shown.output
+    assert "policy:     max_in_flight 1; max_failures 0; waves 1" in shown.output
+    refused = run("rollouts", "pause", "fw", url=store_url)  # no terminal, no --yes
+    assert refused.exit_code == 1
+    paused = run("rollouts", "pause", "fw", "--yes", "--reason", "look first", url=store_url)
+    assert paused.exit_code == 0 and paused.output.endswith(": paused\n"), paused.output
+    data = json.loads(run("rollouts", "get", "fw", "--format", "json", url=store_url).output)
+    assert data["state"] == "paused" and data["pause_reason"] == "operator"
+    assert [s["stage"] for s in data["scopes"]] == ["active", "waiting"]
+    history = run("history", "--format", "json", url=store_url)
+    assert "pause_rollout" in history.output and "look first" in history.output
+    missing = run("rollouts", "get", "nothing", url=store_url)
+    assert missing.exit_code == 1 and "no roll-out 'nothing'" in missing.output
