@@ -192,6 +192,16 @@ def _recent(tasks: Sequence[Task], names: Mapping[uuid.UUID, str]) -> list[str]:
     ]
 
 
+def _running_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> list[uuid.UUID]:
+    """The schedule's unfinished roll-out, from the store (none over --server)."""
+    from rackcron.service import Service
+
+    if not isinstance(backend, Service):
+        return []
+    found = backend.list_rollouts(schedule_id=schedule_id, limit=1)
+    return [r.id for r in found if r.finished_at is None]
+
+
 def _newest_tasks(backend: Service | FlowClient, schedule_id: uuid.UUID) -> Page[Task] | None:
     """The schedule's newest tasks, from the store; None over --server (Flow's ListTasks
     has no schedule filter)."""
@@ -299,7 +309,14 @@ def _single(verb: str, help_text: str) -> click.Command:
             target = resolve_schedule(service, schedule)
             change = getattr(service, f"{verb}_schedule")
             result = change(target.id, audit=audit)
+            running = _running_rollout(service, target.id) if verb == "pause" else []
         _show([result], fmt, server)
+        for found in running:  # on stderr: the table (or JSON) stays as it was
+            click.echo(
+                f"note: roll-out {found} of this schedule goes on: pausing a schedule does not"
+                f" pause its roll-out (rackcron rollouts pause {found})",
+                err=True,
+            )
 
     command.__doc__ = help_text
     return schedules.command(verb)(command)
@@ -360,6 +377,7 @@ def trigger_command(
             _confirm(question.format(terminal(target.name), target.id), yes)
             task_ids = client.trigger_ids(target.id, force=force, audit=audit)
             lines = [f"task {t}" for t in task_ids]
+            extra: dict[str, str] = {}
         else:
             service = open_service(database_url)
             target = resolve_schedule(service, schedule)
@@ -372,10 +390,17 @@ def trigger_command(
                 f" {o.result} {o.task_id or o.error or ''}".rstrip()
                 for o in result.outcomes
             ]
+            rollout = result.firing.rollout_id
+            extra = {} if rollout is None else {"rollout_id": str(rollout)}
+            if rollout is not None:
+                lines.append(
+                    f"roll-out {rollout} recorded: the dispatcher starts its racks in waves"
+                    f" (rackcron rollouts get {rollout})"
+                )
             for name in sorted({n for names in result.firing.overridden.values() for n in names}):
                 lines.append(f"forced past freeze {name!r}")
     if fmt == "json":
-        echo_json({"task_ids": [str(t) for t in task_ids]})
+        echo_json({"task_ids": [str(t) for t in task_ids], **extra})
         return
     for line in lines:
         click.echo(terminal(line))  # a controller's error text is data

@@ -29,14 +29,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from rackcron.dispatcher.metrics import HealthCheck, Metrics
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.models import MissReason
-from rackcron.domain.notifications import Notification, firing_missed, firing_skipped
+from rackcron.domain.notifications import (
+    EventKind,
+    Notification,
+    firing_missed,
+    firing_skipped,
+    rollout_event,
+)
+from rackcron.domain.rollouts import RolloutState
 from rackcron.domain.timing import SpecError, format_rfc3339
 from rackcron.errors import RackcronError
 from rackcron.logs import Seconds, event, failed
@@ -50,6 +59,14 @@ from rackcron.service.roles import (
 )
 
 __all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
+
+#: The notification of each state a roll-out may reach in an advance (its ends but abort,
+#: which an operator makes, and a halt).
+_ROLLOUT_ENDS = {
+    RolloutState.HALTED: EventKind.ROLLOUT_HALTED,
+    RolloutState.COMPLETED: EventKind.ROLLOUT_COMPLETED,
+    RolloutState.EXPIRED: EventKind.ROLLOUT_EXPIRED,
+}
 
 _RESULTS = ("submitted", "queued", "skipped", "frozen", "failed")
 
@@ -205,13 +222,15 @@ class Dispatcher:
                 )
 
     def _report_rollouts(self, advanced: list[Advanced]) -> None:
-        """A line per roll-out that started scopes or changed state now."""
+        """A line per roll-out that started scopes or changed state now; the metrics, and
+        a notification per wave ended and per roll-out halted, completed or expired."""
         for each in advanced:
             if not each.started and not each.ended and each.before == each.after:
                 continue
             ended = Counter(stage.value for stage in each.ended.values())
+            halted = each.after == RolloutState.HALTED != each.before
             event(
-                logging.WARNING if each.after == "halted" != each.before else logging.INFO,
+                logging.WARNING if halted else logging.INFO,
                 "rollout",
                 schedule=each.schedule_name,
                 id=str(each.rollout_id),
@@ -219,6 +238,59 @@ class Dispatcher:
                 started=len(each.started),
                 **ended,
             )
+            if self.metrics is not None:
+                self.metrics.rollout_scopes_started.inc(len(each.started))
+                for stage, count in ended.items():
+                    self.metrics.rollout_scopes_ended.labels(stage).inc(count)
+            last = max(each.waves_done, default=None)
+            for wave in each.waves_done:
+                if not (each.after.final and wave == last):  # the end says it
+                    self._rollout_event(
+                        EventKind.ROLLOUT_WAVE_DONE,
+                        each.rollout_id,
+                        each.schedule_id,
+                        each.schedule_name,
+                        state=each.after,
+                        stages=each.stages,
+                        wave=wave + 1,
+                    )
+            kind = _ROLLOUT_ENDS.get(each.after)
+            if kind is not None and each.after != each.before:
+                if self.metrics is not None:
+                    self.metrics.rollouts_ended.labels(each.after.value).inc()
+                self._rollout_event(
+                    kind,
+                    each.rollout_id,
+                    each.schedule_id,
+                    each.schedule_name,
+                    state=each.after,
+                    stages=each.stages,
+                )
+
+    def _rollout_event(
+        self,
+        kind: EventKind,
+        rollout_id: uuid.UUID,
+        schedule_id: uuid.UUID,
+        name: str,
+        *,
+        state: RolloutState,
+        stages: Mapping[str, int],
+        wave: int | None = None,
+    ) -> None:
+        if self.notify is None:
+            return
+        notification = rollout_event(
+            kind,
+            rollout_id,
+            schedule_id,
+            name,
+            state=state.value,
+            wave=wave,
+            stages=stages,
+            at=datetime.now(UTC),
+        )
+        self.notify(notification)
 
     def _report_missed(self, missed: list[Missed]) -> None:
         """A WARNING line per missed firing, the metric and the notification (after the
@@ -248,6 +320,7 @@ class Dispatcher:
                     reason=miss.reason,
                     starting_deadline=miss.starting_deadline,
                     freeze=miss.detail if miss.reason is MissReason.FREEZE else None,
+                    rollout=miss.detail if miss.reason is MissReason.ROLLOUT else None,
                 )
                 self.notify(notification)
 
@@ -310,7 +383,18 @@ class Dispatcher:
                 fields["frozen_by"] = ", ".join(
                     sorted({o.error for o in result.outcomes if o.result == "frozen" and o.error})
                 )
+            if firing.rollout_id is not None:
+                fields["rollout"] = str(firing.rollout_id)
             event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
+            if firing.rollout_id is not None:
+                self._rollout_event(
+                    EventKind.ROLLOUT_STARTED,
+                    firing.rollout_id,
+                    firing.schedule.id,
+                    firing.schedule.name,
+                    state=RolloutState.ROLLING,
+                    stages={"waiting": len(firing.scopes)},
+                )
             if (
                 self.notify is not None
                 and not firing.manual

@@ -160,6 +160,27 @@ class Metrics:
         )
         for reason in MissReason:  # both series exist from the start, at 0
             self.firings_missed.labels(reason.value)
+        self.rollout_scopes_started = Counter(
+            "rackcron_rollout_scopes_started",
+            "Racks of roll-outs started (their tasks created).",
+            registry=r,
+        )
+        self.rollout_scopes_ended = Counter(
+            "rackcron_rollout_scopes_ended",
+            "Racks of roll-outs ended, by stage (completed, failed, skipped, not_started).",
+            ["stage"],
+            registry=r,
+        )
+        for stage in ("completed", "failed", "skipped", "not_started"):
+            self.rollout_scopes_ended.labels(stage)
+        self.rollouts_ended = Counter(
+            "rackcron_rollouts_ended",
+            "Roll-outs that halted, completed or expired (seen by this replica).",
+            ["state"],
+            registry=r,
+        )
+        for state in ("halted", "completed", "expired"):
+            self.rollouts_ended.labels(state)
         self.polls = Counter("rackcron_dispatch_polls", "Dispatcher polls.", registry=r)
         self.poll_errors = Counter(
             "rackcron_dispatch_poll_errors", "Dispatcher polls that failed.", registry=r

@@ -40,6 +40,7 @@ from rackcron.domain.timing import format_rfc3339
 
 __all__ = [
     "FAILURE_REASONS",
+    "ROLLOUT_STAGES",
     "VERSION",
     "ApplyOrigin",
     "ApplyOutcome",
@@ -52,6 +53,7 @@ __all__ = [
     "controller_unreachable",
     "firing_missed",
     "firing_skipped",
+    "rollout_event",
     "task_expired",
     "task_failed",
 ]
@@ -71,6 +73,25 @@ class EventKind(StrEnum):
     CONTROLLER_UNREACHABLE = "controller.unreachable"
     APPLY_APPLIED = "apply.applied"
     APPLY_FAILED = "apply.failed"
+    ROLLOUT_STARTED = "rollout.started"
+    ROLLOUT_WAVE_DONE = "rollout.wave_done"
+    ROLLOUT_HALTED = "rollout.halted"
+    ROLLOUT_COMPLETED = "rollout.completed"
+    ROLLOUT_EXPIRED = "rollout.expired"
+    ROLLOUT_ABORTED = "rollout.aborted"
+
+
+#: What each roll-out event says happened, in its text.
+_ROLLOUT_WORDS = {
+    EventKind.ROLLOUT_STARTED: "started",
+    EventKind.ROLLOUT_WAVE_DONE: "wave done",
+    EventKind.ROLLOUT_HALTED: "halted",
+    EventKind.ROLLOUT_COMPLETED: "completed",
+    EventKind.ROLLOUT_EXPIRED: "expired",
+    EventKind.ROLLOUT_ABORTED: "aborted",
+}
+#: The stages a roll-out event counts its racks by.
+ROLLOUT_STAGES = ("completed", "failed", "active", "waiting", "skipped", "not_started")
 
 
 class FailureReason(StrEnum):
@@ -209,14 +230,18 @@ def firing_missed(
     reason: MissReason,
     starting_deadline: str | None = None,
     freeze: str | None = None,
+    rollout: str | None = None,
 ) -> Notification:
     """``firing.missed``: a firing due at ``due_at`` and judged at ``at`` submitted nothing
-    (docs/spec/SEMANTICS.md "Starting deadline" and "Freeze windows"): later than
-    ``starting_deadline``, or inside freeze ``freeze``."""
+    (docs/spec/SEMANTICS.md "Starting deadline", "Freeze windows" and "Roll-outs"): later
+    than ``starting_deadline``, inside freeze ``freeze``, or while roll-out ``rollout``
+    of the schedule was unfinished (then the field ``rollout`` names it)."""
     lateness = (at - due_at).total_seconds()
     if reason is MissReason.DEADLINE:
         deadline = "" if starting_deadline is None else f" of {_v(starting_deadline)}"
         why = f"{lateness:.0f}s late, past its starting deadline{deadline}"
+    elif reason is MissReason.ROLLOUT:
+        why = "its roll-out" + ("" if rollout is None else f" {_v(rollout)}") + " is unfinished"
     else:
         why = "inside a freeze window" if freeze is None else f"inside freeze {_v(freeze)}"
     text = (
@@ -230,6 +255,7 @@ def firing_missed(
         "lateness_seconds": lateness,
         "starting_deadline": starting_deadline,
         "freeze": freeze,
+        **({"rollout": rollout} if reason is MissReason.ROLLOUT else {}),
     }
     return Notification(EventKind.FIRING_MISSED, at, fields, text)
 
@@ -258,6 +284,37 @@ def firing_skipped(
         "rack_ids": [str(r) for r in rack_ids],
     }
     return Notification(EventKind.FIRING_SKIPPED, at, fields, text)
+
+
+def rollout_event(
+    kind: EventKind,
+    rollout_id: uuid.UUID,
+    schedule_id: uuid.UUID,
+    name: str,
+    *,
+    state: str,
+    wave: int | None,
+    stages: Mapping[str, int],
+    at: datetime,
+) -> Notification:
+    """``rollout.*``: a roll-out of schedule ``name`` started, ended a wave (``wave``,
+    from 1), halted (more failures than its budget), completed, expired (its cutoff) or
+    was aborted (docs/spec/SEMANTICS.md "Roll-outs"); ``stages``: its racks by stage."""
+    counts = {stage: int(stages.get(stage, 0)) for stage in ROLLOUT_STAGES}
+    what = _ROLLOUT_WORDS[kind] + (f" (wave {wave})" if wave is not None else "")
+    text = (
+        f"*rackcron: roll-out {what}*: schedule {_v(name)}, roll-out {rollout_id}:"
+        f" {counts['completed']} completed, {counts['failed']} failed,"
+        f" {counts['active']} active, {counts['waiting']} waiting"
+    )
+    fields = {
+        "schedule": _schedule_json(schedule_id, name),
+        "rollout": str(rollout_id),
+        "state": state,
+        "wave": wave,
+        "scopes": counts,
+    }
+    return Notification(kind, at, fields, text)
 
 
 def controller_unreachable(

@@ -16,8 +16,9 @@ gets two tasks, whatever crashes.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -88,7 +89,8 @@ class RolloutScopeSeed:
 @dataclass(frozen=True, slots=True)
 class Advanced:
     """What one advance of one roll-out did: its state before and after, the tasks it
-    created (scope id -> task id) and the scopes that ended now (scope id -> stage)."""
+    created (scope id -> task id), the scopes that ended now (scope id -> stage), the
+    waves that ended now (from 0), and its scopes by stage after."""
 
     rollout_id: uuid.UUID
     schedule_id: uuid.UUID
@@ -97,6 +99,8 @@ class Advanced:
     after: RolloutState
     started: Mapping[uuid.UUID, uuid.UUID]
     ended: Mapping[uuid.UUID, ScopeStage]
+    waves_done: tuple[int, ...] = ()
+    stages: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -126,6 +130,12 @@ def _uuid(value: object) -> uuid.UUID:
     """A domain roll-out's scope id (any hashable there; a scope's UUID here)."""
     assert isinstance(value, uuid.UUID)
     return value
+
+
+def _waves_ended(scopes: Sequence[_Scope]) -> set[int]:
+    """The waves whose every scope has ended."""
+    open_waves = {s.wave for s in scopes if not s.stage.ended}
+    return {s.wave for s in scopes} - open_waves
 
 
 def _record(row: Any, scopes: Sequence[_Scope]) -> RolloutRecord:
@@ -455,6 +465,7 @@ class RolloutOps:
     def _advance(self, row: Any) -> Advanced:
         now = self.work.now
         scopes = self._scopes(row.id)
+        done_before = _waves_ended(scopes)
         ended: dict[uuid.UUID, ScopeStage] = {}
         self._refresh(scopes, ended)
         before = RolloutState(row.state)
@@ -540,6 +551,8 @@ class RolloutOps:
             after=current.state,
             started=started,
             ended=ended,
+            waves_done=tuple(sorted(_waves_ended(scopes) - done_before)),
+            stages=dict(Counter(s.stage.value for s in scopes)),
         )
 
     def _scopes(self, rollout_id: uuid.UUID) -> list[_Scope]:

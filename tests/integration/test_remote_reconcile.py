@@ -39,12 +39,15 @@ def cli(*args: str) -> tuple[int, str]:
 
 def flow_tree(tmp_path: Path, revision: str = "fleet") -> Path:
     """``examples/<revision>`` without what only rackcron.v1.Reconciler carries (its
-    freezes and its racks' labels): the tree a Flow server can take."""
+    freezes, its racks' labels, its roll-out): the tree a Flow server can take."""
     tree = tmp_path / f"flow-{revision}"
     shutil.copytree(EXAMPLES / revision, tree)
     shutil.rmtree(tree / "freezes")
     racks = tree / "inventory" / "racks.yaml"
     racks.write_text(re.sub(r"\n  labels: \{row: [AB]\}", "", racks.read_text()))
+    firmware = tree / "schedules" / "firmware.yaml"
+    rollout = r"  rollout:.*?\n  expected_duration: 1h\n"
+    firmware.write_text(re.sub(rollout, "", firmware.read_text(), flags=re.DOTALL))
     return tree
 
 

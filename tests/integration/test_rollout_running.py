@@ -15,6 +15,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from rackcron.dispatcher.loop import Dispatcher
+from rackcron.dispatcher.metrics import Metrics
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import (
     Freeze,
@@ -24,6 +26,7 @@ from rackcron.domain.models import (
     ScheduleConfig,
     SpecType,
 )
+from rackcron.domain.notifications import Notification
 from rackcron.errors import FailedPrecondition
 from rackcron.service import Service
 from rackcron.store.engine import transaction
@@ -31,6 +34,7 @@ from rackcron.store.tables import rollout, rollout_scope, task
 from tests.support.cli import run
 from tests.support.service import make_operation, set_status
 from tests.support.trees import RACKS, schedule
+from tests.support.webhook import schema_errors
 
 
 def make(service: Service, racks, policy: RolloutPolicy, *, name: str = "fw", **kwargs):
@@ -319,12 +323,17 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
         schedule("fw", racks="[{name: r1}, {name: r2}]", extra=extra)
     )
     assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    triggered = run("schedules", "trigger", "fw", "--yes", url=store_url)
+    assert (
+        triggered.exit_code == 0 and "recorded: the dispatcher starts its racks" in triggered.output
+    )
     service = Service.open(store_url)
     try:
-        service.trigger(service.find_schedule("fw").id)
         service.advance_rollouts()
     finally:
         service.close()
+    paused_schedule = run("schedules", "pause", "fw", url=store_url)
+    assert "pausing a schedule does not pause its roll-out" in paused_schedule.output
     listed = run("rollouts", "list", url=store_url)
     assert listed.exit_code == 0 and " fw " in listed.output and "rolling" in listed.output
     shown = run("rollouts", "get", "fw", url=store_url)
@@ -342,3 +351,29 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
     assert "pause_rollout" in history.output and "look first" in history.output
     missing = run("rollouts", "get", "nothing", url=store_url)
     assert missing.exit_code == 1 and "no roll-out 'nothing'" in missing.output
+
+
+def test_the_dispatcher_tells_of_the_start_each_wave_and_the_end(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="3", waves=("1",)))
+    told: list[Notification] = []
+    metrics = Metrics()
+    dispatcher = Dispatcher(service, notify=told.append, metrics=metrics, workers=1)
+    clock.now = made.next_run_at
+    dispatcher.poll()  # fired, recorded, the canary started
+    rollout_id = service.list_rollouts()[0].id
+    end_active(service, rollout_id)
+    dispatcher.poll()  # wave 1 done: wave 2 starts
+    end_active(service, rollout_id, TaskStatus.FAILED)
+    dispatcher.poll()  # two failed, budget 0: halted
+    assert [(n.kind.value, n.fields["wave"]) for n in told] == [
+        ("rollout.started", None), ("rollout.wave_done", 1), ("rollout.wave_done", 2),
+        ("rollout.halted", None),
+    ]  # fmt: skip
+    assert all(schema_errors(json.loads(n.body())) == [] for n in told)
+    assert told[-1].fields["scopes"]["failed"] == 2 and told[-1].fields["rollout"] == str(
+        rollout_id
+    )
+    sample = metrics.registry.get_sample_value
+    assert sample("rackcron_rollout_scopes_started_total") == 3
+    assert sample("rackcron_rollout_scopes_ended_total", {"stage": "failed"}) == 2
+    assert sample("rackcron_rollouts_ended_total", {"state": "halted"}) == 1

@@ -34,6 +34,7 @@ from rackcron.domain.notifications import (
     controller_unreachable,
     firing_missed,
     firing_skipped,
+    rollout_event,
     task_expired,
     task_failed,
 )
@@ -88,6 +89,18 @@ def one_of_each(name: str, *, at: datetime) -> dict[EventKind, Notification]:
         EventKind.APPLY_FAILED: apply_failed(
             "sync", revision=None, source=name, author=name, outcome="failed", error=name, at=at
         ),
+        **{
+            kind: rollout_event(
+                kind, uuid.UUID(int=4), uuid.UUID(int=3), name, state=state,
+                wave=2 if kind == EventKind.ROLLOUT_WAVE_DONE else None,
+                stages={"completed": 3, "failed": 1, "active": 2, "waiting": 4}, at=at,
+            )
+            for kind, state in (
+                (EventKind.ROLLOUT_STARTED, "rolling"), (EventKind.ROLLOUT_WAVE_DONE, "baking"),
+                (EventKind.ROLLOUT_HALTED, "halted"), (EventKind.ROLLOUT_COMPLETED, "completed"),
+                (EventKind.ROLLOUT_EXPIRED, "expired"), (EventKind.ROLLOUT_ABORTED, "aborted"),
+            )
+        },
     }  # fmt: skip
 
 

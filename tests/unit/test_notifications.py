@@ -109,6 +109,20 @@ def test_texts() -> None:
     )
 
 
+def test_a_firing_missed_while_its_rollout_runs_names_the_rollout() -> None:
+    rollout = "6f1c2b0e-5d4a-4c7e-9b8f-3a2d1e0f4c5b"
+    missed = firing_missed(
+        uuid.UUID(int=3), "fw", due_at=DUE, at=DUE, reason=MissReason.ROLLOUT, rollout=rollout
+    )
+    assert schema_errors(json.loads(missed.body())) == []
+    assert missed.text.endswith(f"fired no task: its roll-out {rollout} is unfinished")
+    assert (missed.to_json()["reason"], missed.to_json()["rollout"]) == (
+        "rollout in progress", rollout,
+    )  # fmt: skip
+    other = firing_missed(uuid.UUID(int=3), "fw", due_at=DUE, at=DUE, reason=MissReason.DEADLINE)
+    assert "rollout" not in other.to_json()  # only with its reason: earlier bodies unchanged
+
+
 def test_a_task_whose_rack_and_schedule_are_gone() -> None:
     at = datetime(2026, 6, 1, 12, 0, 5, tzinfo=UTC)
     gone = TaskRef(
