@@ -58,10 +58,13 @@ def _shown(record: RolloutRecord) -> dict[str, object]:
 
 
 def _line(record: RolloutRecord) -> list[str]:
+    ended = record.total - record.stages.get("waiting", 0) - record.stages.get("active", 0)
     return [
         str(record.id),
         record.schedule_name,
         record.state + (f" ({record.pause_reason})" if record.pause_reason else ""),
+        f"{ended}/{record.total}",
+        str(record.failed),
         when(record.fired_at),
         when(record.finished_at),
     ]
@@ -102,7 +105,8 @@ def list_command(
     if not found:
         click.echo("No roll-outs.")
         return
-    print_table(["ID", "SCHEDULE", "STATE", "FIRED", "FINISHED"], [_line(r) for r in found])
+    headers = ["ID", "SCHEDULE", "STATE", "ENDED", "FAILED", "FIRED", "FINISHED"]
+    print_table(headers, [_line(r) for r in found])
 
 
 def _waves(record: RolloutRecord) -> list[list[str]]:
@@ -114,17 +118,40 @@ def _waves(record: RolloutRecord) -> list[list[str]]:
     for wave, counts in sorted(by_wave.items()):
         mark = " <" if wave == record.wave and record.finished_at is None else ""
         rows.append(
-            [f"{wave + 1}{mark}", str(sum(counts.values())), *(str(counts[c]) for c in _COLUMNS)]
+            [f"{wave}{mark}", str(sum(counts.values())), *(str(counts[c]) for c in _COLUMNS)]
         )
     return rows
 
 
+#: Racks listed by name under each heading of ``get`` (``--racks``: every rack).
+_LISTED = 20
+#: What to do next, by state.
+_NEXT = {
+    "halted": "more racks failed than it allows: resume with --allow-failures N once the"
+    " cause is fixed, or abort it",
+    "paused": "resume it to go on",
+}
+
+
+def _listed(heading: str, lines: list[str]) -> None:
+    if not lines:
+        return
+    click.echo("")
+    click.echo(f"{heading}:")
+    for line in lines[:_LISTED]:
+        click.echo(terminal(f"  {line}"))
+    if len(lines) > _LISTED:
+        click.echo(f"  ... and {len(lines) - _LISTED} more (--racks lists every rack)")
+
+
 @rollouts.command("get")
 @click.argument("rollout")
+@click.option("--racks", "every", is_flag=True, help="List every rack, by wave, with its stage.")
 @format_option
 @database_option
-def get_command(rollout: str, fmt: str, database_url: str | None) -> None:
-    """Show one roll-out: its policy, each wave's progress and every failure.
+def get_command(rollout: str, every: bool, fmt: str, database_url: str | None) -> None:
+    """Show one roll-out: its policy, each wave's progress, the racks in flight and
+    held, and every failure with its task's message.
 
     Example: rackcron rollouts get powershelf-firmware-rollout
     """
@@ -141,22 +168,41 @@ def get_command(rollout: str, fmt: str, database_url: str | None) -> None:
         ("policy", record.policy.describe()),
         ("fired", when(record.fired_at) + (" (manual)" if record.manual else "")),
         ("failures", f"{record.failed} of {record.budget} allowed"),
-        ("in flight", f"at most {record.in_flight}"),
+        ("in flight", f"{record.stages.get('active', 0)} (at most {record.in_flight})"),
         *([("bake until", when(record.bake_until))] if record.bake_until else []),
         ("cutoff", when(record.cutoff_at)),
         *([("finished", when(record.finished_at))] if record.finished_at else []),
+        *([("next", _NEXT[record.state])] if record.state in _NEXT else []),
     ]:
         click.echo(f"{label + ':':12}{terminal(value)}")
     click.echo("")
-    print_table(["WAVE", "RACKS", *(c.upper().replace("_", " ") for c in _COLUMNS)], _waves(record))
-    failures = [s for s in record.scopes if s.stage == "failed"]
-    if failures:
+    headers = ["WAVE", "RACKS", *(c.upper().replace("_", " ") for c in _COLUMNS)]
+    print_table(headers, _waves(record))
+    scopes = record.scopes
+    if every:
         click.echo("")
-        click.echo("failed:")
-        for scope in failures:
-            click.echo(
-                terminal(f"  rack {scope.rack_name}: {scope.reason} (task {scope.task_id or '-'})")
-            )
+        rows = [
+            [str(s.wave), s.rack_name, s.stage, s.reason or "", s.task_status or ""] for s in scopes
+        ]
+        print_table(["WAVE", "RACK", "STAGE", "REASON", "TASK"], rows)
+        return
+    _listed(
+        "in flight",
+        [f"rack {s.rack_name}: {s.task_status or 'active'}" for s in scopes if s.stage == "active"],
+    )
+    _listed(
+        "held at their turn",
+        [f"rack {s.rack_name}: {s.reason}" for s in scopes if s.stage == "waiting" and s.reason],
+    )
+    _listed(
+        "failed",
+        [
+            f"rack {s.rack_name}: {s.reason} (task {s.task_id or '-'})"
+            + (f": {s.task_message}" if s.task_message else "")
+            for s in scopes
+            if s.stage == "failed"
+        ],
+    )
 
 
 def _steer(verb: str, record_of: str, yes: bool) -> None:

@@ -192,6 +192,19 @@ def _recent(tasks: Sequence[Task], names: Mapping[uuid.UUID, str]) -> list[str]:
     ]
 
 
+def _latest_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> str:
+    """The schedule's newest roll-out, in a line (from the store)."""
+    from rackcron.service import Service
+
+    if not isinstance(backend, Service):
+        return "-"
+    found = backend.list_rollouts(schedule_id=schedule_id, limit=1)
+    if not found:
+        return "none yet"
+    (last,) = found
+    return f"{last.id} {last.state}, {last.failed} of {last.total} racks failed"
+
+
 def _running_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> list[uuid.UUID]:
     """The schedule's unfinished roll-out, from the store (none over --server)."""
     from rackcron.service import Service
@@ -269,6 +282,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
                 *([("anchor", when(found.anchor))] if found.anchor else []),
                 *([("jitter", found.jitter)] if found.jitter else []),
                 *([("rollout", shorten(found.rollout.describe()))] if found.rollout else []),
+                *([("last roll-out", _latest_rollout(service, found.id))] if found.rollout else []),
                 *([("expected", found.expected_duration)] if found.expected_duration else []),
                 ("last miss", _miss(found)),
             ]
@@ -342,6 +356,12 @@ _single(
     is_flag=True,
     help="Fire even where a freeze window holds a scope (recorded, naming the freeze).",
 )
+@click.option(
+    "--all-at-once",
+    is_flag=True,
+    help="A schedule with a roll-out: submit every rack now instead of recording a"
+    " roll-out (recorded in the audit trail).",
+)
 @format_option
 @audit_options
 @database_option
@@ -350,6 +370,7 @@ def trigger_command(
     schedule: str,
     yes: bool,
     force: bool,
+    all_at_once: bool,
     fmt: str,
     audit: Audit,
     database_url: str | None,
@@ -364,7 +385,8 @@ def trigger_command(
     it refuses unless --yes is given, as delete does.
 
     A freeze window holding any of its scopes refuses the trigger, and nothing changes,
-    unless --force. Each rack's outcome is printed with the rack's name and id; over
+    unless --force. A schedule that declares a roll-out records one, which the
+    dispatcher starts in waves (docs/rollouts.md), unless --all-at-once. Each rack's outcome is printed with the rack's name and id; over
     --server, the ids of the tasks submitted, in scope order.
 
     Example: rackcron schedules trigger demo-power-reset --yes --reason 'rerun after fix'
@@ -375,14 +397,16 @@ def trigger_command(
             client = _client(server)
             target = resolve_schedule(client, schedule)
             _confirm(question.format(terminal(target.name), target.id), yes)
-            task_ids = client.trigger_ids(target.id, force=force, audit=audit)
+            task_ids = client.trigger_ids(
+                target.id, force=force, all_at_once=all_at_once, audit=audit
+            )
             lines = [f"task {t}" for t in task_ids]
             extra: dict[str, str] = {}
         else:
             service = open_service(database_url)
             target = resolve_schedule(service, schedule)
             _confirm(question.format(terminal(target.name), target.id), yes)
-            result = service.trigger(target.id, force=force, audit=audit)
+            result = service.trigger(target.id, force=force, all_at_once=all_at_once, audit=audit)
             task_ids = result.task_ids
             names = rack_names(service, (o.rack_id for o in result.outcomes))
             lines = [

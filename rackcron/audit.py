@@ -35,6 +35,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -265,11 +266,16 @@ def triggered(
     schedule: Schedule,
     results: Iterable[str],
     overrode: Mapping[str, Sequence[str]] | None = None,
+    *,
+    rollout: uuid.UUID | None = None,
+    all_at_once: bool = False,
 ) -> AuditedChange:
     """A manual trigger: how many of its scopes' tasks were submitted, queued, skipped and
     refused (the task manager's ``failed``), and ``deferred`` when the store failed (the
-    firing's record keeps them owed); and, when it was forced past freezes,
-    ``overrode_freeze`` (their names) and ``frozen_racks`` (the racks they held)."""
+    firing's record keeps them owed); when it was forced past freezes,
+    ``overrode_freeze`` (their names) and ``frozen_racks`` (the racks they held); the
+    ``rollout`` it recorded, or ``all_at_once`` when it fired a roll-out schedule's every
+    scope at once."""
     counts: dict[str, Any] = {"submitted": 0, "queued": 0, "skipped": 0, "refused": 0}
     for result in results:
         key = "refused" if result == "failed" else result
@@ -277,6 +283,10 @@ def triggered(
     if overrode:
         counts["overrode_freeze"] = sorted(overrode)
         counts["frozen_racks"] = sorted({r for racks in overrode.values() for r in racks})
+    if rollout is not None:
+        counts["rollout"] = str(rollout)
+    if all_at_once:
+        counts["all_at_once"] = True
     return schedule_change(Action.TRIGGER, schedule, **counts)
 
 

@@ -32,7 +32,7 @@ from rackcron.wire.convert import (
     to_operation,
     to_target_spec,
 )
-from rackcron.wire.metadata import read_claims, read_force
+from rackcron.wire.metadata import read_claims, read_force, read_rollout
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
 
@@ -142,8 +142,11 @@ class FlowServicer(flow_pb2_grpc.FlowServicer):
     def TriggerTaskSchedule(
         self, request: pb.TriggerTaskScheduleRequest, context: grpc.ServicerContext
     ) -> pb.SubmitTaskResponse:
-        force = read_force(context.invocation_metadata())
-        result = self.service.trigger(request.id.id, force=force, audit=self.audit(context))
+        metadata = context.invocation_metadata()
+        force, all_at_once = read_force(metadata), read_rollout(metadata)
+        result = self.service.trigger(
+            request.id.id, force=force, all_at_once=all_at_once, audit=self.audit(context)
+        )
         return pb.SubmitTaskResponse(task_ids=[pb.UUID(id=str(t)) for t in result.task_ids])
 
     @rpc_method

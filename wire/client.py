@@ -25,7 +25,7 @@ from rackcron.audit import Audit
 from rackcron.domain.models import Page, Schedule, Scope, TaskStatus
 from rackcron.errors import NotFound, RackcronError
 from rackcron.wire.convert import to_schedule, to_scope, to_task_status
-from rackcron.wire.metadata import FORCE, audit_metadata
+from rackcron.wire.metadata import ALL_AT_ONCE, FORCE, audit_metadata
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import flow_pb2_grpc
 
@@ -186,12 +186,22 @@ class FlowClient:
         return self._schedule("ResumeTaskSchedule", request, audit)
 
     def trigger_ids(
-        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+        self,
+        schedule_id: uuid.UUID | str,
+        *,
+        force: bool = False,
+        all_at_once: bool = False,
+        audit: Audit | None = None,
     ) -> list[uuid.UUID]:
         """TriggerTaskSchedule: the ids of the tasks submitted, in scope order (``force``:
-        past freeze windows, through the ``rackcron-force`` metadata)."""
+        past freeze windows, through the ``rackcron-force`` metadata; ``all_at_once``: a
+        roll-out schedule's every scope, through ``rackcron-rollout``)."""
         request = pb.TriggerTaskScheduleRequest(id=_uuid(schedule_id))
-        metadata = [*(_metadata(audit) or []), *([FORCE] if force else [])]
+        metadata = [
+            *(_metadata(audit) or []),
+            *([FORCE] if force else []),
+            *([ALL_AT_ONCE] if all_at_once else []),
+        ]
         answer = call(self.stub, "TriggerTaskSchedule", request, metadata or None)
         return [uuid.UUID(t.id) for t in answer.task_ids]
 

@@ -10,7 +10,10 @@ what a client says about a change travels beside the request, as metadata.
     why (``--reason``);
 ``rackcron-force``
     ``true`` on a TriggerTaskSchedule: fire even where a freeze window holds a scope
-    (``schedules trigger --force``; the record names the freezes overridden).
+    (``schedules trigger --force``; the record names the freezes overridden);
+``rackcron-rollout``
+    ``all-at-once`` on a TriggerTaskSchedule of a schedule with a roll-out: submit every
+    scope at once, as the reference does (``schedules trigger --all-at-once``; recorded).
 
 Values are UTF-8, percent-encoded (as gRPC encodes its own ``grpc-message``): every
 byte outside printable ASCII, and ``%`` itself, is ``%XX``, so any text travels in an
@@ -30,18 +33,24 @@ from rackcron.audit import Audit, check_name, check_reason
 from rackcron.errors import InvalidArgument
 
 __all__ = [
+    "ALL_AT_ONCE",
     "AS_KEY",
     "FORCE",
     "FORCE_KEY",
     "REASON_KEY",
+    "ROLLOUT_KEY",
     "audit_metadata",
     "read_claims",
     "read_force",
+    "read_rollout",
 ]
 
 AS_KEY = "rackcron-as"
 REASON_KEY = "rackcron-reason"
 FORCE_KEY = "rackcron-force"
+ROLLOUT_KEY = "rackcron-rollout"
+#: The metadata of a trigger that fires a roll-out schedule's every scope at once.
+ALL_AT_ONCE = (ROLLOUT_KEY, "all-at-once")
 #: The metadata of a forced trigger.
 FORCE = (FORCE_KEY, "true")
 #: Printable ASCII but ``%``: sent as it is.
@@ -96,3 +105,14 @@ def read_force(metadata: Iterable[tuple[str, Any]] | None) -> bool:
     if value not in (None, "true", "false"):
         raise InvalidArgument(f"{FORCE_KEY}: expected true or false")
     return value == "true"
+
+
+def read_rollout(metadata: Iterable[tuple[str, Any]] | None) -> bool:
+    """Whether a call's ``metadata`` asks to fire a roll-out schedule all at once.
+
+    :raises InvalidArgument: a value other than ``all-at-once``, or the key twice.
+    """
+    value = _value(list(metadata or ()), ROLLOUT_KEY)
+    if value not in (None, "all-at-once"):
+        raise InvalidArgument(f"{ROLLOUT_KEY}: expected all-at-once")
+    return value == "all-at-once"

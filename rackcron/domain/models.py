@@ -342,12 +342,13 @@ class RolloutScopeRecord(_Model):
     scope_id: uuid.UUID
     rack_id: uuid.UUID
     rack_name: str  # as at firing
-    wave: int
+    wave: int  # from 1
     group: tuple[str, str] | None = None  # its spread_by group: ("label", value) or ("rack", name)
     stage: str  # waiting, active, completed, failed, skipped, not_started
     reason: str | None = None  # a code: task_failed, cutoff, aborted, ...
     task_id: uuid.UUID | None = None
     task_status: str | None = None
+    task_message: str | None = None  # a failed scope's task's message, as read
     started_at: datetime | None = None
     ended_at: datetime | None = None
 
@@ -363,7 +364,7 @@ class RolloutRecord(_Model):
     fired_at: datetime
     policy: RolloutPolicy  # as recorded at firing
     state: str  # rolling, baking, paused, halted, completed, expired, aborted
-    wave: int  # the open wave (from 0)
+    wave: int  # the open wave (from 1)
     budget: int  # the failures it tolerates
     in_flight: int
     per_group: int
@@ -372,11 +373,16 @@ class RolloutRecord(_Model):
     pause_reason: str | None = None  # operator, promotion, no_success
     updated_at: datetime
     finished_at: datetime | None = None
-    scopes: list[RolloutScopeRecord] = []
+    stages: dict[str, int] = {}  # its scopes by stage
+    scopes: list[RolloutScopeRecord] = []  # in order (empty in a listing)
 
     @property
     def failed(self) -> int:
-        return sum(1 for s in self.scopes if s.stage == "failed")
+        return self.stages.get("failed", 0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.stages.values())
 
 
 class MissReason(StrEnum):

@@ -708,7 +708,12 @@ class Service:
         return results
 
     def trigger(
-        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+        self,
+        schedule_id: uuid.UUID | str,
+        *,
+        force: bool = False,
+        all_at_once: bool = False,
+        audit: Audit | None = None,
     ) -> FireResult:
         """TriggerTaskSchedule: fire now, every scope, policy and starting deadline ignored;
         recorded as by ``audit``, with its counts, in the transaction that submits its tasks
@@ -716,7 +721,9 @@ class Service:
 
         A freeze holding any scope refuses it, changing nothing, unless ``force``: then it
         fires, ``FireResult.firing.overridden`` names the freezes it overrode, and the
-        record says so (``overrode_freeze``, ``frozen_racks``).
+        record says so (``overrode_freeze``, ``frozen_racks``). A schedule with a roll-out
+        records one (its tasks are the dispatcher's to start), unless ``all_at_once``:
+        then every scope is submitted now, and the record says so.
 
         Should that transaction fail on the database, the tick is spent all the same:
         the trigger is then recorded with every submission refused, in a transaction of
@@ -731,7 +738,7 @@ class Service:
         if audit is not None:
             _trail.checked(audit)  # before phase 1 commits: a refused audit fires nothing
         with self.transaction() as ops:
-            firing = ops.firing.claim(schedule_id, force=force)
+            firing = ops.firing.claim(schedule_id, force=force, all_at_once=all_at_once)
 
         overrode: dict[str, list[str]] = {}
         for scope in firing.scopes:
@@ -739,7 +746,13 @@ class Service:
                 overrode.setdefault(name, []).append(str(scope.rack_id))
 
         def record(ops: Operations, _: Firing, outcomes: Sequence[ScopeOutcome]) -> None:
-            change = _trail.triggered(firing.schedule, [o.result for o in outcomes], overrode)
+            change = _trail.triggered(
+                firing.schedule,
+                [o.result for o in outcomes],
+                overrode,
+                rollout=firing.rollout_id,
+                all_at_once=all_at_once and firing.schedule.rollout is not None,
+            )
             ops.audit.record_action(audit, change)
 
         (result,) = self.complete([firing], defer_held=False, record=record)

@@ -482,11 +482,15 @@ class FiringOps:
             query = query.where(task_schedule.c.id.not_in(list(exclude)))
         return self._claim(list(self.work.conn.execute(query)), manual=False, lease=lease)
 
-    def claim(self, schedule_id: uuid.UUID | str, *, force: bool = False) -> Firing:
+    def claim(
+        self, schedule_id: uuid.UUID | str, *, force: bool = False, all_at_once: bool = False
+    ) -> Firing:
         """Phase 1 for TriggerTaskSchedule: fires regardless of enabled and next_run_at.
 
         A scope a freeze holds refuses the whole trigger, before anything changes, unless
         ``force`` (the firing then carries the freezes it overrode: ``Firing.overridden``).
+        ``all_at_once``: a schedule with a roll-out submits every scope now, as one
+        without (its unfinished roll-out still refuses it).
 
         :raises NotFound: no such schedule.
         :raises FailedPrecondition: a consumed one-time schedule (:class:`Frozen`: a freeze
@@ -497,7 +501,7 @@ class FiringOps:
             raise FailedPrecondition(
                 f"id: task schedule {row.id} is a one-time schedule that has already fired; create a new one"
             )
-        claim = self._claim([row], manual=True, force=force)
+        claim = self._claim([row], manual=True, force=force, all_at_once=all_at_once)
         if claim.unfireable:
             raise FailedPrecondition(claim.unfireable[0].error)
         return claim.firings[0]
@@ -509,6 +513,7 @@ class FiringOps:
         manual: bool,
         force: bool = False,
         lease: float = DEFAULT_LEASE,
+        all_at_once: bool = False,
     ) -> Claim:
         if not rows:
             return Claim([], [], [])
@@ -547,7 +552,8 @@ class FiringOps:
                 if in_progress is not None and late is None:  # one roll-out at a time
                     late = (self.work.now - due).total_seconds() if due is not None else 0.0
                 submit: list[FiringScope]
-                if schedule.rollout is not None:  # its roll-out starts the scopes
+                rolled = schedule.rollout is not None and not all_at_once
+                if rolled:  # its roll-out starts the scopes
                     submit = []
                 else:
                     submit, _skipped = (
@@ -562,7 +568,7 @@ class FiringOps:
                     enabled=schedule.enabled,
                     last_run_at=schedule.last_run_at,
                     now=self.work.now,
-                    fired=bool(submit) or manual or schedule.rollout is not None,
+                    fired=bool(submit) or manual or rolled,
                     name=schedule.name,
                     spread=schedule.spread,
                 )
@@ -576,7 +582,7 @@ class FiringOps:
             if late is None:
                 updates.append(moved)
                 record = new_task_id() if submit else None
-                if schedule.rollout is not None:
+                if rolled:
                     rolling.append((len(firings), schedule))
                 firings.append(
                     Firing(

@@ -69,6 +69,8 @@ OVERLAP = "overlap"
 CUTOFF = "cutoff"
 SCHEDULE_DELETED = "schedule deleted"
 SCOPE_REMOVED = "scope removed"
+FROZEN = "frozen"  # waiting: a freeze held it at its turn
+CONFLICT = "conflict"  # waiting: another schedule's task on its rack held it
 ABORTED = "aborted"
 
 _SCOPE_COLUMNS = (
@@ -125,6 +127,12 @@ class _Scope:
     def end(self, stage: ScopeStage, reason: str | None, now: datetime) -> None:
         self.stage, self.reason, self.ended_at, self.changed = stage, reason, now, True
 
+    def hold(self, reason: str | None) -> None:
+        """Held at its turn, waiting still: why (``frozen``, ``conflict``; None: its rack
+        was locked elsewhere)."""
+        if self.reason != reason:
+            self.reason, self.changed = reason, True
+
 
 def _uuid(value: object) -> uuid.UUID:
     """A domain roll-out's scope id (any hashable there; a scope's UUID here)."""
@@ -138,7 +146,14 @@ def _waves_ended(scopes: Sequence[_Scope]) -> set[int]:
     return {s.wave for s in scopes} - open_waves
 
 
-def _record(row: Any, scopes: Sequence[_Scope]) -> RolloutRecord:
+def _record(
+    row: Any,
+    scopes: Sequence[_Scope],
+    stages: Mapping[str, int] | None = None,
+    messages: Mapping[uuid.UUID, str] | None = None,
+) -> RolloutRecord:
+    """``row`` for people: waves from 1; ``stages`` (default: counted from ``scopes``)."""
+    counted = stages if stages is not None else Counter(s.stage.value for s in scopes)
     return RolloutRecord(
         id=row.id,
         schedule_id=row.schedule_id,
@@ -148,7 +163,7 @@ def _record(row: Any, scopes: Sequence[_Scope]) -> RolloutRecord:
         fired_at=row.fired_at,
         policy=RolloutPolicy.model_validate(row.policy),
         state=row.state,
-        wave=row.wave,
+        wave=row.wave + 1,
         budget=row.budget,
         in_flight=row.in_flight,
         per_group=row.per_group,
@@ -157,18 +172,20 @@ def _record(row: Any, scopes: Sequence[_Scope]) -> RolloutRecord:
         pause_reason=row.pause_reason,
         updated_at=row.updated_at,
         finished_at=row.finished_at,
+        stages=dict(counted),
         scopes=[
             RolloutScopeRecord(
                 position=s.position,
                 scope_id=s.scope_id,
                 rack_id=s.rack_id,
                 rack_name=s.rack_name,
-                wave=s.wave,
+                wave=s.wave + 1,
                 group=s.group,
                 stage=s.stage.value,
                 reason=s.reason,
                 task_id=s.task_id,
                 task_status=s.task_status,
+                task_message=(messages or {}).get(s.task_id) if s.task_id else None,
                 started_at=s.started_at,
                 ended_at=s.ended_at,
             )
@@ -323,7 +340,17 @@ class RolloutOps:
             query = query.where(rollout.c.schedule_id == schedule_id)
         if states:
             query = query.where(rollout.c.state.in_(list(states)))
-        return [_record(row, []) for row in self.work.conn.execute(query)]
+        rows = list(self.work.conn.execute(query))
+        stages: dict[uuid.UUID, Counter[str]] = {row.id: Counter() for row in rows}
+        for chunk in chunked(list(stages)):
+            counts = (
+                sa.select(rollout_scope.c.rollout_id, rollout_scope.c.stage, sa.func.count())
+                .where(rollout_scope.c.rollout_id.in_(chunk))
+                .group_by(rollout_scope.c.rollout_id, rollout_scope.c.stage)
+            )
+            for rollout_id, stage, count in self.work.conn.execute(counts):
+                stages[rollout_id][stage] = count
+        return [_record(row, [], stages[row.id]) for row in rows]
 
     def get_rollout(self, rollout_id: uuid.UUID | str) -> RolloutRecord:
         """A roll-out with its scopes, each active one showing its task's status now.
@@ -337,10 +364,26 @@ class RolloutOps:
         for chunk in chunked(active):
             query = sa.select(task.c.id, task.c.status).where(task.c.id.in_(chunk))
             now.update((i, s) for i, s in self.work.conn.execute(query))
+        failed = [s.task_id for s in scopes if s.stage == ScopeStage.FAILED and s.task_id]
+        messages: dict[uuid.UUID, str] = {}
+        for chunk in chunked(failed):
+            query = sa.select(task.c.id, task.c.message).where(task.c.id.in_(chunk))
+            messages.update((i, m) for i, m in self.work.conn.execute(query))
         for scope in scopes:
             if scope.task_id in now:
                 scope.task_status = now[scope.task_id]
-        return _record(row, scopes)
+        held = [s for s in scopes if s.stage == ScopeStage.WAITING and s.reason == FROZEN]
+        if held:  # which freezes hold them now, for people
+            template = OperationTemplate(
+                type=row.operation_type,
+                code=row.operation_code,
+                information=row.operation_information,
+            )
+            names = self._frozen(row, template, held)
+            for scope in held:  # a freeze that has ended holds it no more
+                found = names.get(scope.scope_id)
+                scope.reason = f"{FROZEN}: {', '.join(found)}" if found else None
+        return _record(row, scopes, messages=messages)
 
     def latest_of(self, schedule_id: uuid.UUID) -> uuid.UUID | None:
         """The schedule's newest roll-out (None: it has none)."""
@@ -493,6 +536,9 @@ class RolloutOps:
                 ended[scope.scope_id] = scope.stage
             frozen = self._frozen(row, template, [s for s in starting if s not in gone])
             held.update(frozen)
+            for scope in starting:
+                if scope.scope_id in frozen:
+                    scope.hold(FROZEN)
             trying = [s for s in starting if s not in gone and s.scope_id not in frozen]
             busy = self.tasks.busy_scopes([s.scope_id for s in trying])
             submit = []
@@ -526,6 +572,7 @@ class RolloutOps:
             for scope, answer in zip(submit, answers, strict=True):
                 if answer.deferred or answer.blocked:
                     held.add(scope.scope_id)  # a later turn
+                    scope.hold(CONFLICT if answer.blocked else None)
                 elif answer.task_id is None:
                     scope.end(ScopeStage.FAILED, REFUSED, now)
                     ended[scope.scope_id] = scope.stage
@@ -535,7 +582,7 @@ class RolloutOps:
                         answer.task_id,
                         now,
                     )
-                    scope.changed = True
+                    scope.reason, scope.changed = None, True
                     started[scope.scope_id] = answer.task_id
             current = self._restaged(current, scopes)
         for scope_id in cut:
@@ -651,15 +698,21 @@ class RolloutOps:
 
     def _frozen(
         self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
-    ) -> set[uuid.UUID]:
-        """The scopes a freeze holds now (or over the operation's own work window)."""
+    ) -> dict[uuid.UUID, tuple[str, ...]]:
+        """The scopes a freeze holds now (or over the operation's own work window), each
+        with the names of the freezes holding it."""
         holds = self.freezes.holds(s.rack_id for s in scopes)
         if holds is None:
-            return set()
+            return {}
         operation = operation_name(template)
         named = (row.schedule_name, row.schedule_labels or {})
         work = work_window(holds.at, *operation_times(template))
-        return {s.scope_id for s in scopes if holds.all_holding(s.rack_id, named, operation, work)}
+        found = {}
+        for scope in scopes:
+            freezes = holds.all_holding(scope.rack_id, named, operation, work)
+            if freezes:
+                found[scope.scope_id] = tuple(f.name for f in freezes)
+        return found
 
     def _save(
         self,

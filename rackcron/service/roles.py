@@ -251,7 +251,12 @@ class ScheduleAdmin(SchedulePages, TaskPages, Protocol):
     ) -> None: ...
 
     def trigger(
-        self, schedule_id: uuid.UUID | str, *, force: bool = False, audit: Audit | None = None
+        self,
+        schedule_id: uuid.UUID | str,
+        *,
+        force: bool = False,
+        all_at_once: bool = False,
+        audit: Audit | None = None,
     ) -> FireResult: ...
 
     def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...

@@ -12,6 +12,7 @@ import json
 import uuid
 from datetime import timedelta
 
+import grpc
 import pytest
 import sqlalchemy as sa
 
@@ -31,6 +32,7 @@ from rackcron.errors import FailedPrecondition
 from rackcron.service import Service
 from rackcron.store.engine import transaction
 from rackcron.store.tables import rollout, rollout_scope, task
+from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support.cli import run
 from tests.support.service import make_operation, set_status
 from tests.support.trees import RACKS, schedule
@@ -176,9 +178,11 @@ def test_a_frozen_rack_is_held_and_the_next_starts(service, fleet, clock) -> Non
     )  # fmt: skip
     (advanced,) = service.advance_rollouts()
     assert len(advanced.started) == 1
-    stages = {name: stage for name, stage, _ in scopes(service, rollout_id)}
-    assert stages[held] == "waiting"  # held, not ended
-    assert sorted(stages.values()) == ["active", "waiting", "waiting"]
+    stages = {name: (stage, reason) for name, stage, reason in scopes(service, rollout_id)}
+    assert stages[held] == ("waiting", "frozen")  # held, not ended
+    assert sorted(s for s, _ in stages.values()) == ["active", "waiting", "waiting"]
+    shown = {s.rack_name: s.reason for s in service.get_rollout(rollout_id).scopes}
+    assert shown[held] == "frozen: hold"  # the freeze named for people
 
 
 def test_a_manual_trigger_records_a_rollout_and_answers_without_error(
@@ -339,6 +343,15 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
     shown = run("rollouts", "get", "fw", url=store_url)
     assert shown.exit_code == 0, shown.output
     assert "failures:   0 of 0 allowed" in shown.output
+    assert "in flight:  1 (at most 1)" in shown.output
+    assert "in flight:\n  rack r1: pending\n" in shown.output  # which rack, and its task
+    every = run("rollouts", "get", "fw", "--racks", url=store_url).output
+    assert [line.split()[:3] for line in every.splitlines()[-2:]] == [
+        ["1", "r1", "active"], ["2", "r2", "waiting"]
+    ]  # fmt: skip
+    assert "ENDED  FAILED" in listed.output and " 0/2 " in listed.output
+    described = run("schedules", "get", "fw", url=store_url).output
+    assert "last roll-out:" in described and "rolling, 0 of 2 racks failed" in described
     assert "policy:     max_in_flight 1; max_failures 0; waves 1" in shown.output
     refused = run("rollouts", "pause", "fw", url=store_url)  # no terminal, no --yes
     assert refused.exit_code == 1
@@ -377,3 +390,53 @@ def test_the_dispatcher_tells_of_the_start_each_wave_and_the_end(service, fleet,
     assert sample("rackcron_rollout_scopes_started_total") == 3
     assert sample("rackcron_rollout_scopes_ended_total", {"stage": "failed"}) == 2
     assert sample("rackcron_rollouts_ended_total", {"state": "halted"}) == 1
+
+
+def test_a_flow_trigger_records_the_rollout_and_a_second_is_refused(service, fleet, flow) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    request = pb.TriggerTaskScheduleRequest(id=pb.UUID(id=str(made.id)))
+    answer = flow.TriggerTaskSchedule(request)
+    assert list(answer.task_ids) == []  # the roll-out starts them: no error
+    (recorded,) = service.list_rollouts(schedule_id=made.id)
+    with pytest.raises(grpc.RpcError) as refused:
+        flow.TriggerTaskSchedule(request)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"has an unfinished roll-out {recorded.id}" in refused.value.details()
+
+
+def test_a_rack_busy_with_another_schedules_task_is_held_not_failed(service, fleet, clock) -> None:
+    other = service.create_schedule(
+        ScheduleConfig(name="other", spec_type=SpecType.INTERVAL, spec="1h"),
+        make_operation("power_reset", fleet.racks[:1]),
+    )
+    (blocking,) = service.trigger(other.id).task_ids  # pending on rack-a01
+    service.pause_schedule(other.id)  # it fires no more
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    (advanced,) = service.advance_rollouts()
+    assert len(advanced.started) == 1  # rack-a02 went first
+    assert scopes(service, rollout_id) == [
+        ("rack-a01", "waiting", "conflict"),
+        ("rack-a02", "active", None),
+    ]
+    set_status(service, blocking, TaskStatus.COMPLETED)
+    end_active(service, rollout_id)
+    assert len(service.advance_rollouts()[0].started) == 1  # its turn again: started
+    assert scopes(service, rollout_id)[0][1:] == ("active", None)
+
+
+def test_all_at_once_submits_every_rack_and_is_recorded(service, fleet, flow) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    result = service.trigger(made.id, all_at_once=True)
+    assert result.firing.rollout_id is None and len(result.task_ids) == 3
+    assert service.list_rollouts(schedule_id=made.id) == []
+    (record,) = [r for r in service.list_actions() if r.action == "trigger"]
+    assert record.detail["all_at_once"] is True
+    other = make(service, fleet.racks[3:5], RolloutPolicy(max_in_flight="1"), name="fw2")
+    request = pb.TriggerTaskScheduleRequest(id=pb.UUID(id=str(other.id)))
+    answer = flow.TriggerTaskSchedule(request, metadata=[("rackcron-rollout", "all-at-once")])
+    assert len(answer.task_ids) == 2
+    with pytest.raises(grpc.RpcError) as refused:
+        flow.TriggerTaskSchedule(request, metadata=[("rackcron-rollout", "slowly")])
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "rackcron-rollout: expected all-at-once"
