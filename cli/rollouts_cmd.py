@@ -242,7 +242,7 @@ def pause_command(
 @click.argument("rollout")
 @click.option(
     "--allow-failures",
-    type=click.IntRange(0, None),
+    type=click.IntRange(0, 999_999_999),
     help="A halted roll-out may fail this many more (default: its budget, at least 1).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

@@ -22,6 +22,7 @@ from rackcron.domain.timing import SpecError, parse_duration
 
 __all__ = [
     "MANUAL",
+    "MAX_COUNT",
     "MAX_DIGITS",
     "MAX_FIRST",
     "MAX_PER_GROUP",
@@ -54,6 +55,8 @@ __all__ = [
 NVL_DOMAIN = "nvl_domain"
 #: The most digits of a count (below a billion scopes).
 MAX_DIGITS = 9
+#: The largest count (``allow_failures``, a count of scopes).
+MAX_COUNT = 10**MAX_DIGITS - 1
 #: The largest ``max_in_flight_per_group``.
 MAX_PER_GROUP = 1_000_000
 #: The most waves a policy declares, and the most canary racks or labels it names.
@@ -321,16 +324,19 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
     overlap policy skips it for now), passed over for the next in order.
 
     The rules of docs/spec/SEMANTICS.md "Roll-outs", in order: a final roll-out does
-    nothing; past the cutoff the unstarted scopes end and it expires (even paused or
-    halted); more failures than the budget halt it; a paused or halted one starts
-    nothing; every scope ended completes it; a wave that has ended opens the next after
-    its bake (a ``manual`` bake, or a first wave with no success, pauses it instead);
-    then the open wave's waiting scopes start in order, within the in-flight limit and
-    each group's limit.
+    nothing; every scope ended completes it (even halted: nothing is left to hold);
+    past the cutoff the unstarted scopes end and it expires (even paused or halted);
+    more failures than the budget halt it; a paused or halted one starts nothing; a
+    wave that has ended opens the next after its bake (a ``manual`` bake, or a first
+    wave with no success, pauses it instead); then the open wave's waiting scopes start
+    in order, within the in-flight limit and each group's limit.
     """
     if rollout.state.final:
         return Step((), rollout)
-    if rollout.cutoff_at is not None and now >= rollout.cutoff_at:
+    if all(s.stage.ended for s in rollout.scopes):
+        return Step((), replace(rollout, state=RolloutState.COMPLETED, bake_until=None))
+    waiting = any(s.stage == ScopeStage.WAITING for s in rollout.scopes)
+    if waiting and rollout.cutoff_at is not None and now >= rollout.cutoff_at:
         cut = tuple(s.scope_id for s in rollout.scopes if s.stage == ScopeStage.WAITING)
         scopes = tuple(
             replace(s, stage=ScopeStage.NOT_STARTED) if s.stage == ScopeStage.WAITING else s
@@ -341,8 +347,6 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
         rollout = replace(rollout, state=RolloutState.HALTED, bake_until=None)
     if rollout.state in (RolloutState.PAUSED, RolloutState.HALTED):
         return Step((), rollout)
-    if all(s.stage.ended for s in rollout.scopes):
-        return Step((), replace(rollout, state=RolloutState.COMPLETED, bake_until=None))
     rollout = _open_next_wave(rollout, now)
     if rollout.state != RolloutState.ROLLING:
         return Step((), rollout)
@@ -395,11 +399,17 @@ def _starts(rollout: Rollout, held: Collection[Hashable]) -> tuple[Hashable, ...
     return tuple(starts)
 
 
-def resume(rollout: Rollout, allow_failures: int | None = None) -> Rollout:
-    """An operator's resume of a paused or halted roll-out: a halted one keeps its failure
-    count and gets a budget of ``allow_failures`` more failures than it has (default the
-    larger of its budget and 1); a paused one whose open wave has ended goes on to the
-    next wave (a promotion).
+def resume(
+    rollout: Rollout, allow_failures: int | None = None, declared_budget: int = 0
+) -> Rollout:
+    """An operator's resume of a paused or halted roll-out.
+
+    A halted one keeps its failure count and may fail ``allow_failures`` more (default:
+    the larger of its ``declared_budget`` and 1). A promotion gate (``manual`` bake) or a
+    first wave with no success that paused it goes on to the next wave: resuming is the
+    operator's decision to promote. Otherwise it rolls on where it stood: a bake in
+    progress bakes on (until its end), and a wave that ended while it was paused or halted
+    meets its bake and gates at the next step.
 
     :raises RolloutError: it is neither paused nor halted.
     """
@@ -409,11 +419,15 @@ def resume(rollout: Rollout, allow_failures: int | None = None) -> Rollout:
         )
     budget = rollout.budget
     if rollout.state == RolloutState.HALTED:
-        budget = rollout.failed + (allow_failures if allow_failures is not None else max(budget, 1))
-    wave = rollout.wave
-    if rollout.wave_ended(wave) and wave + 1 < rollout.waves:
+        more = allow_failures if allow_failures is not None else max(declared_budget, 1)
+        budget = rollout.failed + more
+    wave, state = rollout.wave, RolloutState.ROLLING
+    promoting = rollout.pause_reason in ("promotion", "no_success")
+    if promoting and rollout.wave_ended(wave) and wave + 1 < rollout.waves:
         wave += 1
-    return replace(rollout, state=RolloutState.ROLLING, budget=budget, wave=wave, pause_reason=None)
+    elif rollout.bake_until is not None:
+        state = RolloutState.BAKING
+    return replace(rollout, state=state, budget=budget, wave=wave, pause_reason=None)
 
 
 def estimated_span(

@@ -833,7 +833,7 @@ class Service:
         seen: set[uuid.UUID] = set()
         while True:
             with self.transaction() as ops:
-                batch = [a for a in ops.rollouts.advance(batch_size) if a.rollout_id not in seen]
+                batch = ops.rollouts.advance(batch_size, exclude=seen)
                 started = any(a.started for a in batch)
                 if started and hook is not None:
                     hook("advancing")

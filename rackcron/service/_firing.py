@@ -554,6 +554,8 @@ class FiringOps:
                 submit: list[FiringScope]
                 rolled = schedule.rollout is not None and not all_at_once
                 if rolled:  # its roll-out starts the scopes
+                    assert schedule.rollout is not None
+                    schedule.rollout.policy()  # a policy it cannot follow: this row alone fails
                     submit = []
                 else:
                     submit, _skipped = (
@@ -568,7 +570,7 @@ class FiringOps:
                     enabled=schedule.enabled,
                     last_run_at=schedule.last_run_at,
                     now=self.work.now,
-                    fired=bool(submit) or manual or rolled,
+                    fired=bool(submit) or manual or (rolled and late is None),
                     name=schedule.name,
                     spread=schedule.spread,
                 )

@@ -73,6 +73,9 @@ FROZEN = "frozen"  # waiting: a freeze held it at its turn
 CONFLICT = "conflict"  # waiting: another schedule's task on its rack held it
 ABORTED = "aborted"
 
+#: The final states: nothing more starts (the record stays open while its tasks run).
+_FINAL = [s.value for s in RolloutState if s.final]
+
 _SCOPE_COLUMNS = (
     "rollout_id", "position", "scope_id", "rack_id", "rack_name", "component_filter", "wave",
     "group_key", "stage",
@@ -228,6 +231,7 @@ class RolloutOps:
             query = sa.select(rollout.c.schedule_id, rollout.c.id).where(
                 rollout.c.schedule_id.in_(chunk),
                 rollout.c.finished_at.is_(None),
+                rollout.c.state.not_in(_FINAL),  # ended, its last tasks still running
                 rollout.c.cutoff_at.is_(None) | (rollout.c.cutoff_at > self.work.now),
             )
             found.update((s, r) for s, r in self.work.conn.execute(query))
@@ -422,12 +426,17 @@ class RolloutOps:
         :raises FailedPrecondition: it is neither paused nor halted.
         :raises InvalidArgument: ``allow_failures`` is negative.
         """
-        if allow_failures is not None and allow_failures < 0:
-            raise InvalidArgument(f"allow_failures: must not be negative, got {allow_failures}")
+        if allow_failures is not None and not 0 <= allow_failures <= rollouts.MAX_COUNT:
+            raise InvalidArgument(
+                f"allow_failures: must be from 0 to {rollouts.MAX_COUNT}, got {allow_failures}"
+            )
         row = self._row(rollout_id, lock=True)
         scopes = self._scopes(row.id)
+        declared = rollouts.limits(RolloutPolicy.model_validate(row.policy).policy(), len(scopes))
         try:
-            resumed = rollouts.resume(self._domain(row, scopes), allow_failures)
+            resumed = rollouts.resume(
+                self._domain(row, scopes), allow_failures, declared_budget=declared.failures
+            )
         except rollouts.RolloutError as exc:
             raise FailedPrecondition(f"id: roll-out {row.id}: {exc}") from None
         self._set(
@@ -448,9 +457,10 @@ class RolloutOps:
         :raises FailedPrecondition: it has finished.
         """
         row = self._row(rollout_id, lock=True)
-        if row.finished_at is not None:
+        if row.finished_at is not None or RolloutState(row.state).final:
             raise FailedPrecondition(f"id: roll-out {row.id} has finished ({row.state})")
         scopes = self._scopes(row.id)
+        self._refresh(scopes, {})  # as its tasks ended: a failure counts as one
         now = self.work.now
         active = [s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id]
         statuses: dict[uuid.UUID, str] = {}
@@ -493,9 +503,9 @@ class RolloutOps:
 
     # --- advancing ---------------------------------------------------------------------------
 
-    def advance(self, limit: int) -> list[Advanced]:
+    def advance(self, limit: int, exclude: Collection[uuid.UUID] = ()) -> list[Advanced]:
         """Advance up to ``limit`` unfinished roll-outs that no other transaction holds,
-        the oldest first."""
+        the oldest first; ``exclude`` leaves those ids out (advanced already)."""
         query = (
             sa.select(rollout)
             .where(rollout.c.finished_at.is_(None))
@@ -503,6 +513,8 @@ class RolloutOps:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
+        if exclude:
+            query = query.where(rollout.c.id.not_in(list(exclude)))
         return [self._advance(row) for row in list(self.work.conn.execute(query))]
 
     def _advance(self, row: Any) -> Advanced:
@@ -521,7 +533,13 @@ class RolloutOps:
         )
         policy = OverlapPolicy(row.overlap_policy)
         by_id = {s.scope_id: s for s in scopes}
-        held: set[uuid.UUID] = set()
+        # The freezes are judged for every waiting scope at once (one read), so that a
+        # freeze over many racks costs one pass, not one per rack.
+        frozen = self._frozen(row, template, [s for s in scopes if s.stage == ScopeStage.WAITING])
+        for scope in scopes:
+            if scope.scope_id in frozen:
+                scope.hold(FROZEN)
+        held: set[uuid.UUID] = set(frozen)
         started: dict[uuid.UUID, uuid.UUID] = {}
         cut: tuple[Any, ...] = ()
         while True:
@@ -534,12 +552,7 @@ class RolloutOps:
             for scope in gone:
                 scope.end(ScopeStage.NOT_STARTED, SCOPE_REMOVED, now)
                 ended[scope.scope_id] = scope.stage
-            frozen = self._frozen(row, template, [s for s in starting if s not in gone])
-            held.update(frozen)
-            for scope in starting:
-                if scope.scope_id in frozen:
-                    scope.hold(FROZEN)
-            trying = [s for s in starting if s not in gone and s.scope_id not in frozen]
+            trying = [s for s in starting if s not in gone]
             busy = self.tasks.busy_scopes([s.scope_id for s in trying])
             submit = []
             for scope in trying:
@@ -734,7 +747,13 @@ class RolloutOps:
                 bake_until=current.bake_until,
                 pause_reason=current.pause_reason,
                 updated_at=now,
-                finished_at=now if current.state.final else None,
+                # Finished once final and no task of it is active: its scopes show how
+                # each task ended, and retention keeps them until then.
+                finished_at=(
+                    now
+                    if current.state.final and all(s.stage != ScopeStage.ACTIVE for s in scopes)
+                    else None
+                ),
             )
         )
         changed = [

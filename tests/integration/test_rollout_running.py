@@ -28,10 +28,10 @@ from rackcron.domain.models import (
     SpecType,
 )
 from rackcron.domain.notifications import Notification
-from rackcron.errors import FailedPrecondition
+from rackcron.errors import FailedPrecondition, InvalidArgument
 from rackcron.service import Service
 from rackcron.store.engine import transaction
-from rackcron.store.tables import rollout, rollout_scope, task
+from rackcron.store.tables import rollout, rollout_scope, task, task_schedule
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from tests.support.cli import run
 from tests.support.service import make_operation, set_status
@@ -367,7 +367,7 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
 
 
 def test_the_dispatcher_tells_of_the_start_each_wave_and_the_end(service, fleet, clock) -> None:
-    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="3", waves=("1",)))
+    made = make(service, fleet.racks[:4], RolloutPolicy(max_in_flight="2", waves=("1",)))
     told: list[Notification] = []
     metrics = Metrics()
     dispatcher = Dispatcher(service, notify=told.append, metrics=metrics, workers=1)
@@ -377,10 +377,9 @@ def test_the_dispatcher_tells_of_the_start_each_wave_and_the_end(service, fleet,
     end_active(service, rollout_id)
     dispatcher.poll()  # wave 1 done: wave 2 starts
     end_active(service, rollout_id, TaskStatus.FAILED)
-    dispatcher.poll()  # two failed, budget 0: halted
+    dispatcher.poll()  # two failed, budget 0: halted with a rack left
     assert [(n.kind.value, n.fields["wave"]) for n in told] == [
-        ("rollout.started", None), ("rollout.wave_done", 1), ("rollout.wave_done", 2),
-        ("rollout.halted", None),
+        ("rollout.started", None), ("rollout.wave_done", 1), ("rollout.halted", None),
     ]  # fmt: skip
     assert all(schema_errors(json.loads(n.body())) == [] for n in told)
     assert told[-1].fields["scopes"]["failed"] == 2 and told[-1].fields["rollout"] == str(
@@ -440,3 +439,64 @@ def test_all_at_once_submits_every_rack_and_is_recorded(service, fleet, flow) ->
         flow.TriggerTaskSchedule(request, metadata=[("rackcron-rollout", "slowly")])
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details() == "rackcron-rollout: expected all-at-once"
+
+
+# --- from the hostile review --------------------------------------------------------------------
+
+
+def test_a_stored_policy_it_cannot_follow_fails_that_schedule_alone(service, fleet, clock) -> None:
+    bad = make(service, fleet.racks[:1], RolloutPolicy(max_in_flight="1"), name="bad")
+    good = make(service, fleet.racks[1:2], RolloutPolicy(max_in_flight="1"), name="good")
+    with transaction(service.engine) as conn:  # as a store written before a rule existed
+        conn.execute(
+            task_schedule.update()
+            .where(task_schedule.c.id == bad.id)
+            .values(rollout={"max_in_flight": "1", "waves": ["5", "2"]})
+        )
+    clock.now = good.next_run_at
+    (batch,) = list(service.fire_batches())
+    assert [u.name for u in batch.unfireable] == ["bad"]
+    assert [r.firing.schedule.name for r in batch.results] == ["good"]
+
+
+def test_every_unfinished_rollout_advances_however_many(service, fleet, clock) -> None:
+    made = [make(service, fleet.racks[i : i + 1], RolloutPolicy(max_in_flight="1"), name=f"s{i}")
+            for i in range(3)]  # fmt: skip
+    for each in made:
+        service.trigger(each.id)
+    advanced = service.advance_rollouts(batch_size=2)
+    assert len(advanced) == 3 and all(len(a.started) == 1 for a in advanced)
+
+
+def test_an_aborted_rollout_frees_the_schedule_and_keeps_its_running_task(
+    service, fleet, clock
+) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    (running,) = service.advance_rollouts()[0].started.values()
+    set_status(service, running, TaskStatus.RUNNING)
+    aborted = service.abort_rollout(rollout_id)
+    assert aborted.state == "aborted" and aborted.finished_at is None  # its task runs on
+    assert service.trigger(made.id).firing.rollout_id is not None  # not refused
+    set_status(service, running, TaskStatus.FAILED)
+    service.advance_rollouts()
+    done = service.get_rollout(rollout_id)
+    assert done.finished_at is not None and done.failed == 1
+
+
+def test_a_missed_firing_of_a_rollout_schedule_is_not_a_run(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    fire(service, clock, made)
+    ran = service.get_schedule(made.id).last_run_at
+    clock.now = service.get_schedule(made.id).next_run_at
+    with transaction(service.engine) as conn:  # still unfinished at the next night
+        conn.execute(rollout.update().values(cutoff_at=None))
+    assert service.fire_due() == []
+    assert service.get_schedule(made.id).last_run_at == ran
+
+
+def test_allow_failures_is_bounded(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:1], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    with pytest.raises(InvalidArgument, match="allow_failures: must be from 0 to 999999999"):
+        service.resume_rollout(rollout_id, allow_failures=10**20)

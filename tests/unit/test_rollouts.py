@@ -323,3 +323,51 @@ def test_a_count_may_be_given_as_a_number_but_not_as_a_boolean() -> None:
     assert RolloutPolicy.model_validate({"max_in_flight": 3}).max_in_flight == "3"
     with pytest.raises(ValueError):
         RolloutPolicy.model_validate({"max_in_flight": True})
+
+
+# --- from the hostile review ---------------------------------------------------------------------
+
+
+def test_a_halted_canary_resumed_meets_its_gate_again_and_a_second_resume_promotes() -> None:
+    policy = Policy(Amount(5), waves=(Amount(1),), bake=timedelta(hours=1))
+    first = step(new_rollout(policy, racks(6), None), NOW)
+    halted = step(ended(first.rollout, ScopeStage.FAILED, "s00"), NOW).rollout
+    assert halted.state == RolloutState.HALTED
+    gated = step(resume(halted), NOW)  # no success in the canary wave: pauses, starts nothing
+    assert (gated.start, gated.rollout.state, gated.rollout.pause_reason) == (
+        (), RolloutState.PAUSED, "no_success",
+    )  # fmt: skip
+    promoted = step(resume(gated.rollout), NOW)  # the operator's decision
+    assert len(promoted.start) == 5
+
+
+def test_a_resume_during_a_bake_bakes_on() -> None:
+    policy = Policy(Amount(5), waves=(Amount(1),), bake=timedelta(hours=1))
+    first = step(new_rollout(policy, racks(3), None), NOW)
+    baking = step(ended(first.rollout, ScopeStage.COMPLETED, "s00"), NOW).rollout
+    assert baking.state == RolloutState.BAKING
+    paused = replace(baking, state=RolloutState.PAUSED, pause_reason="operator")
+    resumed = resume(paused)
+    assert resumed.state == RolloutState.BAKING and resumed.wave == 0
+    assert step(resumed, NOW + MINUTE).start == ()  # not before the bake's end
+    assert len(step(resumed, NOW + timedelta(hours=1)).start) == 2
+
+
+def test_the_default_extra_allowance_is_the_declared_budget_not_the_raised_one() -> None:
+    first = step(new_rollout(Policy(Amount(1)), racks(4), None), NOW)
+    halted = step(ended(first.rollout, ScopeStage.FAILED, "s00"), NOW).rollout
+    once = resume(halted, declared_budget=0)
+    assert once.budget == 2  # 1 failed + 1
+    twice = resume(replace(once, state=RolloutState.HALTED), declared_budget=0)
+    assert twice.budget == once.failed + 1  # not compounding
+
+
+def test_a_halted_roll_out_whose_every_scope_ended_completes() -> None:
+    first = step(new_rollout(Policy(Amount(2)), racks(2), None), NOW)
+    done = ended(first.rollout, ScopeStage.FAILED, "s00", "s01")
+    assert step(done, NOW).rollout.state == RolloutState.COMPLETED
+
+
+def test_a_cutoff_with_nothing_left_to_start_does_not_expire_it() -> None:
+    first = step(new_rollout(Policy(Amount(2)), racks(2), NOW + MINUTE), NOW)
+    assert step(first.rollout, NOW + timedelta(hours=1)).rollout.state == RolloutState.ROLLING
