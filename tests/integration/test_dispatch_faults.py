@@ -37,7 +37,9 @@ ARGS = (
 
 
 def _events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+    """The JSON log lines the replica has written whole (it may be writing the last)."""
+    whole = path.read_text().split("\n")[:-1]
+    return [json.loads(line) for line in whole if line.startswith("{")]
 
 
 def _stopped(pid: int) -> bool:
