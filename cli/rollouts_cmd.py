@@ -9,6 +9,7 @@ trail with who and why. A roll-out is named by its id, or by its schedule (the n
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import click
@@ -21,17 +22,22 @@ from rackcron.cli._common import (
     format_option,
     open_service,
     print_table,
+    server_options,
     when,
 )
 from rackcron.domain.escape import terminal
+from rackcron.domain.rollouts import RolloutState
+from rackcron.reconciler.conflicts import format_duration
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
+    from rackcron.cli._common import Server
     from rackcron.domain.models import RolloutRecord
+    from rackcron.service.roles import RolloutSteering
 
 __all__ = ["rollouts"]
 
-STATES = ("rolling", "baking", "paused", "halted", "completed", "expired", "aborted")
+STATES = tuple(s.value for s in RolloutState)
 #: How a wave's scopes are counted, in the order shown.
 _COLUMNS = ("completed", "failed", "active", "waiting", "skipped", "not_started")
 
@@ -49,6 +55,15 @@ def rollouts() -> None:
 
     Example: rackcron rollouts get powershelf-firmware-rollout
     """
+
+
+def _backend(database_url: str | None, server: Server | None) -> RolloutSteering:
+    """The local store, or the gRPC server when ``--server`` is given."""
+    if server is None:
+        return open_service(database_url)
+    from rackcron.wire.client import RolloutsClient
+
+    return RolloutsClient(server.channel())
 
 
 def _shown(record: RolloutRecord) -> dict[str, object]:
@@ -88,17 +103,19 @@ def _line(record: RolloutRecord) -> list[str]:
 )
 @format_option
 @database_option
+@server_options
 def list_command(
-    schedule: str | None, states: tuple[str, ...], limit: int, fmt: str, database_url: str | None
+    schedule: str | None, states: tuple[str, ...], limit: int, fmt: str, database_url: str | None,
+    server: Server | None,
 ) -> None:
     """List roll-outs, newest first.
 
     Example: rackcron rollouts list --state halted --state paused
     """
     with cli_errors():
-        service = open_service(database_url)
-        schedule_id = None if schedule is None else service.find_schedule(schedule).id
-        found = service.list_rollouts(schedule_id=schedule_id, states=states, limit=limit)
+        found = _backend(database_url, server).list_rollouts(
+            schedule=schedule, states=states, limit=limit
+        )
     if fmt == "json":
         echo_json({"rollouts": [_shown(r) for r in found]})
         return
@@ -149,14 +166,16 @@ def _listed(heading: str, lines: list[str]) -> None:
 @click.option("--racks", "every", is_flag=True, help="List every rack, by wave, with its stage.")
 @format_option
 @database_option
-def get_command(rollout: str, every: bool, fmt: str, database_url: str | None) -> None:
+@server_options
+def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, server: Server | None
+) -> None:
     """Show one roll-out: its policy, each wave's progress, the racks in flight and
     held, and every failure with its task's message.
 
     Example: rackcron rollouts get powershelf-firmware-rollout
     """
     with cli_errors():
-        record = open_service(database_url).get_rollout(rollout)
+        record = _backend(database_url, server).get_rollout(rollout)
     if fmt == "json":
         echo_json(_shown(record))
         return
@@ -170,6 +189,12 @@ def get_command(rollout: str, every: bool, fmt: str, database_url: str | None) -
         ("failures", f"{record.failed} of {record.budget} allowed"),
         ("in flight", f"{record.stages.get('active', 0)} (at most {record.in_flight})"),
         *([("bake until", when(record.bake_until))] if record.bake_until else []),
+        *(
+            [("bake left", f"{format_duration(timedelta(seconds=record.bake_left_seconds))} (stopped while paused)")]
+            if record.bake_left_seconds is not None
+            else []
+        ),
+        *([("forced past", ", ".join(record.overridden))] if record.overridden else []),
         ("cutoff", when(record.cutoff_at)),
         *([("finished", when(record.finished_at))] if record.finished_at else []),
         *([("next", _NEXT[record.state])] if record.state in _NEXT else []),
@@ -223,8 +248,10 @@ def _report(record: RolloutRecord, fmt: str) -> None:
 @format_option
 @audit_options
 @database_option
+@server_options
 def pause_command(
-    rollout: str, yes: bool, fmt: str, audit: Audit, database_url: str | None
+    rollout: str, yes: bool, fmt: str, audit: Audit, database_url: str | None,
+    server: Server | None,
 ) -> None:
     """Pause a rolling or baking roll-out: nothing new starts, and its tasks not yet
     delivered wait, until it is resumed. (Pausing its schedule does not pause it.)
@@ -232,7 +259,7 @@ def pause_command(
     Example: rackcron rollouts pause powershelf-firmware-rollout --yes --reason 'bad BMC reports'
     """
     with cli_errors():
-        service = open_service(database_url)
+        service = _backend(database_url, server)
         found = service.get_rollout(rollout)
         _steer("Pause", f"{found.id} of {found.schedule_name}", yes)
         _report(service.pause_rollout(found.id, audit=audit), fmt)
@@ -249,6 +276,7 @@ def pause_command(
 @format_option
 @audit_options
 @database_option
+@server_options
 def resume_command(
     rollout: str,
     allow_failures: int | None,
@@ -256,15 +284,17 @@ def resume_command(
     fmt: str,
     audit: Audit,
     database_url: str | None,
+    server: Server | None,
 ) -> None:
     """Resume a paused or halted roll-out; after a wave's promotion gate (bake:
-    manual), start the next wave.
+    manual), start the next wave. Over --server, resuming a halted roll-out needs an
+    admin token (it overrides the failure budget).
 
     Example: rackcron rollouts resume powershelf-firmware-rollout --yes --allow-failures 2
     --reason 'fixed image'
     """
     with cli_errors():
-        service = open_service(database_url)
+        service = _backend(database_url, server)
         found = service.get_rollout(rollout)
         _steer("Resume", f"{found.id} of {found.schedule_name}", yes)
         record = service.resume_rollout(found.id, allow_failures=allow_failures, audit=audit)
@@ -280,8 +310,10 @@ def resume_command(
 @format_option
 @audit_options
 @database_option
+@server_options
 def abort_command(
-    rollout: str, cancel_active: bool, yes: bool, fmt: str, audit: Audit, database_url: str | None
+    rollout: str, cancel_active: bool, yes: bool, fmt: str, audit: Audit, database_url: str | None,
+    server: Server | None,
 ) -> None:
     """Abort a roll-out: its racks not started will not start, and its waiting and
     pending tasks are cancelled (--cancel-active: its running ones too).
@@ -289,7 +321,7 @@ def abort_command(
     Example: rackcron rollouts abort powershelf-firmware-rollout --yes --reason 'image withdrawn'
     """
     with cli_errors():
-        service = open_service(database_url)
+        service = _backend(database_url, server)
         found = service.get_rollout(rollout)
         _steer("Abort", f"{found.id} of {found.schedule_name}", yes)
         _report(service.abort_rollout(found.id, cancel_active=cancel_active, audit=audit), fmt)

@@ -198,7 +198,7 @@ def _latest_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> st
 
     if not isinstance(backend, Service):
         return "-"
-    found = backend.list_rollouts(schedule_id=schedule_id, limit=1)
+    found = backend.list_rollouts(schedule=schedule_id, limit=1)
     if not found:
         return "none yet"
     (last,) = found
@@ -211,7 +211,7 @@ def _running_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> l
 
     if not isinstance(backend, Service):
         return []
-    found = backend.list_rollouts(schedule_id=schedule_id, limit=1)
+    found = backend.list_rollouts(schedule=schedule_id, limit=1)
     return [r.id for r in found if r.finished_at is None]
 
 

@@ -66,6 +66,7 @@ _ROLLOUT_ENDS = {
     RolloutState.HALTED: EventKind.ROLLOUT_HALTED,
     RolloutState.COMPLETED: EventKind.ROLLOUT_COMPLETED,
     RolloutState.EXPIRED: EventKind.ROLLOUT_EXPIRED,
+    RolloutState.ABORTED: EventKind.ROLLOUT_ABORTED,
 }
 
 _RESULTS = ("submitted", "queued", "skipped", "frozen", "failed")
@@ -223,10 +224,20 @@ class Dispatcher:
 
     def _report_rollouts(self, advanced: list[Advanced]) -> None:
         """A line per roll-out that started scopes or changed state now; the metrics, and
-        a notification per wave ended and per roll-out halted, completed or expired."""
+        a notification per roll-out started (its first advance, whoever fired it), per
+        wave ended and per roll-out halted, completed, expired or aborted."""
         for each in advanced:
             if not each.started and not each.ended and each.before == each.after:
                 continue
+            if each.before is None:
+                self._rollout_event(
+                    EventKind.ROLLOUT_STARTED,
+                    each.rollout_id,
+                    each.schedule_id,
+                    each.schedule_name,
+                    state=each.after,
+                    stages=each.stages,
+                )
             ended = Counter(stage.value for stage in each.ended.values())
             halted = each.after == RolloutState.HALTED != each.before
             event(
@@ -386,15 +397,6 @@ class Dispatcher:
             if firing.rollout_id is not None:
                 fields["rollout"] = str(firing.rollout_id)
             event(logging.WARNING if counts["failed"] else logging.INFO, "fired", **fields)
-            if firing.rollout_id is not None:
-                self._rollout_event(
-                    EventKind.ROLLOUT_STARTED,
-                    firing.rollout_id,
-                    firing.schedule.id,
-                    firing.schedule.name,
-                    state=RolloutState.ROLLING,
-                    stages={"waiting": len(firing.scopes)},
-                )
             if (
                 self.notify is not None
                 and not firing.manual

@@ -8,6 +8,7 @@ package ``rackcron.wire.proto`` (the folder ``wire/proto/``)::
                                      wire/proto/v1/flow_pb2.pyi
                                      wire/proto/v1/flow_pb2_grpc.py
     schemas/proto/v1/reconciler.proto  ->  wire/proto/v1/reconciler_pb2*.py(i)
+    schemas/proto/v1/rollouts.proto    ->  wire/proto/v1/rollouts_pb2*.py(i)
 
 The include root is ``schemas/proto``, so the descriptor's file name stays ``v1/flow.proto``
 (what server reflection reports). protoc's gRPC plugin then writes the absolute import
@@ -33,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_ROOT = ROOT / "schemas" / "proto"
-STEMS = ("flow", "reconciler")
+STEMS = ("flow", "reconciler", "rollouts")
 PROTOS = tuple(f"v1/{stem}.proto" for stem in STEMS)
 PACKAGE = "wire/proto"  # the folder of the package rackcron.wire.proto
 GENERATED = tuple(

@@ -9,7 +9,8 @@ apply changes (inventory, freezes, deadlines, the apply log) through
 ``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``),
 whatever its method, and a RunStep that lifts a stored freeze: deletes it or changes it
 so that it may hold less, or takes a rack it holds (or that rack's hardware) out of it
-(:func:`step_needs`: lifting a freeze is overriding it for good).
+(:func:`step_needs`: lifting a freeze is overriding it for good), and resuming a halted
+roll-out (past its failure budget; ``rackcron.shim.rollouts``).
 
 docs/security.md "Token scopes" shows the table to users; docs/grpc.md lists it per RPC.
 """
@@ -31,6 +32,7 @@ __all__ = ["OPEN", "RPC_SCOPES", "Need", "caller_scope", "needed", "step_needs"]
 
 _FLOW = "/v1.Flow/"
 _RECONCILER = "/rackcron.v1.Reconciler/"
+_ROLLOUTS = "/rackcron.v1.Rollouts/"
 
 #: The scope each method needs, by its full name (``/package.Service/Method``).
 RPC_SCOPES: Mapping[str, TokenScope] = MappingProxyType(
@@ -54,6 +56,11 @@ RPC_SCOPES: Mapping[str, TokenScope] = MappingProxyType(
         f"{_RECONCILER}GetExtras": TokenScope.READ,
         f"{_RECONCILER}RunStep": TokenScope.WRITE,
         f"{_RECONCILER}RecordApply": TokenScope.WRITE,
+        f"{_ROLLOUTS}ListRollouts": TokenScope.READ,
+        f"{_ROLLOUTS}GetRollout": TokenScope.READ,
+        f"{_ROLLOUTS}PauseRollout": TokenScope.WRITE,
+        f"{_ROLLOUTS}ResumeRollout": TokenScope.WRITE,  # a halted one: ADMIN (RESUME_HALTED)
+        f"{_ROLLOUTS}AbortRollout": TokenScope.WRITE,
         "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": TokenScope.READ,
     }
 )

@@ -1,7 +1,8 @@
 """The gRPC server: ``v1.Flow`` plus health checking and reflection, with TLS and tokens.
 
 :class:`ShimServer` binds one address (127.0.0.1 unless told otherwise), serves
-the Flow servicer (and, when configured, rackcron's own ``rackcron.v1.Reconciler``,
+the Flow servicer, rackcron's ``rackcron.v1.Rollouts`` (``rackcron.shim.rollouts``) (and,
+when configured, rackcron's own ``rackcron.v1.Reconciler``,
 see ``rackcron.shim.extras``) on a thread pool of ``workers`` threads (the store's
 connection pool is sized to match by the caller: see ``rackcron serve``), and
 answers ``grpc.health.v1.Health`` and server reflection so generic clients such
@@ -40,10 +41,18 @@ from rackcron.logs import Seconds, event
 from rackcron.service.roles import ShimStore
 from rackcron.shim.access import OPEN, needed
 from rackcron.shim.extras import ReconcilerServicer
+from rackcron.shim.rollouts import RolloutsServicer
 from rackcron.shim.servicer import FlowServicer
 from rackcron.shim.tokens import ENV_TOKEN_NAME, BadTokenFile, Token, TokenSet, parse_tokens
 from rackcron.token_guesses import Guesses
-from rackcron.wire.proto.v1 import flow_pb2, flow_pb2_grpc, reconciler_pb2, reconciler_pb2_grpc
+from rackcron.wire.proto.v1 import (
+    flow_pb2,
+    flow_pb2_grpc,
+    reconciler_pb2,
+    reconciler_pb2_grpc,
+    rollouts_pb2,
+    rollouts_pb2_grpc,
+)
 
 __all__ = [
     "FLOW_SERVICE",
@@ -58,6 +67,7 @@ __all__ = [
 
 FLOW_SERVICE = flow_pb2.DESCRIPTOR.services_by_name["Flow"].full_name  # "v1.Flow"
 RECONCILER_SERVICE = reconciler_pb2.DESCRIPTOR.services_by_name["Reconciler"].full_name
+ROLLOUTS_SERVICE = rollouts_pb2.DESCRIPTOR.services_by_name["Rollouts"].full_name
 STOP_SLACK = 5.0  # seconds stop() waits past the grace period for grpcio's shutdown
 
 
@@ -314,7 +324,10 @@ class ShimServer:
         )
         flow = flow or FlowServicer(service, tokens)
         flow_pb2_grpc.add_FlowServicer_to_server(flow, self._server)
-        names = [FLOW_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
+        rollouts_pb2_grpc.add_RolloutsServicer_to_server(
+            RolloutsServicer(service, tokens), self._server
+        )
+        names = [FLOW_SERVICE, ROLLOUTS_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
         if config.reconciler:
             reconciler_pb2_grpc.add_ReconcilerServicer_to_server(
                 ReconcilerServicer(service, tokens), self._server

@@ -1,4 +1,4 @@
-"""Talking to a Flow server (rackcron's shim or Flow itself): channels, errors, a client.
+"""Talking to a Flow server (rackcron's shim or Flow itself): channels, errors, clients.
 
 Used by the CLI's ``--server`` options and by the tests::
 
@@ -8,7 +8,8 @@ Used by the CLI's ``--server`` options and by the tests::
 
 :func:`call` makes one RPC and turns a failed one into the core's error of the
 same status code (:class:`RemoteError`), so the CLI reports a remote refusal as
-it reports a local one.
+it reports a local one. :class:`RolloutsClient` steers roll-outs through
+``rackcron.v1.Rollouts``, which rackcron's server offers and Flow does not.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from typing import Any
 import grpc
 
 from rackcron.audit import Audit
-from rackcron.domain.models import Page, Schedule, Scope, TaskStatus
+import pydantic
+
+from rackcron.domain.models import Page, RolloutRecord, Schedule, Scope, TaskStatus
 from rackcron.errors import NotFound, RackcronError
 from rackcron.wire.convert import to_schedule, to_scope, to_task_status
 from rackcron.wire.metadata import ALL_AT_ONCE, FORCE, audit_metadata
 from rackcron.wire.proto.v1 import flow_pb2 as pb
-from rackcron.wire.proto.v1 import flow_pb2_grpc
+from rackcron.wire.proto.v1 import flow_pb2_grpc, rollouts_pb2, rollouts_pb2_grpc
 
-__all__ = ["ClientTls", "FlowClient", "RemoteError", "call", "connect"]
+__all__ = ["ClientTls", "FlowClient", "RemoteError", "RolloutsClient", "call", "connect"]
 
 TIMEOUT = 30.0  # seconds per call
 
@@ -221,3 +224,79 @@ def _metadata(audit: Audit | None) -> list[tuple[str, str]] | None:
 
 def _uuid(value: uuid.UUID | str) -> pb.UUID:
     return pb.UUID(id=str(value))
+
+
+class RolloutsClient:
+    """Roll-outs over ``rackcron.v1.Rollouts`` (``rackcron.service.roles.RolloutSteering``).
+
+    Each answer is read as the store's :class:`RolloutRecord`: one the client cannot
+    read is an error, never shown half-read.
+    """
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.stub = rollouts_pb2_grpc.RolloutsStub(channel)
+
+    def _call(self, rpc: str, request: Any, audit: Audit | None = None) -> Any:
+        try:
+            return call(self.stub, rpc, request, _metadata(audit))
+        except RemoteError as exc:
+            if exc.code == grpc.StatusCode.UNIMPLEMENTED.name:
+                raise RackcronError(
+                    f"{rpc}: this server does not offer rackcron.v1.Rollouts (a Flow server"
+                    " has no roll-outs; rackcron serve offers them)"
+                ) from None
+            raise
+
+    def _record(self, rpc: str, request: Any, audit: Audit | None = None) -> RolloutRecord:
+        return _read_record(rpc, self._call(rpc, request, audit).rollout_json)
+
+    def list_rollouts(
+        self,
+        *,
+        schedule: uuid.UUID | str | None = None,
+        states: Sequence[str] = (),
+        limit: int = 100,
+    ) -> list[RolloutRecord]:
+        request = rollouts_pb2.ListRolloutsRequest(
+            schedule=str(schedule or ""), states=list(states), limit=limit
+        )
+        answer = self._call("ListRollouts", request)
+        return [_read_record("ListRollouts", text) for text in answer.rollouts_json]
+
+    def get_rollout(self, ref: uuid.UUID | str) -> RolloutRecord:
+        return self._record("GetRollout", rollouts_pb2.GetRolloutRequest(rollout=str(ref)))
+
+    def pause_rollout(self, ref: uuid.UUID | str, *, audit: Audit | None = None) -> RolloutRecord:
+        request = rollouts_pb2.PauseRolloutRequest(rollout=str(ref))
+        return self._record("PauseRollout", request, audit)
+
+    def resume_rollout(
+        self,
+        ref: uuid.UUID | str,
+        *,
+        allow_failures: int | None = None,
+        audit: Audit | None = None,
+        halted_ok: bool = True,
+    ) -> RolloutRecord:
+        """ResumeRollout; ``halted_ok`` is the server's to judge, by the token's scope."""
+        request = rollouts_pb2.ResumeRolloutRequest(rollout=str(ref))
+        if allow_failures is not None:
+            request.allow_failures = allow_failures
+        return self._record("ResumeRollout", request, audit)
+
+    def abort_rollout(
+        self, ref: uuid.UUID | str, *, cancel_active: bool = False, audit: Audit | None = None
+    ) -> RolloutRecord:
+        request = rollouts_pb2.AbortRolloutRequest(rollout=str(ref), cancel_active=cancel_active)
+        return self._record("AbortRollout", request, audit)
+
+
+def _read_record(rpc: str, text: str) -> RolloutRecord:
+    """:raises RackcronError: ``text`` is not a roll-out this client can read."""
+    try:
+        return RolloutRecord.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        raise RackcronError(
+            f"{rpc}: the server's answer is not a roll-out this client reads"
+            f" ({exc.error_count()} problems): is the server a different rackcron version?"
+        ) from None

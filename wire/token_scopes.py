@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["RELEASE_FREEZE", "TokenScope"]
+__all__ = ["RELEASE_FREEZE", "RESUME_HALTED", "TokenScope"]
 
 
 class TokenScope(enum.Enum):
@@ -16,7 +16,8 @@ class TokenScope(enum.Enum):
 
     ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
     ``rackcron.v1.Reconciler``) what an apply changes, ``admin`` also overrides the
-    safety rules (a trigger forced past a freeze, :data:`RELEASE_FREEZE`). Which scope
+    safety rules (a trigger forced past a freeze, :data:`RELEASE_FREEZE`,
+    :data:`RESUME_HALTED`). Which scope
     each RPC needs: ``rackcron.shim.access``.
     """
 
@@ -33,3 +34,7 @@ class TokenScope(enum.Enum):
 #: What changing or deleting a stored freeze needs: lifting a freeze overrides it for
 #: good, as a forced trigger does once. Declaring a new one needs only ``write``.
 RELEASE_FREEZE = TokenScope.ADMIN
+
+#: What resuming a halted roll-out needs: it overrides the failure budget that halted it.
+#: Pausing, resuming a paused one (or past a manual gate) and aborting need only ``write``.
+RESUME_HALTED = TokenScope.ADMIN

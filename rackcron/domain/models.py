@@ -369,8 +369,10 @@ class RolloutRecord(_Model):
     in_flight: int
     per_group: int
     bake_until: datetime | None = None
+    bake_left_seconds: int | None = None  # a bake an operator's pause stopped
     cutoff_at: datetime | None = None
     pause_reason: str | None = None  # operator, promotion, no_success
+    overridden: list[str] = []  # the freezes its forced trigger overrode
     updated_at: datetime
     finished_at: datetime | None = None
     stages: dict[str, int] = {}  # its scopes by stage

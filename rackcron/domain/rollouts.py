@@ -47,6 +47,7 @@ __all__ = [
     "parse_amount",
     "parse_bake",
     "parse_span",
+    "pause",
     "resume",
     "step",
 ]
@@ -281,9 +282,10 @@ class Rollout:
 
     ``wave``: the wave whose scopes may start; ``budget``: the failures it tolerates
     (the policy's, raised by a resume); ``bake``: as the policy (None: manual);
-    ``bake_until``: when a bake in progress ends; ``cutoff_at``: when unstarted scopes
-    end (None: never); ``pause_reason``: why it is paused (``operator``, ``promotion``,
-    ``no_success``)."""
+    ``bake_until``: when a bake in progress ends; ``bake_left``: what was left of a bake
+    an operator paused (its timer stops while paused); ``cutoff_at``: when unstarted
+    scopes end (None: never); ``pause_reason``: why it is paused (``operator``,
+    ``promotion``, ``no_success``)."""
 
     scopes: tuple[RolloutScope, ...]
     in_flight: int
@@ -295,6 +297,7 @@ class Rollout:
     bake_until: datetime | None = None
     cutoff_at: datetime | None = None
     pause_reason: str | None = None
+    bake_left: timedelta | None = None
 
     @property
     def failed(self) -> int:
@@ -399,17 +402,38 @@ def _starts(rollout: Rollout, held: Collection[Hashable]) -> tuple[Hashable, ...
     return tuple(starts)
 
 
+def pause(rollout: Rollout, now: datetime) -> Rollout:
+    """An operator's pause of a rolling or baking roll-out (a paused one stays as it is);
+    a bake in progress stops, keeping what is left of it.
+
+    :raises RolloutError: it is halted or final.
+    """
+    if rollout.state == RolloutState.PAUSED:
+        return rollout
+    if rollout.state not in (RolloutState.ROLLING, RolloutState.BAKING):
+        raise RolloutError(
+            "state", f"only a rolling or baking roll-out pauses; this one is {rollout.state}"
+        )
+    left = None if rollout.bake_until is None else max(rollout.bake_until - now, timedelta(0))
+    return replace(
+        rollout, state=RolloutState.PAUSED, pause_reason="operator", bake_until=None, bake_left=left
+    )
+
+
 def resume(
-    rollout: Rollout, allow_failures: int | None = None, declared_budget: int = 0
+    rollout: Rollout,
+    now: datetime,
+    allow_failures: int | None = None,
+    declared_budget: int = 0,
 ) -> Rollout:
-    """An operator's resume of a paused or halted roll-out.
+    """An operator's resume of a paused or halted roll-out at ``now``.
 
     A halted one keeps its failure count and may fail ``allow_failures`` more (default:
     the larger of its ``declared_budget`` and 1). A promotion gate (``manual`` bake) or a
     first wave with no success that paused it goes on to the next wave: resuming is the
-    operator's decision to promote. Otherwise it rolls on where it stood: a bake in
-    progress bakes on (until its end), and a wave that ended while it was paused or halted
-    meets its bake and gates at the next step.
+    operator's decision to promote. Otherwise it rolls on where it stood: a bake the
+    pause stopped bakes what was left of it, and a wave that ended while it was paused or
+    halted meets its bake and gates at the next step.
 
     :raises RolloutError: it is neither paused nor halted.
     """
@@ -421,13 +445,23 @@ def resume(
     if rollout.state == RolloutState.HALTED:
         more = allow_failures if allow_failures is not None else max(declared_budget, 1)
         budget = rollout.failed + more
-    wave, state = rollout.wave, RolloutState.ROLLING
+    wave, state, bake_until = rollout.wave, RolloutState.ROLLING, rollout.bake_until
     promoting = rollout.pause_reason in ("promotion", "no_success")
     if promoting and rollout.wave_ended(wave) and wave + 1 < rollout.waves:
         wave += 1
-    elif rollout.bake_until is not None:
+    elif rollout.bake_left is not None:
+        state, bake_until = RolloutState.BAKING, now + rollout.bake_left
+    elif bake_until is not None:
         state = RolloutState.BAKING
-    return replace(rollout, state=state, budget=budget, wave=wave, pause_reason=None)
+    return replace(
+        rollout,
+        state=state,
+        budget=budget,
+        wave=wave,
+        pause_reason=None,
+        bake_until=bake_until,
+        bake_left=None,
+    )
 
 
 def estimated_span(

@@ -848,12 +848,17 @@ class Service:
     def list_rollouts(
         self,
         *,
-        schedule_id: uuid.UUID | None = None,
+        schedule: uuid.UUID | str | None = None,
         states: Sequence[str] = (),
         limit: int = 100,
     ) -> list[RolloutRecord]:
-        """The newest roll-outs first (:meth:`RolloutOps.list_rollouts`)."""
+        """The newest roll-outs first (:meth:`RolloutOps.list_rollouts`); ``schedule``
+        (its id or name): only that schedule's.
+
+        :raises NotFound: no schedule ``schedule``.
+        """
         with self.transaction(write=False) as ops:
+            schedule_id = None if schedule is None else self._schedule_id(ops, schedule)
             return ops.rollouts.list_rollouts(schedule_id=schedule_id, states=states, limit=limit)
 
     def get_rollout(self, ref: uuid.UUID | str) -> RolloutRecord:
@@ -865,18 +870,27 @@ class Service:
             return ops.rollouts.get_rollout(self._rollout_id(ops, ref))
 
     @staticmethod
-    def _rollout_id(ops: Operations, ref: uuid.UUID | str) -> uuid.UUID:
+    def _schedule_id(ops: Operations, ref: uuid.UUID | str) -> uuid.UUID:
+        """The id of the schedule with the id, or else the name, ``ref``.
+
+        :raises NotFound: no such schedule.
+        """
+        try:
+            found: uuid.UUID = ops.schedules.schedule_row(ref).id
+        except (NotFound, InvalidArgument):
+            found = ops.schedules.find_schedule(str(ref)).id
+        return found
+
+    @classmethod
+    def _rollout_id(cls, ops: Operations, ref: uuid.UUID | str) -> uuid.UUID:
         try:
             return ops.rollouts.get_rollout(ref).id
         except (NotFound, InvalidArgument):
             pass
         try:
-            schedule_id: uuid.UUID | None = ops.schedules.schedule_row(ref).id
-        except (NotFound, InvalidArgument):
-            try:
-                schedule_id = ops.schedules.find_schedule(str(ref)).id
-            except NotFound:
-                schedule_id = None
+            schedule_id: uuid.UUID | None = cls._schedule_id(ops, ref)
+        except NotFound:
+            schedule_id = None
         latest = None if schedule_id is None else ops.rollouts.latest_of(schedule_id)
         if latest is None:
             raise NotFound(f"id: no roll-out {str(ref)!r}, and no schedule so named with one")
@@ -899,11 +913,13 @@ class Service:
         *,
         allow_failures: int | None = None,
         audit: Audit | None = None,
+        halted_ok: bool = True,
     ) -> RolloutRecord:
         """Resume a paused or halted roll-out (:meth:`RolloutOps.resume`), recorded as by
-        ``audit``."""
+        ``audit``; ``halted_ok`` false: refuse a halted one (PermissionDenied)."""
         with self.transaction() as ops:
-            record = ops.rollouts.resume(self._rollout_id(ops, ref), allow_failures)
+            rollout_id = self._rollout_id(ops, ref)
+            record = ops.rollouts.resume(rollout_id, allow_failures, halted_ok=halted_ok)
             change = _trail.rollout_change(
                 _trail.Action.RESUME_ROLLOUT, record, budget=record.budget
             )

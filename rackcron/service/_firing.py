@@ -638,7 +638,10 @@ class FiringOps:
         for index, schedule in rolling:
             firing = firings[index]
             seeds = [RolloutScopeSeed(s.id, s.rack_id, s.component_filter) for s in firing.scopes]
-            recorded = self.rollouts.record(schedule, seeds, manual=manual, due=firing.due)
+            forced_past = sorted({name for names in firing.overridden.values() for name in names})
+            recorded = self.rollouts.record(
+                schedule, seeds, manual=manual, due=firing.due, overridden=forced_past
+            )
             firings[index] = replace(firing, rollout_id=recorded)
         return Claim(firings, unfireable, missed)
 

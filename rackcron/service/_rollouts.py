@@ -15,6 +15,7 @@ gets two tasks, whatever crashes.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -40,7 +41,7 @@ from rackcron.domain.models import (
 from rackcron.domain.operation_names import operation_name
 from rackcron.domain.rollouts import RolloutState, ScopeStage
 from rackcron.domain.templates import operation_times
-from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound
+from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from rackcron.service._base import parse_id
 from rackcron.service._freezes import FreezeOps
 from rackcron.service._tasks import TaskOps, TaskRequest, chunked
@@ -57,7 +58,10 @@ from rackcron.store.tables import (
     task_schedule_scope,
 )
 
-__all__ = ["Advanced", "RolloutOps", "RolloutScopeSeed"]
+__all__ = ["MAX_LISTED", "Advanced", "RolloutOps", "RolloutScopeSeed"]
+
+#: The most roll-outs one listing returns.
+MAX_LISTED = 10_000
 
 #: Reason codes of a scope's stage (docs/rollouts.md "How a roll-out runs").
 TASK_FAILED = "task_failed"
@@ -93,14 +97,15 @@ class RolloutScopeSeed:
 
 @dataclass(frozen=True, slots=True)
 class Advanced:
-    """What one advance of one roll-out did: its state before and after, the tasks it
-    created (scope id -> task id), the scopes that ended now (scope id -> stage), the
-    waves that ended now (from 0), and its scopes by stage after."""
+    """What one advance of one roll-out did: the state last told of (None: its start is
+    news) and its state after, the tasks it created (scope id -> task id), the scopes that
+    ended now (scope id -> stage), the waves that ended now (from 0), and its scopes by
+    stage after."""
 
     rollout_id: uuid.UUID
     schedule_id: uuid.UUID
     schedule_name: str
-    before: RolloutState
+    before: RolloutState | None
     after: RolloutState
     started: Mapping[uuid.UUID, uuid.UUID]
     ended: Mapping[uuid.UUID, ScopeStage]
@@ -171,8 +176,10 @@ def _record(
         in_flight=row.in_flight,
         per_group=row.per_group,
         bake_until=row.bake_until,
+        bake_left_seconds=row.bake_left_seconds,
         cutoff_at=row.cutoff_at,
         pause_reason=row.pause_reason,
+        overridden=list(row.overridden or ()),
         updated_at=row.updated_at,
         finished_at=row.finished_at,
         stages=dict(counted),
@@ -195,6 +202,19 @@ def _record(
             for s in scopes
         ],
     )
+
+
+def _standing(current: rollouts.Rollout) -> dict[str, Any]:
+    """The ``rollout`` columns that say where ``current`` stands."""
+    left = current.bake_left
+    return {
+        "state": current.state.value,
+        "wave": current.wave,
+        "budget": current.budget,
+        "bake_until": current.bake_until,
+        "bake_left_seconds": None if left is None else math.ceil(left.total_seconds()),
+        "pause_reason": current.pause_reason,
+    }
 
 
 def _group(value: Any) -> rollouts.Group | None:
@@ -244,9 +264,12 @@ class RolloutOps:
         *,
         manual: bool,
         due: datetime,
+        overridden: Sequence[str] = (),
     ) -> uuid.UUID:
         """Record a firing of ``schedule`` (which declares a roll-out) over ``scopes`` as a
-        roll-out, its first wave open; returns its id (its tasks' ``firing_id``)."""
+        roll-out, its first wave open; returns its id (its tasks' ``firing_id``).
+        ``overridden``: the freezes a forced trigger overrode, which hold none of its
+        scopes (freezes that open later do)."""
         declared = schedule.rollout
         template = schedule.template
         assert declared is not None and template is not None
@@ -281,6 +304,7 @@ class RolloutOps:
                 bake_seconds=None if made.bake is None else int(made.bake.total_seconds()),
                 cutoff_at=made.cutoff_at,
                 updated_at=self.work.now,
+                overridden=list(overridden) or None,
             )
         )
         rows = []
@@ -338,7 +362,19 @@ class RolloutOps:
         limit: int = 100,
     ) -> list[RolloutRecord]:
         """The newest roll-outs first (without their scopes), of one schedule or in these
-        states if given."""
+        states if given.
+
+        :raises InvalidArgument: a state that is none, or ``limit`` out of 1 to
+            :data:`MAX_LISTED`.
+        """
+        unknown = sorted(set(states) - {s.value for s in RolloutState})
+        if unknown:
+            raise InvalidArgument(
+                f"states: no roll-out state {unknown[0]!r};"
+                f" expected some of {', '.join(RolloutState)}"
+            )
+        if not 1 <= limit <= MAX_LISTED:
+            raise InvalidArgument(f"limit: must be from 1 to {MAX_LISTED}, got {limit}")
         query = sa.select(rollout).order_by(rollout.c.fired_at.desc(), rollout.c.id).limit(limit)
         if schedule_id is not None:
             query = query.where(rollout.c.schedule_id == schedule_id)
@@ -383,7 +419,7 @@ class RolloutOps:
                 code=row.operation_code,
                 information=row.operation_information,
             )
-            names = self._frozen(row, template, held)
+            names, _forced = self._frozen(row, template, held)
             for scope in held:  # a freeze that has ended holds it no more
                 found = names.get(scope.scope_id)
                 scope.reason = f"{FROZEN}: {', '.join(found)}" if found else None
@@ -409,21 +445,26 @@ class RolloutOps:
         row = self._row(rollout_id, lock=True)
         if row.state == RolloutState.PAUSED:
             return self.get_rollout(row.id)
-        if row.state not in (RolloutState.ROLLING, RolloutState.BAKING):
-            raise FailedPrecondition(
-                f"id: roll-out {row.id} is {row.state}: only a rolling or baking one pauses"
-            )
-        self._set(row.id, state=RolloutState.PAUSED.value, pause_reason="operator")
+        try:
+            paused = rollouts.pause(self._domain(row, ()), self.work.now)
+        except rollouts.RolloutError as exc:
+            raise FailedPrecondition(f"id: roll-out {row.id}: {exc}") from None
+        self._set(row.id, **_standing(paused))
         return self.get_rollout(row.id)
 
     def resume(
-        self, rollout_id: uuid.UUID | str, allow_failures: int | None = None
+        self,
+        rollout_id: uuid.UUID | str,
+        allow_failures: int | None = None,
+        *,
+        halted_ok: bool = True,
     ) -> RolloutRecord:
         """Resume a paused or halted roll-out (``rackcron.domain.rollouts.resume``): a
         halted one keeps its failures and may fail ``allow_failures`` more.
 
         :raises NotFound: no such roll-out.
         :raises FailedPrecondition: it is neither paused nor halted.
+        :raises PermissionDenied: it is halted, and ``halted_ok`` is false.
         :raises InvalidArgument: ``allow_failures`` is negative.
         """
         if allow_failures is not None and not 0 <= allow_failures <= rollouts.MAX_COUNT:
@@ -431,21 +472,22 @@ class RolloutOps:
                 f"allow_failures: must be from 0 to {rollouts.MAX_COUNT}, got {allow_failures}"
             )
         row = self._row(rollout_id, lock=True)
+        if row.state == RolloutState.HALTED and not halted_ok:
+            raise PermissionDenied(
+                f"id: roll-out {row.id} is halted: resuming it overrides its failure budget"
+            )
         scopes = self._scopes(row.id)
         declared = rollouts.limits(RolloutPolicy.model_validate(row.policy).policy(), len(scopes))
         try:
             resumed = rollouts.resume(
-                self._domain(row, scopes), allow_failures, declared_budget=declared.failures
+                self._domain(row, scopes),
+                self.work.now,
+                allow_failures,
+                declared_budget=declared.failures,
             )
         except rollouts.RolloutError as exc:
             raise FailedPrecondition(f"id: roll-out {row.id}: {exc}") from None
-        self._set(
-            row.id,
-            state=resumed.state.value,
-            budget=resumed.budget,
-            wave=resumed.wave,
-            pause_reason=None,
-        )
+        self._set(row.id, **_standing(resumed))
         return self.get_rollout(row.id)
 
     def abort(self, rollout_id: uuid.UUID | str, *, cancel_active: bool = False) -> RolloutRecord:
@@ -461,30 +503,47 @@ class RolloutOps:
             raise FailedPrecondition(f"id: roll-out {row.id} has finished ({row.state})")
         scopes = self._scopes(row.id)
         self._refresh(scopes, {})  # as its tasks ended: a failure counts as one
-        now = self.work.now
-        active = [s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id]
-        statuses: dict[uuid.UUID, str] = {}
-        for chunk in chunked([s.task_id for s in active if s.task_id]):
-            query = sa.select(task.c.id, task.c.status).where(task.c.id.in_(chunk))
-            statuses.update((i, s) for i, s in self.work.conn.execute(query))
-        cancelling = {TaskStatus.WAITING.value, TaskStatus.PENDING.value}
-        if cancel_active:
-            cancelling.add(TaskStatus.RUNNING.value)
         for scope in scopes:
             if scope.stage == ScopeStage.WAITING:
-                scope.end(ScopeStage.NOT_STARTED, ABORTED, now)
-            elif scope.task_id is not None and statuses.get(scope.task_id, "") in cancelling:
-                try:
-                    self.tasks.cancel_task(scope.task_id)
-                except FailedPrecondition:  # it ended meanwhile: as it ended
-                    continue
-                scope.end(ScopeStage.SKIPPED, CANCELLED, now)
-                scope.task_status = TaskStatus.TERMINATED.value
+                scope.end(ScopeStage.NOT_STARTED, ABORTED, self.work.now)
+        cancelling = {TaskStatus.WAITING, TaskStatus.PENDING}
+        if cancel_active:
+            cancelling.add(TaskStatus.RUNNING)
+        self._cancel(scopes, cancelling, ScopeStage.SKIPPED, CANCELLED, {})
         current = replace(
             self._restaged(self._domain(row, scopes), scopes), state=RolloutState.ABORTED
         )
-        self._save(row, current, scopes, {})
+        self._save(row, current, scopes, {}, told=False)  # the dispatcher tells of it
         return self.get_rollout(row.id)
+
+    def _cancel(
+        self,
+        scopes: Sequence[_Scope],
+        statuses: Collection[TaskStatus],
+        stage: ScopeStage,
+        reason: str,
+        ended: dict[uuid.UUID, ScopeStage],
+    ) -> None:
+        """Cancel the tasks of the active scopes that are in one of ``statuses`` now; each
+        such scope ends at ``stage`` for ``reason`` (one whose task ended meanwhile stays
+        for :meth:`_refresh` to end as its task did)."""
+        active = [s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id]
+        now_in: dict[uuid.UUID, str] = {}
+        for chunk in chunked([s.task_id for s in active if s.task_id]):
+            query = sa.select(task.c.id, task.c.status).where(task.c.id.in_(chunk))
+            now_in.update((i, s) for i, s in self.work.conn.execute(query))
+        wanted = {s.value for s in statuses}
+        for scope in active:
+            assert scope.task_id is not None
+            if now_in.get(scope.task_id) not in wanted:
+                continue
+            try:
+                self.tasks.cancel_task(scope.task_id)
+            except FailedPrecondition:  # it ended meanwhile: as it ended
+                continue
+            scope.end(stage, reason, self.work.now)
+            scope.task_status = TaskStatus.TERMINATED.value
+            ended[scope.scope_id] = stage
 
     def _row(self, rollout_id: uuid.UUID | str, *, lock: bool) -> Any:
         found = parse_id(rollout_id, "id")
@@ -523,7 +582,7 @@ class RolloutOps:
         done_before = _waves_ended(scopes)
         ended: dict[uuid.UUID, ScopeStage] = {}
         self._refresh(scopes, ended)
-        before = RolloutState(row.state)
+        before = None if row.reported_state is None else RolloutState(row.reported_state)
         current = self._domain(row, scopes)
         live = self._live_scopes(row.schedule_id)
         if live is None:  # the schedule is gone: nothing more starts
@@ -535,7 +594,8 @@ class RolloutOps:
         by_id = {s.scope_id: s for s in scopes}
         # The freezes are judged for every waiting scope at once (one read), so that a
         # freeze over many racks costs one pass, not one per rack.
-        frozen = self._frozen(row, template, [s for s in scopes if s.stage == ScopeStage.WAITING])
+        waiting = [s for s in scopes if s.stage == ScopeStage.WAITING]
+        frozen, forced = self._frozen(row, template, waiting)
         for scope in scopes:
             if scope.scope_id in frozen:
                 scope.hold(FROZEN)
@@ -573,6 +633,7 @@ class RolloutOps:
                         description=task_description(row.schedule_name, row.fired_at),
                         schedule_id=row.schedule_id if live is not None else None,
                         scope_id=s.scope_id,
+                        forced=s.scope_id in forced,
                         schedule_name=row.schedule_name,
                         schedule_labels=row.schedule_labels,
                         firing_id=row.id,
@@ -602,6 +663,10 @@ class RolloutOps:
             scope = by_id[_uuid(scope_id)]
             scope.end(ScopeStage.NOT_STARTED, CUTOFF, now)
             ended[scope.scope_id] = scope.stage
+        if cut or (current.state == RolloutState.EXPIRED and before != current.state):
+            # Past its cutoff its tasks not yet delivered never will be; running ones go on.
+            undelivered = (TaskStatus.WAITING, TaskStatus.PENDING)
+            self._cancel(scopes, undelivered, ScopeStage.NOT_STARTED, CUTOFF, ended)
         self._save(row, current, scopes, started)
         return Advanced(
             rollout_id=row.id,
@@ -673,6 +738,9 @@ class RolloutOps:
             bake_until=row.bake_until,
             cutoff_at=row.cutoff_at,
             pause_reason=row.pause_reason,
+            bake_left=(
+                None if row.bake_left_seconds is None else timedelta(seconds=row.bake_left_seconds)
+            ),
         )
 
     @staticmethod
@@ -711,21 +779,25 @@ class RolloutOps:
 
     def _frozen(
         self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
-    ) -> dict[uuid.UUID, tuple[str, ...]]:
+    ) -> tuple[dict[uuid.UUID, tuple[str, ...]], set[uuid.UUID]]:
         """The scopes a freeze holds now (or over the operation's own work window), each
-        with the names of the freezes holding it."""
+        with the names of the freezes holding it; and those only the freezes its forced
+        trigger overrode hold (they start, their tasks forced past them)."""
         holds = self.freezes.holds(s.rack_id for s in scopes)
         if holds is None:
-            return {}
+            return {}, set()
         operation = operation_name(template)
         named = (row.schedule_name, row.schedule_labels or {})
         work = work_window(holds.at, *operation_times(template))
-        found = {}
+        overridden = set(row.overridden or ())
+        found, forced = {}, set()
         for scope in scopes:
-            freezes = holds.all_holding(scope.rack_id, named, operation, work)
-            if freezes:
-                found[scope.scope_id] = tuple(f.name for f in freezes)
-        return found
+            names = {f.name for f in holds.all_holding(scope.rack_id, named, operation, work)}
+            if names - overridden:
+                found[scope.scope_id] = tuple(sorted(names - overridden))
+            elif names:
+                forced.add(scope.scope_id)
+        return found, forced
 
     def _save(
         self,
@@ -733,25 +805,27 @@ class RolloutOps:
         current: rollouts.Rollout,
         scopes: Sequence[_Scope],
         started: Mapping[uuid.UUID, uuid.UUID],
+        *,
+        told: bool = True,
     ) -> None:
         """Write the roll-out's new state, its changed scopes, and each started scope's
-        ``last_task_id``."""
+        ``last_task_id``; ``told``: the dispatcher tells of it now (else the next advance
+        does, and finishes it)."""
         now = self.work.now
         self.work.conn.execute(
             rollout.update()
             .where(rollout.c.id == row.id)
             .values(
-                state=current.state.value,
-                wave=current.wave,
-                budget=current.budget,
-                bake_until=current.bake_until,
-                pause_reason=current.pause_reason,
+                **_standing(current),
+                reported_state=current.state.value if told else row.reported_state,
                 updated_at=now,
-                # Finished once final and no task of it is active: its scopes show how
-                # each task ended, and retention keeps them until then.
+                # Finished once final, told of, and no task of it is active: its scopes
+                # show how each task ended, and retention keeps them until then.
                 finished_at=(
                     now
-                    if current.state.final and all(s.stage != ScopeStage.ACTIVE for s in scopes)
+                    if told
+                    and current.state.final
+                    and all(s.stage != ScopeStage.ACTIVE for s in scopes)
                     else None
                 ),
             )

@@ -49,6 +49,7 @@ from rackcron.domain.models import (
     Page,
     Rack,
     RolloutPolicy,
+    RolloutRecord,
     Schedule,
     ScheduleConfig,
     Scope,
@@ -107,6 +108,7 @@ __all__ = [
     "Recorded",
     "RetentionStore",
     "RolloutReads",
+    "RolloutSteering",
     "ScheduleAdmin",
     "ScheduleCommands",
     "SchedulePages",
@@ -549,5 +551,38 @@ class ExtrasStore(Protocol):
     def transaction(self, *, write: bool = True) -> AbstractContextManager[ExtrasWork]: ...
 
 
-class ShimStore(ScheduleAdmin, ExtrasStore, Protocol):
-    """The gRPC server: the Flow RPCs and, when served, ``rackcron.v1.Reconciler``."""
+class RolloutSteering(Protocol):
+    """``rackcron rollouts`` and ``rackcron.v1.Rollouts``: see and steer roll-outs, each
+    change recorded in the audit trail as done by ``audit``."""
+
+    def list_rollouts(
+        self,
+        *,
+        schedule: uuid.UUID | str | None = None,
+        states: Sequence[str] = (),
+        limit: int = 100,
+    ) -> list[RolloutRecord]: ...
+
+    def get_rollout(self, ref: uuid.UUID | str) -> RolloutRecord: ...
+
+    def pause_rollout(
+        self, ref: uuid.UUID | str, *, audit: Audit | None = None
+    ) -> RolloutRecord: ...
+
+    def resume_rollout(
+        self,
+        ref: uuid.UUID | str,
+        *,
+        allow_failures: int | None = None,
+        audit: Audit | None = None,
+        halted_ok: bool = True,
+    ) -> RolloutRecord: ...
+
+    def abort_rollout(
+        self, ref: uuid.UUID | str, *, cancel_active: bool = False, audit: Audit | None = None
+    ) -> RolloutRecord: ...
+
+
+class ShimStore(ScheduleAdmin, ExtrasStore, RolloutSteering, Protocol):
+    """The gRPC server: the Flow RPCs, ``rackcron.v1.Rollouts`` and, when served,
+    ``rackcron.v1.Reconciler``."""

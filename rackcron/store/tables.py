@@ -396,6 +396,10 @@ rollout = sa.Table(
     sa.Column("pause_reason", sa.String(32), nullable=True),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("finished_at", UTCDateTime, nullable=True),
+    # The freezes a forced trigger overrode (names): they hold none of its scopes.
+    sa.Column("overridden", JSON, nullable=True),
+    sa.Column("bake_left_seconds", sa.BigInteger, nullable=True),  # a bake a pause stopped
+    sa.Column("reported_state", sa.String(16), nullable=True),  # last announced; NULL: none
     sa.Index(
         "ix_rollout_open_schedule",
         "schedule_id",

@@ -157,15 +157,18 @@ def test_a_firing_due_while_one_is_unfinished_is_missed(service, fleet, clock) -
 
 
 def test_a_cutoff_ends_the_unstarted_scopes(service, fleet, clock) -> None:
-    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1", cutoff="1h"))
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="2", cutoff="1h"))
     rollout_id = fire(service, clock, made)
-    service.advance_rollouts()
+    running, undelivered = service.advance_rollouts()[0].started.values()
+    set_status(service, running, TaskStatus.RUNNING)
     clock.advance(hours=1)
     (expired,) = service.advance_rollouts()
     assert expired.after == "expired"
     assert [(s, r) for _, s, r in scopes(service, rollout_id)] == [
         ("active", None), ("not_started", "cutoff"), ("not_started", "cutoff")
     ]  # fmt: skip
+    statuses = {t.id: t.status for t in service.get_tasks([running, undelivered])}
+    assert statuses == {running: TaskStatus.RUNNING, undelivered: TaskStatus.TERMINATED}
 
 
 def test_a_frozen_rack_is_held_and_the_next_starts(service, fleet, clock) -> None:
@@ -267,7 +270,7 @@ def test_a_halted_rollout_resumes_with_more_failures_allowed(service, fleet, clo
     service.advance_rollouts()
     end_active(service, rollout_id, TaskStatus.FAILED)
     assert service.advance_rollouts()[0].after == "halted"
-    with pytest.raises(FailedPrecondition, match="only a rolling or baking one pauses"):
+    with pytest.raises(FailedPrecondition, match="only a rolling or baking roll-out pauses"):
         service.pause_rollout(rollout_id)
     resumed = service.resume_rollout("fw", allow_failures=1)  # by its schedule's name
     assert (resumed.state, resumed.budget, resumed.failed) == ("rolling", 2, 1)
@@ -308,11 +311,14 @@ def test_abort_ends_the_unstarted_and_cancels_the_waiting(service, fleet, clock)
     rollout_id = fire(service, clock, made)
     (started,) = service.advance_rollouts()[0].started.values()
     aborted = service.abort_rollout(rollout_id)
-    assert aborted.state == "aborted" and aborted.finished_at is not None
+    assert aborted.state == "aborted" and aborted.finished_at is None  # the dispatcher tells
     assert [(s.stage, s.reason) for s in aborted.scopes] == [
         ("skipped", "cancelled"), ("not_started", "aborted"), ("not_started", "aborted")
     ]  # fmt: skip
     assert service.get_tasks([started])[0].status == TaskStatus.TERMINATED
+    (told,) = service.advance_rollouts()  # the next advance tells of it and finishes it
+    assert (told.before, told.after) == ("rolling", "aborted")
+    assert service.get_rollout(rollout_id).finished_at is not None
     with pytest.raises(FailedPrecondition, match="has finished"):
         service.abort_rollout(rollout_id)
     assert service.advance_rollouts() == []
@@ -396,7 +402,7 @@ def test_a_flow_trigger_records_the_rollout_and_a_second_is_refused(service, fle
     request = pb.TriggerTaskScheduleRequest(id=pb.UUID(id=str(made.id)))
     answer = flow.TriggerTaskSchedule(request)
     assert list(answer.task_ids) == []  # the roll-out starts them: no error
-    (recorded,) = service.list_rollouts(schedule_id=made.id)
+    (recorded,) = service.list_rollouts(schedule=made.id)
     with pytest.raises(grpc.RpcError) as refused:
         flow.TriggerTaskSchedule(request)
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -428,7 +434,7 @@ def test_all_at_once_submits_every_rack_and_is_recorded(service, fleet, flow) ->
     made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
     result = service.trigger(made.id, all_at_once=True)
     assert result.firing.rollout_id is None and len(result.task_ids) == 3
-    assert service.list_rollouts(schedule_id=made.id) == []
+    assert service.list_rollouts(schedule=made.id) == []
     (record,) = [r for r in service.list_actions() if r.action == "trigger"]
     assert record.detail["all_at_once"] is True
     other = make(service, fleet.racks[3:5], RolloutPolicy(max_in_flight="1"), name="fw2")
@@ -500,3 +506,82 @@ def test_allow_failures_is_bounded(service, fleet, clock) -> None:
     rollout_id = fire(service, clock, made)
     with pytest.raises(InvalidArgument, match="allow_failures: must be from 0 to 999999999"):
         service.resume_rollout(rollout_id, allow_failures=10**20)
+
+
+def freeze(clock, name: str, racks: list[str], *, opens: timedelta = timedelta(0)) -> Freeze:
+    start = clock.now + opens - timedelta(minutes=1)
+    return Freeze(
+        id=uuid.uuid4(), name=name, start=start, end=start + timedelta(days=1),
+        selector=FreezeSelector(racks=racks),
+    )  # fmt: skip
+
+
+def test_a_forced_trigger_carries_its_override_and_later_freezes_hold(
+    service, fleet, clock
+) -> None:
+    """The freezes open at a forced trigger hold none of its scopes; one opening later
+    holds the scopes whose turn comes after."""
+    made = make(service, fleet.racks[:4], RolloutPolicy(max_in_flight="1"))
+    service.upsert_freeze(freeze(clock, "overridden", ["rack-a01", "rack-a02", "rack-a03"]))
+    with pytest.raises(FailedPrecondition, match="freeze"):
+        service.trigger(made.id)
+    rollout_id = service.trigger(made.id, force=True).firing.rollout_id
+    assert service.get_rollout(rollout_id).overridden == ["overridden"]
+    (first,) = service.advance_rollouts()[0].started.values()
+    assert forced(service, first)  # delivered past the freeze it overrode
+    end_active(service, rollout_id)
+    clock.advance(minutes=5)
+    service.upsert_freeze(freeze(clock, "later", ["rack-a03"]))
+    (second,) = service.advance_rollouts()[0].started.values()
+    end_active(service, rollout_id)
+    assert service.advance_rollouts()[0].started  # rack-a04: no freeze
+    stages = {name: (stage, reason) for name, stage, reason in scopes(service, rollout_id)}
+    assert stages["rack-a02"][0] == "completed" and stages["rack-a03"] == ("waiting", "frozen")
+    shown = {s.rack_name: s.reason for s in service.get_rollout(rollout_id).scopes}
+    assert shown["rack-a03"] == "frozen: later"
+    assert forced(service, second)  # rack-a02: the overridden freeze alone holds it
+
+
+def forced(service: Service, task_id: uuid.UUID) -> bool:
+    with transaction(service.engine, write=False) as conn:
+        return conn.execute(sa.select(task.c.forced).where(task.c.id == task_id)).scalar_one()
+
+
+def test_a_pause_stops_the_bake_and_a_resume_bakes_the_rest(service, fleet, clock) -> None:
+    made = make(
+        service, fleet.racks[:3], RolloutPolicy(max_in_flight="2", waves=("1",), bake="1h")
+    )
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    end_active(service, rollout_id)
+    assert service.advance_rollouts()[0].after == "baking"
+    clock.advance(minutes=20)
+    paused = service.pause_rollout(rollout_id)
+    assert paused.bake_left_seconds == 40 * 60 and paused.bake_until is None
+    shown = run("rollouts", "get", str(rollout_id), url=str(service.engine.url)).output
+    assert "bake left:  40m (stopped while paused)" in shown
+    clock.advance(hours=2)  # longer than the bake: it stood still
+    assert service.advance_rollouts()[0].started == {}
+    resumed = service.resume_rollout(rollout_id)
+    assert resumed.state == "baking" and resumed.bake_until == clock.now + timedelta(minutes=40)
+    clock.advance(minutes=39)
+    assert service.advance_rollouts()[0].started == {}
+    clock.advance(minutes=1)
+    assert len(service.advance_rollouts()[0].started) == 2
+
+
+def test_a_manual_trigger_and_an_abort_are_told_by_the_dispatcher(service, fleet) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    told: list[Notification] = []
+    metrics = Metrics()
+    dispatcher = Dispatcher(service, notify=told.append, metrics=metrics, workers=1)
+    rollout_id = service.trigger(made.id).firing.rollout_id
+    dispatcher.poll()
+    service.abort_rollout(rollout_id)
+    dispatcher.poll()
+    dispatcher.poll()  # told once
+    assert [n.kind.value for n in told] == ["rollout.started", "rollout.aborted"]
+    assert all(schema_errors(json.loads(n.body())) == [] for n in told)
+    assert told[-1].fields["state"] == "aborted"
+    sample = metrics.registry.get_sample_value
+    assert sample("rackcron_rollouts_ended_total", {"state": "aborted"}) == 1

@@ -3,7 +3,8 @@ tests of token scopes, which call each of them with tokens of each scope.
 
 * ``RpcState``, ``prepare``: a store where each request makes sense: a schedule
   ``nightly`` on two racks, a schedule ``frozen`` on a rack a freeze holds now (so only a
-  forced trigger fires it), a schedule ``paused``, a pending task of a schedule ``busy``;
+  forced trigger fires it), a schedule ``paused``, a pending task of a schedule ``busy``,
+  roll-out schedules ``rolled`` (its roll-out rolling) and ``held`` (paused);
 * ``REQUESTS``: by full method name, the request (built from an ``RpcState``);
 * ``invoke``: one call over a channel, of any of them (reflection's is a stream).
 """
@@ -20,12 +21,19 @@ from typing import Any
 import grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
-from rackcron.domain.models import Freeze, FreezeSelector
+from rackcron.domain.models import (
+    Freeze,
+    FreezeSelector,
+    RolloutPolicy,
+    ScheduleConfig,
+    SpecType,
+)
 from rackcron.service import Service
 from rackcron.wire.proto.v1 import flow_pb2 as pb
 from rackcron.wire.proto.v1 import reconciler_pb2 as rpb
+from rackcron.wire.proto.v1 import rollouts_pb2 as opb
 from tests.support.flow import create_request, operation, rack_targets, uid, update_request
-from tests.support.service import create
+from tests.support.service import create, make_operation
 
 __all__ = ["REFLECTION", "REQUESTS", "RpcState", "invoke", "prepare"]
 
@@ -44,6 +52,8 @@ class RpcState:
     scope: uuid.UUID
     task: uuid.UUID
     racks: Sequence[uuid.UUID]
+    rolled: uuid.UUID  # a rolling roll-out
+    held: uuid.UUID  # a paused one
 
 
 def prepare(service: Service, racks: Sequence[uuid.UUID]) -> RpcState:
@@ -62,7 +72,20 @@ def prepare(service: Service, racks: Sequence[uuid.UUID]) -> RpcState:
     )  # fmt: skip
     (task,) = service.trigger(create(service, racks[3:4], name="busy").id).task_ids
     (scope, *_) = service.list_scopes(nightly.id)
-    return RpcState(nightly.id, frozen.id, paused.id, scope.id, task, racks)
+    rolled, held = (_rollout(service, racks[:2], name) for name in ("rolled", "held"))
+    service.pause_rollout(held)
+    return RpcState(nightly.id, frozen.id, paused.id, scope.id, task, racks, rolled, held)
+
+
+def _rollout(service: Service, racks: Sequence[uuid.UUID], name: str) -> uuid.UUID:
+    """The roll-out a trigger of a new schedule ``name`` with a roll-out records."""
+    config = ScheduleConfig(name=name, spec_type=SpecType.CRON, spec="0 2 * * *")
+    made = service.create_schedule(
+        config, make_operation("power_on", racks), rollout=RolloutPolicy(max_in_flight="1")
+    )
+    rollout_id = service.trigger(made.id).firing.rollout_id
+    assert rollout_id is not None
+    return rollout_id
 
 
 def _run_step(state: RpcState) -> rpb.RunStepRequest:
@@ -72,6 +95,7 @@ def _run_step(state: RpcState) -> rpb.RunStepRequest:
 
 _FLOW = "/v1.Flow/"
 _RECONCILER = "/rackcron.v1.Reconciler/"
+_ROLLOUTS = "/rackcron.v1.Rollouts/"
 #: A request for each method, that succeeds with a token allowed to make it.
 REQUESTS: dict[str, Callable[[RpcState], Any]] = {
     f"{_FLOW}GetTaskSchedule": lambda s: pb.GetTaskScheduleRequest(id=uid(s.nightly)),
@@ -109,6 +133,11 @@ REQUESTS: dict[str, Callable[[RpcState], Any]] = {
     f"{_RECONCILER}RecordApply": lambda s: rpb.RecordApplyRequest(
         source="fleet", author="ci", summary_json="{}"
     ),
+    f"{_ROLLOUTS}ListRollouts": lambda s: opb.ListRolloutsRequest(),
+    f"{_ROLLOUTS}GetRollout": lambda s: opb.GetRolloutRequest(rollout=str(s.rolled)),
+    f"{_ROLLOUTS}PauseRollout": lambda s: opb.PauseRolloutRequest(rollout=str(s.rolled)),
+    f"{_ROLLOUTS}ResumeRollout": lambda s: opb.ResumeRolloutRequest(rollout=str(s.held)),
+    f"{_ROLLOUTS}AbortRollout": lambda s: opb.AbortRolloutRequest(rollout=str(s.rolled)),
     REFLECTION: lambda s: reflection_pb2.ServerReflectionRequest(list_services=""),
 }
 

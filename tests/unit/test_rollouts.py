@@ -25,6 +25,7 @@ from rackcron.domain.rollouts import (
     parse_amount,
     parse_bake,
     parse_span,
+    pause,
     resume,
     step,
 )
@@ -161,7 +162,7 @@ def test_a_manual_bake_is_a_promotion_gate() -> None:
     gate = step(done, NOW)
     assert gate.start == () and gate.rollout.state == RolloutState.PAUSED
     assert gate.rollout.pause_reason == "promotion"
-    promoted = resume(gate.rollout)
+    promoted = resume(gate.rollout, NOW)
     assert promoted.wave == 1 and step(promoted, NOW).start == ("s01", "s02")
 
 
@@ -184,9 +185,9 @@ def test_more_failures_than_the_budget_halt_and_resume_raises_it() -> None:
     halted = step(two, NOW)
     assert halted.start == () and halted.rollout.state == RolloutState.HALTED
     assert step(halted.rollout, NOW).start == ()
-    resumed = resume(halted.rollout)  # failures kept (2), one more allowed (the budget, 1)
+    resumed = resume(halted.rollout, NOW)  # failures kept (2), one more allowed (the budget, 1)
     assert (resumed.state, resumed.budget, resumed.failed) == (RolloutState.ROLLING, 3, 2)
-    assert resume(halted.rollout, allow_failures=0).budget == 2
+    assert resume(halted.rollout, NOW, allow_failures=0).budget == 2
     assert step(resumed, NOW).start == ("s03", "s04")
 
 
@@ -214,7 +215,7 @@ def test_every_scope_ended_completes_it() -> None:
 
 def test_only_a_paused_or_halted_roll_out_resumes() -> None:
     with pytest.raises(RolloutError, match="this one is rolling"):
-        resume(new_rollout(Policy(Amount(1)), racks(1), None))
+        resume(new_rollout(Policy(Amount(1)), racks(1), None), NOW)
 
 
 @settings(max_examples=150, deadline=None)
@@ -246,7 +247,7 @@ def test_a_roll_out_never_exceeds_its_limits_and_starts_every_scope_once(
         if rollout.state.final:
             break
         if rollout.state == RolloutState.PAUSED:  # a first wave with no success: resumed
-            rollout = resume(rollout)
+            rollout = resume(rollout, NOW)
             continue
         if active:  # the oldest active scope ends
             rollout = ended(rollout, outcomes[turn % len(outcomes)], active[0].scope_id)
@@ -333,32 +334,43 @@ def test_a_halted_canary_resumed_meets_its_gate_again_and_a_second_resume_promot
     first = step(new_rollout(policy, racks(6), None), NOW)
     halted = step(ended(first.rollout, ScopeStage.FAILED, "s00"), NOW).rollout
     assert halted.state == RolloutState.HALTED
-    gated = step(resume(halted), NOW)  # no success in the canary wave: pauses, starts nothing
+    gated = step(resume(halted, NOW), NOW)  # no success in the canary wave: pauses, starts nothing
     assert (gated.start, gated.rollout.state, gated.rollout.pause_reason) == (
         (), RolloutState.PAUSED, "no_success",
     )  # fmt: skip
-    promoted = step(resume(gated.rollout), NOW)  # the operator's decision
+    promoted = step(resume(gated.rollout, NOW), NOW)  # the operator's decision
     assert len(promoted.start) == 5
 
 
-def test_a_resume_during_a_bake_bakes_on() -> None:
+def test_a_pause_stops_a_bakes_timer_and_a_resume_bakes_what_was_left() -> None:
     policy = Policy(Amount(5), waves=(Amount(1),), bake=timedelta(hours=1))
     first = step(new_rollout(policy, racks(3), None), NOW)
     baking = step(ended(first.rollout, ScopeStage.COMPLETED, "s00"), NOW).rollout
     assert baking.state == RolloutState.BAKING
-    paused = replace(baking, state=RolloutState.PAUSED, pause_reason="operator")
-    resumed = resume(paused)
+    paused = pause(baking, NOW + timedelta(minutes=20))  # 40 minutes of bake left
+    assert paused.state == RolloutState.PAUSED and paused.bake_left == timedelta(minutes=40)
+    assert pause(paused, NOW + timedelta(hours=5)) == paused
+    later = NOW + timedelta(hours=3)  # paused for longer than the bake
+    resumed = resume(paused, later)
     assert resumed.state == RolloutState.BAKING and resumed.wave == 0
-    assert step(resumed, NOW + MINUTE).start == ()  # not before the bake's end
-    assert len(step(resumed, NOW + timedelta(hours=1)).start) == 2
+    assert resumed.bake_until == later + timedelta(minutes=40) and resumed.bake_left is None
+    assert step(resumed, later + timedelta(minutes=39)).start == ()  # not before its end
+    assert len(step(resumed, later + timedelta(minutes=40)).start) == 2
+
+
+def test_only_a_rolling_or_baking_roll_out_pauses() -> None:
+    first = step(new_rollout(Policy(Amount(1)), racks(2), None), NOW)
+    halted = step(ended(first.rollout, ScopeStage.FAILED, "s00"), NOW).rollout
+    with pytest.raises(RolloutError, match="only a rolling or baking roll-out pauses"):
+        pause(halted, NOW)
 
 
 def test_the_default_extra_allowance_is_the_declared_budget_not_the_raised_one() -> None:
     first = step(new_rollout(Policy(Amount(1)), racks(4), None), NOW)
     halted = step(ended(first.rollout, ScopeStage.FAILED, "s00"), NOW).rollout
-    once = resume(halted, declared_budget=0)
+    once = resume(halted, NOW, declared_budget=0)
     assert once.budget == 2  # 1 failed + 1
-    twice = resume(replace(once, state=RolloutState.HALTED), declared_budget=0)
+    twice = resume(replace(once, state=RolloutState.HALTED), NOW, declared_budget=0)
     assert twice.budget == once.failed + 1  # not compounding
 
 

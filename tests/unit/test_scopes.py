@@ -115,7 +115,7 @@ def test_reads_need_read_and_changes_write() -> None:
     assert reads == {
         "GetTaskSchedule", "ListTaskSchedules", "ListTaskScheduleScopes",
         "CheckScheduleConflicts", "ListTasks", "GetTasksByIDs", "GetExtras",
-        "ServerReflectionInfo",
+        "ListRollouts", "GetRollout", "ServerReflectionInfo",
     }  # fmt: skip
     assert TokenScope.ADMIN not in RPC_SCOPES.values()  # admin is what metadata asks for
 
