@@ -8,6 +8,8 @@ trail with who and why. A roll-out is named by its id, or by its schedule (the n
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rackcron.cli._common import (
+    DURATION,
     audit_options,
     cli_errors,
     database_option,
@@ -48,7 +51,8 @@ def rollouts() -> None:
 
     A roll-out starts its schedule's racks a few at a time, in waves, and halts when
     more of them fail than its budget allows (docs/rollouts.md). Name one by its id,
-    or by its schedule's name (its newest roll-out). Pause, resume and abort ask for
+    or by its schedule's name (its newest roll-out); `wait` follows one until it
+    reaches a state (as in a script or a runbook). Pause, resume and abort ask for
     confirmation (--yes: do not ask) and are recorded in the audit trail (`rackcron
     history`) with who (--as) and why (--reason). These commands work on the
     store (--database-url); over gRPC they are not offered yet.
@@ -195,6 +199,7 @@ def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, s
             else []
         ),
         *([("forced past", ", ".join(record.overridden))] if record.overridden else []),
+        *([("time left", _time_left(record))] if record.time_left_seconds is not None else []),
         ("cutoff", when(record.cutoff_at)),
         *([("finished", when(record.finished_at))] if record.finished_at else []),
         *([("next", _NEXT[record.state])] if record.state in _NEXT else []),
@@ -227,6 +232,21 @@ def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, s
             for s in scopes
             if s.stage == "failed"
         ],
+    )
+
+
+def _time_left(record: RolloutRecord) -> str:
+    """The estimate of the time left, with what it assumes."""
+    assert record.time_left_seconds is not None
+    per_rack = format_duration(timedelta(seconds=record.per_rack_seconds or 0))
+    waits = [] if record.state not in ("paused", "halted") else ["from its resume"]
+    if record.policy.bake == "manual":
+        waits.append("promotion gates not counted")
+    return (
+        f"about {format_duration(timedelta(seconds=record.time_left_seconds))}"
+        f" ({per_rack} a rack, {record.per_rack_from}"
+        + "".join(f"; {w}" for w in waits)
+        + ")"
     )
 
 
@@ -325,3 +345,81 @@ def abort_command(
         found = service.get_rollout(rollout)
         _steer("Abort", f"{found.id} of {found.schedule_name}", yes)
         _report(service.abort_rollout(found.id, cancel_active=cancel_active, audit=audit), fmt)
+
+
+#: The states in which a roll-out waits on an operator, or has ended: ``wait`` stops there.
+_STOPPED = ("paused", "halted", "completed", "expired", "aborted")
+
+
+def _progress(record: RolloutRecord) -> str:
+    state = record.state + (f" ({record.pause_reason})" if record.pause_reason else "")
+    ended = record.total - record.stages.get("waiting", 0) - record.stages.get("active", 0)
+    return terminal(
+        f"roll-out {record.id} of {record.schedule_name}: {state}, wave {record.wave}:"
+        f" {ended} of {record.total} racks ended, {record.failed} failed"
+    )
+
+
+@rollouts.command("wait")
+@click.argument("rollout")
+@click.option(
+    "--until",
+    "until",
+    multiple=True,
+    type=click.Choice(STATES),
+    help="Wait for this state (repeat for several; default: completed).",
+)
+@click.option(
+    "--timeout", type=DURATION, default="1h", show_default=True, help="Give up after this long."
+)
+@click.option(
+    "--interval", type=DURATION, default="2s", show_default=True, help="Time between looks."
+)
+@database_option
+@server_options
+def wait_command(
+    rollout: str,
+    until: tuple[str, ...],
+    timeout: float,
+    interval: float,
+    database_url: str | None,
+    server: Server | None,
+) -> None:
+    """Wait for a roll-out to reach a state, printing a line each time it moves on.
+
+    Exits 0 once it is in a state of --until (default: completed), 1 when it stops in
+    another one (paused, halted or ended: it waits on an operator, or will not get
+    there) or --timeout passes. The roll-out is the one named when the command starts
+    (a schedule's newest then), even if a newer one starts meanwhile.
+
+    Example: rackcron rollouts wait powershelf-firmware-rollout --until paused --until completed
+    --timeout 2h
+    """
+    wanted = until or ("completed",)
+    with cli_errors():
+        backend = _backend(database_url, server)
+        record = backend.get_rollout(rollout)
+        deadline = time.monotonic() + timeout
+        shown = ""
+        while True:
+            line = _progress(record)
+            if line != shown:
+                click.echo(line)
+                shown = line
+            if record.state in wanted:
+                return
+            if record.state in _STOPPED:
+                click.echo(
+                    f"error: it is {record.state}, not {' or '.join(wanted)}"
+                    + (f": {_NEXT[record.state]}" if record.state in _NEXT else ""),
+                    err=True,
+                )
+                sys.exit(1)
+            if time.monotonic() + interval > deadline:
+                click.echo(
+                    f"error: still {record.state} after {format_duration(timedelta(seconds=timeout))}",
+                    err=True,
+                )
+                sys.exit(1)
+            time.sleep(interval)
+            record = backend.get_rollout(record.id)

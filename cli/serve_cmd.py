@@ -284,11 +284,17 @@ def _controllers(
     sim_duration: dict[str, float],
     sim_default_duration: float,
     sim_failure_rate: float,
+    sim_fail: tuple[str, ...],
     sim_seed: int | None,
 ) -> Controllers:
     """Where the runner sends tasks: the simulator, or the controllers it may call."""
     from rackcron.dispatcher.controllers.registry import Controllers
-    from rackcron.dispatcher.controllers.simulator import Simulator
+    from rackcron.dispatcher.controllers.simulator import FailOn, Simulator
+
+    try:
+        fail_on = FailOn.parse(sim_fail)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sim-fail") from None
 
     allow = _controller_allow(controller_allow)
     return Controllers(
@@ -296,6 +302,7 @@ def _controllers(
             durations=sim_duration,
             default_duration=sim_default_duration,
             failure_rate=sim_failure_rate,
+            fail_on=fail_on,
             seed=sim_seed,
         ),
         default=_controller(default_controller, allow),
@@ -490,6 +497,13 @@ def _grpc_config(
         default=0.0,
         show_default=True,
         help="Share of simulated operations that fail.",
+    ),
+    click.option(
+        "--sim-fail",
+        multiple=True,
+        metavar="RACKS",
+        help="Every simulated operation on these racks fails: a rack name or glob "
+        "(rack-a0*) or a label KEY=VALUE (repeatable), e.g. to watch a roll-out halt.",
     ),
     click.option(
         "--sim-seed", type=int, help="Seed of the simulator's failures (replayable runs)."

@@ -201,6 +201,8 @@ def _order(work: DueCall) -> TaskOrder:
         information=work.information,
         component_uuids=[uuid.UUID(c) for c in work.component_uuids],
         description=work.description,
+        rack_name=work.rack_name,
+        rack_labels=work.rack_labels or {},
     )
 
 

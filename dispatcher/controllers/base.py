@@ -12,6 +12,7 @@ so the runner fails the task at once with the message.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -40,6 +41,9 @@ class TaskOrder:
     information: dict[str, Any]
     component_uuids: list[uuid.UUID]
     description: str
+    # The rack as the inventory names and labels it (not sent: the simulator's to read).
+    rack_name: str | None = None
+    rack_labels: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

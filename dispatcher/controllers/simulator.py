@@ -1,9 +1,10 @@
 """The embedded rack controller: runs each operation for a while, then ends it.
 
 Each operation type (``POWER_ON``, ``UPGRADE_FIRMWARE``, ... as derived from the
-task's operation) runs for its configured duration, and fails with the configured
-probability (decided when the task is submitted, from a seeded generator, so a run
-can be replayed). Submitting a task id twice returns the first run's state:
+task's operation) runs for its configured duration, and fails on the racks chosen to
+fail (:class:`FailOn`: by name, glob or label), or else with the configured probability
+(decided when the task is submitted, from a seeded generator, so a run can be
+replayed). Submitting a task id twice returns the first run's state:
 nothing runs twice. Thread-safe; the state lives in memory, so a restarted
 simulator no longer knows earlier tasks (``unknown``).
 
@@ -31,15 +32,17 @@ call.
 
 from __future__ import annotations
 
+import fnmatch
 import heapq
 import itertools
 import json
 import random
+import re
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rackcron.dispatcher.controllers.base import ControllerError, ControllerState, TaskOrder
@@ -48,6 +51,7 @@ from rackcron.domain.operation_names import operation_type
 
 __all__ = [
     "DEFAULT_DURATION",
+    "FailOn",
     "KEEP_BYTES",
     "KEEP_FINISHED",
     "KEEP_FINISHED_FOR",
@@ -89,6 +93,50 @@ def order_size(order: TaskOrder) -> int:
     return len(json.dumps(data)) + VALUE_COST * values
 
 
+#: A rack name glob (``*``, ``?``, ``[...]``) or a label ``KEY=VALUE``, as ``--sim-fail``
+#: takes it: printable, without spaces, at most 255 characters.
+_SELECTOR = re.compile(r"[!-~]{1,255}")
+
+
+@dataclass(frozen=True)
+class FailOn:
+    """The racks whose every simulated operation fails: any whose name matches one of
+    ``globs`` (``rack-a0*``) or whose labels hold one of ``labels`` (``row=b``)."""
+
+    globs: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, selectors: Iterable[str]) -> FailOn:
+        """From ``--sim-fail`` values: ``KEY=VALUE`` a label, anything else a name glob.
+
+        :raises ValueError: a value that is empty, has spaces or controls, or is too long.
+        """
+        globs, labels = [], []
+        for text in selectors:
+            if not _SELECTOR.fullmatch(text):
+                raise ValueError(
+                    f"{text!r}: expected a rack name glob (rack-a0*) or a label KEY=VALUE,"
+                    " printable and without spaces"
+                )
+            key, equals, value = text.partition("=")
+            if equals:
+                labels.append((key, value))
+            else:
+                globs.append(text)
+        return cls(tuple(globs), tuple(labels))
+
+    def __bool__(self) -> bool:
+        return bool(self.globs or self.labels)
+
+    def matches(self, order: TaskOrder) -> bool:
+        """Whether ``order``'s rack is one chosen to fail."""
+        name = order.rack_name
+        if name is not None and any(fnmatch.fnmatchcase(name, g) for g in self.globs):
+            return True
+        return any(order.rack_labels.get(k) == v for k, v in self.labels)
+
+
 class SimulatorFull(ControllerError):
     """A task refused: the running tasks leave no room for it within ``keep_bytes``."""
 
@@ -97,7 +145,7 @@ class SimulatorFull(ControllerError):
 class _Run:
     order: TaskOrder
     ends_at: float
-    fails: bool
+    fails: str | None  # why it fails (None: it completes)
     number: int  # which run this is: a forgotten id submitted again is a new run
     size: int  # the order's size in JSON: what it counts against keep_bytes
     cancelled: bool = False
@@ -117,6 +165,7 @@ class Simulator:
         durations: Mapping[str, float] | None = None,
         default_duration: float = DEFAULT_DURATION,
         failure_rate: float = 0.0,
+        fail_on: FailOn | None = None,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         keep_finished: int = KEEP_FINISHED,
@@ -134,6 +183,7 @@ class Simulator:
         self.durations = {k.upper(): v for k, v in (durations or {}).items()}
         self.default_duration = default_duration
         self.failure_rate = failure_rate
+        self.fail_on = fail_on or FailOn()
         self.keep_finished = keep_finished
         self.keep_finished_for = keep_finished_for
         self.keep_bytes = keep_bytes
@@ -167,7 +217,7 @@ class Simulator:
             if run is None:
                 size = order_size(order)
                 self._make_room(size)
-                fails = self._random.random() < self.failure_rate
+                fails = self._fails(order)
                 run = _Run(order, now + self.duration(order), fails, next(self._numbers), size)
                 self._runs[order.id] = run
                 self._bytes += size
@@ -191,6 +241,14 @@ class Simulator:
                 self._compact()
             if run is not None:
                 self._answer(task_id, run, now)
+
+    def _fails(self, order: TaskOrder) -> str | None:
+        """Why ``order`` will fail (None: it will not): its rack chosen, or by chance."""
+        if self.fail_on.matches(order):
+            return "simulated failure: --sim-fail chose this rack"
+        if self._random.random() < self.failure_rate:
+            return "simulated failure"
+        return None
 
     @property
     def started(self) -> int:
@@ -289,6 +347,6 @@ def _state(run: _Run, now: float) -> ControllerState:
         return ControllerState("cancelled", "cancelled by request")
     if now < run.ends_at:
         return ControllerState("running")
-    if run.fails:
-        return ControllerState("failed", "simulated failure")
+    if run.fails is not None:
+        return ControllerState("failed", run.fails)
     return ControllerState("completed", "done")

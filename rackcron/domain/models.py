@@ -373,6 +373,11 @@ class RolloutRecord(_Model):
     cutoff_at: datetime | None = None
     pause_reason: str | None = None  # operator, promotion, no_success
     overridden: list[str] = []  # the freezes its forced trigger overrode
+    # The estimate of the time left (``rollouts get`` only; None: final), at so long a rack,
+    # observed (the racks ended so far), declared (expected_duration) or the default.
+    time_left_seconds: int | None = None
+    per_rack_seconds: int | None = None
+    per_rack_from: str | None = None
     updated_at: datetime
     finished_at: datetime | None = None
     stages: dict[str, int] = {}  # its scopes by stage

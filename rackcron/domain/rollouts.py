@@ -50,6 +50,7 @@ __all__ = [
     "pause",
     "resume",
     "step",
+    "time_left",
 ]
 
 #: ``spread_by`` value grouping racks by the NVLink domain they belong to.
@@ -462,6 +463,28 @@ def resume(
         bake_until=bake_until,
         bake_left=None,
     )
+
+
+def time_left(rollout: Rollout, now: datetime, duration: timedelta) -> timedelta | None:
+    """How long ``rollout`` has left, by the estimate's rule: each wave from the open one
+    ceil(racks not ended / in-flight limit) operations of ``duration``, plus the bake in
+    progress and the timed bakes between the waves left; manual gates, halts and pauses
+    are not counted (they wait on an operator). None: it is final."""
+    if rollout.state.final:
+        return None
+    left = [0] * rollout.waves
+    for scope in rollout.scopes:
+        if not scope.stage.ended:
+            left[scope.wave] += 1
+    waves = [n for n in left[rollout.wave :] if n]
+    operations = sum(math.ceil(n / max(1, rollout.in_flight)) for n in waves)
+    bakes = timedelta(0)
+    if rollout.bake:
+        bakes = rollout.bake * max(0, len(waves) - 1)
+    baking = rollout.bake_left or (
+        rollout.bake_until - now if rollout.bake_until is not None else timedelta(0)
+    )
+    return operations * duration + bakes + max(baking, timedelta(0))
 
 
 def estimated_span(

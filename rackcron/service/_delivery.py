@@ -132,6 +132,7 @@ class DueCall(NamedTuple):
     schedule_name: str | None = None  # None: no schedule, or it is gone
     due_at: datetime | None = None  # its firing's due time; None: not from a firing
     message: str = ""  # the task's message as claimed (why it ended, when it owes a stop)
+    rack_labels: dict[str, str] | None = None  # the rack's labels now
 
 
 class Update(NamedTuple):
@@ -230,6 +231,7 @@ _WORK = sa.select(
     task_schedule.c.name,
     task.c.due_at,
     task.c.message,
+    rack.c.labels,
 ).select_from(
     task.outerjoin(rack, rack.c.id == task.c.rack_id).outerjoin(
         task_schedule, task_schedule.c.id == task.c.schedule_id

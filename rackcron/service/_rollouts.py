@@ -41,6 +41,7 @@ from rackcron.domain.models import (
 from rackcron.domain.operation_names import operation_name
 from rackcron.domain.rollouts import RolloutState, ScopeStage
 from rackcron.domain.templates import operation_times
+from rackcron.domain.upcoming import expected_duration
 from rackcron.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from rackcron.service._base import parse_id
 from rackcron.service._freezes import FreezeOps
@@ -412,18 +413,49 @@ class RolloutOps:
         for scope in scopes:
             if scope.task_id in now:
                 scope.task_status = now[scope.task_id]
+        template = OperationTemplate(
+            type=row.operation_type, code=row.operation_code, information=row.operation_information
+        )
         held = [s for s in scopes if s.stage == ScopeStage.WAITING and s.reason == FROZEN]
         if held:  # which freezes hold them now, for people
-            template = OperationTemplate(
-                type=row.operation_type,
-                code=row.operation_code,
-                information=row.operation_information,
-            )
             names, _forced = self._frozen(row, template, held)
             for scope in held:  # a freeze that has ended holds it no more
                 found = names.get(scope.scope_id)
                 scope.reason = f"{FROZEN}: {', '.join(found)}" if found else None
-        return _record(row, scopes, messages=messages)
+        per_rack, source = self._per_rack(row, template, scopes)
+        left = rollouts.time_left(self._domain(row, scopes), self.work.now, per_rack)
+        return _record(row, scopes, messages=messages).model_copy(
+            update={
+                "per_rack_seconds": round(per_rack.total_seconds()),
+                "per_rack_from": source,
+                "time_left_seconds": None if left is None else round(left.total_seconds()),
+            }
+        )
+
+    def _per_rack(
+        self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
+    ) -> tuple[timedelta, str]:
+        """How long a rack's operation takes, and whence: the mean of the racks ended so
+        far (``observed``), else its schedule's ``expected_duration`` (``declared``), else
+        the operation's default (``default``)."""
+        took = [
+            s.ended_at - s.started_at
+            for s in scopes
+            if s.stage in (ScopeStage.COMPLETED, ScopeStage.FAILED) and s.started_at and s.ended_at
+        ]
+        if took:
+            return sum(took, timedelta(0)) / len(took), "observed"
+        declared = self.work.conn.execute(
+            sa.select(task_schedule.c.expected_duration).where(
+                task_schedule.c.id == row.schedule_id
+            )
+        ).scalar()
+        if declared:
+            try:
+                return rollouts.parse_span(declared, "expected_duration"), "declared"
+            except rollouts.RolloutError:
+                pass  # a value rackcron did not write: the default
+        return expected_duration(operation_name(template)), "default"
 
     def latest_of(self, schedule_id: uuid.UUID) -> uuid.UUID | None:
         """The schedule's newest roll-out (None: it has none)."""

@@ -46,6 +46,7 @@ REFUSING = {
     "rollouts pause": ["rollouts", "pause", "nightly", "--yes"],
     "rollouts resume": ["rollouts", "resume", "nightly", "--yes"],
     "rollouts abort": ["rollouts", "abort", "nightly", "--yes"],
+    "rollouts wait": ["rollouts", "wait", "nightly"],
     "upcoming": ["upcoming"],  # without PATH: the store's schedules
     "history": ["history"],
     "freezes list": ["freezes", "list"],

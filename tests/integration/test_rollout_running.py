@@ -548,9 +548,7 @@ def forced(service: Service, task_id: uuid.UUID) -> bool:
 
 
 def test_a_pause_stops_the_bake_and_a_resume_bakes_the_rest(service, fleet, clock) -> None:
-    made = make(
-        service, fleet.racks[:3], RolloutPolicy(max_in_flight="2", waves=("1",), bake="1h")
-    )
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="2", waves=("1",), bake="1h"))
     rollout_id = fire(service, clock, made)
     service.advance_rollouts()
     end_active(service, rollout_id)
@@ -585,3 +583,22 @@ def test_a_manual_trigger_and_an_abort_are_told_by_the_dispatcher(service, fleet
     assert told[-1].fields["state"] == "aborted"
     sample = metrics.registry.get_sample_value
     assert sample("rackcron_rollouts_ended_total", {"state": "aborted"}) == 1
+
+
+def test_rollouts_wait_returns_at_the_state_or_says_why_not(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    url = str(service.engine.url)
+    waited = run("rollouts", "wait", "fw", "--timeout", "1s", "--interval", "1s", url=url)
+    assert waited.exit_code == 1 and "error: still rolling after 1s" in waited.output
+    assert waited.output.startswith(f"roll-out {rollout_id} of fw: rolling, wave 1: 0 of 3")
+    shown = run("rollouts", "get", "fw", url=url).output
+    assert "time left:  about 30m (10m a rack, default)" in shown  # power_on: 10m each
+    rolling = run("rollouts", "wait", "fw", "--until", "rolling", url=url)
+    assert rolling.exit_code == 0 and rolling.output.count("\n") == 1
+    end_active(service, rollout_id, TaskStatus.FAILED)
+    service.advance_rollouts()
+    halted = run("rollouts", "wait", str(rollout_id), url=url)
+    assert halted.exit_code == 1
+    assert "error: it is halted, not completed: more racks failed" in halted.output

@@ -21,13 +21,14 @@ import sqlalchemy as sa
 from rackcron.dispatcher.controllers.base import ControllerState, TaskOrder
 from rackcron.dispatcher.controllers.registry import Controllers
 from rackcron.dispatcher.controllers.server import ControllerServer
-from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.controllers.simulator import FailOn, Simulator
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.runner import RetryPolicy, TaskRunner
 from rackcron.domain.lifecycle import Event
 from rackcron.domain.models import ControllerSpec, OverlapPolicy, QueueOptions, Task, TaskStatus
 from rackcron.service import Service, Update
 from rackcron.store import open_engine, transaction
+from tests.support.cli import run
 from tests.support.peers import Canned, Trickler, deep_json
 from tests.support.service import component_spec, create, rack_spec
 
@@ -100,6 +101,32 @@ def test_a_failing_operation_fails_the_task_with_the_controllers_message(
     rounds(runner, clock)
     failed = task_of(service, task_id)
     assert (failed.status, failed.message) == (TaskStatus.FAILED, "simulated failure")
+
+
+def test_the_racks_chosen_to_fail_fail_and_the_others_complete(
+    service, fleet, clock, runner, simulator
+):
+    """``serve --sim-fail``: by a name glob or a label, read from the inventory as it is."""
+    (labelled,) = [r for r in service.list_racks() if r.id == fleet.racks[4]]
+    service.upsert_rack(labelled.model_copy(update={"labels": {"row": "b"}}))
+    simulator.fail_on = FailOn.parse(["rack-a0[12]", "row=b"])
+    (*ids,) = service.trigger(create(service, fleet.racks).id).task_ids
+    rounds(runner, clock, step=SIM_DURATION)
+    rounds(runner, clock)
+    ended = {task_of(service, i).rack_id: task_of(service, i) for i in ids}
+    failed = {r for r, t in ended.items() if t.status == TaskStatus.FAILED}
+    assert failed == {fleet.racks[0], fleet.racks[1], fleet.racks[4]}
+    assert all(t.status == TaskStatus.COMPLETED for r, t in ended.items() if r not in failed)
+    assert ended[fleet.racks[0]].message == "simulated failure: --sim-fail chose this rack"
+
+
+@pytest.mark.parametrize("value", ["", "rack a01", "rack-\x1b[2J", "x" * 256])
+def test_a_sim_fail_value_that_names_no_racks_is_refused(value) -> None:
+    with pytest.raises(ValueError, match="expected a rack name glob"):
+        FailOn.parse([value.replace("\\x1b", "\x1b")])
+    result = run("serve", "--sim-fail", value, "--stop-after", "1s")
+    assert result.exit_code == 2 and "--sim-fail" in result.output
+    assert "\x1b" not in result.output
 
 
 def test_cancelling_a_running_task_tells_its_controller(service, fleet, clock, runner, simulator):

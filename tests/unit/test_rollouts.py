@@ -28,6 +28,7 @@ from rackcron.domain.rollouts import (
     pause,
     resume,
     step,
+    time_left,
 )
 
 NOW = datetime(2026, 6, 1, 2, 0, tzinfo=UTC)
@@ -383,3 +384,17 @@ def test_a_halted_roll_out_whose_every_scope_ended_completes() -> None:
 def test_a_cutoff_with_nothing_left_to_start_does_not_expire_it() -> None:
     first = step(new_rollout(Policy(Amount(2)), racks(2), NOW + MINUTE), NOW)
     assert step(first.rollout, NOW + timedelta(hours=1)).rollout.state == RolloutState.ROLLING
+
+
+def test_the_time_left_counts_the_racks_not_ended_and_the_bakes_ahead() -> None:
+    policy = Policy(Amount(2), waves=(Amount(1),), bake=timedelta(minutes=30))
+    hour = timedelta(hours=1)
+    fresh = new_rollout(policy, racks(5), None)  # waves of 1 and 4, two at a time
+    assert time_left(fresh, NOW, hour) == 1 * hour + 30 * MINUTE + 2 * hour
+    first = step(fresh, NOW)
+    baking = step(ended(first.rollout, ScopeStage.COMPLETED, "s00"), NOW).rollout
+    assert time_left(baking, NOW + 10 * MINUTE, hour) == 20 * MINUTE + 2 * hour
+    paused = pause(baking, NOW + 10 * MINUTE)
+    assert time_left(paused, NOW + 5 * hour, hour) == 20 * MINUTE + 2 * hour  # stood still
+    done = replace(baking, state=RolloutState.COMPLETED)
+    assert time_left(done, NOW, hour) is None
