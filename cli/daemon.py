@@ -257,6 +257,7 @@ def _loops(
             batch_size=dispatch.batch_size,
             metrics=metrics,
             notify=notify,
+            on_end=dispatcher.wake,
         )
         loops.append(
             threading.Thread(

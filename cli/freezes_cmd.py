@@ -46,7 +46,7 @@ def _span(window: tuple[datetime, datetime] | None) -> dict[str, str] | None:
 
 def _recurs(freeze: Freeze) -> str:
     """How a freeze's windows come: ``start .. end``, or ``cron '...' for 1h in zone``."""
-    from rackcron.reconciler.conflicts import format_duration
+    from rackcron.domain.timing import format_duration
 
     if freeze.cron is None:
         return f"{when(freeze.start)} .. {when(freeze.end)}"

@@ -30,7 +30,7 @@ from rackcron.cli._common import (
 )
 from rackcron.domain.escape import terminal
 from rackcron.domain.rollouts import RolloutState
-from rackcron.reconciler.conflicts import format_duration
+from rackcron.domain.timing import format_duration
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
@@ -109,7 +109,11 @@ def _line(record: RolloutRecord) -> list[str]:
 @database_option
 @server_options
 def list_command(
-    schedule: str | None, states: tuple[str, ...], limit: int, fmt: str, database_url: str | None,
+    schedule: str | None,
+    states: tuple[str, ...],
+    limit: int,
+    fmt: str,
+    database_url: str | None,
     server: Server | None,
 ) -> None:
     """List roll-outs, newest first.
@@ -146,12 +150,6 @@ def _waves(record: RolloutRecord) -> list[list[str]]:
 
 #: Racks listed by name under each heading of ``get`` (``--racks``: every rack).
 _LISTED = 20
-#: What to do next, by state.
-_NEXT = {
-    "halted": "more racks failed than it allows: resume with --allow-failures N once the"
-    " cause is fixed, or abort it",
-    "paused": "resume it to go on",
-}
 
 
 def _listed(heading: str, lines: list[str]) -> None:
@@ -171,7 +169,8 @@ def _listed(heading: str, lines: list[str]) -> None:
 @format_option
 @database_option
 @server_options
-def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, server: Server | None
+def get_command(
+    rollout: str, every: bool, fmt: str, database_url: str | None, server: Server | None
 ) -> None:
     """Show one roll-out: its policy, each wave's progress, the racks in flight and
     held, and every failure with its task's message.
@@ -194,15 +193,20 @@ def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, s
         ("in flight", f"{record.stages.get('active', 0)} (at most {record.in_flight})"),
         *([("bake until", when(record.bake_until))] if record.bake_until else []),
         *(
-            [("bake left", f"{format_duration(timedelta(seconds=record.bake_left_seconds))} (stopped while paused)")]
+            [
+                (
+                    "bake left",
+                    f"{format_duration(timedelta(seconds=record.bake_left_seconds))} (stopped while paused)",
+                )
+            ]
             if record.bake_left_seconds is not None
             else []
         ),
         *([("forced past", ", ".join(record.overridden))] if record.overridden else []),
-        *([("time left", _time_left(record))] if record.time_left_seconds is not None else []),
+        *([("time left", left)] if (left := record.time_left_text()) else []),
         ("cutoff", when(record.cutoff_at)),
         *([("finished", when(record.finished_at))] if record.finished_at else []),
-        *([("next", _NEXT[record.state])] if record.state in _NEXT else []),
+        *([("next", step)] if (step := record.next_step()) else []),
     ]:
         click.echo(f"{label + ':':12}{terminal(value)}")
     click.echo("")
@@ -235,21 +239,6 @@ def get_command(rollout: str, every: bool, fmt: str, database_url: str | None, s
     )
 
 
-def _time_left(record: RolloutRecord) -> str:
-    """The estimate of the time left, with what it assumes."""
-    assert record.time_left_seconds is not None
-    per_rack = format_duration(timedelta(seconds=record.per_rack_seconds or 0))
-    waits = [] if record.state not in ("paused", "halted") else ["from its resume"]
-    if record.policy.bake == "manual":
-        waits.append("promotion gates not counted")
-    return (
-        f"about {format_duration(timedelta(seconds=record.time_left_seconds))}"
-        f" ({per_rack} a rack, {record.per_rack_from}"
-        + "".join(f"; {w}" for w in waits)
-        + ")"
-    )
-
-
 def _steer(verb: str, record_of: str, yes: bool) -> None:
     if not yes:
         click.confirm(f"{verb} roll-out {terminal(record_of)}?", abort=True)
@@ -270,7 +259,11 @@ def _report(record: RolloutRecord, fmt: str) -> None:
 @database_option
 @server_options
 def pause_command(
-    rollout: str, yes: bool, fmt: str, audit: Audit, database_url: str | None,
+    rollout: str,
+    yes: bool,
+    fmt: str,
+    audit: Audit,
+    database_url: str | None,
     server: Server | None,
 ) -> None:
     """Pause a rolling or baking roll-out: nothing new starts, and its tasks not yet
@@ -332,7 +325,12 @@ def resume_command(
 @database_option
 @server_options
 def abort_command(
-    rollout: str, cancel_active: bool, yes: bool, fmt: str, audit: Audit, database_url: str | None,
+    rollout: str,
+    cancel_active: bool,
+    yes: bool,
+    fmt: str,
+    audit: Audit,
+    database_url: str | None,
     server: Server | None,
 ) -> None:
     """Abort a roll-out: its racks not started will not start, and its waiting and
@@ -411,7 +409,7 @@ def wait_command(
             if record.state in _STOPPED:
                 click.echo(
                     f"error: it is {record.state}, not {' or '.join(wanted)}"
-                    + (f": {_NEXT[record.state]}" if record.state in _NEXT else ""),
+                    + (f": {step}" if (step := record.next_step()) else ""),
                     err=True,
                 )
                 sys.exit(1)

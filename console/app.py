@@ -28,13 +28,14 @@ from typing import Any, Literal
 import jinja2
 from markupsafe import Markup
 
-from rackcron.console import timeline
+from rackcron.console import rollout_view, timeline
 from rackcron.console.auth import Gate, Throttled
 from rackcron.console.spec_words import spec_words
 from rackcron.domain import escape, timing
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import Schedule
 from rackcron.domain.names import AmbiguousName, Candidate, rack_candidate, resolve
+from rackcron.domain.rollouts import RolloutState
 from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
 from rackcron.history import HEADERS, document, rows
@@ -63,6 +64,9 @@ _CSP = (
 )
 _STATIC = {"console.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 _SCHEDULE_PATH = re.compile(r"/schedules/([0-9a-fA-F-]{36})")
+_ROLLOUT_PATH = re.compile(r"/rollouts/([0-9a-fA-F-]{36})")
+#: Roll-outs the roll-outs page lists, newest first.
+ROLLOUT_PAGE = 100
 MAX_FORM = 4096  # bytes of a sign-in form
 MAX_FIELDS = 20  # query parameters of a page
 # What a redirect may keep as is: RFC 3986's unreserved and reserved characters and "%";
@@ -118,7 +122,11 @@ class _Console:
         method = environ.get("REQUEST_METHOD", "GET")
         if path == "/healthz" and self.fallback is not None:  # probes need no token
             return self.fallback(environ, start)
-        is_page = path in _PAGES or bool(_SCHEDULE_PATH.fullmatch(path))
+        is_page = (
+            path in _PAGES
+            or bool(_SCHEDULE_PATH.fullmatch(path))
+            or bool(_ROLLOUT_PATH.fullmatch(path))
+        )
         if self.refusal is not None and (is_page or path in ("/login", "/logout")):
             return self._send(start, _plain("403 Forbidden", self.refusal))
         if path.startswith("/static/"):
@@ -140,7 +148,8 @@ class _Console:
             return self._send(start, _redirect("/login", cookie=self.gate.logout(environ)))
         page = _PAGES.get(path)
         match = _SCHEDULE_PATH.fullmatch(path)
-        if page is None and match is None:
+        rolled = _ROLLOUT_PATH.fullmatch(path)
+        if page is None and match is None and rolled is None:
             if self.fallback is not None:
                 return self.fallback(environ, start)
             return self._send(start, self._error("404 Not Found", f"no page at {path}"))
@@ -152,6 +161,8 @@ class _Console:
             params = _query(environ)
             if match is not None:
                 response = self._schedule(match.group(1))
+            elif rolled is not None:
+                response = self._rollout(rolled.group(1))
             else:
                 assert page is not None
                 response = page(self, params)
@@ -275,6 +286,7 @@ class _Console:
             bars=len(found.bars),
             conflicts=sum(1 for b in found.bars if b.conflicts_with),
             max_fires=MAX_FIRES_PER_SCHEDULE,
+            running=view.rollouts,
         )
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
@@ -304,6 +316,7 @@ class _Console:
             racks = {r.id: r.name for r in ops.inventory.list_racks()}
             tasks = ops.tasks.list_tasks(schedule_id=schedule.id, limit=20).items
             applied = ops.applies.get_apply(schedule.applied_by) if schedule.applied_by else None
+            recent = ops.rollouts.list_rollouts(schedule_id=schedule.id, limit=5)
         fires = _next_fires(schedule, NEXT_FIRES)
         return self._render(
             "schedule.html",
@@ -316,6 +329,42 @@ class _Console:
             applied=applied,
             words=spec_words(schedule.spec_type, schedule.spec, schedule.timezone),
             state=_state(schedule),
+            rollouts=[(r, rollout_view.progress(r)) for r in recent],
+        )
+
+    def _rollout(self, rollout_id: str) -> _Response:
+        with self.service.transaction(write=False) as ops:
+            record = ops.rollouts.get_rollout(rollout_id)
+        failures = [s for s in record.scopes if s.stage == "failed"]
+        held: dict[str, list[str]] = {}  # why -> the racks held so, in order
+        for s in record.scopes:
+            if s.stage == "waiting" and s.reason:
+                held.setdefault(s.reason, []).append(s.rack_name)
+        return self._render(
+            "rollout.html",
+            title=f"Roll-out of {record.schedule_name}",
+            nav="Roll-outs",
+            record=record,
+            waves=rollout_view.waves(record),
+            stages=rollout_view.STAGES,
+            failures=failures,
+            held=held,
+        )
+
+    def rollouts(self, params: Mapping[str, str]) -> _Response:
+        state = params.get("state", "")
+        with self.service.transaction(write=False) as ops:
+            found = ops.rollouts.list_rollouts(states=[state] if state else [], limit=ROLLOUT_PAGE)
+        # Failures first: those waiting on an operator, then the rest as they came.
+        stopped = [r for r in found if r.state in ("halted", "paused")]
+        listed = stopped + [r for r in found if r.state not in ("halted", "paused")]
+        return self._render(
+            "rollouts.html",
+            title="Roll-outs",
+            listed=[(r, rollout_view.progress(r)) for r in listed],
+            state=state,
+            states=[s.value for s in RolloutState],
+            stages=rollout_view.STAGES,
         )
 
     def tasks(self, params: Mapping[str, str]) -> _Response:
@@ -355,6 +404,7 @@ _PAGES: dict[str, Callable[[_Console, Mapping[str, str]], _Response]] = {
     "/": _Console.timeline,
     "/schedules": _Console.schedules,
     "/tasks": _Console.tasks,
+    "/rollouts": _Console.rollouts,
     "/history": _Console.history,
 }
 

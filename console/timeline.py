@@ -142,11 +142,11 @@ def _merged(bars: list[Bar], start: datetime, span: float) -> tuple[Drawn, ...]:
     """The bars of a row as drawn: per schedule, in time order, a bar that begins within
     a unit of the previous one's end joins it (same conflict and freeze marks)."""
     runs: list[Drawn] = []
-    last: dict[tuple[uuid.UUID, bool, str | None], int] = {}
+    last: dict[tuple[uuid.UUID, bool, str | None, str | None], int] = {}
     for b in sorted(bars, key=lambda b: b.start):
         x = _x(b.start, start, span)
         right = max(x + MIN_BAR, min(_x(b.end, start, span), LABEL + WIDTH))
-        key = (b.schedule_id, bool(b.conflicts_with), b.freeze)
+        key = (b.schedule_id, bool(b.conflicts_with), b.freeze, b.stage)
         index = last.get(key)
         if index is not None and x <= runs[index].x + runs[index].width + 1.0:
             run = runs[index]

@@ -58,10 +58,12 @@ from rackcron.service.roles import (
     Missed,
 )
 
-__all__ = ["DEFAULT_POSTGRES_WORKERS", "Dispatcher", "PollSummary"]
+__all__ = ["DEFAULT_POSTGRES_WORKERS", "WAKE_CHECK", "Dispatcher", "PollSummary"]
 
-#: The notification of each state a roll-out may reach in an advance (its ends but abort,
-#: which an operator makes, and a halt).
+#: Seconds between looks at ``stop`` while waiting for a task's end between polls.
+WAKE_CHECK = 0.25
+
+#: The notification of each state a roll-out is told of reaching: a halt, and its ends.
 _ROLLOUT_ENDS = {
     RolloutState.HALTED: EventKind.ROLLOUT_HALTED,
     RolloutState.COMPLETED: EventKind.ROLLOUT_COMPLETED,
@@ -110,6 +112,18 @@ class Dispatcher:
         self.hook = hook
         self.notify = notify  # takes a notification without blocking (dispatcher.notify)
         self.lease = lease  # seconds a claimed firing is this replica's alone
+        self._woken = threading.Event()  # a task ended: advance the roll-outs before the poll
+
+    def wake(self) -> None:
+        """A task ended (the task runner says so): the roll-outs advance now, not at the
+        next poll, so a roll-out's next rack starts as soon as a slot frees. Any thread."""
+        self._woken.set()
+
+    def advance(self) -> list[Advanced]:
+        """Advance the unfinished roll-outs now, and tell what happened."""
+        advanced = self.service.advance_rollouts(hook=self.hook)
+        self._report_rollouts(advanced)
+        return advanced
 
     def poll(self, stop: threading.Event | None = None) -> PollSummary:
         """Fire everything due now (stopping early, between batches, if ``stop`` is set).
@@ -165,8 +179,7 @@ class Dispatcher:
         if errors:
             raise errors[0]
         stopping = stop is not None and stop.is_set()
-        advanced = [] if stopping else self.service.advance_rollouts(hook=self.hook)
-        self._report_rollouts(advanced)
+        advanced = [] if stopping else self.advance()
         return PollSummary(fired[0], totals, time.monotonic() - started, missed, advanced)
 
     def run(self, stop: threading.Event, *, interval: float = 10.0) -> None:
@@ -198,7 +211,19 @@ class Dispatcher:
                         seconds=Seconds(summary.seconds),
                         **summary.results,
                     )
-            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            self._between_polls(stop, started + interval)
+
+    def _between_polls(self, stop: threading.Event, until: float) -> None:
+        """Wait until ``until`` (monotonic) or ``stop``, advancing the roll-outs each time a
+        task ends meanwhile (:meth:`wake`)."""
+        while not stop.is_set() and (left := until - time.monotonic()) > 0:
+            if not self._woken.wait(min(left, WAKE_CHECK)):
+                continue
+            self._woken.clear()
+            try:
+                self.advance()
+            except Exception as exc:  # logged; the next poll reports what persists
+                failed("rollout advance failed", exc)
 
     def _warn_short_deadlines(self, interval: float) -> None:
         """One WARNING per stored starting deadline shorter than twice ``interval``."""

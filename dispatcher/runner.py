@@ -223,7 +223,10 @@ class TaskRunner:
         metrics: Metrics | None = None,
         stop_grace: float = 5.0,
         notify: Callable[[Notification], None] | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
+        """``on_end`` is called (from a worker thread) after a round in which a task ended:
+        the dispatcher's ``wake``, so a roll-out's next rack starts at once."""
         self.service = service
         self.controllers = controllers
         self.retry = retry
@@ -234,6 +237,7 @@ class TaskRunner:
         self.metrics = metrics
         self.stop_grace = stop_grace  # seconds close() waits for the calls in flight
         self.notify = notify  # takes a notification without blocking (dispatcher.notify)
+        self.on_end = on_end
         self._pool = _Workers(workers, "rackcron-runner")
         self._busy: dict[str, Future[None]] = {}  # controller key -> its worker
         self._lock = threading.Lock()
@@ -244,6 +248,8 @@ class TaskRunner:
         expired = self.service.expire_queued()
         if expired:
             event(logging.INFO, "queue timeout", tasks=len(expired))
+            if self.on_end is not None:
+                self.on_end()
             if self.notify is not None:
                 for written in expired:
                     self.notify(task_expired(_task_ref(written), at=written.at))
@@ -429,9 +435,11 @@ class TaskRunner:
 
     def _observe(self, share: Iterable[DueCall], updates: Iterable[Update]) -> None:
         works = {w.task_id: w for w in share}
+        any_ended = False
         for update in updates:
             ended = ends(update.was, update.event)
             if ended is not None:
+                any_ended = True
                 level = logging.INFO if ended == TaskStatus.COMPLETED else logging.WARNING
                 event(
                     level,
@@ -458,3 +466,5 @@ class TaskRunner:
                     **_about(works[update.task_id]),
                     error=update.message,
                 )
+        if any_ended and self.on_end is not None:  # recorded: the roll-outs may move on
+            self.on_end()

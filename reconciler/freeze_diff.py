@@ -20,7 +20,7 @@ from rackcron.domain import timing
 from rackcron.domain.commands import DeleteFreeze, UpsertFreeze
 from rackcron.domain.lookalikes import skeleton, spelled
 from rackcron.domain.models import Freeze
-from rackcron.reconciler.conflicts import format_duration
+from rackcron.domain.timing import format_duration
 from rackcron.reconciler.plan import Change, FieldChange, PlanWarning
 from rackcron.reconciler.state import State, freeze_data
 

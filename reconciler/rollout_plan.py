@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rackcron.domain import rollouts, timing
+from rackcron.domain.timing import format_duration
 from rackcron.domain.upcoming import expected_duration
-from rackcron.reconciler.conflicts import format_duration
 from rackcron.reconciler.plan import PlanWarning
 from rackcron.reconciler.state import ScheduleState, State
 

@@ -50,7 +50,9 @@ class RolloutsServicer(rollouts_pb2_grpc.RolloutsServicer):
     @rpc_method
     def ListRollouts(self, request: pb.ListRolloutsRequest) -> pb.ListRolloutsResponse:
         found = self.service.list_rollouts(
-            schedule=request.schedule or None, states=tuple(request.states), limit=request.limit or DEFAULT_LIMIT
+            schedule=request.schedule or None,
+            states=tuple(request.states),
+            limit=request.limit or DEFAULT_LIMIT,
         )
         return pb.ListRolloutsResponse(rollouts_json=[r.model_dump_json() for r in found])
 

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-
-from rackcron.audit import Audit
 import pydantic
 
+from rackcron.audit import Audit
 from rackcron.domain.models import Page, RolloutRecord, Schedule, Scope, TaskStatus
 from rackcron.errors import NotFound, RackcronError
 from rackcron.wire.convert import to_schedule, to_scope, to_task_status

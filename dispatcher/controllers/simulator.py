@@ -51,11 +51,11 @@ from rackcron.domain.operation_names import operation_type
 
 __all__ = [
     "DEFAULT_DURATION",
-    "FailOn",
     "KEEP_BYTES",
     "KEEP_FINISHED",
     "KEEP_FINISHED_FOR",
     "VALUE_COST",
+    "FailOn",
     "Simulator",
     "SimulatorFull",
     "order_size",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -363,6 +363,7 @@ class RolloutRecord(_Model):
     due_at: datetime
     fired_at: datetime
     policy: RolloutPolicy  # as recorded at firing
+    operation: str = ""  # its operation's name (upgrade_firmware, ...)
     state: str  # rolling, baking, paused, halted, completed, expired, aborted
     wave: int  # the open wave (from 1)
     budget: int  # the failures it tolerates
@@ -390,6 +391,27 @@ class RolloutRecord(_Model):
     @property
     def total(self) -> int:
         return sum(self.stages.values())
+
+    def next_step(self) -> str | None:
+        """What an operator does next, for a paused or halted roll-out (None: nothing)."""
+        return {
+            "halted": "more racks failed than it allows: resume with --allow-failures N once"
+            " the cause is fixed, or abort it",
+            "paused": "resume it to go on",
+        }.get(self.state)
+
+    def time_left_text(self) -> str | None:
+        """The estimate of the time left for people, with what it assumes (None: none)."""
+        if self.time_left_seconds is None:
+            return None
+        per_rack = timing.format_duration(timedelta(seconds=self.per_rack_seconds or 0))
+        notes = [f"{per_rack} a rack, {self.per_rack_from}"]
+        if self.state in ("paused", "halted"):
+            notes.append("from its resume")
+        if self.policy.bake == rollouts.MANUAL:
+            notes.append("promotion gates not counted")
+        left = timing.format_duration(timedelta(seconds=self.time_left_seconds))
+        return f"about {left} ({'; '.join(notes)})"
 
 
 class MissReason(StrEnum):

@@ -49,6 +49,7 @@ __all__ = [
     "parse_span",
     "pause",
     "resume",
+    "slots",
     "step",
     "time_left",
 ]
@@ -487,24 +488,54 @@ def time_left(rollout: Rollout, now: datetime, duration: timedelta) -> timedelta
     return operations * duration + bakes + max(baking, timedelta(0))
 
 
+def _effective(policy: Policy, found: Limits, groups: int | None) -> int:
+    """The in-flight limit, or (with ``spread_by``) at most ``groups`` times the per-group
+    limit."""
+    if policy.spread_by is not None and groups is not None:
+        return max(1, min(found.in_flight, groups * policy.max_in_flight_per_group))
+    return found.in_flight
+
+
+def slots(
+    policy: Policy, total: int, groups: int | None, expected_duration: timedelta
+) -> list[timedelta]:
+    """When each of ``total`` scopes, in roll-out order, is estimated to start after the
+    firing: within a wave, batches of the effective in-flight limit one
+    ``expected_duration`` apart; a wave after the one before and its timed bake (a manual
+    gate counts nothing: it waits on an operator). The estimate's rule, rack by rack.
+
+    :raises OverflowError: a start past what ``timedelta`` holds.
+    """
+    if total == 0:
+        return []
+    found = limits(policy, total)
+    effective = _effective(policy, found, groups)
+    offsets: list[timedelta] = []
+    at, start = timedelta(0), 0
+    for end in found.wave_ends:
+        offsets += [at + (j // effective) * expected_duration for j in range(end - start)]
+        at += math.ceil((end - start) / effective) * expected_duration + (
+            policy.bake or timedelta(0)
+        )
+        start = end
+    return offsets
+
+
 def estimated_span(
     policy: Policy, total: int, groups: int | None, expected_duration: timedelta
 ) -> timedelta:
-    """How long a roll-out of ``total`` scopes takes, as ``plan`` estimates it: each wave
-    ceil(size / effective in-flight) operations long, plus the timed bakes between waves;
-    effective in-flight is the in-flight limit, or (with ``spread_by``) at most
-    ``groups`` times the per-group limit."""
+    """How long a roll-out of ``total`` scopes takes, as ``plan`` estimates it: the last
+    scope's slot (:func:`slots`: each wave ceil(size / effective in-flight) operations
+    long, plus the timed bakes between waves) and its operation."""
     if total == 0:
         return timedelta(0)
     found = limits(policy, total)
-    effective = found.in_flight
-    if policy.spread_by is not None and groups is not None:
-        effective = max(1, min(effective, groups * policy.max_in_flight_per_group))
-    operations, start = 0, 0
-    for end in found.wave_ends:
-        operations += math.ceil((end - start) / effective)
-        start = end
-    bakes = (len(found.wave_ends) - 1) if policy.bake is not None else 0
+    effective = _effective(policy, found, groups)
+    operations = sum(
+        math.ceil((end - start) / effective)
+        for start, end in zip((0, *found.wave_ends), found.wave_ends, strict=False)
+    )
+    bakes = len(found.wave_ends) - 1
     try:
         return operations * expected_duration + bakes * (policy.bake or timedelta(0))
     except OverflowError:  # longer than timedelta holds (about 2.7 million years)

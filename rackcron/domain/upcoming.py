@@ -3,8 +3,13 @@
 What the web console's timeline draws and ``rackcron upcoming`` lists. Each enabled
 schedule fires at its stored ``next_run_at`` (an overdue one at the window's start: the
 dispatcher fires it at its next poll), then as its spec says (``rackcron.domain.timing``). A
-firing occupies each rack of its scope for its operation's expected duration
-(:data:`EXPECTED_DURATIONS`, the same the precise conflict check assumes).
+firing occupies each rack of its scope for its operation's expected duration (the
+schedule's ``expected_duration``, else :data:`EXPECTED_DURATIONS`, the same the precise
+conflict check assumes). A firing of a schedule with a ``rollout`` puts each rack in its
+estimated slot of the roll-out (``rackcron.domain.rollouts.slots``: the firing then spans
+the estimated span); a roll-out running now is drawn as it stands (:func:`running_bars`):
+its racks in flight from their start, the racks waiting after them, a batch of the
+in-flight limit at a time.
 
 Two bars on one rack whose times overlap are marked as a predicted conflict when their
 tasks would conflict (the table of ``rackcron.domain.task_conflicts``, over the components each
@@ -34,11 +39,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from itertools import islice
 
-from rackcron.domain import timing
+from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.firing import select_components
 from rackcron.domain.freezes import Target, matches, selects_rack, windows
-from rackcron.domain.models import Component, Freeze, Rack, Schedule, Scope
+from rackcron.domain.models import Component, Freeze, Rack, RolloutRecord, Schedule, Scope
 from rackcron.domain.operation_names import operation_name
 from rackcron.domain.task_conflicts import Point, TaskShape, meeting_points
 
@@ -52,6 +57,8 @@ __all__ = [
     "FreezeWindow",
     "Upcoming",
     "expected_duration",
+    "length_of",
+    "running_bars",
     "upcoming",
 ]
 
@@ -83,6 +90,7 @@ class FleetView:
     racks: Sequence[Rack]
     components: Sequence[Component]
     freezes: Sequence[Freeze] = ()
+    rollouts: Sequence[RolloutRecord] = ()  # the unfinished ones, with their scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,9 @@ class Bar:
     freeze: str | None = None  # the freeze holding this firing, if one does
     conflicts_with: tuple[str, ...] = ()  # schedules whose bars here conflict with it
     conflicts_more: bool = False  # more schedules conflict than conflicts_with names
+    slot: bool = False  # its estimated slot in a roll-out firing
+    rollout: uuid.UUID | None = None  # the running roll-out it is a rack of
+    stage: str | None = None  # that rack's stage: active or waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +169,7 @@ class _Plan:
     operation: str
     length: timedelta
     targets: tuple[tuple[Rack, _Meets, Target], ...]
+    offsets: tuple[timedelta, ...] = ()  # each target's slot in a roll-out (empty: none)
 
 
 def _plan(
@@ -187,7 +199,40 @@ def _plan(
         targets.append((rack, meeting_points(work), target))
     if not targets:
         return None
-    return _Plan(schedule, operation, expected_duration(operation), tuple(targets))
+    length = length_of(schedule, operation)
+    return _Plan(schedule, operation, length, tuple(targets), _slots(schedule, targets, length))
+
+
+def length_of(schedule: Schedule, operation: str) -> timedelta:
+    """How long one of ``schedule``'s operations keeps a rack busy: its declared
+    ``expected_duration``, else the operation's default."""
+    if schedule.expected_duration is not None:
+        try:
+            return rollouts.parse_span(schedule.expected_duration, "expected_duration")
+        except rollouts.RolloutError:
+            pass  # a value rackcron did not write: the default
+    return expected_duration(operation)
+
+
+def _slots(
+    schedule: Schedule, targets: Sequence[tuple[Rack, _Meets, Target]], length: timedelta
+) -> tuple[timedelta, ...]:
+    """Each target's estimated start after a firing of ``schedule``'s roll-out (empty:
+    it declares none, or one the dispatcher could not follow either)."""
+    if schedule.rollout is None:
+        return ()
+    try:
+        policy = schedule.rollout.policy()
+        racked = [rollouts.Racked(i, t[0].name, t[0].labels) for i, t in enumerate(targets)]
+        ordered = rollouts.order(policy, racked)
+        groups = {g for s in racked if (g := rollouts.group_of(policy, s)) is not None}
+        at = rollouts.slots(policy, len(ordered), len(groups) or None, length)
+    except (rollouts.RolloutError, OverflowError):
+        return ()
+    offsets = [timedelta(0)] * len(targets)
+    for position, scope in enumerate(ordered):
+        offsets[int(scope.scope_id)] = at[position]  # type: ignore[call-overload]
+    return tuple(offsets)
 
 
 def _not_before(spec: timing.Spec, at: datetime | None, start: datetime) -> datetime | None:
@@ -238,21 +283,23 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
         at, index = heapq.heappop(heap)
         plan, fires = plans[index]
         schedule = plan.schedule
-        for rack, meet, target in plan.targets:
+        for position, (rack, meet, target) in enumerate(plan.targets):
             if len(bars) == MAX_BARS:
                 truncated = True
                 break
-            freeze = held.by(target, at)
+            freeze = held.by(target, at)  # as at the firing: a roll-out's racks at their turn
             meets.append(meet)
+            begins = at + plan.offsets[position] if plan.offsets else at
             bar = Bar(
                 schedule_id=schedule.id,
                 schedule=schedule.name,
                 operation=plan.operation,
                 rack_id=rack.id,
                 rack=rack.name,
-                start=at,
-                end=at + plan.length,
+                start=begins,
+                end=begins + plan.length,
                 freeze=freeze.name if freeze else None,
+                slot=bool(plan.offsets),
             )
             bars.append(bar)
         fired[index] += 1
@@ -260,6 +307,12 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
             cut.append(schedule.name)
         elif (following := next(fires, None)) is not None:
             heapq.heappush(heap, (following, index))
+    for bar in running_bars(view, start, end):
+        if len(bars) == MAX_BARS:
+            truncated = True
+            break
+        bars.append(bar)
+        meets.append((frozenset(), frozenset()))  # drawn as it stands, not judged again
     marked = _mark_conflicts(bars, meets)
     marked.sort(key=lambda b: (b.start, b.rack, b.schedule))
     frozen = list(_freeze_windows(view.freezes, view.racks, start, end))
@@ -274,6 +327,42 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
         freezes=tuple(frozen),
         freezes_cut=freezes_cut,
     )
+
+
+def running_bars(view: FleetView, start: datetime, end: datetime) -> Iterator[Bar]:
+    """The racks of the running roll-outs as they stand at ``start``: each in flight from
+    its start for the operation's length (at least until ``start``), the waiting ones
+    after them in order, a batch of the in-flight limit each ``length`` (after the bake in
+    progress), those of ``[start, end)``."""
+    names = {r.id: r.name for r in view.racks}
+    for record in view.rollouts:
+        length = (
+            timedelta(seconds=record.per_rack_seconds)
+            if record.per_rack_seconds
+            else expected_duration(record.operation)
+        )
+        active = [s for s in record.scopes if s.stage == "active"]
+        waiting = [s for s in record.scopes if s.stage == "waiting"]
+        after = max(start, record.bake_until or start)
+        placed = [(s, max(s.started_at or start, start - length), "active") for s in active] + [
+            (s, after + ((len(active) + k) // max(1, record.in_flight)) * length, "waiting")
+            for k, s in enumerate(waiting)
+        ]
+        for scope, begins, stage in placed:
+            finish = max(begins + length, start + timedelta(minutes=1))
+            if begins >= end or finish <= start:
+                continue
+            yield Bar(
+                schedule_id=record.schedule_id,
+                schedule=record.schedule_name,
+                operation=record.operation,
+                rack_id=scope.rack_id,
+                rack=names.get(scope.rack_id, scope.rack_name),
+                start=max(begins, start),
+                end=finish,
+                rollout=record.id,
+                stage=stage,
+            )
 
 
 class _Held:

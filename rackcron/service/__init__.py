@@ -602,6 +602,7 @@ class Service:
                 racks=ops.inventory.list_racks(),
                 components=ops.inventory.list_components(),
                 freezes=ops.freezes.list_freezes(),
+                rollouts=ops.rollouts.running(),
             )
 
     list_applies = _in_transaction(ApplyOps.list_applies, write=False)

@@ -171,6 +171,13 @@ def _record(
         due_at=row.due_at,
         fired_at=row.fired_at,
         policy=RolloutPolicy.model_validate(row.policy),
+        operation=operation_name(
+            OperationTemplate(
+                type=row.operation_type,
+                code=row.operation_code,
+                information=row.operation_information,
+            )
+        ),
         state=row.state,
         wave=row.wave + 1,
         budget=row.budget,
@@ -456,6 +463,14 @@ class RolloutOps:
             except rollouts.RolloutError:
                 pass  # a value rackcron did not write: the default
         return expected_duration(operation_name(template)), "default"
+
+    def running(self) -> list[RolloutRecord]:
+        """The roll-outs that may still start racks (rolling, baking, paused, halted), each
+        with its scopes, as :meth:`get_rollout` shows them."""
+        query = sa.select(rollout.c.id).where(
+            rollout.c.finished_at.is_(None), rollout.c.state.not_in(_FINAL)
+        )
+        return [self.get_rollout(i) for i in self.work.conn.execute(query).scalars()]
 
     def latest_of(self, schedule_id: uuid.UUID) -> uuid.UUID | None:
         """The schedule's newest roll-out (None: it has none)."""

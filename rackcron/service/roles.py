@@ -330,9 +330,21 @@ class ApplyReads(Protocol):
 
 
 class RolloutReads(Protocol):
-    """Which schedules have an unfinished roll-out."""
+    """Which schedules have an unfinished roll-out; the roll-outs running."""
 
     def unfinished(self, schedule_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]: ...
+
+    def running(self) -> list[RolloutRecord]: ...
+
+    def list_rollouts(
+        self,
+        *,
+        schedule_id: uuid.UUID | None = None,
+        states: Collection[str] = (),
+        limit: int = 100,
+    ) -> list[RolloutRecord]: ...
+
+    def get_rollout(self, rollout_id: uuid.UUID | str) -> RolloutRecord: ...
 
 
 class Reads(Protocol):

@@ -72,7 +72,6 @@ from rackcron.reconciler.conflicts._report import (
     ConflictReport,
     Held,
     HeldReport,
-    format_duration,
 )
 
 __all__ = [
@@ -88,7 +87,6 @@ __all__ = [
     "StoredSchedule",
     "coarse_conflicts",
     "count_pairs",
-    "format_duration",
     "held_firings",
     "precise_conflicts",
     "render_json",

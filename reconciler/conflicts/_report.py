@@ -175,7 +175,7 @@ class Held:
 
     def message(self, horizon: timedelta) -> str:
         """One line for people: ``schedule "x" fires at T inside freeze "f" (racks ...)``."""
-        return held_message(self.to_json(), format_duration(horizon))
+        return held_message(self.to_json(), timing.format_duration(horizon))
 
 
 def held_message(held: Mapping[str, object], horizon: str) -> str:
@@ -249,8 +249,8 @@ class ConflictReport:
             "with_store": self.stored is not None,
             "checked": {"declared": self.declared, "stored": self.stored or 0},
             "now": _utc(self.now) if self.now else None,
-            "horizon": format_duration(self.horizon) if self.horizon else None,
-            "durations": {k: format_duration(v) for k, v in self.durations.items()} or None,
+            "horizon": timing.format_duration(self.horizon) if self.horizon else None,
+            "durations": {k: timing.format_duration(v) for k, v in self.durations.items()} or None,
             "count": self.count,
             "count_exact": self.exact and self.complete,
             "truncated": self.count > len(self.conflicts),
@@ -296,13 +296,3 @@ def _conflict_json(conflict: PredictedConflict, mode: Mode) -> dict[str, Any]:
             ],
         }
     return data
-
-
-def format_duration(value: timedelta) -> str:
-    """A Go-style duration without zero parts: ``2h``, ``1h30m``, ``336h``, ``90s``, ``1.5s``."""
-    micros = value // timedelta(microseconds=1)
-    hours, micros = divmod(micros, 3_600_000_000)
-    minutes, micros = divmod(micros, 60_000_000)
-    seconds = f"{micros / 1_000_000:g}s" if micros else ""
-    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + seconds
-    return text or "0s"

@@ -3,7 +3,8 @@
 ``examples/fleet`` with the built-in simulated controllers.
 
 Clicks through the pages as a viewer would: the timeline's rows against the store, a bar's
-link, the schedules filter, a triggered task showing up live, times in the browser's zone,
+link, the schedules filter, a triggered task showing up live, a roll-out that halts on a
+failing rack (the simulator fails rack-a03) and its page, times in the browser's zone,
 the phone layout (390x844) and the pages with JavaScript off. Screenshots of each page at
 1280x800 and 390x844 go to ``$RACKCRON_TEST_ARTIFACTS`` (default: the test's temp dir).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,7 +57,24 @@ ARTIFACTS_ENV = "RACKCRON_TEST_ARTIFACTS"
 ZONE = "America/New_York"
 DESKTOP = (1280, 800)
 PHONE = (390, 844)
-NAV = ("Timeline", "Schedules", "Tasks", "History")
+NAV = ("Timeline", "Schedules", "Roll-outs", "Tasks", "History")
+#: The roll-out the tests trigger: row A's racks one at a time, rack-a01 first, a
+#: promotion gate after it (the simulator fails every operation on rack-a03).
+ROLLOUT = "row-a-bmc-firmware"
+ROLLOUT_YAML = """\
+apiVersion: rackcron/v1
+kind: TaskSchedule
+metadata:
+  name: row-a-bmc-firmware
+spec:
+  spec_type: one-time
+  spec: "2027-03-01T03:00:00Z"
+  rollout: {max_in_flight: 1, waves: [1], bake: manual, first: {racks: [rack-a01]}}
+  operation:
+    upgrade_firmware: {target_version: 2.4.1}
+  targets:
+    racks: [{name: rack-a01}, {name: rack-a02}, {name: rack-a03}, {name: rack-a04}]
+"""
 #: The schedule whose page the tests open (it has component filters and a source file).
 SHOWN = "nightly-compute-firmware"
 
@@ -92,7 +111,10 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("console-browser")
     url = f"sqlite:///{tmp / 'fleet.db'}"
-    applied = run("apply", str(EXAMPLES), "--auto-approve", url=url)
+    tree = tmp / "fleet"
+    shutil.copytree(EXAMPLES, tree)
+    (tree / "schedules" / "row-a-firmware.yaml").write_text(ROLLOUT_YAML)
+    applied = run("apply", str(tree), "--auto-approve", url=url)
     assert applied.exit_code == 0, applied.output
     service = Service.open(url)
     try:
@@ -100,12 +122,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         service.close()
     pages = {"timeline": "/?window=7d", "schedules": "/schedules", "schedule": shown,
-             "tasks": "/tasks", "history": "/history"}  # fmt: skip
+             "rollouts": "/rollouts", "tasks": "/tasks", "history": "/history"}  # fmt: skip
     port = free_port()
     log = tmp / "serve.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "rackcron.cli", "serve", "--database-url", url,
-         "--http-listen", f"127.0.0.1:{port}"],
+         "--http-listen", f"127.0.0.1:{port}", "--sim-fail", "rack-a03",
+         "--sim-duration", "UPGRADE_FIRMWARE=1s"],
         stderr=log.open("w"), env={**os.environ, "RACKCRON_FAULT": ""},
     )  # fmt: skip
     try:
@@ -458,3 +481,80 @@ def test_with_javascript_off_the_pages_render_in_utc(served: Served, no_script: 
             times += 1
         assert "shown here in" not in no_script.find_element(By.TAG_NAME, "footer").text
     assert times
+
+
+def _rollout_state(served: Served, state: str) -> str:
+    """Wait (up to a minute: the dispatcher advances on a task's end, else each poll) for
+    :data:`ROLLOUT`'s newest roll-out to be ``state``; its id."""
+    deadline = time.monotonic() + 60
+    service = served.open_service()
+    try:
+        while (found := service.get_rollout(ROLLOUT)).state != state:
+            assert time.monotonic() < deadline, f"not {state}: {found}"
+            time.sleep(0.2)
+        return str(found.id)
+    finally:
+        service.close()
+
+
+def test_a_rollout_that_halts_shows_why_on_its_page(
+    served: Served, browser: WebDriver, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Triggered, promoted past its gate, halted by rack-a03's failure: the list shows it
+    first, its page each wave's racks by stage and the failure's message; the timeline
+    links to it. Screenshots of both pages at both sizes."""
+    _size(browser, DESKTOP)
+    url = served.url
+    assert run("schedules", "trigger", ROLLOUT, "--yes", url=url).exit_code == 0
+    _rollout_state(served, "paused")
+    assert run("rollouts", "resume", ROLLOUT, "--yes", url=url).exit_code == 0
+    rollout_id = _rollout_state(served, "halted")
+    browser.get(served.page("/rollouts"))
+    first = browser.find_element(By.CSS_SELECTOR, "tr[data-rollout]")
+    assert first.get_attribute("data-rollout") == rollout_id
+    assert "halted" in first.text
+    first.find_element(By.LINK_TEXT, ROLLOUT).click()
+    WebDriverWait(browser, 10).until(lambda d: _h1(d) == f"Roll-out of {ROLLOUT}")
+    cells = {
+        c.text: c.get_attribute("data-stage")
+        for c in browser.find_elements(By.CSS_SELECTOR, ".rack-grid .cell")
+    }
+    assert cells == {
+        "rack-a01": "completed", "rack-a02": "completed", "rack-a03": "failed",
+        "rack-a04": "waiting",
+    }  # fmt: skip
+    colours = {
+        c.text: c.value_of_css_property("background-color")
+        for c in browser.find_elements(By.CSS_SELECTOR, ".rack-grid .cell")
+    }
+    assert colours["rack-a03"] != colours["rack-a02"] != colours["rack-a04"]
+    failure = browser.find_element(By.CSS_SELECTOR, "table.failures tr[data-rack=rack-a03]")
+    assert "simulated failure: --sim-fail chose this rack" in failure.text
+    bars = browser.find_elements(By.CSS_SELECTOR, "svg.progress")
+    assert len(bars) == 2 and all(b.size["width"] > 100 for b in bars)
+    page = browser.current_url
+    folder = Path(os.environ.get(ARTIFACTS_ENV) or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        for size in (DESKTOP, PHONE):
+            _size(browser, size)
+            for name, path in (("rollouts", "/rollouts"), ("rollout", page)):
+                browser.get(path if path.startswith("http") else served.page(path))
+                assert browser.save_screenshot(
+                    str(folder / f"console-{name}-{size[0]}x{size[1]}.png")
+                )
+                width, inner = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, window.innerWidth]"
+                )
+                assert width <= inner, f"{name} at {size}: the page scrolls sideways"
+                assert browser.execute_script(_SMALL_TEXT) == [], name
+    finally:
+        _size(browser, DESKTOP)
+    browser.get(served.page("/"))
+    link = browser.find_element(
+        By.CSS_SELECTOR, f".running-rollouts a[href='/rollouts/{rollout_id}']"
+    )
+    assert link.text == ROLLOUT
+    assert browser.find_elements(By.CSS_SELECTOR, f"a.bar[data-rollout='{rollout_id}']")
+    with capsys.disabled():
+        print(f"\nroll-out screenshots: {folder}")

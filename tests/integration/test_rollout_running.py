@@ -9,15 +9,20 @@ once with its roll-out record.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
 import sqlalchemy as sa
 
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.simulator import Simulator
 from rackcron.dispatcher.loop import Dispatcher
 from rackcron.dispatcher.metrics import Metrics
+from rackcron.dispatcher.runner import TaskRunner
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import (
     Freeze,
@@ -602,3 +607,36 @@ def test_rollouts_wait_returns_at_the_state_or_says_why_not(service, fleet, cloc
     halted = run("rollouts", "wait", str(rollout_id), url=url)
     assert halted.exit_code == 1
     assert "error: it is halted, not completed: more racks failed" in halted.output
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_task_ending_advances_the_rollout_before_the_next_poll(service, fleet) -> None:
+    """The runner wakes the dispatcher when a task ends: a roll-out of three racks, one at
+    a time, completes within one poll of a long interval (counted: one poll ran)."""
+    service.clock = lambda: datetime.now(UTC)  # the loops run in real time
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    metrics = Metrics()
+    dispatcher = Dispatcher(service, metrics=metrics, workers=1)
+    simulator = Simulator(default_duration=0.1)
+    runner = TaskRunner(service, Controllers(simulator), status_interval=0.05,
+                        on_end=dispatcher.wake)  # fmt: skip
+    stop = threading.Event()
+    loops = [
+        threading.Thread(target=dispatcher.run, args=(stop,), kwargs={"interval": 600}),
+        threading.Thread(target=runner.run, args=(stop,), kwargs={"interval": 0.05}),
+    ]
+    rollout_id = service.trigger(made.id).firing.rollout_id
+    for loop in loops:
+        loop.start()
+    try:
+        deadline = time.monotonic() + 60
+        while service.get_rollout(rollout_id).state != "completed":
+            assert time.monotonic() < deadline, service.get_rollout(rollout_id)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for loop in loops:
+            loop.join()
+        runner.close()
+    assert metrics.registry.get_sample_value("rackcron_dispatch_polls_total") == 1
+    assert simulator.started == 3

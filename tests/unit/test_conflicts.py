@@ -18,13 +18,13 @@ import pytest
 from rackcron.domain import timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Management, OperationTemplate, OverlapPolicy, Schedule, SpecType
+from rackcron.domain.timing import format_duration
 from rackcron.reconciler.conflicts import (
     DEFAULT_DURATIONS,
     ConflictReport,
     StoredSchedule,
     StoreView,
     coarse_conflicts,
-    format_duration,
     precise_conflicts,
     render_text,
     to_diagnostics,

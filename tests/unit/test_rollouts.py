@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,7 @@ from rackcron.domain.rollouts import (
     parse_span,
     pause,
     resume,
+    slots,
     step,
     time_left,
 )
@@ -398,3 +400,29 @@ def test_the_time_left_counts_the_racks_not_ended_and_the_bakes_ahead() -> None:
     assert time_left(paused, NOW + 5 * hour, hour) == 20 * MINUTE + 2 * hour  # stood still
     done = replace(baking, state=RolloutState.COMPLETED)
     assert time_left(done, NOW, hour) is None
+
+
+@given(
+    total=st.integers(1, 60),
+    in_flight=st.integers(1, 9),
+    waves=st.lists(st.integers(1, 60), max_size=3),
+    bake=st.sampled_from([None, timedelta(0), timedelta(minutes=30)]),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_slots_end_where_the_estimated_span_does(total, in_flight, waves, bake) -> None:
+    policy = Policy(Amount(in_flight), waves=tuple(Amount(w) for w in sorted(waves)), bake=bake)
+    hour = timedelta(hours=1)
+    found = slots(policy, total, None, hour)
+    assert len(found) == total and found == sorted(found) and found[0] == timedelta(0)
+    assert max(found) + hour == estimated_span(policy, total, None, hour)
+    per_start = Counter(found)
+    assert max(per_start.values()) <= in_flight  # never more in flight than allowed
+
+
+def test_slots_batch_a_wave_by_the_limit_and_wait_the_bake() -> None:
+    policy = Policy(Amount(2), waves=(Amount(1),), bake=timedelta(minutes=30))
+    hour = timedelta(hours=1)
+    assert slots(policy, 5, None, hour) == [
+        timedelta(0), hour + 30 * MINUTE, hour + 30 * MINUTE, 2 * hour + 30 * MINUTE,
+        2 * hour + 30 * MINUTE,
+    ]  # fmt: skip

@@ -17,6 +17,10 @@ from rackcron.domain.models import (
     OperationTemplate,
     OverlapPolicy,
     Rack,
+    RolloutFirst,
+    RolloutPolicy,
+    RolloutRecord,
+    RolloutScopeRecord,
     Schedule,
     Scope,
     SpecType,
@@ -192,3 +196,51 @@ def test_spread_schedules_are_drawn_at_their_spread_times_and_conflict_there() -
     assert [b.start for b in drawn.bars] == [T0, T0 + timedelta(minutes=30),
                                              T0 + timedelta(hours=2, minutes=30),
                                              T0 + timedelta(hours=4, minutes=30)]  # fmt: skip
+
+
+def test_a_rollout_firing_puts_each_rack_in_its_estimated_slot() -> None:
+    """Canary rack-b01 first, then after its 45 minutes and the 30-minute bake, rack-a01:
+    the firing spans the estimated span; the declared expected_duration is each bar's."""
+    made, scopes = schedule("fw", "upgrade_firmware", (RACK, None), (OTHER, None), spec="24h")
+    rolled = made.model_copy(
+        update={
+            "rollout": RolloutPolicy(
+                max_in_flight="1", waves=("1",), bake="30m", first=RolloutFirst(racks=["rack-b01"])
+            ),
+            "expected_duration": "45m",
+        }
+    )
+    found = upcoming(view((rolled, scopes)), T0, T0 + timedelta(hours=24))
+    fired = T0 + timedelta(hours=1)
+    assert [(b.rack, b.start - fired, b.end - b.start, b.slot) for b in found.bars] == [
+        ("rack-b01", timedelta(0), timedelta(minutes=45), True),
+        ("rack-a01", timedelta(minutes=75), timedelta(minutes=45), True),
+    ]
+
+
+def test_a_running_rollout_is_drawn_as_it_stands() -> None:
+    made, scopes = schedule("fw", "power_on", (RACK, None), (OTHER, None))
+    started = T0 - timedelta(minutes=4)
+    record = RolloutRecord(
+        id=uuid.uuid4(), schedule_id=made.id, schedule_name="fw", manual=True, due_at=started,
+        fired_at=started, policy=RolloutPolicy(max_in_flight="1"), operation="power_on",
+        state="rolling", wave=1, budget=0, in_flight=1, per_group=1, updated_at=started,
+        per_rack_seconds=600,
+        scopes=[
+            RolloutScopeRecord(position=0, scope_id=scopes[0].id, rack_id=RACK.id,
+                               rack_name=RACK.name, wave=1, stage="active", started_at=started),
+            RolloutScopeRecord(position=1, scope_id=scopes[1].id, rack_id=OTHER.id,
+                               rack_name=OTHER.name, wave=1, stage="waiting"),
+        ],
+    )  # fmt: skip
+    disabled = made.model_copy(update={"enabled": False})  # its next firing is not drawn
+    plain = FleetView(
+        schedules=[disabled], scopes={made.id: scopes}, racks=[RACK, OTHER],
+        components=[C0, C1, SHELF], rollouts=[record],
+    )  # fmt: skip
+    found = upcoming(plain, T0, T0 + timedelta(hours=24))
+    assert [(b.rack, b.stage, b.start, b.end, b.rollout) for b in found.bars] == [
+        ("rack-a01", "active", T0, started + timedelta(minutes=10), record.id),
+        ("rack-b01", "waiting", T0 + timedelta(minutes=10), T0 + timedelta(minutes=20),
+         record.id),
+    ]  # fmt: skip

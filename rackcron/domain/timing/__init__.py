@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from rackcron.domain.timing._base import SpecError, parse_timezone
 from rackcron.domain.timing._cron import Cron
-from rackcron.domain.timing._duration import parse_duration
+from rackcron.domain.timing._duration import format_duration, parse_duration
 from rackcron.domain.timing._spec import (
     Interval,
     OneTime,
@@ -63,6 +63,7 @@ __all__ = [
     "fire_from",
     "first_fire",
     "first_run",
+    "format_duration",
     "format_rfc3339",
     "jitter_offset",
     "latest_due",

@@ -17,6 +17,8 @@ means a spec evaluates to the same nanosecond count here as in the reference
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from rackcron.domain.timing._base import SpecError, quote
 
 __all__ = ["parse_duration"]
@@ -109,3 +111,13 @@ def parse_duration(text: str) -> int:
     if total > _TWO63 - 1:
         raise invalid
     return total
+
+
+def format_duration(value: timedelta) -> str:
+    """A Go-style duration without zero parts: ``2h``, ``1h30m``, ``336h``, ``90s``, ``1.5s``."""
+    micros = value // timedelta(microseconds=1)
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:g}s" if micros else ""
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + seconds
+    return text or "0s"
