@@ -73,6 +73,7 @@ bench: bench-deps
 	$(BIN)/python bench/dispatch.py
 	$(BIN)/python bench/grpc.py
 	$(BIN)/python bench/console.py
+	$(BIN)/python bench/rollout.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/slow_readers.py
 	$(BIN)/python bench/controller_memory.py

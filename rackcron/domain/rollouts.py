@@ -338,7 +338,7 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
     """
     if rollout.state.final:
         return Step((), rollout)
-    if all(s.stage.ended for s in rollout.scopes):
+    if not any(s.stage in _UNENDED for s in rollout.scopes):
         return Step((), replace(rollout, state=RolloutState.COMPLETED, bake_until=None))
     waiting = any(s.stage == ScopeStage.WAITING for s in rollout.scopes)
     if waiting and rollout.cutoff_at is not None and now >= rollout.cutoff_at:
@@ -356,10 +356,16 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
     if rollout.state != RolloutState.ROLLING:
         return Step((), rollout)
     starts = _starts(rollout, held)
+    if not starts:
+        return Step((), rollout)
+    starting = set(starts)
     scopes = tuple(
-        replace(s, stage=ScopeStage.ACTIVE) if s.scope_id in starts else s for s in rollout.scopes
+        replace(s, stage=ScopeStage.ACTIVE) if s.scope_id in starting else s for s in rollout.scopes
     )
     return Step(starts, replace(rollout, scopes=scopes))
+
+
+_UNENDED = frozenset((ScopeStage.WAITING, ScopeStage.ACTIVE))
 
 
 def _open_next_wave(rollout: Rollout, now: datetime) -> Rollout:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 import uuid
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -80,6 +80,9 @@ ABORTED = "aborted"
 
 #: The final states: nothing more starts (the record stays open while its tasks run).
 _FINAL = [s.value for s in RolloutState if s.final]
+
+#: Each stage by its stored value (a lookup: ``ScopeStage(value)`` costs more, per row).
+_STAGES = {stage.value: stage for stage in ScopeStage}
 
 _SCOPE_COLUMNS = (
     "rollout_id", "position", "scope_id", "rack_id", "rack_name", "component_filter", "wave",
@@ -144,15 +147,35 @@ class _Scope:
 
 
 def _uuid(value: object) -> uuid.UUID:
-    """A domain roll-out's scope id (any hashable there; a scope's UUID here)."""
+    """A new roll-out's scope id, as :meth:`RolloutOps.record` hands them to the domain."""
     assert isinstance(value, uuid.UUID)
     return value
 
 
-def _waves_ended(scopes: Sequence[_Scope]) -> set[int]:
+def _position(value: object) -> int:
+    """A recorded roll-out's scope id in the domain: its position (an advance reads most
+    scopes without their UUIDs, :class:`_Standing`)."""
+    assert isinstance(value, int)
+    return value
+
+
+class _Standing(NamedTuple):
+    """Where a scope stands, as an advance judges it: nothing more."""
+
+    position: int
+    wave: int
+    group: rollouts.Group | None
+    stage: ScopeStage
+
+
+def _waves_ended(scopes: Iterable[_Scope | _Standing]) -> set[int]:
     """The waves whose every scope has ended."""
-    open_waves = {s.wave for s in scopes if not s.stage.ended}
-    return {s.wave for s in scopes} - open_waves
+    waves, open_waves = set(), set()
+    for s in scopes:
+        waves.add(s.wave)
+        if not s.stage.ended:
+            open_waves.add(s.wave)
+    return waves - open_waves
 
 
 def _record(
@@ -625,28 +648,26 @@ class RolloutOps:
 
     def _advance(self, row: Any) -> Advanced:
         now = self.work.now
-        scopes = self._scopes(row.id)
-        done_before = _waves_ended(scopes)
+        # Every scope is read where it stands (no UUIDs: cheap); whole rows only for the
+        # scopes in flight and those whose turn comes, so an advance of a roll-out of 5,000
+        # racks reads its 250 in flight and the next few, not 5,000 rows each time.
+        standing = self._standing(row.id)
+        done_before = _waves_ended(standing)
+        loaded = {s.position: s for s in self._scopes(row.id, stage=ScopeStage.ACTIVE)}
         ended: dict[uuid.UUID, ScopeStage] = {}
-        self._refresh(scopes, ended)
+        self._refresh(list(loaded.values()), ended)
         before = None if row.reported_state is None else RolloutState(row.reported_state)
-        current = self._domain(row, scopes)
-        live = self._live_scopes(row.schedule_id)
-        if live is None:  # the schedule is gone: nothing more starts
-            current = self._end_waiting(current, scopes, SCHEDULE_DELETED, ended)
+        current = self._restaged(self._domain(row, (), standing), loaded.values())
+        exists = self._schedule_exists(row.schedule_id)
+        if not exists:  # the schedule is gone: nothing more starts
+            waiting = self._scopes(row.id, stage=ScopeStage.WAITING)
+            loaded.update((s.position, s) for s in waiting)
+            current = self._end_waiting(current, waiting, SCHEDULE_DELETED, ended)
         template = OperationTemplate(
             type=row.operation_type, code=row.operation_code, information=row.operation_information
         )
         policy = OverlapPolicy(row.overlap_policy)
-        by_id = {s.scope_id: s for s in scopes}
-        # The freezes are judged for every waiting scope at once (one read), so that a
-        # freeze over many racks costs one pass, not one per rack.
-        waiting = [s for s in scopes if s.stage == ScopeStage.WAITING]
-        frozen, forced = self._frozen(row, template, waiting)
-        for scope in scopes:
-            if scope.scope_id in frozen:
-                scope.hold(FROZEN)
-        held: set[uuid.UUID] = set(frozen)
+        held: set[int] = set()
         started: dict[uuid.UUID, uuid.UUID] = {}
         cut: tuple[Any, ...] = ()
         while True:
@@ -654,8 +675,19 @@ class RolloutOps:
             current, cut = decided.rollout, cut or decided.cut_off
             if not decided.start:
                 break
-            starting = [by_id[_uuid(i)] for i in decided.start]
-            gone = [s for s in starting if live is not None and s.scope_id not in live]
+            positions = [_position(i) for i in decided.start]
+            loaded.update((s.position, s) for s in self._scopes(row.id, positions=positions))
+            starting = [loaded[p] for p in positions]
+            # Judged at its turn: a freeze holds it (unless its forced trigger overrode
+            # that freeze), for a later turn; the next racks in order go first.
+            frozen, forced = self._frozen(row, template, starting)
+            for scope in starting:
+                if scope.scope_id in frozen:
+                    scope.hold(FROZEN)
+                    held.add(scope.position)
+            starting = [s for s in starting if s.scope_id not in frozen]
+            live = self._live([s.scope_id for s in starting]) if exists else set()
+            gone = [s for s in starting if exists and s.scope_id not in live]
             for scope in gone:
                 scope.end(ScopeStage.NOT_STARTED, SCOPE_REMOVED, now)
                 ended[scope.scope_id] = scope.stage
@@ -678,7 +710,7 @@ class RolloutOps:
                         # conflicting task on its rack holds it for a later turn.
                         policy=OverlapPolicy.QUEUE if s.scope_id in busy else OverlapPolicy.SKIP,
                         description=task_description(row.schedule_name, row.fired_at),
-                        schedule_id=row.schedule_id if live is not None else None,
+                        schedule_id=row.schedule_id if exists else None,
                         scope_id=s.scope_id,
                         forced=s.scope_id in forced,
                         schedule_name=row.schedule_name,
@@ -692,7 +724,7 @@ class RolloutOps:
             )
             for scope, answer in zip(submit, answers, strict=True):
                 if answer.deferred or answer.blocked:
-                    held.add(scope.scope_id)  # a later turn
+                    held.add(scope.position)  # a later turn
                     scope.hold(CONFLICT if answer.blocked else None)
                 elif answer.task_id is None:
                     scope.end(ScopeStage.FAILED, REFUSED, now)
@@ -705,16 +737,22 @@ class RolloutOps:
                     )
                     scope.reason, scope.changed = None, True
                     started[scope.scope_id] = answer.task_id
-            current = self._restaged(current, scopes)
-        for scope_id in cut:
-            scope = by_id[_uuid(scope_id)]
+            current = self._restaged(current, loaded.values())
+        if cut:
+            missing = [_position(p) for p in cut if _position(p) not in loaded]
+            loaded.update((s.position, s) for s in self._scopes(row.id, positions=missing))
+        for position in cut:
+            scope = loaded[_position(position)]
             scope.end(ScopeStage.NOT_STARTED, CUTOFF, now)
             ended[scope.scope_id] = scope.stage
+        scopes = list(loaded.values())
         if cut or (current.state == RolloutState.EXPIRED and before != current.state):
             # Past its cutoff its tasks not yet delivered never will be; running ones go on.
             undelivered = (TaskStatus.WAITING, TaskStatus.PENDING)
             self._cancel(scopes, undelivered, ScopeStage.NOT_STARTED, CUTOFF, ended)
         self._save(row, current, scopes, started)
+        stage_now = {s.position: s.stage for s in scopes}
+        every = [s._replace(stage=stage_now.get(s.position, s.stage)) for s in standing]
         return Advanced(
             rollout_id=row.id,
             schedule_id=row.schedule_id,
@@ -723,16 +761,30 @@ class RolloutOps:
             after=current.state,
             started=started,
             ended=ended,
-            waves_done=tuple(sorted(_waves_ended(scopes) - done_before)),
-            stages=dict(Counter(s.stage.value for s in scopes)),
+            waves_done=tuple(sorted(_waves_ended(every) - done_before)),
+            stages=dict(Counter(s.stage.value for s in every)),
         )
 
-    def _scopes(self, rollout_id: uuid.UUID) -> list[_Scope]:
+    def _scopes(
+        self,
+        rollout_id: uuid.UUID,
+        *,
+        stage: ScopeStage | None = None,
+        positions: Sequence[int] | None = None,
+    ) -> list[_Scope]:
+        """The roll-out's scopes in order, whole: every one, or those at ``stage``, or at
+        ``positions``."""
         query = (
             sa.select(rollout_scope)
             .where(rollout_scope.c.rollout_id == rollout_id)
             .order_by(rollout_scope.c.position)
         )
+        if stage is not None:
+            query = query.where(rollout_scope.c.stage == stage.value)
+        if positions is not None:
+            if not positions:
+                return []
+            query = query.where(rollout_scope.c.position.in_(list(positions)))
         return [
             _Scope(
                 position=r.position,
@@ -750,6 +802,23 @@ class RolloutOps:
                 ended_at=r.ended_at,
             )
             for r in self.work.conn.execute(query)
+        ]
+
+    def _standing(self, rollout_id: uuid.UUID) -> list[_Standing]:
+        """Where each of the roll-out's scopes stands, in order (no more: cheap to read)."""
+        query = (
+            sa.select(
+                rollout_scope.c.position,
+                rollout_scope.c.wave,
+                rollout_scope.c.group_key,
+                rollout_scope.c.stage,
+            )
+            .where(rollout_scope.c.rollout_id == rollout_id)
+            .order_by(rollout_scope.c.position)
+        )
+        return [
+            _Standing(position, wave, None if group is None else _group(group), _STAGES[stage])
+            for position, wave, group, stage in self.work.conn.execute(query)
         ]
 
     def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
@@ -771,10 +840,15 @@ class RolloutOps:
             ended[scope.scope_id] = stage
 
     @staticmethod
-    def _domain(row: Any, scopes: Sequence[_Scope]) -> rollouts.Rollout:
+    def _domain(
+        row: Any, scopes: Iterable[_Scope], standing: Iterable[_Standing] = ()
+    ) -> rollouts.Rollout:
+        """The roll-out as the domain judges it, from its scopes, whole or ``standing``,
+        each known by its position."""
+        every: list[_Scope | _Standing] = sorted([*scopes, *standing], key=lambda s: s.position)
         return rollouts.Rollout(
             scopes=tuple(
-                rollouts.RolloutScope(s.scope_id, s.wave, s.group, s.stage) for s in scopes
+                rollouts.RolloutScope(s.position, s.wave, s.group, s.stage) for s in every
             ),
             in_flight=row.in_flight,
             per_group=row.per_group,
@@ -791,12 +865,17 @@ class RolloutOps:
         )
 
     @staticmethod
-    def _restaged(current: rollouts.Rollout, scopes: Sequence[_Scope]) -> rollouts.Rollout:
+    def _restaged(current: rollouts.Rollout, scopes: Iterable[_Scope]) -> rollouts.Rollout:
         """``current`` with each scope at the stage of its row (held ones back to waiting)."""
-        stage = {s.scope_id: s.stage for s in scopes}
+        stage = {s.position: s.stage for s in scopes}
         return replace(
             current,
-            scopes=tuple(replace(s, stage=stage[_uuid(s.scope_id)]) for s in current.scopes),
+            scopes=tuple(
+                s
+                if (now := stage.get(_position(s.scope_id), s.stage)) is s.stage
+                else replace(s, stage=now)
+                for s in current.scopes
+            ),
         )
 
     def _end_waiting(
@@ -812,17 +891,17 @@ class RolloutOps:
                 ended[scope.scope_id] = scope.stage
         return self._restaged(current, scopes)
 
-    def _live_scopes(self, schedule_id: uuid.UUID) -> set[uuid.UUID] | None:
-        """The schedule's scope ids now (None: the schedule is gone)."""
-        exists = self.work.conn.execute(
-            sa.select(task_schedule.c.id).where(task_schedule.c.id == schedule_id)
-        ).first()
-        if exists is None:
-            return None
-        query = sa.select(task_schedule_scope.c.id).where(
-            task_schedule_scope.c.schedule_id == schedule_id
-        )
-        return set(self.work.conn.execute(query).scalars())
+    def _schedule_exists(self, schedule_id: uuid.UUID) -> bool:
+        query = sa.select(task_schedule.c.id).where(task_schedule.c.id == schedule_id)
+        return self.work.conn.execute(query).first() is not None
+
+    def _live(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of these scopes their schedule still has."""
+        live: set[uuid.UUID] = set()
+        for chunk in chunked(list(scope_ids)):
+            query = sa.select(task_schedule_scope.c.id).where(task_schedule_scope.c.id.in_(chunk))
+            live.update(self.work.conn.execute(query).scalars())
+        return live
 
     def _frozen(
         self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
