@@ -1,5 +1,5 @@
 """A roll-out over a wide fleet: the dispatcher's cost per rack, and how soon a freed slot
-is filled (docs/benchmarks.md "Roll-outs").
+is filled (docs/benchmarks.md "`bench/rollout.py`: a roll-out over 5,000 racks").
 
 A fresh store (SQLite, and PostgreSQL with ``--postgres URL``) holds ``--racks`` racks
 (5,000 by default) and one power-on schedule over all of them. Each measured as the best

@@ -55,7 +55,8 @@ def rollouts() -> None:
     reaches a state (as in a script or a runbook). Pause, resume and abort ask for
     confirmation (--yes: do not ask) and are recorded in the audit trail (`rackcron
     history`) with who (--as) and why (--reason). These commands work on the
-    store (--database-url); over gRPC they are not offered yet.
+    store (--database-url), or on a server (--server: `rackcron serve`'s
+    rackcron.v1.Rollouts; a Flow server has no roll-outs).
 
     Example: rackcron rollouts get powershelf-firmware-rollout
     """
@@ -192,16 +193,7 @@ def get_command(
         ("failures", f"{record.failed} of {record.budget} allowed"),
         ("in flight", f"{record.stages.get('active', 0)} (at most {record.in_flight})"),
         *([("bake until", when(record.bake_until))] if record.bake_until else []),
-        *(
-            [
-                (
-                    "bake left",
-                    f"{format_duration(timedelta(seconds=record.bake_left_seconds))} (stopped while paused)",
-                )
-            ]
-            if record.bake_left_seconds is not None
-            else []
-        ),
+        *([("bake left", bake)] if (bake := record.bake_left_text()) else []),
         *([("forced past", ", ".join(record.overridden))] if record.overridden else []),
         *([("time left", left)] if (left := record.time_left_text()) else []),
         ("cutoff", when(record.cutoff_at)),
@@ -345,6 +337,8 @@ def abort_command(
         _report(service.abort_rollout(found.id, cancel_active=cancel_active, audit=audit), fmt)
 
 
+#: The least time between ``wait``'s looks (seconds).
+MIN_INTERVAL = 0.1
 #: The states in which a roll-out waits on an operator, or has ended: ``wait`` stops there.
 _STOPPED = ("paused", "halted", "completed", "expired", "aborted")
 
@@ -396,8 +390,14 @@ def wait_command(
     wanted = until or ("completed",)
     with cli_errors():
         backend = _backend(database_url, server)
+        if interval < MIN_INTERVAL:
+            raise click.BadParameter(
+                f"at least {MIN_INTERVAL:g}s between looks, got {interval:g}s",
+                param_hint="--interval",
+            )
         record = backend.get_rollout(rollout)
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
+        deadline = began + timeout
         shown = ""
         while True:
             line = _progress(record)
@@ -407,17 +407,13 @@ def wait_command(
             if record.state in wanted:
                 return
             if record.state in _STOPPED:
-                click.echo(
-                    f"error: it is {record.state}, not {' or '.join(wanted)}"
-                    + (f": {step}" if (step := record.next_step()) else ""),
-                    err=True,
-                )
+                step = record.next_step()
+                message = f"error: it is {record.state}, not {' or '.join(wanted)}"
+                click.echo(terminal(message + (f": {step}" if step else "")), err=True)
                 sys.exit(1)
-            if time.monotonic() + interval > deadline:
-                click.echo(
-                    f"error: still {record.state} after {format_duration(timedelta(seconds=timeout))}",
-                    err=True,
-                )
+            if time.monotonic() >= deadline:
+                waited = format_duration(timedelta(seconds=round(time.monotonic() - began)))
+                click.echo(terminal(f"error: still {record.state} after {waited}"), err=True)
                 sys.exit(1)
-            time.sleep(interval)
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
             record = backend.get_rollout(record.id)

@@ -64,6 +64,11 @@ __all__ = ["DEFAULT_POSTGRES_WORKERS", "WAKE_CHECK", "Dispatcher", "PollSummary"
 WAKE_CHECK = 0.25
 
 #: The notification of each state a roll-out is told of reaching: a halt, and its ends.
+#: The states after which the waves that ended now are told of.
+_TOLD_WAVES = frozenset(
+    (RolloutState.ROLLING, RolloutState.BAKING, RolloutState.PAUSED, RolloutState.HALTED,
+     RolloutState.COMPLETED)
+)  # fmt: skip
 _ROLLOUT_ENDS = {
     RolloutState.HALTED: EventKind.ROLLOUT_HALTED,
     RolloutState.COMPLETED: EventKind.ROLLOUT_COMPLETED,
@@ -254,7 +259,7 @@ class Dispatcher:
         for each in advanced:
             if not each.started and not each.ended and each.before == each.after:
                 continue
-            if each.before is None:
+            if each.before is None and not (each.after.final and not each.started):
                 self._rollout_event(
                     EventKind.ROLLOUT_STARTED,
                     each.rollout_id,
@@ -279,8 +284,11 @@ class Dispatcher:
                 for stage, count in ended.items():
                     self.metrics.rollout_scopes_ended.labels(stage).inc(count)
             last = max(each.waves_done, default=None)
-            for wave in each.waves_done:
-                if not (each.after.final and wave == last):  # the end says it
+            # The end says how its last wave ended; a cutoff or an abort ends waves that
+            # never ran, which are no news.
+            done = each.waves_done if each.after in _TOLD_WAVES else ()
+            for wave in done:
+                if not (each.after.final and wave == last):
                     self._rollout_event(
                         EventKind.ROLLOUT_WAVE_DONE,
                         each.rollout_id,

@@ -6,8 +6,9 @@ missing anyway needs ``admin``, the most any token has). Reads need ``read``; ch
 need ``write``: schedules, their scopes and tasks through ``v1.Flow``, and what an
 apply changes (inventory, freezes, deadlines, the apply log) through
 ``rackcron.v1.Reconciler``; overriding a safety rule needs ``admin``: a call with
-``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``),
-whatever its method, and a RunStep that lifts a stored freeze: deletes it or changes it
+``rackcron-force: true`` (a trigger forced past a freeze window, ``rackcron.wire.metadata``)
+or ``rackcron-rollout: all-at-once`` (a roll-out schedule fired past its limits), whatever
+its method, and a RunStep that lifts a stored freeze: deletes it or changes it
 so that it may hold less, or takes a rack it holds (or that rack's hardware) out of it
 (:func:`step_needs`: lifting a freeze is overriding it for good), and resuming a halted
 roll-out (past its failure budget; ``rackcron.shim.rollouts``).
@@ -25,8 +26,8 @@ from typing import Any
 from rackcron.domain.commands import Lift
 from rackcron.errors import InvalidArgument
 from rackcron.shim.tokens import UNSCOPED, TokenSet
-from rackcron.wire.metadata import FORCE_KEY, read_force
-from rackcron.wire.token_scopes import RELEASE_FREEZE, TokenScope
+from rackcron.wire.metadata import FORCE_KEY, ROLLOUT_KEY, read_force, read_rollout
+from rackcron.wire.token_scopes import ALL_AT_ONCE_NEEDS, RELEASE_FREEZE, TokenScope
 
 __all__ = ["OPEN", "RPC_SCOPES", "Need", "caller_scope", "needed", "step_needs"]
 
@@ -96,6 +97,12 @@ def needed(method: str, metadata: Iterable[tuple[str, Any]] | None) -> Need:
         forced = False
     if forced:
         return Need(TokenScope.ADMIN, f"{rpc} with {FORCE_KEY}: true")
+    try:
+        at_once = read_rollout(metadata)
+    except InvalidArgument:
+        at_once = False
+    if at_once:  # past a roll-out's limits and failure budget: a safety rule overridden
+        return Need(ALL_AT_ONCE_NEEDS, f"{rpc} with {ROLLOUT_KEY}: all-at-once")
     return Need(RPC_SCOPES.get(method, TokenScope.ADMIN), rpc)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["RELEASE_FREEZE", "RESUME_HALTED", "TokenScope"]
+__all__ = ["ALL_AT_ONCE_NEEDS", "RELEASE_FREEZE", "RESUME_HALTED", "TokenScope"]
 
 
 class TokenScope(enum.Enum):
@@ -17,7 +17,7 @@ class TokenScope(enum.Enum):
     ``read`` reads, ``write`` also changes schedules, scopes, tasks and (through
     ``rackcron.v1.Reconciler``) what an apply changes, ``admin`` also overrides the
     safety rules (a trigger forced past a freeze, :data:`RELEASE_FREEZE`,
-    :data:`RESUME_HALTED`). Which scope
+    :data:`RESUME_HALTED`, :data:`ALL_AT_ONCE_NEEDS`). Which scope
     each RPC needs: ``rackcron.shim.access``.
     """
 
@@ -38,3 +38,6 @@ RELEASE_FREEZE = TokenScope.ADMIN
 #: What resuming a halted roll-out needs: it overrides the failure budget that halted it.
 #: Pausing, resuming a paused one (or past a manual gate) and aborting need only ``write``.
 RESUME_HALTED = TokenScope.ADMIN
+#: What a trigger of a roll-out schedule all at once needs: it passes the roll-out's
+#: limits and failure budget, every rack at once.
+ALL_AT_ONCE_NEEDS = TokenScope.ADMIN

@@ -120,6 +120,8 @@ class FailOn:
                     " printable and without spaces"
                 )
             key, equals, value = text.partition("=")
+            if equals and not (key and value):
+                raise ValueError(f"{text!r}: a label needs a key and a value, as in row=B")
             if equals:
                 labels.append((key, value))
             else:

@@ -353,6 +353,11 @@ class RolloutScopeRecord(_Model):
     ended_at: datetime | None = None
 
 
+#: The longest span a roll-out record states, in seconds (about 3,000 years): a record is
+#: also what a remote server answers, which must stay printable.
+_SECONDS = 10**11
+
+
 class RolloutRecord(_Model):
     """A roll-out: a firing of a schedule with a ``rollout``, and where it stands."""
 
@@ -370,14 +375,14 @@ class RolloutRecord(_Model):
     in_flight: int
     per_group: int
     bake_until: datetime | None = None
-    bake_left_seconds: int | None = None  # a bake an operator's pause stopped
+    bake_left_seconds: int | None = Field(None, ge=0, le=_SECONDS)  # a bake a pause stopped
     cutoff_at: datetime | None = None
     pause_reason: str | None = None  # operator, promotion, no_success
     overridden: list[str] = []  # the freezes its forced trigger overrode
     # The estimate of the time left (``rollouts get`` only; None: final), at so long a rack,
     # observed (the racks ended so far), declared (expected_duration) or the default.
-    time_left_seconds: int | None = None
-    per_rack_seconds: int | None = None
+    time_left_seconds: int | None = Field(None, ge=0, le=_SECONDS)
+    per_rack_seconds: int | None = Field(None, ge=0, le=_SECONDS)
     per_rack_from: str | None = None
     updated_at: datetime
     finished_at: datetime | None = None
@@ -399,6 +404,13 @@ class RolloutRecord(_Model):
             " the cause is fixed, or abort it",
             "paused": "resume it to go on",
         }.get(self.state)
+
+    def bake_left_text(self) -> str | None:
+        """What was left of a bake when a pause stopped it, for people."""
+        if self.bake_left_seconds is None:
+            return None
+        left = timing.format_duration(timedelta(seconds=self.bake_left_seconds))
+        return f"{left} (stopped while paused)"
 
     def time_left_text(self) -> str | None:
         """The estimate of the time left for people, with what it assumes (None: none)."""

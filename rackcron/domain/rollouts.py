@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Hashable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import NamedTuple
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_DIGITS",
     "MAX_FIRST",
     "MAX_PER_GROUP",
+    "MAX_SPAN",
     "MAX_WAVES",
     "NVL_DOMAIN",
     "Amount",
@@ -143,11 +144,18 @@ def _whole_seconds(text: str, field: str) -> timedelta:
         raise RolloutError(field, f"must not be negative, got {text!r}")
     if nanos % 1_000_000_000:
         raise RolloutError(field, f"must be whole seconds, got {text!r}")
-    return timedelta(seconds=nanos // 1_000_000_000)
+    span = timedelta(seconds=nanos // 1_000_000_000)
+    if span > MAX_SPAN:
+        raise RolloutError(field, f"must be at most {MAX_SPAN_TEXT} (a year), got {text!r}")
+    return span
 
 
 NONE = Amount(0)
 NO_BAKE = timedelta(0)
+#: The longest bake, cutoff or expected duration: a year (longer ones are typos, and
+#: estimates built from them would leave the calendar).
+MAX_SPAN = timedelta(hours=8760)
+MAX_SPAN_TEXT = "8760h"
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,13 @@ class Rollout:
     ``bake_until``: when a bake in progress ends; ``bake_left``: what was left of a bake
     an operator paused (its timer stops while paused); ``cutoff_at``: when unstarted
     scopes end (None: never); ``pause_reason``: why it is paused (``operator``,
-    ``promotion``, ``no_success``)."""
+    ``promotion``, ``no_success``).
+
+    ``scopes`` may be a window of them: then ``elsewhere`` counts the others by wave and
+    stage (a store reads where 5,000 racks stand as counts, and whole only the racks in
+    flight and the next in turn); every rule reads both. The window holds every active
+    scope and the open wave's waiting scopes from its first on (:class:`Step` says when
+    it needs more)."""
 
     scopes: tuple[RolloutScope, ...]
     in_flight: int
@@ -300,17 +314,30 @@ class Rollout:
     cutoff_at: datetime | None = None
     pause_reason: str | None = None
     bake_left: timedelta | None = None
+    elsewhere: Mapping[tuple[int, ScopeStage], int] = field(default_factory=dict)
+
+    def count(self, stage: ScopeStage, wave: int | None = None) -> int:
+        """How many scopes are at ``stage`` (in ``wave``, or in any)."""
+        here = sum(1 for s in self.scopes if s.stage == stage and (wave is None or s.wave == wave))
+        return here + sum(
+            n for (w, at), n in self.elsewhere.items() if at == stage and wave in (None, w)
+        )
 
     @property
     def failed(self) -> int:
-        return sum(1 for s in self.scopes if s.stage == ScopeStage.FAILED)
+        return self.count(ScopeStage.FAILED)
 
     @property
     def waves(self) -> int:
-        return max((s.wave for s in self.scopes), default=-1) + 1
+        here = max((s.wave for s in self.scopes), default=-1)
+        return max(here, max((w for w, _ in self.elsewhere), default=-1)) + 1
 
     def wave_ended(self, wave: int) -> bool:
-        return all(s.stage.ended for s in self.scopes if s.wave == wave)
+        return not any(self.count(stage, wave) for stage in _UNENDED)
+
+    @property
+    def unended(self) -> bool:
+        return any(self.count(stage) for stage in _UNENDED)
 
 
 @dataclass(frozen=True)
@@ -321,6 +348,9 @@ class Step:
     start: tuple[Hashable, ...]
     rollout: Rollout
     cut_off: tuple[Hashable, ...] = ()
+    # The window ran out with room left and more of the open wave waiting elsewhere: step
+    # again with the next of them in the window.
+    wants_more: bool = False
 
 
 def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> Step:
@@ -330,7 +360,8 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
 
     The rules of docs/spec/SEMANTICS.md "Roll-outs", in order: a final roll-out does
     nothing; every scope ended completes it (even halted: nothing is left to hold);
-    past the cutoff the unstarted scopes end and it expires (even paused or halted);
+    past the cutoff the unstarted scopes end and it expires (even paused or halted, and
+    then even with none unstarted: it holds its undelivered tasks);
     more failures than the budget halt it; a paused or halted one starts nothing; a
     wave that has ended opens the next after its bake (a ``manual`` bake, or a first
     wave with no success, pauses it instead); then the open wave's waiting scopes start
@@ -338,31 +369,44 @@ def step(rollout: Rollout, now: datetime, held: Collection[Hashable] = ()) -> St
     """
     if rollout.state.final:
         return Step((), rollout)
-    if not any(s.stage in _UNENDED for s in rollout.scopes):
+    if not rollout.unended:
         return Step((), replace(rollout, state=RolloutState.COMPLETED, bake_until=None))
-    waiting = any(s.stage == ScopeStage.WAITING for s in rollout.scopes)
-    if waiting and rollout.cutoff_at is not None and now >= rollout.cutoff_at:
+    # Past the cutoff a roll-out with racks not started expires; so does a paused or
+    # halted one with racks in flight, whose undelivered tasks it holds (the store
+    # terminates those): else it would hold them, and their racks, for ever.
+    held_back = rollout.state in (RolloutState.PAUSED, RolloutState.HALTED)
+    stopping = rollout.count(ScopeStage.WAITING) > 0 or (
+        held_back and rollout.count(ScopeStage.ACTIVE) > 0
+    )
+    if stopping and rollout.cutoff_at is not None and now >= rollout.cutoff_at:
         cut = tuple(s.scope_id for s in rollout.scopes if s.stage == ScopeStage.WAITING)
         scopes = tuple(
             replace(s, stage=ScopeStage.NOT_STARTED) if s.stage == ScopeStage.WAITING else s
             for s in rollout.scopes
         )
-        return Step((), replace(rollout, scopes=scopes, state=RolloutState.EXPIRED), cut)
+        elsewhere: dict[tuple[int, ScopeStage], int] = {}
+        for (wave, stage), count in rollout.elsewhere.items():
+            if stage == ScopeStage.WAITING:
+                stage = ScopeStage.NOT_STARTED
+            elsewhere[wave, stage] = elsewhere.get((wave, stage), 0) + count
+        expired = replace(rollout, scopes=scopes, state=RolloutState.EXPIRED, elsewhere=elsewhere)
+        return Step((), expired, cut)
     if rollout.failed > rollout.budget and rollout.state != RolloutState.HALTED:
-        rollout = replace(rollout, state=RolloutState.HALTED, bake_until=None)
+        rollout = replace(rollout, state=RolloutState.HALTED, bake_until=None, pause_reason=None)
     if rollout.state in (RolloutState.PAUSED, RolloutState.HALTED):
         return Step((), rollout)
     rollout = _open_next_wave(rollout, now)
     if rollout.state != RolloutState.ROLLING:
         return Step((), rollout)
-    starts = _starts(rollout, held)
+    starts, room = _starts(rollout, held)
+    more = room > 0 and rollout.elsewhere.get((rollout.wave, ScopeStage.WAITING), 0) > 0
     if not starts:
-        return Step((), rollout)
+        return Step((), rollout, wants_more=more)
     starting = set(starts)
     scopes = tuple(
         replace(s, stage=ScopeStage.ACTIVE) if s.scope_id in starting else s for s in rollout.scopes
     )
-    return Step(starts, replace(rollout, scopes=scopes))
+    return Step(starts, replace(rollout, scopes=scopes), wants_more=more)
 
 
 _UNENDED = frozenset((ScopeStage.WAITING, ScopeStage.ACTIVE))
@@ -378,8 +422,7 @@ def _open_next_wave(rollout: Rollout, now: datetime) -> Rollout:
         if now < rollout.bake_until:
             return rollout
         return replace(rollout, wave=rollout.wave + 1, state=RolloutState.ROLLING, bake_until=None)
-    first = [s for s in rollout.scopes if s.wave == 0]
-    if rollout.wave == 0 and not any(s.stage == ScopeStage.COMPLETED for s in first):
+    if rollout.wave == 0 and not rollout.count(ScopeStage.COMPLETED, 0):
         return replace(rollout, state=RolloutState.PAUSED, pause_reason="no_success")
     if rollout.bake is None:
         return replace(rollout, state=RolloutState.PAUSED, pause_reason="promotion")
@@ -388,7 +431,8 @@ def _open_next_wave(rollout: Rollout, now: datetime) -> Rollout:
     return replace(rollout, wave=rollout.wave + 1)
 
 
-def _starts(rollout: Rollout, held: Collection[Hashable]) -> tuple[Hashable, ...]:
+def _starts(rollout: Rollout, held: Collection[Hashable]) -> tuple[tuple[Hashable, ...], int]:
+    """The open wave's waiting scopes that start now, in order, and the room left."""
     active = [s for s in rollout.scopes if s.stage == ScopeStage.ACTIVE]
     room = rollout.in_flight - len(active)
     by_group: dict[Group | None, int] = {}
@@ -407,7 +451,7 @@ def _starts(rollout: Rollout, held: Collection[Hashable]) -> tuple[Hashable, ...
         starts.append(scope.scope_id)
         room -= 1
         by_group[scope.group] = by_group.get(scope.group, 0) + 1
-    return tuple(starts)
+    return tuple(starts), room
 
 
 def pause(rollout: Rollout, now: datetime) -> Rollout:
@@ -483,6 +527,9 @@ def time_left(rollout: Rollout, now: datetime, duration: timedelta) -> timedelta
     for scope in rollout.scopes:
         if not scope.stage.ended:
             left[scope.wave] += 1
+    for (wave, stage), count in rollout.elsewhere.items():
+        if not stage.ended:
+            left[wave] += count
     waves = [n for n in left[rollout.wave :] if n]
     operations = sum(math.ceil(n / max(1, rollout.in_flight)) for n in waves)
     bakes = timedelta(0)

@@ -35,7 +35,7 @@ import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import islice
 
@@ -288,8 +288,10 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
                 truncated = True
                 break
             freeze = held.by(target, at)  # as at the firing: a roll-out's racks at their turn
+            begins = _later(at, plan.offsets[position]) if plan.offsets else at
+            if begins is None or begins >= end:
+                continue  # its slot is past the window (or past the calendar)
             meets.append(meet)
-            begins = at + plan.offsets[position] if plan.offsets else at
             bar = Bar(
                 schedule_id=schedule.id,
                 schedule=schedule.name,
@@ -297,7 +299,7 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
                 rack_id=rack.id,
                 rack=rack.name,
                 start=begins,
-                end=begins + plan.length,
+                end=_later(begins, plan.length) or END_OF_TIME,
                 freeze=freeze.name if freeze else None,
                 slot=bool(plan.offsets),
             )
@@ -342,15 +344,21 @@ def running_bars(view: FleetView, start: datetime, end: datetime) -> Iterator[Ba
             else expected_duration(record.operation)
         )
         active = [s for s in record.scopes if s.stage == "active"]
-        waiting = [s for s in record.scopes if s.stage == "waiting"]
+        # A paused or halted roll-out starts nothing until an operator says so: only its
+        # racks in flight are drawn.
+        moving = record.state in ("rolling", "baking")
+        waiting = [s for s in record.scopes if s.stage == "waiting"] if moving else []
         after = max(start, record.bake_until or start)
+        batch = max(1, record.in_flight)
         placed = [(s, max(s.started_at or start, start - length), "active") for s in active] + [
-            (s, after + ((len(active) + k) // max(1, record.in_flight)) * length, "waiting")
+            (s, _later(after, ((len(active) + k) // batch) * length), "waiting")
             for k, s in enumerate(waiting)
         ]
         for scope, begins, stage in placed:
-            finish = max(begins + length, start + timedelta(minutes=1))
-            if begins >= end or finish <= start:
+            if begins is None or begins >= end:
+                continue
+            finish = max(_later(begins, length) or END_OF_TIME, start + timedelta(minutes=1))
+            if finish <= start:
                 continue
             yield Bar(
                 schedule_id=record.schedule_id,
@@ -363,6 +371,18 @@ def running_bars(view: FleetView, start: datetime, end: datetime) -> Iterator[Ba
                 rollout=record.id,
                 stage=stage,
             )
+
+
+#: Where a bar past the calendar ends.
+END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+def _later(at: datetime, delta: timedelta) -> datetime | None:
+    """``at + delta``; None past what ``datetime`` holds (a stored estimate gone wild)."""
+    try:
+        return at + delta
+    except OverflowError:
+        return None
 
 
 class _Held:

@@ -15,20 +15,19 @@ gets two tasks, whatever crashes.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 
 from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentFilter, from_stored, to_stored
 from rackcron.domain.firing import task_description
-from rackcron.domain.freezes import work_window
+from rackcron.domain.freezes import windows, work_window
 from rackcron.domain.lifecycle import FINAL_STATUSES, TaskStatus
 from rackcron.domain.models import (
     OperationTemplate,
@@ -59,10 +58,13 @@ from rackcron.store.tables import (
     task_schedule_scope,
 )
 
-__all__ = ["MAX_LISTED", "Advanced", "RolloutOps", "RolloutScopeSeed"]
+__all__ = ["MAX_LISTED", "WINDOW", "Advanced", "RolloutOps", "RolloutScopeSeed"]
 
 #: The most roll-outs one listing returns.
 MAX_LISTED = 10_000
+#: Waiting scopes an advance reads whole at a time, past those in flight (at least twice
+#: the in-flight limit): the rest of a roll-out is counted, not read.
+WINDOW = 64
 
 #: Reason codes of a scope's stage (docs/rollouts.md "How a roll-out runs").
 TASK_FAILED = "task_failed"
@@ -154,28 +156,96 @@ def _uuid(value: object) -> uuid.UUID:
 
 def _position(value: object) -> int:
     """A recorded roll-out's scope id in the domain: its position (an advance reads most
-    scopes without their UUIDs, :class:`_Standing`)."""
+    scopes as counts, :class:`_Window`)."""
     assert isinstance(value, int)
     return value
 
 
-class _Standing(NamedTuple):
-    """Where a scope stands, as an advance judges it: nothing more."""
+def _scope(r: Any) -> _Scope:
+    """A ``rollout_scope`` row, whole."""
+    return _Scope(
+        position=r.position,
+        scope_id=r.scope_id,
+        rack_id=r.rack_id,
+        rack_name=r.rack_name,
+        component_filter=from_stored(r.component_filter),
+        wave=r.wave,
+        group=_group(r.group_key),
+        stage=ScopeStage(r.stage),
+        reason=r.reason,
+        task_id=r.task_id,
+        task_status=r.task_status,
+        started_at=r.started_at,
+        ended_at=r.ended_at,
+    )
 
-    position: int
-    wave: int
-    group: rollouts.Group | None
-    stage: ScopeStage
 
+class _Window:
+    """What an advance reads of a roll-out: its scopes counted by wave and stage as they
+    stood, and whole only those loaded (in flight, and the open wave's next waiting ones,
+    :data:`WINDOW` more at a time); the domain sees the loaded ones as they are now and the
+    rest as counts (``rackcron.domain.rollouts.Rollout.elsewhere``)."""
 
-def _waves_ended(scopes: Iterable[_Scope | _Standing]) -> set[int]:
-    """The waves whose every scope has ended."""
-    waves, open_waves = set(), set()
-    for s in scopes:
-        waves.add(s.wave)
-        if not s.stage.ended:
-            open_waves.add(s.wave)
-    return waves - open_waves
+    def __init__(self, ops: RolloutOps, row: Any, counts: Counter[tuple[int, ScopeStage]]) -> None:
+        self.ops, self.row, self.counts = ops, row, counts
+        self.loaded: dict[int, _Scope] = {}
+        self._was: dict[int, ScopeStage] = {}  # each loaded scope's stage as counted
+        self._after: dict[int, int] = {}  # per wave, the last waiting position loaded
+
+    def load(self, scopes: Iterable[_Scope]) -> None:
+        for scope in scopes:
+            if scope.position not in self.loaded:
+                self.loaded[scope.position] = scope
+                self._was[scope.position] = scope.stage
+
+    def whole(self) -> list[_Scope]:
+        return [self.loaded[p] for p in sorted(self.loaded)]
+
+    def more(self, wave: int) -> bool:
+        """Load the next of ``wave``'s waiting scopes; whether there were any."""
+        size = max(WINDOW, 2 * self.row.in_flight)
+        found = self.ops._waiting_after(self.row.id, wave, self._after.get(wave, -1), size)
+        if found:
+            self._after[wave] = found[-1].position
+        self.load(found)
+        return bool(found)
+
+    def _elsewhere(self) -> Counter[tuple[int, ScopeStage]]:
+        rest = Counter(self.counts)
+        for position, stage in self._was.items():
+            rest[self.loaded[position].wave, stage] -= 1
+        return +rest
+
+    def view(self, current: rollouts.Rollout) -> rollouts.Rollout:
+        """``current`` over the loaded scopes as they are now, the rest as counts."""
+        return replace(
+            current,
+            scopes=tuple(
+                rollouts.RolloutScope(s.position, s.wave, s.group, s.stage) for s in self.whole()
+            ),
+            elsewhere=dict(self._elsewhere()),
+        )
+
+    def by_stage(self) -> Counter[ScopeStage]:
+        """Every scope by its stage now."""
+        found: Counter[ScopeStage] = Counter()
+        for (_, stage), count in self._elsewhere().items():
+            found[stage] += count
+        for scope in self.loaded.values():
+            found[scope.stage] += 1
+        return found
+
+    def waves_ended(self) -> set[int]:
+        """The waves whose every scope has ended, now."""
+        unended: Counter[int] = Counter()
+        waves = {wave for wave, _ in self.counts}
+        for (wave, stage), count in self._elsewhere().items():
+            if not stage.ended:
+                unended[wave] += count
+        for scope in self.loaded.values():
+            if not scope.stage.ended:
+                unended[scope.wave] += 1
+        return {w for w in waves if not unended[w]}
 
 
 def _record(
@@ -210,7 +280,7 @@ def _record(
         bake_left_seconds=row.bake_left_seconds,
         cutoff_at=row.cutoff_at,
         pause_reason=row.pause_reason,
-        overridden=list(row.overridden or ()),
+        overridden=[str(o.get("name")) for o in row.overridden or () if isinstance(o, dict)],
         updated_at=row.updated_at,
         finished_at=row.finished_at,
         stages=dict(counted),
@@ -235,6 +305,18 @@ def _record(
     )
 
 
+#: An instant's length, to ask which windows hold it.
+_TICK = timedelta(microseconds=1)
+
+
+def _until(override: Mapping[str, str]) -> datetime:
+    """When a recorded override ends (a value rackcron did not write: already)."""
+    try:
+        return timing.parse_rfc3339(override["until"])
+    except (KeyError, TypeError, ValueError):
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def _standing(current: rollouts.Rollout) -> dict[str, Any]:
     """The ``rollout`` columns that say where ``current`` stands."""
     left = current.bake_left
@@ -243,7 +325,8 @@ def _standing(current: rollouts.Rollout) -> dict[str, Any]:
         "wave": current.wave,
         "budget": current.budget,
         "bake_until": current.bake_until,
-        "bake_left_seconds": None if left is None else math.ceil(left.total_seconds()),
+        # Rounded down: a pause never lengthens a bake, however often it is taken.
+        "bake_left_seconds": None if left is None else int(left.total_seconds()),
         "pause_reason": current.pause_reason,
     }
 
@@ -312,6 +395,7 @@ class RolloutOps:
         }
         made = rollouts.new_rollout(policy, racked.values(), self._cutoff(schedule, due, policy))
         rollout_id = uuid.uuid4()
+        overrides = self._overrides(overridden)
         by_id = {s.id: s for s in scopes}
         self.work.conn.execute(
             rollout.insert().values(
@@ -335,7 +419,7 @@ class RolloutOps:
                 bake_seconds=None if made.bake is None else int(made.bake.total_seconds()),
                 cutoff_at=made.cutoff_at,
                 updated_at=self.work.now,
-                overridden=list(overridden) or None,
+                overridden=overrides or None,
             )
         )
         rows = []
@@ -348,6 +432,20 @@ class RolloutOps:
             ))  # fmt: skip
         insert_rows(self.work.conn, rollout_scope, _SCOPE_COLUMNS, rows)
         return rollout_id
+
+    def _overrides(self, names: Sequence[str]) -> list[dict[str, str]]:
+        """What a forced trigger overrode: each freeze's name and the end of the windows
+        it had open then (a later window of the same freeze holds the roll-out's racks)."""
+        if not names:
+            return []
+        now = self.work.now
+        stored = {f.name: f for f in self.freezes.list_freezes()}
+        found = []
+        for name in names:
+            freeze = stored.get(name)
+            ends = [e for _, e in windows(freeze, now, now + _TICK)] if freeze else []
+            found.append({"name": name, "until": timing.format_rfc3339(max(ends, default=now))})
+        return found
 
     def _cutoff(
         self, schedule: Schedule, due: datetime, policy: rollouts.Policy
@@ -546,7 +644,13 @@ class RolloutOps:
             raise PermissionDenied(
                 f"id: roll-out {row.id} is halted: resuming it overrides its failure budget"
             )
+        if allow_failures is not None and row.state != RolloutState.HALTED:
+            raise FailedPrecondition(
+                f"allow_failures: roll-out {row.id} is {row.state}, not halted: only a halted"
+                " one is allowed more failures"
+            )
         scopes = self._scopes(row.id)
+        self._refresh(scopes, {})  # as its tasks ended: a failure meanwhile counts
         declared = rollouts.limits(RolloutPolicy.model_validate(row.policy).policy(), len(scopes))
         try:
             resumed = rollouts.resume(
@@ -557,7 +661,8 @@ class RolloutOps:
             )
         except rollouts.RolloutError as exc:
             raise FailedPrecondition(f"id: roll-out {row.id}: {exc}") from None
-        self._set(row.id, **_standing(resumed))
+        # Told as it resumes: a halt at the next advance is news (and told) again.
+        self._save(row, resumed, scopes, {})
         return self.get_rollout(row.id)
 
     def abort(self, rollout_id: uuid.UUID | str, *, cancel_active: bool = False) -> RolloutRecord:
@@ -648,21 +753,22 @@ class RolloutOps:
 
     def _advance(self, row: Any) -> Advanced:
         now = self.work.now
-        # Every scope is read where it stands (no UUIDs: cheap); whole rows only for the
-        # scopes in flight and those whose turn comes, so an advance of a roll-out of 5,000
-        # racks reads its 250 in flight and the next few, not 5,000 rows each time.
-        standing = self._standing(row.id)
-        done_before = _waves_ended(standing)
-        loaded = {s.position: s for s in self._scopes(row.id, stage=ScopeStage.ACTIVE)}
+        # The scopes are counted by wave and stage, and read whole only in flight and in a
+        # window of the next in turn (:class:`_Window`): an advance of a roll-out of 5,000
+        # racks at 5% reads 250 rows and a few more, not 5,000.
+        window = _Window(self, row, self._counts(row.id))
+        done_before = window.waves_ended()
+        window.load(self._scopes(row.id, stage=ScopeStage.ACTIVE))
         ended: dict[uuid.UUID, ScopeStage] = {}
-        self._refresh(list(loaded.values()), ended)
+        self._refresh(window.whole(), ended)
         before = None if row.reported_state is None else RolloutState(row.reported_state)
-        current = self._restaged(self._domain(row, (), standing), loaded.values())
+        window.more(row.wave)
+        current = window.view(self._domain(row, ()))
         exists = self._schedule_exists(row.schedule_id)
         if not exists:  # the schedule is gone: nothing more starts
-            waiting = self._scopes(row.id, stage=ScopeStage.WAITING)
-            loaded.update((s.position, s) for s in waiting)
-            current = self._end_waiting(current, waiting, SCHEDULE_DELETED, ended)
+            window.load(self._scopes(row.id, stage=ScopeStage.WAITING))
+            current = self._end_waiting(current, window.whole(), SCHEDULE_DELETED, ended)
+            current = window.view(current)
         template = OperationTemplate(
             type=row.operation_type, code=row.operation_code, information=row.operation_information
         )
@@ -674,10 +780,12 @@ class RolloutOps:
             decided = rollouts.step(current, now, held)
             current, cut = decided.rollout, cut or decided.cut_off
             if not decided.start:
+                if decided.wants_more and window.more(current.wave):
+                    current = window.view(current)
+                    continue
                 break
-            positions = [_position(i) for i in decided.start]
-            loaded.update((s.position, s) for s in self._scopes(row.id, positions=positions))
-            starting = [loaded[p] for p in positions]
+            loaded = window.loaded
+            starting = [loaded[_position(i)] for i in decided.start]
             # Judged at its turn: a freeze holds it (unless its forced trigger overrode
             # that freeze), for a later turn; the next racks in order go first.
             frozen, forced = self._frozen(row, template, starting)
@@ -737,22 +845,22 @@ class RolloutOps:
                     )
                     scope.reason, scope.changed = None, True
                     started[scope.scope_id] = answer.task_id
-            current = self._restaged(current, loaded.values())
-        if cut:
-            missing = [_position(p) for p in cut if _position(p) not in loaded]
-            loaded.update((s.position, s) for s in self._scopes(row.id, positions=missing))
-        for position in cut:
-            scope = loaded[_position(position)]
-            scope.end(ScopeStage.NOT_STARTED, CUTOFF, now)
-            ended[scope.scope_id] = scope.stage
-        scopes = list(loaded.values())
-        if cut or (current.state == RolloutState.EXPIRED and before != current.state):
-            # Past its cutoff its tasks not yet delivered never will be; running ones go on.
+            if decided.wants_more:
+                window.more(current.wave)
+            current = window.view(current)
+        expired_now = current.state == RolloutState.EXPIRED and before != current.state
+        if cut or expired_now:
+            # Past its cutoff the racks not started end (those outside the window too),
+            # and its tasks not yet delivered never will be; running ones go on.
+            window.load(self._scopes(row.id, stage=ScopeStage.WAITING))
+            for scope in window.whole():
+                if scope.stage == ScopeStage.WAITING:
+                    scope.end(ScopeStage.NOT_STARTED, CUTOFF, now)
+                    ended[scope.scope_id] = scope.stage
             undelivered = (TaskStatus.WAITING, TaskStatus.PENDING)
-            self._cancel(scopes, undelivered, ScopeStage.NOT_STARTED, CUTOFF, ended)
+            self._cancel(window.whole(), undelivered, ScopeStage.NOT_STARTED, CUTOFF, ended)
+        scopes = window.whole()
         self._save(row, current, scopes, started)
-        stage_now = {s.position: s.stage for s in scopes}
-        every = [s._replace(stage=stage_now.get(s.position, s.stage)) for s in standing]
         return Advanced(
             rollout_id=row.id,
             schedule_id=row.schedule_id,
@@ -761,8 +869,8 @@ class RolloutOps:
             after=current.state,
             started=started,
             ended=ended,
-            waves_done=tuple(sorted(_waves_ended(every) - done_before)),
-            stages=dict(Counter(s.stage.value for s in every)),
+            waves_done=tuple(sorted(window.waves_ended() - done_before)),
+            stages={stage.value: n for stage, n in window.by_stage().items() if n},
         )
 
     def _scopes(
@@ -770,10 +878,8 @@ class RolloutOps:
         rollout_id: uuid.UUID,
         *,
         stage: ScopeStage | None = None,
-        positions: Sequence[int] | None = None,
     ) -> list[_Scope]:
-        """The roll-out's scopes in order, whole: every one, or those at ``stage``, or at
-        ``positions``."""
+        """The roll-out's scopes in order, whole: every one, or those at ``stage``."""
         query = (
             sa.select(rollout_scope)
             .where(rollout_scope.c.rollout_id == rollout_id)
@@ -781,45 +887,35 @@ class RolloutOps:
         )
         if stage is not None:
             query = query.where(rollout_scope.c.stage == stage.value)
-        if positions is not None:
-            if not positions:
-                return []
-            query = query.where(rollout_scope.c.position.in_(list(positions)))
-        return [
-            _Scope(
-                position=r.position,
-                scope_id=r.scope_id,
-                rack_id=r.rack_id,
-                rack_name=r.rack_name,
-                component_filter=from_stored(r.component_filter),
-                wave=r.wave,
-                group=_group(r.group_key),
-                stage=ScopeStage(r.stage),
-                reason=r.reason,
-                task_id=r.task_id,
-                task_status=r.task_status,
-                started_at=r.started_at,
-                ended_at=r.ended_at,
-            )
-            for r in self.work.conn.execute(query)
-        ]
+        return [_scope(r) for r in self.work.conn.execute(query)]
 
-    def _standing(self, rollout_id: uuid.UUID) -> list[_Standing]:
-        """Where each of the roll-out's scopes stands, in order (no more: cheap to read)."""
+    def _counts(self, rollout_id: uuid.UUID) -> Counter[tuple[int, ScopeStage]]:
+        """The roll-out's scopes counted by wave and stage."""
         query = (
-            sa.select(
-                rollout_scope.c.position,
-                rollout_scope.c.wave,
-                rollout_scope.c.group_key,
-                rollout_scope.c.stage,
-            )
+            sa.select(rollout_scope.c.wave, rollout_scope.c.stage, sa.func.count())
             .where(rollout_scope.c.rollout_id == rollout_id)
-            .order_by(rollout_scope.c.position)
+            .group_by(rollout_scope.c.wave, rollout_scope.c.stage)
         )
-        return [
-            _Standing(position, wave, None if group is None else _group(group), _STAGES[stage])
-            for position, wave, group, stage in self.work.conn.execute(query)
-        ]
+        return Counter(
+            {(wave, _STAGES[stage]): n for wave, stage, n in self.work.conn.execute(query)}
+        )
+
+    def _waiting_after(
+        self, rollout_id: uuid.UUID, wave: int, after: int, limit: int
+    ) -> list[_Scope]:
+        """Up to ``limit`` of ``wave``'s waiting scopes past position ``after``, in order."""
+        query = (
+            sa.select(rollout_scope)
+            .where(
+                rollout_scope.c.rollout_id == rollout_id,
+                rollout_scope.c.wave == wave,
+                rollout_scope.c.stage == ScopeStage.WAITING.value,
+                rollout_scope.c.position > after,
+            )
+            .order_by(rollout_scope.c.position)
+            .limit(limit)
+        )
+        return [_scope(r) for r in self.work.conn.execute(query)]
 
     def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
         """End the active scopes whose task has ended, as their task ended."""
@@ -840,15 +936,12 @@ class RolloutOps:
             ended[scope.scope_id] = stage
 
     @staticmethod
-    def _domain(
-        row: Any, scopes: Iterable[_Scope], standing: Iterable[_Standing] = ()
-    ) -> rollouts.Rollout:
-        """The roll-out as the domain judges it, from its scopes, whole or ``standing``,
-        each known by its position."""
-        every: list[_Scope | _Standing] = sorted([*scopes, *standing], key=lambda s: s.position)
+    def _domain(row: Any, scopes: Iterable[_Scope]) -> rollouts.Rollout:
+        """The roll-out as the domain judges it, from its scopes, each known by its
+        position."""
         return rollouts.Rollout(
             scopes=tuple(
-                rollouts.RolloutScope(s.position, s.wave, s.group, s.stage) for s in every
+                rollouts.RolloutScope(s.position, s.wave, s.group, s.stage) for s in scopes
             ),
             in_flight=row.in_flight,
             per_group=row.per_group,
@@ -915,7 +1008,8 @@ class RolloutOps:
         operation = operation_name(template)
         named = (row.schedule_name, row.schedule_labels or {})
         work = work_window(holds.at, *operation_times(template))
-        overridden = set(row.overridden or ())
+        # A freeze the forced trigger overrode, in the window it had open then.
+        overridden = {o["name"] for o in row.overridden or () if holds.at < _until(o)}
         found, forced = {}, set()
         for scope in scopes:
             names = {f.name for f in holds.all_holding(scope.rack_id, named, operation, work)}

@@ -396,7 +396,7 @@ rollout = sa.Table(
     sa.Column("pause_reason", sa.String(32), nullable=True),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("finished_at", UTCDateTime, nullable=True),
-    # The freezes a forced trigger overrode (names): they hold none of its scopes.
+    # The freezes a forced trigger overrode ({"name", "until": its window's end}).
     sa.Column("overridden", JSON, nullable=True),
     sa.Column("bake_left_seconds", sa.BigInteger, nullable=True),  # a bake a pause stopped
     sa.Column("reported_state", sa.String(16), nullable=True),  # last announced; NULL: none

@@ -1,4 +1,4 @@
-"""A smoke run of bench/rollout.py (docs/benchmarks.md "Roll-outs"), on a small fleet: its
+"""A smoke run of bench/rollout.py (docs/benchmarks.md "`bench/rollout.py`: a roll-out over 5,000 racks"), on a small fleet: its
 plain firing and its roll-out start every rack exactly once, and its lag run measures a
 lag for each rack past the first batch (the figures are the script's, not the test's)."""
 

@@ -19,7 +19,6 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -42,64 +41,13 @@ from rackcron.store import transaction
 from rackcron.store.tables import task
 from rackcron.token_guesses import LIMIT, WINDOW
 from tests.support.cli import run
+from tests.support.console import HOSTILE, Console, Page, serve_console
 from tests.support.service import make_operation, rack_spec
 from tests.support.work import count_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "fleet"
 TOKEN = "s3cret-console-token"
-
-
-class Page:
-    """A response: status, headers, body, and the body's elements by tag."""
-
-    def __init__(self, status: int, headers: dict[str, str], body: str) -> None:
-        self.status, self.headers, self.body = status, headers, body
-        self.elements = _Elements.of(body)
-
-    def all(self, tag: str, **attrs: str) -> list[dict[str, str]]:
-        return [
-            a for t, a in self.elements if t == tag and all(a.get(k) == v for k, v in attrs.items())
-        ]
-
-
-class _Elements(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[tuple[str, dict[str, str]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.found.append((tag, {k: v or "" for k, v in attrs}))
-
-    @classmethod
-    def of(cls, body: str) -> list[tuple[str, dict[str, str]]]:
-        parser = cls()
-        parser.feed(body)
-        return parser.found
-
-
-class Console:
-    def __init__(self, server: MetricsServer) -> None:
-        self.server = server
-
-    def get(self, path: str, headers: dict[str, str] | None = None, *, method: str = "GET",
-            body: str | None = None) -> Page:  # fmt: skip
-        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            answer = conn.getresponse()
-            return Page(answer.status, {k.lower(): v for k, v in answer.getheaders()},
-                        answer.read().decode())  # fmt: skip
-        finally:
-            conn.close()
-
-
-def _serve(service: Service, host: str, tokens: tuple[Token, ...] = ()) -> MetricsServer:
-    metrics = Metrics(service.task_counts)
-    server = MetricsServer("127.0.0.1", 0, metrics, HealthCheck(60.0),
-                           wrap=_console(service, host, tokens))  # fmt: skip
-    server.start()
-    return server
 
 
 @pytest.fixture
@@ -111,7 +59,7 @@ def fleet_store(service: Service, store_url: str) -> Service:
 
 @pytest.fixture
 def console(fleet_store: Service) -> Iterator[Console]:
-    server = _serve(fleet_store, "127.0.0.1")
+    server = serve_console(fleet_store, "127.0.0.1")
     yield Console(server)
     server.stop()
 
@@ -244,7 +192,6 @@ def test_every_page_sends_a_strict_content_security_policy(console) -> None:
     assert console.get("/metrics").status == 200 and console.get("/healthz").status == 200
 
 
-HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>&amp;'
 #: What a hostile rack controller may answer as a task's message (names refuse controls).
 ANSWER = "\x1b[31mdone\u202e<b>bold</b>"
 
@@ -259,7 +206,7 @@ def test_hostile_names_reach_the_pages_escaped(service: Service) -> None:
     (task_id,) = service.trigger(schedule.id).task_ids
     with transaction(service.engine) as conn:
         conn.execute(task.update().where(task.c.id == task_id).values(message=ANSWER))
-    server = _serve(service, "127.0.0.1")
+    server = serve_console(service, "127.0.0.1")
     try:
         console = Console(server)
         for path in ("/", "/?by=schedule", "/schedules", f"/schedules/{schedule.id}", "/tasks",
@@ -278,7 +225,7 @@ def test_hostile_names_reach_the_pages_escaped(service: Service) -> None:
 
 @pytest.mark.slow
 def test_beyond_loopback_the_pages_need_a_token(fleet_store) -> None:
-    server = _serve(fleet_store, "0.0.0.0", (Token("prometheus", TOKEN),))
+    server = serve_console(fleet_store, "0.0.0.0", (Token("prometheus", TOKEN),))
     try:
         console = Console(server)
         assert console.get("/metrics").status == 401
@@ -311,7 +258,7 @@ def test_beyond_loopback_the_pages_need_a_token(fleet_store) -> None:
 
 @pytest.mark.slow
 def test_beyond_loopback_without_tokens_the_console_is_not_served(fleet_store) -> None:
-    server = _serve(fleet_store, "0.0.0.0")
+    server = serve_console(fleet_store, "0.0.0.0")
     try:
         console = Console(server)
         page = console.get("/")
@@ -390,7 +337,7 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 @pytest.fixture
 def gated(service: Service) -> Iterator[MetricsServer]:
     """The console as bound beyond loopback, behind a token."""
-    server = _serve(service, "0.0.0.0", (Token("ops", TOKEN),))
+    server = serve_console(service, "0.0.0.0", (Token("ops", TOKEN),))
     yield server
     server.stop()
 
@@ -398,7 +345,7 @@ def gated(service: Service) -> Iterator[MetricsServer]:
 @pytest.fixture
 def open_console(service: Service) -> Iterator[MetricsServer]:
     """The console on loopback: no token asked."""
-    server = _serve(service, "127.0.0.1")
+    server = serve_console(service, "127.0.0.1")
     yield server
     server.stop()
 
@@ -747,7 +694,7 @@ def test_a_schedule_page_shows_its_anchor_and_jitter(service: Service, fleet) ->
     config = ScheduleConfig(name="anchored", spec_type=SpecType.INTERVAL, spec="1h")
     made = service.create_schedule(config, make_operation("power_on", fleet.racks[:1]),
                                    anchor="2026-01-01T01:15:00+01:00", jitter="5m")  # fmt: skip
-    server = _serve(service, "127.0.0.1")
+    server = serve_console(service, "127.0.0.1")
     try:
         page = Console(server).get(f"/schedules/{made.id}")
     finally:

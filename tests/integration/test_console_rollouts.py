@@ -1,4 +1,4 @@
-"""The console's roll-out pages (docs/console.md "Roll-outs"), over HTTP on both stores:
+"""The console's roll-out pages (docs/console.md "Pages"), over HTTP on both stores:
 the list puts the roll-outs waiting on an operator first; a roll-out's page shows a bar
 per wave, a cell per rack coloured by its stage with held reasons, and its failures with
 their tasks' messages, escaped; the schedule page and the timeline link to it, and the
@@ -26,7 +26,7 @@ from rackcron.domain.models import (
 from rackcron.service import Service
 from rackcron.store import transaction
 from rackcron.store.tables import task
-from tests.integration.test_console import HOSTILE, Console, _serve
+from tests.support.console import HOSTILE, Console, serve_console
 from tests.support.service import make_operation, set_status
 
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ def halted(service: Service, fleet) -> uuid.UUID:
 
 @pytest.fixture
 def console(service: Service) -> Iterator[Console]:
-    server = _serve(service, "127.0.0.1")
+    server = serve_console(service, "127.0.0.1")
     yield Console(server)
     server.stop()
 
@@ -126,9 +126,13 @@ def test_the_schedule_page_and_the_timeline_link_to_a_running_rollout(
     assert "max_in_flight 1; max_failures 0; waves 1" in schedule.body
     timeline = console.get("/")
     assert timeline.all("a", href=f"/rollouts/{halted}")  # the summary of those running
-    racks = {a["data-schedule"] for a in timeline.all("a") if a.get("data-rollout") == str(halted)}
-    assert racks == {"fw"}
     waiting = [a for a in timeline.all("a") if a.get("data-rollout") and "waiting" in a["class"]]
-    assert len(waiting) == 2  # rack-a03 and rack-a05, drawn from now
+    assert waiting == []  # halted: it starts nothing until an operator says so
+    service.resume_rollout(halted, allow_failures=1)
+    timeline = console.get("/")
+    waiting = [a for a in timeline.all("a") if a.get("data-rollout") and "waiting" in a["class"]]
+    assert len(waiting) == 2  # rolling again: rack-a03 and rack-a05, drawn from now
+    drawn = {a["data-schedule"] for a in timeline.all("a") if a.get("data-rollout") == str(halted)}
+    assert drawn == {"fw"}
     with transaction(service.engine, write=False) as conn:
-        assert conn.execute(sa.select(sa.func.count()).select_from(task)).scalar() == 3
+        assert conn.execute(sa.select(sa.func.count()).select_from(task)).scalar() == 3  # read only

@@ -73,6 +73,8 @@ def test_a_schedule_stores_its_rollout_and_a_flow_update_keeps_it(service, fleet
          r"^rollout\.first\.racks: .*"),
         ({"max_in_flight": "1", "waves": ("1",) * 101}, None, r"^rollout\.waves: at most 100"),
         ({"max_in_flight": "1"}, "soon", r'^expected_duration: invalid duration "soon"'),
+        ({"max_in_flight": "1"}, "8761h", r"^expected_duration: must be at most 8760h"),
+        ({"max_in_flight": "1", "bake": "2562047h"}, None, r"^rollout\.bake: must be at most"),
         ({"max_in_flight": " 5 "}, None, r"^rollout\.max_in_flight: must be a whole number"),
         ({"max_in_flight": "1" * 10}, None, r"^rollout\.max_in_flight: .* below 1000000000"),
         ({"max_in_flight": "1", "spread_by": ""}, None, r"^rollout\.spread_by: .*not empty"),

@@ -640,3 +640,88 @@ def test_a_task_ending_advances_the_rollout_before_the_next_poll(service, fleet)
         runner.close()
     assert metrics.registry.get_sample_value("rackcron_dispatch_polls_total") == 1
     assert simulator.started == 3
+
+
+def test_a_paused_rollout_with_every_rack_in_flight_expires_at_its_cutoff(
+    service, fleet, clock
+) -> None:
+    """Nothing waits to start, but it holds its undelivered tasks: at the cutoff it
+    expires, and they are terminated, so their racks are free again."""
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="3", cutoff="1h"))
+    rollout_id = fire(service, clock, made)
+    started = list(service.advance_rollouts()[0].started.values())
+    service.pause_rollout(rollout_id)
+    clock.advance(hours=2)
+    (expired,) = service.advance_rollouts()
+    assert expired.after == "expired"
+    assert {t.status for t in service.get_tasks(started)} == {TaskStatus.TERMINATED}
+    assert service.get_rollout(rollout_id).finished_at is not None
+    assert service.advance_rollouts() == []
+
+
+def test_a_halt_after_a_resume_is_told_again(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:4], RolloutPolicy(max_in_flight="2"))
+    told: list[Notification] = []
+    dispatcher = Dispatcher(service, notify=told.append, workers=1)
+    rollout_id = fire(service, clock, made)
+    dispatcher.advance()
+    first, second = (s.task_id for s in service.get_rollout(rollout_id).scopes[:2])
+    set_status(service, first, TaskStatus.FAILED)
+    dispatcher.advance()  # halted
+    service.resume_rollout(rollout_id, allow_failures=0)
+    set_status(service, second, TaskStatus.FAILED)  # its other rack, in flight, fails too
+    dispatcher.advance()  # halted again
+    assert [n.kind.value for n in told] == ["rollout.started", "rollout.halted", "rollout.halted"]
+
+
+def test_allow_failures_is_for_a_halted_rollout(service, fleet, clock) -> None:
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="1"))
+    rollout_id = fire(service, clock, made)
+    service.pause_rollout(rollout_id)
+    with pytest.raises(FailedPrecondition, match=r"allow_failures: .* is paused, not halted"):
+        service.resume_rollout(rollout_id, allow_failures=3)
+    assert service.get_rollout(rollout_id).state == "paused"
+
+
+def test_an_expiry_tells_no_wave_that_never_ran(service, fleet, clock) -> None:
+    made = make(
+        service,
+        fleet.racks[:5],
+        RolloutPolicy(max_in_flight="1", waves=("1", "2", "3", "4"), cutoff="30m"),
+    )
+    told: list[Notification] = []
+    dispatcher = Dispatcher(service, notify=told.append, workers=1)
+    rollout_id = fire(service, clock, made)
+    dispatcher.advance()
+    end_active(service, rollout_id)
+    dispatcher.advance()  # wave 1 done, wave 2 starts
+    clock.advance(hours=1)
+    dispatcher.advance()  # expired in wave 2
+    assert [(n.kind.value, n.fields["wave"]) for n in told] == [
+        ("rollout.started", None), ("rollout.wave_done", 1), ("rollout.expired", None)
+    ]  # fmt: skip
+
+
+def test_a_forced_trigger_overrides_the_freeze_window_open_then_not_the_next(
+    service, fleet, clock
+) -> None:
+    """An hourly freeze of 30 minutes: the window open at the trigger is overridden for
+    the roll-out's racks; the next window of the same freeze holds them."""
+    made = make(service, fleet.racks[:3], RolloutPolicy(max_in_flight="1"))
+    clock.now = clock.now.replace(minute=10)
+    hourly = Freeze(
+        id=uuid.uuid4(), name="hourly", cron="0 * * * *", duration_seconds=1800,
+        timezone="UTC", selector=FreezeSelector(racks=["rack-a01", "rack-a02", "rack-a03"]),
+    )  # fmt: skip
+    service.upsert_freeze(hourly)
+    rollout_id = service.trigger(made.id, force=True).firing.rollout_id
+    (first,) = service.advance_rollouts()[0].started.values()
+    assert forced(service, first)
+    end_active(service, rollout_id)
+    clock.advance(minutes=10)  # xx:20, the same window: rack-a02 starts
+    assert service.advance_rollouts()[0].started
+    end_active(service, rollout_id)
+    clock.advance(minutes=50)  # (xx+1):10, the next window: rack-a03 is held
+    assert service.advance_rollouts()[0].started == {}
+    shown = {s.rack_name: s.reason for s in service.get_rollout(rollout_id).scopes}
+    assert shown["rack-a03"] == "frozen: hourly"

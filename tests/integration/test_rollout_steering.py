@@ -239,3 +239,44 @@ def test_a_hostile_servers_answer_is_refused_or_escaped(answer: str, shown: str)
         server.stop(0)
     assert shown in result.output, result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
+
+
+def test_firing_a_rollout_all_at_once_needs_an_admin_token(service, fleet, served, tokens) -> None:
+    """All at once passes the roll-out's limits and budget: a safety rule, as a force."""
+    config = ScheduleConfig(name="wide", spec_type=SpecType.CRON, spec="0 2 * * *")
+    made = service.create_schedule(
+        config, make_operation("power_on", fleet.racks), rollout=RolloutPolicy(max_in_flight="1")
+    )
+    before = snapshot(service)
+    refused = run("schedules", "trigger", "wide", "--all-at-once", "--yes",
+                  "--server", served, "--token-file", str(tokens["ci"]))  # fmt: skip
+    assert refused.exit_code == 1
+    assert "rackcron-rollout: all-at-once needs a token of scope admin" in refused.output
+    assert snapshot(service) == before
+    done = run("schedules", "trigger", "wide", "--all-at-once", "--yes",
+               "--server", served, "--token-file", str(tokens["oncall"]))  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert len(service.list_tasks(schedule_id=made.id).items) == len(fleet.racks)
+
+
+def test_a_hostile_state_is_escaped_where_wait_gives_up() -> None:
+    answer = _record(state="rolling\x1b]0;owned\x07\x1b[2J")
+    server, address = _served_alone(
+        rollouts_pb2_grpc.add_RolloutsServicer_to_server, _Hostile(answer)
+    )
+    try:
+        result = run("rollouts", "wait", "x", "--timeout", "1s", "--interval", "1s",
+                     "--server", address, color=True)  # fmt: skip
+    finally:
+        server.stop(0)
+    assert result.exit_code == 1 and "error: still rolling\\x1b]0;owned" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    huge = _record(time_left_seconds=10**20)
+    server, address = _served_alone(
+        rollouts_pb2_grpc.add_RolloutsServicer_to_server, _Hostile(huge)
+    )
+    try:
+        refused = run("rollouts", "get", "x", "--server", address)
+    finally:
+        server.stop(0)
+    assert refused.exit_code == 1 and "not a roll-out this client reads" in refused.output

@@ -120,10 +120,10 @@ def test_the_racks_chosen_to_fail_fail_and_the_others_complete(
     assert ended[fleet.racks[0]].message == "simulated failure: --sim-fail chose this rack"
 
 
-@pytest.mark.parametrize("value", ["", "rack a01", "rack-\x1b[2J", "x" * 256])
+@pytest.mark.parametrize("value", ["", "rack a01", "rack-\x1b[2J", "x" * 256, "=", "=B", "row="])
 def test_a_sim_fail_value_that_names_no_racks_is_refused(value) -> None:
-    with pytest.raises(ValueError, match="expected a rack name glob"):
-        FailOn.parse([value.replace("\\x1b", "\x1b")])
+    with pytest.raises(ValueError, match=r"expected a rack name glob|needs a key and a value"):
+        FailOn.parse([value])
     result = run("serve", "--sim-fail", value, "--stop-after", "1s")
     assert result.exit_code == 2 and "--sim-fail" in result.output
     assert "\x1b" not in result.output

@@ -295,8 +295,11 @@ def test_a_bad_bake_names_its_field(text: str, message: str) -> None:
     assert raised.value.field == "bake"
 
 
-def test_a_span_is_above_zero() -> None:
+def test_a_span_is_above_zero_and_at_most_a_year() -> None:
     assert parse_span("45m", "cutoff") == timedelta(minutes=45)
+    assert parse_span("8760h", "cutoff") == timedelta(days=365)
+    with pytest.raises(RolloutError, match="at most 8760h"):
+        parse_span("8761h", "cutoff")
     with pytest.raises(RolloutError, match="above 0s") as raised:
         parse_span("0s", "expected_duration")
     assert raised.value.field == "expected_duration"
@@ -426,3 +429,85 @@ def test_slots_batch_a_wave_by_the_limit_and_wait_the_bake() -> None:
         timedelta(0), hour + 30 * MINUTE, hour + 30 * MINUTE, 2 * hour + 30 * MINUTE,
         2 * hour + 30 * MINUTE,
     ]  # fmt: skip
+
+
+def _windowed(full: Rollout, chosen: set[int]) -> Rollout:
+    """``full`` with only the scopes at ``chosen`` positions whole, the rest counted."""
+    elsewhere: Counter[tuple[int, ScopeStage]] = Counter()
+    for position, scope in enumerate(full.scopes):
+        if position not in chosen:
+            elsewhere[scope.wave, scope.stage] += 1
+    scopes = tuple(s for i, s in enumerate(full.scopes) if i in chosen)
+    return replace(full, scopes=scopes, elsewhere=dict(elsewhere))
+
+
+def _window(full: Rollout, wave: int, have: set[int], size: int) -> set[int]:
+    """Every active scope, and ``size`` more of ``wave``'s waiting ones in order."""
+    chosen = set(have) | {i for i, s in enumerate(full.scopes) if s.stage == ScopeStage.ACTIVE}
+    more = [
+        i for i, s in enumerate(full.scopes)
+        if s.wave == wave and s.stage == ScopeStage.WAITING and i not in chosen
+    ]  # fmt: skip
+    return chosen | set(more[:size])
+
+
+@given(
+    total=st.integers(1, 30),
+    in_flight=st.integers(1, 5),
+    per_group=st.integers(1, 3),
+    waves=st.lists(st.integers(1, 30), max_size=3),
+    bake=st.sampled_from([None, timedelta(0), timedelta(minutes=30)]),
+    seed=st.randoms(use_true_random=False),
+    size=st.integers(1, 6),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_window_and_counts_decide_as_every_scope_does(
+    total, in_flight, per_group, waves, bake, seed, size
+) -> None:
+    """What an advance reads (the racks in flight and the next in turn whole, the rest as
+    counts, more on demand) decides what reading every rack decides."""
+    policy = Policy(
+        Amount(in_flight), waves=tuple(Amount(w) for w in sorted(waves)), bake=bake,
+        spread_by="row", max_in_flight_per_group=per_group, max_failures=Amount(2),
+    )  # fmt: skip
+    fresh = new_rollout(policy, racks(total, row=["a", "b", "c"]), None)
+    wave = seed.randrange(fresh.waves)
+    stages = []
+    for s in fresh.scopes:
+        if s.wave < wave:
+            stages.append(
+                seed.choice([ScopeStage.COMPLETED, ScopeStage.FAILED, ScopeStage.SKIPPED])
+            )
+        elif s.wave == wave:
+            stages.append(seed.choice(list(ScopeStage)))
+        else:
+            stages.append(ScopeStage.WAITING)
+    full = replace(
+        fresh, wave=wave, scopes=tuple(replace(s, stage=t) for s, t in zip(fresh.scopes, stages, strict=True)),
+        bake_until=NOW if bake else None,
+    )  # fmt: skip
+    ids = [s.scope_id for s in full.scopes]
+    held = {ids[i] for i in range(total) if seed.random() < 0.2}
+    whole = step(full, NOW, held)
+    chosen = _window(full, full.wave, set(), size)
+    started: list[object] = []
+    current = full
+    for _ in range(total + 5):
+        decided = step(_windowed(current, chosen), NOW, held)
+        started += decided.start
+        current = replace(
+            decided.rollout,
+            scopes=tuple(
+                replace(s, stage=ScopeStage.ACTIVE) if s.scope_id in decided.start else s
+                for s in current.scopes
+            ),
+            elsewhere={},
+        )  # the store's rows, as the advance writes them
+        if not decided.wants_more:
+            break
+        chosen = _window(current, current.wave, chosen, size)
+    assert started == list(whole.start)
+    assert (decided.rollout.state, decided.rollout.wave) == (
+        whole.rollout.state,
+        whole.rollout.wave,
+    )

@@ -12,7 +12,7 @@ from rackcron.service import Service
 from rackcron.shim.access import OPEN, RPC_SCOPES, Need, needed
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.shim.tokens import UNSCOPED, BadTokenFile, Token, TokenScope, TokenSet, parse_tokens
-from rackcron.wire.metadata import FORCE, FORCE_KEY
+from rackcron.wire.metadata import ALL_AT_ONCE, FORCE, FORCE_KEY, ROLLOUT_KEY
 
 
 def test_a_line_may_give_a_scope_before_the_name() -> None:
@@ -129,6 +129,8 @@ NEEDS: dict[str, tuple[str, list[Any], Need]] = {
     "force-twice": (TRIGGER, [FORCE, FORCE], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
     "forced-read": ("/v1.Flow/ListTasks", [FORCE], Need(TokenScope.ADMIN, f"ListTasks with {FORCE_KEY}: true")),
     "read": ("/v1.Flow/ListTasks", [], Need(TokenScope.READ, "ListTasks")),
+    "all-at-once": (TRIGGER, [ALL_AT_ONCE], Need(TokenScope.ADMIN, f"TriggerTaskSchedule with {ROLLOUT_KEY}: all-at-once")),
+    "bad-all-at-once": (TRIGGER, [(ROLLOUT_KEY, "now")], Need(TokenScope.WRITE, "TriggerTaskSchedule")),
     "unclassified": ("/v9.New/Method", [], Need(TokenScope.ADMIN, "Method")),
 }  # fmt: skip
 

@@ -1,8 +1,9 @@
 """Roll-outs steered: what a forced trigger overrode, a bake stopped by a pause, and the
 state the dispatcher last told of.
 
-``rollout.overridden``: the freezes a forced trigger overrode (their names); they do not
-hold the roll-out's later scopes, while freezes that open later do. ``rollout.bake_left_seconds``:
+``rollout.overridden``: the freezes a forced trigger overrode, each ``{"name", "until"}``
+(the end of the windows it had open then): until then they hold none of the roll-out's
+later scopes; their later windows, and freezes that open later, do. ``rollout.bake_left_seconds``:
 the time left of a bake when an operator paused it (a bake's timer stops while paused).
 ``rollout.reported_state``: the state the dispatcher last announced (NULL: its start not
 yet announced), so a roll-out an operator aborts, or a trigger starts, is announced by the
