@@ -232,8 +232,12 @@ def get_command(
 
 
 def _steer(verb: str, record_of: str, yes: bool) -> None:
-    if not yes:
-        click.confirm(f"{verb} roll-out {terminal(record_of)}?", abort=True)
+    """Ask before changing a roll-out; a no changes nothing, and says so (exit 1)."""
+    if yes:
+        return
+    if not click.confirm(f"{verb} roll-out {terminal(record_of)}?"):
+        click.echo("Nothing changed.", err=True)
+        sys.exit(1)
 
 
 def _report(record: RolloutRecord, fmt: str) -> None:
@@ -381,7 +385,8 @@ def wait_command(
 
     Exits 0 once it is in a state of --until (default: completed), 1 when it stops in
     another one (paused, halted or ended: it waits on an operator, or will not get
-    there) or --timeout passes. The roll-out is the one named when the command starts
+    there), completes with more racks failed than its budget allows (its last racks
+    failed), or --timeout passes. The roll-out is the one named when the command starts
     (a schedule's newest then), even if a newer one starts meanwhile.
 
     Example: rackcron rollouts wait powershelf-firmware-rollout --until paused --until completed
@@ -405,6 +410,14 @@ def wait_command(
                 click.echo(line)
                 shown = line
             if record.state in wanted:
+                if record.state == "completed" and record.failed > record.budget:
+                    # Done, but past its budget (its last racks failed): no success to chain.
+                    message = (
+                        f"error: it completed, but {record.failed} of its racks failed"
+                        f" ({record.budget} allowed)"
+                    )
+                    click.echo(message, err=True)
+                    sys.exit(1)
                 return
             if record.state in _STOPPED:
                 step = record.next_step()

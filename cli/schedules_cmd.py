@@ -400,7 +400,10 @@ def trigger_command(
             task_ids = client.trigger_ids(
                 target.id, force=force, all_at_once=all_at_once, audit=audit
             )
-            lines = [f"task {t}" for t in task_ids]
+            lines = [f"task {t}" for t in task_ids] or [
+                "no task started now: a schedule with a roll-out has its racks started by the"
+                " server's dispatcher, in waves (rackcron rollouts get NAME --server ...)"
+            ]
             extra: dict[str, str] = {}
         else:
             service = open_service(database_url)

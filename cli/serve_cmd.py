@@ -536,7 +536,8 @@ def _grpc_config(
         type=click.Path(dir_okay=False),
         help="File of bearer tokens, one per line as 'SCOPE NAME:TOKEN': gRPC calls must carry"
         " one whose SCOPE allows them (read: the reads; write: also changes; admin: also"
-        " triggers forced past a freeze). A line without a scope ('NAME:TOKEN' or a bare"
+        " triggers forced past a freeze or all at once past a roll-out, resuming a halted"
+        " roll-out, lifting a freeze). A line without a scope ('NAME:TOKEN' or a bare"
         " token, as before scopes) may do everything, with a warning at start. Also"
         f" accepted: ${GRPC_TOKEN_ENV} (named env, no scope). Health checks need none.",
     ),

@@ -399,6 +399,13 @@ class RolloutRecord(_Model):
 
     def next_step(self) -> str | None:
         """What an operator does next, for a paused or halted roll-out (None: nothing)."""
+        if self.state == "paused" and self.pause_reason == "no_success":
+            return (
+                "no rack of its first wave completed (the canaries): find out why, then"
+                " resume it to start the next wave anyway, or abort it"
+            )
+        if self.state == "paused" and self.pause_reason == "promotion":
+            return "its wave ended at a promotion gate: resume it to start the next wave"
         return {
             "halted": "more racks failed than it allows: resume with --allow-failures N once"
             " the cause is fixed, or abort it",

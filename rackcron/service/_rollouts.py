@@ -62,8 +62,8 @@ __all__ = ["MAX_LISTED", "WINDOW", "Advanced", "RolloutOps", "RolloutScopeSeed"]
 
 #: The most roll-outs one listing returns.
 MAX_LISTED = 10_000
-#: Waiting scopes an advance reads whole at a time, past those in flight (at least twice
-#: the in-flight limit): the rest of a roll-out is counted, not read.
+#: Waiting scopes an advance reads whole at a time, past those in flight (at least the
+#: in-flight limit): the rest of a roll-out is counted, not read.
 WINDOW = 64
 
 #: Reason codes of a scope's stage (docs/rollouts.md "How a roll-out runs").
@@ -203,7 +203,7 @@ class _Window:
 
     def more(self, wave: int) -> bool:
         """Load the next of ``wave``'s waiting scopes; whether there were any."""
-        size = max(WINDOW, 2 * self.row.in_flight)
+        size = max(WINDOW, self.row.in_flight)
         found = self.ops._waiting_after(self.row.id, wave, self._after.get(wave, -1), size)
         if found:
             self._after[wave] = found[-1].position

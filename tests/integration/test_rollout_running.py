@@ -725,3 +725,35 @@ def test_a_forced_trigger_overrides_the_freeze_window_open_then_not_the_next(
     assert service.advance_rollouts()[0].started == {}
     shown = {s.rack_name: s.reason for s in service.get_rollout(rollout_id).scopes}
     assert shown["rack-a03"] == "frozen: hourly"
+
+
+def test_wait_fails_a_rollout_completed_past_its_budget_and_a_no_changes_nothing(
+    service, fleet, clock
+) -> None:
+    """Its last rack failed (nothing left to halt): completed, but no success to chain."""
+    made = make(service, fleet.racks[:2], RolloutPolicy(max_in_flight="2"))
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    url = str(service.engine.url)
+    declined = run("rollouts", "abort", "fw", input="n\n", url=url)
+    assert declined.exit_code == 1 and declined.output.endswith("Nothing changed.\n")
+    assert "Aborted" not in declined.output and service.get_rollout(rollout_id).state == "rolling"
+    first, second = (s.task_id for s in service.get_rollout(rollout_id).scopes)
+    set_status(service, first, TaskStatus.COMPLETED)
+    set_status(service, second, TaskStatus.FAILED)
+    assert service.advance_rollouts()[0].after == "completed"
+    waited = run("rollouts", "wait", "fw", url=url)
+    assert waited.exit_code == 1
+    assert "error: it completed, but 1 of its racks failed (0 allowed)" in waited.output
+
+
+def test_a_canary_wave_without_success_says_to_look_before_resuming(service, fleet, clock) -> None:
+    made = make(
+        service, fleet.racks[:3], RolloutPolicy(max_in_flight="1", waves=("1",), max_failures="1")
+    )
+    rollout_id = fire(service, clock, made)
+    service.advance_rollouts()
+    end_active(service, rollout_id, TaskStatus.FAILED)
+    assert service.advance_rollouts()[0].after == "paused"
+    step = service.get_rollout(rollout_id).next_step()
+    assert step is not None and step.startswith("no rack of its first wave completed")
