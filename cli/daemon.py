@@ -137,6 +137,7 @@ def serve(service: Service, config: ServeConfig, stop: threading.Event) -> None:
     """
     metrics = Metrics(
         service.task_counts,
+        rollout_counts=service.rollout_counts,
         schedules=service.schedule_states,
         schedule_limit=config.schedule_metrics_limit,
     )

@@ -300,7 +300,9 @@ class Dispatcher:
                     )
             kind = _ROLLOUT_ENDS.get(each.after)
             if kind is not None and each.after != each.before:
-                if self.metrics is not None:
+                if self.metrics is not None and each.after == RolloutState.HALTED:
+                    self.metrics.rollouts_halted.inc()
+                elif self.metrics is not None:
                     self.metrics.rollouts_ended.labels(each.after.value).inc()
                 self._rollout_event(
                     kind,

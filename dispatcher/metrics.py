@@ -71,10 +71,14 @@ logger = logging.getLogger(__name__)
 LAG_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 900, 3600)
 
 
-class _TaskCounts(Collector):
-    """``rackcron_tasks{status}``: read from the store when scraped (at most every 5 s)."""
+class _StoreGauge(Collector):
+    """A gauge of counts read from the store when scraped (at most every 5 s): its
+    ``name``, help text and one label (``rackcron_tasks{status}``, ...)."""
 
-    def __init__(self, read: Callable[[], dict[str, int]]) -> None:
+    def __init__(
+        self, name: str, documentation: str, label: str, read: Callable[[], dict[str, int]]
+    ) -> None:
+        self._name, self._documentation, self._label = name, documentation, label
         self._read = read
         self._cached: tuple[float, dict[str, int]] = (0.0, {})
 
@@ -86,11 +90,9 @@ class _TaskCounts(Collector):
                 self._cached = (time.monotonic(), counts)
             except Exception:  # a scrape must not fail because the store is down
                 pass
-        family = GaugeMetricFamily(
-            "rackcron_tasks", "Tasks in the store, by status.", labels=["status"]
-        )
-        for status, count in sorted(counts.items()):
-            family.add_metric([status], count)
+        family = GaugeMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, count in sorted(counts.items()):
+            family.add_metric([value], count)
         yield family
 
 
@@ -103,6 +105,7 @@ class Metrics:
         self,
         task_counts: Callable[[], dict[str, int]] | None = None,
         *,
+        rollout_counts: Callable[[], tuple[dict[str, int], dict[str, int]]] | None = None,
         schedules: Callable[[int], MetricsSchedules] | None = None,
         schedule_limit: int = DEFAULT_LIMIT,
     ) -> None:
@@ -175,12 +178,18 @@ class Metrics:
             self.rollout_scopes_ended.labels(stage)
         self.rollouts_ended = Counter(
             "rackcron_rollouts_ended",
-            "Roll-outs that halted, completed or expired (seen by this replica).",
+            "Roll-outs that completed, expired or were aborted (seen by this replica).",
             ["state"],
             registry=r,
         )
-        for state in ("halted", "completed", "expired"):
+        for state in ("completed", "expired", "aborted"):
             self.rollouts_ended.labels(state)
+        self.rollouts_halted = Counter(
+            "rackcron_rollouts_halted",
+            "Roll-outs that halted: more racks failed than their budget (seen by this"
+            " replica; one may halt again after a resume).",
+            registry=r,
+        )
         self.polls = Counter("rackcron_dispatch_polls", "Dispatcher polls.", registry=r)
         self.poll_errors = Counter(
             "rackcron_dispatch_poll_errors", "Dispatcher polls that failed.", registry=r
@@ -217,7 +226,17 @@ class Metrics:
             registry=r,
         )
         if task_counts is not None:
-            r.register(_TaskCounts(task_counts))
+            r.register(_StoreGauge("rackcron_tasks", "Tasks in the store, by status.",
+                                   "status", task_counts))  # fmt: skip
+        if rollout_counts is not None:
+            r.register(_StoreGauge(
+                "rackcron_rollouts", "Unfinished roll-outs, by state (rolling, baking,"
+                " paused, halted).", "state", lambda: rollout_counts()[0],
+            ))  # fmt: skip
+            r.register(_StoreGauge(
+                "rackcron_rollout_scopes", "Racks of unfinished roll-outs, by stage.",
+                "stage", lambda: rollout_counts()[1],
+            ))  # fmt: skip
         self.schedules: ScheduleSeries | None = None
         if schedules is not None and schedule_limit > 0:
             self.schedules = ScheduleSeries(schedules, schedule_limit)

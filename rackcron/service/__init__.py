@@ -614,6 +614,7 @@ class Service:
     expire_queued = _in_transaction(DeliveryOps.expire_queued)
     promote_waiting = _in_transaction(DeliveryOps.promote_waiting)
     task_counts = _in_transaction(DeliveryOps.task_counts, write=False)
+    rollout_counts = _in_transaction(RolloutOps.counts, write=False)
     # Task retention (one batch per transaction)
     prune_tasks = _in_transaction(RetentionOps.prune_tasks, role=Role.RETENTION)
     prune_firings = _in_transaction(RetentionOps.prune_firings, role=Role.RETENTION)

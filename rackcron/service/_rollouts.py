@@ -593,6 +593,24 @@ class RolloutOps:
         )
         return [self.get_rollout(i) for i in self.work.conn.execute(query).scalars()]
 
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The unfinished roll-outs by state, and their scopes by stage (for /metrics)."""
+        unfinished = rollout.c.finished_at.is_(None)
+        by_state = sa.select(rollout.c.state, sa.func.count()).where(
+            unfinished, rollout.c.state.not_in(_FINAL)
+        )
+        by_stage = (
+            sa.select(rollout_scope.c.stage, sa.func.count())
+            .join(rollout, rollout.c.id == rollout_scope.c.rollout_id)
+            .where(unfinished)
+            .group_by(rollout_scope.c.stage)
+        )
+        states = {s.value: 0 for s in RolloutState if not s.final}
+        states.update(self.work.conn.execute(by_state.group_by(rollout.c.state)).all())
+        stages = {s.value: 0 for s in ScopeStage}
+        stages.update(self.work.conn.execute(by_stage).all())
+        return states, stages
+
     def latest_of(self, schedule_id: uuid.UUID) -> uuid.UUID | None:
         """The schedule's newest roll-out (None: it has none)."""
         query = (

@@ -399,7 +399,14 @@ def test_the_dispatcher_tells_of_the_start_each_wave_and_the_end(service, fleet,
     sample = metrics.registry.get_sample_value
     assert sample("rackcron_rollout_scopes_started_total") == 3
     assert sample("rackcron_rollout_scopes_ended_total", {"stage": "failed"}) == 2
-    assert sample("rackcron_rollouts_ended_total", {"state": "halted"}) == 1
+    assert sample("rackcron_rollouts_halted_total") == 1
+    assert sample("rackcron_rollouts_ended_total", {"state": "completed"}) == 0
+    service_metrics = Metrics(rollout_counts=service.rollout_counts)
+    gauge = service_metrics.registry.get_sample_value
+    assert gauge("rackcron_rollouts", {"state": "halted"}) == 1
+    assert gauge("rackcron_rollouts", {"state": "rolling"}) == 0
+    assert gauge("rackcron_rollout_scopes", {"stage": "failed"}) == 2
+    assert gauge("rackcron_rollout_scopes", {"stage": "waiting"}) == 1
 
 
 def test_a_flow_trigger_records_the_rollout_and_a_second_is_refused(service, fleet, flow) -> None:
