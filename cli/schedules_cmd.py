@@ -33,13 +33,14 @@ from rackcron.cli._names import (
     schedule_argument,
 )
 from rackcron.domain.escape import shorten, terminal
+from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
     import uuid
     from collections.abc import Mapping, Sequence
 
     from rackcron.audit import Audit
-    from rackcron.domain.models import Page, Schedule, Task
+    from rackcron.domain.models import Page, RolloutRecord, Schedule, Task
     from rackcron.service import Service
     from rackcron.wire.client import FlowClient
 
@@ -192,26 +193,36 @@ def _recent(tasks: Sequence[Task], names: Mapping[uuid.UUID, str]) -> list[str]:
     ]
 
 
-def _latest_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> str:
-    """The schedule's newest roll-out, in a line (from the store)."""
+def _rollouts_of(
+    backend: Service | FlowClient, schedule_id: uuid.UUID
+) -> list[RolloutRecord] | None:
+    """The schedule's newest roll-out (none: it has had none), from the store or the
+    server's rackcron.v1.Rollouts; None when the server offers none (a Flow server)."""
     from rackcron.service import Service
 
-    if not isinstance(backend, Service):
-        return "-"
-    found = backend.list_rollouts(schedule=schedule_id, limit=1)
+    if isinstance(backend, Service):
+        return backend.list_rollouts(schedule=schedule_id, limit=1)
+    from rackcron.wire.client import RolloutsClient
+
+    try:
+        return RolloutsClient(backend.channel).list_rollouts(schedule=schedule_id, limit=1)
+    except RackcronError:
+        return None
+
+
+def _latest_rollout(found: list[RolloutRecord]) -> str:
+    """The schedule's newest roll-out, in a line."""
     if not found:
         return "none yet"
     (last,) = found
-    return f"{last.id} {last.state}, {last.failed} of {last.total} racks failed"
+    state = last.state + (f" ({last.pause_reason})" if last.pause_reason else "")
+    ended = last.total - last.stages.get("waiting", 0) - last.stages.get("active", 0)
+    return f"{last.id} {state}, {ended} of {last.total} racks ended, {last.failed} failed"
 
 
 def _running_rollout(backend: Service | FlowClient, schedule_id: uuid.UUID) -> list[uuid.UUID]:
-    """The schedule's unfinished roll-out, from the store (none over --server)."""
-    from rackcron.service import Service
-
-    if not isinstance(backend, Service):
-        return []
-    found = backend.list_rollouts(schedule=schedule_id, limit=1)
+    """The schedule's unfinished roll-out (none known from a Flow server)."""
+    found = _rollouts_of(backend, schedule_id) or []
     return [r.id for r in found if r.finished_at is None]
 
 
@@ -282,10 +293,15 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
                 *([("anchor", when(found.anchor))] if found.anchor else []),
                 *([("jitter", found.jitter)] if found.jitter else []),
                 *([("rollout", shorten(found.rollout.describe()))] if found.rollout else []),
-                *([("last roll-out", _latest_rollout(service, found.id))] if found.rollout else []),
                 *([("expected", found.expected_duration)] if found.expected_duration else []),
                 ("last miss", _miss(found)),
             ]
+        ),
+        # Over --server from rackcron's own server too (Flow's messages carry no rollout).
+        *(
+            [("last roll-out", _latest_rollout(rolled))]
+            if (rolled := _rollouts_of(service, found.id)) is not None and (found.rollout or rolled)
+            else []
         ),
     ]:
         click.echo(f"{label + ':':16}{terminal(value)}")

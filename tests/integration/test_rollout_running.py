@@ -362,7 +362,7 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
     ]  # fmt: skip
     assert "ENDED  FAILED" in listed.output and " 0/2 " in listed.output
     described = run("schedules", "get", "fw", url=store_url).output
-    assert "last roll-out:" in described and "rolling, 0 of 2 racks failed" in described
+    assert "last roll-out:" in described and "rolling, 0 of 2 racks ended, 0 failed" in described
     assert "policy:     max_in_flight 1; max_failures 0; waves 1" in shown.output
     refused = run("rollouts", "pause", "fw", url=store_url)  # no terminal, no --yes
     assert refused.exit_code == 1

@@ -94,6 +94,10 @@ def test_rollouts_over_grpc_show_and_steer_as_on_the_store(service, fleet, serve
     assert remote == json.loads(
         run("rollouts", "get", "fw", "--format", "json", url=str(service.engine.url)).output
     )
+    described = run("schedules", "get", "fw", *server).output
+    assert f"last roll-out:  {rollout_id} rolling, 0 of 3 racks ended, 0 failed" in described
+    paused_schedule = run("schedules", "pause", "fw", *server)
+    assert "pausing a schedule does not pause its roll-out" in paused_schedule.output
     paused = run("rollouts", "pause", "fw", "--yes", "--reason", "bad BMC", "--as", "ana", *server)
     assert paused.exit_code == 0 and paused.output.endswith(": paused\n"), paused.output
     assert service.get_rollout(rollout_id).state == "paused"
