@@ -299,8 +299,9 @@ def resume_command(
     manual), start the next wave. Over --server, resuming a halted roll-out needs an
     admin token (it overrides the failure budget).
 
-    Example: rackcron rollouts resume powershelf-firmware-rollout --yes --allow-failures 2
-    --reason 'fixed image'
+    Example: rackcron rollouts resume powershelf-firmware-rollout --yes --reason 'canary ok'
+
+    Once halted: rackcron rollouts resume NAME --allow-failures 2 --reason 'fixed image'
     """
     with cli_errors():
         service = _backend(database_url, server)

@@ -776,9 +776,12 @@ class RolloutOps:
         # racks at 5% reads 250 rows and a few more, not 5,000.
         window = _Window(self, row, self._counts(row.id))
         done_before = window.waves_ended()
-        window.load(self._scopes(row.id, stage=ScopeStage.ACTIVE))
         ended: dict[uuid.UUID, ScopeStage] = {}
-        self._refresh(window.whole(), ended)
+        active = self._active(row.id)
+        window.load(scope for scope, _, _ in active)  # as counted, then as their tasks ended
+        for scope, status, reason in active:
+            if scope.task_id is not None:
+                self._end_as_task(scope, status, reason, ended)
         before = None if row.reported_state is None else RolloutState(row.reported_state)
         window.more(row.wave)
         current = window.view(self._domain(row, ()))
@@ -938,20 +941,46 @@ class RolloutOps:
     def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
         """End the active scopes whose task has ended, as their task ended."""
         active = {s.task_id: s for s in scopes if s.stage == ScopeStage.ACTIVE and s.task_id}
-        statuses: dict[uuid.UUID, tuple[TaskStatus, str | None]] = {}
+        statuses: dict[uuid.UUID, tuple[str, str | None]] = {}
         for chunk in chunked(list(active)):
             query = sa.select(task.c.id, task.c.status, task.c.end_reason).where(
                 task.c.id.in_(chunk)
             )
-            statuses.update((i, (TaskStatus(s), r)) for i, s, r in self.work.conn.execute(query))
+            statuses.update((i, (s, r)) for i, s, r in self.work.conn.execute(query))
         for task_id, scope in active.items():
-            status, reason = statuses.get(task_id, (TaskStatus.UNKNOWN, None))
-            if status not in FINAL_STATUSES and status != TaskStatus.UNKNOWN:
-                continue
-            stage, code = _task_stage(status, reason)
-            scope.end(stage, code, self.work.now)
-            scope.task_status = status.value
-            ended[scope.scope_id] = stage
+            status, reason = statuses.get(task_id, (None, None))
+            self._end_as_task(scope, status, reason, ended)
+
+    def _active(self, rollout_id: uuid.UUID) -> list[tuple[_Scope, str | None, str | None]]:
+        """The roll-out's active scopes, whole, each with its task's status and end reason
+        now (one read; None: the task is gone)."""
+        query = (
+            sa.select(rollout_scope, task.c.status, task.c.end_reason)
+            .select_from(rollout_scope.outerjoin(task, task.c.id == rollout_scope.c.task_id))
+            .where(
+                rollout_scope.c.rollout_id == rollout_id,
+                rollout_scope.c.stage == ScopeStage.ACTIVE.value,
+            )
+            .order_by(rollout_scope.c.position)
+        )
+        return [(_scope(r), r.status, r.end_reason) for r in self.work.conn.execute(query)]
+
+    def _end_as_task(
+        self,
+        scope: _Scope,
+        status: str | None,
+        reason: str | None,
+        ended: dict[uuid.UUID, ScopeStage],
+    ) -> None:
+        """End ``scope`` as its task did, if it has (``status`` None: the task is gone,
+        which counts as unknown)."""
+        now_in = TaskStatus.UNKNOWN if status is None else TaskStatus(status)
+        if now_in not in FINAL_STATUSES and now_in != TaskStatus.UNKNOWN:
+            return
+        stage, code = _task_stage(now_in, reason)
+        scope.end(stage, code, self.work.now)
+        scope.task_status = now_in.value
+        ended[scope.scope_id] = stage
 
     @staticmethod
     def _domain(row: Any, scopes: Iterable[_Scope]) -> rollouts.Rollout:

@@ -43,6 +43,7 @@ def test_exported_members() -> None:
         "fire_from",
         "first_fire",
         "first_run",
+        "format_duration",
         "format_rfc3339",
         "jitter_offset",
         "latest_due",
