@@ -64,7 +64,7 @@ from rackcron.domain.templates import operation_times
 from rackcron.errors import FailedPrecondition
 from rackcron.service import _rows
 from rackcron.service._freezes import FreezeOps, Holds
-from rackcron.service._rollouts import RolloutOps, RolloutScopeSeed
+from rackcron.service._rollouts import RolloutOps
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._tasks import (
     Submission,
@@ -523,7 +523,9 @@ class FiringOps:
             query = _SCOPES.where(_scope.c.schedule_id.in_(chunk)).order_by(_scope.c.ordinal)
             for scope_id, schedule_id, rack_id, component_filter in self.work.conn.execute(query):
                 stored[schedule_id].append((scope_id, rack_id, component_filter))
-        busy = self.tasks.busy_scopes([s[0] for found in stored.values() for s in found])
+        # A roll-out judges each scope's overlap at its turn: only the others are read now.
+        at_once = {r.id for r in rows if r.rollout is None or all_at_once}
+        busy = self.tasks.busy_scopes([s[0] for i in at_once for s in stored[i]])
         holds = self.freezes.holds(s[1] for found in stored.values() for s in found)
         unfinished = self.rollouts.unfinished([r.id for r in rows if r.rollout is not None])
         firings: list[Firing] = []
@@ -637,10 +639,9 @@ class FiringOps:
         self._record([f for f in firings if f.id is not None], lease)
         for index, schedule in rolling:
             firing = firings[index]
-            seeds = [RolloutScopeSeed(s.id, s.rack_id, s.component_filter) for s in firing.scopes]
             forced_past = sorted({name for names in firing.overridden.values() for name in names})
             recorded = self.rollouts.record(
-                schedule, seeds, manual=manual, due=firing.due, overridden=forced_past
+                schedule, firing.scopes, manual=manual, due=firing.due, overridden=forced_past
             )
             firings[index] = replace(firing, rollout_id=recorded)
         return Claim(firings, unfireable, missed)

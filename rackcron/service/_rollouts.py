@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -92,13 +93,15 @@ _SCOPE_COLUMNS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class RolloutScopeSeed:
-    """A scope as a firing hands it to its roll-out."""
+class RolloutScopeSeed(Protocol):
+    """A scope as a firing hands it to its roll-out (the firing's own scope entries)."""
 
-    id: uuid.UUID
-    rack_id: uuid.UUID
-    component_filter: ComponentFilter | None
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def rack_id(self) -> uuid.UUID: ...
+    @property
+    def component_filter(self) -> ComponentFilter | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,7 @@ class _Scope:
     started_at: datetime | None
     ended_at: datetime | None
     changed: bool = False
+    live: bool | None = None  # its schedule still has it (None: not read, see _waiting_after)
 
     def end(self, stage: ScopeStage, reason: str | None, now: datetime) -> None:
         self.stage, self.reason, self.ended_at, self.changed = stage, reason, now, True
@@ -177,6 +181,65 @@ def _scope(r: Any) -> _Scope:
         task_status=r.task_status,
         started_at=r.started_at,
         ended_at=r.ended_at,
+    )
+
+
+#: What an advance reads of a waiting scope (its task columns are empty), and whether its
+#: schedule still has it.
+_WAITING_COLUMNS = (
+    rollout_scope.c.position, rollout_scope.c.scope_id, rollout_scope.c.rack_id,
+    rollout_scope.c.rack_name, rollout_scope.c.component_filter, rollout_scope.c.wave,
+    rollout_scope.c.group_key, rollout_scope.c.reason,
+    task_schedule_scope.c.id.is_not(None).label("live"),
+)  # fmt: skip
+
+
+def _waiting_scope(r: Any) -> _Scope:
+    """A waiting scope as :data:`_WAITING_COLUMNS` read it."""
+    return _Scope(
+        position=r.position,
+        scope_id=r.scope_id,
+        rack_id=r.rack_id,
+        rack_name=r.rack_name,
+        component_filter=from_stored(r.component_filter),
+        wave=r.wave,
+        group=_group(r.group_key),
+        stage=ScopeStage.WAITING,
+        reason=r.reason,
+        task_id=None,
+        task_status=None,
+        started_at=None,
+        ended_at=None,
+        live=bool(r.live),
+    )
+
+
+#: What an advance reads of an active scope: where it stands, and its task's status and
+#: end reason now (None: the task is gone).
+_ACTIVE_COLUMNS = (
+    rollout_scope.c.position, rollout_scope.c.scope_id, rollout_scope.c.rack_id,
+    rollout_scope.c.rack_name, rollout_scope.c.wave, rollout_scope.c.group_key,
+    rollout_scope.c.task_id, task.c.status, task.c.end_reason,
+)  # fmt: skip
+
+
+def _active_scope(r: Any) -> _Scope:
+    """An active scope as :data:`_ACTIVE_COLUMNS` read it (its filter and start are not
+    needed: it has started)."""
+    return _Scope(
+        position=r.position,
+        scope_id=r.scope_id,
+        rack_id=r.rack_id,
+        rack_name=r.rack_name,
+        component_filter=None,
+        wave=r.wave,
+        group=_group(r.group_key),
+        stage=ScopeStage.ACTIVE,
+        reason=None,
+        task_id=r.task_id,
+        task_status=None,
+        started_at=None,
+        ended_at=None,
     )
 
 
@@ -388,7 +451,11 @@ class RolloutOps:
         template = schedule.template
         assert declared is not None and template is not None
         policy = declared.policy()
-        racks = self._racks([s.rack_id for s in scopes])
+        racks = self._racks(
+            [s.rack_id for s in scopes],
+            labels=bool(policy.first_labels) or policy.spread_by not in (None, rollouts.NVL_DOMAIN),
+            domains=policy.spread_by == rollouts.NVL_DOMAIN,
+        )
         racked = {
             s.id: rollouts.Racked(s.id, *racks.get(s.rack_id, (str(s.rack_id), {}, None)))
             for s in scopes
@@ -461,24 +528,28 @@ class RolloutOps:
             return None
 
     def _racks(
-        self, rack_ids: Sequence[uuid.UUID]
+        self, rack_ids: Sequence[uuid.UUID], *, labels: bool, domains: bool
     ) -> dict[uuid.UUID, tuple[str, Mapping[str, str], str | None]]:
-        """rack id -> its name, labels and NVLink domain (the first by name; None: none)."""
+        """rack id -> its name, labels and NVLink domain (the first by name; None: none);
+        labels and domains only if asked for (a policy that does not group or pick its
+        canaries by them: empty)."""
         found: dict[uuid.UUID, tuple[str, Mapping[str, str], str | None]] = {}
-        ids = sorted(set(rack_ids), key=str)
-        domains: dict[uuid.UUID, str] = {}
+        ids = list(set(rack_ids))
+        in_domain: dict[uuid.UUID, str] = {}
         for chunk in chunked(ids):
-            query = (
-                sa.select(nvl_domain_rack.c.rack_id, nvl_domain.c.name)
-                .join(nvl_domain, nvl_domain.c.id == nvl_domain_rack.c.domain_id)
-                .where(nvl_domain_rack.c.rack_id.in_(chunk))
-                .order_by(nvl_domain.c.name)
-            )
-            for rack_id, name in self.work.conn.execute(query):
-                domains.setdefault(rack_id, name)
-            query = sa.select(rack.c.id, rack.c.name, rack.c.labels).where(rack.c.id.in_(chunk))
+            if domains:
+                query = (
+                    sa.select(nvl_domain_rack.c.rack_id, nvl_domain.c.name)
+                    .join(nvl_domain, nvl_domain.c.id == nvl_domain_rack.c.domain_id)
+                    .where(nvl_domain_rack.c.rack_id.in_(chunk))
+                    .order_by(nvl_domain.c.name)
+                )
+                for rack_id, name in self.work.conn.execute(query):
+                    in_domain.setdefault(rack_id, name)
+            wanted = rack.c.labels if labels else sa.null()
+            query = sa.select(rack.c.id, rack.c.name, wanted).where(rack.c.id.in_(chunk))
             for item in self.work.conn.execute(query):
-                found[item.id] = (item.name, item.labels or {}, domains.get(item.id))
+                found[item[0]] = (item[1], item[2] or {}, in_domain.get(item[0]))
         return found
 
     # --- reading and steering ----------------------------------------------------------------
@@ -794,6 +865,7 @@ class RolloutOps:
             type=row.operation_type, code=row.operation_code, information=row.operation_information
         )
         policy = OverlapPolicy(row.overlap_policy)
+        description = task_description(row.schedule_name, row.fired_at)
         held: set[int] = set()
         started: dict[uuid.UUID, uuid.UUID] = {}
         cut: tuple[Any, ...] = ()
@@ -815,8 +887,8 @@ class RolloutOps:
                     scope.hold(FROZEN)
                     held.add(scope.position)
             starting = [s for s in starting if s.scope_id not in frozen]
-            live = self._live([s.scope_id for s in starting]) if exists else set()
-            gone = [s for s in starting if exists and s.scope_id not in live]
+            assert all(s.live is not None for s in starting)  # each read by the window
+            gone = [s for s in starting if exists and not s.live]
             for scope in gone:
                 scope.end(ScopeStage.NOT_STARTED, SCOPE_REMOVED, now)
                 ended[scope.scope_id] = scope.stage
@@ -838,7 +910,7 @@ class RolloutOps:
                         # Its own task still active (queue): behind it; otherwise a
                         # conflicting task on its rack holds it for a later turn.
                         policy=OverlapPolicy.QUEUE if s.scope_id in busy else OverlapPolicy.SKIP,
-                        description=task_description(row.schedule_name, row.fired_at),
+                        description=description,
                         schedule_id=row.schedule_id if exists else None,
                         scope_id=s.scope_id,
                         forced=s.scope_id in forced,
@@ -924,9 +996,15 @@ class RolloutOps:
     def _waiting_after(
         self, rollout_id: uuid.UUID, wave: int, after: int, limit: int
     ) -> list[_Scope]:
-        """Up to ``limit`` of ``wave``'s waiting scopes past position ``after``, in order."""
+        """Up to ``limit`` of ``wave``'s waiting scopes past position ``after``, in order,
+        each knowing whether its schedule still has it."""
         query = (
-            sa.select(rollout_scope)
+            sa.select(*_WAITING_COLUMNS)
+            .select_from(
+                rollout_scope.outerjoin(
+                    task_schedule_scope, task_schedule_scope.c.id == rollout_scope.c.scope_id
+                )
+            )
             .where(
                 rollout_scope.c.rollout_id == rollout_id,
                 rollout_scope.c.wave == wave,
@@ -936,7 +1014,7 @@ class RolloutOps:
             .order_by(rollout_scope.c.position)
             .limit(limit)
         )
-        return [_scope(r) for r in self.work.conn.execute(query)]
+        return [_waiting_scope(r) for r in self.work.conn.execute(query)]
 
     def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
         """End the active scopes whose task has ended, as their task ended."""
@@ -952,10 +1030,10 @@ class RolloutOps:
             self._end_as_task(scope, status, reason, ended)
 
     def _active(self, rollout_id: uuid.UUID) -> list[tuple[_Scope, str | None, str | None]]:
-        """The roll-out's active scopes, whole, each with its task's status and end reason
-        now (one read; None: the task is gone)."""
+        """The roll-out's active scopes, each with its task's status and end reason now
+        (one read; None: the task is gone)."""
         query = (
-            sa.select(rollout_scope, task.c.status, task.c.end_reason)
+            sa.select(*_ACTIVE_COLUMNS)
             .select_from(rollout_scope.outerjoin(task, task.c.id == rollout_scope.c.task_id))
             .where(
                 rollout_scope.c.rollout_id == rollout_id,
@@ -963,7 +1041,7 @@ class RolloutOps:
             )
             .order_by(rollout_scope.c.position)
         )
-        return [(_scope(r), r.status, r.end_reason) for r in self.work.conn.execute(query)]
+        return [(_active_scope(r), r.status, r.end_reason) for r in self.work.conn.execute(query)]
 
     def _end_as_task(
         self,
@@ -1035,14 +1113,6 @@ class RolloutOps:
         query = sa.select(task_schedule.c.id).where(task_schedule.c.id == schedule_id)
         return self.work.conn.execute(query).first() is not None
 
-    def _live(self, scope_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-        """Those of these scopes their schedule still has."""
-        live: set[uuid.UUID] = set()
-        for chunk in chunked(list(scope_ids)):
-            query = sa.select(task_schedule_scope.c.id).where(task_schedule_scope.c.id.in_(chunk))
-            live.update(self.work.conn.execute(query).scalars())
-        return live
-
     def _frozen(
         self, row: Any, template: OperationTemplate, scopes: Sequence[_Scope]
     ) -> tuple[dict[uuid.UUID, tuple[str, ...]], set[uuid.UUID]]:
@@ -1097,18 +1167,36 @@ class RolloutOps:
                 ),
             )
         )
-        changed = [
-            (row.id, s.position, s.stage.value, s.reason, s.task_id, s.task_status,
-             s.started_at, s.ended_at)
-            for s in scopes
-            if s.changed
-        ]  # fmt: skip
-        update_rows(
-            self.work.conn,
-            rollout_scope,
-            ("rollout_id", "position"),
+        # Each changed scope started now (its task), ended, or was held (a reason): only
+        # what changed is written, and what they share once.
+        changed = [s for s in scopes if s.changed]
+        key = ("rollout_id", "position")
+        write = partial(update_rows, self.work.conn, rollout_scope, key)
+        write(
+            ("task_id",),
+            [(row.id, s.position, s.task_id) for s in changed if s.stage == ScopeStage.ACTIVE],
+            same={"stage": ScopeStage.ACTIVE.value, "reason": None, "started_at": now},
+        )
+        write(
             ("stage", "reason", "task_id", "task_status", "started_at", "ended_at"),
-            changed,
+            [
+                (row.id, s.position, s.stage.value, s.reason, s.task_id, s.task_status,
+                 s.started_at, s.ended_at)
+                for s in changed
+                if s.stage.ended and s.scope_id in started
+            ],
+        )  # fmt: skip
+        write(
+            ("stage", "reason", "task_status", "ended_at"),
+            [
+                (row.id, s.position, s.stage.value, s.reason, s.task_status, s.ended_at)
+                for s in changed
+                if s.stage.ended and s.scope_id not in started
+            ],
+        )
+        write(
+            ("reason",),
+            [(row.id, s.position, s.reason) for s in changed if s.stage == ScopeStage.WAITING],
         )
         update_rows(
             self.work.conn,

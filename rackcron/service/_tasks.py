@@ -19,6 +19,7 @@ the lifecycle too (``next_status``, ``owes_stop``).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import uuid
@@ -527,32 +528,9 @@ class TaskOps:
         their scope id created after it (or while they had none: one never written back);
         and every scope of a schedule whose previous firing is still open (it may owe them
         a task). One row per busy scope, however many tasks are queued behind it."""
-        last = task.alias("last")
-        active = task.c.status.in_(ACTIVE_STATUS_VALUES)
-        by_last = sa.exists().where(task.c.id == task_schedule_scope.c.last_task_id, active)
-        older_last = (  # the scope's last task, created before this one
-            sa.exists()
-            .where(
-                last.c.id == task_schedule_scope.c.last_task_id,
-                last.c.created_at < task.c.created_at,
-            )
-            .correlate_except(last)
-        )
-        unwritten = sa.exists().where(
-            task.c.scope_id == task_schedule_scope.c.id,
-            active,
-            task_schedule_scope.c.last_task_id.is_(None) | older_last,
-        )
-        owed = sa.exists().where(
-            firing.c.schedule_id == task_schedule_scope.c.schedule_id,
-            firing.c.finished_at.is_(None),
-        )
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
-            query = sa.select(task_schedule_scope.c.id).where(
-                task_schedule_scope.c.id.in_(chunk), by_last | unwritten | owed
-            )
-            busy.update(self.work.conn.execute(query).scalars())
+            busy.update(self.work.conn.execute(_busy_query(), {"ids": chunk}).scalars())
         return busy
 
     def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
@@ -605,28 +583,69 @@ class TaskOps:
                     query = sa.select(rack.c.id).where(rack.c.id.in_(chunk))
                     held.update(self.work.conn.execute(query).scalars())
                 ids = [i for i in ids if i not in held]
-        as_text = _uuid_text(dialect)
-        entry = as_text(component.c.id) + ":" + component.c.type
-        packed = (
-            sa.func.string_agg(entry, ",")
-            if dialect == "postgresql"
-            else sa.func.group_concat(entry, ",")
-        )
         found: RackComponents = {}
         for chunk in chunked(ids):
             racks = {str(r): r for r in chunk}
-            query = (
-                sa.select(as_text(rack.c.id), packed)
-                .select_from(rack.outerjoin(component, component.c.rack_id == rack.c.id))
-                .where(rack.c.id.in_(chunk))
-                .group_by(rack.c.id)
-            )
-            for rack_id, entries in self.work.conn.execute(query):
+            for rack_id, entries in self.work.conn.execute(
+                _components_query(dialect), {"ids": chunk}
+            ):
                 # Canonical UUID text sorts as the ids do.
                 found[racks[rack_id]] = (
                     sorted(tuple(e.split(":")) for e in entries.split(",")) if entries else []
                 )
         return found, held
+
+
+# Statements an operation runs in every batch are built once (per backend where they
+# differ): building them costs more than running them for a few rows.
+
+
+@functools.cache
+def _busy_query() -> sa.Select[Any]:
+    """Which of the scopes ``ids`` are busy (:meth:`TaskOps.busy_scopes`)."""
+    last = task.alias("last")
+    active = task.c.status.in_(ACTIVE_STATUS_VALUES)
+    by_last = sa.exists().where(task.c.id == task_schedule_scope.c.last_task_id, active)
+    older_last = (  # the scope's last task, created before this one
+        sa.exists()
+        .where(
+            last.c.id == task_schedule_scope.c.last_task_id,
+            last.c.created_at < task.c.created_at,
+        )
+        .correlate_except(last)
+    )
+    unwritten = sa.exists().where(
+        task.c.scope_id == task_schedule_scope.c.id,
+        active,
+        task_schedule_scope.c.last_task_id.is_(None) | older_last,
+    )
+    owed = sa.exists().where(
+        firing.c.schedule_id == task_schedule_scope.c.schedule_id,
+        firing.c.finished_at.is_(None),
+    )
+    return sa.select(task_schedule_scope.c.id).where(
+        task_schedule_scope.c.id.in_(sa.bindparam("ids", expanding=True)),
+        by_last | unwritten | owed,
+    )
+
+
+@functools.cache
+def _components_query(dialect: str) -> sa.Select[Any]:
+    """Each of the racks ``ids`` (as UUID text) with its components packed into one
+    text, ``id:type`` joined by commas (:meth:`TaskOps._lock_racks_with_components`)."""
+    as_text = _uuid_text(dialect)
+    entry = as_text(component.c.id) + ":" + component.c.type
+    packed = (
+        sa.func.string_agg(entry, ",")
+        if dialect == "postgresql"
+        else sa.func.group_concat(entry, ",")
+    )
+    return (
+        sa.select(as_text(rack.c.id), packed)
+        .select_from(rack.outerjoin(component, component.c.rack_id == rack.c.id))
+        .where(rack.c.id.in_(sa.bindparam("ids", expanding=True)))
+        .group_by(rack.c.id)
+    )
 
 
 def _uuid_text(dialect: str) -> Callable[[sa.ColumnElement[Any]], sa.ColumnElement[str]]:

@@ -59,3 +59,38 @@ def test_many_rows_in_one_call(store_url) -> None:
         found = conn.execute(sa.select(rack.c.id, rack.c.external_id)).all()
     assert sorted(found) == sorted((i, f"ext-{n}") for i, n in rows)
     engine.dispose()
+
+
+def test_uuids_read_back_equal_hash_pickle_and_refuse_foreign_text(store_url) -> None:
+    """The store's UUID type reads SQLite's hex text without ``uuid.UUID``'s checks: what
+    it builds is a whole UUID, and text rackcron did not write reads as ``uuid.UUID``
+    reads it (or fails as it does)."""
+    import pickle
+
+    engine = open_engine(store_url)
+    made = [uuid.uuid4(), uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)]
+    with transaction(engine) as conn:
+        insert_rows(conn, rack, ("id", "name"), [(u, f"r{i}") for i, u in enumerate(made)],
+                    same={"created_at": T0, "updated_at": T0})  # fmt: skip
+        found = conn.execute(sa.select(rack.c.id).order_by(rack.c.name)).scalars().all()
+    assert found == made
+    assert [hash(u) for u in found] == [hash(u) for u in made]
+    assert [str(u) for u in found] == [str(u) for u in made]
+    assert pickle.loads(pickle.dumps(found[0])) == made[0]
+    assert found[0].version == made[0].version and found[0].is_safe == uuid.SafeUUID.unknown
+    if engine.dialect.name != "sqlite":
+        return
+    for foreign in ("not-a-uuid", "g" * 32, "1_" * 16, "\u0663" * 32, " " + "a" * 31):
+        try:
+            expected: uuid.UUID | type[ValueError] = uuid.UUID(foreign)
+        except ValueError:
+            expected = ValueError
+        with transaction(engine) as conn:
+            conn.execute(sa.text("UPDATE rack SET id = :v WHERE name = 'r1'"), {"v": foreign})
+            read = sa.select(rack.c.id).where(rack.c.name == "r1")
+            if expected is ValueError:
+                with pytest.raises(ValueError):
+                    conn.execute(read).scalar()
+            else:
+                assert conn.execute(read).scalar() == expected
+            conn.rollback()
