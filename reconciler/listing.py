@@ -43,6 +43,7 @@ from rackcron.reconciler.yamlsource import (
     MAX_TREE_BYTES,
     Unreadable,
     file_too_large,
+    tree_scale,
     tree_too_large,
 )
 
@@ -126,9 +127,15 @@ class Listed:
 
 
 def read_listed(
-    listed: Iterable[Listed], *, file_limit: int = MAX_FILE_BYTES, tree_limit: int = MAX_TREE_BYTES
+    listed: Iterable[Listed], *, file_limit: int = MAX_FILE_BYTES, tree_limit: int | None = None
 ) -> list[tuple[str, bytes]]:
-    """The sources of ``listed`` (in its order), each read only when the budgets allow."""
+    """The sources of ``listed`` (in its order), each read only when the budgets allow
+    (``tree_limit`` None: :data:`MAX_TREE_BYTES` times the scale the environment sets)."""
+    if tree_limit is None:
+        try:
+            tree_limit = MAX_TREE_BYTES * tree_scale(os.environ)
+        except ValueError:  # the validation of what is read names the bad setting
+            tree_limit = MAX_TREE_BYTES
     sources: list[tuple[str, bytes]] = []
     left = tree_limit
     for entry in listed:

@@ -22,7 +22,7 @@ from rackcron.reconciler.diagnostics import Diagnostic
 from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed, read_regular
 from rackcron.reconciler.schema import check_schema
-from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents
+from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents, tree_scale
 
 __all__ = ["InvalidTree", "Validation", "tree_sources", "validate_sources", "validate_tree"]
 
@@ -146,7 +146,10 @@ def _validate(sources: Iterable[tuple[str, bytes]]) -> Validation:
     diagnostics: list[Diagnostic] = []
     valid: list[SourceDocument] = []
     files = documents = 0
-    budget = TreeBudget()
+    try:
+        budget = TreeBudget.scaled(tree_scale(os.environ))
+    except ValueError as exc:  # nothing is read: the error says which setting to fix
+        return Validation(build_declared([])[0], [Diagnostic(".", 1, 1, "error", str(exc))])
     for name, content in sources:
         files += 1
         docs, problems = read_documents(name, content, budget)

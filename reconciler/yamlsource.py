@@ -46,7 +46,7 @@ without libyaml's nesting limit) is reported as a diagnostic, never raised.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,11 +63,13 @@ __all__ = [
     "MAX_TREE_BYTES",
     "MAX_TREE_DOCUMENTS",
     "MAX_TREE_NODES",
+    "SCALE_VARIABLE",
     "SourceDocument",
     "TreeBudget",
     "Unreadable",
     "file_too_large",
     "read_documents",
+    "tree_scale",
     "tree_too_large",
 ]
 
@@ -76,15 +78,23 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES = 200_000
 #: Levels of nesting, merge keys nested in merge keys included.
 MAX_DEPTH = 64
-#: Bytes of YAML one tree read may hold, all files together.
-MAX_TREE_BYTES = 32 * 1024 * 1024
+#: Bytes of YAML one tree read may hold, all files together (bench/scale.py's largest
+#: tree, 100,000 schedules on 400 racks, is about 45 MB). :data:`SCALE_VARIABLE`
+#: multiplies the three tree-wide limits.
+MAX_TREE_BYTES = 128 * 1024 * 1024
 #: Values one tree read may expand to, all documents together (bench/plan.py's tree
-#: of 10,000 schedules in 4.3 MB is about 263,000).
-MAX_TREE_NODES = 2_000_000
+#: of 10,000 schedules in 4.3 MB is about 263,000; 100,000 schedules about 2,700,000).
+MAX_TREE_NODES = 8_000_000
 #: Documents one file may hold (bench/plan.py's files hold about 100 each).
 MAX_FILE_DOCUMENTS = 20_000
-#: Documents one tree read may hold, all files together (bench/plan.py's tree: ~10,500).
-MAX_TREE_DOCUMENTS = 100_000
+#: Documents one tree read may hold, all files together (100,000 schedules and their
+#: inventory: about 100,500).
+MAX_TREE_DOCUMENTS = 240_000
+#: The environment variable that multiplies the tree-wide limits (a whole number from 1
+#: to :data:`MAX_SCALE`), for fleets larger than these were sized for. The limits of a
+#: file and of a document stay: they bound what one hostile file can cost.
+SCALE_VARIABLE = "RACKCRON_TREE_SCALE"
+MAX_SCALE = 64
 #: Files longer than this (in characters) are counted from the parser's events before
 #: libyaml composes them. Below it, a file cannot hold MAX_NODES values, and composing
 #: it costs a few tens of megabytes at most.
@@ -388,9 +398,30 @@ def tree_too_large(limit: int = MAX_TREE_BYTES) -> str:
     )
 
 
+def tree_scale(environ: Mapping[str, str]) -> int:
+    """The multiplier of the tree-wide limits that ``environ`` sets (1: none).
+
+    :raises ValueError: a value that is not a whole number from 1 to :data:`MAX_SCALE`
+        (the message names the variable).
+    """
+    text = environ.get(SCALE_VARIABLE, "").strip()
+    if not text:
+        return 1
+    if not text.isdigit() or not 1 <= int(text) <= MAX_SCALE:
+        raise ValueError(
+            f"{SCALE_VARIABLE}: must be a whole number from 1 to {MAX_SCALE}, got {text[:40]!r}"
+        )
+    return int(text)
+
+
 class TreeBudget:
     """What is left of one tree read's budget: bytes, values and documents, all files
     together."""
+
+    @classmethod
+    def scaled(cls, scale: int) -> TreeBudget:
+        """The default budget with its tree-wide limits multiplied by ``scale``."""
+        return cls(MAX_TREE_NODES * scale, MAX_TREE_BYTES * scale, MAX_TREE_DOCUMENTS * scale)
 
     def __init__(
         self,

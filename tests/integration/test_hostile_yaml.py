@@ -87,11 +87,13 @@ def test_recursive_and_deep_documents_are_diagnostics(
 
 
 def test_a_tree_has_one_budget_across_its_files(tmp_path: Path) -> None:
-    # Each file expands to 160,000 values (under the document's budget of 200,000);
-    # 13 of them exceed the tree's 2,000,000.
+    # Each file expands to 160,402 values (the mapping, a's list and its 400 values, b's
+    # list and its 399 aliases of 401 values each: under the document's budget of
+    # 200,000); the first files past the tree's budget are refused.
     each = "a: &a [" + ", ".join(["x"] * 400) + "]\nb: [" + ", ".join(["*a"] * 399) + "]\n"
-    files = MAX_TREE_NODES // 160_000 + 1
-    assert files * 160_000 > MAX_TREE_NODES and MAX_NODES > 160_000
+    per_file = 1 + 401 + 1 + 399 * 401
+    files = MAX_TREE_NODES // per_file + 1
+    assert files * per_file > MAX_TREE_NODES and per_file < MAX_NODES
     (tmp_path / "racks.yaml").write_text(ONE_RACK)
     for i in range(files):
         (tmp_path / f"part-{i:02}.yaml").write_text(each)
@@ -134,3 +136,39 @@ def test_huge_integers_are_diagnostics(tmp_path: Path, content: str, message: st
     assert code == 1, output
     assert f"{target}:1:4: error: {message}" in output, output
     assert "internal error" not in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two", "1e3", "-1", "\x1b[2J"])
+def test_a_bad_tree_scale_is_an_error_naming_the_setting(tmp_path: Path, value: str) -> None:
+    (tmp_path / "racks.yaml").write_text(ONE_RACK)
+    result = subprocess.run(
+        [sys.executable, "-m", "rackcron.cli", "validate", str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+        env={**os.environ, "RACKCRON_DEBUG": "", "RACKCRON_TREE_SCALE": value},
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "RACKCRON_TREE_SCALE: must be a whole number from 1 to 64" in result.stdout
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+def test_the_tree_scale_multiplies_the_tree_wide_limits_only(tmp_path: Path) -> None:
+    from rackcron.reconciler.listing import Listed, read_listed
+    from rackcron.reconciler.yamlsource import (
+        MAX_TREE_BYTES,
+        MAX_TREE_DOCUMENTS,
+        TreeBudget,
+        Unreadable,
+        tree_scale,
+    )
+
+    assert tree_scale({}) == 1 and tree_scale({"RACKCRON_TREE_SCALE": " 4 "}) == 4
+    budget = TreeBudget.scaled(4)
+    assert (budget.total_nodes, budget.total_bytes, budget.total_documents) == (
+        4 * MAX_TREE_NODES, 4 * MAX_TREE_BYTES, 4 * MAX_TREE_DOCUMENTS)  # fmt: skip
+    big = Listed("big.yaml", size=MAX_TREE_BYTES + 1, read=lambda limit: b"")
+    refused = read_listed([big], file_limit=2 * MAX_TREE_BYTES)
+    assert isinstance(refused[0][1], Unreadable)  # over the tree's bytes
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RACKCRON_TREE_SCALE", "2")
+        (read,) = read_listed([big], file_limit=2 * MAX_TREE_BYTES)
+        assert read == ("big.yaml", b"") and not isinstance(read[1], Unreadable)
