@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_DB := $(CURDIR)/.run/rackcron.db
 
-.PHONY: install test test-fast check lint format proto run bench bench-deps soak clean
+.PHONY: install test test-fast check lint format proto run bench bench-deps bench-scale soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,11 @@ bench: bench-deps
 
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+
+## bench-scale: every stage at fleet scale, both shapes at their full sizes (long)
+bench-scale: bench-deps
+	$(BIN)/python bench/scale.py --shape wide
+	$(BIN)/python bench/scale.py --shape many
 
 ## soak: rackcron serve over examples/fleet for ten minutes (memory, health, errors)
 soak: bench-deps

@@ -8,7 +8,7 @@ whole plan through one, and the shim's RunStep runs one command of a remote appl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import assert_never
 
 from rackcron.domain.commands import (
@@ -50,19 +50,64 @@ class StoreExecutor:
     def execute(
         self, commands: Sequence[Command], progress: Callable[[int], None] | None = None
     ) -> None:
-        """Run ``commands`` in order; ``progress(index)`` before each (it may stop the run
-        by raising a :class:`RackcronError`, reported as that command's failure).
+        """Run ``commands`` in order; ``progress(index)`` before each (a run of creates or
+        inventory upserts goes as one batch: its first is reported before the batch runs,
+        the others once it has, so that a failure while it runs names its first); it may
+        stop the run by raising a :class:`RackcronError`, reported as that command's
+        failure (the caller's transaction then holds what ran, for it to roll back).
 
         :raises CommandFailed: at the first the service refuses; the caller's transaction
             then holds the ones before it, for the caller to roll back.
         """
-        for index, command in enumerate(commands):
+        for start, stop in _runs(commands):
+            self._report(progress, start)
             try:
-                if progress:
-                    progress(index)
-                self.run(command)
+                if isinstance(commands[start], _BATCHED):
+                    self._run_batch(commands[start:stop])
+                else:
+                    self.run(commands[start])
+            except CommandFailed as failed:  # the batch's own index
+                raise CommandFailed(start + failed.index, failed.error) from failed.error
             except RackcronError as exc:
-                raise CommandFailed(index, exc) from exc
+                raise CommandFailed(start, exc) from exc
+            for index in range(start + 1, stop):
+                self._report(progress, index)
+
+    @staticmethod
+    def _report(progress: Callable[[int], None] | None, index: int) -> None:
+        try:
+            if progress:
+                progress(index)
+        except RackcronError as exc:
+            raise CommandFailed(index, exc) from exc
+
+    def _run_batch(self, batch: Sequence[Command]) -> None:
+        """Run a batch of :func:`_runs` (commands of one kind).
+
+        :raises CommandFailed: the first refused, by its index in ``batch``."""
+        ops = self.ops
+        match batch[0]:
+            case CreateSchedule():
+                creates = [i for i, c in enumerate(batch) if isinstance(c, CreateSchedule)]
+                try:
+                    ops.schedules.create_schedules(
+                        [c for c in batch if isinstance(c, CreateSchedule)],
+                        paused={c.name for c in batch if isinstance(c, PauseSchedule)},
+                    )
+                except CommandFailed as failed:  # by its index among the creates
+                    raise CommandFailed(creates[failed.index], failed.error) from failed.error
+            case UpsertRack():
+                ops.inventory.upsert_racks([c.rack for c in batch if isinstance(c, UpsertRack)])
+            case UpsertComponent():
+                ops.inventory.upsert_components(
+                    [c.component for c in batch if isinstance(c, UpsertComponent)]
+                )
+            case UpsertNVLDomain():
+                ops.inventory.upsert_nvl_domains(
+                    [c.nvl_domain for c in batch if isinstance(c, UpsertNVLDomain)]
+                )
+            case _:
+                raise AssertionError(f"not a batch: {type(batch[0]).__name__}")
 
     def run(self, command: Command) -> None:
         """Run one command. :raises RackcronError: the service refused it."""
@@ -124,3 +169,32 @@ class StoreExecutor:
 
     def _id(self, name: str) -> uuid.UUID:
         return self.ops.schedules.find_schedule(name).id
+
+
+#: The commands that run in batches: a run of one of these kinds goes as one call (its
+#: rows written per table at once; creates resolve their targets with one read of the
+#: inventory they name).
+_BATCHED = (CreateSchedule, UpsertRack, UpsertComponent, UpsertNVLDomain)
+
+
+def _runs(commands: Sequence[Command]) -> Iterator[tuple[int, int]]:
+    """Where each batch of ``commands`` starts and stops: a run of one of the
+    :data:`_BATCHED` kinds is one (a run of creates with the pauses of schedules it
+    creates: a plan pauses a schedule declared disabled right after creating it), any
+    other command is one alone."""
+    start = 0
+    while start < len(commands):
+        stop = start + 1
+        first = commands[start]
+        kind = type(first)
+        created = {first.schedule.name} if isinstance(first, CreateSchedule) else set()
+        while kind in _BATCHED and stop < len(commands):
+            command = commands[stop]
+            pauses_one = isinstance(command, PauseSchedule) and command.name in created
+            if type(command) is not kind and not pauses_one:
+                break
+            if isinstance(command, CreateSchedule):
+                created.add(command.schedule.name)
+            stop += 1
+        yield start, stop
+        start = stop

@@ -23,6 +23,7 @@ from rackcron.domain.escape import terminal
 from rackcron.domain.models import ApplyRecord
 from rackcron.errors import FailedPrecondition, RackcronError, StoreError
 from rackcron.executor import StoreExecutor
+from rackcron.gcpause import gc_paused
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, Step, change_progress
 from rackcron.reconciler.reads import is_current
@@ -153,7 +154,8 @@ def apply_plan(
     except StoreError as exc:
         raise _not_started(plan, exc) from exc
     try:
-        return _apply_locked(service, plan, provenance, progress, fail_at)
+        with gc_paused():  # its rows and the plan's are freed by reference counting
+            return _apply_locked(service, plan, provenance, progress, fail_at)
     finally:
         service.release_apply_lock(holder)
 

@@ -8,14 +8,16 @@ NULL) and its domain memberships dropped.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
+from rackcron.domain.commands import CommandFailed
 from rackcron.domain.models import Component, NVLDomain, Rack, Task
 from rackcron.domain.targets import normalize_mac
-from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, RackcronError
 from rackcron.service import _rows
 from rackcron.service._base import check_text, parse_id
 from rackcron.service._tasks import chunked
@@ -50,6 +52,51 @@ class RackView:
     schedule_names: dict[uuid.UUID, str]
 
 
+def _check_texts(table: sa.Table, values: Mapping[str, object]) -> None:
+    for field, value in values.items():
+        if isinstance(value, str):
+            check_text(value, f"{table.name}.{field}")
+
+
+def _rack_values(item: Rack) -> dict[str, Any]:
+    """The row of ``item`` (:meth:`InventoryOps.upsert_rack` says what it refuses)."""
+    if not item.name:
+        raise InvalidArgument("rack.name is required")
+    controller = None
+    if item.controller is not None:
+        controller = item.controller.model_dump(mode="json")  # the fields that are set
+        for field, value in controller.items():
+            check_text(value, f"controller.{field}", max_length=_MAX_CONTROLLER_TEXT)
+    for key, value in item.labels.items():
+        check_text(key, "rack.labels")
+        check_text(value, f"rack.labels.{key}")
+    return {
+        "name": item.name,
+        "external_id": item.external_id,
+        "owner": item.owner,
+        "controller": controller,  # None: SQL NULL, the server's default controller
+        "labels": dict(item.labels) or None,
+    }
+
+
+def _component_values(item: Component) -> dict[str, Any]:
+    """The row of ``item``, its BMC MAC normalised.
+
+    :raises InvalidArgument: a BMC MAC that is none."""
+    mac = None
+    if item.bmc_mac:
+        mac = normalize_mac(item.bmc_mac)
+        if mac is None:
+            raise InvalidArgument(f"component.bmc_mac: {item.bmc_mac!r} is not a MAC address")
+    return {
+        "rack_id": item.rack_id,
+        "type": item.type.value,
+        "name": item.name,
+        "external_id": item.external_id,
+        "bmc_mac": mac,
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class InventoryOps:
     """Racks, components and NVLink domains."""
@@ -57,9 +104,7 @@ class InventoryOps:
     work: UnitOfWork
 
     def _upsert(self, table: sa.Table, item_id: uuid.UUID, values: Mapping[str, object]) -> None:
-        for field, value in values.items():
-            if isinstance(value, str):
-                check_text(value, f"{table.name}.{field}")
+        _check_texts(table, values)
         exists = self.work.conn.execute(
             sa.select(table.c.id).where(table.c.id == item_id).with_for_update()
         ).first()
@@ -88,25 +133,84 @@ class InventoryOps:
         :raises Conflict: its external_id is taken.
         :raises InvalidArgument: no name, or a controller setting the store cannot hold.
         """
-        if not item.name:
-            raise InvalidArgument("rack.name is required")
-        controller = None
-        if item.controller is not None:
-            controller = item.controller.model_dump(mode="json")  # the fields that are set
-            for field, value in controller.items():
-                check_text(value, f"controller.{field}", max_length=_MAX_CONTROLLER_TEXT)
-        values = {
-            "name": item.name,
-            "external_id": item.external_id,
-            "owner": item.owner,
-            "controller": controller,  # None: SQL NULL, the server's default controller
-            "labels": dict(item.labels) or None,
-        }
-        for key, value in item.labels.items():
-            check_text(key, "rack.labels")
-            check_text(value, f"rack.labels.{key}")
-        self._upsert(rack, item.id, values)
+        try:
+            self.upsert_racks([item])
+        except CommandFailed as failed:
+            raise failed.error from None
         return item
+
+    def upsert_racks(self, items: Sequence[Rack]) -> None:
+        """:meth:`upsert_rack` for each of ``items``, in order, in a few statements.
+
+        :raises CommandFailed: the first refused (its index in ``items``) and why;
+            nothing of the batch is then written.
+        """
+        self._upsert_many(rack, items, _rack_values)
+
+    def upsert_components(self, items: Sequence[Component]) -> None:
+        """:meth:`upsert_component` for each of ``items``, in order, in a few statements.
+
+        :raises CommandFailed: as :meth:`upsert_racks`.
+        """
+        wanted = sorted({i.rack_id for i in items if i.rack_id is not None}, key=str)
+        known: set[uuid.UUID] = set()
+        for chunk in chunked(wanted):
+            query = sa.select(rack.c.id).where(rack.c.id.in_(chunk))
+            known.update(self.work.conn.execute(query).scalars())
+
+        def values(item: Component) -> dict[str, Any]:
+            found = _component_values(item)
+            if item.rack_id is not None and item.rack_id not in known:
+                raise NotFound(f"component.rack_id: rack [id: {item.rack_id}] is not found")
+            return found
+
+        self._upsert_many(component, items, values)
+
+    def _upsert_many(
+        self,
+        table: sa.Table,
+        items: Sequence[Rack | Component | NVLDomain],
+        make: Callable[[Any], Mapping[str, Any]],
+    ) -> None:
+        """Insert or replace a row of ``table`` per item: its id, and the values ``make``
+        gives for it (checked as :meth:`_upsert` checks them)."""
+        rows: list[tuple[uuid.UUID, Mapping[str, Any]]] = []
+        for index, item in enumerate(items):
+            try:
+                values = make(item)
+                _check_texts(table, values)
+            except RackcronError as exc:
+                raise CommandFailed(index, exc) from exc
+            rows.append((item.id, values))
+        existing: set[uuid.UUID] = set()
+        for chunk in chunked(sorted({i for i, _ in rows}, key=str)):
+            query = sa.select(table.c.id).where(table.c.id.in_(chunk)).with_for_update()
+            existing.update(self.work.conn.execute(query).scalars())
+        now = self.work.now
+        new = [{"id": i, **v, "created_at": now, "updated_at": now}
+               for i, v in rows if i not in existing]  # fmt: skip
+        # Bound as b_<column>: a column's own name is SQLAlchemy's in an UPDATE's SET.
+        replaced = [{f"b_{k}": x for k, x in {"id": i, **v, "updated_at": now}.items()}
+                    for i, v in rows if i in existing]  # fmt: skip
+        try:
+            with self.work.conn.begin_nested():
+                if new:
+                    self.work.conn.execute(table.insert(), new)
+                if replaced:
+                    columns = [k.removeprefix("b_") for k in replaced[0] if k != "b_id"]
+                    update = (
+                        table.update()
+                        .where(table.c.id == sa.bindparam("b_id"))
+                        .values({c: sa.bindparam(f"b_{c}") for c in columns})
+                    )
+                    self.work.conn.execute(update, replaced)
+        except sa.exc.IntegrityError:
+            # An external id taken (or an id twice): one by one, the first refused is named.
+            for index, (item_id, values) in enumerate(rows):
+                try:
+                    self._upsert(table, item_id, values)
+                except RackcronError as exc:
+                    raise CommandFailed(index, exc) from exc
 
     def find_rack(self, rack_id: uuid.UUID) -> Rack | None:
         """The rack ``rack_id``, or None."""
@@ -180,28 +284,12 @@ class InventoryOps:
 
     def upsert_component(self, item: Component) -> Component:
         """Create or replace a component (its BMC MAC is stored normalised)."""
-        mac = None
-        if item.bmc_mac:
-            mac = normalize_mac(item.bmc_mac)
-            if mac is None:
-                raise InvalidArgument(f"component.bmc_mac: {item.bmc_mac!r} is not a MAC address")
-        if (
-            item.rack_id is not None
-            and self.work.conn.execute(
-                sa.select(rack.c.id).where(rack.c.id == item.rack_id)
-            ).first()
-            is None
-        ):
-            raise NotFound(f"component.rack_id: rack [id: {item.rack_id}] is not found")
-        values = {
-            "rack_id": item.rack_id,
-            "type": item.type.value,
-            "name": item.name,
-            "external_id": item.external_id,
-            "bmc_mac": mac,
-        }
-        self._upsert(component, item.id, values)
-        return item.model_copy(update={"bmc_mac": mac})
+        values = _component_values(item)  # checked before the rack, as ever
+        try:
+            self.upsert_components([item])
+        except CommandFailed as failed:
+            raise failed.error from None
+        return item.model_copy(update={"bmc_mac": values["bmc_mac"]})
 
     def find_component(self, component_id: uuid.UUID) -> Component | None:
         """The component ``component_id``, or None."""
@@ -225,34 +313,44 @@ class InventoryOps:
 
     def upsert_nvl_domain(self, item: NVLDomain) -> NVLDomain:
         """Create or replace an NVLink domain and its member racks (in order)."""
-        if not item.name:
-            raise InvalidArgument("nvl_domain.name is required")
-        if len(set(item.rack_ids)) != len(item.rack_ids):
-            raise InvalidArgument("nvl_domain.rack_ids: a rack is listed twice")
-        known = {
-            found
-            for chunk in chunked(item.rack_ids)  # within any database's bound parameters
-            for found in self.work.conn.execute(
-                sa.select(rack.c.id).where(rack.c.id.in_(chunk))
-            ).scalars()
-        }
-        for rack_id in item.rack_ids:
-            if rack_id not in known:
-                raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")
-        values = {"name": item.name, "external_id": item.external_id, "owner": item.owner}
-        self._upsert(nvl_domain, item.id, values)
-        self.work.conn.execute(
-            nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id == item.id)
-        )
-        if item.rack_ids:
-            self.work.conn.execute(
-                nvl_domain_rack.insert(),
-                [
-                    {"domain_id": item.id, "rack_id": r, "ordinal": i}
-                    for i, r in enumerate(item.rack_ids)
-                ],
-            )
+        try:
+            self.upsert_nvl_domains([item])
+        except CommandFailed as failed:
+            raise failed.error from None
         return item
+
+    def upsert_nvl_domains(self, items: Sequence[NVLDomain]) -> None:
+        """:meth:`upsert_nvl_domain` for each of ``items``, in order, in a few statements.
+
+        :raises CommandFailed: as :meth:`upsert_racks`.
+        """
+        wanted = sorted({r for item in items for r in item.rack_ids}, key=str)
+        known: set[uuid.UUID] = set()
+        for chunk in chunked(wanted):  # within any database's bound parameters
+            query = sa.select(rack.c.id).where(rack.c.id.in_(chunk))
+            known.update(self.work.conn.execute(query).scalars())
+
+        def values(item: NVLDomain) -> dict[str, Any]:
+            if not item.name:
+                raise InvalidArgument("nvl_domain.name is required")
+            if len(set(item.rack_ids)) != len(item.rack_ids):
+                raise InvalidArgument("nvl_domain.rack_ids: a rack is listed twice")
+            for rack_id in item.rack_ids:
+                if rack_id not in known:
+                    raise NotFound(f"nvl_domain.rack_ids: rack [id: {rack_id}] is not found")
+            return {"name": item.name, "external_id": item.external_id, "owner": item.owner}
+
+        self._upsert_many(nvl_domain, items, values)
+        # The last of a domain listed twice says its members, as one by one.
+        members = {item.id: item.rack_ids for item in items}
+        for chunk in chunked(sorted(members, key=str)):
+            self.work.conn.execute(
+                nvl_domain_rack.delete().where(nvl_domain_rack.c.domain_id.in_(chunk))
+            )
+        rows = [{"domain_id": d, "rack_id": r, "ordinal": i}
+                for d, racks in members.items() for i, r in enumerate(racks)]  # fmt: skip
+        if rows:
+            self.work.conn.execute(nvl_domain_rack.insert(), rows)
 
     def list_nvl_domains(self) -> list[NVLDomain]:
         members: dict[uuid.UUID, list[uuid.UUID]] = {}

@@ -8,7 +8,7 @@ is how "changes nothing" is kept (a rename collision included).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from rackcron.domain import rollouts, timing
+from rackcron.domain.commands import CommandFailed, CreateSchedule
 from rackcron.domain.filters import to_stored
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.lifecycle import TaskStatus
@@ -27,14 +28,23 @@ from rackcron.domain.models import (
     RolloutPolicy,
     Schedule,
     ScheduleConfig,
+    TargetSpec,
 )
 from rackcron.domain.targets import Resolved
 from rackcron.domain.templates import check_rule_id, to_template
 from rackcron.domain.text import MAX_LENGTH, MAX_SPEC_LENGTH, check_line
-from rackcron.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
+from rackcron.errors import (
+    AlreadyExists,
+    Conflict,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    RackcronError,
+)
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
 from rackcron.service._targets import TargetOps
+from rackcron.service._tasks import chunked
 from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import task, task_schedule, task_schedule_scope
 
@@ -44,7 +54,9 @@ __all__ = [
     "MetricsSchedule",
     "MetricsSchedules",
     "ScheduleOps",
+    "insert_scopes",
     "not_found",
+    "scope_rows",
 ]
 
 # Built once: the hottest statement (GetTaskSchedule, and every write by id).
@@ -197,6 +209,47 @@ def _keeps_spread(spec: timing.Spec, row: Any) -> timing.Spread:
         ) from None
 
 
+def insert_scopes(
+    work: UnitOfWork, schedule_id: uuid.UUID, resolved: Resolved, first_ordinal: int
+) -> list[uuid.UUID]:
+    """Insert one scope row per resolved rack; return their ids in order."""
+    rows = scope_rows(work, schedule_id, resolved, first_ordinal)
+    if rows:
+        work.conn.execute(task_schedule_scope.insert(), rows)
+    return [row["id"] for row in rows]
+
+
+def scope_rows(
+    work: UnitOfWork, schedule_id: uuid.UUID, resolved: Resolved, first_ordinal: int
+) -> list[dict[str, Any]]:
+    """A new ``task_schedule_scope`` row per resolved rack, in order."""
+    return [
+        {
+            "id": uuid.uuid4(),
+            "schedule_id": schedule_id,
+            "rack_id": rack_id,
+            "component_filter": to_stored(filt),
+            "last_task_id": None,
+            "ordinal": first_ordinal + i,
+            "created_at": work.now,
+        }
+        for i, (rack_id, filt) in enumerate(resolved)
+    ]
+
+
+def _well_formed(config: ScheduleConfig) -> bool:
+    """Whether ``config``'s name may be looked up (a bad one is refused at its turn)."""
+    try:
+        _name(config)
+    except RackcronError:
+        return False
+    return True
+
+
+def _name_taken(name: str) -> AlreadyExists:
+    return AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
+
+
 def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
     return NotFound(f"{field}: task schedule {schedule_id} not found")
 
@@ -239,74 +292,119 @@ class ScheduleOps:
         :raises AlreadyExists: the name is taken.
         :raises NotFound: a target names an unknown rack, component or domain.
         """
+        if operation is None:  # after the checks that come before it
+            _name(config)
+            spec = _spec(config, _timezone(config.timezone))
+            _starting_deadline(starting_deadline)
+            _spread(spec, anchor, jitter)
+            _rollout_values(rollout, expected_duration)
+            raise InvalidArgument("operation is required")
+        command = CreateSchedule(
+            schedule=config,
+            operation=operation,
+            management=management or Management(),
+            starting_deadline=starting_deadline,
+            anchor=anchor,
+            jitter=jitter,
+            rollout=rollout,
+            expected_duration=expected_duration,
+        )
+        try:
+            (schedule_id,) = self.create_schedules([command])
+        except CommandFailed as failed:
+            raise failed.error from None
+        return self.get_schedule(schedule_id)
+
+    def create_schedules(
+        self, commands: Sequence[CreateSchedule], *, paused: Collection[str] = ()
+    ) -> list[uuid.UUID]:
+        """CreateTaskSchedule for each of ``commands``, in order, in a few statements: the
+        inventory their targets name read at once, their rows inserted per table. Returns
+        their ids. Those named in ``paused`` are created paused, as a PauseTaskSchedule
+        right after would leave them.
+
+        :raises CommandFailed: the first command refused (its index in ``commands``) and
+            why (as :meth:`create_schedule` says); nothing of the batch is written.
+        """
+        resolve = self.targets.resolver([c.operation.target_spec for c in commands])
+        taken = self._taken([c.schedule.name for c in commands if _well_formed(c.schedule)])
+        schedules: list[dict[str, Any]] = []
+        scopes: list[dict[str, Any]] = []
+        for index, command in enumerate(commands):
+            try:
+                values, resolved = self._new_schedule(command, resolve, taken)
+            except RackcronError as exc:
+                raise CommandFailed(index, exc) from exc
+            taken.add(values["name"])
+            values["enabled"] = values["name"] not in paused
+            schedules.append(values)
+            scopes += scope_rows(self.work, values["id"], resolved, first_ordinal=0)
+        try:
+            with self.work.conn.begin_nested():
+                self.work.conn.execute(task_schedule.insert(), schedules)
+                if scopes:
+                    self.work.conn.execute(task_schedule_scope.insert(), scopes)
+        except sa.exc.IntegrityError:
+            # A concurrent create took a name between the check and the insert.
+            now_taken = self._taken([c.schedule.name for c in commands])  # all well formed
+            for index, command in enumerate(commands):
+                if command.schedule.name in now_taken:
+                    raise CommandFailed(index, _name_taken(command.schedule.name)) from None
+            raise
+        return [values["id"] for values in schedules]
+
+    def _new_schedule(
+        self,
+        command: CreateSchedule,
+        resolve: Callable[[TargetSpec | None], Resolved],
+        taken: set[str],
+    ) -> tuple[dict[str, Any], Resolved]:
+        """The ``task_schedule`` row ``command`` creates, and its targets resolved.
+
+        :raises RackcronError: as :meth:`create_schedule`, in the order it checks.
+        """
+        config = command.schedule
         name = _name(config)
         timezone = _timezone(config.timezone)
         spec = _spec(config, timezone)
         assert config.spec_type is not None  # _spec requires it
-        deadline = _starting_deadline(starting_deadline)
-        spread = _spread(spec, anchor, jitter)
-        rollout_values = _rollout_values(rollout, expected_duration)
-        if operation is None:
-            raise InvalidArgument("operation is required")
-        template = to_template(operation)
-        resolved = self.targets.resolve_targets(operation.target_spec)
-        if self._schedule_id_by_name(name) is not None:
-            raise AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
-        schedule_id = uuid.uuid4()
-        insert = task_schedule.insert().values(
-            id=schedule_id,
-            name=name,
-            spec_type=config.spec_type.value,
-            spec=config.spec,
-            timezone=timezone,
-            operation_type=template.type,
-            operation_code=template.code,
-            operation_information=template.information,
-            overlap_policy=(config.overlap_policy or OverlapPolicy.SKIP).value,
-            enabled=True,
-            next_run_at=timing.first_fire(spec, spread, name, self.work.now),
-            last_run_at=None,
-            created_at=self.work.now,
-            updated_at=self.work.now,
-            starting_deadline=deadline,
-            anchor=spread.anchor,
-            jitter=jitter,
+        deadline = _starting_deadline(command.starting_deadline)
+        spread = _spread(spec, command.anchor, command.jitter)
+        rollout_values = _rollout_values(command.rollout, command.expected_duration)
+        template = to_template(command.operation)
+        resolved = resolve(command.operation.target_spec)
+        if name in taken:
+            raise _name_taken(name)
+        values = {
+            "id": uuid.uuid4(),
+            "name": name,
+            "spec_type": config.spec_type.value,
+            "spec": config.spec,
+            "timezone": timezone,
+            "operation_type": template.type,
+            "operation_code": template.code,
+            "operation_information": template.information,
+            "overlap_policy": (config.overlap_policy or OverlapPolicy.SKIP).value,
+            "enabled": True,
+            "next_run_at": timing.first_fire(spec, spread, name, self.work.now),
+            "last_run_at": None,
+            "created_at": self.work.now,
+            "updated_at": self.work.now,
+            "starting_deadline": deadline,
+            "anchor": spread.anchor,
+            "jitter": command.jitter,
             **rollout_values,
-            **_management_values(management or Management()),
-        )
-        try:
-            with self.work.conn.begin_nested():
-                self.work.conn.execute(insert)
-        except sa.exc.IntegrityError:
-            # A concurrent create took the name between the check and the insert.
-            raise AlreadyExists(
-                f'schedule.name: a task schedule named "{name}" already exists'
-            ) from None
-        self.insert_scopes(schedule_id, resolved, first_ordinal=0)
-        return self.get_schedule(schedule_id)
+            **_management_values(command.management),
+        }
+        return values, resolved
 
-    def insert_scopes(
-        self, schedule_id: uuid.UUID, resolved: Resolved, first_ordinal: int
-    ) -> list[uuid.UUID]:
-        """Insert one scope row per resolved rack; return their ids in order."""
-        ids = [uuid.uuid4() for _ in resolved]
-        if resolved:
-            self.work.conn.execute(
-                task_schedule_scope.insert(),
-                [
-                    {
-                        "id": scope_id,
-                        "schedule_id": schedule_id,
-                        "rack_id": rack_id,
-                        "component_filter": to_stored(filt),
-                        "last_task_id": None,
-                        "ordinal": first_ordinal + i,
-                        "created_at": self.work.now,
-                    }
-                    for i, (scope_id, (rack_id, filt)) in enumerate(zip(ids, resolved, strict=True))
-                ],
-            )
-        return ids
+    def _taken(self, names: Sequence[str]) -> set[str]:
+        """Those of ``names`` that a stored schedule has."""
+        taken: set[str] = set()
+        for chunk in chunked(sorted(set(names))):
+            query = sa.select(task_schedule.c.name).where(task_schedule.c.name.in_(chunk))
+            taken.update(self.work.conn.execute(query).scalars())
+        return taken
 
     def _schedule_id_by_name(self, name: str) -> uuid.UUID | None:
         return self.work.conn.execute(

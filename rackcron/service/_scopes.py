@@ -19,7 +19,7 @@ from rackcron.domain.targets import check_target_spec
 from rackcron.errors import FailedPrecondition, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
-from rackcron.service._schedules import ScheduleOps
+from rackcron.service._schedules import ScheduleOps, insert_scopes
 from rackcron.service._targets import TargetOps
 from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import task_schedule_scope
@@ -96,7 +96,7 @@ class ScopeOps:
             if merged != current.component_filter:
                 self._set_filter(current.id, merged)
                 touched.add(current.id)
-        touched.update(self.schedules.insert_scopes(row.id, new, self._next_ordinal(row.id)))
+        touched.update(insert_scopes(self.work, row.id, new, self._next_ordinal(row.id)))
         return [s for s in self._scopes(row.id) if s.id in touched]
 
     def _set_filter(self, scope_id: uuid.UUID, value: ComponentFilter | None) -> None:
@@ -126,7 +126,7 @@ class ScopeOps:
                 self._set_filter(current.id, filt)
                 updated += 1
         new = [(rack_id, filt) for rack_id, filt in resolved if rack_id not in existing]
-        self.schedules.insert_scopes(row.id, new, self._next_ordinal(row.id))
+        insert_scopes(self.work, row.id, new, self._next_ordinal(row.id))
         return ScopeUpdate(
             scopes=self._scopes(row.id), added=len(new), removed=len(removed), updated=updated
         )

@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, overload
 
 from rackcron.audit import ActionRecord, Audit, AuditedChange
+from rackcron.domain.commands import CreateSchedule
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import (
     ApplyRecord,
@@ -399,6 +400,10 @@ class ScheduleCommands(ScheduleReads, Protocol):
         expected_duration: str | None = None,
     ) -> Schedule: ...
 
+    def create_schedules(
+        self, commands: Sequence[CreateSchedule], *, paused: Collection[str] = ()
+    ) -> list[uuid.UUID]: ...
+
     def update_schedule(
         self, schedule_id: uuid.UUID | str, config: ScheduleConfig, update_mask: Sequence[str]
     ) -> Schedule: ...
@@ -445,6 +450,12 @@ class InventoryCommands(InventoryReads, Protocol):
     """A plan's inventory commands."""
 
     def upsert_rack(self, item: Rack) -> Rack: ...
+
+    def upsert_racks(self, items: Sequence[Rack]) -> None: ...
+
+    def upsert_components(self, items: Sequence[Component]) -> None: ...
+
+    def upsert_nvl_domains(self, items: Sequence[NVLDomain]) -> None: ...
 
     def upsert_component(self, item: Component) -> Component: ...
 
