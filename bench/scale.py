@@ -1,3 +1,4 @@
+# ruff: noqa: E402
 """Every stage of rackcron at fleet scale, against its floor, at three sizes of two shapes.
 
 Shapes (``--shape``), each run at three sizes (``--sizes``, smallest first):
@@ -18,7 +19,17 @@ floor it is measured against in the same process:
   ``declared_state`` + ``plan_against_store``; floor: as validate's;
 * initial apply and 1%-changed apply: ``apply_plan``; floor: the rows the apply wrote
   (every table but the apply lock), inserted with SQLAlchemy Core ``executemany`` into
-  a fresh store of the same schema, in one transaction.
+  a fresh store of the same schema, in one transaction;
+* (wide) firing a schedule over every rack until its tasks are created; floor: the same
+  task rows and the scopes' ``last_task_id`` written with Core ``executemany``; then
+  until simulated controllers completed them (no floor);
+* GetTaskSchedule and ListTaskSchedules (100 a page) through the shim on loopback: the
+  median of 200 calls each (no floor);
+* ListTasks (100 a page) by rack, by component and active-only, the median of 20 calls
+  each, once the store holds ``--tasks`` tasks (1,000,000; written in bulk, not timed);
+* ``upcoming`` and the console's timeline page over 24 h, in a process of their own
+  (their peak RSS is theirs); floor: the fleet read (``Service.fleet_view``), then a
+  line of text per bar.
 
 For each stage it prints seconds, the cost per 1,000 objects (schedules for ``many``,
 racks for ``wide``), the ratio to its floor, the process's peak RSS after it, and the
@@ -36,9 +47,11 @@ run the test suite makes (the smallest sizes only).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,19 +59,33 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The repository's root, not bench/ (whose grpc.py would shadow the grpc package): set
+# before the imports below (hence E402 allowed in this file).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [str(_HERE.parent), *(p for p in sys.path if Path(p or ".").resolve() != _HERE)]
 from bench import plan as many
 from bench._postgres import admin, database_url
+from rackcron.console import console_app
+from rackcron.dispatcher.controllers.registry import Controllers
+from rackcron.dispatcher.controllers.simulator import Simulator
+from rackcron.dispatcher.runner import TaskRunner
+from rackcron.domain.upcoming import upcoming
 from rackcron.reconciler.apply import Provenance, apply_plan
 from rackcron.service import Service
+from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.store import open_engine, transaction
-from rackcron.store.tables import apply_lock, metadata
+from rackcron.store.bulk import insert_rows
+from rackcron.store.tables import apply_lock, metadata, task, task_schedule_scope
+from rackcron.wire.client import connect
+from rackcron.wire.proto.v1 import flow_pb2 as pb
+from rackcron.wire.proto.v1 import flow_pb2_grpc
 
 SIZES = {"many": (1_000, 10_000, 100_000), "wide": (500, 2_000, 5_000)}
 SMOKE = {"many": (200, 400), "wide": (40, 80)}
@@ -200,15 +227,16 @@ def stores(kind: str, work: Path, postgres: str | None) -> Iterator[Callable[[],
                 admin(str(postgres), f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-Record = Callable[[str, float, "float | None"], None]
+Record = Callable[..., None]
 
 
-def measure(shape: str, size: int, postgres: str | None) -> list[dict[str, Any]]:
+def measure(shape: str, size: int, postgres: str | None, tasks: int) -> list[dict[str, Any]]:
     """Every stage at one size, in this process: [{stage, seconds, floor, rss}]."""
     found: list[dict[str, Any]] = []
 
-    def record(stage: str, seconds: float, floor: float | None) -> None:
-        found.append({"stage": stage, "seconds": seconds, "floor": floor, "rss": peak_mib()})
+    def record(stage: str, seconds: float, floor: float | None, rss: float | None = None) -> None:
+        found.append({"stage": stage, "seconds": seconds, "floor": floor,
+                      "rss": peak_mib() if rss is None else rss})  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="rackcron-scale-") as tmp:
         work = Path(tmp)
@@ -219,7 +247,7 @@ def measure(shape: str, size: int, postgres: str | None) -> list[dict[str, Any]]
         record("validate", seconds, floor)
         for kind in ["sqlite", *(["postgresql"] if postgres else [])]:
             with stores(kind, work, postgres) as fresh:
-                store_stages(kind, fresh, shape, size, root, floor, record)
+                store_stages(kind, fresh, shape, size, root, floor, record, tasks)
     return found
 
 
@@ -231,6 +259,7 @@ def store_stages(
     root: Path,
     floor: float,
     record: Record,
+    tasks: int,
 ) -> None:
     """The stages that need a store, on a fresh one of ``kind``."""
     url = fresh()
@@ -250,9 +279,165 @@ def store_stages(
         record(f"1% plan ({kind})", seconds, floor)
         seconds, _ = timed(partial(apply_plan, service, changed, provenance))
         record(f"1% apply ({kind})", seconds, None)
+        shim_stages(kind, service, record)
+        if shape == "wide":
+            fire_stages(kind, service, record)
+        for stage in console_stages(url):  # in a process of its own: its own peak RSS
+            found = {**stage, "stage": f"{stage['stage']} ({kind})"}
+            record(found["stage"], found["seconds"], found["floor"], found["rss"])
+        list_tasks_stages(kind, service, tasks, record)
     finally:
         service.close()
         write_tree(shape, root, size)
+
+
+def shim_stages(kind: str, service: Service, record: Record, calls: int = 200) -> None:
+    """The median of ``calls`` GetTaskSchedule (of schedules spread over the store) and
+    of ``calls`` ListTaskSchedules of 100 (at offsets spread over it), through the shim
+    on loopback (no floor: compare with bench/grpc.py's ceiling)."""
+    ids = [str(s.id) for s in service.list_schedules(limit=1000).items]
+    total = service.list_schedules(limit=1).total
+    server = ShimServer(service, ShimConfig(host="127.0.0.1", port=0, grace=1.0))
+    server.start()
+    try:
+        with connect(server.address) as channel:
+            stub = flow_pb2_grpc.FlowStub(channel)
+            gets = [timed(partial(stub.GetTaskSchedule, pb.GetTaskScheduleRequest(
+                        id=pb.UUID(id=ids[i % len(ids)])), timeout=30))[0]
+                    for i in range(calls)]  # fmt: skip
+            pages = [timed(partial(stub.ListTaskSchedules, pb.ListTaskSchedulesRequest(
+                         pagination=pb.Pagination(offset=(i * 97) % max(1, total - 100),
+                                                  limit=100)), timeout=30))[0]
+                     for i in range(calls)]  # fmt: skip
+    finally:
+        server.stop(grace=1.0)
+    record(f"GetTaskSchedule ({kind})", statistics.median(gets), None)
+    record(f"ListTaskSchedules 100 ({kind})", statistics.median(pages), None)
+
+
+def list_tasks_stages(
+    kind: str, service: Service, tasks: int, record: Record, calls: int = 20
+) -> None:
+    """ListTasks (100 a page) by rack, by component and active-only, the median of
+    ``calls`` each, over the store once it holds ``tasks`` tasks (written in bulk, not
+    timed: each on a rack of the store with its components, over 90 days, 1% of them
+    active); no floor: the target is a median of at most 20 ms."""
+    parts: dict[uuid.UUID, list[tuple[str, str]]] = {}
+    for item in service.list_components():
+        if item.rack_id is not None:
+            parts.setdefault(item.rack_id, []).append((str(item.id), item.type.value))
+    racks = sorted(parts, key=str)
+    now = datetime.now(UTC)
+    columns = ("id", "rack_id", "component_uuids", "component_types", "status", "created_at",
+               "updated_at")  # fmt: skip
+    with transaction(service.engine) as conn:
+        for start in range(0, tasks, 10_000):
+            rows = []
+            for n in range(start, min(tasks, start + 10_000)):
+                rack_id = racks[n % len(racks)]
+                ids, types = zip(*parts[rack_id], strict=True)
+                at = now - timedelta(seconds=(tasks - n) * 90 * 86_400 / tasks)
+                status = "running" if n % 100 == 0 else "completed"
+                rows.append((uuid.uuid4(), rack_id, list(ids), list(types), status, at, at))
+            insert_rows(conn, task, columns, rows, same={
+                "operation": "PowerOn", "operation_type": "power_on", "operation_code": "",
+                "operation_information": {}, "description": "bench", "message": ""})  # fmt: skip
+    asks = {
+        "ListTasks by rack": lambda i: {"rack_id": racks[(i * 37) % len(racks)]},
+        "ListTasks by component": lambda i: {
+            "component_id": parts[racks[(i * 37) % len(racks)]][i % 4][0]},
+        "ListTasks active only": lambda i: {"active_only": True, "offset": i * 100},
+    }  # fmt: skip
+    for stage, ask in asks.items():
+        seconds = [timed(partial(service.list_tasks, limit=100, **ask(i)))[0] for i in range(calls)]
+        record(f"{stage} ({kind})", statistics.median(seconds), None)
+
+
+def fire_stages(kind: str, service: Service, record: Record) -> None:
+    """Trigger a schedule over every rack: until its tasks are created (floor: the same
+    task rows inserted, and the scopes' ``last_task_id`` updated, with Core
+    ``executemany`` in one transaction), then until simulated controllers completed them
+    (no floor: the runner's rounds, the controller calls and their answers)."""
+    schedule = service.find_schedule("wide-0000")
+    seconds, fired = timed(partial(service.trigger, schedule.id))
+    ids = fired.task_ids
+    record(f"fire a schedule ({kind})", seconds, firing_floor(service, ids))
+    runner = TaskRunner(service, Controllers(Simulator(default_duration=0)), status_interval=0)
+    began = time.perf_counter()
+    try:
+        while service.list_tasks(schedule_id=schedule.id, active_only=True, limit=1).total:
+            runner.tick()
+            runner.drain()
+    finally:
+        runner.close()
+    record(f"  until completed ({kind})", time.perf_counter() - began, None)
+
+
+def firing_floor(service: Service, task_ids: list[uuid.UUID]) -> float:
+    """Seconds to write a firing's rows again with Core ``executemany``: its tasks
+    (deleted first, not timed) and its scopes' ``last_task_id``."""
+    with transaction(service.engine) as conn:
+        rows = [dict(r._mapping) for r in conn.execute(sa.select(task).where(
+            task.c.id.in_(sa.bindparam("ids", expanding=True))), {"ids": task_ids})]  # fmt: skip
+        conn.execute(task.delete().where(task.c.id.in_(sa.bindparam("ids", expanding=True))),
+                     {"ids": task_ids})  # fmt: skip
+    scopes = [{"b_id": r["scope_id"], "b_task": r["id"]} for r in rows]
+    update = (
+        task_schedule_scope.update()
+        .where(task_schedule_scope.c.id == sa.bindparam("b_id"))
+        .values(last_task_id=sa.bindparam("b_task"))
+    )
+    began = time.perf_counter()
+    with transaction(service.engine) as conn:
+        conn.execute(task.insert(), rows)
+        conn.execute(update, scopes)
+    return time.perf_counter() - began
+
+
+def console_stages(url: str) -> list[dict[str, Any]]:
+    """The console's 24 h timeline and ``upcoming`` over the store at ``url``, measured
+    in a process of its own (``--console URL``)."""
+    command = [sys.executable, __file__, "--console", url]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    found: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def measure_console(url: str) -> list[dict[str, Any]]:
+    """Best of two, each: the floor (the fleet read, then a line of text per bar),
+    ``upcoming`` over 24 h (the fleet read, the firings, the conflict sweep), and the
+    timeline page (``GET /?window=24h`` through the console's WSGI application). The
+    peak RSS is this process's, after the page."""
+    service = Service.open(url)
+    now = datetime.now(UTC)
+    end = now + timedelta(hours=24)
+    bars = [
+        (b.rack, b.schedule, b.start, b.end) for b in upcoming(service.fleet_view(), now, end).bars
+    ]
+
+    def floor() -> str:
+        service.fleet_view()
+        return "\n".join(f"{r} {s} {a} {e}" for r, s, a, e in bars)
+
+    def page() -> bytes:
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": "window=24h",
+                   "wsgi.input": io.BytesIO(b"")}  # fmt: skip
+        status: list[str] = []
+        body = b"".join(app(environ, lambda s, h: status.append(s)))
+        assert status == ["200 OK"], status
+        return body
+
+    app = console_app(service, clock=lambda: now)
+    best = {name: min(timed(run)[0] for _ in range(2))
+            for name, run in (("floor", floor), ("upcoming", lambda: upcoming(
+                service.fleet_view(), now, end)), ("page", page))}  # fmt: skip
+    service.close()
+    return [
+        {"stage": "upcoming 24 h", "seconds": best["upcoming"], "floor": best["floor"],
+         "rss": peak_mib()},
+        {"stage": "timeline page 24 h", "seconds": best["page"], "floor": best["floor"],
+         "rss": peak_mib()},
+    ]  # fmt: skip
 
 
 # --- reporting -------------------------------------------------------------------------------
@@ -261,7 +446,7 @@ def store_stages(
 def report(shape: str, sizes: list[int], results: dict[int, list[dict[str, Any]]]) -> None:
     unit = UNIT[shape]
     print(f"\nshape {shape}: sizes {', '.join(f'{s:,}' for s in sizes)} {unit}")
-    print(f"{'stage':<26} {unit:>9} {'seconds':>9} {'ms/1k':>9} {'x floor':>8}"
+    print(f"{'stage':<32} {unit:>9} {'seconds':>9} {'ms/1k':>9} {'x floor':>8}"
           f" {'peak MiB':>9} {'exponent':>9}")  # fmt: skip
     for i, stage in enumerate(r["stage"] for r in results[sizes[0]]):
         previous = None
@@ -273,7 +458,7 @@ def report(shape: str, sizes: list[int], results: dict[int, list[dict[str, Any]]
                 growth = (
                     f"{math.log(row['seconds'] / previous[1]) / math.log(size / previous[0]):.2f}"
                 )
-            print(f"{stage:<26} {size:>9,} {row['seconds']:>9.3f}"
+            print(f"{stage:<32} {size:>9,} {row['seconds']:>9.4f}"
                   f" {row['seconds'] / size * 1e6:>9.1f} {ratio:>8} {row['rss']:>9.0f} {growth:>9}")  # fmt: skip
             previous = (size, row["seconds"])
 
@@ -283,11 +468,18 @@ def main() -> None:
     parser.add_argument("--shape", choices=sorted(SIZES), default="many")
     parser.add_argument("--sizes", help="comma-separated, smallest first (default: the shape's)")
     parser.add_argument("--postgres", metavar="ADMIN_URL", help="PostgreSQL too")
-    parser.add_argument("--smoke", action="store_true", help="the CI-sized run (two small sizes)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the CI-sized run (two small sizes, 10,000 tasks)"
+    )
+    parser.add_argument("--tasks", type=int, help="tasks for ListTasks (default 1,000,000)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--console", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.console is not None:  # the console's stages over a store: JSON on stdout
+        print(json.dumps(measure_console(args.console)))
+        return
     if args.child is not None:  # one size, in a process of its own: JSON on stdout
-        print(json.dumps(measure(args.shape, args.child, args.postgres)))
+        print(json.dumps(measure(args.shape, args.child, args.postgres, args.tasks)))
         return
     sizes = (
         [int(s) for s in args.sizes.split(",")]
@@ -296,7 +488,9 @@ def main() -> None:
     )
     results = {}
     for size in sizes:
-        command = [sys.executable, __file__, "--shape", args.shape, "--child", str(size)]
+        tasks = args.tasks or (10_000 if args.smoke else 1_000_000)
+        command = [sys.executable, __file__, "--shape", args.shape, "--child", str(size),
+                   "--tasks", str(tasks)]  # fmt: skip
         if args.postgres:
             command += ["--postgres", args.postgres]
         print(f"{args.shape}: {size:,} {UNIT[args.shape]}...", file=sys.stderr, flush=True)
