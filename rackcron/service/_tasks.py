@@ -59,6 +59,7 @@ from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import insert_rows
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
+    ACTIVE_TASK,
     component,
     firing,
     rack,
@@ -251,8 +252,8 @@ class TaskOps:
             query = query.where(task.c.status.in_(wanted))
         if component_id is not None:
             query = query.where(self._covers(parse_id(component_id, "component_id")))
-        if active_only:
-            query = query.where(task.c.status.in_(ACTIVE_STATUS_VALUES))
+        if active_only:  # in the words of the partial index of active tasks
+            query = query.where(ACTIVE_TASK)
         total = self.work.count(query)
         query = paged(query.order_by(task.c.created_at.desc(), task.c.id), offset, limit)
         return Page[Task](items=[_rows.task(r) for r in self.work.conn.execute(query)], total=total)
