@@ -398,7 +398,9 @@ def console_stages(url: str) -> list[dict[str, Any]]:
     """The console's 24 h timeline and ``upcoming`` over the store at ``url``, measured
     in a process of its own (``--console URL``)."""
     command = [sys.executable, __file__, "--console", url]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the console's stages failed:\n{done.stderr[-3000:]}")
     found: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
 
@@ -494,9 +496,17 @@ def main() -> None:
         if args.postgres:
             command += ["--postgres", args.postgres]
         print(f"{args.shape}: {size:,} {UNIT[args.shape]}...", file=sys.stderr, flush=True)
-        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        if done.returncode != 0:  # the sizes measured are still reported
+            print(f"{args.shape}: {size:,} failed (exit {done.returncode}):\n"
+                  f"{done.stderr[-3000:]}", file=sys.stderr, flush=True)  # fmt: skip
+            break
         results[size] = json.loads(done.stdout.strip().splitlines()[-1])
-    report(args.shape, sizes, results)
+    if not results:
+        raise SystemExit(1)
+    report(args.shape, list(results), results)
+    if len(results) < len(sizes):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
