@@ -165,6 +165,16 @@ def write_tree(shape: str, root: Path, size: int, changed: bool = False) -> int:
 
 
 def peak_mib() -> float:
+    """This process's peak RSS in MiB: Linux's VmHWM, which a process started by a larger
+    one does not inherit (``ru_maxrss`` does, across fork and exec); elsewhere
+    ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
