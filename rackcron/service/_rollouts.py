@@ -165,22 +165,26 @@ def _position(value: object) -> int:
     return value
 
 
-def _scope(r: Any) -> _Scope:
-    """A ``rollout_scope`` row, whole."""
+def _scope(r: Any, stage: ScopeStage | None = None) -> _Scope:
+    """A ``rollout_scope`` row as read: whole, or by :data:`_WAITING_COLUMNS` or
+    :data:`_ACTIVE_COLUMNS` (``stage`` given; the columns they leave out are empty)."""
+    m = r._mapping
+    live = m.get("live")
     return _Scope(
-        position=r.position,
-        scope_id=r.scope_id,
-        rack_id=r.rack_id,
-        rack_name=r.rack_name,
-        component_filter=from_stored(r.component_filter),
-        wave=r.wave,
-        group=_group(r.group_key),
-        stage=ScopeStage(r.stage),
-        reason=r.reason,
-        task_id=r.task_id,
-        task_status=r.task_status,
-        started_at=r.started_at,
-        ended_at=r.ended_at,
+        position=m["position"],
+        scope_id=m["scope_id"],
+        rack_id=m["rack_id"],
+        rack_name=m["rack_name"],
+        component_filter=from_stored(m.get("component_filter")),
+        wave=m["wave"],
+        group=_group(m["group_key"]),
+        stage=ScopeStage(m["stage"]) if stage is None else stage,
+        reason=m.get("reason"),
+        task_id=m.get("task_id"),
+        task_status=m.get("task_status"),
+        started_at=m.get("started_at"),
+        ended_at=m.get("ended_at"),
+        live=None if live is None else bool(live),
     )
 
 
@@ -193,54 +197,14 @@ _WAITING_COLUMNS = (
     task_schedule_scope.c.id.is_not(None).label("live"),
 )  # fmt: skip
 
-
-def _waiting_scope(r: Any) -> _Scope:
-    """A waiting scope as :data:`_WAITING_COLUMNS` read it."""
-    return _Scope(
-        position=r.position,
-        scope_id=r.scope_id,
-        rack_id=r.rack_id,
-        rack_name=r.rack_name,
-        component_filter=from_stored(r.component_filter),
-        wave=r.wave,
-        group=_group(r.group_key),
-        stage=ScopeStage.WAITING,
-        reason=r.reason,
-        task_id=None,
-        task_status=None,
-        started_at=None,
-        ended_at=None,
-        live=bool(r.live),
-    )
-
-
 #: What an advance reads of an active scope: where it stands, and its task's status and
-#: end reason now (None: the task is gone).
+#: end reason now (None: the task is gone). Its filter and start are not needed: it has
+#: started.
 _ACTIVE_COLUMNS = (
     rollout_scope.c.position, rollout_scope.c.scope_id, rollout_scope.c.rack_id,
     rollout_scope.c.rack_name, rollout_scope.c.wave, rollout_scope.c.group_key,
     rollout_scope.c.task_id, task.c.status, task.c.end_reason,
 )  # fmt: skip
-
-
-def _active_scope(r: Any) -> _Scope:
-    """An active scope as :data:`_ACTIVE_COLUMNS` read it (its filter and start are not
-    needed: it has started)."""
-    return _Scope(
-        position=r.position,
-        scope_id=r.scope_id,
-        rack_id=r.rack_id,
-        rack_name=r.rack_name,
-        component_filter=None,
-        wave=r.wave,
-        group=_group(r.group_key),
-        stage=ScopeStage.ACTIVE,
-        reason=None,
-        task_id=r.task_id,
-        task_status=None,
-        started_at=None,
-        ended_at=None,
-    )
 
 
 class _Window:
@@ -1014,7 +978,7 @@ class RolloutOps:
             .order_by(rollout_scope.c.position)
             .limit(limit)
         )
-        return [_waiting_scope(r) for r in self.work.conn.execute(query)]
+        return [_scope(r, ScopeStage.WAITING) for r in self.work.conn.execute(query)]
 
     def _refresh(self, scopes: Sequence[_Scope], ended: dict[uuid.UUID, ScopeStage]) -> None:
         """End the active scopes whose task has ended, as their task ended."""
@@ -1041,7 +1005,10 @@ class RolloutOps:
             )
             .order_by(rollout_scope.c.position)
         )
-        return [(_active_scope(r), r.status, r.end_reason) for r in self.work.conn.execute(query)]
+        return [
+            (_scope(r, ScopeStage.ACTIVE), r.status, r.end_reason)
+            for r in self.work.conn.execute(query)
+        ]
 
     def _end_as_task(
         self,
