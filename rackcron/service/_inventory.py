@@ -25,6 +25,7 @@ from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     component,
+    component_placement,
     nvl_domain,
     nvl_domain_rack,
     rack,
@@ -165,6 +166,18 @@ class InventoryOps:
             return found
 
         self._upsert_many(component, items, values)
+        self._place({(i.id, i.rack_id) for i in items if i.rack_id is not None})
+
+    def _place(self, pairs: set[tuple[uuid.UUID, uuid.UUID]]) -> None:
+        """Record that these components are on these racks (``component_placement``)."""
+        for chunk in chunked(sorted({c for c, _ in pairs}, key=str)):
+            query = sa.select(component_placement).where(
+                component_placement.c.component_id.in_(chunk)
+            )
+            pairs -= {(r.component_id, r.rack_id) for r in self.work.conn.execute(query)}
+        if pairs:
+            rows = [{"component_id": c, "rack_id": r} for c, r in pairs]
+            self.work.conn.execute(component_placement.insert(), rows)
 
     def _upsert_many(
         self,

@@ -61,6 +61,7 @@ from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     ACTIVE_TASK,
     component,
+    component_placement,
     firing,
     rack,
     task,
@@ -259,11 +260,17 @@ class TaskOps:
         return Page[Task](items=[_rows.task(r) for r in self.work.conn.execute(query)], total=total)
 
     def _covers(self, component_id: uuid.UUID) -> sa.ColumnElement[bool]:
-        """Tasks whose ``component_uuids`` hold this component (GIN-indexed on PostgreSQL)."""
+        """Tasks whose ``component_uuids`` hold this component, read among the tasks of
+        the racks it has been on (by the rack index)."""
+        racks = sa.select(component_placement.c.rack_id).where(
+            component_placement.c.component_id == component_id
+        )
         if self.work.conn.dialect.name == "postgresql":
-            return sa.type_coerce(task.c.component_uuids, JSONB).contains([str(component_id)])
-        elements = sa.func.json_each(task.c.component_uuids).table_valued("value")
-        return sa.exists().where(elements.c.value == str(component_id))
+            holds = sa.type_coerce(task.c.component_uuids, JSONB).contains([str(component_id)])
+        else:
+            elements = sa.func.json_each(task.c.component_uuids).table_valued("value")
+            holds = sa.exists().where(elements.c.value == str(component_id))
+        return sa.and_(task.c.rack_id.in_(racks), holds)
 
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]:
         """GetTasksByIDs: the tasks that exist, in the order asked.

@@ -24,7 +24,6 @@ from rackcron.domain.lifecycle import ACTIVE_STATUSES, status_values
 __all__ = [
     "ACTIVE_STATUS_VALUES",
     "ACTIVE_TASK",
-    "POSTGRESQL_ONLY_INDEXES",
     "apply_lock",
     "apply_log",
     "audit_log",
@@ -152,6 +151,16 @@ component = sa.Table(
     sa.Column("bmc_mac", sa.String(17), nullable=True, index=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Every rack a component has been on (a row per placement, kept when it moves or goes):
+# a task covers components of its own rack at submission, so ListTasks(component_id=...)
+# reads only the tasks of these racks (migration 0021).
+component_placement = sa.Table(
+    "component_placement",
+    metadata,
+    sa.Column("component_id", Uuid, primary_key=True),
+    sa.Column("rack_id", Uuid, primary_key=True),
 )
 
 nvl_domain = sa.Table(
@@ -323,17 +332,6 @@ task = sa.Table(
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     ),
 )
-
-#: Indexes that exist on PostgreSQL only.
-POSTGRESQL_ONLY_INDEXES = frozenset({"ix_task_component_uuids"})
-
-# ListTasks(component_id=...) on PostgreSQL: component_uuids @> '["<id>"]' (SQLite scans).
-sa.Index(
-    "ix_task_component_uuids",
-    task.c.component_uuids,
-    postgresql_using="gin",
-    postgresql_ops={"component_uuids": "jsonb_path_ops"},
-).ddl_if(dialect="postgresql")
 
 task_schedule_scope = sa.Table(
     "task_schedule_scope",

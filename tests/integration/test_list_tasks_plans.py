@@ -22,11 +22,14 @@ from rackcron.store.tables import task
 COLUMNS = ("id", "rack_id", "component_uuids", "status", "created_at", "updated_at")
 
 
-def fill(service: Service, racks: list[uuid.UUID], count: int) -> None:
+def fill(service: Service, fleet, count: int) -> None:
+    """``count`` tasks over the fleet's racks, each on its rack's components."""
     now = datetime.now(UTC)
+    racks = fleet.racks
     rows = [
-        (uuid.uuid4(), racks[n % len(racks)], [], "running" if n % 100 == 0 else "completed",
-         now - timedelta(minutes=n), now)
+        (uuid.uuid4(), racks[n % len(racks)],
+         [str(c) for c in fleet.components[racks[n % len(racks)]]],
+         "running" if n % 100 == 0 else "completed", now - timedelta(minutes=n), now)
         for n in range(count)
     ]  # fmt: skip
     with transaction(service.engine) as conn:
@@ -60,12 +63,17 @@ def explained(service: Service, statement: str, parameters: Any) -> str:
 
 @pytest.mark.parametrize(
     ("asked", "index"),
-    [({"active_only": True}, "ix_task_active"), ({"rack": True}, "ix_task_rack_status")],
-    ids=["active-only", "by-rack"],
-)
+    [({"active_only": True}, "ix_task_active"), ({"rack": True}, "ix_task_rack_status"),
+     ({"component": True}, "ix_task_rack_status")],
+    ids=["active-only", "by-rack", "by-component"],
+)  # fmt: skip
 def test_list_tasks_uses_its_index(service: Service, fleet, asked: dict, index: str) -> None:
-    fill(service, fleet.racks, 2_000)
-    ask = {"rack_id": fleet.racks[1]} if asked.get("rack") else dict(asked)
+    fill(service, fleet, 2_000)
+    ask = dict(asked)
+    if ask.pop("rack", False):
+        ask["rack_id"] = fleet.racks[1]
+    if ask.pop("component", False):
+        ask["component_id"] = fleet.components[fleet.racks[1]][2]
     with statements(service) as ran:
         page = service.list_tasks(limit=100, **ask)
     assert page.items and page.total

@@ -51,6 +51,24 @@ def test_list_filters(service, fleet, tasks) -> None:
     assert tasks[0] not in {t.id for t in service.list_tasks(active_only=True).items}
 
 
+def test_list_by_component_follows_it_to_every_rack_it_was_on(service, fleet, tasks) -> None:
+    """ListTasks reads a component's tasks among the racks it has been on: moved to another
+    rack, then deleted, its earlier tasks are still listed (a task is history)."""
+    from rackcron.domain.models import Component, ComponentType
+
+    moved = fleet.components[fleet.racks[1]][2]
+    before = {t.id for t in service.list_tasks(component_id=moved).items}
+    assert before == {tasks[1], tasks[3], tasks[5]}
+    service.upsert_component(
+        Component(id=moved, rack_id=fleet.racks[4], type=ComponentType.NVSWITCH, name="c2")
+    )
+    schedule = create(service, [fleet.racks[4]], name="on-rack-4")
+    (later,) = service.trigger(schedule.id).task_ids
+    assert {t.id for t in service.list_tasks(component_id=moved).items} == before | {later}
+    service.delete_component(moved)
+    assert service.list_tasks(component_id=moved).total == 4
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [({"offset": -1}, "pagination.offset"), ({"limit": -3}, "pagination.limit"),

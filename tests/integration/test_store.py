@@ -17,7 +17,7 @@ from rackcron.domain.models import SpecType
 from rackcron.errors import StoreError
 from rackcron.service import Service
 from rackcron.store import current_revision, head_revision, open_engine, transaction, upgrade
-from rackcron.store.tables import POSTGRESQL_ONLY_INDEXES, metadata, task_schedule
+from rackcron.store.tables import metadata, task_schedule
 from tests.support.cli import run
 from tests.support.outages import no_free_slots
 from tests.support.service import create, scope_rows
@@ -29,18 +29,8 @@ def test_migrations_produce_exactly_the_declared_schema(store_url) -> None:
     engine = open_engine(store_url)
     try:
         with engine.connect() as conn:
-            postgres = conn.dialect.name == "postgresql"
-
-            def include(obj, name, type_, reflected, compare_to) -> bool:
-                return postgres or name not in POSTGRESQL_ONLY_INDEXES
-
             context = MigrationContext.configure(
-                conn,
-                opts={
-                    "compare_type": True,
-                    "compare_server_default": True,
-                    "include_object": include,
-                },
+                conn, opts={"compare_type": True, "compare_server_default": True}
             )
             assert compare_metadata(context, metadata) == []
         assert current_revision(engine) == head_revision()
@@ -477,4 +467,41 @@ def test_0007_adds_the_audit_trail_and_its_downgrade_drops_it(store_url) -> None
     with engine.begin() as conn:
         command.downgrade(_alembic_config(conn), "0004")
     assert set(sa.inspect(engine).get_table_names()) == before
+    engine.dispose()
+
+
+def test_0021_places_components_on_their_racks_and_their_tasks_racks(store_url) -> None:
+    """Migration 0021 fills ``component_placement`` from the components' racks and from
+    every task's rack and components (a component since moved, or deleted, included)."""
+    from alembic import command
+
+    from rackcron.store.engine import _alembic_config, _create_engine
+    from rackcron.store.tables import component, component_placement, rack, task
+
+    _drop_schema(store_url)
+    engine = _create_engine(store_url)
+    upgrade(engine, "0020")
+    now = datetime.now(UTC)
+    old_rack, new_rack = uuid.uuid4(), uuid.uuid4()
+    moved, gone = uuid.uuid4(), uuid.uuid4()
+    with engine.begin() as conn:
+        for rack_id in (old_rack, new_rack):
+            conn.execute(rack.insert().values(
+                id=rack_id, name=str(rack_id), created_at=now, updated_at=now))  # fmt: skip
+        conn.execute(component.insert().values(
+            id=moved, rack_id=new_rack, type="COMPUTE", name="c0", created_at=now,
+            updated_at=now))  # fmt: skip
+        conn.execute(task.insert().values(
+            id=uuid.uuid4(), rack_id=old_rack, operation="PowerOn", operation_type="power_on",
+            operation_code="", operation_information={}, description="", status="completed",
+            message="", created_at=now, updated_at=now,
+            component_uuids=[str(moved), str(gone)]))  # fmt: skip
+    upgrade(engine)
+    with engine.connect() as conn:
+        placed = {tuple(r) for r in conn.execute(sa.select(component_placement))}
+    assert placed == {(moved, new_rack), (moved, old_rack), (gone, old_rack)}
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0020")
+        assert "component_placement" not in sa.inspect(conn).get_table_names()
+    upgrade(engine)
     engine.dispose()
