@@ -75,7 +75,12 @@ MAX_FIELDS = 20  # query parameters of a page
 _URL_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
 
 
+_PLAIN = (int, float, uuid.UUID)  # nothing in their text to escape
+
+
 def _finalize(value: Any) -> Any:
+    if type(value) in _PLAIN:  # a page draws tens of thousands
+        return value
     if isinstance(value, Markup) or value is None:
         return "" if value is None else value
     return escape.terminal(str(value), multiline=True)

@@ -62,6 +62,12 @@ class Drawn:
     def conflict(self) -> bool:
         return bool(self.bar.conflicts_with)
 
+    @property
+    def conflicts(self) -> str:
+        """The schedules it conflicts with, as its tooltip lists them."""
+        more = " and more" if self.bar.conflicts_more else ""
+        return ", ".join(self.bar.conflicts_with) + more
+
 
 @dataclass(frozen=True, slots=True)
 class Shade:

@@ -13,8 +13,8 @@ import uuid
 from datetime import datetime
 
 from rackcron.domain import timing
-from rackcron.domain.models import Schedule, Scope
-from rackcron.domain.upcoming import FleetView
+from rackcron.domain.models import Schedule
+from rackcron.domain.upcoming import FleetView, ScopeEntry
 from rackcron.reconciler.state import ScheduleState, State
 
 __all__ = ["declared_view"]
@@ -22,7 +22,7 @@ __all__ = ["declared_view"]
 _NAMESPACE = uuid.UUID("5f3a1c2e-8b4d-4e6f-9a7b-0c1d2e3f4a5b")
 
 
-def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope]]:
+def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[ScopeEntry]]:
     schedule_id = uuid.uuid5(_NAMESPACE, state.name)
     spec = timing.parse_spec(state.spec_type, state.spec, state.timezone)
     first = timing.first_fire(spec, state.spread, state.name, now) if state.enabled else None
@@ -46,18 +46,9 @@ def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope
         anchor=state.spread.anchor,
         jitter=state.jitter,
     )
-    scopes = [
-        Scope(
-            id=uuid.uuid5(schedule_id, str(rack_id)),
-            schedule_id=schedule_id,
-            rack_id=rack_id,
-            component_filter=component_filter,
-            last_task_id=None,
-            created_at=now,
-        )
-        for rack_id, component_filter in state.scope
+    return made, [
+        ScopeEntry(rack_id, component_filter) for rack_id, component_filter in state.scope
     ]
-    return made, scopes
 
 
 def declared_view(state: State, now: datetime) -> FleetView:

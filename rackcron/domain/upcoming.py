@@ -21,7 +21,7 @@ and says when there are more: n schedules in lockstep on one rack would otherwis
 names on each of their bars. A bar whose start falls inside a
 freeze that holds it is marked with the freeze (``rackcron.domain.freezes``).
 
-TaskShape is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
+The result is bounded: at most :data:`MAX_FIRES_PER_SCHEDULE` firings of one schedule (its
 name is then in :attr:`Upcoming.cut`), :data:`MAX_BARS` bars in all (the earliest; past
 that, :attr:`Upcoming.truncated`) and the first :data:`MAX_FIRES_PER_SCHEDULE` windows of each
 freeze (its name is then in :attr:`Upcoming.freezes_cut`: a freeze every minute is 44,640
@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import islice
+from typing import NamedTuple
 
 from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentFilter
@@ -55,6 +56,7 @@ __all__ = [
     "Bar",
     "FleetView",
     "FreezeWindow",
+    "ScopeEntry",
     "Upcoming",
     "expected_duration",
     "length_of",
@@ -81,12 +83,19 @@ def expected_duration(operation: str) -> timedelta:
     return EXPECTED_DURATIONS.get(operation, max(EXPECTED_DURATIONS.values()))
 
 
+class ScopeEntry(NamedTuple):
+    """A scope entry as the timeline reads it: its rack and its component filter."""
+
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
+
+
 @dataclass(frozen=True, slots=True)
 class FleetView:
     """What the timeline reads of the store, in one transaction."""
 
     schedules: Sequence[Schedule]
-    scopes: Mapping[uuid.UUID, Sequence[Scope]]
+    scopes: Mapping[uuid.UUID, Sequence[ScopeEntry | Scope]]
     racks: Sequence[Rack]
     components: Sequence[Component]
     freezes: Sequence[Freeze] = ()
@@ -168,15 +177,25 @@ class _Plan:
     schedule: Schedule
     operation: str
     length: timedelta
-    targets: tuple[tuple[Rack, _Meets, Target], ...]
+    targets: tuple[tuple[Rack, _Meets], ...]
     offsets: tuple[timedelta, ...] = ()  # each target's slot in a roll-out (empty: none)
+
+    def target(self, rack: Rack) -> Target:
+        """What a freeze is asked about a firing on ``rack``."""
+        return Target(
+            rack_name=rack.name,
+            rack_labels=rack.labels,
+            schedule_name=self.schedule.name,
+            schedule_labels=self.schedule.management.labels,
+            operation=self.operation,
+        )
 
 
 def _plan(
     schedule: Schedule,
-    scopes: Iterable[Scope],
+    scopes: Iterable[ScopeEntry | Scope],
     racks: Mapping[uuid.UUID, Rack],
-    on_rack: Mapping[uuid.UUID, list[tuple[str, str]]],
+    meetings: _Meetings,
 ) -> _Plan | None:
     """None when no scope would submit anything (no rack known, a filter matching none)."""
     operation = operation_name(schedule.template)
@@ -186,17 +205,10 @@ def _plan(
         rack = racks.get(scope.rack_id)
         if rack is None:
             continue
-        work = _work(kind, scope.component_filter, on_rack.get(rack.id, []))
-        if work is None:
+        meets = meetings.of(rack.id, kind, scope.component_filter)
+        if meets is None:
             continue  # the filter matches nothing: the scope would submit nothing
-        target = Target(
-            rack_name=rack.name,
-            rack_labels=rack.labels,
-            schedule_name=schedule.name,
-            schedule_labels=schedule.management.labels,
-            operation=operation,
-        )
-        targets.append((rack, meeting_points(work), target))
+        targets.append((rack, meets))
     if not targets:
         return None
     length = length_of(schedule, operation)
@@ -215,7 +227,7 @@ def length_of(schedule: Schedule, operation: str) -> timedelta:
 
 
 def _slots(
-    schedule: Schedule, targets: Sequence[tuple[Rack, _Meets, Target]], length: timedelta
+    schedule: Schedule, targets: Sequence[tuple[Rack, _Meets]], length: timedelta
 ) -> tuple[timedelta, ...]:
     """Each target's estimated start after a firing of ``schedule``'s roll-out (empty:
     it declares none, or one the dispatcher could not follow either)."""
@@ -262,12 +274,13 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     for c in sorted(view.components, key=lambda c: str(c.id)):
         if c.rack_id is not None:
             on_rack.setdefault(c.rack_id, []).append((str(c.id), c.type.value))
+    meetings = _Meetings(on_rack)
     # The fleet's firings in time order, merged from each schedule's: past MAX_BARS the
     # latest are the ones left out, whichever schedules they belong to.
     plans: list[tuple[_Plan, Iterator[datetime]]] = []
     heap: list[tuple[datetime, int]] = []
     for schedule in sorted(view.schedules, key=lambda s: (s.name, str(s.id))):  # ties by name
-        plan = _plan(schedule, view.scopes.get(schedule.id, ()), racks, on_rack)
+        plan = _plan(schedule, view.scopes.get(schedule.id, ()), racks, meetings)
         fires = _fires(schedule, start, end)
         if plan is not None and (first := next(fires, None)) is not None:
             heap.append((first, len(plans)))
@@ -283,11 +296,12 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
         at, index = heapq.heappop(heap)
         plan, fires = plans[index]
         schedule = plan.schedule
-        for position, (rack, meet, target) in enumerate(plan.targets):
+        for position, (rack, meet) in enumerate(plan.targets):
             if len(bars) == MAX_BARS:
                 truncated = True
                 break
-            freeze = held.by(target, at)  # as at the firing: a roll-out's racks at their turn
+            # As at the firing: a roll-out's racks at their turn.
+            freeze = held.by(plan.target(rack), at)
             begins = _later(at, plan.offsets[position]) if plan.offsets else at
             if begins is None or begins >= end:
                 continue  # its slot is past the window (or past the calendar)
@@ -415,14 +429,41 @@ class _Held:
         return window is not None and window[0] <= at
 
 
-def _work(
-    kind: str, component_filter: ComponentFilter | None, components: list[tuple[str, str]]
-) -> TaskShape | None:
-    chosen = select_components(component_filter, components)
-    if chosen is None:
-        return None
-    types = dict(components)
-    return TaskShape.of(kind, chosen, [types[c] for c in chosen])
+class _Meetings:
+    """Where each scope's task would stand and look (:func:`meeting_points`), asked per
+    rack, operation type and filter. Points name components by their place on their rack,
+    their type and rank among that type (bars meet only on one rack), so racks of the same
+    make share one answer: a fleet-wide schedule's 5,000 racks cost one, not 5,000 sets of
+    points."""
+
+    def __init__(self, on_rack: Mapping[uuid.UUID, list[tuple[str, str]]]) -> None:
+        self._on_rack = on_rack
+        self._by_scope: dict[tuple[uuid.UUID, str, ComponentFilter | None], _Meets | None] = {}
+        self._by_layout: dict[tuple[str, frozenset[tuple[str, str]]], _Meets] = {}
+
+    def of(
+        self, rack_id: uuid.UUID, kind: str, component_filter: ComponentFilter | None
+    ) -> _Meets | None:
+        """None when the filter matches none of the rack's components (nothing submitted)."""
+        key = (rack_id, kind, component_filter)
+        if key not in self._by_scope:
+            self._by_scope[key] = self._find(self._on_rack.get(rack_id, []), kind, component_filter)
+        return self._by_scope[key]
+
+    def _find(
+        self, components: list[tuple[str, str]], kind: str, component_filter: ComponentFilter | None
+    ) -> _Meets | None:
+        chosen = select_components(component_filter, components)
+        if chosen is None:
+            return None
+        place, seen = {}, Counter[str]()
+        for c, t in components:  # a component's place: its type and rank among that type
+            place[c] = (f"{t}.{seen[t]}", t)
+            seen[t] += 1
+        layout = (kind, frozenset(place[c] for c in chosen))
+        if layout not in self._by_layout:
+            self._by_layout[layout] = meeting_points(TaskShape(kind, dict(layout[1])))
+        return self._by_layout[layout]
 
 
 def _mark_conflicts(bars: list[Bar], meets: Sequence[_Meets]) -> list[Bar]:

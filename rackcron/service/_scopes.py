@@ -13,16 +13,23 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from rackcron.domain.filters import ComponentFilter, filters_equal, merge, to_stored
+from rackcron.domain.filters import (
+    ComponentFilter,
+    filters_equal,
+    from_stored,
+    merge,
+    to_stored,
+)
 from rackcron.domain.models import Scope, ScopeUpdate, TargetSpec
 from rackcron.domain.targets import check_target_spec
+from rackcron.domain.upcoming import ScopeEntry
 from rackcron.errors import FailedPrecondition, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
 from rackcron.service._schedules import ScheduleOps, insert_scopes
 from rackcron.service._targets import TargetOps
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import task_schedule_scope
+from rackcron.store.tables import task_schedule, task_schedule_scope
 
 __all__ = ["ScopeOps"]
 
@@ -53,6 +60,22 @@ class ScopeOps:
         grouped: dict[uuid.UUID, list[Scope]] = {}
         for row in self.work.conn.execute(query):
             grouped.setdefault(row.schedule_id, []).append(_rows.scope(row))
+        return grouped
+
+    def entries_by_schedule(self) -> dict[uuid.UUID, list[ScopeEntry]]:
+        """Each enabled schedule's scope as the timeline reads it (its racks and filters),
+        in scope order: the columns it needs, each rack's id read once."""
+        query = (
+            sa.select(_scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
+            .join(task_schedule, task_schedule.c.id == _scope.c.schedule_id)
+            .where(task_schedule.c.enabled == sa.true())
+            .order_by(_scope.c.schedule_id, _scope.c.ordinal)
+        )
+        grouped: dict[uuid.UUID, list[ScopeEntry]] = {}
+        racks: dict[uuid.UUID, uuid.UUID] = {}
+        for schedule_id, rack_id, stored in self.work.conn.execute(query):
+            entry = ScopeEntry(racks.setdefault(rack_id, rack_id), from_stored(stored))
+            grouped.setdefault(schedule_id, []).append(entry)
         return grouped
 
     def _scopes(self, schedule_id: uuid.UUID) -> list[Scope]:

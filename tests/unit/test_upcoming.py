@@ -244,3 +244,36 @@ def test_a_running_rollout_is_drawn_as_it_stands() -> None:
         ("rack-b01", "waiting", T0 + timedelta(minutes=10), T0 + timedelta(minutes=20),
          record.id),
     ]  # fmt: skip
+
+
+def test_racks_laid_out_alike_share_their_meeting_points(monkeypatch) -> None:
+    """Where a scope's task stands and looks is worked out once per operation type and
+    layout of components (their places and types on the rack), not once per scope: 40
+    racks alike under two fleet-wide schedules are two answers, and their bars still
+    conflict rack by rack and nowhere else."""
+    import rackcron.domain.upcoming as module
+
+    calls: list[object] = []
+    counted = module.meeting_points
+
+    def counting(work):
+        calls.append(work)
+        return counted(work)
+
+    monkeypatch.setattr(module, "meeting_points", counting)
+    racks = [Rack(id=uuid.uuid4(), name=f"rack-{n:02d}") for n in range(40)]
+    parts = [Component(id=uuid.uuid4(), rack_id=r.id, type=t, name=f"c{i}")
+             for r in racks for i, t in enumerate((ComponentType.COMPUTE, ComponentType.NVSWITCH))]  # fmt: skip
+    on = schedule("on", "power_on", *((r, None) for r in racks))
+    off = schedule("off", "power_off", *((r, None) for r in racks))
+    firmware = schedule("fw", "upgrade_firmware", (racks[0], None))
+    found = upcoming(
+        FleetView(schedules=[on[0], off[0], firmware[0]],
+                  scopes={s.id: scopes for s, scopes in (on, off, firmware)},
+                  racks=racks, components=parts),
+        T0, T0 + timedelta(hours=2),
+    )  # fmt: skip
+    assert len(calls) == 2  # power (on and off are one operation type) and firmware
+    assert len(found.bars) == 81
+    assert {b.rack for b in found.bars if b.conflicts_with} == {r.name for r in racks}
+    assert all(set(b.conflicts_with) <= {"on", "off", "fw"} - {b.schedule} for b in found.bars)
