@@ -82,6 +82,7 @@ from rackcron.service import Service
 from rackcron.shim.server import ShimConfig, ShimServer
 from rackcron.store import open_engine, transaction
 from rackcron.store.bulk import insert_rows
+from rackcron.store.limits import Role
 from rackcron.store.tables import apply_lock, metadata, task, task_schedule_scope
 from rackcron.wire.client import connect
 from rackcron.wire.proto.v1 import flow_pb2 as pb
@@ -273,7 +274,7 @@ def store_stages(
 ) -> None:
     """The stages that need a store, on a fresh one of ``kind``."""
     url = fresh()
-    service = Service.open(url)
+    service = Service.open(url, role=Role.APPLY)  # as `rackcron plan` and `apply` open it
     provenance = Provenance(source=str(root), author="bench")
     try:
         seconds, full = timed(partial(many.plan, service, root))

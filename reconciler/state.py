@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from rackcron.domain.models import (
     RolloutPolicy,
     Schedule,
     Scope,
+    ScopeEntry,
     SpecType,
 )
 from rackcron.domain.templates import to_template
@@ -211,7 +213,9 @@ def _store_state(ops: Reads) -> State:
 
 
 def stored_schedule(
-    schedule: Schedule, scopes: list[Scope], rollout_unfinished: uuid.UUID | str | None = None
+    schedule: Schedule,
+    scopes: Sequence[Scope | ScopeEntry],
+    rollout_unfinished: uuid.UUID | str | None = None,
 ) -> ScheduleState:
     """A stored schedule and its scope entries, as a plan compares them (and its
     unfinished roll-out, if any)."""

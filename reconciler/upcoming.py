@@ -13,8 +13,8 @@ import uuid
 from datetime import datetime
 
 from rackcron.domain import timing
-from rackcron.domain.models import Schedule
-from rackcron.domain.upcoming import FleetView, ScopeEntry
+from rackcron.domain.models import Schedule, ScopeEntry
+from rackcron.domain.upcoming import FleetView
 from rackcron.reconciler.state import ScheduleState, State
 
 __all__ = ["declared_view"]
@@ -47,7 +47,8 @@ def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope
         jitter=state.jitter,
     )
     return made, [
-        ScopeEntry(rack_id, component_filter) for rack_id, component_filter in state.scope
+        ScopeEntry(uuid.uuid5(schedule_id, str(rack_id)), rack_id, component_filter)
+        for rack_id, component_filter in state.scope
     ]
 
 

@@ -14,7 +14,7 @@ import re
 import uuid
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -516,6 +516,15 @@ class Scope(_Model):
     component_filter: ComponentFilter | None
     last_task_id: uuid.UUID | None
     created_at: datetime
+
+
+class ScopeEntry(NamedTuple):
+    """A scope entry as readers of every schedule's scope take it (the plan, the timeline):
+    its id, its rack and its component filter."""
+
+    id: uuid.UUID
+    rack_id: uuid.UUID
+    component_filter: ComponentFilter | None
 
 
 class ScopeUpdate(_Model):

@@ -38,13 +38,20 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import islice
-from typing import NamedTuple
 
 from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.firing import select_components
 from rackcron.domain.freezes import Target, matches, selects_rack, windows
-from rackcron.domain.models import Component, Freeze, Rack, RolloutRecord, Schedule, Scope
+from rackcron.domain.models import (
+    Component,
+    Freeze,
+    Rack,
+    RolloutRecord,
+    Schedule,
+    Scope,
+    ScopeEntry,
+)
 from rackcron.domain.operation_names import operation_name
 from rackcron.domain.task_conflicts import Point, TaskShape, meeting_points
 
@@ -56,7 +63,6 @@ __all__ = [
     "Bar",
     "FleetView",
     "FreezeWindow",
-    "ScopeEntry",
     "Upcoming",
     "expected_duration",
     "length_of",
@@ -81,13 +87,6 @@ MAX_CONFLICT_NAMES = 10
 def expected_duration(operation: str) -> timedelta:
     """:data:`EXPECTED_DURATIONS` of ``operation``; the longest for one not listed."""
     return EXPECTED_DURATIONS.get(operation, max(EXPECTED_DURATIONS.values()))
-
-
-class ScopeEntry(NamedTuple):
-    """A scope entry as the timeline reads it: its rack and its component filter."""
-
-    rack_id: uuid.UUID
-    component_filter: ComponentFilter | None
 
 
 @dataclass(frozen=True, slots=True)

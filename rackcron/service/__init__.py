@@ -598,7 +598,7 @@ class Service:
         with self.transaction(write=False) as ops:
             return FleetView(
                 schedules=ops.schedules.list_schedules(enabled_only=True).items,
-                scopes=ops.scopes.entries_by_schedule(),
+                scopes=ops.scopes.scopes_by_schedule(enabled_only=True),
                 racks=ops.inventory.list_racks(),
                 components=ops.inventory.list_components(),
                 freezes=ops.freezes.list_freezes(),

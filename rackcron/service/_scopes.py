@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -20,9 +21,8 @@ from rackcron.domain.filters import (
     merge,
     to_stored,
 )
-from rackcron.domain.models import Scope, ScopeUpdate, TargetSpec
+from rackcron.domain.models import Scope, ScopeEntry, ScopeUpdate, TargetSpec
 from rackcron.domain.targets import check_target_spec
-from rackcron.domain.upcoming import ScopeEntry
 from rackcron.errors import FailedPrecondition, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import parse_id
@@ -49,32 +49,29 @@ class ScopeOps:
         row = self.schedules.schedule_row(schedule_id, field="schedule_id")
         return self._scopes(row.id)
 
-    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]:
-        """Every schedule's scope in one query: schedule id -> its entries in scope order.
-
-        What :meth:`list_scopes` returns for each schedule, for readers of the whole
-        store (the reconciler's plan) that would otherwise query once per schedule.
-        Schedules without scope entries are absent.
-        """
-        query = sa.select(_scope).order_by(_scope.c.schedule_id, _scope.c.ordinal)
-        grouped: dict[uuid.UUID, list[Scope]] = {}
-        for row in self.work.conn.execute(query):
-            grouped.setdefault(row.schedule_id, []).append(_rows.scope(row))
-        return grouped
-
-    def entries_by_schedule(self) -> dict[uuid.UUID, list[ScopeEntry]]:
-        """Each enabled schedule's scope as the timeline reads it (its racks and filters),
-        in scope order: the columns it needs, each rack's id read once."""
-        query = (
-            sa.select(_scope.c.schedule_id, _scope.c.rack_id, _scope.c.component_filter)
-            .join(task_schedule, task_schedule.c.id == _scope.c.schedule_id)
-            .where(task_schedule.c.enabled == sa.true())
-            .order_by(_scope.c.schedule_id, _scope.c.ordinal)
-        )
+    def scopes_by_schedule(
+        self, *, enabled_only: bool = False
+    ) -> dict[uuid.UUID, list[ScopeEntry]]:
+        """Every schedule's scope (``enabled_only``: each enabled schedule's) in one query:
+        schedule id -> its entries in scope order, as :meth:`list_scopes` lists them, for
+        readers of the whole store (the plan, the timeline) that would otherwise query
+        once per schedule. Schedules without scope entries are absent. A rack's id and a
+        filter met again are the object read first (100,000 schedules hold 400,000
+        entries)."""
+        query = sa.select(_scope.c.schedule_id, _scope.c.id, _scope.c.rack_id,
+                          _scope.c.component_filter)  # fmt: skip
+        if enabled_only:
+            query = query.join(task_schedule, task_schedule.c.id == _scope.c.schedule_id).where(
+                task_schedule.c.enabled == sa.true()
+            )
         grouped: dict[uuid.UUID, list[ScopeEntry]] = {}
-        racks: dict[uuid.UUID, uuid.UUID] = {}
-        for schedule_id, rack_id, stored in self.work.conn.execute(query):
-            entry = ScopeEntry(racks.setdefault(rack_id, rack_id), from_stored(stored))
+        seen: dict[Any, Any] = {}
+        query = query.order_by(_scope.c.schedule_id, _scope.c.ordinal)
+        for schedule_id, scope_id, rack_id, stored in self.work.conn.execute(query):
+            found = from_stored(stored)
+            entry = ScopeEntry(
+                scope_id, seen.setdefault(rack_id, rack_id), seen.setdefault(found, found)
+            )
             grouped.setdefault(schedule_id, []).append(entry)
         return grouped
 

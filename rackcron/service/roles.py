@@ -54,6 +54,7 @@ from rackcron.domain.models import (
     Schedule,
     ScheduleConfig,
     Scope,
+    ScopeEntry,
     ScopeUpdate,
     TargetSpec,
     Task,
@@ -305,7 +306,9 @@ class ScopeReads(Protocol):
 
     def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]: ...
 
-    def scopes_by_schedule(self) -> dict[uuid.UUID, list[Scope]]: ...
+    def scopes_by_schedule(
+        self, *, enabled_only: bool = False
+    ) -> dict[uuid.UUID, list[ScopeEntry]]: ...
 
 
 class InventoryReads(Protocol):

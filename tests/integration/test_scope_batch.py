@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from rackcron.domain.models import ComponentType
+from rackcron.domain.models import ComponentType, ScopeEntry
 from rackcron.reconciler.state import store_state
 from tests.support.service import component_spec, create, rack_spec
 
@@ -13,7 +13,10 @@ pytestmark = pytest.mark.slow
 
 
 def per_schedule(service, schedules) -> dict:
-    return {s.id: service.list_scopes(s.id) for s in schedules}
+    return {
+        s.id: [ScopeEntry(e.id, e.rack_id, e.component_filter) for e in service.list_scopes(s.id)]
+        for s in schedules
+    }
 
 
 def test_empty_store_has_no_scopes(service) -> None:
@@ -40,6 +43,9 @@ def test_equals_list_scopes_for_every_schedule(service, fleet, clock) -> None:
     assert [s.rack_id for s in batched[schedules[0].id]] == [r[1], r[4], r[2]]
     with service.transaction(write=False) as ops:
         assert ops.scopes.scopes_by_schedule() == batched
+    service.pause_schedule(schedules[1].id)
+    enabled = service.scopes_by_schedule(enabled_only=True)
+    assert enabled == {k: v for k, v in batched.items() if k != schedules[1].id}
 
 
 def test_store_state_reads_scopes_in_one_query(service, fleet) -> None:

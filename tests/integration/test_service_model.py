@@ -361,7 +361,7 @@ class ServiceMachine(RuleBasedStateMachine):
     def agree(self) -> None:
         with self.service.transaction(write=False) as ops:
             schedules = ops.schedules.list_schedules().items
-            scopes = ops.scopes.scopes_by_schedule()
+            scopes = {s.id: ops.scopes.list_scopes(s.id) for s in schedules}
             tasks = ops.tasks.list_tasks().items
         by_id = {v: k for k, v in self.schedule_ids.items()}
         assert sorted(by_id) == sorted(s.id for s in schedules)
