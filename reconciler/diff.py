@@ -63,7 +63,7 @@ from rackcron.domain.lookalikes import lookalike_names, spelled
 from rackcron.domain.models import ScheduleConfig, SpecType, TargetSpec
 from rackcron.domain.operation_names import describe
 from rackcron.domain.templates import operation_times
-from rackcron.reconciler.conflicts import Firer, PairCount, count_pairs, held_firings
+from rackcron.reconciler.conflicts import Firer, held_firings, shared_racks
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
 from rackcron.reconciler.inventory_diff import InventoryDiffer
 from rackcron.reconciler.plan import (
@@ -422,46 +422,40 @@ class _Differ(InventoryDiffer, FreezeDiffer):
 
     # --- inventory ---------------------------------------------------------------------------
 
-    def warnings(self, changed: set[str]) -> tuple[list[PlanWarning], PairCount]:
-        """Coarse conflicts: a created or changed schedule sharing a rack with another enabled one.
+    def warnings(self, changed: set[str]) -> tuple[list[PlanWarning], int]:
+        """Racks a created or changed schedule shares with another enabled one, grouped
+        (``rackcron.reconciler.conflicts.shared_racks``): the first
+        :data:`~rackcron.reconciler.plan.MAX_WARNINGS` groups, and how many there are."""
+        reach: dict[ComponentFilter | None, str] = {}
 
-        The first :data:`~rackcron.reconciler.plan.MAX_WARNINGS` pairs are listed; the second value
-        counts every pair (``rackcron.reconciler.conflicts.count_pairs``: linear, or a lower bound
-        when exactness would be quadratic). N schedules on one rack are N*(N-1)/2 pairs:
-        only the listed ones are ever made, and each step of the listing finds one.
-        """
-        enabled = {s.name: s for s in self.desired.schedules.values() if s.enabled}
-        racks_of = {
-            name: list(dict.fromkeys(rack_id for rack_id, _ in s.scope))
-            for name, s in enabled.items()
-        }
-        count = count_pairs((racks_of[name], name in changed) for name in enabled)
-        by_rack: dict[uuid.UUID, list[str]] = {}
-        for name, racks in racks_of.items():
-            for rack_id in racks:
-                by_rack.setdefault(rack_id, []).append(name)
-        listed: dict[tuple[str, str], None] = {}
-        done: set[str] = set()  # changed schedules whose pairs were all listed
-        for name in (n for n in enabled if n in changed):
-            if len(listed) >= MAX_WARNINGS:
-                break
-            for rack_id in racks_of[name]:
-                for other in by_rack[rack_id]:
-                    # A skipped partner is a pair already listed from its other side, so
-                    # the scan costs at most one step per listed pair per shared rack.
-                    if other == name or other in done or (name, other) in listed:
-                        continue
-                    if len(listed) >= MAX_WARNINGS:
-                        break
-                    listed[(name, other)] = None
-            done.add(name)
-        lines = []
-        for a, b in listed:
-            theirs = set(racks_of[b])
-            shared = (self.desired.rack_name(r) for r in racks_of[a] if r in theirs)
-            message = f'schedules "{a}" and "{b}" both target ' + ", ".join(sorted(shared))
-            lines.append(PlanWarning("schedules_share_racks", message))
-        return lines, count
+        def reach_of(component_filter: ComponentFilter | None) -> str:
+            if component_filter not in reach:
+                reach[component_filter] = self._reach(component_filter)
+            return reach[component_filter]
+
+        enabled = [s for s in self.desired.schedules.values() if s.enabled]
+        racks = {r for s in enabled for r, _ in s.scope}
+        groups = shared_racks(
+            ((s.name, s.name in changed, ((r, reach_of(f)) for r, f in s.scope)) for s in enabled),
+            {r: self.desired.rack_name(r) for r in racks},
+        )
+        listed = [
+            PlanWarning("schedules_share_racks", g.message(), racks_shared=g.detail())
+            for g in groups[:MAX_WARNINGS]
+        ]
+        return listed, len(groups)
+
+    def _reach(self, component_filter: ComponentFilter | None) -> str:
+        """How a scope entry reaches its rack, as a warning shows it."""
+        if component_filter is None:
+            return "the whole rack"
+        if component_filter.kind == "types":
+            return ", ".join(sorted(set(component_filter.items))) + " components"
+        names = set()
+        for item in component_filter.items:
+            found = self.desired.components.get(uuid.UUID(item))
+            names.add(found.name if found else item)
+        return "components " + ", ".join(sorted(names))
 
     def held(self) -> tuple[list[PlanWarning], int]:
         """Declared fire times within :data:`FREEZE_HORIZON` that the freezes in force after
@@ -728,7 +722,7 @@ def diff(
     lookalikes = _lookalikes(current, desired)
     counts = {
         "one_time_past_deadline": len(late),
-        "schedules_share_racks": shared.total,
+        "schedules_share_racks": shared,
         "fires_in_freeze": held_count,
         "freeze_selects_unknown": len(unknown),
         "lookalike_name": len(lookalikes),
@@ -754,7 +748,6 @@ def diff(
             *lookalikes,
         ),
         warnings_count=sum(counts.values()),
-        warnings_count_exact=shared.exact,
         source=source or {},
         warnings_counts={code: n for code, n in counts.items() if n},
     )

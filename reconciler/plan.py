@@ -80,7 +80,9 @@ FORMAT = "rackcron.plan/v1"
 #      SetRollout step, field changes, a change's "rollout"); the warning codes
 #      rollout_first_outside_scope, rollout_spread_by_missing, rollout_span_exceeds_gap,
 #      rollout_span_exceeds_cutoff, rollout_unfinished
-FORMAT_VERSION = "1.12"
+# 1.13: schedules_share_racks warnings are groups of racks described alike (who reaches
+#      them, how), not pairs: warnings_detail[].racks_shared; warnings_counts counts groups
+FORMAT_VERSION = "1.13"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.
@@ -88,8 +90,8 @@ _PLAN_FINGERPRINT_SINCE = 9
 _WHOLE_STORE_VERSION = f"1.{_PLAN_FINGERPRINT_SINCE - 1}"
 #: The first minor version that carries ``commands_digest``.
 _DIGEST_SINCE = 10
-#: Warnings of one code a plan lists (pairs of schedules sharing racks, schedules firing
-#: inside freezes); ``warnings_counts`` counts all.
+#: Warnings of one code a plan lists (groups of racks shared by schedules, schedules
+#: firing inside freezes); ``warnings_counts`` counts all.
 MAX_WARNINGS = 100
 
 Kind = Literal["rack", "component", "nvl_domain", "freeze", "schedule"]
@@ -191,6 +193,9 @@ class PlanWarning:
 
     code: WarningCode | None  # None: read from a plan older than 1.5
     message: str
+    #: schedules_share_racks (1.13): the group of racks the message describes
+    #: (``rackcron.reconciler.conflicts.RackGroup.detail``); in the JSON only when set.
+    racks_shared: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -394,7 +399,10 @@ def _change_json(change: Change) -> dict[str, Any]:
 def _warning_json(warning: PlanWarning) -> dict[str, Any]:
     if warning.code is None:  # read from a plan older than 1.5
         return {"message": warning.message}
-    return {"code": warning.code, "message": warning.message}
+    found: dict[str, Any] = {"code": warning.code, "message": warning.message}
+    if warning.racks_shared is not None:
+        found["racks_shared"] = warning.racks_shared
+    return found
 
 
 def _rollout(value: Any) -> dict[str, Any] | None:
@@ -423,8 +431,16 @@ def _warnings(data: dict[str, Any]) -> tuple[PlanWarning, ...]:
     ):
         raise ValueError("warnings_detail does not match warnings")
     return tuple(
-        PlanWarning(_code(d.get("code")), m) for d, m in zip(detail, messages, strict=True)
+        PlanWarning(_code(d.get("code")), m, _racks_shared(d.get("racks_shared")))
+        for d, m in zip(detail, messages, strict=True)
     )
+
+
+def _racks_shared(value: Any) -> dict[str, Any] | None:
+    """A saved warning's group of racks (1.13; shown as saved)."""
+    if value is not None and not isinstance(value, dict):
+        raise TypeError("warnings_detail[].racks_shared: expected an object")
+    return value
 
 
 def _action(kind: Kind, commands: tuple[Command, ...], saved: Action) -> Action:

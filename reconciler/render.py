@@ -332,6 +332,8 @@ def _warnings_not_listed(plan: dict[str, Any]) -> list[str]:
         listed = {code: sum(d.get("code") == code for d in detail) for code in counts}
     notes = []
     for code, what in _NOT_LISTED.items():
+        if code == "schedules_share_racks" and any("racks_shared" in d for d in detail or ()):
+            what = "groups of racks shared by schedules"  # 1.13: groups, not pairs
         left = counts.get(code, 0) - listed.get(code, 0)
         if left <= 0:
             continue
@@ -343,6 +345,9 @@ def _warnings_not_listed(plan: dict[str, Any]) -> list[str]:
     return notes
 
 
+#: Characters of a warning a Markdown plan shows (a group of shared racks names up to ten
+#: racks and ten schedules per reach).
+_WARNING_SHOWN = 600
 #: Unmanaged schedules a Markdown plan names; it counts the rest.
 _UNMANAGED_LISTED = 100
 #: Characters GitHub accepts in a pull-request comment.
@@ -384,7 +389,7 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         if plan.get("warnings_count_exact") is False:
             count = f"at least {count}"
         lines = ["<details>", f"<summary>⚠️ {count} warnings: {_warnings_about(plan)}</summary>", ""]
-        lines += [f"- {markdown_code(shorten(w))}" for w in plan["warnings"]]
+        lines += [f"- {markdown_code(shorten(w, _WARNING_SHOWN))}" for w in plan["warnings"]]
         lines += [f"- {more}" for more in _warnings_not_listed(plan)]
         blocks.append(([*lines, "", "</details>", ""], 0))
     inventory = [c for c in plan["changes"] if c["kind"] not in _BLOCKS]

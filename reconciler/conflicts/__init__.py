@@ -53,7 +53,8 @@ sharing a rack (the coarse check), ``_times`` fire times over the horizon and th
 first overlap of two schedules' firings, ``_precise`` the precise check (with its
 work budget), ``_count`` how many pairs share a rack, counted without making them, and
 ``_freezes`` the declared fire times that fall inside freezes (for the precise check
-and for plans).
+and for plans), and ``_shared`` the racks shared by schedules, grouped (a plan's
+warnings).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from rackcron.reconciler.conflicts._report import (
     Held,
     HeldReport,
 )
+from rackcron.reconciler.conflicts._shared import RackGroup, shared_racks
 
 __all__ = [
     "DEFAULT_DURATIONS",
@@ -83,6 +85,7 @@ __all__ = [
     "Held",
     "HeldReport",
     "PairCount",
+    "RackGroup",
     "StoreView",
     "StoredSchedule",
     "coarse_conflicts",
@@ -91,5 +94,6 @@ __all__ = [
     "precise_conflicts",
     "render_json",
     "render_text",
+    "shared_racks",
     "to_diagnostics",
 ]

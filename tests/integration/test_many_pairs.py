@@ -3,8 +3,9 @@
 N schedules sharing a rack are N*(N-1)/2 pairs. A tree of 1,000 small schedules on
 one rack (far inside every YAML budget) made ``rackcron conflicts --format github``
 write 100 MB and the plan's "schedules that share racks" warnings 27 MB. Through
-the real CLI: every report lists at most 100 pairs, says how many more there are,
-and keeps the exact count in its summary and its JSON.
+the real CLI: every conflicts report lists at most 100 pairs, says how many more there
+are, and keeps the exact count in its summary and its JSON; the plan warns of the rack
+once, counting the pairs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from rackcron.reconciler.conflicts._report import MAX_LISTED
-from rackcron.reconciler.plan import MAX_WARNINGS
 from tests.support.cli import run_process
 from tests.support.trees import rack
 
@@ -85,18 +85,26 @@ def test_validate_with_conflicts_is_bounded(tree: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "text", "json"])
-def test_plan_lists_a_bounded_number_of_warnings(tree: Path, tmp_path: Path, fmt: str) -> None:
+def test_plan_warns_of_the_shared_rack_once(tree: Path, tmp_path: Path, fmt: str) -> None:
+    """The plan's warning is a group of racks: one rack, reached alike by 1,000 schedules,
+    is one warning naming the first ten and counting the pairs."""
     db = f"sqlite:///{tmp_path}/db"
     result = rackcron("plan", ".", "--format", fmt, "--database-url", db, cwd=tree)
     assert result.returncode == 0, result.stderr[-2000:]
     output = result.stdout
     if fmt == "json":
         data = json.loads(output)
-        assert data["format_version"] == "1.12"
-        assert data["warnings_count"] == PAIRS and len(data["warnings"]) == MAX_WARNINGS
+        assert data["format_version"] == "1.13"
+        assert data["warnings_counts"]["schedules_share_racks"] == 1
+        (detail,) = [d for d in data["warnings_detail"] if d["code"] == "schedules_share_racks"]
+        assert detail["racks_shared"] == {
+            "racks": ["rack-b01"], "rack_count": 1, "schedule_count": N, "pairs": PAIRS,
+            "reaches": [{"reach": "the whole rack", "count": N,
+                         "schedules": sorted(f"q{i}" for i in range(N))[:10]}],
+            "reach_count": 1,
+        }  # fmt: skip
         return
-    # one line or block per schedule created, plus at most MAX_WARNINGS warnings
-    assert output.count("both target") == MAX_WARNINGS
-    assert f"… and {PAIRS - MAX_WARNINGS} more pairs of schedules that share racks" in output
-    if fmt == "markdown":
-        assert f"⚠️ {PAIRS} warnings: schedules that share racks" in output
+    assert output.count("shared by") == 1 and len(output) < 200 * N
+    assert f'rack "rack-b01" shared by {N:,} schedules ({PAIRS:,} pairs)' in output
+    assert f"and {N - 10:,} more" in output
+    assert "more groups" not in output and "more pairs" not in output

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import (
+    FORMAT_VERSION,
     REASON_CODES,
     WARNING_CODES,
     Plan,
@@ -227,7 +228,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.12"
+    assert plan["format_version"] == "1.13"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -295,7 +296,7 @@ def _table_codes(heading: str) -> list[str]:
 def test_the_docs_list_exactly_the_codes() -> None:
     assert _table_codes("### Reason codes") == list(REASON_CODES)
     assert _table_codes("### Warning codes") == list(WARNING_CODES)
-    assert "This is version **1.12**." in DOCS.read_text()
+    assert f"This is version **{FORMAT_VERSION}**." in DOCS.read_text()
 
 
 # A plan as rackcron wrote it before 1.5 (a replace, two deletes, two warnings): no codes.

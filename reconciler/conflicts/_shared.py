@@ -1,0 +1,109 @@
+"""Racks shared by schedules, grouped: what a plan warns of instead of one line per pair.
+
+A plan warns when a created or changed schedule shares a rack with another enabled one
+(the coarse check's meaning: the same rack, whatever the components, operations and
+times). Listed pair by pair, 20 fleet-wide schedules over 5,000 racks are 190 lines each
+naming 5,000 racks. Grouped, each rack is described by who reaches it and how: the
+schedules on it, each with its *reach* (the whole rack, components of some types, or
+some named components), grouped by reach. Racks described alike are one group: the
+fleet-wide schedules' 5,000 racks are one warning that says so, and a rack where two
+schedules touch different components says which.
+
+Linear in the scope entries: each rack's description is its entries, sorted; racks are
+grouped by it in one dictionary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+__all__ = ["RackGroup", "shared_racks"]
+
+#: Names a group's text and detail list: of racks, of reaches, of the schedules of one reach.
+NAMES_LISTED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RackGroup:
+    """Racks each reached by the same schedules the same way: ``reaches`` holds each
+    reach (as shown) with its schedules, sorted; ``pairs`` the pairs of its schedules
+    at least one of which is created or changed."""
+
+    racks: tuple[str, ...]
+    reaches: tuple[tuple[str, tuple[str, ...]], ...]
+    pairs: int
+
+    @property
+    def schedules(self) -> int:
+        return sum(len(names) for _, names in self.reaches)
+
+    def message(self) -> str:
+        racks = _listed(self.racks)
+        where = f"rack {racks}" if len(self.racks) == 1 else f"{len(self.racks):,} racks ({racks})"
+        reaches = "; ".join(
+            f"{reach}: {_listed(names)}" for reach, names in self.reaches[:NAMES_LISTED]
+        )
+        if len(self.reaches) > NAMES_LISTED:
+            reaches += f"; and {len(self.reaches) - NAMES_LISTED:,} more ways of reaching them"
+        pairs = f"{self.pairs:,} pair" + ("" if self.pairs == 1 else "s")
+        return f"{where} shared by {self.schedules:,} schedules ({pairs}): {reaches}"
+
+    def detail(self) -> dict[str, object]:
+        """The group in the plan JSON (``warnings_detail[].racks_shared``)."""
+        return {
+            "racks": list(self.racks[:NAMES_LISTED]),
+            "rack_count": len(self.racks),
+            "schedule_count": self.schedules,
+            "pairs": self.pairs,
+            "reaches": [
+                {"reach": reach, "schedules": list(names[:NAMES_LISTED]), "count": len(names)}
+                for reach, names in self.reaches[:NAMES_LISTED]
+            ],
+            "reach_count": len(self.reaches),
+        }
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    """The first names, quoted, and how many more."""
+    shown = ", ".join(f'"{n}"' for n in names[:NAMES_LISTED])
+    left = len(names) - NAMES_LISTED
+    return f"{shown} and {left:,} more" if left > 0 else shown
+
+
+def shared_racks(
+    schedules: Iterable[tuple[str, bool, Iterable[tuple[Hashable, str]]]],
+    rack_name: dict[Hashable, str],
+) -> list[RackGroup]:
+    """The racks two or more schedules reach, one of them flagged, grouped.
+
+    ``schedules``: per enabled schedule, its name, whether it is flagged (created or
+    changed) and its (rack, reach) entries (a rack's first entry counts). Groups come
+    largest first, then by their first rack's name; a group's racks by name.
+    """
+    on_rack: dict[Hashable, list[tuple[str, str]]] = {}
+    flagged: set[str] = set()
+    for name, flag, entries in schedules:
+        if flag:
+            flagged.add(name)
+        seen: set[Hashable] = set()
+        for rack, reach in entries:
+            if rack not in seen:
+                seen.add(rack)
+                on_rack.setdefault(rack, []).append((reach, name))
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for rack, reached in on_rack.items():
+        if len(reached) > 1 and any(name in flagged for _, name in reached):
+            groups.setdefault(tuple(sorted(reached)), []).append(rack_name[rack])
+    found = []
+    for described, racks in groups.items():
+        reaches: dict[str, list[str]] = {}
+        for reach, name in described:
+            reaches.setdefault(reach, []).append(name)
+        marked = sum(name in flagged for _, name in described)
+        unmarked = len(described) - marked
+        pairs = marked * (marked - 1) // 2 + marked * unmarked
+        shown = tuple((reach, tuple(names)) for reach, names in reaches.items())
+        found.append(RackGroup(tuple(sorted(racks)), shown, pairs))
+    found.sort(key=lambda g: (-len(g.racks), g.racks[0]))
+    return found
