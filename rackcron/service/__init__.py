@@ -185,6 +185,8 @@ class Operations:
 
 
 _GROUPS = Operations.groups()
+#: The refusals a failed trigger's error names (each names its rack), of its first racks.
+REFUSALS_NAMED = 5
 assert len(set(_GROUPS.values())) == len(_GROUPS), "a group class held twice"
 
 
@@ -770,7 +772,10 @@ class Service:
                     f" now ({deferred[0].error}); the firing is recorded, and the dispatcher"
                     " submits them at its next poll"
                 )
-            errors = "; ".join(str(o.error) for o in result.outcomes)  # each names its rack
+            # Each names its rack; a fleet-wide schedule's would be thousands.
+            errors = "; ".join(str(o.error) for o in result.outcomes[:REFUSALS_NAMED])
+            if (more := len(result.outcomes) - REFUSALS_NAMED) > 0:
+                errors += f"; and {more:,} more racks refused it"
             raise FailedPrecondition(
                 f"id: every task submission of task schedule {firing.schedule.id} failed: {errors}"
             )

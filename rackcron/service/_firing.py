@@ -75,7 +75,7 @@ from rackcron.service._tasks import (
     new_task_id,
 )
 from rackcron.service._work import UnitOfWork
-from rackcron.store.bulk import insert_rows, update_rows
+from rackcron.store.bulk import among, insert_rows, update_rows
 from rackcron.store.tables import (
     firing,
     task,
@@ -821,7 +821,7 @@ class FiringOps:
             existing.update(
                 self.work.conn.execute(
                     sa.select(task.c.id)
-                    .where(task.c.id.in_(chunk))
+                    .where(among(self.work.conn.dialect.name, task.c.id, chunk))
                     .with_for_update(read=True, key_share=True)
                 ).scalars()
             )

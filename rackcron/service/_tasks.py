@@ -56,7 +56,7 @@ from rackcron.errors import (
 from rackcron.service import _rows
 from rackcron.service._base import check_page, paged, parse_id
 from rackcron.service._work import UnitOfWork
-from rackcron.store.bulk import insert_rows
+from rackcron.store.bulk import among, insert_rows
 from rackcron.store.tables import (
     ACTIVE_STATUS_VALUES,
     ACTIVE_TASK,
@@ -354,7 +354,7 @@ class TaskOps:
             found.update(
                 self.work.conn.execute(
                     sa.select(rack.c.id)
-                    .where(rack.c.id.in_(chunk))
+                    .where(among(self.work.conn.dialect.name, rack.c.id, chunk))
                     .order_by(rack.c.id)
                     .with_for_update(skip_locked=skip_locked)
                 ).scalars()
@@ -538,7 +538,8 @@ class TaskOps:
         a task). One row per busy scope, however many tasks are queued behind it."""
         busy: set[uuid.UUID] = set()
         for chunk in chunked(scope_ids):
-            busy.update(self.work.conn.execute(_busy_query(), {"ids": chunk}).scalars())
+            query = _busy_query(self.work.conn.dialect.name)
+            busy.update(self.work.conn.execute(query, {"ids": chunk}).scalars())
         return busy
 
     def rack_queues(self, rack_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RackQueue]:
@@ -560,7 +561,10 @@ class TaskOps:
         for chunk in chunked(rack_ids):
             query = (
                 sa.select(*columns)
-                .where(task.c.rack_id.in_(chunk), task.c.status.in_(ACTIVE_STATUS_VALUES))
+                .where(
+                    among(self.work.conn.dialect.name, task.c.rack_id, chunk),
+                    task.c.status.in_(ACTIVE_STATUS_VALUES),
+                )
                 .order_by(task.c.rack_seq, task.c.created_at, task.c.id)
             )
             for rack_id, task_id, status, kind, ids, kinds, seq in self.work.conn.execute(query):
@@ -609,7 +613,7 @@ class TaskOps:
 
 
 @functools.cache
-def _busy_query() -> sa.Select[Any]:
+def _busy_query(dialect: str) -> sa.Select[Any]:
     """Which of the scopes ``ids`` are busy (:meth:`TaskOps.busy_scopes`)."""
     last = task.alias("last")
     active = task.c.status.in_(ACTIVE_STATUS_VALUES)
@@ -632,7 +636,7 @@ def _busy_query() -> sa.Select[Any]:
         firing.c.finished_at.is_(None),
     )
     return sa.select(task_schedule_scope.c.id).where(
-        task_schedule_scope.c.id.in_(sa.bindparam("ids", expanding=True)),
+        among(dialect, task_schedule_scope.c.id, name="ids"),
         by_last | unwritten | owed,
     )
 
@@ -651,7 +655,7 @@ def _components_query(dialect: str) -> sa.Select[Any]:
     return (
         sa.select(as_text(rack.c.id), packed)
         .select_from(rack.outerjoin(component, component.c.rack_id == rack.c.id))
-        .where(rack.c.id.in_(sa.bindparam("ids", expanding=True)))
+        .where(among(dialect, rack.c.id, name="ids"))
         .group_by(rack.c.id)
     )
 

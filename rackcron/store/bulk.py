@@ -17,9 +17,27 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
-__all__ = ["insert_rows", "update_rows"]
+__all__ = ["among", "insert_rows", "update_rows"]
+
+
+def among(
+    dialect: str,
+    column: sa.ColumnElement[Any],
+    values: Sequence[Any] | None = None,
+    *,
+    name: str | None = None,
+) -> sa.ColumnElement[bool]:
+    """``column IN values``: on PostgreSQL ``column = ANY(<one array>)``, where an IN list
+    is a parameter per value that psycopg rewrites one by one (5,000 racks: 30-50 ms a
+    statement). ``name``: a named parameter given when the statement runs (a statement
+    built once), else ``values`` bound now."""
+    if dialect == "postgresql":
+        array = sa.bindparam(name, values, type_=ARRAY(column.type), unique=name is None)
+        return column == sa.any_(array)
+    return column.in_(sa.bindparam(name, values, expanding=True, unique=name is None))
 
 
 def insert_rows(

@@ -95,6 +95,21 @@ def test_trigger_errors_when_every_submission_failed(service, fleet, clock) -> N
     assert service.get_schedule(schedule.id).last_run_at == clock.now
 
 
+def test_a_failed_trigger_names_its_first_refusals_and_counts_the_rest(
+    service, fleet, clock, monkeypatch
+) -> None:
+    """A fleet-wide schedule refused everywhere would name thousands of racks."""
+    monkeypatch.setattr("rackcron.service.REFUSALS_NAMED", 2)
+    schedule = create(service, fleet.racks)
+    service.trigger(schedule.id)
+    clock.advance(minutes=1)
+    with pytest.raises(FailedPrecondition) as refused:
+        service.trigger(schedule.id)
+    message = refused.value.message
+    assert message.count("already has an active task") == 2
+    assert message.endswith("; and 3 more racks refused it")
+
+
 @pytest.mark.parametrize(
     ("spec_type", "spec", "next_run"),
     [
