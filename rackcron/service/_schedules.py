@@ -8,7 +8,7 @@ is how "changes nothing" is kept (a rename collision included).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -463,9 +463,8 @@ class ScheduleOps:
             query = query.where(task_schedule.c.enabled == sa.true())
         total = self.work.count(query)
         query = paged(query.order_by(task_schedule.c.created_at, task_schedule.c.id), offset, limit)
-        return Page[Schedule](
-            items=[_rows.schedule(r) for r in self.work.conn.execute(query)], total=total
-        )
+        rows: Iterable[Any] = self.work.conn.execute(query) if limit else self.work.rows(query)
+        return Page[Schedule](items=[_rows.schedule(r) for r in rows], total=total)
 
     def schedule_states(self, limit: int) -> MetricsSchedules:
         """The first ``limit`` schedules by created_at then id, each with its next run and

@@ -67,7 +67,7 @@ class ScopeOps:
         grouped: dict[uuid.UUID, list[ScopeEntry]] = {}
         seen: dict[Any, Any] = {}
         query = query.order_by(_scope.c.schedule_id, _scope.c.ordinal)
-        for schedule_id, scope_id, rack_id, stored in self.work.conn.execute(query):
+        for schedule_id, scope_id, rack_id, stored in self.work.rows(query):
             found = from_stored(stored)
             entry = ScopeEntry(
                 scope_id, seen.setdefault(rack_id, rack_id), seen.setdefault(found, found)
