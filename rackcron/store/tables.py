@@ -306,16 +306,6 @@ task = sa.Table(
         sqlite_where=sa.text("next_check_at IS NOT NULL"),
         postgresql_where=sa.text("next_check_at IS NOT NULL"),
     ),
-    # ListTasks(active_only), newest first, and its count: the active tasks only (status
-    # first: SQLite then searches it rather than scan a larger index, migration 0020).
-    sa.Index(
-        "ix_task_active",
-        "status",
-        "created_at",
-        "id",
-        sqlite_where=ACTIVE_TASK,
-        postgresql_where=ACTIVE_TASK,
-    ),
     sa.Index(
         "ix_task_waiting",
         "rack_id",
@@ -331,6 +321,19 @@ task = sa.Table(
         sqlite_where=sa.text("finished_at IS NOT NULL"),
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     ),
+)
+
+# ListTasks reads a page newest first (created_at descending, ties by id) straight off
+# these, and counts the rows they hold (migration 0022): by rack (and, through the racks
+# a component has been on, by component), and the active tasks only (a partial index
+# whose condition the query states in the same words).
+sa.Index("ix_task_rack_created", task.c.rack_id, task.c.created_at.desc(), task.c.id)
+sa.Index(
+    "ix_task_active",
+    task.c.created_at.desc(),
+    task.c.id,
+    sqlite_where=ACTIVE_TASK,
+    postgresql_where=ACTIVE_TASK,
 )
 
 task_schedule_scope = sa.Table(
