@@ -430,7 +430,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
 
         def reach_of(component_filter: ComponentFilter | None) -> str:
             if component_filter not in reach:
-                reach[component_filter] = self._reach(component_filter)
+                reach[component_filter] = filter_text(component_filter, self.desired)
             return reach[component_filter]
 
         enabled = [s for s in self.desired.schedules.values() if s.enabled]
@@ -444,18 +444,6 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             for g in groups[:MAX_WARNINGS]
         ]
         return listed, len(groups)
-
-    def _reach(self, component_filter: ComponentFilter | None) -> str:
-        """How a scope entry reaches its rack, as a warning shows it."""
-        if component_filter is None:
-            return "the whole rack"
-        if component_filter.kind == "types":
-            return ", ".join(sorted(set(component_filter.items))) + " components"
-        names = set()
-        for item in component_filter.items:
-            found = self.desired.components.get(uuid.UUID(item))
-            names.add(found.name if found else item)
-        return "components " + ", ".join(sorted(names))
 
     def held(self) -> tuple[list[PlanWarning], int]:
         """Declared fire times within :data:`FREEZE_HORIZON` that the freezes in force after

@@ -27,12 +27,14 @@ NAMES_LISTED = 10
 @dataclass(frozen=True, slots=True)
 class RackGroup:
     """Racks each reached by the same schedules the same way: ``reaches`` holds each
-    reach (as shown) with its schedules, sorted; ``pairs`` the pairs of its schedules
-    at least one of which is created or changed."""
+    reach (as shown) with its schedules, the created or changed ones first (``changed``
+    of them in all); ``pairs`` the pairs of its schedules at least one of which is
+    created or changed."""
 
     racks: tuple[str, ...]
     reaches: tuple[tuple[str, tuple[str, ...]], ...]
     pairs: int
+    changed: int
 
     @property
     def schedules(self) -> int:
@@ -42,12 +44,13 @@ class RackGroup:
         racks = _listed(self.racks)
         where = f"rack {racks}" if len(self.racks) == 1 else f"{len(self.racks):,} racks ({racks})"
         reaches = "; ".join(
-            f"{reach}: {_listed(names)}" for reach, names in self.reaches[:NAMES_LISTED]
+            f"{_listed(names)} ({reach})" for reach, names in self.reaches[:NAMES_LISTED]
         )
         if len(self.reaches) > NAMES_LISTED:
             reaches += f"; and {len(self.reaches) - NAMES_LISTED:,} more ways of reaching them"
         pairs = f"{self.pairs:,} pair" + ("" if self.pairs == 1 else "s")
-        return f"{where} shared by {self.schedules:,} schedules ({pairs}): {reaches}"
+        changed = f"{self.changed:,} created or changed here"
+        return f"{where} shared by {self.schedules:,} schedules, {changed} ({pairs}): {reaches}"
 
     def detail(self) -> dict[str, object]:
         """The group in the plan JSON (``warnings_detail[].racks_shared``)."""
@@ -55,6 +58,7 @@ class RackGroup:
             "racks": list(self.racks[:NAMES_LISTED]),
             "rack_count": len(self.racks),
             "schedule_count": self.schedules,
+            "changed_count": self.changed,
             "pairs": self.pairs,
             "reaches": [
                 {"reach": reach, "schedules": list(names[:NAMES_LISTED]), "count": len(names)}
@@ -98,12 +102,12 @@ def shared_racks(
     found = []
     for described, racks in groups.items():
         reaches: dict[str, list[str]] = {}
-        for reach, name in described:
+        for reach, name in sorted(described, key=lambda d: (d[0], d[1] not in flagged, d[1])):
             reaches.setdefault(reach, []).append(name)
         marked = sum(name in flagged for _, name in described)
         unmarked = len(described) - marked
         pairs = marked * (marked - 1) // 2 + marked * unmarked
         shown = tuple((reach, tuple(names)) for reach, names in reaches.items())
-        found.append(RackGroup(tuple(sorted(racks)), shown, pairs))
+        found.append(RackGroup(tuple(sorted(racks)), shown, pairs, marked))
     found.sort(key=lambda g: (-len(g.racks), g.racks[0]))
     return found

@@ -98,13 +98,17 @@ def test_plan_warns_of_the_shared_rack_once(tree: Path, tmp_path: Path, fmt: str
         assert data["warnings_counts"]["schedules_share_racks"] == 1
         (detail,) = [d for d in data["warnings_detail"] if d["code"] == "schedules_share_racks"]
         assert detail["racks_shared"] == {
-            "racks": ["rack-b01"], "rack_count": 1, "schedule_count": N, "pairs": PAIRS,
-            "reaches": [{"reach": "the whole rack", "count": N,
+            "racks": ["rack-b01"], "rack_count": 1, "schedule_count": N, "changed_count": N,
+            "pairs": PAIRS,
+            "reaches": [{"reach": "all components", "count": N,
                          "schedules": sorted(f"q{i}" for i in range(N))[:10]}],
             "reach_count": 1,
         }  # fmt: skip
         return
     assert output.count("shared by") == 1 and len(output) < 200 * N
-    assert f'rack "rack-b01" shared by {N:,} schedules ({PAIRS:,} pairs)' in output
+    assert (
+        f'rack "rack-b01" shared by {N:,} schedules, {N:,} created or changed here ({PAIRS:,} pairs)'
+        in output
+    )
     assert f"and {N - 10:,} more" in output
     assert "more groups" not in output and "more pairs" not in output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rackcron.reconciler.conflicts import shared_racks
 
-WHOLE = "the whole rack"
+WHOLE = "all components"
 NAMES = {f"r{i}": f"rack-{i:02d}" for i in range(40)}
 
 
@@ -19,20 +19,21 @@ def test_racks_reached_alike_are_one_group_and_others_their_own() -> None:
         [
             ("fleet-on", True, on(*every)),
             ("fleet-off", False, on(*every)),
-            ("compute-fw", True, on("r3", "r4", reach="COMPUTE components")),
+            ("compute-fw", True, on("r3", "r4", reach="types: COMPUTE")),
             ("lonely", True, on("r39")),  # alone on its rack: nothing shared
         ],
         NAMES,
     )
     assert [(len(g.racks), g.reaches, g.pairs) for g in groups] == [
-        (28, ((WHOLE, ("fleet-off", "fleet-on")),), 1),
-        (2, (("COMPUTE components", ("compute-fw",)), (WHOLE, ("fleet-off", "fleet-on"))), 3),
+        (28, ((WHOLE, ("fleet-on", "fleet-off")),), 1),  # the changed one first
+        (2, ((WHOLE, ("fleet-on", "fleet-off")), ("types: COMPUTE", ("compute-fw",))), 3),
     ]
     assert groups[1].racks == ("rack-03", "rack-04")
     first = groups[0].message()
     assert first.startswith('28 racks ("rack-00", "rack-01", "rack-02", "rack-05", ')
     assert first.endswith(
-        'and 18 more) shared by 2 schedules (1 pair): the whole rack: "fleet-off", "fleet-on"'
+        "and 18 more) shared by 2 schedules, 1 created or changed here (1 pair):"
+        ' "fleet-on", "fleet-off" (all components)'
     )
     assert groups[0].detail()["rack_count"] == 28 and len(groups[0].detail()["racks"]) == 10
 
@@ -46,7 +47,8 @@ def test_only_racks_with_a_created_or_changed_schedule_are_reported() -> None:
     assert group.racks == ("rack-02",)
     assert group.pairs == 2  # c-a, c-b; a-b is not counted
     assert group.message() == (
-        'rack "rack-02" shared by 3 schedules (2 pairs): the whole rack: "a", "b", "c"'
+        'rack "rack-02" shared by 3 schedules, 1 created or changed here (2 pairs):'
+        ' "c", "a", "b" (all components)'
     )
 
 
@@ -54,15 +56,15 @@ def test_a_schedule_counts_once_per_rack_and_many_are_counted_past_ten() -> None
     many = [(f"s{i:03d}", True, on("r1", "r1")) for i in range(250)]
     (group,) = shared_racks(many, NAMES)
     assert group.schedules == 250 and group.pairs == 250 * 249 // 2
-    assert group.message().endswith('"s008", "s009" and 240 more')
+    assert group.message().endswith('"s008", "s009" and 240 more (all components)')
     reach = group.detail()["reaches"]
     assert reach == [{"reach": WHOLE, "schedules": [f"s{i:03d}" for i in range(10)], "count": 250}]
 
 
 def test_ways_of_reaching_a_rack_are_listed_up_to_ten_and_counted() -> None:
-    reached = [(f"s{i:02d}", True, on("r1", reach=f"components c{i:02d}")) for i in range(25)]
+    reached = [(f"s{i:02d}", True, on("r1", reach=f"components: c{i:02d}")) for i in range(25)]
     (group,) = shared_racks(reached, NAMES)
     assert len(group.reaches) == 25 and group.pairs == 300
-    assert group.message().endswith('components c09: "s09"; and 15 more ways of reaching them')
+    assert group.message().endswith('"s09" (components: c09); and 15 more ways of reaching them')
     detail = group.detail()
     assert detail["reach_count"] == 25 and len(detail["reaches"]) == 10
