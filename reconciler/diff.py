@@ -56,6 +56,7 @@ from rackcron.domain.commands import (
     UpdateSchedule,
     UpdateScope,
 )
+from rackcron.domain.escape import shorten
 from rackcron.domain.filters import ComponentFilter, filters_equal
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.freezes import unevaluable
@@ -426,11 +427,16 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         """Racks a created or changed schedule shares with another enabled one, grouped
         (``rackcron.reconciler.conflicts.shared_racks``): the first
         :data:`~rackcron.reconciler.plan.MAX_WARNINGS` groups, and how many there are."""
-        reach: dict[ComponentFilter | None, str] = {}
+        reach: dict[ComponentFilter | None, tuple[str, str]] = {}
 
-        def reach_of(component_filter: ComponentFilter | None) -> str:
+        def reach_of(component_filter: ComponentFilter | None) -> tuple[str, str]:
+            """Its canonical key (items sorted, once each: what it reaches) and its text."""
             if component_filter not in reach:
-                reach[component_filter] = filter_text(component_filter, self.desired)
+                found = component_filter
+                if found is not None:
+                    found = ComponentFilter(found.kind, tuple(sorted(set(found.items))))
+                key = "" if found is None else f"{found.kind}:{','.join(found.items)}"
+                reach[component_filter] = key, shorten(filter_text(found, self.desired), 100)
             return reach[component_filter]
 
         enabled = [s for s in self.desired.schedules.values() if s.enabled]

@@ -533,13 +533,13 @@ def _sweep(bars: list[Bar], indexes: list[int], meets: Sequence[_Meets], found: 
 
     seen = _Seen(views)
     for i in indexes:
-        into, view = group[id(meets[i])]
+        into, view = group[_kind(bars, meets, i)]
         gone = partial(ended, bars[i].start)  # and so for every later bar
         _note(bars, i, seen.meet(view, gone, gone), found)
         seen.put(i, owner.setdefault(bars[i].schedule_id, len(owner)), into)
     seen = _Seen(views)
     for i in reversed(indexes):
-        into, view = group[id(meets[i])]
+        into, view = group[_kind(bars, meets, i)]
         if i not in found.full:
             # What starts ``longest`` after this bar, starts after it and every earlier one end.
             gone = partial(starts_after, bars[i].start + longest)
@@ -560,12 +560,19 @@ def _note(bars: list[Bar], i: int, walks: Iterable[Iterator[int]], found: _Confl
                 return  # full
 
 
+def _kind(bars: list[Bar], meets: Sequence[_Meets], i: int) -> tuple[int, timedelta]:
+    """Bar ``i``'s kind in a sweep: its meet (by identity: the scopes of one make and
+    operation type share one, :class:`_Meetings`) and its length (a schedule's bars all
+    last as long; two schedules sharing a meet may not)."""
+    return id(meets[i]), bars[i].end - bars[i].start
+
+
 def _groups(
     bars: list[Bar], indexes: list[int], meets: Sequence[_Meets]
-) -> tuple[dict[int, tuple[int | None, int]], list[tuple[int, ...]]]:
-    """Where one rack's bars go in a sweep, and which groups each meets: by meet (by
-    identity: a scope's bars share one), the group its bars join (None: nobody looks where
-    they stand) and its view (an index into the list returned: the groups it looks at).
+) -> tuple[dict[tuple[int, timedelta], tuple[int | None, int]], list[tuple[int, ...]]]:
+    """Where one rack's bars go in a sweep, and which groups each meets: by kind
+    (:func:`_kind`), the group its bars join (None: nobody looks where they stand) and its
+    view (an index into the list returned: the groups it looks at).
 
     Bars whose tasks stand at the same places (of those some task looks at) and last as
     long form a group: a bar looking at a place then meets its groups, each once, and
@@ -573,10 +580,10 @@ def _groups(
     places share a view when their bars last as long (a group of no use to one bar of a
     view is then of no use to the view's next bars: :meth:`_Seen.meet`).
     """
-    distinct = {id(meets[i]): (meets[i], bars[i].end - bars[i].start) for i in indexes}
+    distinct = {_kind(bars, meets, i): (meets[i], bars[i].end - bars[i].start) for i in indexes}
     looked = set().union(*(looks for (_, looks), _ in distinct.values()))
     numbers: dict[tuple[frozenset[Point], timedelta], int] = {}
-    into: dict[int, int | None] = {}
+    into: dict[tuple[int, timedelta], int | None] = {}
     at: dict[Point, set[int]] = {}  # place -> the groups standing there
     for key, ((stands, _), length) in distinct.items():
         places = stands & looked
@@ -588,7 +595,7 @@ def _groups(
             at.setdefault(place, set()).add(number)
     views: dict[tuple[frozenset[int], timedelta], int] = {}
     seen: dict[frozenset[Point], frozenset[int]] = {}  # looks -> groups, for meets that look alike
-    group: dict[int, tuple[int | None, int]] = {}
+    group: dict[tuple[int, timedelta], tuple[int | None, int]] = {}
     for key, ((_, looks), length) in distinct.items():
         if looks not in seen:
             seen[looks] = frozenset().union(*(at[p] for p in looks if p in at))

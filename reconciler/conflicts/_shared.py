@@ -20,8 +20,13 @@ from dataclasses import dataclass
 
 __all__ = ["RackGroup", "shared_racks"]
 
-#: Names a group's text and detail list: of racks, of reaches, of the schedules of one reach.
+#: Names a group's detail lists: of racks, of reaches, of the schedules of one reach; its
+#: text names as many, but racks (which come first) only up to RACKS_NAMED.
 NAMES_LISTED = 10
+RACKS_NAMED = 5
+
+#: How a schedule reaches a rack: a canonical key (racks are grouped by it) and its text.
+Reach = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +46,7 @@ class RackGroup:
         return sum(len(names) for _, names in self.reaches)
 
     def message(self) -> str:
-        racks = _listed(self.racks)
+        racks = _listed(self.racks, RACKS_NAMED)
         where = f"rack {racks}" if len(self.racks) == 1 else f"{len(self.racks):,} racks ({racks})"
         reaches = "; ".join(
             f"{_listed(names)} ({reach})" for reach, names in self.reaches[:NAMES_LISTED]
@@ -68,24 +73,25 @@ class RackGroup:
         }
 
 
-def _listed(names: tuple[str, ...]) -> str:
+def _listed(names: tuple[str, ...], limit: int = NAMES_LISTED) -> str:
     """The first names, quoted, and how many more."""
-    shown = ", ".join(f'"{n}"' for n in names[:NAMES_LISTED])
-    left = len(names) - NAMES_LISTED
+    shown = ", ".join(f'"{n}"' for n in names[:limit])
+    left = len(names) - limit
     return f"{shown} and {left:,} more" if left > 0 else shown
 
 
 def shared_racks(
-    schedules: Iterable[tuple[str, bool, Iterable[tuple[Hashable, str]]]],
+    schedules: Iterable[tuple[str, bool, Iterable[tuple[Hashable, Reach]]]],
     rack_name: dict[Hashable, str],
 ) -> list[RackGroup]:
     """The racks two or more schedules reach, one of them flagged, grouped.
 
     ``schedules``: per enabled schedule, its name, whether it is flagged (created or
-    changed) and its (rack, reach) entries (a rack's first entry counts). Groups come
+    changed) and its (rack, reach) entries (a rack's first entry counts); racks are
+    grouped by the reaches' keys, and shown by their texts. Groups come
     largest first, then by their first rack's name; a group's racks by name.
     """
-    on_rack: dict[Hashable, list[tuple[str, str]]] = {}
+    on_rack: dict[Hashable, list[tuple[Reach, str]]] = {}
     flagged: set[str] = set()
     for name, flag, entries in schedules:
         if flag:
@@ -95,19 +101,19 @@ def shared_racks(
             if rack not in seen:
                 seen.add(rack)
                 on_rack.setdefault(rack, []).append((reach, name))
-    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    groups: dict[tuple[tuple[Reach, str], ...], list[str]] = {}
     for rack, reached in on_rack.items():
         if len(reached) > 1 and any(name in flagged for _, name in reached):
             groups.setdefault(tuple(sorted(reached)), []).append(rack_name[rack])
     found = []
     for described, racks in groups.items():
-        reaches: dict[str, list[str]] = {}
+        reaches: dict[Reach, list[str]] = {}
         for reach, name in sorted(described, key=lambda d: (d[0], d[1] not in flagged, d[1])):
             reaches.setdefault(reach, []).append(name)
         marked = sum(name in flagged for _, name in described)
         unmarked = len(described) - marked
         pairs = marked * (marked - 1) // 2 + marked * unmarked
-        shown = tuple((reach, tuple(names)) for reach, names in reaches.items())
+        shown = tuple((text, tuple(names)) for (_, text), names in reaches.items())
         found.append(RackGroup(tuple(sorted(racks)), shown, pairs, marked))
     found.sort(key=lambda g: (-len(g.racks), g.racks[0]))
     return found

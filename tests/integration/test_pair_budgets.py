@@ -89,7 +89,7 @@ def test_plan_warnings_group_racks_reached_alike_in_linear_time(wide: Path, tmp_
     output = result.stdout
     # 8 racks each reached by the same 8,000 schedules: one group, its pairs counted once
     assert "⚠️ 1 warnings: schedules that share racks" in output
-    racks = ", ".join(f'"rack-{i}"' for i in range(1, 9))
+    racks = ", ".join(f'"rack-{i}"' for i in range(1, 6)) + " and 3 more"
     changed = f"{WIDE_N:,} created or changed here"
     assert (
         f"8 racks ({racks}) shared by {WIDE_N:,} schedules, {changed} ({WIDE_PAIRS:,} pairs)"

@@ -277,3 +277,24 @@ def test_racks_laid_out_alike_share_their_meeting_points(monkeypatch) -> None:
     assert len(found.bars) == 81
     assert {b.rack for b in found.bars if b.conflicts_with} == {r.name for r in racks}
     assert all(set(b.conflicts_with) <= {"on", "off", "fw"} - {b.schedule} for b in found.bars)
+
+
+def test_schedules_sharing_meeting_points_but_not_lengths_are_swept_apart() -> None:
+    """Scopes of one make and operation type share their meeting points; a long bar of
+    one schedule still conflicts with a short one of another that starts after a third,
+    shorter one has ended (found in review: the sweep took them for one kind of bar)."""
+    made = []
+    for name, kind, after, length in (
+        ("long", "power_on", timedelta(hours=1), "2h"),
+        ("short-1", "power_off", timedelta(hours=1, minutes=1), "30m"),
+        ("short-2", "power_off", timedelta(hours=1, minutes=40), "30m"),
+    ):
+        scheduled, scopes = schedule(name, kind, (RACK, None), spec="24h", next_run_at=T0 + after)
+        made.append((scheduled.model_copy(update={"expected_duration": length}), scopes))
+    found = upcoming(view(*made), T0, T0 + timedelta(hours=6))
+    marked = {b.schedule: b.conflicts_with for b in found.bars}
+    assert marked == {
+        "long": ("short-1", "short-2"),
+        "short-1": ("long",),
+        "short-2": ("long",),
+    }
