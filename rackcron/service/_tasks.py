@@ -265,16 +265,19 @@ class TaskOps:
 
     def _covers(self, component_id: uuid.UUID) -> sa.ColumnElement[bool]:
         """Tasks whose ``component_uuids`` hold this component, read among the tasks of
-        the racks it has been on (by the rack index)."""
-        racks = sa.select(component_placement.c.rack_id).where(
+        the racks it has been on (by the rack index). The racks are read first: as a
+        subquery, PostgreSQL misjudged how few they are and scanned every task."""
+        placed = sa.select(component_placement.c.rack_id).where(
             component_placement.c.component_id == component_id
         )
-        if self.work.conn.dialect.name == "postgresql":
+        racks = list(self.work.conn.execute(placed).scalars())
+        dialect = self.work.conn.dialect.name
+        if dialect == "postgresql":
             holds = sa.type_coerce(task.c.component_uuids, JSONB).contains([str(component_id)])
         else:  # the list's JSON text holds the quoted id only as an element of it
             text = sa.type_coerce(task.c.component_uuids, sa.Text)
             holds = sa.func.instr(text, f'"{component_id}"') > 0
-        return sa.and_(task.c.rack_id.in_(racks), holds)
+        return sa.and_(among(dialect, task.c.rack_id, racks), holds)
 
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]:
         """GetTasksByIDs: the tasks that exist, in the order asked.
