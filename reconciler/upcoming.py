@@ -45,6 +45,8 @@ def _schedule(state: ScheduleState, now: datetime) -> tuple[Schedule, list[Scope
         starting_deadline=state.starting_deadline,
         anchor=state.spread.anchor,
         jitter=state.jitter,
+        rollout=state.rollout,
+        expected_duration=state.expected_duration,
     )
     return made, [
         ScopeEntry(uuid.uuid5(schedule_id, str(rack_id)), rack_id, component_filter)

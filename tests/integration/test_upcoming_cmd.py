@@ -46,6 +46,19 @@ def test_from_a_tree_each_rack_lists_its_schedules_firings() -> None:
     assert data["cut"] == []
 
 
+def test_from_a_tree_a_roll_out_is_drawn_at_its_slots_for_its_expected_duration() -> None:
+    """As from the store: rack-b01 (the canary) at the firing, rack-b02 after its hour
+    and the half-hour bake, each for the declared hour (found in review: the tree's
+    view dropped the roll-out and the expected duration)."""
+    result = run("upcoming", FLEET, "--format", "json", "--now", "2027-02-01T00:00:00Z",
+                 "--window", "12h")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    bars = [(f["rack"], f["start"][11:16], f["end"][11:16])
+            for f in json.loads(result.output)["firings"]
+            if f["schedule"] == "powershelf-firmware-rollout"]  # fmt: skip
+    assert bars == [("rack-b01", "03:00", "04:00"), ("rack-b02", "04:30", "05:30")]
+
+
 def test_predicted_conflicts_name_the_other_schedule() -> None:
     data = _json(FLEET, "--window", "1h", "--rack", "rack-b04")
     pairs = {(f["schedule"], tuple(f["conflicts_with"])) for f in data["firings"]}
