@@ -332,7 +332,8 @@ def list_tasks_stages(
     """ListTasks (100 a page) by rack, by component and active-only, the median of
     ``calls`` each, over the store once it holds ``tasks`` tasks (written in bulk, not
     timed: each on a rack of the store with its components, over 90 days, 1% of them
-    active); no floor: the target is a median of at most 20 ms."""
+    active; then, on PostgreSQL, ``VACUUM ANALYZE``d as autovacuum would have done by the
+    time a store holds this many); no floor: the target is a median of at most 20 ms."""
     parts: dict[uuid.UUID, list[tuple[str, str]]] = {}
     for item in service.list_components():
         if item.rack_id is not None:
@@ -353,6 +354,9 @@ def list_tasks_stages(
             insert_rows(conn, task, columns, rows, same={
                 "operation": "PowerOn", "operation_type": "power_on", "operation_code": "",
                 "operation_information": {}, "description": "bench", "message": ""})  # fmt: skip
+    if service.dialect == "postgresql":  # settled, as autovacuum leaves a store this size
+        with service.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE task")
     asks = {
         "ListTasks by rack": lambda i: {"rack_id": racks[(i * 37) % len(racks)]},
         "ListTasks by component": lambda i: {
