@@ -7,7 +7,7 @@ values go through the column type's own bind conversion in one pass, then:
 
 * PostgreSQL gets one statement of fixed text per call, whatever the number of rows:
   ``INSERT ... SELECT * FROM unnest(<arrays>)`` or ``UPDATE ... FROM unnest(<arrays>)``,
-  each column's values sent as one array parameter;
+  each column's values sent as one array parameter in psycopg's binary format;
 * SQLite, which runs statements in-process, gets the driver's executemany directly.
 """
 
@@ -138,13 +138,15 @@ def _execute_arrays(
 ) -> None:
     """Run PostgreSQL ``sql`` with the values of ``names`` in ``rows`` bound as the arrays
     of :func:`_arrays`, and those of ``same`` as the constants of :func:`_constants`."""
-    statement = sa.text(sql).bindparams(*_constant_binds(table, same))
-    conn.execute(statement, {**_array_values(conn, table, names, rows), **_constant_values(same)})
+    constants = {f"s_{c}": _convert(conn, table, c, [v])[0] for c, v in same.items()}
+    conn.exec_driver_sql(sql, {**_array_values(conn, table, names, rows), **constants})
 
 
 def _arrays(conn: Connection, table: sa.Table, names: Sequence[str]) -> str:
+    """Each column's values as one array parameter in psycopg's binary format (``%b``):
+    the text format quotes and escapes every element (5,000 task rows: ~0.5 s)."""
     return ", ".join(
-        f"CAST(:a{i} AS {table.c[n].type.compile(dialect=conn.dialect)}[])"
+        f"CAST(%(a{i})b AS {table.c[n].type.compile(dialect=conn.dialect)}[])"
         for i, n in enumerate(names)
     )
 
@@ -160,12 +162,4 @@ def _array_values(
 
 
 def _constants(same: Mapping[str, Any]) -> list[str]:
-    return [f":s_{c}" for c in same]
-
-
-def _constant_binds(table: sa.Table, same: Mapping[str, Any]) -> list[sa.BindParameter[Any]]:
-    return [sa.bindparam(f"s_{c}", type_=table.c[c].type) for c in same]
-
-
-def _constant_values(same: Mapping[str, Any]) -> dict[str, Any]:
-    return {f"s_{c}": v for c, v in same.items()}
+    return [f"%(s_{c})s" for c in same]

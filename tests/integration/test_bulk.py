@@ -94,3 +94,32 @@ def test_uuids_read_back_equal_hash_pickle_and_refuse_foreign_text(store_url) ->
             else:
                 assert conn.execute(read).scalar() == expected
             conn.rollback()
+
+
+def test_awkward_values_round_trip_as_given(store_url) -> None:
+    """Values the array formats treat specially (quotes, backslashes, braces, commas,
+    the word NULL, percent signs, non-ASCII, JSON holding all of them; integers of every
+    width; booleans) come back as they were written."""
+    from rackcron.store.tables import task
+
+    engine = open_engine(store_url)
+    awkward = ['"', "\\", "{a,b}", "NULL", "100%s %(x)s", "é\u202e日本", "", ' "x", \\"y\\" ']
+    rows = [
+        (uuid.uuid4(), uuid.uuid4(), text, {"k": text, "list": [text, None, 1.5]}, [text],
+         seq, seq % 2 == 0)
+        for text, seq in zip(awkward, [0, 1, 2**15, 2**31, 2**62, -(2**40), 7, 3], strict=True)
+    ]  # fmt: skip
+    columns = ("id", "rack_id", "description", "operation_information", "component_uuids",
+               "rack_seq", "forced")  # fmt: skip
+    same = {"operation": "PowerOn", "operation_type": "power_on", "operation_code": "",
+            "status": "completed", "message": "", "created_at": T0, "updated_at": T0}  # fmt: skip
+    with transaction(engine) as conn:
+        insert_rows(conn, task, columns, rows, same=same)
+        update_rows(conn, task, "id", ("message",), [(r[0], r[2]) for r in rows])
+    with transaction(engine, write=False) as conn:
+        found = {r.id: r for r in conn.execute(sa.select(task))}
+    for row in rows:
+        got = found[row[0]]
+        assert (got.rack_id, got.description, got.operation_information, got.component_uuids,
+                got.rack_seq, got.forced, got.message) == (*row[1:], row[2])  # fmt: skip
+    engine.dispose()
