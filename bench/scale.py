@@ -32,7 +32,8 @@ floor it is measured against in the same process:
   line of text per bar.
 
 For each stage it prints seconds, the cost per 1,000 objects (schedules for ``many``,
-racks for ``wide``), the ratio to its floor, the process's peak RSS after it, and the
+racks for ``wide``), the ratio to its floor, the process's peak RSS while it ran (on
+Linux, where the high-water mark is reset between stages; elsewhere the peak so far), the
 growth exponent between consecutive sizes (log of the seconds' ratio over log of the
 sizes' ratio: 1.0 is linear). Targets (docs/benchmarks.md "`bench/scale.py`: a fleet of
 5,000 racks and 100,000 schedules"): every exponent at most 1.15 between the two
@@ -179,6 +180,17 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def reset_peak() -> None:
+    """Start a new high-water mark of RSS (Linux: ``clear_refs`` 5), so the next
+    :func:`peak_mib` is the peak since now; elsewhere nothing (the peak stays the
+    process's)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
 def timed(function: Callable[[], Any]) -> tuple[float, Any]:
     began = time.perf_counter()
     result = function()
@@ -248,13 +260,15 @@ def measure(shape: str, size: int, postgres: str | None, tasks: int) -> list[dic
     def record(stage: str, seconds: float, floor: float | None, rss: float | None = None) -> None:
         found.append({"stage": stage, "seconds": seconds, "floor": floor,
                       "rss": peak_mib() if rss is None else rss})  # fmt: skip
+        reset_peak()  # each stage's peak its own: not an earlier stage's or floor's
 
     with tempfile.TemporaryDirectory(prefix="rackcron-scale-") as tmp:
         work = Path(tmp)
         root = work / "tree"
         write_tree(shape, root, size)
         floor = yaml_floor(root)
-        seconds, _ = timed(partial(many.validate, root))
+        reset_peak()
+        seconds = timed(partial(many.validate, root))[0]  # not kept: RSS is the stage's
         record("validate", seconds, floor)
         for kind in ["sqlite", *(["postgresql"] if postgres else [])]:
             with stores(kind, work, postgres) as fresh:
@@ -279,16 +293,19 @@ def store_stages(
     try:
         seconds, full = timed(partial(many.plan, service, root))
         record(f"initial plan ({kind})", seconds, floor)
-        seconds, _ = timed(partial(apply_plan, service, full, provenance))
+        seconds = timed(partial(apply_plan, service, full, provenance))[0]
         del full
-        record(f"initial apply ({kind})", seconds, sql_floor(url, fresh))
+        rss = peak_mib()  # the apply's, not its floor's
+        record(f"initial apply ({kind})", seconds, sql_floor(url, fresh), rss)
         seconds, same = timed(partial(many.plan, service, root))
         assert not same.changes, f"a no-change plan with {len(same.changes)} changes"
+        del same
         record(f"no-change plan ({kind})", seconds, floor)
         write_tree(shape, root, size, changed=True)
         seconds, changed = timed(partial(many.plan, service, root))
         record(f"1% plan ({kind})", seconds, floor)
-        seconds, _ = timed(partial(apply_plan, service, changed, provenance))
+        seconds = timed(partial(apply_plan, service, changed, provenance))[0]
+        del changed
         record(f"1% apply ({kind})", seconds, None)
         shim_stages(kind, service, record)
         if shape == "wide":
@@ -376,7 +393,8 @@ def fire_stages(kind: str, service: Service, record: Record) -> None:
     schedule = service.find_schedule("wide-0000")
     seconds, fired = timed(partial(service.trigger, schedule.id))
     ids = fired.task_ids
-    record(f"fire a schedule ({kind})", seconds, firing_floor(service, ids))
+    rss = peak_mib()
+    record(f"fire a schedule ({kind})", seconds, firing_floor(service, ids), rss)
     runner = TaskRunner(service, Controllers(Simulator(default_duration=0)), status_interval=0)
     began = time.perf_counter()
     try:

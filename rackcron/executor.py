@@ -176,12 +176,17 @@ class StoreExecutor:
 #: inventory they name).
 _BATCHED = (CreateSchedule, UpsertRack, UpsertComponent, UpsertNVLDomain)
 
+#: Commands per batch at most: a batch's rows are built in memory before they are
+#: written (100,000 creates at once peaked at 1.9 GiB).
+BATCH_LIMIT = 5_000
+
 
 def _runs(commands: Sequence[Command]) -> Iterator[tuple[int, int]]:
     """Where each batch of ``commands`` starts and stops: a run of one of the
     :data:`_BATCHED` kinds is one (a run of creates with the pauses of schedules it
-    creates: a plan pauses a schedule declared disabled right after creating it), any
-    other command is one alone."""
+    creates: a plan pauses a schedule declared disabled right after creating it), cut
+    before a command of its kind once it holds :data:`BATCH_LIMIT`; any other command
+    is one alone."""
     start = 0
     while start < len(commands):
         stop = start + 1
@@ -192,6 +197,8 @@ def _runs(commands: Sequence[Command]) -> Iterator[tuple[int, int]]:
             command = commands[stop]
             pauses_one = isinstance(command, PauseSchedule) and command.name in created
             if type(command) is not kind and not pauses_one:
+                break
+            if type(command) is kind and stop - start >= BATCH_LIMIT:
                 break
             if isinstance(command, CreateSchedule):
                 created.add(command.schedule.name)

@@ -340,27 +340,41 @@ class DeliveryOps:
 
         ``take`` can leave a task alone (its controller is still busy with an
         earlier call): it stays due, for this runner's next round or another runner.
-        Candidates are read four times over, so the tasks of a busy controller do not
-        crowd out the others'.
+        ``limit`` candidates are read; if some were left alone (or held by a freeze),
+        they are read again four times over, so the tasks of a busy controller do not
+        crowd out the others'. (Always reading four times over read 3.4 rows per task
+        claimed while draining a 5,000-rack firing.)
         """
-        query = (
-            _WORK.where(task.c.next_check_at.is_not(None), task.c.next_check_at <= self.work.now)
-            .order_by(task.c.next_check_at)
-            .limit(limit * _CANDIDATES)
-            .with_for_update(skip_locked=True, of=task)
-        )
-        rows = [
-            DueCall(row[0], row[1], TaskStatus(row[2]), *row[3:])
-            for row in self.work.conn.execute(query)
-        ]
-        held = self._held_deliveries(rows)
-        work = [w for w in rows if w.task_id not in held and take(w)][:limit]
+        first = self._due(limit)
+        work = self._takeable(first, take)
+        if len(work) < limit and len(first) == limit:
+            seen = {w.task_id for w in first}
+            more = [w for w in self._due(limit * _CANDIDATES) if w.task_id not in seen]
+            work += self._takeable(more, take)[: limit - len(work)]
         until = self.work.now + timedelta(seconds=lease)
         for chunk in chunked([w.task_id for w in work]):
             self.work.conn.execute(
                 task.update().where(task.c.id.in_(chunk)).values(next_check_at=until)
             )
         return work
+
+    def _due(self, limit: int) -> list[DueCall]:
+        """The first ``limit`` due tasks, oldest due first, locked."""
+        query = (
+            _WORK.where(task.c.next_check_at.is_not(None), task.c.next_check_at <= self.work.now)
+            .order_by(task.c.next_check_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=task)
+        )
+        return [
+            DueCall(row[0], row[1], TaskStatus(row[2]), *row[3:])
+            for row in self.work.conn.execute(query)
+        ]
+
+    def _takeable(self, rows: list[DueCall], take: Callable[[DueCall], bool]) -> list[DueCall]:
+        """Those of ``rows`` neither held by a freeze nor left alone by ``take``."""
+        held = self._held_deliveries(rows)
+        return [w for w in rows if w.task_id not in held and take(w)]
 
     def _held_deliveries(self, rows: Sequence[DueCall]) -> set[uuid.UUID]:
         """The pending tasks a freeze holds now (docs/spec/SEMANTICS.md "Freeze windows"):

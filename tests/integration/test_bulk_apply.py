@@ -232,6 +232,31 @@ def test_the_executor_names_a_refused_command_by_its_index_in_the_plan(
     assert service.find_schedule("two").enabled
 
 
+def test_long_runs_are_cut_into_batches_of_the_limit(
+    service: Service, fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of creates longer than the limit goes as several batches (its rows are not
+    all built at once), cut before a create, never between a create and its pause; a
+    refused command is still named by its index in the plan."""
+    from rackcron import executor
+    from rackcron.domain.commands import PauseSchedule
+
+    monkeypatch.setattr(executor, "BATCH_LIMIT", 2)
+    plan = [command("a", rack_spec("rack-a01")), command("b", rack_spec("rack-a02")),
+            PauseSchedule(name="b"), command("c", rack_spec("rack-a03")),
+            command("d", rack_spec("rack-a04")), command("e", rack_spec("nowhere"))]  # fmt: skip
+    assert list(executor._runs(plan)) == [(0, 3), (3, 5), (5, 6)]  # b keeps its pause
+    with pytest.raises(CommandFailed) as failed, service.transaction() as ops:
+        executor.StoreExecutor(ops).execute(plan)
+    assert failed.value.index == 5 and isinstance(failed.value.error, NotFound)
+    assert service.list_schedules().total == 0  # the caller rolled all of it back
+    with statements(service) as ran, service.transaction() as ops:
+        executor.StoreExecutor(ops).execute(plan[:5])
+    assert [s.name for s in service.list_schedules().items if not s.enabled] == ["b"]
+    assert service.list_schedules().total == 4
+    assert sum(s.startswith("INSERT INTO task_schedule ") for s in ran) == 2
+
+
 def test_domain_batches_replace_members_and_name_the_first_refused(service: Service, fleet) -> None:
     from rackcron.domain.models import NVLDomain
 

@@ -569,6 +569,27 @@ def test_a_busy_controllers_backlog_does_not_crowd_out_other_racks(service, flee
     assert [w.task_id for w in claimed] == [other]
 
 
+def test_a_round_reads_as_many_due_tasks_as_it_claims_when_it_can_take_them(service, fleet, clock):
+    """Candidates are read four times over only when some are left alone: a drain of a
+    large firing reads each due task once (it read 3.4 rows per task claimed)."""
+    service.trigger(create(service, fleet.racks[:5], name="wide").id)
+    clock.advance(seconds=1)
+    reads: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany) -> None:
+        if "next_check_at <=" in statement:
+            reads.append(statement)
+
+    sa.event.listen(service.engine, "before_cursor_execute", count)
+    try:
+        assert len(service.claim_work(2, lease=60)) == 2
+        assert len(reads) == 1  # both taken: nothing more read
+        assert service.claim_work(2, lease=60, take=lambda w: False) == []
+        assert len(reads) == 3  # none taken: read again, four times over
+    finally:
+        sa.event.remove(service.engine, "before_cursor_execute", count)
+
+
 def test_a_task_whose_rack_left_the_inventory_fails(service, fleet, clock, runner, simulator):
     r0 = fleet.racks[0]
     (task_id,) = service.trigger(create(service, [r0]).id).task_ids
