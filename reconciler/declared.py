@@ -198,6 +198,7 @@ class _Builder:
         self.declared = Declared()
         self.problems: list[Diagnostic] = []
         self.first_seen: dict[tuple[str, str], tuple[SourceDocument, Path]] = {}
+        self._rack_ids: dict[str, uuid.UUID] | None = None  # by name, once racks are built
 
     def unique(self, doc: SourceDocument, path: Path, space: str, value: object) -> bool:
         """Record ``value`` in ``space``; report it when another place already used it
@@ -273,7 +274,9 @@ class _Builder:
             ok &= self.unique(
                 doc, ("spec", "external_id"), "NVLink domain external_id", spec["external_id"]
             )
-        by_name = {r.name: r.id for r in self.declared.racks}
+        if self._rack_ids is None:  # every rack is built before the first domain
+            self._rack_ids = {r.name: r.id for r in self.declared.racks}
+        by_name = self._rack_ids
         rack_ids = []
         for i, rack_name in enumerate(spec["racks"]):
             if rack_name not in by_name:
