@@ -53,7 +53,7 @@ from rackcron.domain.targets import (
 )
 from rackcron.domain.templates import to_template
 from rackcron.errors import RackcronError
-from rackcron.reconciler.diagnostics import Diagnostic, Path
+from rackcron.reconciler.diagnostics import Diagnostic, Path, Severity
 from rackcron.reconciler.yamlsource import SourceDocument
 
 __all__ = [
@@ -199,6 +199,26 @@ class _Builder:
         self.problems: list[Diagnostic] = []
         self.first_seen: dict[tuple[str, str], tuple[SourceDocument, Path]] = {}
         self._rack_ids: dict[str, uuid.UUID] | None = None  # by name, once racks are built
+        self.salvaged: set[int] = set()  # ids of the objects of salvaged documents
+
+    def declare(self, doc: SourceDocument, into: list[Any], objects: list[Any]) -> None:
+        """Add ``objects`` of ``doc`` to the declared state. Those of a document the schema
+        check cut fields from (``schema.salvage``) are judged with the rest, so the tree's
+        other documents are judged against them, but :meth:`result` leaves them out."""
+        into += objects
+        if doc.cut:
+            self.salvaged.update(map(id, objects))
+
+    def result(self) -> Declared:
+        """What the tree declares: every object but those of salvaged documents."""
+
+        def kept(objects: list[Any]) -> list[Any]:
+            return [o for o in objects if id(o) not in self.salvaged]
+
+        d = self.declared
+        return Declared(
+            kept(d.racks), kept(d.components), kept(d.domains), kept(d.schedules), kept(d.freezes)
+        )
 
     def unique(self, doc: SourceDocument, path: Path, space: str, value: object) -> bool:
         """Record ``value`` in ``space``; report it when another place already used it
@@ -207,9 +227,7 @@ class _Builder:
         other, other_path = self.first_seen.setdefault(key, (doc, path))
         if (other, other_path) != (doc, path):
             where = f"{other.file}:{other.at(other_path)[0]}"
-            self.problems.append(
-                doc.diagnostic(path, f"{space} '{value}' is already declared at {where}")
-            )
+            self.problem(doc, path, f"{space} '{value}' is already declared at {where}")
             return False
         return True
 
@@ -241,8 +259,8 @@ class _Builder:
                 controller=controller,
                 labels=doc.data["metadata"].get("labels", {}),
             )
-            self.declared.racks.append(rack)
-            self.declared.components += components
+            self.declare(doc, self.declared.racks, [rack])
+            self.declare(doc, self.declared.components, components)
 
     def controller(self, doc: SourceDocument) -> ControllerSpec | None:
         """The rack's controller; None: the server's default, or invalid and reported (at
@@ -254,7 +272,7 @@ class _Builder:
         retired = [name for name in RETIRED_CONTROLLER_FIELDS if name in raw]
         for name in retired:  # each one at its line: they named the server's secrets
             path = ("spec", "controller", name)
-            self.problems.append(doc.diagnostic(path, f"{name}: {retired_field_message(name)}"))
+            self.problem(doc, path, f"{name}: {retired_field_message(name)}")
         if retired:
             return None
         try:
@@ -263,7 +281,7 @@ class _Builder:
             field, _, message = exc.message.partition(": ")
             name = field.removeprefix("controller.")
             at: Path = ("spec", "controller", *((name,) if name in raw else ()))
-            self.problems.append(doc.diagnostic(at, f"{name}: {message}"))
+            self.problem(doc, at, f"{name}: {message}")
             return None
 
     def domain(self, doc: SourceDocument) -> None:
@@ -280,21 +298,18 @@ class _Builder:
         rack_ids = []
         for i, rack_name in enumerate(spec["racks"]):
             if rack_name not in by_name:
-                self.problems.append(
-                    doc.diagnostic(("spec", "racks", i), f"unknown rack {rack_name!r}")
-                )
+                self.problem(doc, ("spec", "racks", i), f"unknown rack {rack_name!r}")
                 ok = False
             else:
                 rack_ids.append(by_name[rack_name])
         if ok:
-            self.declared.domains.append(
-                NVLDomain(
-                    id=uuid.UUID(spec["id"]),
-                    name=name,
-                    external_id=spec.get("external_id"),
-                    rack_ids=rack_ids,
-                )
+            domain = NVLDomain(
+                id=uuid.UUID(spec["id"]),
+                name=name,
+                external_id=spec.get("external_id"),
+                rack_ids=rack_ids,
             )
+            self.declare(doc, self.declared.domains, [domain])
 
     def schedule(self, doc: SourceDocument, inventory: DeclaredInventory) -> None:
         meta, spec = doc.data["metadata"], doc.data["spec"]
@@ -311,7 +326,7 @@ class _Builder:
                 parse_starting_deadline(deadline)
             except timing.SpecError as exc:
                 path = ("spec", "starting_deadline")
-                self.problems.append(doc.diagnostic(path, f"starting_deadline: {exc}"))
+                self.problem(doc, path, f"starting_deadline: {exc}")
                 ok = False
         targets = TargetSpec.model_validate(spec["targets"])
         checked = self.operation(doc, targets)
@@ -341,22 +356,23 @@ class _Builder:
                 rollout=rollout,
                 expected_duration=spec.get("expected_duration"),
             )
-            self.declared.schedules.append(schedule)
+            self.declare(doc, self.declared.schedules, [schedule])
 
     def spec(self, doc: SourceDocument, timezone: str) -> timing.Spec | None:
-        """The schedule's parsed spec, or None after reporting why it is invalid (its
-        time zone first)."""
+        """The schedule's parsed spec, or None after reporting why it is invalid: its time
+        zone and the spec itself each (a spec under an unknown zone is read in UTC)."""
         spec = doc.data["spec"]
+        zone_ok = True
         try:
             timing.parse_timezone(timezone)
         except timing.SpecError as exc:
-            self.problems.append(doc.diagnostic(("spec", "timezone"), str(exc)))
-            return None
+            zone_ok = self.problem(doc, ("spec", "timezone"), str(exc))
         try:
-            return timing.parse_spec(spec["spec_type"], spec["spec"], timezone)
+            parsed = timing.parse_spec(spec["spec_type"], spec["spec"], timezone if zone_ok else "")
         except timing.SpecError as exc:
-            self.problems.append(doc.diagnostic(("spec", "spec"), str(exc)))
+            self.problem(doc, ("spec", "spec"), str(exc))
             return None
+        return parsed if zone_ok else None
 
     def spread(self, doc: SourceDocument, parsed: timing.Spec) -> timing.Spread | None:
         """The schedule's anchor and jitter, or None after reporting why they are invalid
@@ -365,7 +381,7 @@ class _Builder:
         try:
             return timing.parse_spread(parsed, spec.get("anchor"), spec.get("jitter"))
         except timing.SpreadError as exc:
-            self.problems.append(doc.diagnostic(("spec", exc.field), f"{exc.field}: {exc}"))
+            self.problem(doc, ("spec", exc.field), f"{exc.field}: {exc}")
             return None
 
     def rollout(self, doc: SourceDocument) -> tuple[RolloutPolicy | None, bool]:
@@ -401,18 +417,20 @@ class _Builder:
             values["queue_options"] = {
                 "queue_timeout_seconds": params["queue_options"].get("queue_timeout_seconds", 0)
             }
-        for name in ("start_time", "end_time"):
+        times_ok = True
+        for name in ("start_time", "end_time"):  # each reported
             if name in params:
                 try:
                     values[name] = timing.parse_rfc3339(params[name])
                 except timing.SpecError as exc:
-                    self.problems.append(doc.diagnostic((*path, name), str(exc)))
-                    return None
+                    times_ok = self.problem(doc, (*path, name), str(exc))
+        if not times_ok:
+            return None
         try:
             operation = _OPERATION.validate_python({**values, "target_spec": targets})
             template = to_template(operation)
         except RackcronError as exc:
-            self.problems.append(doc.diagnostic(path, _without_field_prefix(exc.message)))
+            self.problem(doc, path, _without_field_prefix(exc.message))
             return None
         return operation, template
 
@@ -423,7 +441,7 @@ class _Builder:
             return resolve_targets(targets, inventory)
         except RackcronError as exc:
             path = _target_path(doc.data["spec"]["targets"], exc.message)
-            self.problems.append(doc.diagnostic(path, exc.message))
+            self.problem(doc, path, exc.message)
             return None
 
     def freeze(self, doc: SourceDocument) -> None:
@@ -467,12 +485,17 @@ class _Builder:
         except timing.SpecError as exc:
             self.problem(doc, _freeze_path(str(exc), spec), str(exc))
             return
-        self.declared.freezes.append(DeclaredFreeze(freeze, doc.line))
+        self.declare(doc, self.declared.freezes, [DeclaredFreeze(freeze, doc.line)])
         self.unknown_selected(doc, freeze.selector)
 
-    def problem(self, doc: SourceDocument, path: Path, message: str) -> bool:
-        """Report an error at ``path``; False, for the caller's ``ok``."""
-        self.problems.append(doc.diagnostic(path, message))
+    def problem(
+        self, doc: SourceDocument, path: Path, message: str, *, severity: Severity = "error"
+    ) -> bool:
+        """Report a problem at ``path`` (unless it is about a field the schema check cut
+        out, or what holds one: a consequence of that error); False, for the caller's
+        ``ok``."""
+        if not doc.hides(path):
+            self.problems.append(doc.diagnostic(path, message, severity=severity))
         return False
 
     def unknown_selected(self, doc: SourceDocument, selector: FreezeSelector) -> None:
@@ -490,7 +513,7 @@ class _Builder:
                     f" {space}s the store labels so"
                 )
                 path: Path = ("spec", "selector", field_name)
-                self.problems.append(doc.diagnostic(path, message, severity="warning"))
+                self.problem(doc, path, message, severity="warning")
         for field_name, space in (("racks", "rack"), ("schedules", "schedule")):
             for i, name in enumerate(getattr(selector, field_name)):
                 if (f"{space} name", name) not in self.first_seen:
@@ -499,7 +522,7 @@ class _Builder:
                         " only if the store has it"
                     )
                     path = ("spec", "selector", field_name, i)
-                    self.problems.append(doc.diagnostic(path, message, severity="warning"))
+                    self.problem(doc, path, message, severity="warning")
 
 
 #: Where a ``check_freeze`` message points, by how it starts (else: the cron expression).
@@ -546,7 +569,8 @@ def _target_path(targets: dict[str, Any], message: str) -> Path:
 
 
 def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[Diagnostic]]:
-    """The declared state of schema-valid ``documents``, and every semantic problem.
+    """The declared state of schema-valid ``documents``, and every semantic problem (a
+    salvaged document, ``schema.salvage``, is judged but not declared).
 
     Inventory is built first (racks, then domains), so schedules in any file can
     refer to racks declared in any other; freezes last, so their selectors are
@@ -570,4 +594,4 @@ def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[
         builder.schedule(doc, inventory)
     for doc in by_kind["Freeze"]:
         builder.freeze(doc)
-    return builder.declared, builder.problems
+    return builder.result(), builder.problems

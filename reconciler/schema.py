@@ -7,6 +7,8 @@ for the person editing the file rather than jsonschema's raw text.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import difflib
 import json
 import numbers
@@ -22,10 +24,10 @@ from jsonschema.exceptions import ValidationError
 from rackcron.domain.escape import SHOWN, shorten
 from rackcron.domain.lookalikes import mixed_scripts, spelled
 from rackcron.domain.text import line_problem
-from rackcron.reconciler.diagnostics import Diagnostic, json_path
+from rackcron.reconciler.diagnostics import Diagnostic, Path, json_path
 from rackcron.reconciler.yamlsource import SourceDocument
 
-__all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "schema_for"]
+__all__ = ["API_VERSION", "KINDS", "check_schema", "ecma_pattern", "salvage", "schema_for"]
 
 # What each pattern of the schemas means, for messages.
 _PATTERN_MEANING = {
@@ -439,6 +441,48 @@ def check_schema(doc: SourceDocument) -> list[Diagnostic]:
     for error in _validator(kind).iter_errors(data):
         found += _explain(doc, error)
     return found
+
+
+def salvage(doc: SourceDocument) -> SourceDocument | None:
+    """A schema-invalid ``doc`` without the fields its schema errors are about (an
+    unknown field, a value of the wrong type or form, a list holding one: the nearest
+    field above it), when what is left is schema-valid, so that the semantic checks
+    still judge the rest of it; None when nothing is left to judge (a required field is
+    missing or wrong, or the document is no document of a known kind).
+
+    The copy records what was cut (``SourceDocument.cut``): those fields, and whatever
+    holds them, are not judged again.
+    """
+    data = doc.data
+    if not isinstance(data, dict) or data.get("apiVersion") != API_VERSION:
+        return None
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in KINDS:
+        return None
+    cut: list[Path] = []
+    for error in _validator(kind).iter_errors(data):
+        path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+            cut += [(*path, key) for key in error.instance if key not in known]
+        else:
+            while path and not isinstance(path[-1], str):  # a list's item: the list's field
+                path = path[:-1]
+            cut.append(path)
+    kept: list[Path] = []
+    for path in sorted(set(cut), key=len):  # a field inside one already cut goes with it
+        if not any(path[: len(k)] == k for k in kept):
+            kept.append(path)
+    if not kept or () in kept:
+        return None
+    pruned = copy.deepcopy(data)
+    for path in kept:
+        holder = pruned
+        for part in path[:-1]:
+            holder = holder[part]
+        holder.pop(path[-1], None)
+    salvaged = dataclasses.replace(doc, data=pruned, cut=tuple(kept))
+    return None if check_schema(salvaged) else salvaged
 
 
 def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:

@@ -21,7 +21,7 @@ from rackcron.reconciler.declared import Declared, build_declared
 from rackcron.reconciler.diagnostics import Diagnostic
 from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed, read_regular
-from rackcron.reconciler.schema import check_schema
+from rackcron.reconciler.schema import check_schema, salvage
 from rackcron.reconciler.yamlsource import SourceDocument, TreeBudget, read_documents, tree_scale
 
 __all__ = ["InvalidTree", "Validation", "tree_sources", "validate_sources", "validate_tree"]
@@ -137,7 +137,8 @@ def _directory_listing(root: Path) -> list[Listed]:
 
 
 def validate_sources(sources: Iterable[tuple[str, bytes]]) -> Validation:
-    """Validate YAML sources; semantics run on the documents whose schema is valid."""
+    """Validate YAML sources; semantics run on the documents whose schema is valid, and on
+    what is left of the others without the fields their schema errors are about."""
     with gc_paused():
         return _validate(sources)
 
@@ -162,6 +163,8 @@ def _validate(sources: Iterable[tuple[str, bytes]]) -> Validation:
             diagnostics += schema_problems
             if not schema_problems:
                 valid.append(doc)
+            elif (salvaged := salvage(doc)) is not None:  # the rest of it is still judged
+                valid.append(salvaged)
     # A tree read only in part has no meaning to check: its references would dangle.
     declared, semantic = build_declared([] if budget.exhausted else valid)
     if not documents and not diagnostics:

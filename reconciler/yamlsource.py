@@ -321,6 +321,9 @@ class SourceDocument:
     _key_positions: dict[Path, tuple[int, int]] | None = field(
         default=None, repr=False, compare=False
     )
+    #: Fields taken out because their schema check failed (``schema.salvage``): what the
+    #: semantic checks find there, or above them, follows from that and is not reported.
+    cut: tuple[Path, ...] = ()
 
     @property
     def positions(self) -> dict[Path, tuple[int, int]]:
@@ -357,6 +360,10 @@ class SourceDocument:
         while path not in self.positions and path:
             path = path[:-1]
         return self.positions.get(path, (1, 1))
+
+    def hides(self, path: Path) -> bool:
+        """Whether ``path`` is within or above a field :attr:`cut` from this document."""
+        return any(path[: len(c)] == c or c[: len(path)] == path for c in self.cut)
 
     def diagnostic(
         self, path: Path, message: str, *, key: bool = False, severity: Severity = "error"

@@ -208,6 +208,60 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert len(messages) == 4, messages  # unknown field, missing spec_type, type, never matches
 
 
+def test_schema_errors_do_not_hide_the_other_fields_problems(tmp_path: Path) -> None:
+    """One run reports every independent problem: an unknown field, a value of the wrong
+    type, a bad time zone, a bad spec under it, an operation's two bad times, a target
+    naming no rack, in one file; a rack with an unknown field is still declared (its
+    schedules are judged against it), and nothing is reported twice or as a consequence
+    of a field cut out (a freeze whose cron has the wrong type is not also "give cron")."""
+    bad = (
+        HEAD
+        + """\
+  spec_type: cron
+  spec: "0 25 * * *"
+  timezone: Mars/Olympus
+  enabled: 3
+  colour: blue
+  operation: {upgrade_firmware: {start_time: soon, end_time: later}}
+  targets: {racks: [{name: r1}, {name: r9}]}
+---
+apiVersion: rackcron/v1
+kind: Rack
+metadata: {name: r7}
+spec: {id: 00000000-0000-4000-8000-000000000007, shelf: 2}
+---
+apiVersion: rackcron/v1
+kind: TaskSchedule
+metadata: {name: s2}
+spec: {spec_type: interval, spec: 1h, operation: {power_on: {}}, targets: {racks: [{name: r7}]}}
+---
+apiVersion: rackcron/v1
+kind: Freeze
+metadata: {name: f1}
+spec: {cron: [0, 1], duration: 1h}
+"""
+    )
+    _tree(tmp_path, bad)
+    result = validate_tree(tmp_path)
+    found = sorted((d.line, d.path, d.message) for d in result.diagnostics)
+    assert [(line, path) for line, path, _ in found] == [
+        (6, "$.spec.spec"),  # hour 25, reported although the zone is bad too
+        (7, "$.spec.timezone"),
+        (8, "$.spec.enabled"),
+        (9, "$.spec.colour"),
+        (10, "$.spec.operation.upgrade_firmware.end_time"),
+        (10, "$.spec.operation.upgrade_firmware.start_time"),
+        (11, "$.spec.targets.racks[1]"),  # r9: no such rack
+        (16, "$.spec.shelf"),
+        (26, "$.spec.cron"),
+    ], found
+    assert "unknown field 'colour'" in found[3][2] and "expected true or false" in found[2][2]
+    # Judged, never declared: only what is valid as written is.
+    assert [r.name for r in result.declared.racks] == ["r1", "r2"]
+    assert [s.name for s in result.declared.schedules] == ["s2"]
+    assert result.declared.freezes == []
+
+
 def test_duplicate_schedule_names_across_files(tmp_path: Path) -> None:
     _tree(tmp_path, schedule(GOOD_SPEC))
     (tmp_path / "b").mkdir()
