@@ -474,6 +474,21 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+def ask(question: str, *, flag: str) -> bool:
+    """Ask ``question`` (yes or no, no by default). With nothing to read the answer from
+    (standard input closed or not a terminal, as in CI), a usage error that says to pass
+    ``flag`` instead of click's bare "Aborted!"."""
+    try:
+        return click.confirm(question, default=False)
+    except click.Abort:
+        if sys.stdin is not None and sys.stdin.isatty():
+            raise  # Ctrl-C or Ctrl-D at a terminal: the person stopped
+        raise click.UsageError(
+            f"{question} needs an answer, and there is no terminal to ask: pass {flag} to"
+            " go ahead without asking"
+        ) from None
+
+
 def when(value: datetime | None) -> str:
     """A UTC instant as RFC 3339 (``-`` for none)."""
     if value is None:

@@ -17,6 +17,7 @@ from rackcron.cli._common import (
     INSTANT,
     REASON_OPTION,
     Server,
+    ask,
     audit_of,
     cli_errors,
     database_option,
@@ -376,7 +377,7 @@ def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
         sys.exit(1)
     if not planned.changes:
         sys.exit(0)
-    if not auto_approve and not click.confirm("\nApply these changes?", default=False):
+    if not auto_approve and not ask("\nApply these changes?", flag="--auto-approve"):
         click.echo("Apply cancelled; nothing was changed.")
         sys.exit(1)
     origin = planned.source or {}

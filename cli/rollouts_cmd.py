@@ -18,6 +18,7 @@ import click
 
 from rackcron.cli._common import (
     DURATION,
+    ask,
     audit_options,
     cli_errors,
     database_option,
@@ -235,7 +236,7 @@ def _steer(verb: str, record_of: str, yes: bool) -> None:
     """Ask before changing a roll-out; a no changes nothing, and says so (exit 1)."""
     if yes:
         return
-    if not click.confirm(f"{verb} roll-out {terminal(record_of)}?"):
+    if not ask(f"{verb} roll-out {terminal(record_of)}?", flag="--yes"):
         click.echo("Nothing changed.", err=True)
         sys.exit(1)
 

@@ -7,12 +7,14 @@ which offers the same operations with the same shapes.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
 
 from rackcron.cli._common import (
     Server,
+    ask,
     audit_options,
     cli_errors,
     database_option,
@@ -320,9 +322,11 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
 
 
 def _confirm(question: str, yes: bool) -> None:
-    """Ask ``question`` unless ``yes``; a no, or no answer (no terminal), aborts: exit 1."""
-    if not yes:
-        click.confirm(question, abort=True)
+    """Ask ``question`` unless ``yes``; a no changes nothing and says so (exit 1), and with
+    no terminal to ask it says to pass --yes (exit 2)."""
+    if not yes and not ask(question, flag="--yes"):
+        click.echo("Nothing changed.", err=True)
+        sys.exit(1)
 
 
 def _single(verb: str, help_text: str) -> click.Command:

@@ -365,7 +365,7 @@ def test_the_rollouts_commands_show_and_steer(tmp_path, store_url) -> None:
     assert "last roll-out:" in described and "rolling, 0 of 2 racks ended, 0 failed" in described
     assert "policy:     max_in_flight 1; max_failures 0; waves 1" in shown.output
     refused = run("rollouts", "pause", "fw", url=store_url)  # no terminal, no --yes
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2 and "pass --yes" in refused.output, refused.output
     paused = run("rollouts", "pause", "fw", "--yes", "--reason", "look first", url=store_url)
     assert paused.exit_code == 0 and paused.output.endswith(": paused\n"), paused.output
     data = json.loads(run("rollouts", "get", "fw", "--format", "json", url=store_url).output)
