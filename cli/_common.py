@@ -489,6 +489,13 @@ def ask(question: str, *, flag: str) -> bool:
         ) from None
 
 
+def none_listed(what: str, total: int, offset: int, *, filtered: bool) -> str:
+    """What an empty page of ``what`` says: none at all, none matching, or none this far."""
+    if total:
+        return f"No {what} at offset {offset} ({total} in all)."
+    return f"No {what} match." if filtered else f"No {what}."
+
+
 def when(value: datetime | None) -> str:
     """A UTC instant as RFC 3339 (``-`` for none)."""
     if value is None:
@@ -512,9 +519,14 @@ def echo_text(text: str, *, err: bool = False, colour: bool = False) -> None:
     )
 
 
-def print_table(headers: list[str], rows: list[list[str]], *, indent: str = "") -> None:
+def print_table(
+    headers: list[str], rows: list[list[str]], *, indent: str = "", empty: str | None = None
+) -> None:
     """Left-aligned columns, two spaces apart (each line after ``indent``); each cell one
-    line, controls escaped."""
+    line, controls escaped. No rows: ``empty`` instead (a header alone says nothing)."""
+    if not rows and empty is not None:
+        click.echo(f"{indent}{empty}")
+        return
     rows = [[terminal(cell) for cell in row] for row in rows]
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)

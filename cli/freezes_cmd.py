@@ -149,4 +149,5 @@ def list_command(
     if fmt == "json":
         echo_json({"at": when(moment), "freezes": statuses})
         return
-    print_table(_HEADERS, [_row(f, s) for f, s in zip(found, statuses, strict=True)])
+    rows = [_row(f, s) for f, s in zip(found, statuses, strict=True)]
+    print_table(_HEADERS, rows, empty="No freezes.")

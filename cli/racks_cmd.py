@@ -103,7 +103,7 @@ def list_command(fmt: str, database_url: str | None) -> None:
     if fmt == "json":
         echo_json({"racks": [_dump(v) for v in views], "total": len(views)})
         return
-    print_table(_HEADERS, [_row(v) for v in views])
+    print_table(_HEADERS, [_row(v) for v in views], empty="No racks.")
 
 
 @racks.command("get")

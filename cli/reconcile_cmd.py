@@ -460,7 +460,7 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
     if fmt == "json":
         echo_json(data)
         return
-    print_table(HEADERS, rows(data))
+    print_table(HEADERS, rows(data), empty="Nothing recorded yet.")
 
 
 @click.command("diff", cls=_PlanLike)

@@ -20,6 +20,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     format_option,
+    none_listed,
     open_service,
     page_options,
     print_table,
@@ -111,11 +112,13 @@ def _row(s: Schedule) -> list[str]:
 _HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "OPERATION"]
 
 
-def _show(schedules: list[Schedule], fmt: str, server: Server | None) -> None:
+def _show(
+    schedules: list[Schedule], fmt: str, server: Server | None, empty: str | None = None
+) -> None:
     if fmt == "json":
         echo_json([_dump(s, server) for s in schedules])
     else:
-        print_table(_HEADERS, [_row(s) for s in schedules])
+        print_table(_HEADERS, [_row(s) for s in schedules], empty=empty)
 
 
 @click.group()
@@ -173,8 +176,9 @@ def list_command(
     if fmt == "json":
         echo_json({"task_schedules": [_dump(s, server) for s in page.items], "total": page.total})
         return
-    _show(page.items, fmt, server)
-    if page.total != len(page.items):
+    filtered = rack is not None or enabled_only
+    _show(page.items, fmt, server, none_listed("schedules", page.total, offset, filtered=filtered))
+    if page.items and page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
 
 

@@ -13,6 +13,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     format_option,
+    none_listed,
     open_service,
     page_options,
     print_table,
@@ -123,8 +124,10 @@ def list_command(
         for t in page.items
     ]
     headers = ["ID", "STATUS", "RACK", "RACK ID", "SCHEDULE", "OPERATION", "CREATED (UTC)"]
-    print_table([*headers, "DESCRIPTION"], rows)
-    if page.total != len(page.items):
+    filtered = any(v is not None for v in (rack, component, schedule)) or active_only
+    empty = none_listed("tasks", page.total, offset, filtered=filtered)
+    print_table([*headers, "DESCRIPTION"], rows, empty=empty)
+    if page.items and page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
 
 
