@@ -496,13 +496,21 @@ def none_listed(what: str, total: int, offset: int, *, filtered: bool) -> str:
     return f"No {what} match." if filtered else f"No {what}."
 
 
+def instant(value: datetime) -> str:
+    """A UTC instant as RFC 3339 in full, for JSON."""
+    from rackcron.domain.timing import format_rfc3339
+
+    return format_rfc3339(value)
+
+
 def when(value: datetime | None) -> str:
-    """A UTC instant as RFC 3339 (``-`` for none)."""
+    """A UTC instant as RFC 3339 to the second, for people (``-`` for none): an interval
+    schedule's fire times carry its anchor's microseconds, which say nothing to a reader."""
     if value is None:
         return "-"
     from rackcron.domain.timing import format_rfc3339
 
-    return format_rfc3339(value)
+    return format_rfc3339(value.replace(microsecond=0))
 
 
 # Our own colour codes (rackcron.reconciler.render's _paint): the only escape sequences let through.

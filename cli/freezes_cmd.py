@@ -20,6 +20,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     format_option,
+    instant,
     open_service,
     print_table,
     server_options,
@@ -41,7 +42,7 @@ def _read(database_url: str | None, server: Server | None) -> list[Freeze]:
 
 
 def _span(window: tuple[datetime, datetime] | None) -> dict[str, str] | None:
-    return None if window is None else {"start": when(window[0]), "end": when(window[1])}
+    return None if window is None else {"start": instant(window[0]), "end": instant(window[1])}
 
 
 def _recurs(freeze: Freeze) -> str:
@@ -147,7 +148,7 @@ def list_command(
         found = _read(database_url, server)
     statuses = [_status(f, moment) for f in found]
     if fmt == "json":
-        echo_json({"at": when(moment), "freezes": statuses})
+        echo_json({"at": instant(moment), "freezes": statuses})
         return
     rows = [_row(f, s) for f, s in zip(found, statuses, strict=True)]
     print_table(_HEADERS, rows, empty="No freezes.")

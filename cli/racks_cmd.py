@@ -16,6 +16,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     format_option,
+    instant,
     open_service,
     print_table,
     when,
@@ -51,7 +52,7 @@ def _dump(view: RackView) -> dict[str, Any]:
                     None if t.schedule_id is None else view.schedule_names.get(t.schedule_id)
                 ),
                 "operation": t.operation,
-                "created_at": when(t.created_at),
+                "created_at": instant(t.created_at),
             }
             for t in view.active_tasks
         ],

@@ -8,7 +8,7 @@ which offers the same operations with the same shapes.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import click
 
@@ -20,6 +20,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     format_option,
+    instant,
     none_listed,
     open_service,
     page_options,
@@ -36,6 +37,7 @@ from rackcron.cli._names import (
     schedule_argument,
 )
 from rackcron.domain.escape import shorten, terminal
+from rackcron.domain.results import LastResult
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
@@ -96,29 +98,68 @@ def _miss(s: Schedule) -> str:
     return f"{when(miss.at)}, {_late(miss.lateness_seconds)} late ({why})"
 
 
-def _row(s: Schedule) -> list[str]:
-    state = "consumed" if s.consumed else ("enabled" if s.enabled else "paused")
+def _state(s: Schedule) -> str:
+    return "consumed" if s.consumed else ("enabled" if s.enabled else "paused")
+
+
+#: Schedules' last results by id; None: the backend cannot tell (a Flow server).
+Results: TypeAlias = "Mapping[uuid.UUID, LastResult] | None"
+
+
+def _results(backend: Service | FlowClient, schedules: Sequence[Schedule]) -> Results:
+    """The schedules' last results, from the store (the Flow RPCs carry none)."""
+    from rackcron.service import Service
+
+    if not isinstance(backend, Service):
+        return None
+    return backend.last_results([s.id for s in schedules]) if schedules else {}
+
+
+def _row(s: Schedule, results: Results) -> list[str]:
+    result = None if results is None else results.get(s.id, LastResult({}))
     return [
         s.name,
         s.spec_type.value,
         s.spec,
         s.timezone,
-        state,
+        _state(s),
         when(s.next_run_at),
+        "-" if result is None else result.text(),
+        "-" if result is None else str(result.active),
         s.description,
     ]
 
 
-_HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "OPERATION"]
+_HEADERS = ["NAME", "TYPE", "SPEC", "TIMEZONE", "STATE", "NEXT RUN (UTC)", "LAST RESULT",
+            "ACTIVE", "OPERATION"]  # fmt: skip
+
+
+def _shown(s: Schedule, server: Server | None, results: Results) -> dict[str, object]:
+    """A schedule as JSON, with its last result and active tasks when the store tells."""
+    if results is None:
+        return _dump(s, server)
+    result = results.get(s.id, LastResult({}))
+    last = None
+    if result.counts:
+        last = {
+            "summary": result.text(),
+            "statuses": {status.value: n for status, n in sorted(result.counts.items())},
+            "ended_at": instant(result.ended_at) if result.ended_at else None,
+        }
+    return {**_dump(s, server), "last_result": last, "active_tasks": result.active}
 
 
 def _show(
-    schedules: list[Schedule], fmt: str, server: Server | None, empty: str | None = None
+    schedules: list[Schedule],
+    fmt: str,
+    server: Server | None,
+    results: Results,
+    empty: str | None = None,
 ) -> None:
     if fmt == "json":
-        echo_json([_dump(s, server) for s in schedules])
+        echo_json([_shown(s, server, results) for s in schedules])
     else:
-        print_table(_HEADERS, [_row(s) for s in schedules], empty=empty)
+        print_table(_HEADERS, [_row(s, results) for s in schedules], empty=empty)
 
 
 @click.group()
@@ -148,6 +189,14 @@ def schedules() -> None:
     help="Only schedules with a scope on this rack (its name or UUID).",
 )
 @click.option("--enabled-only", is_flag=True, help="Leave out paused schedules.")
+@click.option(
+    "--sort",
+    type=click.Choice(["name", "next-run", "created"]),
+    default="name",
+    show_default=True,
+    help="By name; by next run, the soonest first (those that will not fire last); or by"
+    " creation, the oldest first (the Flow RPC's order).",
+)
 @page_options
 @format_option
 @database_option
@@ -155,13 +204,20 @@ def schedules() -> None:
 def list_command(
     rack: str | None,
     enabled_only: bool,
+    sort: str,
     offset: int,
     limit: int,
     fmt: str,
     database_url: str | None,
     server: Server | None,
 ) -> None:
-    """List schedules, oldest first.
+    """List schedules, by name, with each one's last result and active tasks.
+
+    LAST RESULT is how the latest task of each of its racks stands: "completed", or
+    what did not complete, worst first ("failed 2/5000, running 3/5000"); ACTIVE counts
+    its tasks still waiting, pending or running. The Flow RPCs of --server carry
+    neither (shown as "-"); over --server an order other than --sort created reads
+    every schedule first.
 
     Example: rackcron schedules list --rack rack-a01 --enabled-only --format json
 
@@ -171,13 +227,20 @@ def list_command(
         backend = _backend(database_url, server)
         rack_id = None if rack is None else str(resolve_rack(backend, rack))
         page = backend.list_schedules(
-            rack_id=rack_id, enabled_only=enabled_only, offset=offset, limit=limit
+            rack_id=rack_id,
+            enabled_only=enabled_only,
+            offset=offset,
+            limit=limit,
+            order=sort.replace("-", "_"),
         )
+        results = _results(backend, page.items)
     if fmt == "json":
-        echo_json({"task_schedules": [_dump(s, server) for s in page.items], "total": page.total})
+        shown = [_shown(s, server, results) for s in page.items]
+        echo_json({"task_schedules": shown, "total": page.total})
         return
     filtered = rack is not None or enabled_only
-    _show(page.items, fmt, server, none_listed("schedules", page.total, offset, filtered=filtered))
+    empty = none_listed("schedules", page.total, offset, filtered=filtered)
+    _show(page.items, fmt, server, results, empty)
     if page.items and page.total != len(page.items):
         click.echo(f"({len(page.items)} of {page.total})")
 
@@ -273,7 +336,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
             extra["recent_tasks"] = [
                 {
                     "id": str(t.id),
-                    "created_at": when(t.created_at),
+                    "created_at": instant(t.created_at),
                     "rack_id": str(t.rack_id),
                     "rack_name": names.get(t.rack_id),
                     "status": t.status.value,
@@ -288,7 +351,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ("spec", f"{found.spec_type.value} {found.spec!r} ({found.timezone})"),
         ("operation", f"{found.description} [{found.operation_type}]"),
         ("overlap policy", found.overlap_policy.value),
-        ("state", _row(found)[4]),
+        ("state", _state(found)),
         ("next run", when(found.next_run_at)),
         ("last run", when(found.last_run_at)),
         *(
@@ -348,7 +411,8 @@ def _single(verb: str, help_text: str) -> click.Command:
             change = getattr(service, f"{verb}_schedule")
             result = change(target.id, audit=audit)
             running = _running_rollout(service, target.id) if verb == "pause" else []
-        _show([result], fmt, server)
+            results = _results(service, [result])
+        _show([result], fmt, server, results)
         for found in running:  # on stderr: the table (or JSON) stays as it was
             click.echo(
                 f"note: roll-out {found} of this schedule goes on: pausing a schedule does not"

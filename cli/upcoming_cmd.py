@@ -36,6 +36,7 @@ from rackcron.cli._common import (
     echo_json,
     echo_text,
     exit_invalid,
+    instant,
     open_service,
     print_table,
     when,
@@ -80,14 +81,14 @@ def _document(found: Upcoming, source: str) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "source": source,
-        "start": when(found.start),
-        "end": when(found.end),
+        "start": instant(found.start),
+        "end": instant(found.end),
         "truncated": found.truncated,
         "cut": list(found.cut),
         "firings": [
             {
-                "start": when(b.start),
-                "end": when(b.end),
+                "start": instant(b.start),
+                "end": instant(b.end),
                 "rack": b.rack,
                 "rack_id": str(b.rack_id),
                 "schedule": b.schedule,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,17 @@ def call(
         raise RemoteError(rpc, exc) from None
 
 
+#: Sort keys of the orders the RPC does not have (``Service.list_schedules``'s).
+_ORDERS: dict[str, Callable[[Schedule], Any]] = {
+    "name": lambda s: s.name,
+    "next_run": lambda s: (
+        s.next_run_at is None,
+        s.next_run_at or datetime.min.replace(tzinfo=UTC),
+        s.name,
+    ),
+}
+
+
 class FlowClient:
     """The schedule admin operations over ``v1.Flow``, with the service's shapes.
 
@@ -155,7 +167,17 @@ class FlowClient:
         enabled_only: bool = False,
         offset: int = 0,
         limit: int = 0,
+        order: str = "created",
     ) -> Page[Schedule]:
+        """ListTaskSchedules, in the server's order (creation); in another ``order``
+        (``name``, ``next_run``: ``Service.list_schedules``'s), every schedule is read and
+        sorted here, then paged (the RPC has no order)."""
+        if order != "created":
+            everything = self.list_schedules(rack_id=rack_id, enabled_only=enabled_only).items
+            ordered = sorted(everything, key=_ORDERS[order])
+            return Page[Schedule](
+                items=ordered[offset : offset + limit if limit else None], total=len(ordered)
+            )
         request = pb.ListTaskSchedulesRequest(
             pagination=pb.Pagination(offset=offset, limit=limit), enabled_only=enabled_only
         )

@@ -503,6 +503,7 @@ class Service:
     scopes_by_schedule = _in_transaction(ScopeOps.scopes_by_schedule, write=False)
     # Tasks
     list_tasks = _in_transaction(TaskOps.list_tasks, write=False)
+    last_results = _in_transaction(TaskOps.last_results, write=False)
     get_tasks = _in_transaction(TaskOps.get_tasks, write=False, single_read=True)
 
     def cancel_task(self, task_id: uuid.UUID | str, *, audit: Audit | None = None) -> Task:

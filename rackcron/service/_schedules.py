@@ -260,6 +260,18 @@ def _name(config: ScheduleConfig) -> str:
     return check_text(config.name, "schedule.name")
 
 
+#: The orders ``list_schedules`` knows, as the columns it sorts by (each ends with a key).
+SCHEDULE_ORDERS = {
+    "created": (task_schedule.c.created_at, task_schedule.c.id),
+    "name": (task_schedule.c.name,),
+    "next_run": (
+        task_schedule.c.next_run_at.is_(None),
+        task_schedule.c.next_run_at,
+        task_schedule.c.name,
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ScheduleOps:
     """Task schedules: create, read, update, pause, resume, delete; their targets
@@ -445,12 +457,17 @@ class ScheduleOps:
         enabled_only: bool = False,
         offset: int = 0,
         limit: int = 0,
+        order: str = "created",
     ) -> Page[Schedule]:
-        """ListTaskSchedules, by created_at then id; ``total`` counts before paging.
+        """ListTaskSchedules, by created_at then id (``order``: or by ``name``, or by
+        ``next_run``, the soonest first, those that will not fire last, then by name);
+        ``total`` counts before paging.
 
-        :raises InvalidArgument: a rack_id that is empty, malformed or the nil UUID, or a
-            negative offset or limit.
+        :raises InvalidArgument: a rack_id that is empty, malformed or the nil UUID, a
+            negative offset or limit, or an unknown order.
         """
+        if order not in SCHEDULE_ORDERS:
+            raise InvalidArgument(f"order: one of {', '.join(SCHEDULE_ORDERS)}, got {order!r}")
         check_page(offset, limit)
         query = sa.select(task_schedule)
         if rack_id is not None:
@@ -462,7 +479,7 @@ class ScheduleOps:
         if enabled_only:
             query = query.where(task_schedule.c.enabled == sa.true())
         total = self.work.count(query)
-        query = paged(query.order_by(task_schedule.c.created_at, task_schedule.c.id), offset, limit)
+        query = paged(query.order_by(*SCHEDULE_ORDERS[order]), offset, limit)
         rows: Iterable[Any] = self.work.conn.execute(query) if limit else self.work.rows(query)
         return Page[Schedule](items=[_rows.schedule(r) for r in rows], total=total)
 

@@ -23,7 +23,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from rackcron.domain.lifecycle import (
     queue_full,
 )
 from rackcron.domain.models import OperationTemplate, OverlapPolicy, Page, Task
+from rackcron.domain.results import LastResult
 from rackcron.domain.task_conflicts import TaskShape, conflicting_row
 from rackcron.domain.templates import task_operation_text
 from rackcron.errors import (
@@ -278,6 +279,47 @@ class TaskOps:
             text = sa.type_coerce(task.c.component_uuids, sa.Text)
             holds = sa.func.instr(text, f'"{component_id}"') > 0
         return sa.and_(among(dialect, task.c.rack_id, racks), holds)
+
+    def last_results(
+        self, schedule_ids: Collection[uuid.UUID] | None = None
+    ) -> dict[uuid.UUID, LastResult]:
+        """The last result of each of ``schedule_ids`` (None: of every schedule) that has
+        fired or has active tasks: its scopes' latest tasks by status, and its active
+        tasks (two grouped reads, whatever the number of schedules)."""
+        scope = task_schedule_scope
+        dialect = self.work.conn.dialect.name
+        chunks = [None] if schedule_ids is None else list(chunked(list(schedule_ids)))
+        counts: dict[uuid.UUID, dict[TaskStatus, int]] = {}
+        ended: dict[uuid.UUID, datetime] = {}
+        active: dict[uuid.UUID, int] = {}
+        for chunk in chunks:
+            latest = (
+                sa.select(
+                    scope.c.schedule_id,
+                    task.c.status,
+                    sa.func.count(),
+                    sa.func.max(task.c.finished_at),
+                )
+                .select_from(scope.join(task, task.c.id == scope.c.last_task_id))
+                .group_by(scope.c.schedule_id, task.c.status)
+            )
+            running = (
+                sa.select(task.c.schedule_id, sa.func.count())
+                .where(ACTIVE_TASK, task.c.schedule_id.is_not(None))
+                .group_by(task.c.schedule_id)
+            )
+            if chunk is not None:
+                latest = latest.where(among(dialect, scope.c.schedule_id, chunk))
+                running = running.where(among(dialect, task.c.schedule_id, chunk))
+            for schedule_id, status, n, at in self.work.conn.execute(latest):
+                counts.setdefault(schedule_id, {})[TaskStatus(status)] = n
+                if at is not None and (schedule_id not in ended or at > ended[schedule_id]):
+                    ended[schedule_id] = at
+            active.update((schedule_id, n) for schedule_id, n in self.work.conn.execute(running))
+        return {
+            i: LastResult(counts.get(i, {}), ended.get(i), active.get(i, 0))
+            for i in counts.keys() | active.keys()
+        }
 
     def get_tasks(self, task_ids: Sequence[uuid.UUID | str]) -> list[Task]:
         """GetTasksByIDs: the tasks that exist, in the order asked.

@@ -143,6 +143,7 @@ class SchedulePages(Protocol):
         enabled_only: bool = False,
         offset: int = 0,
         limit: int = 0,
+        order: str = "created",
     ) -> Page[Schedule]: ...
 
 

@@ -48,8 +48,8 @@ def test_schedules_get_shows_the_five_newest_tasks(store_url: str, service: Serv
     lines = shown.output.splitlines()
     at = lines.index("recent tasks:   newest 5 of 6")
     assert [line.split() for line in lines[at + 1 : at + 6]] == [
-        [format_rfc3339(t.created_at), names[t.rack_id], t.status.value,
-         "task", str(t.id)]
+        [format_rfc3339(t.created_at.replace(microsecond=0)), names[t.rack_id],
+         t.status.value, "task", str(t.id)]
         for t in newest
     ]  # fmt: skip
     assert lines[at + 6] == "scope:"
