@@ -21,7 +21,6 @@ says more conflict than it names.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,12 +199,10 @@ def upcoming_command(
         raise click.BadParameter("must be before the year 9000", param_hint="--now")
     view = _view(path, owner, database_url, start)
     with cli_errors():
-        found = upcoming(view, start, start + timedelta(seconds=window))
+        only = None
         if rack_ref is not None:
-            rack_id = resolve("rack", rack_ref, (rack_candidate(r) for r in view.racks))
-            bars = tuple(b for b in found.bars if b.rack_id == rack_id)
-            shown = {b.schedule for b in bars}
-            found = replace(found, bars=bars, cut=tuple(c for c in found.cut if c in shown))
+            only = {resolve("rack", rack_ref, (rack_candidate(r) for r in view.racks))}
+        found = upcoming(view, start, start + timedelta(seconds=window), racks=only)
     if fmt == "json":
         echo_json(_document(found, str(path) if path is not None else "store"))
         return

@@ -33,7 +33,7 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -261,14 +261,18 @@ def _not_before(spec: timing.Spec, at: datetime | None, start: datetime) -> date
     return timing.next_after(spec, start - timedelta(microseconds=1))  # cron: memoryless
 
 
-def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
-    """The bars of every enabled schedule's firings that start in ``[start, end)``.
+def upcoming(
+    view: FleetView, start: datetime, end: datetime, *, racks: Collection[uuid.UUID] | None = None
+) -> Upcoming:
+    """The bars of every enabled schedule's firings that start in ``[start, end)``; with
+    ``racks``, only those on these racks (:data:`MAX_BARS` of theirs, not of the fleet's
+    then filtered; a roll-out's slots are still those of its whole scope).
 
     :raises ValueError: ``end`` is not after ``start``.
     """
     if end <= start:
         raise ValueError(f"the window must end after it starts: {start} .. {end}")
-    racks = {r.id: r for r in view.racks}
+    by_id = {r.id: r for r in view.racks}
     on_rack: dict[uuid.UUID, list[tuple[str, str]]] = {}
     for c in sorted(view.components, key=lambda c: str(c.id)):
         if c.rack_id is not None:
@@ -279,9 +283,11 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
     plans: list[tuple[_Plan, Iterator[datetime]]] = []
     heap: list[tuple[datetime, int]] = []
     for schedule in sorted(view.schedules, key=lambda s: (s.name, str(s.id))):  # ties by name
-        plan = _plan(schedule, view.scopes.get(schedule.id, ()), racks, meetings)
+        plan = _plan(schedule, view.scopes.get(schedule.id, ()), by_id, meetings)
+        if plan is None or (racks is not None and not any(r.id in racks for r, _ in plan.targets)):
+            continue
         fires = _fires(schedule, start, end)
-        if plan is not None and (first := next(fires, None)) is not None:
+        if (first := next(fires, None)) is not None:
             heap.append((first, len(plans)))
             plans.append((plan, fires))
     heapq.heapify(heap)
@@ -296,6 +302,8 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
         plan, fires = plans[index]
         schedule = plan.schedule
         for position, (rack, meet) in enumerate(plan.targets):
+            if racks is not None and rack.id not in racks:
+                continue
             if len(bars) == MAX_BARS:
                 truncated = True
                 break
@@ -323,6 +331,8 @@ def upcoming(view: FleetView, start: datetime, end: datetime) -> Upcoming:
         elif (following := next(fires, None)) is not None:
             heapq.heappush(heap, (following, index))
     for bar in running_bars(view, start, end):
+        if racks is not None and bar.rack_id not in racks:
+            continue
         if len(bars) == MAX_BARS:
             truncated = True
             break

@@ -309,3 +309,27 @@ def test_a_firing_with_few_conflicts_names_them_all(service: Service, store_url:
     for firing in firings:
         expected = sorted({f"fw-{n:02d}" for n in range(11)} - {firing["schedule"]})
         assert firing["conflicts_with"] == expected and firing["conflicts_more"] is False
+
+
+def test_one_racks_firings_are_not_cut_by_the_fleets_bar_limit(
+    service: Service, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --rack kept the rack's bars among the fleet's first MAX_BARS: at 2,000 racks that
+    # was ~10 firings of the rack, to 00:24 of a 24 h window, and "too many firings".
+    from rackcron.domain import upcoming as module
+
+    monkeypatch.setattr(module, "MAX_BARS", 50)
+    busy = [_rack(service, f"busy-{n:02d}") for n in range(30)]
+    quiet = _rack(service, "quiet")
+    service.create_schedule(ScheduleConfig(name="fleet-hourly", spec_type="interval", spec="1h"),
+                            make_operation("power_on", target=rack_spec(*busy, quiet)))  # fmt: skip
+    service.create_schedule(ScheduleConfig(name="quiet-6h", spec_type="interval", spec="6h"),
+                            make_operation("power_off", target=rack_spec(quiet)))  # fmt: skip
+    data = _json("--rack", "quiet", url=store_url)
+    assert data["truncated"] is False
+    assert {f["rack"] for f in data["firings"]} == {"quiet"}
+    counts = {s: sum(f["schedule"] == s for f in data["firings"]) for s in ("fleet-hourly",
+                                                                            "quiet-6h")}  # fmt: skip
+    assert counts == {"fleet-hourly": 24, "quiet-6h": 4}
+    fleet = _json(url=store_url)
+    assert fleet["truncated"] is True and len(fleet["firings"]) == 50
