@@ -27,6 +27,7 @@ from typing import Any
 
 from rackcron.domain.escape import terminal
 from rackcron.reconciler.conflicts._report import ConflictReport, held_message
+from rackcron.reconciler.conflicts._shared import RACKS_NAMED
 from rackcron.reconciler.diagnostics import Diagnostic, Severity
 
 
@@ -35,15 +36,18 @@ def render_json(data: Mapping[str, Any]) -> str:
 
 
 def _racks_text(racks: list[dict[str, Any]]) -> str:
+    """The first :data:`RACKS_NAMED` racks and how many more (two fleet-wide schedules
+    share thousands: a line each named them all, 22 KB at 2,000 racks); JSON has all."""
     parts = []
-    for rack in racks:
+    for rack in racks[:RACKS_NAMED]:
         if rack.get("whole_rack"):
             parts.append(f"{rack['name']} (whole rack)")
         elif rack.get("components"):
             parts.append(f"{rack['name']} ({', '.join(c['name'] for c in rack['components'])})")
         else:
             parts.append(rack["name"])
-    return ", ".join(parts)
+    left = len(racks) - RACKS_NAMED
+    return ", ".join(parts) + (f" and {left:,} more racks" if left > 0 else "")
 
 
 def _where(party: Mapping[str, Any]) -> str:

@@ -591,3 +591,16 @@ def test_a_jitter_moves_the_firings_the_precise_check_compares() -> None:
     assert met and met[0] > nights[5]  # not the first night: the jitter moved them apart
     (conflict,) = precise_conflicts(spread, now=NOW).conflicts
     assert conflict.collision is not None and conflict.collision.at == met[0]
+
+
+def test_the_text_names_five_shared_racks_and_counts_the_rest() -> None:
+    """Two fleet-wide schedules share thousands of racks: a line named them all (22 KB at
+    2,000 racks); the text and the diagnostics name five, the JSON keeps every one."""
+    from rackcron.reconciler.conflicts._render import _racks_text
+
+    racks = [{"id": str(i), "name": f"rack-{i}"} for i in range(2_000)]
+    text = _racks_text(racks)
+    assert text == "rack-0, rack-1, rack-2, rack-3, rack-4 and 1,995 more racks"
+    assert _racks_text(racks[:5]) == "rack-0, rack-1, rack-2, rack-3, rack-4"
+    whole = [{"id": "1", "name": "r1", "whole_rack": True}]
+    assert _racks_text(whole) == "r1 (whole rack)"
