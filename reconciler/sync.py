@@ -61,7 +61,8 @@ def run_round(
         checked = validate_sources(tree.sources)
         if not checked.ok:
             first = checked.errors[0].text()
-            return Round(revision, "invalid", f"{len(checked.errors)} errors, first: {first}")
+            errors = f"{len(checked.errors)} error" + ("" if len(checked.errors) == 1 else "s")
+            return Round(revision, "invalid", f"{errors}, first: {first}")
         plan = plan_against_store(
             service, declared_state(checked.declared, owner), owner=owner, source=tree.source
         )

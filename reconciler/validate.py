@@ -47,11 +47,13 @@ class Validation:
         return not self.errors
 
     def summary(self) -> str:
-        warnings = len(self.diagnostics) - len(self.errors)
-        return (
-            f"{self.files} files, {self.documents} documents:"
-            f" {len(self.errors)} errors, {warnings} warnings"
+        errors = len(self.errors)
+        counts = (self.files, self.documents, errors, len(self.diagnostics) - errors)
+        files, documents, errors_, warnings = (
+            f"{n} {noun}{'' if n == 1 else 's'}"
+            for n, noun in zip(counts, ("file", "document", "error", "warning"), strict=True)
         )
+        return f"{files}, {documents}: {errors_}, {warnings}"
 
 
 class InvalidTree(InvalidArgument):

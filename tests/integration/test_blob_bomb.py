@@ -138,4 +138,4 @@ def test_the_sync_daemon_refuses_the_round_unread(repo: Path, tmp_path: Path) ->
     result = rackcron(*args, "--database-url", db, cwd=tmp_path)
     output = result.stdout
     assert result.returncode == 1 and "Traceback" not in output, output[-2000:]
-    assert f"invalid: 1 errors, first: fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, output  # fmt: skip
+    assert f"invalid: 1 error, first: fleet/bomb.yaml:1:1: error: file is larger than {MAX_FILE_BYTES} bytes" in output, output  # fmt: skip

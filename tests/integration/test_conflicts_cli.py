@@ -265,4 +265,4 @@ def test_validate_conflicts_only_after_a_clean_validation(tmp_path: Path) -> Non
     )
     result = run("validate", str(bad), "--conflicts")
     assert result.exit_code == 1
-    assert ": warning:" not in result.output and "1 errors, 0 warnings" in result.output
+    assert ": warning:" not in result.output and "1 error, 0 warnings" in result.output

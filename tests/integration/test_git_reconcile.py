@@ -105,7 +105,7 @@ def test_sync_applies_what_is_pushed_and_survives_bad_commits(
     broken = remote.push(schedule("a", racks="[{name: nope}]"))
     failed = remote.sync_once()
     assert failed.exit_code == 1
-    assert f"sync: revision {broken[:12]}: invalid: 1 errors" in failed.output
+    assert f"sync: revision {broken[:12]}: invalid: 1 error" in failed.output
     service = remote.work.service()
     assert sorted(s.name for s in service.list_schedules().items) == ["a", "b"]
     (latest, *_) = service.list_applies()

@@ -161,7 +161,7 @@ def test_validate_cli_prints_file_and_line(tmp_path: Path) -> None:
         f"{target}:9:14: error: timeout: must be at most 5m, got '10m' [$.spec.controller.timeout]"
         in result.output
     )
-    assert "2 files, 2 documents: 1 errors, 0 warnings" in result.output
+    assert "2 files, 2 documents: 1 error, 0 warnings" in result.output
     github = run("validate", str(tmp_path), "--format", "github")
     assert github.output.startswith(f"::error file={target},line=9,col=14::")
     target.write_text(rack(HTTP + "    timeout: 5m\n"))

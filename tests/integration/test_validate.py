@@ -292,7 +292,7 @@ def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
         f"{target}:8:21: error: target_spec.racks[0]: resolve rack: rack r9 is not found"
         in text.output
     )
-    assert "2 files, 4 documents: 1 errors, 0 warnings" in text.output
+    assert "2 files, 4 documents: 1 error, 0 warnings" in text.output
     github = run("validate", str(tmp_path), "--format", "github")
     assert github.output.startswith(f"::error file={target},line=8,col=21::")
     report = json.loads(run("validate", str(tmp_path), "--format", "json").output)
