@@ -2,8 +2,8 @@
 
 The blocks of one document run top to bottom in one sandbox (a fresh temp dir, which is
 also HOME and the working directory): a copy of the repository's ``examples/`` committed
-to git (so applies record a revision), ``RACKCRON_DATABASE_URL`` on a fresh SQLite file
-there, git's user ``ops@example.com`` and the OS user ``ana``; the files the document
+to git (so applies record a revision), the default store (a fresh SQLite file under
+``~/.local/share/rackcron``, as a reader's would be), git's user ``ops@example.com`` and the OS user ``ana``; the files the document
 has the reader write (``<!-- example: file PATH -->``) are written where they come.
 
 * A plain ``rackcron ...`` command runs in-process through the real CLI
@@ -247,7 +247,7 @@ def _sandbox(home: Path) -> Sandbox:
     env = {
         "HOME": str(home), "USER": "ana", "LOGNAME": "ana", "GIT_CONFIG_NOSYSTEM": "1",
         "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "RACKCRON_DATABASE_URL": f"sqlite:///{home / 'rackcron.db'}", "RACKCRON_DEBUG": "",
+        "RACKCRON_DEBUG": "",  # the store: the default, under XDG_DATA_HOME
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "NO_COLOR": "1", "TZ": "UTC", "LC_ALL": "C.UTF-8",
         **{name: _NOWHERE for name in ("http_proxy", "https_proxy", "all_proxy", "grpc_proxy")},
