@@ -8,6 +8,7 @@ which offers the same operations with the same shapes.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, TypeAlias
 
 import click
@@ -96,6 +97,10 @@ def _miss(s: Schedule) -> str:
         return "-"
     why = miss.reason.value + (f" {miss.detail}" if miss.detail else "")
     return f"{when(miss.at)}, {_late(miss.lateness_seconds)} late ({why})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _state(s: Schedule) -> str:
@@ -479,12 +484,13 @@ def trigger_command(
 
     Example: rackcron schedules trigger demo-power-reset --yes --reason 'rerun after fix'
     """
-    question = "Trigger schedule '{}' ({}) now on every rack of its scope?"
+    question = "Trigger schedule '{}' ({}) now on every rack of its scope ({})?"
     with cli_errors():
         if server is not None:  # Flow answers with the task ids only
             client = _client(server)
             target = resolve_schedule(client, schedule)
-            _confirm(question.format(terminal(target.name), target.id), yes)
+            racks = _count(len(client.list_scopes(target.id)), "rack")
+            _confirm(question.format(terminal(target.name), target.id, racks), yes)
             task_ids = client.trigger_ids(
                 target.id, force=force, all_at_once=all_at_once, audit=audit
             )
@@ -496,7 +502,8 @@ def trigger_command(
         else:
             service = open_service(database_url)
             target = resolve_schedule(service, schedule)
-            _confirm(question.format(terminal(target.name), target.id), yes)
+            racks = _count(len(service.list_scopes(target.id)), "rack")
+            _confirm(question.format(terminal(target.name), target.id, racks), yes)
             result = service.trigger(target.id, force=force, all_at_once=all_at_once, audit=audit)
             task_ids = result.task_ids
             names = rack_names(service, (o.rack_id for o in result.outcomes))
@@ -514,6 +521,10 @@ def trigger_command(
                 )
             for name in sorted({n for names in result.firing.overridden.values() for n in names}):
                 lines.append(f"forced past freeze {name!r}")
+            if len(result.outcomes) > 1:  # after a long list, the count
+                counted = Counter(o.result for o in result.outcomes)
+                each = ", ".join(f"{n:,} {what}" for what, n in sorted(counted.items()))
+                lines.append(f"{_count(len(result.outcomes), 'rack')}: {each}")
     if fmt == "json":
         echo_json({"task_ids": [str(t) for t in task_ids], **extra})
         return

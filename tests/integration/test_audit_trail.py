@@ -318,8 +318,9 @@ def test_trigger_fires_once_confirmed(store_url, service, fleet) -> None:
     create(service, fleet.racks[:2], name="nightly")
     result = cli(store_url, "schedules", "trigger", "nightly", input="y\n")
     assert result.exit_code == 0, result.output
-    assert "now on every rack of its scope? [y/N]" in result.output
+    assert "now on every rack of its scope (2 racks)? [y/N]" in result.output
     assert result.output.count(": submitted ") == 2
+    assert result.output.endswith("\n2 racks: 2 submitted\n"), result.output  # the count last
     assert trail(service)[-1].action == "trigger"
 
 

@@ -214,6 +214,7 @@ def test_schedules_get_and_trigger_show_each_rack_by_name_and_id(loaded: str) ->
     assert [re.sub(UUID + "$", "TASK", line) for line in lines] == [
         f"rack rack-a01 ({A01}): submitted TASK",
         f"rack rack-a02 ({A02}): submitted TASK",
+        "2 racks: 2 submitted",
     ]
     shown = run("schedules", "get", FIRMWARE, url=loaded).output
     assert re.search(rf"^  rack rack-a01 \({A01}\): types: COMPUTE, last task {UUID}$", shown, re.M)
