@@ -352,6 +352,9 @@ _WARNING_SHOWN = 600
 _UNMANAGED_LISTED = 100
 #: Characters GitHub accepts in a pull-request comment.
 MARKDOWN_LIMIT = 65_536
+#: The warnings take at most this fraction of it (1/4): they come before the changes, and
+#: 320 roll-out and shared-rack warnings filled a comment, leaving no change shown.
+_WARNINGS_SHARE = 4
 # Room kept for the note that says what was left out.
 _NOTE_ROOM = 1_000
 
@@ -389,7 +392,14 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         if plan.get("warnings_count_exact") is False:
             count = f"at least {count}"
         lines = ["<details>", f"<summary>⚠️ {count} warnings: {_warnings_about(plan)}</summary>", ""]
-        lines += [f"- {markdown_code(shorten(w, _WARNING_SHOWN))}" for w in plan["warnings"]]
+        listed = [f"- {markdown_code(shorten(w, _WARNING_SHOWN))}" for w in plan["warnings"]]
+        room = limit // _WARNINGS_SHARE  # the changes come after them, and must show
+        while listed and _size(lines) + _size(listed) > room:
+            listed = listed[: len(listed) // 2]
+        lines += listed
+        if len(listed) < len(plan["warnings"]):
+            left = len(plan["warnings"]) - len(listed)
+            lines.append(f"- … and {left} more listed in the full plan, not in this comment")
         lines += [f"- {more}" for more in _warnings_not_listed(plan)]
         blocks.append(([*lines, "", "</details>", ""], 0))
     inventory = [c for c in plan["changes"] if c["kind"] not in _BLOCKS]

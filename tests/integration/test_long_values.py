@@ -175,3 +175,23 @@ def test_a_markdown_plan_that_fits_is_not_cut(tmp_path: Path) -> None:
         "plan", str(tree), "--format", "markdown", "--database-url", f"sqlite:///{tmp_path}/db"
     )
     assert result.exit_code == 0 and "cut short" not in result.output
+
+
+@pytest.mark.slow
+def test_warnings_leave_room_for_the_changes_in_a_markdown_plan(tmp_path: Path) -> None:
+    """320 warnings (a roll-out warning per schedule, groups of shared racks) came before
+    the changes as one block and filled the comment: no change and no warning was shown.
+    They take at most a quarter of it now, and say how many more the full plan lists."""
+    from rackcron.reconciler.render import MARKDOWN_LIMIT, render_markdown
+
+    tree = write(tmp_path, *(schedule(f"s{i:03}") for i in range(20)))
+    plan = json.loads(run("plan", str(tree), "--format", "json", "--database-url",
+                          f"sqlite:///{tmp_path}/db").stdout)  # fmt: skip
+    plan["warnings"] = [f"schedule s{i:03}: " + "w" * 590 for i in range(320)]
+    plan["warnings_count"] = 320
+    output = render_markdown(plan)
+    assert len(output.encode("utf-16-le")) // 2 <= MARKDOWN_LIMIT
+    assert "cut short" not in output  # every change shows
+    assert all(f"<b><code>s{i:03}</code></b>" in output for i in range(20))
+    listed = output.count("- `schedule s")
+    assert 0 < listed < 320 and f"… and {320 - listed} more listed in the full plan" in output
