@@ -508,6 +508,8 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
         case "oneOf" if all(set(s) == {"required"} for s in value):
             options = ", ".join(s["required"][0] for s in value)
             return [doc.diagnostic(path, f"set exactly one of: {options}")]
+        case "maxProperties" if not schema.get("properties"):  # a map (labels), not a choice
+            return [doc.diagnostic(path, f"at most {value} entries, got {len(instance)}")]
         case "minProperties" | "maxProperties":
             options = ", ".join(schema.get("properties", {}))
             return [doc.diagnostic(path, f"set exactly one of: {options}")]

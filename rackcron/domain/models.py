@@ -38,6 +38,7 @@ from rackcron.errors import InvalidArgument
 __all__ = [
     "ACTIVE_STATUSES",
     "CREDENTIAL_NAME",
+    "MAX_LABELS",
     "RETIRED_CONTROLLER_FIELDS",
     "ApplyRecord",
     "BringUp",
@@ -74,6 +75,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "UpgradeFirmware",
+    "check_labels",
     "retired_field_message",
 ]
 
@@ -232,6 +234,18 @@ class ScheduleConfig(_Model):
     #: False: the request carried no ``spec`` message (an update whose mask names
     #: ``schedule.spec.timezone`` is then refused). Never stored or dumped.
     spec_given: bool = Field(default=True, exclude=True)
+
+
+#: Labels an object carries at most (the schemas' ``maxProperties``): a schedule's are
+#: copied into each task it submits, and 50,000 of them cost 5 MB a rack per firing.
+MAX_LABELS = 32
+
+
+def check_labels(labels: dict[str, str], field: str) -> None:
+    """:raises InvalidArgument: more than :data:`MAX_LABELS` (a store keeps those it has:
+    this checks what is written)."""
+    if len(labels) > MAX_LABELS:
+        raise InvalidArgument(f"{field}: at most {MAX_LABELS} labels, got {len(labels)}")
 
 
 class Management(_Model):

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from rackcron.domain.commands import CommandFailed
-from rackcron.domain.models import Component, NVLDomain, Rack, Task
+from rackcron.domain.models import Component, NVLDomain, Rack, Task, check_labels
 from rackcron.domain.targets import normalize_mac
 from rackcron.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound, RackcronError
 from rackcron.service import _rows
@@ -68,6 +68,7 @@ def _rack_values(item: Rack) -> dict[str, Any]:
         controller = item.controller.model_dump(mode="json")  # the fields that are set
         for field, value in controller.items():
             check_text(value, f"controller.{field}", max_length=_MAX_CONTROLLER_TEXT)
+    check_labels(item.labels, "rack.labels")
     for key, value in item.labels.items():
         check_text(key, "rack.labels")
         check_text(value, f"rack.labels.{key}")

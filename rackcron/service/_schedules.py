@@ -29,6 +29,7 @@ from rackcron.domain.models import (
     Schedule,
     ScheduleConfig,
     TargetSpec,
+    check_labels,
 )
 from rackcron.domain.targets import Resolved
 from rackcron.domain.templates import check_rule_id, to_template
@@ -119,6 +120,7 @@ def _spec(config: ScheduleConfig, timezone: str, *, stored: bool = False) -> tim
 def _management_values(management: Management) -> dict[str, Any]:
     check_text(management.owner, "management.owner")
     check_text(management.source, "management.source", max_length=4096)
+    check_labels(management.labels, "management.labels")
     for key, value in management.labels.items():
         check_text(key, "management.labels", max_length=63)
         check_text(value, f"management.labels.{key}")

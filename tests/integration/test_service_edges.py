@@ -241,3 +241,20 @@ def test_single_reads_run_in_autocommit_on_postgresql(service: Service) -> None:
         assert service.reader.dialect.name == "postgresql"
         with service.reader.connect() as conn:
             assert conn.connection.driver_connection.autocommit is True
+
+
+def test_writes_refuse_more_than_32_labels_and_change_nothing(service: Service, fleet) -> None:
+    """A schedule's labels go into each task it submits (hostile review: 50,000 labels
+    cost 5 MB a rack per firing): the service refuses a 33rd, whatever front sent it."""
+    from rackcron.domain.models import MAX_LABELS, Management
+
+    many = {f"k{i}": "v" for i in range(MAX_LABELS + 1)}
+    schedule = create(service, fleet.racks[:1])
+    before = snapshot(service)
+    with pytest.raises(InvalidArgument, match="management.labels: at most 32 labels, got 33"):
+        service.set_management(schedule.id, Management(owner="o", labels=many))
+    with pytest.raises(InvalidArgument, match="rack.labels: at most 32 labels, got 33"):
+        service.upsert_rack(Rack(id=uuid.uuid4(), name="r-many", labels=many))
+    assert snapshot(service) == before
+    del many["k0"]
+    assert service.set_management(schedule.id, Management(owner="o", labels=many))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
+import uuid
 from contextlib import closing
 from pathlib import Path
 
@@ -260,6 +261,24 @@ spec: {cron: [0, 1], duration: 1h}
     assert [r.name for r in result.declared.racks] == ["r1", "r2"]
     assert [s.name for s in result.declared.schedules] == ["s2"]
     assert result.declared.freezes == []
+
+
+def test_an_object_carries_at_most_32_labels(tmp_path: Path) -> None:
+    """A schedule's labels are copied into every task it submits: 50,000 of them cost
+    5 MB a rack per firing. The schemas and the service's writes (an RPC's) refuse a 33rd;
+    the service's own test covers its write paths."""
+    from rackcron.domain.models import MAX_LABELS, check_labels
+    from rackcron.errors import RackcronError
+
+    labels = ", ".join(f"k{i}: v" for i in range(MAX_LABELS + 1))
+    bad = HEAD.replace("metadata: {name: s1}", f"metadata: {{name: s1, labels: {{{labels}}}}}")
+    _tree(tmp_path, bad + GOOD_SPEC)
+    (d,) = validate_tree(tmp_path).diagnostics
+    assert (d.line, d.path, d.message) == (3, "$.metadata.labels", "at most 32 entries, got 33")
+    many = {f"k{i}": "v" for i in range(MAX_LABELS + 1)}
+    with pytest.raises(RackcronError, match="management.labels: at most 32 labels, got 33"):
+        check_labels(many, "management.labels")
+    check_labels(dict(list(many.items())[:MAX_LABELS]), "rack.labels")  # 32 are fine
 
 
 def test_duplicate_schedule_names_across_files(tmp_path: Path) -> None:
