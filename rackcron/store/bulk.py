@@ -144,11 +144,17 @@ def _execute_arrays(
 
 def _arrays(conn: Connection, table: sa.Table, names: Sequence[str]) -> str:
     """Each column's values as one array parameter in psycopg's binary format (``%b``):
-    the text format quotes and escapes every element (5,000 task rows: ~0.5 s)."""
+    the text format quotes and escapes every element (5,000 task rows: ~0.5 s). Cast to
+    the column's type without its length: a cast to ``varchar(n)`` cuts a longer value
+    where the insert must refuse it, as a row's parameter would be refused."""
     return ", ".join(
-        f"CAST(%(a{i})b AS {table.c[n].type.compile(dialect=conn.dialect)}[])"
+        f"CAST(%(a{i})b AS {_unbounded(table.c[n].type).compile(dialect=conn.dialect)}[])"
         for i, n in enumerate(names)
     )
+
+
+def _unbounded(kind: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]:
+    return sa.String() if isinstance(kind, sa.String) and kind.length else kind
 
 
 def _array_values(

@@ -253,7 +253,7 @@ task = sa.Table(
     sa.Column("scope_id", Uuid, nullable=True),
     # No foreign key either: a task is history and outlives its rack's inventory entry.
     sa.Column("rack_id", Uuid, nullable=False),
-    sa.Column("operation", sa.String(255), nullable=False),
+    sa.Column("operation", sa.Text, nullable=False),  # an upgrade names its version: any length
     sa.Column("operation_type", sa.String(64), nullable=False),
     sa.Column("operation_code", sa.String(64), nullable=False),
     sa.Column("operation_information", JSON, nullable=False),

@@ -123,3 +123,22 @@ def test_awkward_values_round_trip_as_given(store_url) -> None:
         assert (got.rack_id, got.description, got.operation_information, got.component_uuids,
                 got.rack_seq, got.forced, got.message) == (*row[1:], row[2])  # fmt: skip
     engine.dispose()
+
+
+def test_a_value_longer_than_its_column_is_refused_not_cut(store_url) -> None:
+    """Arrays were cast to ``varchar(255)[]``, which cuts: PostgreSQL stored 255 of a
+    longer value where SQLite kept it whole (an upgrade's operation text names its
+    version). Now it is refused, as a row's own parameter is; SQLite has no lengths."""
+    engine = open_engine(store_url)
+    long_name = "r" * 300
+    rows = [(uuid.uuid4(), long_name)]
+    same = {"created_at": T0, "updated_at": T0}
+    if engine.dialect.name == "postgresql":
+        with pytest.raises(sa.exc.DataError, match="too long"), transaction(engine) as conn:
+            insert_rows(conn, rack, ("id", "name"), rows, same=same)
+    else:
+        with transaction(engine) as conn:
+            insert_rows(conn, rack, ("id", "name"), rows, same=same)
+        with transaction(engine, write=False) as conn:
+            assert conn.execute(sa.select(rack.c.name)).scalar_one() == long_name
+    engine.dispose()

@@ -404,3 +404,14 @@ def test_trigger_serialises_with_the_dispatcher_on_the_row_lock(service, fleet, 
     # The trigger read the row only after the dispatcher's claim committed.
     assert result.firing.schedule.last_run_at == clock.now
     assert len(result.task_ids) == 1
+
+
+def test_an_upgrades_long_operation_text_is_stored_whole(service, fleet) -> None:
+    """Hostile review of issue 27: ``Upgrade Firmware to <255 characters>`` was cut at 255
+    on PostgreSQL (migration 0023 made ``task.operation`` text) and kept on SQLite."""
+    version = "9" * 255
+    made = create(service, fleet.racks[:2], name="long-version", kind="upgrade_firmware",
+                  target_version=version)  # fmt: skip
+    tasks = service.get_tasks(service.trigger(made.id).task_ids)
+    assert [t.operation.endswith(version) for t in tasks] == [True, True]
+    assert len(tasks[0].operation) > 255
