@@ -251,9 +251,9 @@ def test_writes_refuse_more_than_32_labels_and_change_nothing(service: Service, 
     many = {f"k{i}": "v" for i in range(MAX_LABELS + 1)}
     schedule = create(service, fleet.racks[:1])
     before = snapshot(service)
-    with pytest.raises(InvalidArgument, match="management.labels: at most 32 labels, got 33"):
+    with pytest.raises(InvalidArgument, match=r"management\.labels: at most 32 labels, got 33"):
         service.set_management(schedule.id, Management(owner="o", labels=many))
-    with pytest.raises(InvalidArgument, match="rack.labels: at most 32 labels, got 33"):
+    with pytest.raises(InvalidArgument, match=r"rack\.labels: at most 32 labels, got 33"):
         service.upsert_rack(Rack(id=uuid.uuid4(), name="r-many", labels=many))
     assert snapshot(service) == before
     del many["k0"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
-import uuid
 from contextlib import closing
 from pathlib import Path
 
@@ -276,7 +275,7 @@ def test_an_object_carries_at_most_32_labels(tmp_path: Path) -> None:
     (d,) = validate_tree(tmp_path).diagnostics
     assert (d.line, d.path, d.message) == (3, "$.metadata.labels", "at most 32 entries, got 33")
     many = {f"k{i}": "v" for i in range(MAX_LABELS + 1)}
-    with pytest.raises(RackcronError, match="management.labels: at most 32 labels, got 33"):
+    with pytest.raises(RackcronError, match=r"management\.labels: at most 32 labels, got 33"):
         check_labels(many, "management.labels")
     check_labels(dict(list(many.items())[:MAX_LABELS]), "rack.labels")  # 32 are fine
 
