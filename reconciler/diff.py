@@ -35,6 +35,8 @@ schedules that exist nowhere.
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -96,8 +98,18 @@ def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str
     names = []
     for item in filt.items:
         component = state.components.get(uuid.UUID(item)) if state else None
-        names.append(component.name or item if component else item)
+        names.append(_plain(component.name or item if component else item))
     return "components: " + ", ".join(names)
+
+
+def _plain(name: str) -> str:
+    """A component's name as it reads in a list: quoted (JSON) unless it is only letters,
+    digits and ``._/-``, so that a name holding ``); "x" (`` cannot pass for more of
+    the list (a schedule's reach in a warning)."""
+    return name if _PLAIN_NAME.fullmatch(name) else json.dumps(name)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._/-]+")
 
 
 def _target_spec(rows: Iterable[ScopeRow]) -> TargetSpec:

@@ -414,7 +414,11 @@ def tree_scale(environ: Mapping[str, str]) -> int:
     text = environ.get(SCALE_VARIABLE, "").strip()
     if not text:
         return 1
-    if not text.isdigit() or not 1 <= int(text) <= MAX_SCALE:
+    # ASCII digits, and few: str.isdigit takes '³' (which int() refuses) and '٣' (a 3).
+    if (
+        not (text.isascii() and text.isdigit() and len(text) <= 2)
+        or not 1 <= int(text) <= MAX_SCALE
+    ):
         raise ValueError(
             f"{SCALE_VARIABLE}: must be a whole number from 1 to {MAX_SCALE}, got {text[:40]!r}"
         )

@@ -138,7 +138,7 @@ def test_huge_integers_are_diagnostics(tmp_path: Path, content: str, message: st
     assert "internal error" not in output and "Traceback" not in output
 
 
-@pytest.mark.parametrize("value", ["0", "65", "two", "1e3", "-1", "\x1b[2J"])
+@pytest.mark.parametrize("value", ["0", "65", "two", "1e3", "-1", "\x1b[2J", "³", "٣", "9" * 5000])
 def test_a_bad_tree_scale_is_an_error_naming_the_setting(tmp_path: Path, value: str) -> None:
     (tmp_path / "racks.yaml").write_text(ONE_RACK)
     result = subprocess.run(

@@ -94,3 +94,28 @@ def test_racks_are_grouped_by_what_schedules_reach_not_by_how_it_reads() -> None
         (("rack-01",), (("components: c, d", ("s1", "s2")),)),
         (("rack-02",), (("components: c, d", ("s1",)), ("components: c, d", ("s3",)))),
     ]
+
+
+def test_a_component_name_cannot_pass_for_more_of_a_reach() -> None:
+    """Hostile review of issue 27: a component named ``compute-0); "approved-by-sre"
+    (types: COMPUTE`` read as a third schedule in the warning. A name of other than
+    letters, digits and ``._/-`` is quoted, its quotes escaped; plain names read as
+    they did."""
+    import uuid
+
+    from rackcron.domain.filters import ComponentFilter
+    from rackcron.reconciler.diff import filter_text
+
+    spoof = 'compute-0); "approved-by-sre" (types: COMPUTE'
+    ids = [uuid.uuid4(), uuid.uuid4()]
+
+    class _Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    class _State:
+        components = {ids[0]: _Named(spoof), ids[1]: _Named("compute-1")}
+
+    filt = ComponentFilter(kind="components", items=tuple(str(i) for i in ids))
+    text = filter_text(filt, _State())  # type: ignore[arg-type]
+    assert text == 'components: "compute-0); \\"approved-by-sre\\" (types: COMPUTE", compute-1'
