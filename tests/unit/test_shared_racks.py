@@ -102,6 +102,7 @@ def test_a_component_name_cannot_pass_for_more_of_a_reach() -> None:
     letters, digits and ``._/-`` is quoted, its quotes escaped; plain names read as
     they did."""
     import uuid
+    from types import SimpleNamespace
 
     from rackcron.domain.filters import ComponentFilter
     from rackcron.reconciler.diff import filter_text
@@ -109,13 +110,7 @@ def test_a_component_name_cannot_pass_for_more_of_a_reach() -> None:
     spoof = 'compute-0); "approved-by-sre" (types: COMPUTE'
     ids = [uuid.uuid4(), uuid.uuid4()]
 
-    class _Named:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-    class _State:
-        components = {ids[0]: _Named(spoof), ids[1]: _Named("compute-1")}
-
+    named = {ids[0]: SimpleNamespace(name=spoof), ids[1]: SimpleNamespace(name="compute-1")}
     filt = ComponentFilter(kind="components", items=tuple(str(i) for i in ids))
-    text = filter_text(filt, _State())  # type: ignore[arg-type]
+    text = filter_text(filt, SimpleNamespace(components=named))  # type: ignore[arg-type]
     assert text == 'components: "compute-0); \\"approved-by-sre\\" (types: COMPUTE", compute-1'
