@@ -172,3 +172,30 @@ def test_the_tree_scale_multiplies_the_tree_wide_limits_only(tmp_path: Path) -> 
         patch.setenv("RACKCRON_TREE_SCALE", "2")
         (read,) = read_listed([big], file_limit=2 * MAX_TREE_BYTES)
         assert read == ("big.yaml", b"") and not isinstance(read[1], Unreadable)
+
+
+def test_targets_repeated_by_aliases_are_refused_before_they_are_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile review of issue 27: aliases repeat a target at no cost (``[&t {...}, *t,
+    *t, ...]``); 44 schedules of 45,000 each took 3 GB to resolve, within the tree's
+    limits, before resolution found the rack twice. The repeat is found in the document's
+    own words first, and nothing of that schedule's targets is built."""
+    from rackcron.domain.models import TargetSpec
+    from rackcron.reconciler.validate import validate_tree
+
+    entries = ", ".join(["&t {name: r1, component_types: [COMPUTE]}", *["*t"] * 20_000])
+    (tmp_path / "racks.yaml").write_text(ONE_RACK)
+    (tmp_path / "s.yaml").write_text(
+        "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: s1}\nspec:\n"
+        f"  spec_type: interval\n  spec: 1h\n  operation: {{power_on: {{}}}}\n"
+        f"  targets: {{racks: [{entries}]}}\n"
+    )
+    built: list[object] = []
+    original = TargetSpec.model_validate
+    monkeypatch.setattr(
+        TargetSpec, "model_validate", lambda data, **kw: built.append(data) or original(data, **kw)
+    )
+    (d,) = validate_tree(tmp_path).diagnostics
+    assert (d.message, d.path) == ("rack listed twice", "$.spec.targets.racks[1]")
+    assert built == []
