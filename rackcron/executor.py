@@ -38,7 +38,7 @@ from rackcron.domain.commands import (
 from rackcron.errors import InvalidArgument, RackcronError
 from rackcron.service.roles import CommandTarget
 
-__all__ = ["StoreExecutor"]
+__all__ = ["BATCH_LIMIT", "StoreExecutor", "batches"]
 
 
 class StoreExecutor:
@@ -59,7 +59,7 @@ class StoreExecutor:
         :raises CommandFailed: at the first the service refuses; the caller's transaction
             then holds the ones before it, for the caller to roll back.
         """
-        for start, stop in _runs(commands):
+        for start, stop in batches(commands):
             self._report(progress, start)
             try:
                 if isinstance(commands[start], _BATCHED):
@@ -68,8 +68,9 @@ class StoreExecutor:
                     self.run(commands[start])
             except CommandFailed as failed:  # the batch's own index
                 raise CommandFailed(start + failed.index, failed.error) from failed.error
-            except RackcronError as exc:
-                raise CommandFailed(start, exc) from exc
+            except RackcronError as exc:  # a batch's: any of its commands may be the cause
+                last = stop - 1 if stop - start > 1 else None
+                raise CommandFailed(start, exc, last=last) from exc
             for index in range(start + 1, stop):
                 self._report(progress, index)
 
@@ -82,7 +83,7 @@ class StoreExecutor:
             raise CommandFailed(index, exc) from exc
 
     def _run_batch(self, batch: Sequence[Command]) -> None:
-        """Run a batch of :func:`_runs` (commands of one kind).
+        """Run a batch of :func:`batches` (commands of one kind).
 
         :raises CommandFailed: the first refused, by its index in ``batch``."""
         ops = self.ops
@@ -181,7 +182,7 @@ _BATCHED = (CreateSchedule, UpsertRack, UpsertComponent, UpsertNVLDomain)
 BATCH_LIMIT = 5_000
 
 
-def _runs(commands: Sequence[Command]) -> Iterator[tuple[int, int]]:
+def batches(commands: Sequence[Command]) -> Iterator[tuple[int, int]]:
     """Where each batch of ``commands`` starts and stops: a run of one of the
     :data:`_BATCHED` kinds is one (a run of creates with the pauses of schedules it
     creates: a plan pauses a schedule declared disabled right after creating it), cut

@@ -22,7 +22,7 @@ from rackcron.domain.commands import Command, CommandFailed
 from rackcron.domain.escape import terminal
 from rackcron.domain.models import ApplyRecord
 from rackcron.errors import FailedPrecondition, RackcronError, StoreError
-from rackcron.executor import StoreExecutor
+from rackcron.executor import StoreExecutor, batches
 from rackcron.gcpause import gc_paused
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan, Step, change_progress
@@ -44,12 +44,22 @@ class ApplyFailed(RackcronError):
     applied. The message names the change, the command and the cause."""
 
     def __init__(
-        self, change: Change, command: Command, cause: RackcronError, *, rehearsed: bool = False
+        self,
+        change: Change,
+        command: Command,
+        cause: RackcronError,
+        *,
+        rehearsed: bool = False,
+        last: Change | None = None,
     ) -> None:
+        """``last``: the failure is that of a batch from ``change`` to ``last`` (the
+        database failed while it ran), which any of its changes may have caused."""
         when = "the saved plan's rehearsal failed, before approval: " if rehearsed else ""
+        what = f'{change.kind} "{change.name}"'
+        if last is not None and last is not change:
+            what += f' or a later change of its batch, up to {last.kind} "{last.name}"'
         super().__init__(
-            f'{when}{change.kind} "{change.name}": {command.rpc} failed: {cause.message}.'
-            " Nothing was applied."
+            f"{when}{what}: {command.rpc} failed: {cause.message}. Nothing was applied."
         )
         self.code = cause.code
         self.cause = cause
@@ -81,7 +91,10 @@ def rehearse(service: ApplyLog, plan: Plan) -> Plan:
         try:
             StoreExecutor(ops).execute([command for _, command in steps])
         except CommandFailed as exc:
-            raise ApplyFailed(*steps[exc.index], exc.error, rehearsed=True) from exc.error
+            last = None if exc.last is None else steps[exc.last][0]
+            raise ApplyFailed(
+                *steps[exc.index], exc.error, rehearsed=True, last=last
+            ) from exc.error
         after, now = store_state(ops), ops.now
     return reviewed(plan, current, after, now)
 
@@ -171,12 +184,16 @@ def _apply_locked(
     happened."""
     steps: list[Step] = [(c, command) for c in plan.changes for command in c.commands]
     report = change_progress(steps, len(plan.changes), progress)
+    ends = dict(batches([command for _, command in steps]))  # a batch's first -> its stop
     running: Step | None = None
+    through: Change | None = None  # the last change of the batch running, if a batch
     committing = False
 
     def before(index: int) -> None:
-        nonlocal running
-        running = steps[index]
+        nonlocal running, through
+        if index in ends:  # before a batch (or a command) runs; not as its others are told
+            running = steps[index]
+            through = steps[ends[index] - 1][0] if ends[index] - index > 1 else None
         report(index)
         if index == fail_at:
             raise FailedPrecondition("injected failure")
@@ -187,7 +204,8 @@ def _apply_locked(
             try:
                 StoreExecutor(ops).execute([command for _, command in steps], before)
             except CommandFailed as exc:
-                raise ApplyFailed(*steps[exc.index], exc.error) from exc.error
+                last = None if exc.last is None else steps[exc.last][0]
+                raise ApplyFailed(*steps[exc.index], exc.error, last=last) from exc.error
             running, committing = None, True
             record = ops.applies.record_apply(
                 revision=provenance.revision,
@@ -203,7 +221,7 @@ def _apply_locked(
             return record
     except StoreError as exc:  # the database failed (Service.transaction translated it)
         if running is not None:
-            raise ApplyFailed(*running, exc) from exc
+            raise ApplyFailed(*running, exc, last=through) from exc
         if committing:
             raise StoreError(
                 f"the apply of {len(plan.changes)} changes failed while committing: {exc.message}."

@@ -398,11 +398,14 @@ def digest(commands: Sequence[Command]) -> str:
 class CommandFailed(Exception):
     """The command at ``index`` (of those given to :meth:`Executor.execute`) failed:
     ``error`` says why; ``uncertain``: whether it may have taken effect anyway (a remote
-    call whose answer was lost)."""
+    call whose answer was lost); ``last``: the failure is a batch's, from ``index`` to
+    ``last``, not known to be one command's (the database failed while it ran)."""
 
-    def __init__(self, index: int, error: RackcronError, *, uncertain: bool = False) -> None:
+    def __init__(
+        self, index: int, error: RackcronError, *, uncertain: bool = False, last: int | None = None
+    ) -> None:
         super().__init__(str(error))
-        self.index, self.error, self.uncertain = index, error, uncertain
+        self.index, self.error, self.uncertain, self.last = index, error, uncertain, last
 
 
 class Executor(Protocol):

@@ -245,7 +245,7 @@ def test_long_runs_are_cut_into_batches_of_the_limit(
     plan = [command("a", rack_spec("rack-a01")), command("b", rack_spec("rack-a02")),
             PauseSchedule(name="b"), command("c", rack_spec("rack-a03")),
             command("d", rack_spec("rack-a04")), command("e", rack_spec("nowhere"))]  # fmt: skip
-    assert list(executor._runs(plan)) == [(0, 3), (3, 5), (5, 6)]  # b keeps its pause
+    assert list(executor.batches(plan)) == [(0, 3), (3, 5), (5, 6)]  # b keeps its pause
     with pytest.raises(CommandFailed) as failed, service.transaction() as ops:
         executor.StoreExecutor(ops).execute(plan)
     assert failed.value.index == 5 and isinstance(failed.value.error, NotFound)
@@ -277,3 +277,35 @@ def test_domain_batches_replace_members_and_name_the_first_refused(service: Serv
             ops.inventory.upsert_nvl_domains(batch)
         assert (failed.value.index, type(failed.value.error)) == (index, error)
         assert snapshot(service) == before
+
+
+def test_a_database_failure_in_a_batch_names_the_batch(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile review of issue 27: the database failing on one create of the second
+    batch was reported at the batch's first change, a schedule that was fine. The error
+    names the batch's first and last changes; the whole apply is rolled back."""
+    from rackcron import executor
+    from tests.support.cli import run
+    from tests.support.trees import RACKS, schedule
+
+    monkeypatch.setattr(executor, "BATCH_LIMIT", 2)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "racks.yaml").write_text(RACKS)
+    (tmp_path / "tree" / "s.yaml").write_text("".join(schedule(n) for n in "abcd"))
+    db = tmp_path / "store.db"
+    assert run("db", "upgrade", "--database-url", f"sqlite:///{db}").exit_code == 0
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:  # the database refuses "d"'s row, as a failing disk might
+        conn.exec_driver_sql(
+            "CREATE TRIGGER refuse BEFORE INSERT ON task_schedule WHEN NEW.name = 'd'"
+            " BEGIN SELECT RAISE(ABORT, 'injected'); END"
+        )
+    engine.dispose()
+    result = run("apply", str(tmp_path / "tree"), "--auto-approve", "--database-url",
+                 f"sqlite:///{db}")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert 'schedule "c" or a later change of its batch, up to schedule "d"' in result.output
+    assert "Nothing was applied." in result.output
+    listed = run("schedules", "list", "--database-url", f"sqlite:///{db}")
+    assert listed.output == "No schedules.\n", listed.output
