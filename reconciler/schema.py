@@ -508,6 +508,10 @@ def _explain(doc: SourceDocument, error: ValidationError) -> list[Diagnostic]:
         case "oneOf" if all(set(s) == {"required"} for s in value):
             options = ", ".join(s["required"][0] for s in value)
             return [doc.diagnostic(path, f"set exactly one of: {options}")]
+        case "oneOf" if [s.get("type") for s in value] == ["integer", "string"]:  # a count
+            low, high = value[0].get("minimum", 0), value[0].get("maximum")
+            message = f'expected a whole number from {low} to {high} or a percentage ("5%")'
+            return [doc.diagnostic(path, f"{message}, got {_quoted(instance)}")]
         case "maxProperties" if not schema.get("properties"):  # a map (labels), not a choice
             return [doc.diagnostic(path, f"at most {value} entries, got {len(instance)}")]
         case "minProperties" | "maxProperties":

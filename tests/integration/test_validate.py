@@ -155,6 +155,8 @@ CASES = [
     ("rule-id-not-uuid", schedule(GOOD_SPEC.replace("{power_on: {}}", "{power_on: {rule_id: r-1}}")), 7, 35,
      "'r-1' is not a UUID", "$.spec.operation.power_on.rule_id"),
     ("control-character", "a: 1\nb: \"x\x01y\"\n", 2, 6, "character U+0001 is not allowed", ""),
+    ("rollout-count-past-the-limit", schedule(GOOD_SPEC + "  rollout: {max_in_flight: 1000000000}\n"),
+     9, 28, "expected a whole number from 0 to 999999999 or a percentage", "$.spec.rollout.max_in_flight"),
     ("duplicate-rack-name",
      "apiVersion: rackcron/v1\nkind: Rack\nmetadata: {name: r1}\nspec:\n  id: 00000000-0000-4000-8000-000000000003\n",
      3, 18, "rack name 'r1' is already declared at", "$.metadata.name"),
