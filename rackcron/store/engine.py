@@ -26,6 +26,7 @@ not exist fails to connect, saying so (``rackcron.store.failures``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -200,6 +201,13 @@ def _store_errors(engine: Engine) -> Iterator[None]:
 def _no_url(exc: Exception, url: str) -> str:
     """``exc``'s message without the URL it may quote (SQLAlchemy's parse errors do)."""
     return str(exc).replace(url, "…") if url else str(exc)
+
+
+# psycopg logs a pipeline's failed clean-up ("error ignored terminating <psycopg.Pipeline
+# ...>") after the error it follows has been raised, and rackcron reports that error.
+# Without a handler Python would print the record raw on stderr; with one it goes only
+# where logging is set up (``rackcron serve``'s log).
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def open_engine(

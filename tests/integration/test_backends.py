@@ -131,3 +131,19 @@ def test_the_apply_is_logged_with_its_provenance(backend: Backend, service: Serv
         "fleet",
     )
     assert record.summary == plan.counts()
+
+
+def test_the_drivers_own_warnings_are_not_printed_raw() -> None:
+    """Hostile review of issue 27: a failed apply on PostgreSQL ended with psycopg's
+    'error ignored terminating <psycopg.Pipeline ...>' on stderr, printed by Python's
+    last-resort handler after rackcron's own error (a process of its own: pytest's
+    handlers would catch it here)."""
+    import subprocess
+    import sys
+
+    warn = "import logging; logging.getLogger('psycopg').warning('terminating <Pipeline>')"
+    bare = subprocess.run([sys.executable, "-c", warn], capture_output=True, text=True, check=True)
+    assert "terminating <Pipeline>" in bare.stderr  # what Python does without a handler
+    ours = subprocess.run([sys.executable, "-c", f"import rackcron.store.engine; {warn}"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert ours.stderr == ""
