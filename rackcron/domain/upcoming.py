@@ -178,6 +178,7 @@ class _Plan:
     length: timedelta
     targets: tuple[tuple[Rack, _Meets], ...]
     offsets: tuple[timedelta, ...] = ()  # each target's slot in a roll-out (empty: none)
+    cutoff: timedelta | None = None  # the roll-out's declared cutoff (None: the next firing)
 
     def target(self, rack: Rack) -> Target:
         """What a freeze is asked about a firing on ``rack``."""
@@ -211,7 +212,9 @@ def _plan(
     if not targets:
         return None
     length = length_of(schedule, operation)
-    return _Plan(schedule, operation, length, tuple(targets), _slots(schedule, targets, length))
+    offsets = _slots(schedule, targets, length)
+    cutoff = schedule.rollout.policy().cutoff if offsets and schedule.rollout else None
+    return _Plan(schedule, operation, length, tuple(targets), offsets, cutoff)
 
 
 def length_of(schedule: Schedule, operation: str) -> timedelta:
@@ -293,6 +296,9 @@ def upcoming(
     heapq.heapify(heap)
     held = _Held(view.freezes, start, end)
     fired = [0] * len(plans)
+    # Until when each schedule's last roll-out runs: a firing due before is missed
+    # (docs/spec/SEMANTICS.md "Roll-outs", one at a time), so it draws nothing.
+    rolling: list[datetime | None] = [None] * len(plans)
     bars: list[Bar] = []
     meets: list[_Meets] = []  # by bar
     truncated = False
@@ -301,7 +307,14 @@ def upcoming(
         at, index = heapq.heappop(heap)
         plan, fires = plans[index]
         schedule = plan.schedule
-        for position, (rack, meet) in enumerate(plan.targets):
+        following = next(fires, None)
+        missed = (until := rolling[index]) is not None and at < until
+        cutoff_at: datetime | None = None  # a roll-out's racks not started by then never are
+        if plan.offsets and not missed:
+            cutoff_at = _later(at, plan.cutoff) if plan.cutoff is not None else following
+            last = _later(at, max(plan.offsets) + plan.length)
+            rolling[index] = min(t for t in (cutoff_at, last, END_OF_TIME) if t is not None)
+        for position, (rack, meet) in enumerate(() if missed else plan.targets):
             if racks is not None and rack.id not in racks:
                 continue
             if len(bars) == MAX_BARS:
@@ -310,8 +323,8 @@ def upcoming(
             # As at the firing: a roll-out's racks at their turn.
             freeze = held.by(plan.target(rack), at)
             begins = _later(at, plan.offsets[position]) if plan.offsets else at
-            if begins is None or begins >= end:
-                continue  # its slot is past the window (or past the calendar)
+            if begins is None or begins >= end or (cutoff_at is not None and begins >= cutoff_at):
+                continue  # its slot is past the window, the calendar or the roll-out's cutoff
             meets.append(meet)
             bar = Bar(
                 schedule_id=schedule.id,
@@ -328,7 +341,7 @@ def upcoming(
         fired[index] += 1
         if fired[index] == MAX_FIRES_PER_SCHEDULE:
             cut.append(schedule.name)
-        elif (following := next(fires, None)) is not None:
+        elif following is not None:
             heapq.heappush(heap, (following, index))
     for bar in running_bars(view, start, end):
         if racks is not None and bar.rack_id not in racks:

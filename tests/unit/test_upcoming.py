@@ -298,3 +298,36 @@ def test_schedules_sharing_meeting_points_but_not_lengths_are_swept_apart() -> N
         "short-1": ("long",),
         "short-2": ("long",),
     }
+
+
+@pytest.mark.parametrize(
+    ("cutoff", "fired", "drawn"),
+    [
+        # The default cutoff is the next firing: rack-a01's slot (45 m) is past it, so
+        # each hourly firing draws rack-b01 alone, and every firing fires.
+        (None, [0, 30, 60], ["rack-b01"] * 3),
+        # A cutoff of 50 m: rack-a01 starts at 45 m, the roll-out runs until 50 m, past
+        # the firing at 30 m, which is missed (one roll-out at a time).
+        ("50m", [0, 60], ["rack-b01", "rack-a01", "rack-b01"]),
+    ],
+)
+def test_a_rollout_draws_no_rack_past_its_cutoff_and_its_overlapped_firings_are_missed(
+    cutoff: str | None, fired: list[int], drawn: list[str]
+) -> None:
+    """Hostile review of issue 27: a roll-out's racks were drawn past its cutoff (to
+    01:25 for a firing every minute), and the next firing of the schedule too, which the
+    contract misses while a roll-out of the schedule is unfinished."""
+    made, scopes = schedule("fw", "upgrade_firmware", (RACK, None), (OTHER, None), spec="30m")
+    rolled = made.model_copy(
+        update={
+            "rollout": RolloutPolicy(
+                max_in_flight="1", first=RolloutFirst(racks=["rack-b01"]), cutoff=cutoff
+            ),
+            "expected_duration": "45m",
+        }
+    )
+    window = (T0 + timedelta(hours=1), T0 + timedelta(minutes=150))  # firings at 0, 30, 60 m
+    found = upcoming(view((rolled, scopes)), *window)
+    assert sorted({int((b.start - window[0]).total_seconds() // 60) // 30 * 30
+                   for b in found.bars if b.rack == "rack-b01"}) == fired  # fmt: skip
+    assert [b.rack for b in sorted(found.bars, key=lambda b: b.start)] == drawn
