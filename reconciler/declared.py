@@ -14,7 +14,6 @@ the store may declare it).
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Iterable
@@ -362,18 +361,19 @@ class _Builder:
             self.declare(doc, self.declared.schedules, [schedule])
 
     def distinct_targets(self, doc: SourceDocument) -> bool:
-        """Whether no target is listed twice by the same words (an entry repeated, or
-        named again as it was), after reporting the first repeat of each list: YAML
-        aliases repeat an entry at no cost, and 45,000 of them per schedule took 3 GB to
-        resolve before resolution found them twice."""
+        """Whether no target is named twice in the same words (the same field and value:
+        what resolution would refuse as a duplicate too), after reporting the first repeat
+        of each list. YAML aliases repeat an entry at no cost, and 45,000 of them per
+        schedule took 3 GB to resolve before resolution found them twice."""
         ok = True
         for key, entries in doc.data["spec"]["targets"].items():
-            seen: set[str] = set()
+            seen: set[tuple[str, ...]] = set()
             for i, entry in enumerate(entries):
-                words = json.dumps(entry, sort_keys=True)
+                words = _target_words(entry)
                 if words in seen:
                     listed = key.removesuffix("s").replace("nvl_domain", "NVLink domain")
-                    ok = self.problem(doc, ("spec", "targets", key, i), f"{listed} listed twice")
+                    message = f"{listed} {'/'.join(words[1:])!r} listed twice"
+                    ok = self.problem(doc, ("spec", "targets", key, i), message)
                     break
                 seen.add(words)
         return ok
@@ -554,6 +554,15 @@ _FREEZE_PATHS: tuple[tuple[str, Path], ...] = (
     ("a fixed freeze", ("spec",)),
     ("unknown operation", ("spec", "selector", "operations")),
 )
+
+
+def _target_words(entry: dict[str, Any]) -> tuple[str, ...]:
+    """How a (schema-valid) target entry names its rack, component or domain."""
+    for field_name in ("id", "name", "external_id"):
+        if field_name in entry:
+            return field_name, str(entry[field_name])
+    external = entry.get("external") or {}
+    return "external", str(external.get("type", "")), str(external.get("id", ""))
 
 
 def _freeze_path(message: str, spec: dict[str, Any]) -> Path:

@@ -197,5 +197,5 @@ def test_targets_repeated_by_aliases_are_refused_before_they_are_resolved(
         TargetSpec, "model_validate", lambda data, **kw: built.append(data) or original(data, **kw)
     )
     (d,) = validate_tree(tmp_path).diagnostics
-    assert (d.message, d.path) == ("rack listed twice", "$.spec.targets.racks[1]")
+    assert (d.message, d.path) == ("rack 'r1' listed twice", "$.spec.targets.racks[1]")
     assert built == []
