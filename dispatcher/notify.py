@@ -299,8 +299,7 @@ class Notifier:
                 delivered, error, attempts = False, "internal error", 0
             if delivered:
                 self.metrics.notifications_sent.labels(webhook.label).inc()
-            else:
-                self.metrics.notifications_failed.labels(webhook.label).inc()
+            else:  # logged before counted: whoever sees the count can find the line
                 event(
                     logging.WARNING,
                     "notification not delivered",
@@ -310,6 +309,7 @@ class Notifier:
                     attempts=attempts,
                     error=error,
                 )
+                self.metrics.notifications_failed.labels(webhook.label).inc()
 
     def _deliver(self, webhook: Webhook, q: _Queue, item: _Item) -> tuple[bool, str, int]:
         """Attempts at ``item`` until one succeeds, one cannot be retried, or none is left
