@@ -1,12 +1,13 @@
 """JSON from outside, parsed with a bound on nesting.
 
 ``json.loads`` recurses once per level of nesting, so a document of a few
-kilobytes (``[[[[...]]]]``) raises ``RecursionError`` or worse, whatever size
-cap the caller applied. Every JSON document rackcron did not write itself (a
-controller's answer, a controller's request body, a saved plan, an RPC field)
-is parsed by :func:`loads`, which counts the nesting first, in one linear pass
-(whatever the text: no regular expression backtracks over it) with no recursion, and refuses a document deeper than ``max_depth`` before
-``json`` sees it.
+kilobytes (``[[[[...]]]]``) raises ``RecursionError`` or worse (a thread with a small
+stack overflows it), whatever size cap the caller applied. Every JSON document
+rackcron did not write itself (a controller's answer, a controller's request body, a
+saved plan, an RPC field) is parsed by :func:`loads`, which bounds the nesting first,
+with no recursion and in linear time whatever the text (no regular expression
+backtracks over it), and refuses a document deeper than ``max_depth`` before ``json``
+sees it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ __all__ = ["MAX_DEPTH", "JSONTooDeep", "depth", "loads"]
 #: Deeper than any document rackcron reads (a plan nests 7 levels).
 MAX_DEPTH = 64
 
-# A JSON string (escapes included; an unterminated one runs to the end of the text), or
-# a bracket outside any string. A string match can always succeed, so no match attempt
-# fails and is retried further on: the scan is linear whatever the text.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\[\s\S])*(?:"|\\?\Z)|[\[\]{}]')
+# A JSON string (escapes included; an unterminated one runs to the end of the text). A
+# match can always succeed, so no match attempt fails and is retried further on: a scan
+# is linear whatever the text.
+_STRING = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*(?:"|\\?\Z)'
+# A string, or a bracket outside any string.
+_TOKENS = re.compile(_STRING + r"|[\[\]{}]")
+_STRINGS = re.compile(_STRING)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+# Innermost pairs: removing every one of them takes one level off every nesting.
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 
 class JSONTooDeep(ValueError):
@@ -50,6 +57,22 @@ def loads(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> Any:
     :raises ValueError: ``data`` is not JSON (``json.JSONDecodeError``) or not UTF-8.
     """
     text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-    if (found := depth(text)) > max_depth:
+    if not _within(text, max_depth) and (found := depth(text)) > max_depth:
         raise JSONTooDeep(f"JSON nests {found} levels deep; at most {max_depth} are allowed")
     return json.loads(text)
+
+
+def _within(text: str, max_depth: int) -> bool:
+    """Whether ``text`` nests at most ``max_depth`` levels, found by removing the innermost
+    pairs of brackets once per level (a pass over the brackets, in C, per level rather
+    than a Python step per token). False also when its brackets do not pair up: then
+    :func:`depth` decides."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    for _ in range(max_depth):
+        if not brackets:
+            return True
+        inner = _INNERMOST.sub("", brackets)
+        if len(inner) == len(brackets):
+            return False
+        brackets = inner
+    return not brackets

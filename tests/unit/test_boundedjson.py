@@ -78,3 +78,24 @@ def test_hostile_strings_are_scanned_in_linear_time(text: str) -> None:
     worker = threading.Thread(target=lambda: (depth(text), done.set()), daemon=True)
     worker.start()
     assert done.wait(timeout=30), "depth() did not finish: quadratic scan"
+
+
+@pytest.mark.slow
+@given(
+    json_values(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\ab'), st.text(), size=6, max_leaves=30
+    ),
+    st.integers(min_value=0, max_value=8),
+)
+def test_the_quick_bound_agrees_with_the_count(value: object, limit: int) -> None:
+    # The quick check (innermost pairs removed once per level) must never pass a deeper
+    # document: json would then recurse into it.
+    text = json.dumps(value)
+    assert boundedjson._within(text, limit) == (depth(text) <= limit)
+
+
+@pytest.mark.parametrize("text", ["{[]}", "[{}]", "[[],{}]", "[{]}", '["[", {"]": "{"}]'])
+def test_the_quick_bound_on_mixed_and_unpaired_brackets(text: str) -> None:
+    assert not boundedjson._within(text, 1)
+    if depth(text) <= 2 and text != "[{]}":
+        assert boundedjson._within(text, 2)
