@@ -35,8 +35,6 @@ schedules that exist nowhere.
 
 from __future__ import annotations
 
-import json
-import re
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -58,7 +56,7 @@ from rackcron.domain.commands import (
     UpdateSchedule,
     UpdateScope,
 )
-from rackcron.domain.escape import shorten
+from rackcron.domain.escape import listed_name, shorten
 from rackcron.domain.filters import ComponentFilter, filters_equal
 from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.freezes import unevaluable
@@ -98,18 +96,8 @@ def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str
     names = []
     for item in filt.items:
         component = state.components.get(uuid.UUID(item)) if state else None
-        names.append(_plain(component.name or item if component else item))
+        names.append(listed_name(component.name or item if component else item))
     return "components: " + ", ".join(names)
-
-
-def _plain(name: str) -> str:
-    """A component's name as it reads in a list: quoted (JSON) unless it is only letters,
-    digits and ``._/-``, so that a name holding ``); "x" (`` cannot pass for more of
-    the list (a schedule's reach in a warning)."""
-    return name if _PLAIN_NAME.fullmatch(name) else json.dumps(name)
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9._/-]+")
 
 
 def _target_spec(rows: Iterable[ScopeRow]) -> TargetSpec:

@@ -88,6 +88,7 @@ __all__ = [
     "github_message",
     "github_property",
     "html",
+    "listed_name",
     "logfmt_value",
     "markdown_code",
     "markdown_html_code",
@@ -120,6 +121,12 @@ def _visible(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+def _line(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(_visible(c) if _hidden(c) else c for c in text)
+
+
 def terminal(text: str, *, multiline: bool = False) -> str:
     """``text`` with every control, bidi and invisible format character shown as an escape.
 
@@ -127,8 +134,8 @@ def terminal(text: str, *, multiline: bool = False) -> str:
     and no ``##[`` is left anywhere.
     """
     if not text.isprintable():  # else no control, format or separator character but space
-        keep = "\n" if multiline else ""
-        text = "".join(_visible(c) if _hidden(c) and c not in keep else c for c in text)
+        # Line by line: most lines of a long text need no escape.
+        text = "\n".join(map(_line, text.split("\n"))) if multiline else _line(text)
     if "::" in text:
         text = _COMMAND_START.sub(r"\1\\x3a:", text)
     if "##[" in text:
@@ -222,3 +229,14 @@ def shorten(text: str, limit: int = SHOWN) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…(+{len(text) - limit} characters)"
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+def listed_name(name: str) -> str:
+    """A name as it reads in a list of names: quoted (JSON) unless it is only letters,
+    digits and ``._/-``, so that a name holding ``), rack-b (whole rack) and`` cannot
+    pass for more of the list (a schedule's reach in a warning, racks a conflict names).
+    Escape the list for its medium still."""
+    return name if _PLAIN_NAME.fullmatch(name) else json.dumps(name)

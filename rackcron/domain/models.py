@@ -263,7 +263,10 @@ class Management(_Model):
 
 
 def _amount_text(value: Any) -> Any:
-    """A count given as a number (``5``) as the text it reads as (``"5"``)."""
+    """A count given as a number (``5``; ``5.0``, which the schema's ``integer`` takes
+    too) as the text it reads as (``"5"``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 

@@ -283,16 +283,21 @@ def upcoming(
     meetings = _Meetings(on_rack)
     # The fleet's firings in time order, merged from each schedule's: past MAX_BARS the
     # latest are the ones left out, whichever schedules they belong to.
-    plans: list[tuple[_Plan, Iterator[datetime]]] = []
+    # Each plan with its firings and the positions of its targets drawn (those on
+    # ``racks``, found once rather than at every firing).
+    plans: list[tuple[_Plan, Iterator[datetime], Sequence[int]]] = []
     heap: list[tuple[datetime, int]] = []
     for schedule in sorted(view.schedules, key=lambda s: (s.name, str(s.id))):  # ties by name
         plan = _plan(schedule, view.scopes.get(schedule.id, ()), by_id, meetings)
-        if plan is None or (racks is not None and not any(r.id in racks for r, _ in plan.targets)):
+        if plan is None:
             continue
+        drawn: Sequence[int] = range(len(plan.targets))
+        if racks is not None:
+            drawn = [i for i, (rack, _) in enumerate(plan.targets) if rack.id in racks]
         fires = _fires(schedule, start, end)
-        if (first := next(fires, None)) is not None:
+        if drawn and (first := next(fires, None)) is not None:
             heap.append((first, len(plans)))
-            plans.append((plan, fires))
+            plans.append((plan, fires, drawn))
     heapq.heapify(heap)
     held = _Held(view.freezes, start, end)
     fired = [0] * len(plans)
@@ -305,7 +310,7 @@ def upcoming(
     cut: list[str] = []
     while heap and not truncated:
         at, index = heapq.heappop(heap)
-        plan, fires = plans[index]
+        plan, fires, drawn = plans[index]
         schedule = plan.schedule
         following = next(fires, None)
         missed = (until := rolling[index]) is not None and at < until
@@ -314,9 +319,8 @@ def upcoming(
             cutoff_at = _later(at, plan.cutoff) if plan.cutoff is not None else following
             last = _later(at, max(plan.offsets) + plan.length)
             rolling[index] = min(t for t in (cutoff_at, last, END_OF_TIME) if t is not None)
-        for position, (rack, meet) in enumerate(() if missed else plan.targets):
-            if racks is not None and rack.id not in racks:
-                continue
+        for position in () if missed else drawn:
+            rack, meet = plan.targets[position]
             if len(bars) == MAX_BARS:
                 truncated = True
                 break

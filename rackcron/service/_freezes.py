@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from rackcron.domain import timing
 from rackcron.domain.freezes import Target, check_freeze, in_force, matches
-from rackcron.domain.models import Freeze
+from rackcron.domain.models import Freeze, check_labels
 from rackcron.errors import AlreadyExists, InvalidArgument, NotFound
 from rackcron.service import _rows
 from rackcron.service._base import check_text
@@ -150,6 +150,7 @@ class FreezeOps:
         _check_labels(selector.rack_labels, "freeze.selector.rack_labels")
         _check_labels(selector.schedule_labels, "freeze.selector.schedule_labels")
         _check_labels(item.management.labels, "freeze.labels")
+        check_labels(item.management.labels, "freeze.labels")
         values = {
             "start": item.start,
             "end": item.end,

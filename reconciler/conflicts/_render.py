@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rackcron.domain.escape import terminal
+from rackcron.domain.escape import listed_name, terminal
 from rackcron.reconciler.conflicts._report import ConflictReport, held_message
 from rackcron.reconciler.conflicts._shared import RACKS_NAMED
 from rackcron.reconciler.diagnostics import Diagnostic, Severity
@@ -40,12 +40,15 @@ def _racks_text(racks: list[dict[str, Any]]) -> str:
     share thousands: a line each named them all, 22 KB at 2,000 racks); JSON has all."""
     parts = []
     for rack in racks[:RACKS_NAMED]:
+        name = listed_name(rack["name"])
         if rack.get("whole_rack"):
-            parts.append(f"{rack['name']} (whole rack)")
+            parts.append(f"{name} (whole rack)")
         elif rack.get("components"):
-            parts.append(f"{rack['name']} ({', '.join(c['name'] for c in rack['components'])})")
+            parts.append(
+                f"{name} ({', '.join(listed_name(c['name']) for c in rack['components'])})"
+            )
         else:
-            parts.append(rack["name"])
+            parts.append(name)
     left = len(racks) - RACKS_NAMED
     return ", ".join(parts) + (f" and {left:,} more racks" if left > 0 else "")
 

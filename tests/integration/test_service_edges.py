@@ -243,10 +243,12 @@ def test_single_reads_run_in_autocommit_on_postgresql(service: Service) -> None:
             assert conn.connection.driver_connection.autocommit is True
 
 
-def test_writes_refuse_more_than_32_labels_and_change_nothing(service: Service, fleet) -> None:
+def test_writes_refuse_more_than_32_labels_and_change_nothing(
+    service: Service, fleet, clock
+) -> None:
     """A schedule's labels go into each task it submits (hostile review: 50,000 labels
     cost 5 MB a rack per firing): the service refuses a 33rd, whatever front sent it."""
-    from rackcron.domain.models import MAX_LABELS, Management
+    from rackcron.domain.models import MAX_LABELS, Freeze, Management
 
     many = {f"k{i}": "v" for i in range(MAX_LABELS + 1)}
     schedule = create(service, fleet.racks[:1])
@@ -255,6 +257,9 @@ def test_writes_refuse_more_than_32_labels_and_change_nothing(service: Service, 
         service.set_management(schedule.id, Management(owner="o", labels=many))
     with pytest.raises(InvalidArgument, match=r"rack\.labels: at most 32 labels, got 33"):
         service.upsert_rack(Rack(id=uuid.uuid4(), name="r-many", labels=many))
+    with pytest.raises(InvalidArgument, match=r"freeze\.labels: at most 32 labels, got 33"):
+        service.upsert_freeze(Freeze(id=uuid.uuid4(), name="f-many", start=clock.now, end=clock.now + timedelta(hours=1),
+                                     management=Management(owner="o", labels=many)))  # fmt: skip
     assert snapshot(service) == before
     del many["k0"]
     assert service.set_management(schedule.id, Management(owner="o", labels=many))

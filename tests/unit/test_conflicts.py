@@ -604,3 +604,18 @@ def test_the_text_names_five_shared_racks_and_counts_the_rest() -> None:
     assert _racks_text(racks[:5]) == "rack-0, rack-1, rack-2, rack-3, rack-4"
     whole = [{"id": "1", "name": "r1", "whole_rack": True}]
     assert _racks_text(whole) == "r1 (whole rack)"
+
+
+def test_an_unusual_rack_or_component_name_cannot_pass_for_more_of_the_list() -> None:
+    """Hostile review of issue 27: a component named ``compute-0), rack-prod-db (whole
+    rack) and 4,000 more racks; ...`` read as more racks in a GitHub annotation. Unusual
+    names are quoted (their quotes escaped); plain ones read as they did."""
+    from rackcron.reconciler.conflicts._render import _racks_text
+
+    spoof = "compute-0), rack-prod-db (whole rack) and 4,000 more racks"
+    racks = [{"name": "rack-a01", "components": [{"name": spoof}, {"name": "compute-1"}]},
+             {"name": 'r "x"', "whole_rack": True}]  # fmt: skip
+    assert _racks_text(racks) == (
+        'rack-a01 ("compute-0), rack-prod-db (whole rack) and 4,000 more racks", compute-1),'
+        ' "r \\"x\\"" (whole rack)'
+    )

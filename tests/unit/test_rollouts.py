@@ -511,3 +511,14 @@ def test_a_window_and_counts_decide_as_every_scope_does(
         whole.rollout.state,
         whole.rollout.wave,
     )
+
+
+def test_a_count_written_as_a_whole_float_reads_as_the_count() -> None:
+    """Hostile review of issue 27: ``max_in_flight: 5.0`` passed the schema (JSON Schema's
+    ``integer`` takes 5.0) and then crashed validate with pydantic's error."""
+    from rackcron.domain.models import RolloutPolicy
+
+    policy = RolloutPolicy.model_validate(
+        {"max_in_flight": 5.0, "max_failures": 2.0, "waves": [1.0, "50%"]}
+    )
+    assert (policy.max_in_flight, policy.max_failures, policy.waves) == ("5", "2", ("1", "50%"))
