@@ -399,7 +399,8 @@ def _complete(counts: dict[str, int], apply_id: int | None) -> None:
 
 def _progress(number: int, total: int, change: Change) -> None:
     if total > PROGRESS_FROM and (number % max(1, total // 10) == 0 or number == total):
-        click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}", err=True)
+        where = f" (rack {terminal(change.rack)})" if change.rack is not None else ""
+        click.echo(f"  [{number}/{total}] {change.kind} {terminal(change.name)}{where}", err=True)
 
 
 def _partly_applied(failure: PartlyApplied) -> NoReturn:

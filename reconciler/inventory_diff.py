@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -83,6 +84,17 @@ def _deletion(kind: Kind, name: str, command: Command) -> Change:
     )
 
 
+def _rack_fields(kind: Kind, item: Any, state: State) -> dict[str, str]:
+    """The fields of a change naming the rack it is about: a rack's own name and id, a
+    component's rack's in ``state`` (its name is its id when the rack is not there);
+    none for a domain, or a component in no rack."""
+    if kind == "rack":
+        return {"rack": item.name, "rack_id": str(item.id)}
+    if kind != "component" or item.rack_id is None:
+        return {}
+    return {"rack": state.rack_name(item.rack_id), "rack_id": str(item.rack_id)}
+
+
 def _upsert(kind: Kind, item: Any) -> Command:
     """The command that creates or updates ``item``, an inventory item of ``kind``."""
     if kind == "rack":
@@ -134,6 +146,7 @@ class InventoryDiffer:
                     commands=(command,),
                     security_sensitive=bool(sensitive),
                     security_reason=sensitive,
+                    **_rack_fields(kind, want, self.desired),
                 )
                 changes.append(upsert)
         return changes
@@ -173,6 +186,7 @@ class InventoryDiffer:
                     reason=f"hands its external_id {have.external_id} over",
                     fields=(FieldChange("external_id", have.external_id, None),),
                     commands=(_upsert(kind, cleared),),
+                    **_rack_fields(kind, have, self.current),
                 )
                 changes.append(handover)
         return changes
@@ -199,7 +213,10 @@ class InventoryDiffer:
         for component_id, component in self.current.components.items():
             if component.rack_id in owned_racks and component_id not in self.desired.components:
                 name = component.name or str(component_id)
-                changes.append(_deletion("component", name, DeleteComponent(id=component_id)))
+                deletion = _deletion("component", name, DeleteComponent(id=component_id))
+                changes.append(
+                    replace(deletion, **_rack_fields("component", component, self.current))
+                )
         in_use = {r for schedule in remaining for r, _ in schedule.scope}
         for rack_id in sorted(gone_racks, key=str):
             rack = self.current.racks[rack_id]
@@ -208,5 +225,6 @@ class InventoryDiffer:
                     f"rack {rack.name!r} is no longer declared but schedules still target it"
                 )
                 continue
-            changes.append(_deletion("rack", rack.name, DeleteRack(id=rack_id)))
+            deletion = _deletion("rack", rack.name, DeleteRack(id=rack_id))
+            changes.append(replace(deletion, **_rack_fields("rack", rack, self.current)))
         return changes

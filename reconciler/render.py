@@ -34,6 +34,7 @@ _VERB = {
     "replace": "must be replaced",
     "delete": "will be destroyed",
 }
+_TO = {"create": "create", "update": "update", "replace": "replace", "delete": "destroy"}
 _SCOPE_SYMBOL = {"add": "+", "remove": "-", "refilter": "~"}
 #: Kinds shown field by field (the inventory's creates are one line, one row).
 _BLOCKS = ("schedule", "freeze")
@@ -81,54 +82,18 @@ def _summary(plan: dict[str, Any]) -> str:
 
 
 def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
-    """The plan as a terminal shows it (ANSI colour when ``colour``)."""
+    """The plan as a terminal shows it (ANSI colour when ``colour``): a rack's component
+    changes under it."""
     lines: list[str] = _security_text(plan)
     if plan["changes"]:
         lines += ["rackcron will perform the following actions:", ""]
-    for change in plan["changes"]:
-        symbol = _SYMBOL[change["action"]]
-        title = f'{terminal(change["kind"])} "{terminal(change["name"])}"'
-        lines.append(
-            f"  # {title} {_VERB[change['action']]}"
-            + (f" ({terminal(change['reason'])})" if change["reason"] else "")
-        )
-        if change.get("security_sensitive"):
-            lines.append(f"  ! SECURITY-SENSITIVE: {terminal(change.get('security_reason', ''))}")
-        if change["kind"] not in _BLOCKS and change["action"] == "create":
-            details = ", ".join(
-                f"{terminal(f['field'])} {_shown(f['new'])}"
-                for f in change["fields"]
-                if f["field"] != "name"
-            )
-            lines += [_paint(f"{symbol:>3} {title} ({details})", symbol, colour), ""]
-            continue
-        lines.append(_paint(f"{symbol:>3} {title}", symbol, colour))
-        for field in change["fields"]:
-            if field["old"] is None:
-                lines.append(f"      {terminal(field['field'])}: {_shown(field['new'])}")
-            else:
-                lines.append(
-                    _paint(
-                        f"    ~ {terminal(field['field'])}: {_shown(field['old'])} -> {_shown(field['new'])}",
-                        "~",
-                        colour,
-                    )
-                )
-        lines += [f"      {terminal(line)}" for line in rollout_lines(change.get("rollout"))]
-        for entry in change["scope"]:
-            mark = _SCOPE_SYMBOL[entry["change"]]
-            what = {
-                "add": _shown(entry["new"]),
-                "remove": _shown(entry["old"]),
-                "refilter": f"{_shown(entry['old'])} -> {_shown(entry['new'])}",
-            }[entry["change"]]
-            lines.append(
-                _paint(
-                    f"    {mark} rack {terminal(entry['rack'])} ({what})",
-                    "-" if mark == "-" else mark,
-                    colour,
-                )
-            )
+    for change, rack, components in grouped(plan["changes"]):
+        if change is not None:
+            lines += _text_change(change, colour, _counted(components))
+        else:
+            lines.append(f'  # rack "{terminal(str(rack))}": {_counted(components)}')
+        for component in components:
+            lines += _text_component(component, colour)
         lines.append("")
     for name in plan["unmanaged"]:
         lines.append(
@@ -148,6 +113,110 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
     else:
         lines.append("No changes to what this server shows." if _partial(plan) else "No changes.")
     return "\n".join(lines)
+
+
+def grouped(
+    changes: list[dict[str, Any]],
+) -> list[tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]]:
+    """``changes`` in order as (change, rack name, its component changes): each component's
+    change moved under its rack's change, or under a rack not changed itself (change
+    None), at the first place either comes. Racks are matched by id (1.14: ``rack_id``;
+    two racks may have one name); a change without one stands alone."""
+    entries: list[tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]] = []
+    slots: dict[str, int] = {}  # a rack's id: its entry
+    for change in changes:
+        kind, rack = change["kind"], change.get("rack_id")
+        if not isinstance(rack, str) or kind not in ("rack", "component"):
+            entries.append((change, None, []))
+            continue
+        at = slots.setdefault(rack, len(entries))
+        if at == len(entries):
+            entries.append((None, change.get("rack"), []))
+        held, name, components = entries[at]
+        if kind == "component":
+            components.append(change)
+        elif held is None:
+            entries[at] = (change, name, components)
+        else:  # a second change of the rack (an external id handed over, then updated)
+            entries.append((change, name, []))
+    return entries
+
+
+def _counted(components: list[dict[str, Any]]) -> str:
+    """``components: 8 to create``, ``components: 1 to update, 2 to destroy`` (none: empty)."""
+    parts = [
+        f"{n} to {_TO[action]}"
+        for action in _VERB
+        if (n := sum(c["action"] == action for c in components))
+    ]
+    return f"components: {', '.join(parts)}" if parts else ""
+
+
+def _text_change(change: dict[str, Any], colour: bool, components: str = "") -> list[str]:
+    """A change's block: its heading, then its line (an inventory item created) or its
+    fields, roll-out and scope."""
+    symbol = _SYMBOL[change["action"]]
+    title = f'{terminal(change["kind"])} "{terminal(change["name"])}"'
+    notes = [terminal(change["reason"])] if change["reason"] else []
+    notes += [components] if components else []
+    lines = [f"  # {title} {_VERB[change['action']]}" + (f" ({'; '.join(notes)})" if notes else "")]
+    if change.get("security_sensitive"):
+        lines.append(f"  ! SECURITY-SENSITIVE: {terminal(change.get('security_reason', ''))}")
+    if change["kind"] not in _BLOCKS and change["action"] == "create":
+        return [*lines, _paint(f"{symbol:>3} {title} ({_details(change)})", symbol, colour)]
+    lines.append(_paint(f"{symbol:>3} {title}", symbol, colour))
+    lines += _field_lines(change, colour, "    ")
+    lines += [f"      {terminal(line)}" for line in rollout_lines(change.get("rollout"))]
+    for entry in change["scope"]:
+        mark = _SCOPE_SYMBOL[entry["change"]]
+        what = {
+            "add": _shown(entry["new"]),
+            "remove": _shown(entry["old"]),
+            "refilter": f"{_shown(entry['old'])} -> {_shown(entry['new'])}",
+        }[entry["change"]]
+        lines.append(
+            _paint(
+                f"    {mark} rack {terminal(entry['rack'])} ({what})",
+                "-" if mark == "-" else mark,
+                colour,
+            )
+        )
+    return lines
+
+
+def _text_component(change: dict[str, Any], colour: bool) -> list[str]:
+    """A component's change under its rack: one line, then its fields when updated."""
+    symbol = _SYMBOL[change["action"]]
+    title = f'component "{terminal(change["name"])}"'
+    if change["action"] == "create":
+        return [_paint(f"    {symbol:>3} {title} ({_details(change, 'rack_id')})", symbol, colour)]
+    reason = f" ({terminal(change['reason'])})" if change["reason"] else ""
+    lines = [_paint(f"    {symbol:>3} {title}{reason}", symbol, colour)]
+    if change.get("security_sensitive"):
+        lines.append(f"      ! SECURITY-SENSITIVE: {terminal(change.get('security_reason', ''))}")
+    return lines + _field_lines(change, colour, "        ")
+
+
+def _details(change: dict[str, Any], *skipped: str) -> str:
+    """A created inventory item's fields on one line, but those not set (its name is in
+    its title)."""
+    return ", ".join(
+        f"{terminal(f['field'])} {_shown(f['new'])}"
+        for f in change["fields"]
+        if f["field"] not in ("name", *skipped) and f["new"] is not None
+    )
+
+
+def _field_lines(change: dict[str, Any], colour: bool, indent: str) -> list[str]:
+    lines = []
+    for field in change["fields"]:
+        name = terminal(field["field"])
+        if field["old"] is None:
+            lines.append(f"{indent}  {name}: {_shown(field['new'])}")
+        else:
+            line = f"{indent}~ {name}: {_shown(field['old'])} -> {_shown(field['new'])}"
+            lines.append(_paint(line, "~", colour))
+    return lines
 
 
 def _partial(plan: dict[str, Any]) -> bool:
@@ -245,15 +314,33 @@ def _times_table(times: dict[str, Any]) -> list[str]:
     return out
 
 
-def _inventory_row(change: dict[str, Any]) -> str:
+def _inventory_row(
+    change: dict[str, Any] | None, rack: str | None, components: list[dict[str, Any]]
+) -> str:
+    """An inventory table's row: an item's change, or a rack's (changed or not) with its
+    components' changes after it, one per line of the cell."""
+    cells = [_inventory_cell(change)] if change is not None else []
+    for c in components:
+        what = _inventory_cell(c, "rack_id")
+        cells.append(
+            f"`{_SYMBOL[c['action']]}` component {_md(c['name'])}" + (f": {what}" if what else "")
+        )
+    if change is None:
+        return f"| | rack | {_md(str(rack))} | {'<br>'.join(cells)} |"
+    kind, name = _md_field(change["kind"]), _md(change["name"])
+    return f"| `{_SYMBOL[change['action']]}` | {kind} | {name} | {'<br>'.join(c for c in cells if c) or '—'} |"
+
+
+def _inventory_cell(change: dict[str, Any], *skipped: str) -> str:
+    """What an inventory item's change does, in a table cell."""
     if change["action"] == "delete":
         what = _md(change["reason"]) if change["reason"] else ""
     elif change["action"] == "create":
-        skip = ("id", "name", "owner")
+        skip = ("id", "name", "owner", *skipped)
         what = ", ".join(
             f"{_md_field(f['field'])} {_md(f['new'])}"
             for f in change["fields"]
-            if f["field"] not in skip
+            if f["field"] not in skip and f["new"] is not None
         )
     else:
         what = "; ".join(
@@ -261,8 +348,7 @@ def _inventory_row(change: dict[str, Any]) -> str:
         )
     if change.get("security_sensitive"):
         what = f"**⚠️ security-sensitive** {what}"
-    kind, name = _md_field(change["kind"]), _md(change["name"])
-    return f"| `{_SYMBOL[change['action']]}` | {kind} | {name} | {what or '—'} |"
+    return what
 
 
 #: What warnings of a code are about, in the heading of a Markdown plan's warnings.
@@ -402,11 +488,11 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
             lines.append(f"- … and {left} more listed in the full plan, not in this comment")
         lines += [f"- {more}" for more in _warnings_not_listed(plan)]
         blocks.append(([*lines, "", "</details>", ""], 0))
-    inventory = [c for c in plan["changes"] if c["kind"] not in _BLOCKS]
+    inventory = grouped([c for c in plan["changes"] if c["kind"] not in _BLOCKS])
     table = ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
-    for i, change in enumerate(inventory):
-        row = [_inventory_row(change)] + ([""] if i == len(inventory) - 1 else [])
-        blocks.append(((table if i == 0 else []) + row, 1))
+    for i, (change, rack, components) in enumerate(inventory):
+        row = [_inventory_row(change, rack, components)] + ([""] if i == len(inventory) - 1 else [])
+        blocks.append(((table if i == 0 else []) + row, (change is not None) + len(components)))
     for kind, heading in (("freeze", "#### Freezes"), ("schedule", "#### Schedules")):
         of_kind = [c for c in plan["changes"] if c["kind"] == kind]
         for i, change in enumerate(of_kind):

@@ -151,4 +151,6 @@ def _shown(saved: Change, effect: Change | None) -> Change:
         security_sensitive=effect.security_sensitive,
         security_reason=effect.security_reason,
         source=effect.source if effect.source is not None else saved.source,
+        rack=effect.rack if effect.rack is not None else saved.rack,
+        rack_id=effect.rack_id if effect.rack_id is not None else saved.rack_id,
     )
