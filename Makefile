@@ -60,7 +60,7 @@ run: $(STAMP)
 	rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
 	mkdir -p $(dir $(RUN_DB))
 	$(BIN)/rackcron validate examples/fleet
-	$(BIN)/rackcron apply examples/fleet --auto-approve --database-url sqlite:///$(RUN_DB)
+	$(BIN)/rackcron apply examples/fleet --auto-approve --summary --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron schedules list --database-url sqlite:///$(RUN_DB)
 	$(BIN)/rackcron serve --database-url sqlite:///$(RUN_DB) --poll-interval 2s \
 		--sim-duration POWER_RESET=8s --sim-duration POWER_ON=2s --sim-duration POWER_OFF=2s \

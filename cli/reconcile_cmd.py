@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 import click
 
@@ -110,18 +110,41 @@ def _backend(database_url: str | None, server: Server | None, *, create_store: b
         return StoreBackend(open_service(database_url, create=create_store, role=Role.APPLY))
 
 
-def _show(result: Plan, fmt: str, detailed_exitcode: bool) -> None:
+class View(NamedTuple):
+    """How much of a plan to show (``--summary``, ``--verbose``)."""
+
+    summary: bool = False
+    verbose: bool = False
+
+
+def view_options(func: F) -> F:
+    """``--summary`` and ``--verbose``: how much of the plan to show (:class:`View`)."""
+    func = click.option(
+        "--verbose",
+        is_flag=True,
+        help="List each group of racks shared by schedules with how each schedule reaches"
+        " them (by default a line per group: its racks and schedules).",
+    )(func)
+    return click.option(
+        "--summary",
+        is_flag=True,
+        help="Text: count the changes by kind (naming the schedules and freezes) and the"
+        " warnings, instead of listing every change. Errors and security-sensitive changes"
+        " are listed still.",
+    )(func)
+
+
+def _show(result: Plan, fmt: str, detailed_exitcode: bool, view: View) -> None:
     """Print a plan in ``fmt`` and exit with plan's convention (0, 2 changes, 1 errors)."""
-    from rackcron.reconciler.render import render_json, render_markdown, render_text
+    from rackcron.reconciler.render import render_json, render_markdown
 
     data = result.to_json()
     if fmt == "json":
         click.echo(render_json(data))
     elif fmt == "markdown":
-        click.echo(render_markdown(data))
+        click.echo(render_markdown(data, verbose=view.verbose))
     else:
-        colour = _colour()
-        echo_text(render_text(data, colour=colour), colour=colour)
+        _echo_plan(data, view)
     if result.errors:
         sys.exit(1)
     sys.exit(EXIT_CHANGES if detailed_exitcode and result.changes else 0)
@@ -160,6 +183,7 @@ rev_option = click.option(
     help="Also save the plan (JSON) for `rackcron apply`.",
 )
 @detailed_exitcode_option
+@view_options
 @rev_option
 @owner_option
 @database_option
@@ -169,6 +193,8 @@ def plan(
     fmt: str,
     out: Path | None,
     detailed_exitcode: bool,
+    summary: bool,
+    verbose: bool,
     rev: str | None,
     owner: str,
     database_url: str | None,
@@ -196,7 +222,7 @@ def plan(
             out.write_text(render_json(result.to_json()) + "\n")
         except OSError as exc:
             raise click.FileError(str(out), exc.strerror) from None
-    _show(result, fmt, detailed_exitcode)
+    _show(result, fmt, detailed_exitcode, View(summary, verbose))
 
 
 @click.command(cls=_PlanLike)
@@ -208,6 +234,7 @@ def plan(
     help="Remove the apply lock left by an apply that died (the refusal names its host, pid"
     " and start time: check that process is gone first), then exit.",
 )
+@view_options
 @AS_OPTION
 @REASON_OPTION
 @rev_option
@@ -219,6 +246,8 @@ def apply(
     source: Path,
     auto_approve: bool,
     break_lock: bool,
+    summary: bool,
+    verbose: bool,
     as_name: str | None,
     reason: str | None,
     rev: str | None,
@@ -296,7 +325,7 @@ def apply(
             backend = _backend(database_url, server, create_store=True)
             planned = backend.plan(desired, owner=owner, source=origin)
             backend.check_rights(planned)
-    provenance = _approved(planned, source, auto_approve)
+    provenance = _approved(planned, source, auto_approve, View(summary, verbose))
     notifier = start(notify)
     try:
         try:
@@ -364,15 +393,21 @@ def _applied(provenance: Provenance, counts: dict[str, int], apply_id: int | Non
     )
 
 
-def _approved(planned: Plan, source: Path, auto_approve: bool) -> Provenance:
+def _echo_plan(data: dict[str, Any], view: View) -> None:
+    from rackcron.reconciler.render import render_text
+
+    colour = _colour()
+    text = render_text(data, colour=colour, verbose=view.verbose, summary=view.summary)
+    echo_text(text, colour=colour)
+
+
+def _approved(planned: Plan, source: Path, auto_approve: bool, view: View) -> Provenance:
     """Show the plan and ask (unless ``auto_approve``); exit when there is nothing to apply
     or the user says no. Where the applied tree comes from, for the apply log."""
     from rackcron.reconciler.apply import Provenance
     from rackcron.reconciler.git import author
-    from rackcron.reconciler.render import render_text
 
-    colour = _colour()
-    echo_text(render_text(planned.to_json(), colour=colour), colour=colour)
+    _echo_plan(planned.to_json(), view)
     if planned.errors:
         sys.exit(1)
     if not planned.changes:
@@ -472,6 +507,7 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
 @click.option("--head", default="HEAD", show_default=True, help="The revision with the change.")
 @format_choice
 @detailed_exitcode_option
+@view_options
 @click.option("--now", "at", type=INSTANT, help="Show fire times from this instant (default: now).")
 @owner_option
 def diff(
@@ -480,6 +516,8 @@ def diff(
     head: str,
     fmt: str,
     detailed_exitcode: bool,
+    summary: bool,
+    verbose: bool,
     at: datetime | None,
     owner: str,
 ) -> None:
@@ -495,7 +533,7 @@ def diff(
 
     with cli_errors():
         result = diff_revisions(path, base, head, owner=owner, now=at or datetime.now(UTC))
-    _show(result, fmt, detailed_exitcode)
+    _show(result, fmt, detailed_exitcode, View(summary, verbose))
 
 
 @click.command()

@@ -19,13 +19,29 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from rackcron.domain.escape import markdown_code, markdown_html_code, shorten, terminal
+from rackcron.domain.escape import (
+    listed_name,
+    markdown_code,
+    markdown_html_code,
+    shorten,
+    terminal,
+)
 from rackcron.domain.gantt import Item, gantt
 from rackcron.domain.timing import SpecError, parse_rfc3339
 
-__all__ = ["MARKDOWN_LIMIT", "render_json", "render_markdown", "render_text"]
+__all__ = [
+    "MARKDOWN_LIMIT",
+    "SHARED_SHOWN",
+    "WarningLine",
+    "grouped",
+    "render_json",
+    "render_markdown",
+    "render_text",
+    "summary_lines",
+    "warning_lines",
+]
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
 _VERB = {
@@ -81,13 +97,20 @@ def _summary(plan: dict[str, Any]) -> str:
     )
 
 
-def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
+def render_text(
+    plan: dict[str, Any], *, colour: bool = False, verbose: bool = False, summary: bool = False
+) -> str:
     """The plan as a terminal shows it (ANSI colour when ``colour``): a rack's component
-    changes under it."""
+    changes under it; racks shared by schedules one line per group unless ``verbose``.
+    ``summary``: counts by kind, and the names of the schedules and freezes changed,
+    instead of every change, and counts of the warnings."""
     lines: list[str] = _security_text(plan)
     if plan["changes"]:
         lines += ["rackcron will perform the following actions:", ""]
-    for change, rack, components in grouped(plan["changes"]):
+    if summary:
+        lines += [f"  {terminal(line)}" for line in summary_lines(plan)]
+        lines += [""] if plan["changes"] else []
+    for change, rack, components in () if summary else grouped(plan["changes"]):
         if change is not None:
             lines += _text_change(change, colour, _counted(components))
         else:
@@ -95,16 +118,15 @@ def render_text(plan: dict[str, Any], *, colour: bool = False) -> str:
         for component in components:
             lines += _text_component(component, colour)
         lines.append("")
-    for name in plan["unmanaged"]:
+    for name in () if summary else plan["unmanaged"]:
         lines.append(
             f'  unmanaged: schedule "{terminal(name)}" is not declared here and not owned by this repository; left alone'
         )
-    for warning in plan["warnings"]:
-        lines.append(f"  warning: {terminal(warning)}")
-    lines += [f"  warning: {more}" for more in _warnings_not_listed(plan)]
+    for level, warning, _ in () if summary else warning_lines(plan, verbose=verbose):
+        lines.append(f"    {terminal(warning)}" if level else f"  warning: {terminal(warning)}")
     for error in plan["errors"]:
         lines.append(f"  error: {terminal(error)}")
-    if plan["unmanaged"] or plan["warnings"] or plan["errors"]:
+    if (not summary and (plan["unmanaged"] or plan["warnings"])) or plan["errors"]:
         lines.append("")
     if plan["errors"]:
         lines.append("The plan has errors: nothing can be applied.")
@@ -400,6 +422,119 @@ def _change_block(change: dict[str, Any]) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
+#: Groups of racks shared by schedules that a plan names, a line each, without
+#: ``--verbose``; it counts the rest.
+SHARED_SHOWN = 10
+#: Racks, and schedules, a group's line names; it counts the rest.
+_NAMED = 5
+
+
+class WarningLine(NamedTuple):
+    """A line of a plan's warnings, unescaped: ``level`` 0 a warning, 1 a line under it;
+    ``ours``: the renderer's own words and counts, not a message the plan carries."""
+
+    level: int
+    text: str
+    ours: bool = False
+
+
+def warning_lines(plan: dict[str, Any], *, verbose: bool) -> list[WarningLine]:
+    """The plan's warnings as lines. Unless ``verbose``, the groups of racks shared by schedules (1.13)
+    are one heading, which names the precise check, and a line per group (its racks,
+    the schedules on them) up to :data:`SHARED_SHOWN`; ``verbose`` lists each group's
+    message (how each schedule reaches its racks)."""
+    detail = plan.get("warnings_detail")
+    if not isinstance(detail, list) or len(detail) != len(plan["warnings"]):
+        detail = [{} for _ in plan["warnings"]]
+    lines: list[WarningLine] = []
+    shared: list[str] = []
+    for entry, message in zip(detail, plan["warnings"], strict=True):
+        group = None if verbose or not isinstance(entry, dict) else _shared_line(entry)
+        if group is None:
+            lines.append(WarningLine(0, message))
+            continue
+        if not shared:  # the heading, where the first group was
+            lines.append(WarningLine(0, "", ours=True))
+            at = len(lines) - 1
+        shared.append(group)
+    if not shared:
+        return lines + [WarningLine(0, note, ours=True) for note in _warnings_not_listed(plan)]
+    total = (plan.get("warnings_counts") or {}).get("schedules_share_racks")
+    total = total if isinstance(total, int) and total >= len(shared) else len(shared)
+    lines[at] = WarningLine(0, _shared_heading(total), ours=True)
+    more = total - SHARED_SHOWN
+    lines[at + 1 : at + 1] = [WarningLine(1, group) for group in shared[:SHARED_SHOWN]] + (
+        [WarningLine(1, f"… and {more} more (--verbose lists the first {len(shared)})", ours=True)]
+        if more > 0
+        else []
+    )
+    notes = _warnings_not_listed(plan, without="schedules_share_racks")
+    return lines + [WarningLine(0, note, ours=True) for note in notes]
+
+
+def _shared_heading(groups: int) -> str:
+    noun = "group of racks is" if groups == 1 else "groups of racks are"
+    return (
+        f"{groups} {noun} shared by schedules this plan creates or changes (racks only:"
+        " `rackcron conflicts --precise` compares times and components; --verbose shows"
+        " how each schedule reaches them):"
+    )
+
+
+def _shared_line(entry: dict[str, Any]) -> str | None:
+    """A group of racks shared by schedules in a line: ``rack-a01, rack-a02:
+    nightly-firmware, quarterly-firmware`` (None: not such a group, or not as 1.13 writes
+    it: a saved plan is any JSON)."""
+    shared = entry.get("racks_shared") if entry.get("code") == "schedules_share_racks" else None
+    if not isinstance(shared, dict):
+        return None
+    racks, reaches = shared.get("racks"), shared.get("reaches")
+    if not isinstance(racks, list) or not isinstance(reaches, list):
+        return None
+    schedules = [
+        str(name)
+        for reach in reaches
+        if isinstance(reach, dict) and isinstance(reach.get("schedules"), list)
+        for name in reach["schedules"]
+    ]
+    return (
+        f"{_some(racks, shared.get('rack_count'), 'racks')}:"
+        f" {_some(schedules, shared.get('schedule_count'), 'schedules')}"
+    )
+
+
+def _some(names: list[Any], total: Any, noun: str) -> str:
+    """The first :data:`_NAMED` of ``names`` (unusual ones quoted) and how many more."""
+    total = total if isinstance(total, int) and total >= len(names) else len(names)
+    shown = ", ".join(listed_name(str(name)) for name in names[:_NAMED])
+    return shown + (f" and {total - min(len(names), _NAMED)} more {noun}" if total > _NAMED else "")
+
+
+def summary_lines(plan: dict[str, Any]) -> list[str]:
+    """A plan in a few lines, unescaped: per kind, its changes counted by action (the
+    names of the schedules and freezes, up to :data:`_NAMED` per action); then its
+    warnings counted by what they are about."""
+    lines = []
+    for kind in ("rack", "component", "nvl_domain", "freeze", "schedule"):
+        of_kind = [c for c in plan["changes"] if c["kind"] == kind]
+        parts = []
+        for action, verb in _TO.items():
+            names = [c["name"] for c in of_kind if c["action"] == action]
+            if names:
+                named = f" ({_some(names, len(names), kind + 's')})" if kind in _BLOCKS else ""
+                parts.append(f"{len(names)} to {verb}{named}")
+        if parts:
+            lines.append(f"{kind}s: {', '.join(parts)}")
+    if plan["unmanaged"]:
+        lines.append(f"unmanaged schedules left alone: {len(plan['unmanaged'])}")
+    count = plan.get("warnings_count") or len(plan["warnings"])
+    if count:
+        lines.append(
+            f"warnings: {count} ({_warnings_about(plan)}); without --summary they are listed"
+        )
+    return lines
+
+
 #: What the warnings of a code are, for the note saying how many are not listed.
 _NOT_LISTED = {
     "schedules_share_racks": "pairs of schedules that share racks",
@@ -407,9 +542,10 @@ _NOT_LISTED = {
 }
 
 
-def _warnings_not_listed(plan: dict[str, Any]) -> list[str]:
+def _warnings_not_listed(plan: dict[str, Any], without: str | None = None) -> list[str]:
     """The notes ending a list of warnings cut at :data:`rackcron.reconciler.plan.MAX_WARNINGS`
-    (per code from 1.7; before, every warning was a pair sharing racks)."""
+    (per code from 1.7; before, every warning was a pair sharing racks), but for the
+    code ``without``."""
     counts, detail = plan.get("warnings_counts"), plan.get("warnings_detail")
     if not counts or detail is None:
         counts = {"schedules_share_racks": plan.get("warnings_count") or 0}
@@ -418,6 +554,8 @@ def _warnings_not_listed(plan: dict[str, Any]) -> list[str]:
         listed = {code: sum(d.get("code") == code for d in detail) for code in counts}
     notes = []
     for code, what in _NOT_LISTED.items():
+        if code == without:
+            continue
         if code == "schedules_share_racks" and any("racks_shared" in d for d in detail or ()):
             what = "groups of racks shared by schedules"  # 1.13: groups, not pairs
         left = counts.get(code, 0) - listed.get(code, 0)
@@ -445,9 +583,12 @@ _WARNINGS_SHARE = 4
 _NOTE_ROOM = 1_000
 
 
-def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str:
+def render_markdown(
+    plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT, verbose: bool = False
+) -> str:
     """The plan as a pull-request comment: counts first, inventory as one table, one
-    collapsible block per schedule, warnings folded away.
+    collapsible block per schedule, warnings folded away (racks shared by schedules a
+    line per group unless ``verbose``, as :func:`warning_lines` says).
 
     At most ``limit`` characters: past it, the blocks that fit are shown whole and a
     closing note says how many changes are not, and where the full plan is.
@@ -478,15 +619,19 @@ def render_markdown(plan: dict[str, Any], *, limit: int = MARKDOWN_LIMIT) -> str
         if plan.get("warnings_count_exact") is False:
             count = f"at least {count}"
         lines = ["<details>", f"<summary>⚠️ {count} warnings: {_warnings_about(plan)}</summary>", ""]
-        listed = [f"- {markdown_code(shorten(w, _WARNING_SHOWN))}" for w in plan["warnings"]]
+        entries = warning_lines(plan, verbose=verbose)
+        listed = [
+            ("  - " if line.level else "- ")
+            + (line.text if line.ours else markdown_code(shorten(line.text, _WARNING_SHOWN)))
+            for line in entries
+        ]
         room = limit // _WARNINGS_SHARE  # the changes come after them, and must show
         while listed and _size(lines) + _size(listed) > room:
             listed = listed[: len(listed) // 2]
         lines += listed
-        if len(listed) < len(plan["warnings"]):
-            left = len(plan["warnings"]) - len(listed)
+        if len(listed) < len(entries):
+            left = sum(not line.ours for line in entries[len(listed) :])
             lines.append(f"- … and {left} more listed in the full plan, not in this comment")
-        lines += [f"- {more}" for more in _warnings_not_listed(plan)]
         blocks.append(([*lines, "", "</details>", ""], 0))
     inventory = grouped([c for c in plan["changes"] if c["kind"] not in _BLOCKS])
     table = ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]

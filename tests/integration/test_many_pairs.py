@@ -106,6 +106,11 @@ def test_plan_warns_of_the_shared_rack_once(tree: Path, tmp_path: Path, fmt: str
         }  # fmt: skip
         return
     assert output.count("shared by") == 1 and len(output) < 200 * N
+    assert "1 group of racks is shared by schedules" in output
+    assert f"rack-b01: q0, q1, q10, q100, q101 and {N - 5:,} more schedules" in output
+    verbose = rackcron("plan", ".", "--format", fmt, "--verbose", "--database-url", db, cwd=tree)
+    output = verbose.stdout
+    assert output.count("shared by") == 1 and len(output) < 200 * N
     assert (
         f'rack "rack-b01" shared by {N:,} schedules, {N:,} created or changed here ({PAIRS:,} pairs)'
         in output

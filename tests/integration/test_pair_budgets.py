@@ -84,7 +84,9 @@ def test_coarse_count_of_multi_rack_schedules_is_exact_and_linear(wider: Path) -
 
 def test_plan_warnings_group_racks_reached_alike_in_linear_time(wide: Path, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/db"
-    result = rackcron("plan", ".", "--format", "markdown", "--database-url", db, cwd=wide)
+    result = rackcron(
+        "plan", ".", "--format", "markdown", "--verbose", "--database-url", db, cwd=wide
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     output = result.stdout
     # 8 racks each reached by the same 8,000 schedules: one group, its pairs counted once

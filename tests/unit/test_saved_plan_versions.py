@@ -102,8 +102,12 @@ def test_it_renders_as_text_and_markdown(saved: SavedPlan) -> None:
         assert f'{change["kind"]} "{change["name"]}"' in text
         # an inventory row's name is a code span, a schedule's or freeze's <code> in <summary>
         assert f"`{change['name']}`" in markdown or f"<code>{change['name']}</code>" in markdown
+    verbose = render_text(data, verbose=True), render_markdown(data, verbose=True)
     for warning in data["warnings"]:  # shown up to 200 characters
-        assert f"warning: {warning[:100]}" in text and f"`{warning[:100]}" in markdown
+        assert f"warning: {warning[:100]}" in verbose[0] and f"`{warning[:100]}" in verbose[1]
+    if data["warnings_counts"].get("schedules_share_racks") and saved.minor >= 13:
+        assert "groups of racks are shared by schedules" in text  # a line per group
+        assert "groups of racks are shared by schedules" in markdown
     sensitive = data["security_sensitive"]  # 1.2: a rack's controller set
     assert ("security-sensitive change(s)" in text) == (sensitive > 0)
     assert ("[!CAUTION]" in markdown) == (sensitive > 0)
