@@ -26,6 +26,9 @@ from rackcron import __version__
 
 __all__ = ["DEBUG_ENV", "main"]
 
+#: The exit status when the reader of the output went away (128 + SIGPIPE, as a shell
+#: reports a process that signal ended).
+EXIT_BROKEN_PIPE = 141
 #: Set to 1 to print the traceback of an internal error.
 DEBUG_ENV = "RACKCRON_DEBUG"
 
@@ -102,6 +105,9 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # `rackcron ... | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+            sys.exit(EXIT_BROKEN_PIPE)
         except Exception as exc:  # the last resort: a bug never shows a user a traceback
             if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 traceback.print_exc()

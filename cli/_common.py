@@ -209,6 +209,10 @@ def page_options(func: F) -> F:
     )(func)
 
 
+#: Objects of an ambiguous name an error lists (a fleet's compute-0: one per rack).
+CANDIDATES_SHOWN = 10
+
+
 @contextmanager
 def cli_errors() -> Iterator[None]:
     """Turn core errors into one line on stderr and exit status 1; a tree with errors
@@ -222,11 +226,22 @@ def cli_errors() -> Iterator[None]:
 
         if isinstance(exc, InvalidTree):
             exit_invalid(exc.validation, label=exc.label)
-        click.echo(f"error: {terminal(exc.message)}", err=True)
+        click.echo(f"error: {terminal(exc.message + _did_you_mean(exc))}", err=True)
         if isinstance(exc, AmbiguousName):  # one line per candidate: its id, name, details
-            for c in exc.candidates:
+            for c in exc.candidates[:CANDIDATES_SHOWN]:
                 click.echo(f"  {c.id}  {terminal(c.name)}  {terminal(c.detail)}", err=True)
+            if (more := len(exc.candidates) - CANDIDATES_SHOWN) > 0:
+                click.echo(f"  … and {more:,} more", err=True)
         sys.exit(1)
+
+
+def _did_you_mean(exc: RackcronError) -> str:
+    """``; did you mean "a" or "b"?`` for the names a NotFound suggests (none: empty)."""
+    near = [json.dumps(name, ensure_ascii=False) for name in getattr(exc, "suggestions", ())]
+    if not near:
+        return ""
+    listed = near[0] if len(near) == 1 else ", ".join(near[:-1]) + " or " + near[-1]
+    return f"; did you mean {listed}?"
 
 
 def print_diagnostics(

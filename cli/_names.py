@@ -25,8 +25,8 @@ import click
 from click.shell_completion import CompletionItem
 
 from rackcron.domain.escape import terminal
-from rackcron.domain.names import as_uuid, rack_candidate, resolve
-from rackcron.errors import FailedPrecondition, RackcronError
+from rackcron.domain.names import as_uuid, near_misses, rack_candidate, resolve
+from rackcron.errors import FailedPrecondition, NotFound, RackcronError
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -79,12 +79,9 @@ def resolve_schedule(backend: Service | FlowClient, ref: str) -> Schedule:
     except RackcronError as missing:
         if missing.code != "NOT_FOUND":
             raise
-        try:
-            return backend.find_schedule(ref)
-        except RackcronError as unnamed:
-            if unnamed.code != "NOT_FOUND":
-                raise
-            raise missing from None
+    # Not an id any schedule has: a name, then (its error says what was typed, where a
+    # server's would say "GetTaskSchedule: NOT_FOUND: id: ...").
+    return backend.find_schedule(ref)
 
 
 def _server_racks(client: FlowClient) -> list[Rack]:
@@ -109,7 +106,10 @@ def resolve_rack(backend: Service | FlowClient, ref: str) -> uuid.UUID:
         racks = _server_racks(backend)
     except FailedPrecondition as exc:
         raise FailedPrecondition(f"rack {ref!r}: {exc.message}; give the rack's UUID") from None
-    return resolve("rack", ref, [rack_candidate(r) for r in racks])
+    try:
+        return resolve("rack", ref, [rack_candidate(r) for r in racks])
+    except NotFound as missing:
+        raise missing.suggesting(near_misses(ref, (r.name for r in racks))) from None
 
 
 def resolve_component(service: Service, ref: str) -> uuid.UUID:

@@ -7,7 +7,9 @@ which offers the same operations with the same shapes.
 
 from __future__ import annotations
 
+import re
 import sys
+import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -42,13 +44,12 @@ from rackcron.domain.results import LastResult
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
-    import uuid
     from collections.abc import Mapping, Sequence
 
     from rackcron.audit import Audit
     from rackcron.domain.models import Page, RolloutRecord, Schedule, Task
     from rackcron.service import Service
-    from rackcron.wire.client import FlowClient
+    from rackcron.wire.client import FlowClient, RemoteError
 
 __all__ = ["schedules"]
 
@@ -487,13 +488,19 @@ def trigger_command(
     question = "Trigger schedule '{}' ({}) now on every rack of its scope ({})?"
     with cli_errors():
         if server is not None:  # Flow answers with the task ids only
+            from rackcron.wire.client import RemoteError
+
             client = _client(server)
             target = resolve_schedule(client, schedule)
             racks = _count(len(client.list_scopes(target.id)), "rack")
             _confirm(question.format(terminal(target.name), target.id, racks), yes)
-            task_ids = client.trigger_ids(
-                target.id, force=force, all_at_once=all_at_once, audit=audit
-            )
+            try:
+                task_ids = client.trigger_ids(
+                    target.id, force=force, all_at_once=all_at_once, audit=audit
+                )
+            except RemoteError as exc:
+                _refused_everywhere(client, target, exc)
+                raise
             lines = [f"task {t}" for t in task_ids] or [
                 "no task started now: a schedule with a roll-out has its racks started by the"
                 " server's dispatcher, in waves (rackcron rollouts get NAME --server ...)"
@@ -530,6 +537,36 @@ def trigger_command(
         return
     for line in lines:
         click.echo(terminal(line))  # a controller's error text is data
+
+
+# rackcron's server refusing a trigger on every rack (rackcron.service's text, on the wire).
+_EVERY_RACK = re.compile(r"(?:id: )?every task submission of task schedule \S+ failed: (.+)", re.S)
+_RACK_ID = re.compile(r"\brack ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")
+_WHY = re.compile(r" \(([^()]+)\)$")
+
+
+def _refused_everywhere(client: FlowClient, target: Schedule, exc: RemoteError) -> None:
+    """When the server refused ``target``'s trigger on every rack: say so a line per rack,
+    each rack by name, each rule once, and exit 1 (else return: the caller re-raises)."""
+    found = _EVERY_RACK.fullmatch(exc.details) if exc.code == "FAILED_PRECONDITION" else None
+    if found is None:
+        return
+    parts = found[1].split("; ")
+    ids = {uuid.UUID(m[1]) for part in parts for m in _RACK_ID.finditer(part)}
+    names = rack_names(client, ids)
+    rules: dict[str, None] = {}
+    lines = []
+    for part in parts:
+        if why := _WHY.search(part):
+            rules[why[1]] = None
+            part = part[: why.start()]
+        lines.append(_RACK_ID.sub(lambda m: f"rack {names.get(uuid.UUID(m[1]), m[1])}", part))
+    click.echo(
+        f"error: the server refused schedule {terminal(target.name)!r} on every rack:", err=True
+    )
+    for line in [*lines, *(f"({rule})" for rule in rules)]:
+        click.echo(f"  {terminal(line)}", err=True)
+    sys.exit(1)
 
 
 @schedules.command("delete")

@@ -29,6 +29,7 @@ from rackcron.cli._names import (
     resolve_schedule,
 )
 from rackcron.domain.escape import terminal
+from rackcron.domain.names import as_uuid
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
@@ -71,7 +72,8 @@ def _dump(task: Task, names: Names) -> dict[str, Any]:
 @click.option(
     "--component",
     metavar="COMPONENT",
-    help="Only tasks covering this component (its UUID, its name, or RACK/NAME).",
+    help="Only tasks covering this component (its UUID, its name, or RACK/NAME; with"
+    " --rack, a name is looked up in that rack).",
 )
 @click.option("--active-only", is_flag=True, help="Only waiting, pending and running tasks.")
 @page_options
@@ -91,12 +93,15 @@ def list_command(
 
     Example: rackcron tasks list --schedule demo-power-reset --active-only
 
-    Example: rackcron tasks list --rack rack-a01 --component rack-a01/compute-0 --limit 20
+    Example: rackcron tasks list --rack rack-a01 --component compute-0 --limit 20
     """
     with cli_errors():
         service = open_service(database_url)
+        rack_id = None if rack is None else resolve_rack(service, rack)
+        if rack is not None and component is not None and _bare_name(component):
+            component = f"{rack}/{component}"  # its name within --rack
         page = service.list_tasks(
-            rack_id=None if rack is None else resolve_rack(service, rack),
+            rack_id=rack_id,
             component_id=None if component is None else resolve_component(service, component),
             schedule_id=None if schedule is None else resolve_schedule(service, schedule).id,
             active_only=active_only,
@@ -207,3 +212,8 @@ def cancel_command(
 
             status = FlowClient(server.channel()).cancel_task(task_id, audit=audit)
     click.echo(f"task {terminal(task_id)}: {status.value}")
+
+
+def _bare_name(ref: str) -> bool:
+    """Whether ``ref`` is a component's name alone (not its id, nor RACK/NAME)."""
+    return "/" not in ref and as_uuid(ref) is None

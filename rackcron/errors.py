@@ -172,9 +172,19 @@ class InvalidArgument(RackcronError):
 
 
 class NotFound(RackcronError):
-    """A schedule, scope, rack, component, NVL domain or task does not exist."""
+    """A schedule, scope, rack, component, NVL domain or task does not exist;
+    ``suggestions``: names close to the one looked up, for people (never in the message,
+    which may go on the wire)."""
 
     code = "NOT_FOUND"
+
+    def __init__(self, message: str, *, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions
+
+    def suggesting(self, names: tuple[str, ...]) -> NotFound:
+        """This error with ``names`` as its suggestions."""
+        return type(self)(self.message, suggestions=names)
 
 
 class FailedPrecondition(RackcronError):

@@ -29,7 +29,7 @@ from typing import Any
 from rackcron.audit import ActionRecord
 from rackcron.domain.escape import shorten
 from rackcron.domain.models import ApplyRecord
-from rackcron.domain.timing import format_rfc3339
+from rackcron.domain.timing import format_rfc3339, parse_rfc3339
 
 __all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
 
@@ -74,10 +74,15 @@ def _value(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _second(at: str) -> str:
+    """An instant of the document to the second, for people (the JSON keeps it whole)."""
+    return format_rfc3339(parse_rfc3339(at).replace(microsecond=0))
+
+
 def _action_row(entry: dict[str, Any]) -> list[str]:
     details = ", ".join(f"{k}={_value(v)}" for k, v in entry["detail"].items()) or "-"
     return [
-        entry["at"],
+        _second(entry["at"]),
         entry["action"],
         _object(entry),
         _by(entry),
@@ -96,7 +101,7 @@ def _apply_row(entry: dict[str, Any]) -> list[str]:
         who = f"token {entry['token']}" if entry.get("token") is not None else "no token"
         by = f"{who} from {entry['peer']}, claims {by}"
     return [
-        entry["at"],
+        _second(entry["at"]),
         f"apply #{entry['id']}",
         shorten(entry["source"]),
         shorten(by),

@@ -26,6 +26,7 @@ import pydantic
 
 from rackcron.audit import Audit
 from rackcron.domain.models import Page, RolloutRecord, Schedule, Scope, TaskStatus
+from rackcron.domain.names import near_misses
 from rackcron.errors import NotFound, RackcronError
 from rackcron.wire.convert import to_schedule, to_scope, to_task_status
 from rackcron.wire.metadata import ALL_AT_ONCE, FORCE, audit_metadata
@@ -119,6 +120,7 @@ class RemoteError(RackcronError):
         details = error.details() if isinstance(error, grpc.Call) else str(error)
         super().__init__(f"{rpc}: {code.name}: {details}")
         self.code = code.name
+        self.rpc, self.details = rpc, details
 
 
 def call(
@@ -188,10 +190,12 @@ class FlowClient:
 
     def find_schedule(self, name: str) -> Schedule:
         """The schedule named ``name`` (Flow has no lookup by name: a listing is scanned)."""
-        for schedule in self.list_schedules().items:
+        listed = self.list_schedules().items
+        for schedule in listed:
             if schedule.name == name:
                 return schedule
-        raise NotFound(f'task schedule "{name}" not found')
+        near = near_misses(name, (s.name for s in listed))
+        raise NotFound(f'task schedule "{name}" not found', suggestions=near)
 
     def list_scopes(self, schedule_id: uuid.UUID | str) -> list[Scope]:
         request = pb.ListTaskScheduleScopesRequest(schedule_id=_uuid(schedule_id))

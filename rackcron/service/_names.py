@@ -18,14 +18,22 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from rackcron.domain.lookalikes import lookalike_names, spelled
-from rackcron.domain.names import Candidate, as_uuid, rack_candidate, resolve
+from rackcron.domain.names import (
+    MAX_COMPARED,
+    Candidate,
+    as_uuid,
+    near_misses,
+    rack_candidate,
+    resolve,
+)
+from rackcron.errors import NotFound
 from rackcron.logs import event
 from rackcron.service import _rows
 from rackcron.service._tasks import chunked
 from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import component, freeze, nvl_domain, rack, task_schedule
 
-__all__ = ["LOOKALIKE_KINDS", "Lookalikes", "NameOps", "Names", "warn_lookalike"]
+__all__ = ["LOOKALIKE_KINDS", "Lookalikes", "NameOps", "Names", "near_names", "warn_lookalike"]
 
 #: The kinds whose names are judged for look-alikes (``rackcron.domain.lookalikes``): each
 #: object kind's name column, and how a message calls the kind.
@@ -53,6 +61,13 @@ def _named(table: sa.Table, ref: str, *extra: sa.ColumnElement[bool]) -> sa.Colu
     as_id = as_uuid(ref)
     by_name = sa.and_(table.c.name == ref, *extra)
     return by_name if as_id is None else sa.or_(by_name, table.c.id == as_id)
+
+
+def near_names(work: UnitOfWork, column: sa.Column[Any], ref: str) -> tuple[str, ...]:
+    """Stored names of ``column`` that read close to ``ref``, for a "did you mean"
+    (:func:`rackcron.domain.names.near_misses`)."""
+    names = work.conn.execute(sa.select(column).distinct().limit(MAX_COMPARED)).scalars()
+    return near_misses(ref, (name for name in names if name))
 
 
 def _component_detail(row: Any) -> str:
@@ -92,7 +107,10 @@ class NameOps:
         :raises NotFound: no rack has it, and it is not a UUID.
         """
         rows = self.work.conn.execute(sa.select(rack).where(_named(rack, ref)))
-        return resolve("rack", ref, [rack_candidate(_rows.rack(r)) for r in rows])
+        try:
+            return resolve("rack", ref, [rack_candidate(_rows.rack(r)) for r in rows])
+        except NotFound as missing:
+            raise missing.suggesting(near_names(self.work, rack.c.name, ref)) from None
 
     def resolve_component(self, ref: str) -> uuid.UUID:
         """The id of the component ``ref`` names: its id, its name, or ``RACK/NAME``.
@@ -110,7 +128,10 @@ class NameOps:
             where = sa.and_(component.c.rack_id == rack_id, component.c.name == name)
             rows = [(r, ref) for r in self.work.conn.execute(query.where(where))]
         candidates = [Candidate(r.id, called, _component_detail(r)) for r, called in rows]
-        return resolve("component", ref, candidates, hint=_COMPONENT_HINT)
+        try:
+            return resolve("component", ref, candidates, hint=_COMPONENT_HINT)
+        except NotFound as missing:
+            raise missing.suggesting(near_names(self.work, component.c.name, name)) from None
 
     def names_of(
         self,

@@ -44,6 +44,7 @@ from rackcron.errors import (
 )
 from rackcron.service import _rows
 from rackcron.service._base import check_page, check_text, paged, parse_id, parse_set_id
+from rackcron.service._names import near_names
 from rackcron.service._targets import TargetOps
 from rackcron.service._tasks import chunked
 from rackcron.service._work import UnitOfWork
@@ -449,7 +450,8 @@ class ScheduleOps:
             sa.select(task_schedule).where(task_schedule.c.name == name)
         ).first()
         if row is None:
-            raise NotFound(f'task schedule "{name}" not found')
+            near = near_names(self.work, task_schedule.c.name, name)
+            raise NotFound(f'task schedule "{name}" not found', suggestions=near)
         return _rows.schedule(row)
 
     def list_schedules(

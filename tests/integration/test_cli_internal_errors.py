@@ -41,3 +41,19 @@ def test_click_exits_and_usage_errors_are_untouched(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "internal error" not in missing.output
     assert runner.invoke(main, ["no-such-command"]).exit_code == 2
     assert runner.invoke(main, ["next", "--help"]).exit_code == 0
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`rackcron ... | head`: the pipe closes early; the command ends quietly, as a shell
+    tool killed by SIGPIPE does (status 141), not with "internal error: BrokenPipeError"."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rackcron.cli", "next", "* * * * *", "-n", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before it writes: its first line finds no reader
+    assert child.wait(timeout=60) == 141
+    assert child.stderr.read() == b""

@@ -195,6 +195,51 @@ def test_components_by_id_by_rack_and_name_and_an_ambiguous_name(loaded: str) ->
         ("nope", 'component "nope" not found'),
     ):
         assert run("tasks", "list", "--component", ref, url=loaded).stderr == f"error: {error}\n"
+    # With --rack, a component's bare name is looked up in that rack (issue 28).
+    within = run("tasks", "list", "--rack", "rack-a01", "--component", "compute-0",
+                 "--format", "json", url=loaded)  # fmt: skip
+    assert [t["id"] for t in json.loads(within.output)["tasks"]] == [a01_task]
+    by_id = run("tasks", "list", "--rack", "rack-a02", "--component", A01_COMPUTE_0,
+                "--format", "json", url=loaded)  # fmt: skip
+    assert json.loads(by_id.output)["tasks"] == []  # an id is itself, then both filters hold
+
+
+def test_a_name_that_is_not_found_suggests_near_misses(loaded: str, shim: ShimServer) -> None:
+    """Issue 28: `schedules get nightly-comp` suggested nothing."""
+    for args, error in (
+        (("schedules", "get", "nightly-comp"),
+         'task schedule "nightly-comp" not found; did you mean "nightly-compute-firmware"?'),
+        (("schedules", "pause", "dayly-ingest"),
+         'task schedule "dayly-ingest" not found; did you mean "daily-ingest"?'),
+        (("tasks", "list", "--schedule", "monday-power-of"),
+         'task schedule "monday-power-of" not found; did you mean "monday-power-on"?'),
+        (("racks", "get", "rack-a001"), 'rack "rack-a001" not found; did you mean "rack-a01"?'),
+        (("tasks", "list", "--rack", "rack-z99"), 'rack "rack-z99" not found'),  # no near miss
+        (("tasks", "list", "--component", "rack-a01/computer-0"),
+         'component "rack-a01/computer-0" not found; did you mean "compute-0"?'),
+    ):  # fmt: skip
+        result = run(*args, url=loaded)
+        assert (result.exit_code, result.stderr) == (1, f"error: {error}\n"), args
+    # Over a server, by what was typed (not "GetTaskSchedule: NOT_FOUND: id: ...").
+    for ref in ("nightly-comp", "00000000-0000-4000-8000-00000000dead"):
+        remote = run("schedules", "get", ref, "--server", shim.address)
+        assert remote.exit_code == 1
+        assert remote.stderr.startswith(f'error: task schedule "{ref}" not found'), remote.stderr
+    assert (
+        'did you mean "nightly-compute-firmware"?'
+        in run("schedules", "get", "nightly-comp", "--server", shim.address).stderr
+    )
+
+
+def test_an_ambiguous_name_lists_ten_of_its_objects_and_counts_the_rest(store_url: str) -> None:
+    service = _with_service(store_url)
+    for n in range(25):
+        service.upsert_rack(Rack(id=uuid.uuid4(), name="rack-x", external_id=f"X-{n}"))
+    service.close()
+    refused = run("tasks", "list", "--rack", "rack-x", url=store_url)
+    head, *listed = refused.stderr.splitlines()
+    assert head.startswith('error: rack name "rack-x" is ambiguous: 25 racks have it')
+    assert len(listed) == 11 and listed[-1] == "  … and 15 more"
 
 
 # --- names beside ids ---------------------------------------------------------------------
@@ -476,3 +521,19 @@ def test_runner_log_lines_name_the_schedule_and_the_operation(service, fleet, cl
     assert started[str(dropped_task)].endswith(" rack=rack-a02 operation=POWER_OFF lag=0s")
     ended = [line for line in lines if " task ended " in line and str(kept_task) in line]
     assert ended and ' schedule="nightly \\"power\\" on" operation=POWER_ON status=' in ended[0]
+
+
+def test_a_trigger_refused_on_every_rack_over_a_server_names_each_rack_once(
+    loaded: str, shim: ShimServer
+) -> None:
+    """Issue 28: over --server the refusal was one line of ids, its rule repeated per rack."""
+    first = run("schedules", "trigger", "daily-ingest", "--yes", "--server", shim.address)
+    assert first.exit_code == 0, first.output
+    again = run("schedules", "trigger", "daily-ingest", "--yes", "--server", shim.address)
+    assert again.exit_code == 1 and again.stdout.count("\n") <= 1
+    lines = again.stderr.splitlines()
+    assert lines[0] == "error: the server refused schedule 'daily-ingest' on every rack:"
+    racks = [line.split()[1] for line in lines[1:-1]]
+    assert racks == ["rack-b01", "rack-b02", "rack-b03", "rack-b04"]
+    assert all("already has an active task" in line for line in lines[1:-1])
+    assert lines[-1] == "  (bring-up or ingest and any task conflict on the whole rack)"

@@ -90,3 +90,34 @@ def test_a_logged_duration_carries_its_unit_in_text_and_is_a_number_in_json(
         f" INFO fired lag={text} rate={seconds:.3f}"  # a plain float is no duration
     )
     assert json.loads(_logged("json", lag=Seconds(seconds)))["lag"] == seconds
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("nightly-comp", ("nightly-compute-firmware",)),  # a name it begins
+        ("dayly-ingest", ("daily-ingest",)),  # one character off
+        ("rack-a001", ("rack-a01",)),  # the closest only, not rack-b01 a step further
+        ("rack-z99", ()),  # fleet names share most characters: no near miss
+        ("compute-9", ("compute-0", "compute-1", "compute-2")),  # equally close: three
+        ("daily-ingest", ()),  # itself is not a suggestion
+    ],
+)
+def test_near_misses(ref: str, expected: tuple[str, ...]) -> None:
+    from rackcron.domain.names import near_misses
+
+    names = ["nightly-compute-firmware", "daily-ingest", "rack-a01", "rack-b01", "rack-a04",
+             "compute-0", "compute-1", "compute-2", "compute-3"]  # fmt: skip
+    found = near_misses(ref, names)
+    assert found == expected or (ref == "compute-9" and len(found) == 3)
+
+
+def test_near_misses_look_at_a_bounded_number_of_names() -> None:
+    from rackcron.domain.names import MAX_COMPARED, near_misses
+
+    import itertools
+
+    endless = (f"s{i}" for i in itertools.count())  # read whole, it would never end
+    assert near_misses("zzz", endless) == ()
+    assert near_misses("s19999x", (f"s{i}" for i in itertools.count())) == ("s19999",)
+    assert MAX_COMPARED == 20_000
