@@ -578,7 +578,8 @@ def _grpc_config(
 @click.option(
     "--no-dispatch",
     is_flag=True,
-    help="Serve the gRPC API only: no dispatcher, no task runner (needs --grpc-listen).",
+    help="Serve the gRPC API (--grpc-listen), the console and metrics (--http-listen), or"
+    " both, with no dispatcher and no task runner: another replica fires and delivers.",
 )
 @click.option(
     "--schedule-metrics-limit",
@@ -666,8 +667,11 @@ def serve(
     from rackcron.cli.daemon import serve as run_server
     from rackcron.shim.server import UnusableConfig
 
-    if no_dispatch and grpc is None:
-        raise click.UsageError("--no-dispatch needs --grpc-listen")
+    if no_dispatch and grpc is None and metrics_listen is None:
+        raise click.UsageError(
+            "--no-dispatch serves the gRPC API or the console only: give --grpc-listen,"
+            " --http-listen or both"
+        )
     if no_dispatch and notify is not None:
         raise click.UsageError(
             "--notify tells what the dispatcher and runner do: not with --no-dispatch"

@@ -148,7 +148,7 @@ def test_stop_lets_rpcs_in_flight_finish_and_refuses_new_ones(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--no-dispatch"], "--no-dispatch needs --grpc-listen"),
+        (["--no-dispatch"], "give --grpc-listen, --http-listen or both"),
         (["--grpc-token-file", "t"], "--grpc-token-file needs --grpc-listen"),
         (["--grpc-listen", "50051"], "HOST:PORT"),
         (["--grpc-listen", "127.0.0.1:0", "--grpc-tls-cert", "c.pem"], "go together"),
