@@ -231,7 +231,9 @@ class _Console:
         if self.gate.open:
             return _redirect(target)
         if method != "POST":
-            return self._render("login.html", title="Sign in", target=target, failed=False)
+            return self._render(
+                "login.html", title="Sign in", target=target, failed=False, signing_in=True
+            )
         length = environ.get("CONTENT_LENGTH") or "0"
         if not re.fullmatch(r"[0-9]{1,9}", length):  # "-1" would read to the end of the stream
             return self._error("400 Bad Request", "the form needs a Content-Length")
@@ -250,7 +252,12 @@ class _Console:
             return _throttled(exc, page=self._error("429 Too Many Requests", str(exc)))
         if cookie is None:
             return self._render(
-                "login.html", "401 Unauthorized", title="Sign in", target=target, failed=True
+                "login.html",
+                "401 Unauthorized",
+                title="Sign in",
+                target=target,
+                failed=True,
+                signing_in=True,
             )
         return _redirect(target, cookie=cookie)
 

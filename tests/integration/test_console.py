@@ -406,6 +406,17 @@ def test_the_sign_in_redirect_stays_a_local_path_of_one_header(gated, target) ->
     assert not re.match(r"[/\\]{2}", location.replace("\t", "").replace("\n", ""))
 
 
+def test_the_sign_in_page_shows_no_navigation_and_no_sign_out(gated) -> None:
+    """Issue 28: before signing in, the page offered the navigation and a Sign out button."""
+    for method, body in (("GET", None), ("POST", "token=wrong")):
+        status, _, page = _get(gated, "/login?next=/", method=method, body=body, headers=FORM)
+        assert status in (200, 401) and b'name="token"' in page
+        assert b'<nav aria-label="main">' not in page and b"Sign out" not in page
+    signed = _sign_in(gated, "/")[1]["Set-Cookie"].split(";")[0]
+    status, _, page = _get(gated, "/", headers={"Cookie": signed})
+    assert status == 200 and b'<nav aria-label="main">' in page and b"Sign out" in page
+
+
 def test_on_loopback_the_login_link_redirects_with_one_header(open_console) -> None:
     # Open on loopback: /login redirects at once, so a link alone would do it.
     answer = _raw(open_console, b"GET /login?next=/%0d%0aSet-Cookie:%20evil=1 HTTP/1.0\r\n\r\n")
