@@ -43,6 +43,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("rackcron.cli.reconcile_cmd:plan", "Show what applying a tree would change."),
     "apply": ("rackcron.cli.reconcile_cmd:apply", "Apply a tree or a saved plan to the store."),
     "history": ("rackcron.cli.reconcile_cmd:history", "Show the apply log."),
+    "status": (
+        "rackcron.cli.reconcile_cmd:status",
+        "Is the store in step with Git: applied revision, sync, drift.",
+    ),
     "diff": (
         "rackcron.cli.reconcile_cmd:diff",
         "Show what a change between two git revisions does.",

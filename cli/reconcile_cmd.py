@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rackcron.reconciler.state import State
     from rackcron.reconciler.sync import Round
 
-__all__ = ["apply", "diff", "history", "plan", "sync"]
+__all__ = ["apply", "diff", "history", "plan", "status", "sync"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -497,6 +497,39 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
         echo_json(data)
         return
     print_table(HEADERS, rows(data), empty="Nothing recorded yet.")
+
+
+@click.command("status")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people, json (format_version 1.0) for programs.",
+)
+@owner_option
+@database_option
+def status(fmt: str, owner: str, database_url: str | None) -> None:
+    """Show whether the store is in step with Git for the repository --owner: its latest
+    apply (revision, author, time), the latest round of `rackcron sync` (the branch's
+    revision it read, and whether that is applied), and drift: changes made to its
+    schedules outside an apply since (over gRPC or the CLI), with who made them.
+
+    Example: rackcron status --owner dc1-fleet
+
+    Example: rackcron status --format json
+    """
+    from rackcron.status import document, lines
+
+    with cli_errors():
+        found = open_service(database_url).status(owner)
+    data = document(found)
+    if fmt == "json":
+        echo_json(data)
+        return
+    for line in lines(data):
+        click.echo(terminal(line))
 
 
 @click.command("diff", cls=_PlanLike)

@@ -49,6 +49,7 @@ from rackcron.domain.text import MAX_LENGTH, check_line
 from rackcron.errors import InvalidArgument
 
 __all__ = [
+    "DRIFT_ACTIONS",
     "MAX_REASON_LENGTH",
     "Action",
     "ActionRecord",
@@ -103,6 +104,14 @@ class Action(StrEnum):
     PAUSE_ROLLOUT = "pause_rollout"
     RESUME_ROLLOUT = "resume_rollout"
     ABORT_ROLLOUT = "abort_rollout"
+
+
+#: What changes a schedule outside an apply: the store no longer matches the tree that
+#: declares it (``rackcron status``'s drift). A trigger, a cancel, a roll-out's steering
+#: and a remote apply's steps (STEP) do not.
+DRIFT_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.DELETE, Action.PAUSE,
+                           Action.RESUME, Action.ADD_SCOPE, Action.UPDATE_SCOPE,
+                           Action.REMOVE_SCOPE})  # fmt: skip
 
 
 class Via(StrEnum):

@@ -14,7 +14,8 @@ readers ignore; a major bump is anything else)::
         "reason": "row B maintenance", "detail": {}},
        {"type": "apply", "id": 3, "at": "...Z", "applied_at": "...Z", "revision": "...",
         "dirty": false, "source": "examples/fleet", "author": "...", "summary": {...},
-        "token": "ci", "peer": "ipv4:10.0.0.7:50522"}]}  # token, peer: null for a local apply
+        "token": "ci", "peer": "ipv4:10.0.0.7:50522",  # token, peer: null for a local apply
+        "owner": "dc1-fleet"}]}  # null for an apply before migration 0024
 
 The rows are unescaped text: each front escapes them for its medium (the CLI's
 ``print_table`` for a terminal, the console's templates for HTML).
@@ -31,9 +32,9 @@ from rackcron.domain.escape import shorten
 from rackcron.domain.models import ApplyRecord
 from rackcron.domain.timing import format_rfc3339, parse_rfc3339
 
-__all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows"]
+__all__ = ["FORMAT_VERSION", "HEADERS", "document", "rows", "to_the_second"]
 
-FORMAT_VERSION = "1.1"  # 1.1: an apply's token and peer
+FORMAT_VERSION = "1.2"  # 1.1: an apply's token and peer; 1.2: its owner
 HEADERS = ["WHEN (UTC)", "WHAT", "OBJECT", "BY", "DETAILS", "REASON"]
 
 
@@ -74,7 +75,7 @@ def _value(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _second(at: str) -> str:
+def to_the_second(at: str) -> str:
     """An instant of the document to the second, for people (the JSON keeps it whole)."""
     return format_rfc3339(parse_rfc3339(at).replace(microsecond=0))
 
@@ -82,7 +83,7 @@ def _second(at: str) -> str:
 def _action_row(entry: dict[str, Any]) -> list[str]:
     details = ", ".join(f"{k}={_value(v)}" for k, v in entry["detail"].items()) or "-"
     return [
-        _second(entry["at"]),
+        to_the_second(entry["at"]),
         entry["action"],
         _object(entry),
         _by(entry),
@@ -101,7 +102,7 @@ def _apply_row(entry: dict[str, Any]) -> list[str]:
         who = f"token {entry['token']}" if entry.get("token") is not None else "no token"
         by = f"{who} from {entry['peer']}, claims {by}"
     return [
-        _second(entry["at"]),
+        to_the_second(entry["at"]),
         f"apply #{entry['id']}",
         shorten(entry["source"]),
         shorten(by),

@@ -213,6 +213,7 @@ def _apply_locked(
                 source=provenance.source,
                 author=provenance.author,
                 summary=plan.counts(),
+                owner=plan.owner,
             )
             changed = (
                 c.name for c in plan.changes if c.kind == "schedule" and c.action != "delete"

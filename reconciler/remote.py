@@ -379,6 +379,7 @@ class RemoteStore:
                 source=provenance.source,
                 author=provenance.author,
                 summary_json=json.dumps(plan.counts()),
+                owner=plan.owner,
             )
             try:
                 report.apply_id = call(self.extras, "RecordApply", request).id

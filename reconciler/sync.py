@@ -9,12 +9,13 @@ touched and a half-written checkout is never applied.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rackcron.domain.models import ApplyRecord
+from rackcron.domain.models import ApplyRecord, SyncState
 from rackcron.errors import RackcronError
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.git import fetch, read_tree
@@ -47,12 +48,33 @@ class Round:
 def run_round(
     service: ApplyLog, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
 ) -> Round:
-    """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once.
+    """Fetch, read ``path`` (inside ``repo``) at the branch's commit, plan and apply once,
+    and keep the round in the store as ``owner``'s latest (``rackcron status`` shows it).
 
     Never raises (but for ``KeyboardInterrupt`` and ``SystemExit``): any failure is
     the round's ``failed`` outcome, with the exception's type and message for one
-    log line.
+    log line. A round the store cannot keep is still returned (its line is logged).
     """
+    done = _round(service, repo, path, remote=remote, branch=branch, owner=owner, author=author)
+    with contextlib.suppress(RackcronError), service.transaction() as ops:
+        ops.applies.record_sync(
+            SyncState(
+                owner=owner,
+                remote=remote,
+                branch=branch,
+                path=path,
+                revision=done.revision,
+                outcome=done.outcome,
+                detail=done.detail,
+                at=ops.now,
+            )
+        )
+    return done
+
+
+def _round(
+    service: ApplyLog, repo: Path, path: str, *, remote: str, branch: str, owner: str, author: str
+) -> Round:
     revision = None
     try:
         ref = fetch(repo, remote, branch)

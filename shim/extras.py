@@ -190,5 +190,6 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 summary=summary,
                 token=actor.name,
                 peer=actor.peer,
+                owner=request.owner or None,
             )
         return pb.RecordApplyResponse(id=record.id)

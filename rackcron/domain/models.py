@@ -794,6 +794,23 @@ class ApplyRecord(_Model):
     #: local apply.
     token: str | None = None
     peer: str | None = None
+    #: The repository (``--owner``) that applied it; None before migration 0024.
+    owner: str | None = None
+
+
+class SyncState(_Model):
+    """The latest round of ``rackcron sync`` for one repository (``owner``): where it
+    reads, the branch's revision it read (None: the fetch failed), what came of it
+    (``rackcron.reconciler.sync.Round``) and when."""
+
+    owner: str
+    remote: str
+    branch: str
+    path: str
+    revision: str | None
+    outcome: str
+    detail: str
+    at: datetime
 
 
 T = TypeVar("T")

@@ -447,7 +447,11 @@ class Service:
         with self.transaction() as ops:
             schedule = _rows.schedule(ops.schedules.schedule_row(schedule_id, lock=True))
             ops.schedules.delete_schedule(schedule.id)
-            ops.audit.record_action(audit, _trail.schedule_change(_trail.Action.DELETE, schedule))
+            owner = schedule.management.owner  # so `rackcron status` knows whose it was
+            detail = {} if owner is None else {"owner": owner}
+            ops.audit.record_action(
+                audit, _trail.schedule_change(_trail.Action.DELETE, schedule, **detail)
+            )
 
     check_conflicts = _in_transaction(ScheduleOps.check_conflicts, write=False)
     set_management = _in_transaction(ScheduleOps.set_management)
@@ -611,6 +615,7 @@ class Service:
     list_applies = _in_transaction(ApplyOps.list_applies, write=False)
     list_actions = _in_transaction(AuditOps.list_actions, write=False)
     history = _in_transaction(AuditOps.history, write=False)
+    status = _in_transaction(AuditOps.status, write=False)
     # The task runner
     claim_work = _in_transaction(DeliveryOps.claim_work)
     record = _in_transaction(DeliveryOps.record)

@@ -21,11 +21,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from rackcron.domain.models import ApplyRecord
+from rackcron.domain.models import ApplyRecord, SyncState
 from rackcron.domain.text import check_line
 from rackcron.errors import FailedPrecondition
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import apply_lock, apply_log, task_schedule
+from rackcron.store.tables import apply_lock, apply_log, sync_state, task_schedule
 
 __all__ = ["ApplyLocked", "ApplyOps", "lock_holder"]
 
@@ -101,9 +101,11 @@ class ApplyOps:
         summary: dict[str, Any],
         token: str | None = None,
         peer: str | None = None,
+        owner: str | None = None,
     ) -> ApplyRecord:
         """Append an apply to the log; ``token`` and ``peer``: who a server authenticated
-        for a remote apply (``author`` is then what the client claims).
+        for a remote apply (``author`` is then what the client claims); ``owner``: the
+        repository that applied it (None: not said, as by a client before 0024).
 
         An apply's own provenance is fitted to these bounds before it gets here
         (``rackcron.reconciler.apply.Provenance``): only a peer's RecordApply can break them.
@@ -115,6 +117,7 @@ class ApplyOps:
             ("revision", revision, 64),
             ("source", source, 4096),
             ("author", author, 255),
+            ("owner", owner, 255),
         ):
             if value is not None:
                 check_line(value, field, max_length=length)
@@ -128,6 +131,7 @@ class ApplyOps:
                 summary=summary,
                 token=token,
                 peer=None if peer is None else peer[:4096],
+                owner=owner,
             )
         )
         key = result.inserted_primary_key
@@ -142,6 +146,7 @@ class ApplyOps:
             summary=summary,
             token=token,
             peer=None if peer is None else peer[:4096],
+            owner=owner,
         )
 
     def mark_applied(self, names: Iterable[str], apply_id: int) -> None:
@@ -158,6 +163,35 @@ class ApplyOps:
         """The apply log entry ``apply_id``, if there is one."""
         found = self._applies(sa.select(apply_log).where(apply_log.c.id == apply_id))
         return found[0] if found else None
+
+    def latest_apply(self, owner: str) -> ApplyRecord | None:
+        """The newest apply ``owner`` made (None: none recorded one: see migration 0024)."""
+        query = sa.select(apply_log).where(apply_log.c.owner == owner)
+        found = self._applies(query.order_by(apply_log.c.id.desc()).limit(1))
+        return found[0] if found else None
+
+    def record_sync(self, state: SyncState) -> None:
+        """Keep ``state`` as its repository's latest sync round (the one before is gone).
+
+        :raises InvalidArgument: a field that is not one line fitting its column.
+        """
+        for field, value, length in (("owner", state.owner, 255), ("branch", state.branch, 255),
+                                     ("revision", state.revision, 64)):  # fmt: skip
+            if value is not None:
+                check_line(value, field, max_length=length)
+        values = state.model_dump()
+        values["detail"] = values["detail"][:4096]
+        where = sync_state.c.owner == state.owner
+        if self.work.conn.execute(sync_state.update().where(where).values(**values)).rowcount:
+            return
+        self.work.conn.execute(sync_state.insert().values(**values))
+
+    def sync_state(self, owner: str) -> SyncState | None:
+        """The latest sync round of ``owner``'s repository (None: sync never ran for it)."""
+        row = self.work.conn.execute(
+            sa.select(sync_state).where(sync_state.c.owner == owner)
+        ).first()
+        return None if row is None else SyncState.model_validate(row._asdict())
 
     def list_applies(self, limit: int = 20) -> list[ApplyRecord]:
         """The newest applies first."""
@@ -176,6 +210,7 @@ class ApplyOps:
                 summary=r.summary,
                 token=r.token,
                 peer=r.peer,
+                owner=r.owner,
             )
             for r in self.work.conn.execute(query)
         ]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from rackcron.audit import (
+    DRIFT_ACTIONS,
     ActionRecord,
     Audit,
     AuditedChange,
@@ -28,9 +30,13 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import audit_log, task, task_schedule_scope
+from rackcron.status import DRIFT_LISTED, Status
+from rackcron.store.tables import audit_log, task, task_schedule, task_schedule_scope
 
-__all__ = ["AuditOps"]
+__all__ = ["MAX_DRIFT_READ", "AuditOps"]
+
+#: Changes since the latest apply a status reads to count its drift (then "at least").
+MAX_DRIFT_READ = 10_000
 
 
 def _uuid(value: uuid.UUID | str) -> uuid.UUID | None:
@@ -99,6 +105,38 @@ class AuditOps:
         if limit:
             query = query.limit(limit)
         return [_record(r) for r in self.work.conn.execute(query)]
+
+    def schedule_changes_since(self, since: datetime | None, limit: int) -> list[ActionRecord]:
+        """Changes of schedules made outside an apply (:data:`DRIFT_ACTIONS`) after
+        ``since`` (None: ever), newest first, at most ``limit``."""
+        query = sa.select(audit_log).where(
+            audit_log.c.object_kind == "schedule",
+            audit_log.c.action.in_([a.value for a in DRIFT_ACTIONS]),
+        )
+        if since is not None:
+            query = query.where(audit_log.c.at > since)
+        query = query.order_by(audit_log.c.at.desc(), audit_log.c.id.desc()).limit(limit)
+        return [_record(r) for r in self.work.conn.execute(query)]
+
+    def status(self, owner: str) -> Status:
+        """``owner``'s sync status (``rackcron.status``): its latest apply, its latest sync
+        round, and the changes outside an apply since to the schedules it manages now, or
+        managed when they were deleted."""
+        applied = self.applies.latest_apply(owner)
+        since = applied.applied_at if applied is not None else None
+        owned = {
+            str(i)
+            for i in self.work.conn.execute(
+                sa.select(task_schedule.c.id).where(task_schedule.c.owner == owner)
+            ).scalars()
+        }
+        changes = [
+            c
+            for c in self.schedule_changes_since(since, MAX_DRIFT_READ)
+            if c.object_id in owned or (c.action == "delete" and c.detail.get("owner") == owner)
+        ]
+        return Status(owner, applied, self.applies.sync_state(owner), changes[:DRIFT_LISTED],
+                      len(changes))  # fmt: skip
 
     def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]:
         """Applies and the audit trail together, newest first (``limit`` 0: all)."""

@@ -56,6 +56,7 @@ from rackcron.domain.models import (
     Scope,
     ScopeEntry,
     ScopeUpdate,
+    SyncState,
     TargetSpec,
     Task,
 )
@@ -333,6 +334,10 @@ class ApplyReads(Protocol):
 
     def get_apply(self, apply_id: int) -> ApplyRecord | None: ...
 
+    def latest_apply(self, owner: str) -> ApplyRecord | None: ...
+
+    def sync_state(self, owner: str) -> SyncState | None: ...
+
 
 class RolloutReads(Protocol):
     """Which schedules have an unfinished roll-out; the roll-outs running."""
@@ -506,9 +511,12 @@ class ApplyRecords(ApplyReads, Protocol):
         summary: dict[str, Any],
         token: str | None = None,
         peer: str | None = None,
+        owner: str | None = None,
     ) -> ApplyRecord: ...
 
     def mark_applied(self, names: Iterable[str], apply_id: int) -> None: ...
+
+    def record_sync(self, state: SyncState) -> None: ...
 
 
 class ApplyWork(CommandTarget, Reads, Protocol):

@@ -33,6 +33,7 @@ __all__ = [
     "nvl_domain",
     "nvl_domain_rack",
     "rack",
+    "sync_state",
     "task",
     "task_schedule",
     "task_schedule_scope",
@@ -529,6 +530,23 @@ apply_log = sa.Table(
     # client claims. NULL for a local apply, and for a remote one before 0014.
     sa.Column("token", sa.String(255), nullable=True),
     sa.Column("peer", sa.Text, nullable=True),
+    # The repository (--owner) that applied it; NULL before 0024.
+    sa.Column("owner", sa.String(255), nullable=True, index=True),
+)
+
+# The latest round of `rackcron sync` per repository (--owner): where it reads, the
+# branch's revision it read (NULL: the fetch failed), and what came of it (0024).
+sync_state = sa.Table(
+    "sync_state",
+    metadata,
+    sa.Column("owner", sa.String(255), primary_key=True),
+    sa.Column("remote", sa.Text, nullable=False),
+    sa.Column("branch", sa.String(255), nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("revision", sa.String(64), nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
+    sa.Column("at", UTCDateTime, nullable=False),
 )
 
 # One row per change made outside an apply, written in the change's own transaction

@@ -602,7 +602,7 @@ def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     result = repo.cli("history", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["format_version"] == "1.1"
+    assert data["format_version"] == "1.2"
     shown = [(e["type"], e.get("action"), e["id"]) for e in data["entries"]]
     assert shown == [("action", "trigger", 2), ("apply", None, 2), ("action", "pause", 1),
                      ("apply", None, 1)]  # fmt: skip
@@ -610,6 +610,7 @@ def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     assert (pause["object_name"], pause["reason"], pause["via"]) == ("nightly", "hold", "local")
     assert (trigger["actor"], trigger["detail"]["submitted"]) == ("ops", 1)
     assert first["revision"] != second["revision"]
+    assert first["owner"] == second["owner"] == "default"  # 1.2
     assert (first["summary"]["delete"], second["summary"]["delete"]) == (0, 1)
     assert [e["at"] for e in data["entries"]] == sorted((e["at"] for e in data["entries"]),
                                                         reverse=True)  # fmt: skip

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run
-from tests.support.trees import RACKS, Repo, schedule
+from tests.support.trees import RACKS, Remote, Repo, schedule
 
 pytestmark = pytest.mark.slow
 
@@ -66,29 +66,6 @@ def test_diff_reports_an_invalid_head(repo: Repo) -> None:
     result = run("diff", str(repo.path), "--base", "HEAD~1")
     assert result.exit_code == 1
     assert "schedules.yaml:9:21: error:" in result.output and "HEAD: 3 files" not in result.output
-
-
-class Remote:
-    """An origin repository, a clone people push from, and a deploy checkout that syncs."""
-
-    def __init__(self, tmp_path: Path, url: str) -> None:
-        self.origin = tmp_path / "origin.git"
-        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.origin)], check=True)
-        (tmp_path / "work").mkdir()
-        self.work = Repo(tmp_path / "work", url)
-        self.work._git("remote", "add", "origin", str(self.origin))
-        self.deploy = tmp_path / "deploy"
-        self.url = url
-
-    def push(self, *schedules: str) -> str:
-        self.work.write(*schedules)
-        self.work._git("push", "-q", "origin", "main")
-        if not self.deploy.exists():
-            subprocess.run(["git", "clone", "-q", str(self.origin), str(self.deploy)], check=True)
-        return self.work.head()
-
-    def sync_once(self):  # type: ignore[no-untyped-def]
-        return run("sync", "--repo", str(self.deploy), "--once", "--database-url", self.url)
 
 
 def test_sync_applies_what_is_pushed_and_survives_bad_commits(

@@ -49,6 +49,7 @@ REFUSING = {
     "rollouts wait": ["rollouts", "wait", "nightly"],
     "upcoming": ["upcoming"],  # without PATH: the store's schedules
     "history": ["history"],
+    "status": ["status"],
     "freezes list": ["freezes", "list"],
     "db current": ["db", "current"],
     "conflicts": ["conflicts", "{tree}", "--with-store"],

@@ -11,6 +11,7 @@ git repository in a temp dir and runs ``rackcron plan|apply`` against a store UR
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tests.support.git import git, init_repo
 __all__ = [
     "ONE_RACK",
     "RACKS",
+    "Remote",
     "Repo",
     "actions",
     "component",
@@ -161,3 +163,26 @@ def actions(plan: dict) -> list[tuple[str, str, str]]:
 
 def rpcs(plan: dict, name: str) -> list[str]:
     return [s["rpc"] for c in plan["changes"] if c["name"] == name for s in c["steps"]]
+
+
+class Remote:
+    """An origin repository, a clone people push from, and a deploy checkout that syncs."""
+
+    def __init__(self, tmp_path: Path, url: str) -> None:
+        self.origin = tmp_path / "origin.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.origin)], check=True)
+        (tmp_path / "work").mkdir()
+        self.work = Repo(tmp_path / "work", url)
+        self.work._git("remote", "add", "origin", str(self.origin))
+        self.deploy = tmp_path / "deploy"
+        self.url = url
+
+    def push(self, *schedules: str) -> str:
+        self.work.write(*schedules)
+        self.work._git("push", "-q", "origin", "main")
+        if not self.deploy.exists():
+            subprocess.run(["git", "clone", "-q", str(self.origin), str(self.deploy)], check=True)
+        return self.work.head()
+
+    def sync_once(self):  # type: ignore[no-untyped-def]
+        return run("sync", "--repo", str(self.deploy), "--once", "--database-url", self.url)

@@ -152,7 +152,7 @@ def test_history_json_and_table_agree() -> None:
     )  # fmt: skip
     anonymous = _action(3, T0 + timedelta(minutes=2), via="grpc", actor=None, peer="ipv4:1:2")
     data = document(newest_first([_apply(2, T0)], [grpc, anonymous]))
-    assert data["format_version"] == "1.1"
+    assert data["format_version"] == "1.2"
     assert [(e["type"], e["id"]) for e in data["entries"]] == [
         ("action", 3), ("action", 2), ("apply", 2),
     ]  # fmt: skip

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13v1/reconciler.proto\x12\x0brackcron.v1\"\x12\n\x10GetExtrasRequest\"(\n\x11GetExtrasResponse\x12\x13\n\x0b\x65xtras_json\x18\x01 \x01(\t\"0\n\x0eRunStepRequest\x12\x0b\n\x03rpc\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\"\x11\n\x0fRunStepResponse\"k\n\x12RecordApplyRequest\x12\x10\n\x08revision\x18\x01 \x01(\t\x12\r\n\x05\x64irty\x18\x02 \x01(\x08\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x04 \x01(\t\x12\x14\n\x0csummary_json\x18\x05 \x01(\t\"!\n\x13RecordApplyResponse\x12\n\n\x02id\x18\x01 \x01(\x03\x32\xf0\x01\n\nReconciler\x12J\n\tGetExtras\x12\x1d.rackcron.v1.GetExtrasRequest\x1a\x1e.rackcron.v1.GetExtrasResponse\x12\x44\n\x07RunStep\x12\x1b.rackcron.v1.RunStepRequest\x1a\x1c.rackcron.v1.RunStepResponse\x12P\n\x0bRecordApply\x12\x1f.rackcron.v1.RecordApplyRequest\x1a .rackcron.v1.RecordApplyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13v1/reconciler.proto\x12\x0brackcron.v1\"\x12\n\x10GetExtrasRequest\"(\n\x11GetExtrasResponse\x12\x13\n\x0b\x65xtras_json\x18\x01 \x01(\t\"0\n\x0eRunStepRequest\x12\x0b\n\x03rpc\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\"\x11\n\x0fRunStepResponse\"z\n\x12RecordApplyRequest\x12\x10\n\x08revision\x18\x01 \x01(\t\x12\r\n\x05\x64irty\x18\x02 \x01(\x08\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x04 \x01(\t\x12\x14\n\x0csummary_json\x18\x05 \x01(\t\x12\r\n\x05owner\x18\x06 \x01(\t\"!\n\x13RecordApplyResponse\x12\n\n\x02id\x18\x01 \x01(\x03\x32\xf0\x01\n\nReconciler\x12J\n\tGetExtras\x12\x1d.rackcron.v1.GetExtrasRequest\x1a\x1e.rackcron.v1.GetExtrasResponse\x12\x44\n\x07RunStep\x12\x1b.rackcron.v1.RunStepRequest\x1a\x1c.rackcron.v1.RunStepResponse\x12P\n\x0bRecordApply\x12\x1f.rackcron.v1.RecordApplyRequest\x1a .rackcron.v1.RecordApplyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,9 +40,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RUNSTEPRESPONSE']._serialized_start=148
   _globals['_RUNSTEPRESPONSE']._serialized_end=165
   _globals['_RECORDAPPLYREQUEST']._serialized_start=167
-  _globals['_RECORDAPPLYREQUEST']._serialized_end=274
-  _globals['_RECORDAPPLYRESPONSE']._serialized_start=276
-  _globals['_RECORDAPPLYRESPONSE']._serialized_end=309
-  _globals['_RECONCILER']._serialized_start=312
-  _globals['_RECONCILER']._serialized_end=552
+  _globals['_RECORDAPPLYREQUEST']._serialized_end=289
+  _globals['_RECORDAPPLYRESPONSE']._serialized_start=291
+  _globals['_RECORDAPPLYRESPONSE']._serialized_end=324
+  _globals['_RECONCILER']._serialized_start=327
+  _globals['_RECONCILER']._serialized_end=567
 # @@protoc_insertion_point(module_scope)

@@ -27,18 +27,20 @@ class RunStepResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RecordApplyRequest(_message.Message):
-    __slots__ = ("revision", "dirty", "source", "author", "summary_json")
+    __slots__ = ("revision", "dirty", "source", "author", "summary_json", "owner")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     DIRTY_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_JSON_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     revision: str
     dirty: bool
     source: str
     author: str
     summary_json: str
-    def __init__(self, revision: _Optional[str] = ..., dirty: _Optional[bool] = ..., source: _Optional[str] = ..., author: _Optional[str] = ..., summary_json: _Optional[str] = ...) -> None: ...
+    owner: str
+    def __init__(self, revision: _Optional[str] = ..., dirty: _Optional[bool] = ..., source: _Optional[str] = ..., author: _Optional[str] = ..., summary_json: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class RecordApplyResponse(_message.Message):
     __slots__ = ("id",)
