@@ -38,6 +38,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from rackcron.domain import rollouts, timing
@@ -59,11 +60,12 @@ from rackcron.domain.commands import (
 from rackcron.domain.escape import listed_name, shorten
 from rackcron.domain.filters import ComponentFilter, filters_equal
 from rackcron.domain.firing import parse_starting_deadline
-from rackcron.domain.freezes import unevaluable
+from rackcron.domain.freezes import Target, matches, unevaluable, windows
 from rackcron.domain.lookalikes import lookalike_names, spelled
-from rackcron.domain.models import ScheduleConfig, SpecType, TargetSpec
-from rackcron.domain.operation_names import describe
+from rackcron.domain.models import Freeze, ScheduleConfig, SpecType, TargetSpec
+from rackcron.domain.operation_names import describe, operation_name
 from rackcron.domain.templates import operation_times
+from rackcron.domain.upcoming import length_of
 from rackcron.reconciler.conflicts import Firer, held_firings, shared_racks
 from rackcron.reconciler.freeze_diff import FreezeDiffer, freezes_in_force
 from rackcron.reconciler.inventory_diff import InventoryDiffer
@@ -83,8 +85,11 @@ from rackcron.reconciler.state import ScheduleState, ScopeRow, State
 __all__ = ["FREEZE_HORIZON", "diff", "filter_text"]
 
 FIRE_TIMES = 3
+#: Freeze windows a schedule change's ``fire_times`` lists (those meeting its shown firings).
+FREEZE_WINDOWS = 6
 #: How far ahead a plan looks for declared fire times inside freezes.
 FREEZE_HORIZON = timedelta(days=14)
+_TICK = timedelta(microseconds=1)  # a firing of unknown length: its instant
 
 
 def filter_text(filt: ComponentFilter | None, state: State | None = None) -> str:
@@ -166,10 +171,18 @@ def _fire_times(
     return times
 
 
+def _length(state: ScheduleState | None) -> timedelta | None:
+    """How long one firing of ``state`` is expected to last, as the timeline draws it."""
+    if state is None:
+        return None
+    return length_of(state, operation_name(state.template))
+
+
 class _Differ(InventoryDiffer, FreezeDiffer):
     def __init__(self, current: State, desired: State, owner: str, now: datetime) -> None:
         self.current, self.desired, self.owner, self.now = current, desired, owner, now
         self.errors: list[str] = []
+        self._freezes: list[Freeze] | None = None
 
     # --- schedules ---------------------------------------------------------------------------
 
@@ -393,11 +406,72 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             and _same_spread(have, want)
             and have.enabled == want.enabled
         )
+        before = _fire_times(have, self.now, stored)
+        after = _fire_times(want, self.now, stored if kept else None)
+        lengths = {"before": _length(have), "after": _length(want)}
+        # 1.15: what the Markdown plan's chart draws (docs/plan-format.md "A change").
+        firings = [
+            (timing.parse_rfc3339(utc), lengths[side])
+            for side, times in (("after", after), ("before", before))
+            for utc, _ in times
+        ]
         return {
             "timezone": want.timezone,
-            "before": _fire_times(have, self.now, stored),
-            "after": _fire_times(want, self.now, stored if kept else None),
+            "before": before,
+            "after": after,
+            "durations": {
+                side: None if length is None else timing.format_duration(length)
+                for side, length in lengths.items()
+            },
+            "freezes": self._windows(want, firings),
         }
+
+    def _windows(
+        self, want: ScheduleState, firings: list[tuple[datetime, timedelta | None]]
+    ) -> list[dict[str, str]]:
+        """The windows of freezes in force after the apply that hold ``want`` on a rack
+        of its scope and meet one of ``firings`` (each from its fire time for its
+        length): those meeting the after side's first, at most :data:`FREEZE_WINDOWS`,
+        then by start."""
+        if not firings:
+            return []
+        found: dict[tuple[str, datetime, datetime], None] = {}
+        for freeze in self._evaluable_freezes():
+            met = [
+                window
+                for at, length in firings
+                for window in islice(windows(freeze, at, at + (length or _TICK)), 2)
+            ]
+            if met and self._holds(freeze, want):
+                for start, end in met:
+                    found.setdefault((freeze.name, start, end))
+        kept = sorted(list(found)[:FREEZE_WINDOWS], key=lambda w: (w[1], w[0]))
+        return [
+            {"name": name, "start": timing.format_rfc3339(start), "end": timing.format_rfc3339(end)}
+            for name, start, end in kept
+        ]
+
+    def _evaluable_freezes(self) -> list[Freeze]:
+        """The freezes in force after the apply that this host can evaluate (once)."""
+        if self._freezes is None:
+            self._freezes = [
+                f
+                for f in freezes_in_force(self.current, self.desired, self.owner)
+                if unevaluable(f) is None
+            ]
+        return self._freezes
+
+    def _holds(self, freeze: Freeze, want: ScheduleState) -> bool:
+        """Whether ``freeze`` holds ``want`` on at least one rack of its scope."""
+        operation = want.operation.kind if want.operation else operation_name(want.template)
+        for rack_id in dict.fromkeys(r for r, _ in want.scope):
+            rack = self.desired.racks.get(rack_id) or self.current.racks.get(rack_id)
+            if rack is not None and matches(
+                freeze.selector,
+                Target(rack.name, rack.labels, want.name, want.management.labels, operation),
+            ):
+                return True
+        return False
 
     def deletions(self) -> tuple[list[Change], list[str]]:
         changes, unmanaged = [], []

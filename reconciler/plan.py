@@ -84,7 +84,10 @@ FORMAT = "rackcron.plan/v1"
 #      them, how), not pairs: warnings_detail[].racks_shared; warnings_counts counts groups
 # 1.14: a rack's and a component's change name the rack ("rack", "rack_id"): text and
 #      Markdown show a component's change under its rack
-FORMAT_VERSION = "1.14"
+# 1.15: a schedule change's fire_times carry "durations" (one firing's expected length,
+#      before and after) and "freezes" (the windows holding it near its shown firings):
+#      the Markdown plan charts each firing as a bar that long
+FORMAT_VERSION = "1.15"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from rackcron.domain.escape import (
     listed_name,
@@ -28,8 +28,7 @@ from rackcron.domain.escape import (
     shorten,
     terminal,
 )
-from rackcron.domain.gantt import Item, gantt
-from rackcron.domain.timing import SpecError, parse_rfc3339
+from rackcron.reconciler.fire_charts import ENTRIES_READ, fire_charts
 
 __all__ = [
     "MARKDOWN_LIMIT",
@@ -319,18 +318,30 @@ def rollout_lines(view: dict[str, Any] | None) -> list[str]:
 
 
 def _times_table(times: dict[str, Any]) -> list[str]:
-    rows = max(len(times["before"]), len(times["after"]))
+    # A saved plan is any JSON: a side that is not a list of pairs shows as none.
+    sides = {
+        side: [
+            pair
+            for pair in (times.get(side) if isinstance(times.get(side), list) else [])[
+                :ENTRIES_READ
+            ]
+            if isinstance(pair, list) and len(pair) == 2
+        ]
+        for side in ("before", "after")
+    }
+    rows = max(len(sides["before"]), len(sides["after"]))
     if not rows:
         return []
+    zone = _md(times.get("timezone"))
     out = [
         "",
-        f"| next fire times | before ({_md(times['timezone'])}) | after ({_md(times['timezone'])}) |",
+        f"| next fire times | before ({zone}) | after ({zone}) |",
         "|---|---|---|",
     ]
     for i in range(rows):
         cells = []
         for side in ("before", "after"):
-            pair = times[side][i] if i < len(times[side]) else None
+            pair = sides[side][i] if i < len(sides[side]) else None
             cells.append(f"{_md(pair[1])} ({_md(pair[0])})" if pair else "—")
         out.append(f"| {i + 1} | {cells[0]} | {cells[1]} |")
     return out
@@ -642,8 +653,7 @@ def render_markdown(
         of_kind = [c for c in plan["changes"] if c["kind"] == kind]
         for i, change in enumerate(of_kind):
             blocks.append((([heading, ""] if i == 0 else []) + _change_block(change), 1))
-    if chart := _fire_chart(plan["changes"]):
-        blocks.append((chart, 0))
+    blocks += [(chart, 0) for chart in fire_charts(plan)]
     if unmanaged := plan["unmanaged"]:
         names = ", ".join(markdown_code(shorten(n)) for n in unmanaged[:_UNMANAGED_LISTED])
         if len(unmanaged) > _UNMANAGED_LISTED:
@@ -660,43 +670,6 @@ def render_markdown(
         lines += block
         size += _size(block)
     return "\n".join(lines).rstrip() + "\n"
-
-
-#: Changed schedules a plan's fire-time chart draws; the rest are in their tables.
-CHART_SCHEDULES = 20
-
-
-def _fire_chart(changes: list[dict[str, Any]]) -> list[str]:
-    """A Mermaid gantt of the changed schedules' next fire times, before and after (none
-    when no change moves a fire time)."""
-    items = []
-    charted = [
-        c
-        for c in changes
-        if c["kind"] == "schedule"
-        and c.get("fire_times")
-        and c["fire_times"]["before"] != c["fire_times"]["after"]
-    ]
-    for change in charted[:CHART_SCHEDULES]:
-        times = change["fire_times"]
-        sides: tuple[tuple[str, Literal["done", "active"]], ...] = (
-            ("before", "done"),
-            ("after", "active"),
-        )
-        for side, mark in sides:
-            for i, (utc, _) in enumerate(times[side], start=1):
-                try:
-                    at = parse_rfc3339(utc)
-                except SpecError:  # a plan file edited by hand: the tables still show it
-                    continue
-                section = f"{change['name']} {side}"
-                items.append(Item(section, f"fire {i}", at, None, mark))
-    if not items:
-        return []
-    more = len(charted) - CHART_SCHEDULES
-    note = [f"… and {more} more changed schedules, in their tables above.", ""] if more > 0 else []
-    chart = gantt("Next fire times", items)
-    return ["#### Fire times before and after (UTC)", "", *chart, "", *note]
 
 
 def _size(lines: list[str]) -> int:

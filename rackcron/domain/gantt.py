@@ -5,6 +5,10 @@ Every text from data (titles, sections, task labels) goes through
 :func:`rackcron.domain.escape.mermaid_text`, and a task label's first character is always an
 entity code, so no label can read as a keyword (``section``, ``click``, ``title``...).
 The chart has no ``click`` or link lines, whatever the data.
+
+Mermaid fits the time axis to the tasks it is given; :func:`axis_format` picks tick labels
+that fit the span (times within two days, dates beyond), so a caller that draws only the
+firings it wants seen gets an axis fitted to them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from typing import Literal
 
 from rackcron.domain.escape import mermaid_text
 
-__all__ = ["Item", "gantt"]
+__all__ = ["DEFAULT_AXIS", "Item", "axis_format", "gantt"]
+
+#: Tick labels of a chart that may span weeks: day, month and time.
+DEFAULT_AXIS = "%d %b %H:%M"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +44,30 @@ def _label(text: str) -> str:
     return f"#{ord(coded[0])};{coded[1:]}"
 
 
-def gantt(title: str, items: Iterable[Item]) -> list[str]:
-    """The lines of a fenced ```` ```mermaid ```` gantt block; sections in first-seen order."""
+def axis_format(span: timedelta) -> str:
+    """Tick labels for an axis ``span`` long: the time of day within a day, the weekday
+    and time within two, the day and month beyond."""
+    if span <= timedelta(days=1):
+        return "%H:%M"
+    if span < timedelta(days=2):
+        return "%a %H:%M"
+    return "%d %b"
+
+
+def gantt(
+    title: str, items: Iterable[Item], *, axis: str = DEFAULT_AXIS, today: bool = True
+) -> list[str]:
+    """The lines of a fenced ```` ```mermaid ```` gantt block; sections in first-seen order.
+
+    ``axis`` is the ticks' format (rackcron's own, never data); ``today`` false leaves out
+    the line Mermaid draws at the time the chart is viewed."""
     lines = [
         "```mermaid",
         "gantt",
         f"    title {mermaid_text(title)}",
         "    dateFormat YYYY-MM-DD HH:mm:ss",
-        "    axisFormat %d %b %H:%M",
+        f"    axisFormat {axis}",
+        *([] if today else ["    todayMarker off"]),
     ]
     sections: dict[str, list[Item]] = {}
     for item in items:

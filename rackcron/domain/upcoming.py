@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import islice
+from typing import Protocol
 
 from rackcron.domain import rollouts, timing
 from rackcron.domain.filters import ComponentFilter
@@ -61,6 +62,7 @@ __all__ = [
     "MAX_CONFLICT_NAMES",
     "MAX_FIRES_PER_SCHEDULE",
     "Bar",
+    "Declares",
     "FleetView",
     "FreezeWindow",
     "Upcoming",
@@ -217,7 +219,14 @@ def _plan(
     return _Plan(schedule, operation, length, tuple(targets), offsets, cutoff)
 
 
-def length_of(schedule: Schedule, operation: str) -> timedelta:
+class Declares(Protocol):
+    """What :func:`length_of` reads of a schedule (stored, or as a plan sees it)."""
+
+    @property
+    def expected_duration(self) -> str | None: ...
+
+
+def length_of(schedule: Declares, operation: str) -> timedelta:
     """How long one of ``schedule``'s operations keeps a rack busy: its declared
     ``expected_duration``, else the operation's default."""
     if schedule.expected_duration is not None:

@@ -55,7 +55,9 @@ def test_component_changes_of_an_unchanged_rack_are_under_its_name(
     assert '  # rack "r1": components: 1 to create, 1 to update, 1 to destroy\n' in text
     assert '      ~ component "c1"\n          bmc_mac: 02:00:00:00:00:01\n' in text
     assert '      - component "c2" (no longer declared)\n' in text
-    assert '      + component "c3" (id 00000000-0000-4000-8000-0000000000c3, type COMPUTE)\n' in text
+    assert (
+        '      + component "c3" (id 00000000-0000-4000-8000-0000000000c3, type COMPUTE)\n' in text
+    )
 
     data = json.loads(run("plan", str(after), "--format", "json", "--database-url", store).stdout)
     components = [c for c in data["changes"] if c["kind"] == "component"]
@@ -110,7 +112,7 @@ def test_a_saved_plan_keeps_the_racks_and_apply_progress_names_them(
     saved = tmp_path / "plan.json"
     assert run("plan", str(tree), "-o", str(saved), "--database-url", store).exit_code == 0
     data = json.loads(saved.read_text())
-    assert data["format_version"] == "1.14"
+    assert data["format_version"] == "1.15"
     shown = run("apply", str(saved), "--auto-approve", "--database-url", store)
     assert shown.exit_code == 0, shown.output
     assert '  # rack "r7" will be created (components: 1 to create)\n' in shown.stdout

@@ -1,7 +1,7 @@
 """``rackcron status`` (issue 28, "Git sync status"): the repository's latest apply, the
 latest sync round and whether it is applied, and drift from the audit trail, on both
 databases, through the real CLI and a real git remote (docs/reconciling.md "Is the store
-in step with Git").
+in step with Git: `rackcron status`").
 """
 
 from __future__ import annotations

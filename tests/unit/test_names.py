@@ -113,9 +113,9 @@ def test_near_misses(ref: str, expected: tuple[str, ...]) -> None:
 
 
 def test_near_misses_look_at_a_bounded_number_of_names() -> None:
-    from rackcron.domain.names import MAX_COMPARED, near_misses
-
     import itertools
+
+    from rackcron.domain.names import MAX_COMPARED, near_misses
 
     endless = (f"s{i}" for i in itertools.count())  # read whole, it would never end
     assert near_misses("zzz", endless) == ()

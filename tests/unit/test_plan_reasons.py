@@ -228,7 +228,7 @@ def _coded(plan: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def test_each_replace_delete_and_warning_carries_its_code(name: str) -> None:
     make, expected, warning_codes = SCENARIOS[name]
     plan = make()
-    assert plan["format_version"] == "1.14"
+    assert plan["format_version"] == "1.15"
     assert _coded(plan) == expected
     assert all(
         "reason_code" not in c for c in plan["changes"] if c["action"] in ("create", "update")
@@ -284,7 +284,16 @@ def test_the_renderings_do_not_show_the_codes() -> None:
         assert render_text(plan, colour=True, verbose=True) == render_text(
             older, colour=True, verbose=True
         )
-        assert render_markdown(plan, verbose=True) == render_markdown(older, verbose=True)
+        assert _unmarked(render_markdown(plan, verbose=True)) == _unmarked(
+            render_markdown(older, verbose=True)
+        )
+
+
+def _unmarked(markdown: str) -> str:
+    """``markdown`` without the fire-time charts' red marks and their notes: they read the
+    groups of shared racks (1.13), which only ``warnings_detail`` carries."""
+    markdown = markdown.replace(" :crit, ", " :active, ")
+    return re.sub(r"^(- after \d+: .*\n)+\n?", "", markdown, flags=re.MULTILINE).rstrip()
 
 
 def _table_codes(heading: str) -> list[str]:
