@@ -508,17 +508,26 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
     show_default=True,
     help="text for people, json (format_version 1.0) for programs.",
 )
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 2 unless the store is in sync (0), for a check in cron or CI.",
+)
 @owner_option
 @database_option
-def status(fmt: str, owner: str, database_url: str | None) -> None:
+def status(fmt: str, detailed_exitcode: bool, owner: str, database_url: str | None) -> None:
     """Show whether the store is in step with Git for the repository --owner: its latest
     apply (revision, author, time), the latest round of `rackcron sync` (the branch's
     revision it read, and whether that is applied), and drift: changes made to its
     schedules outside an apply since (over gRPC or the CLI), with who made them.
 
+    "In sync" says no change was made by hand since the latest apply, and, when sync
+    runs, that its latest round left the store at the branch's revision; without sync, a
+    commit not applied yet shows in `rackcron plan`, not here.
+
     Example: rackcron status --owner dc1-fleet
 
-    Example: rackcron status --format json
+    Example: rackcron status --format json --detailed-exitcode
     """
     from rackcron.status import document, lines
 
@@ -527,9 +536,11 @@ def status(fmt: str, owner: str, database_url: str | None) -> None:
     data = document(found)
     if fmt == "json":
         echo_json(data)
-        return
-    for line in lines(data):
-        click.echo(terminal(line))
+    else:
+        for line in lines(data):
+            click.echo(terminal(line))
+    if detailed_exitcode and data["state"] != "in_sync":
+        sys.exit(EXIT_CHANGES)
 
 
 @click.command("diff", cls=_PlanLike)

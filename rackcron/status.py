@@ -7,7 +7,8 @@ the changes made to the repository's schedules outside an apply since (over gRPC
 CLI), each with who made it (the audit trail). The JSON document is the one source;
 the text is rendered from it::
 
-    {"format_version": "1.0", "owner": "fleet", "state": "drifted",
+    {"format_version": "1.0", "owner": "fleet", "owners": ["fleet", "lab"],
+     "state": "drifted",
      "applied": {"id": 3, "at": "...Z", "revision": "...", "dirty": false,
                  "source": "fleet", "author": "Ana <ana@example.net>"},   # or null
      "sync": {"remote": "origin", "branch": "main", "path": "fleet",
@@ -33,11 +34,13 @@ from rackcron.history import document as history_document
 from rackcron.history import rows as history_rows
 from rackcron.history import to_the_second
 
-__all__ = ["DRIFT_LISTED", "FORMAT_VERSION", "Status", "document", "lines"]
+__all__ = ["DRIFT_LISTED", "FORMAT_VERSION", "OWNERS_LISTED", "Status", "document", "lines"]
 
 FORMAT_VERSION = "1.0"
 #: Changes outside an apply a status lists; it counts them all.
 DRIFT_LISTED = 50
+#: Owners with recorded applies a status names.
+OWNERS_LISTED = 20
 #: Sync outcomes that leave the store at the branch's revision.
 _IN_STEP = ("in-sync", "applied")
 
@@ -51,6 +54,9 @@ class Status:
     sync: SyncState | None
     drift: Sequence[ActionRecord]  # newest first, at most DRIFT_LISTED
     drift_count: int
+    #: The owners whose applies the store records (at most OWNERS_LISTED), for a status
+    #: of an owner that has none (a typo in --owner).
+    owners: Sequence[str] = ()
 
 
 def document(status: Status) -> dict[str, Any]:
@@ -69,6 +75,7 @@ def document(status: Status) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "owner": status.owner,
+        "owners": sorted(status.owners),
         "state": state,
         "applied": None if applied is None else {
             "id": applied.id, "at": format_rfc3339(applied.applied_at),
@@ -100,7 +107,9 @@ def lines(data: dict[str, Any]) -> list[str]:
     out = [f"rackcron status of owner {data['owner']}: {_STATE[data['state']]}"]
     applied = data["applied"]
     if applied is None:
-        out.append("  applied: no apply of this owner is recorded (rackcron apply, or sync)")
+        others = ", ".join(data["owners"])
+        hint = f"; the store has applies of: {others} (--owner)" if others else ""
+        out.append(f"  applied: no apply of this owner is recorded{hint}")
     else:
         revision = (applied["revision"] or "no revision")[:12] + (
             " (uncommitted changes)" if applied["dirty"] else ""

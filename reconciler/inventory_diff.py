@@ -84,15 +84,19 @@ def _deletion(kind: Kind, name: str, command: Command) -> Change:
     )
 
 
-def _rack_fields(kind: Kind, item: Any, state: State) -> dict[str, str]:
-    """The fields of a change naming the rack it is about: a rack's own name and id, a
-    component's rack's in ``state`` (its name is its id when the rack is not there);
-    none for a domain, or a component in no rack."""
+def _rack_of(kind: Kind, item: Any, state: State) -> tuple[str | None, str | None]:
+    """The rack a change of ``item`` is about, as (name, id): a rack's own, a component's
+    rack's in ``state`` (its name is its id when the rack is not there); (None, None) for
+    a domain, or a component in no rack."""
     if kind == "rack":
-        return {"rack": item.name, "rack_id": str(item.id)}
+        return item.name, str(item.id)
     if kind != "component" or item.rack_id is None:
-        return {}
-    return {"rack": state.rack_name(item.rack_id), "rack_id": str(item.rack_id)}
+        return None, None
+    return state.rack_name(item.rack_id), str(item.rack_id)
+
+
+def _about_rack(change: Change, rack: tuple[str | None, str | None]) -> Change:
+    return replace(change, rack=rack[0], rack_id=rack[1])
 
 
 def _upsert(kind: Kind, item: Any) -> Command:
@@ -131,13 +135,18 @@ class InventoryDiffer:
                     )
                     continue
                 fields = tuple(
-                    FieldChange(f, self._shown(f, getattr(have, f, None)), self._shown(f, value))
+                    FieldChange(
+                        f,
+                        self._shown(f, getattr(have, f, None), before=True),
+                        self._shown(f, value),
+                    )
                     for f, value in want
                     if _listed(f, value, have)
                 )
                 command = _upsert(kind, want)
                 action: Action = "create" if have is None else "update"
                 sensitive = _security_reason(fields)
+                rack, rack_id = _rack_of(kind, want, self.desired)
                 upsert = Change(
                     kind,
                     want.name or str(item_id),
@@ -146,7 +155,8 @@ class InventoryDiffer:
                     commands=(command,),
                     security_sensitive=bool(sensitive),
                     security_reason=sensitive,
-                    **_rack_fields(kind, want, self.desired),
+                    rack=rack,
+                    rack_id=rack_id,
                 )
                 changes.append(upsert)
         return changes
@@ -179,6 +189,7 @@ class InventoryDiffer:
                 if taker is None or taker == item_id or have.owner not in (None, self.owner):
                     continue
                 cleared = have.model_copy(update={"external_id": None})
+                rack, rack_id = _rack_of(kind, have, self.current)
                 handover = Change(
                     kind,
                     have.name,
@@ -186,18 +197,19 @@ class InventoryDiffer:
                     reason=f"hands its external_id {have.external_id} over",
                     fields=(FieldChange("external_id", have.external_id, None),),
                     commands=(_upsert(kind, cleared),),
-                    **_rack_fields(kind, have, self.current),
+                    rack=rack,
+                    rack_id=rack_id,
                 )
                 changes.append(handover)
         return changes
 
-    def _shown(self, field: str, value: Any) -> Any:
-        """A field's value for people: racks by name instead of UUID."""
-        if field == "rack_id" and value is not None:
-            return self.desired.rack_name(value)
-        if field == "rack_ids" and value is not None:
-            return [self.desired.rack_name(r) for r in value]
-        return plain(value)
+    def _shown(self, field: str, value: Any, *, before: bool = False) -> Any:
+        """A field's value for people: racks by name instead of UUID (a value ``before``
+        the plan by the names the store has, so that a rack it deletes keeps its name)."""
+        if field not in ("rack_id", "rack_ids") or value is None:
+            return plain(value)
+        names = (self.current if before else self.desired).rack_name
+        return names(value) if field == "rack_id" else [names(r) for r in value]
 
     def inventory_deletions(self, remaining: Iterable[ScheduleState]) -> list[Change]:
         gone_racks = {
@@ -215,7 +227,7 @@ class InventoryDiffer:
                 name = component.name or str(component_id)
                 deletion = _deletion("component", name, DeleteComponent(id=component_id))
                 changes.append(
-                    replace(deletion, **_rack_fields("component", component, self.current))
+                    _about_rack(deletion, _rack_of("component", component, self.current))
                 )
         in_use = {r for schedule in remaining for r, _ in schedule.scope}
         for rack_id in sorted(gone_racks, key=str):
@@ -226,5 +238,5 @@ class InventoryDiffer:
                 )
                 continue
             deletion = _deletion("rack", rack.name, DeleteRack(id=rack_id))
-            changes.append(replace(deletion, **_rack_fields("rack", rack, self.current)))
+            changes.append(_about_rack(deletion, _rack_of("rack", rack, self.current)))
         return changes

@@ -317,18 +317,15 @@ def rollout_lines(view: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _pairs(found: Any) -> list[list[Any]]:
+    """A side of fire times: its ``[utc, local]`` pairs, at most :data:`ENTRIES_READ`."""
+    listed: list[Any] = found[:ENTRIES_READ] if isinstance(found, list) else []
+    return [pair for pair in listed if isinstance(pair, list) and len(pair) == 2]
+
+
 def _times_table(times: dict[str, Any]) -> list[str]:
     # A saved plan is any JSON: a side that is not a list of pairs shows as none.
-    sides = {
-        side: [
-            pair
-            for pair in (times.get(side) if isinstance(times.get(side), list) else [])[
-                :ENTRIES_READ
-            ]
-            if isinstance(pair, list) and len(pair) == 2
-        ]
-        for side in ("before", "after")
-    }
+    sides = {side: _pairs(times.get(side)) for side in ("before", "after")}
     rows = max(len(sides["before"]), len(sides["after"]))
     if not rows:
         return []
@@ -590,6 +587,9 @@ MARKDOWN_LIMIT = 65_536
 #: The warnings take at most this fraction of it (1/4): they come before the changes, and
 #: 320 roll-out and shared-rack warnings filled a comment, leaving no change shown.
 _WARNINGS_SHARE = 4
+#: The inventory takes at most this fraction of it (1/2): a 500-rack plan's rows filled a
+#: comment, leaving none of its schedules shown.
+_INVENTORY_SHARE = 2
 # Room kept for the note that says what was left out.
 _NOTE_ROOM = 1_000
 
@@ -646,9 +646,19 @@ def render_markdown(
         blocks.append(([*lines, "", "</details>", ""], 0))
     inventory = grouped([c for c in plan["changes"] if c["kind"] not in _BLOCKS])
     table = ["#### Inventory", "", "| | kind | name | change |", "|---|---|---|---|"]
-    for i, (change, rack, components) in enumerate(inventory):
-        row = [_inventory_row(change, rack, components)] + ([""] if i == len(inventory) - 1 else [])
-        blocks.append(((table if i == 0 else []) + row, (change is not None) + len(components)))
+    room, hidden, shown = limit // _INVENTORY_SHARE, 0, 0  # the schedules come after it
+    for change, rack, components in inventory:
+        row = [_inventory_row(change, rack, components)]
+        count = (change is not None) + len(components)
+        if hidden or room < _size(row):
+            hidden += count
+            continue
+        room -= _size(row)
+        blocks.append(((table if not shown else []) + row, count))
+        shown += 1
+    if inventory:
+        more = [f"| | … | | {hidden} more inventory changes, in the full plan |"] if hidden else []
+        blocks.append(((table if not shown else []) + [*more, ""], 0))
     for kind, heading in (("freeze", "#### Freezes"), ("schedule", "#### Schedules")):
         of_kind = [c for c in plan["changes"] if c["kind"] == kind]
         for i, change in enumerate(of_kind):
@@ -662,13 +672,16 @@ def render_markdown(
     lines, size = list(head), _size(head)
     for i, (block, _) in enumerate(blocks):
         if size + _size(block) > limit - _NOTE_ROOM:
-            left_out = sum(n for _, n in blocks[i:])
+            left_out = hidden + sum(n for _, n in blocks[i:])
             lines += _cut_note(
                 left_out, len(plan["changes"]), limit, inventory_open=_in_table(lines)
             )
             break
         lines += block
         size += _size(block)
+    else:
+        if hidden:  # only inventory rows were left out
+            lines += _cut_note(hidden, len(plan["changes"]), limit, inventory_open=False)
     return "\n".join(lines).rstrip() + "\n"
 
 

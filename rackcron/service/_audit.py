@@ -30,8 +30,8 @@ from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._work import UnitOfWork
-from rackcron.status import DRIFT_LISTED, Status
-from rackcron.store.tables import audit_log, task, task_schedule, task_schedule_scope
+from rackcron.status import DRIFT_LISTED, OWNERS_LISTED, Status
+from rackcron.store.tables import apply_log, audit_log, task, task_schedule, task_schedule_scope
 
 __all__ = ["MAX_DRIFT_READ", "AuditOps"]
 
@@ -135,8 +135,15 @@ class AuditOps:
             for c in self.schedule_changes_since(since, MAX_DRIFT_READ)
             if c.object_id in owned or (c.action == "delete" and c.detail.get("owner") == owner)
         ]
+        owners = self.work.conn.execute(
+            sa.select(apply_log.c.owner)
+            .where(apply_log.c.owner.is_not(None))
+            .distinct()
+            .order_by(apply_log.c.owner)
+            .limit(OWNERS_LISTED)
+        ).scalars()
         return Status(owner, applied, self.applies.sync_state(owner), changes[:DRIFT_LISTED],
-                      len(changes))  # fmt: skip
+                      len(changes), tuple(owners))  # fmt: skip
 
     def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]:
         """Applies and the audit trail together, newest first (``limit`` 0: all)."""

@@ -120,3 +120,17 @@ def test_a_saved_plan_keeps_the_racks_and_apply_progress_names_them(
     progress = [line for line in shown.stderr.splitlines() if line.startswith("  [")]
     assert progress and all("(rack r" in line for line in progress if " component " in line)
     assert any(" component " in line for line in progress), progress
+
+
+def test_a_domain_losing_a_deleted_rack_names_it(tmp_path: Path, store: str) -> None:
+    """Operator review: a removed rack read as its UUID in the domain's old rack_ids."""
+    domain = ("apiVersion: rackcron/v1\nkind: NVLDomain\nmetadata: {name: nvl-a}\nspec:\n"
+              "  id: 00000000-0000-4000-8000-0000000000d1\n  racks: [{racks}]\n")  # fmt: skip
+    before = _tree(
+        tmp_path / "t", rack("r1", 1), rack("r2", 2), domain.replace("{racks}", "r1, r2")
+    )
+    assert run("apply", str(before), "--auto-approve", "--database-url", store).exit_code == 0
+    after = _tree(tmp_path / "t", rack("r1", 1), domain.replace("{racks}", "r1"))
+    result = run("plan", str(after), "--database-url", store)
+    assert result.exit_code == 0, result.output
+    assert '    ~ rack_ids: ["r1", "r2"] -> ["r1"]\n' in result.stdout

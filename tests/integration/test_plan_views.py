@@ -108,3 +108,24 @@ def test_apply_summary_is_short(tree: Path, tmp_path: Path) -> None:
     assert len(result.stdout.splitlines()) <= 10, result.stdout
     assert result.stdout.rstrip().endswith(f"Apply complete: {2 * GROUPS + 1} created, 0 updated,"
                                            " 0 replaced, 0 destroyed (apply #1).")  # fmt: skip
+
+
+def test_a_fleet_plan_comment_shows_its_schedules_past_a_long_inventory(tmp_path: Path) -> None:
+    """Operator review: at 500 racks the inventory rows filled the PR comment and no
+    schedule was shown. The inventory takes at most half of it and counts the rest."""
+    from tests.support.trees import component
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    racks = [rack(f"r{n}", n, components=[component(n, "COMPUTE", name="c0",
+                                                    external_id=f"asset-{n:05d}-compute")])
+             for n in range(1, 801)]  # fmt: skip
+    (root / "racks.yaml").write_text(documents(*racks))
+    (root / "schedules.yaml").write_text("".join(schedule(f"s{n}") for n in range(3)))
+    markdown = _plan(root, tmp_path, "--format", "markdown")
+    assert len(markdown) <= 65_536
+    assert all(f"<b><code>s{n}</code></b> will be created" in markdown for n in range(3))
+    (more,) = [line for line in markdown.splitlines() if "more inventory changes" in line]
+    hidden = int(more.split("| … | | ")[1].split()[0])
+    assert hidden > 0 and "This plan is cut short" in markdown
+    assert f"{hidden} of 1603 changes are not shown" in markdown

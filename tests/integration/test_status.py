@@ -35,6 +35,10 @@ def test_applied_then_drifted_by_changes_outside_an_apply(tmp_path: Path, store_
     assert (data["applied"]["id"], data["applied"]["revision"]) == (1, first)
     assert data["drift"] == {"count": 0, "changes": []}
     assert _status(store_url)["state"] == "no_apply_recorded"  # another owner's view
+    other = run("status", "--detailed-exitcode", url=store_url)
+    assert other.exit_code == 2
+    assert "no apply of this owner is recorded; the store has applies of: dc1" in other.stdout
+    assert run("status", "--owner", "dc1", "--detailed-exitcode", url=store_url).exit_code == 0
 
     run("schedules", "pause", "a", "--as", "ana", "--reason", "row A maintenance", url=store_url)
     run("schedules", "delete", "b", "--yes", "--as", "bo", url=store_url)
