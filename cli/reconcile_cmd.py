@@ -117,6 +117,13 @@ class View(NamedTuple):
     verbose: bool = False
 
 
+def _view(summary: bool, verbose: bool) -> View:
+    """:raises click.UsageError: both (a summary counts the warnings --verbose lists)."""
+    if summary and verbose:
+        raise click.UsageError("--summary counts the warnings that --verbose lists: give one")
+    return View(summary, verbose)
+
+
 def view_options(func: F) -> F:
     """``--summary`` and ``--verbose``: how much of the plan to show (:class:`View`)."""
     func = click.option(
@@ -137,6 +144,9 @@ def view_options(func: F) -> F:
 def _show(result: Plan, fmt: str, detailed_exitcode: bool, view: View) -> None:
     """Print a plan in ``fmt`` and exit with plan's convention (0, 2 changes, 1 errors)."""
     from rackcron.reconciler.render import render_json, render_markdown
+
+    if view.summary and fmt != "text":
+        raise click.UsageError(f"--summary is for --format text (a {fmt} plan has its counts)")
 
     data = result.to_json()
     if fmt == "json":
@@ -222,12 +232,18 @@ def plan(
             out.write_text(render_json(result.to_json()) + "\n")
         except OSError as exc:
             raise click.FileError(str(out), exc.strerror) from None
-    _show(result, fmt, detailed_exitcode, View(summary, verbose))
+    _show(result, fmt, detailed_exitcode, _view(summary, verbose))
 
 
 @click.command(cls=_PlanLike)
 @click.argument("source", type=click.Path(exists=True, path_type=Path), default=".")
-@click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
+@click.option(
+    "--auto-approve",
+    "--yes",
+    "auto_approve",
+    is_flag=True,
+    help="Apply without asking for confirmation (--yes, as other commands take it).",
+)
 @click.option(
     "--break-lock",
     is_flag=True,
@@ -325,7 +341,7 @@ def apply(
             backend = _backend(database_url, server, create_store=True)
             planned = backend.plan(desired, owner=owner, source=origin)
             backend.check_rights(planned)
-    provenance = _approved(planned, source, auto_approve, View(summary, verbose))
+    provenance = _approved(planned, source, auto_approve, _view(summary, verbose))
     notifier = start(notify)
     try:
         try:
@@ -577,7 +593,7 @@ def diff(
 
     with cli_errors():
         result = diff_revisions(path, base, head, owner=owner, now=at or datetime.now(UTC))
-    _show(result, fmt, detailed_exitcode, View(summary, verbose))
+    _show(result, fmt, detailed_exitcode, _view(summary, verbose))
 
 
 @click.command()

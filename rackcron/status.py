@@ -140,8 +140,13 @@ def lines(data: dict[str, Any]) -> list[str]:
     out.append(f"  drift:   {count} {noun} outside an apply {since}, newest first:")
     entries = {"format_version": "", "entries": drift["changes"]}
     for when, what, target, by, detail, reason in history_rows(entries):
-        why = "" if reason == "-" else f", reason {reason}"
-        out.append(f"    {when}  {what} {target} by {by}: {detail}{why}")
+        said = [
+            *([] if detail == "-" else [detail]),
+            *([] if reason == "-" else [f"reason {reason}"]),
+        ]
+        out.append(
+            f"    {when}  {what} {target} by {by}" + (f": {', '.join(said)}" if said else "")
+        )
     if count > len(drift["changes"]):
         out.append(f"    … and {count - len(drift['changes'])} more (rackcron history lists all)")
     return out

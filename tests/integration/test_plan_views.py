@@ -67,7 +67,7 @@ def test_markdown_lists_a_line_per_group_unless_verbose(tree: Path, tmp_path: Pa
 
 def test_json_is_the_same_whatever_is_shown(tree: Path, tmp_path: Path) -> None:
     plain = json.loads(_plan(tree, tmp_path, "--format", "json"))
-    assert json.loads(_plan(tree, tmp_path, "--format", "json", "--verbose", "--summary")) == plain
+    assert json.loads(_plan(tree, tmp_path, "--format", "json", "--verbose")) == plain
     assert plain["warnings_counts"]["schedules_share_racks"] == GROUPS
 
 
@@ -129,3 +129,16 @@ def test_a_fleet_plan_comment_shows_its_schedules_past_a_long_inventory(tmp_path
     hidden = int(more.split("| … | | ")[1].split()[0])
     assert hidden > 0 and "This plan is cut short" in markdown
     assert f"{hidden} of 1603 changes are not shown" in markdown
+
+
+def test_views_that_cannot_be_given_together_are_usage_errors(tree: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    for args, message in (
+        (("--summary", "--format", "markdown"), "--summary is for --format text"),
+        (("--summary", "--format", "json"), "--summary is for --format text"),
+        (("--summary", "--verbose"), "--summary counts the warnings that --verbose lists"),
+    ):
+        result = run("plan", str(tree), *args, "--database-url", url)
+        assert result.exit_code == 1 and message in result.output, (args, result.output)
+    applied = run("apply", str(tree), "--yes", "--summary", "--database-url", url)
+    assert applied.exit_code == 0 and "Apply complete" in applied.output  # --yes as elsewhere
