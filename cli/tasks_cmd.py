@@ -30,6 +30,7 @@ from rackcron.cli._names import (
 )
 from rackcron.domain.escape import terminal
 from rackcron.domain.names import as_uuid
+from rackcron.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from rackcron.audit import Audit
@@ -100,9 +101,16 @@ def list_command(
         rack_id = None if rack is None else resolve_rack(service, rack)
         if rack is not None and component is not None and _bare_name(component):
             component = f"{rack}/{component}"  # its name within --rack
+        component_id = None if component is None else resolve_component(service, component)
+        if rack_id is not None and component_id is not None:
+            in_rack = {c.id for c in service.list_components(rack_id)}
+            if component_id not in in_rack:  # both filters hold for no task: say why
+                raise InvalidArgument(
+                    f"component {component!r} is not in rack {rack!r}: no task can match both"
+                )
         page = service.list_tasks(
             rack_id=rack_id,
-            component_id=None if component is None else resolve_component(service, component),
+            component_id=component_id,
             schedule_id=None if schedule is None else resolve_schedule(service, schedule).id,
             active_only=active_only,
             offset=offset,

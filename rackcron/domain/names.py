@@ -110,11 +110,13 @@ def resolve(kind: str, ref: str, candidates: Iterable[Candidate], *, hint: str =
 
 def near_misses(ref: str, names: Iterable[str], *, shown: int = 3) -> tuple[str, ...]:
     """Up to ``shown`` of ``names`` (the first :data:`MAX_COMPARED`) that ``ref`` may have
-    meant, for a "did you mean": those it begins (``nightly-comp``), shortest first, then
+    meant, for a "did you mean": those it spells in other case (``Daily-Ingest``), those
+    it begins (``nightly-comp``), shortest first, then
     those it misspells (``dayly-ingest``: at most about one character in five differs,
     and only the closest; fleet names share most of their characters, so ``rack-z99``
     suggests no ``rack-b04``)."""
     known = list(dict.fromkeys(itertools.islice(names, MAX_COMPARED)))
+    cased = [n for n in known if n.lower() == ref.lower() and n != ref]  # NIGHTLY-FIRMWARE
     begun = sorted((n for n in known if n.startswith(ref) and n != ref), key=lambda n: (len(n), n))
     scored = [
         (difflib.SequenceMatcher(None, ref, name).ratio(), name)
@@ -123,4 +125,4 @@ def near_misses(ref: str, names: Iterable[str], *, shown: int = 3) -> tuple[str,
     ]
     # Only the closest: rack-a001 means rack-a01, not also rack-b01 a step further.
     close = [name for score, name in scored if score >= scored[0][0] - 0.05] if scored else []
-    return tuple(dict.fromkeys([*begun, *close]))[:shown]
+    return tuple(dict.fromkeys([*cased, *begun, *close]))[:shown]

@@ -201,7 +201,9 @@ def test_components_by_id_by_rack_and_name_and_an_ambiguous_name(loaded: str) ->
     assert [t["id"] for t in json.loads(within.output)["tasks"]] == [a01_task]
     by_id = run("tasks", "list", "--rack", "rack-a02", "--component", A01_COMPUTE_0,
                 "--format", "json", url=loaded)  # fmt: skip
-    assert json.loads(by_id.output)["tasks"] == []  # an id is itself, then both filters hold
+    assert by_id.exit_code == 1 and by_id.stderr == (
+        f"error: component {A01_COMPUTE_0!r} is not in rack 'rack-a02': no task can match both\n"
+    )  # operator review: it printed "No tasks match." as if none had run there
 
 
 def test_a_name_that_is_not_found_suggests_near_misses(loaded: str, shim: ShimServer) -> None:

@@ -101,6 +101,7 @@ def test_a_logged_duration_carries_its_unit_in_text_and_is_a_number_in_json(
         ("rack-z99", ()),  # fleet names share most characters: no near miss
         ("compute-9", ("compute-0", "compute-1", "compute-2")),  # equally close: three
         ("daily-ingest", ()),  # itself is not a suggestion
+        ("Daily-Ingest", ("daily-ingest",)),  # another case
     ],
 )
 def test_near_misses(ref: str, expected: tuple[str, ...]) -> None:
