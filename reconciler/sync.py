@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,9 +113,28 @@ def sync_loop(
     stop: threading.Event,
     once: bool = False,
 ) -> Round:
-    """Run rounds every ``interval`` seconds until ``stop`` is set (or once); return the last."""
+    """Run rounds every ``interval`` seconds until ``stop`` is set (or once); return the last.
+
+    It waits in slices of :data:`WAKE` seconds: the kernel may deliver SIGTERM to any
+    thread (git's output readers among them), and Python runs the handler that sets
+    ``stop`` only once the main thread wakes, which an hour's wait would not do (a sync
+    killed by SIGTERM hung past its 20 s in CI).
+    """
     while True:
         last = run()
         report(last)
-        if once or stop.wait(interval):
+        if once or _stopped(stop, interval):
             return last
+
+
+#: How often a waiting sync loop wakes to let a signal's handler run (seconds).
+WAKE = 0.5
+
+
+def _stopped(stop: threading.Event, interval: float) -> bool:
+    """Wait up to ``interval`` seconds for ``stop``, waking every :data:`WAKE` seconds."""
+    deadline = time.monotonic() + interval
+    while (left := deadline - time.monotonic()) > 0:
+        if stop.wait(min(left, WAKE)):
+            return True
+    return stop.is_set()
