@@ -23,6 +23,7 @@ from rackcron.cli._common import (
     database_option,
     echo_json,
     echo_text,
+    format_option,
     open_service,
     print_table,
     server_options,
@@ -516,14 +517,7 @@ def history(limit: int, fmt: str, database_url: str | None) -> None:
 
 
 @click.command("status")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text for people, json (format_version 1.0) for programs.",
-)
+@format_option
 @click.option(
     "--detailed-exitcode",
     is_flag=True,

@@ -39,7 +39,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from rackcron.domain.escape import shorten, terminal
 from rackcron.reconciler.render import render_markdown
 from tests.support.cli import run
-from tests.support.git import git, init_repo
+from tests.support.git import example_fleet_change
 from tests.support.marks import ONE_AT_A_TIME
 from tests.support.plan_charts import mermaid_blocks, plan_document, schedule_change, shared_group
 
@@ -188,16 +188,7 @@ def test_a_broken_chart_fails_with_mermaids_message(page: WebDriver) -> None:
 
 
 def test_the_example_fleet_diff_charts_are_valid(page: WebDriver, tmp_path: Path) -> None:
-    repo = tmp_path / "fleet-repo"
-    repo.mkdir()
-    init_repo(repo)
-    shutil.copytree(ROOT / "examples" / "fleet", repo / "fleet")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "v1")
-    shutil.rmtree(repo / "fleet")
-    shutil.copytree(ROOT / "examples" / "fleet-v2", repo / "fleet")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "v2")
+    repo = example_fleet_change(tmp_path / "fleet-repo")
     result = run("diff", str(repo / "fleet"), "--base", "HEAD~1", "--head", "HEAD",
                  "--format", "markdown", "--now", NOW)  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run
-from tests.support.git import git, init_repo
+from tests.support.git import example_fleet_change
 
 pytestmark = pytest.mark.repo
 
@@ -22,17 +21,7 @@ BLOCK = re.compile(r"(<!-- diff-markdown:start -->\n)(.*?)(<!-- diff-markdown:en
 
 
 def test_walkthrough_diff_markdown_is_real_output(tmp_path: Path) -> None:
-    repo = tmp_path / "fleet-repo"
-    repo.mkdir()
-    init_repo(repo)
-    shutil.copytree(ROOT / "examples" / "fleet", repo / "fleet")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "v1")
-    git(repo, "checkout", "-q", "-b", "tune-schedules")
-    shutil.rmtree(repo / "fleet")
-    shutil.copytree(ROOT / "examples" / "fleet-v2", repo / "fleet")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "v2")
+    repo = example_fleet_change(tmp_path / "fleet-repo", branch="tune-schedules")
     result = run(
         "diff", str(repo / "fleet"), "--base", "main", "--head", "HEAD", "--format", "markdown",
         "--now", "2026-12-01T00:00:00Z",
