@@ -150,7 +150,7 @@ def get_command(rack: str, fmt: str, database_url: str | None) -> None:
                 str(t.id),
                 t.status.value,
                 view.schedule_names.get(t.schedule_id, "-") if t.schedule_id else "-",
-                t.operation,
+                t.operation_text,
                 when(t.created_at),
             ]
             for t in view.active_tasks

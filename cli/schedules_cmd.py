@@ -132,7 +132,7 @@ def _row(s: Schedule, results: Results) -> list[str]:
         when(s.next_run_at),
         "-" if result is None else result.text(),
         "-" if result is None else str(result.active),
-        s.description,
+        s.operation_text,
     ]
 
 
@@ -355,7 +355,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         ("name", found.name),
         ("id", str(found.id)),
         ("spec", f"{found.spec_type.value} {found.spec!r} ({found.timezone})"),
-        ("operation", f"{found.description} [{found.operation_type}]"),
+        ("operation", found.operation_text),
         ("overlap policy", found.overlap_policy.value),
         ("state", _state(found)),
         ("next run", when(found.next_run_at)),

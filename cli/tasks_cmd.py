@@ -130,7 +130,7 @@ def list_command(
             names.racks.get(t.rack_id, "-"),
             str(t.rack_id),
             names.schedules.get(t.schedule_id, "-") if t.schedule_id else "-",
-            t.operation,
+            t.operation_text,
             when(t.created_at),
             t.description,
         ]
@@ -154,7 +154,6 @@ def get_command(task_id: str, fmt: str, database_url: str | None) -> None:
     Example: rackcron tasks get 0b6c2f4e-8f1a-4e8e-9a51-3f2d7c1e9b20
     """
     from rackcron.domain.names import as_uuid
-    from rackcron.domain.operation_names import operation_type
     from rackcron.errors import InvalidArgument, NotFound
 
     with cli_errors():
@@ -182,7 +181,7 @@ def get_command(task_id: str, fmt: str, database_url: str | None) -> None:
         ("message", task.message or "-"),
         ("rack", beside(names.racks.get(task.rack_id), task.rack_id)),
         ("schedule", schedule),
-        ("operation", f"{task.operation} [{operation_type(task.template)}]"),
+        ("operation", task.operation_text),
         ("description", task.description),
         ("created", when(task.created_at)),
         ("started", when(task.started_at)),

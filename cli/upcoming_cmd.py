@@ -210,7 +210,8 @@ def upcoming_command(
         echo_text("\n".join(_mermaid(found)))
         return
     rows = [
-        [when(b.start), when(b.end), b.rack, b.schedule, b.operation, _note(b)] for b in found.bars
+        [when(b.start), when(b.end), b.rack, b.schedule, b.operation_text, _note(b)]
+        for b in found.bars
     ]
     if rows:
         print_table(_HEADERS, rows)

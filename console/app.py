@@ -35,6 +35,7 @@ from rackcron.domain import escape, timing
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import Schedule
 from rackcron.domain.names import AmbiguousName, Candidate, rack_candidate, resolve
+from rackcron.domain.operation_names import spoken_name
 from rackcron.domain.rollouts import RolloutState
 from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
@@ -284,7 +285,7 @@ class _Console:
         view = self.service.fleet_view()
         found = upcoming(view, start, start + timedelta(hours=hours))
         picture = timeline.draw(found, now, by=by, racks={r.id: r.name for r in view.racks})
-        legend = [(name, colour) for name, colour in timeline.COLOURS.items()]
+        legend = [(spoken_name(name), colour) for name, colour in timeline.COLOURS.items()]
         return self._render(
             "timeline.html",
             title="Timeline",

@@ -71,7 +71,7 @@ from rackcron.domain.notifications import (
     task_expired,
     task_failed,
 )
-from rackcron.domain.operation_names import operation_type
+from rackcron.domain.operation_names import operation_name, operation_type, spoken
 from rackcron.errors import RackcronError
 from rackcron.logs import LOGGER, Seconds, event, failed
 from rackcron.service.roles import DeliveryStore, DueCall, Update, Written, followed
@@ -162,6 +162,8 @@ def _task_ref(written: Written) -> TaskRef:
         schedule=written.schedule_name,
         operation_type=operation_type(written.template),
         description=written.description,
+        operation_name=operation_name(written.template),
+        operation_text=spoken(written.template),
         status=written.status.value,
         message=written.message,
     )
@@ -188,7 +190,7 @@ def _about(work: DueCall) -> dict[str, str]:
     if work.schedule_name is not None:
         fields["schedule"] = work.schedule_name
     template = _Template(work.operation_type, work.operation_code, work.information)
-    fields["operation"] = operation_type(template)
+    fields["operation"] = spoken(template)
     return fields
 
 

@@ -63,7 +63,7 @@ from rackcron.domain.firing import parse_starting_deadline
 from rackcron.domain.freezes import Target, matches, unevaluable, windows
 from rackcron.domain.lookalikes import lookalike_names, spelled
 from rackcron.domain.models import Freeze, ScheduleConfig, SpecType, TargetSpec
-from rackcron.domain.operation_names import describe, operation_name
+from rackcron.domain.operation_names import describe, operation_name, spoken
 from rackcron.domain.templates import operation_times
 from rackcron.domain.upcoming import length_of
 from rackcron.reconciler.conflicts import Firer, held_firings, shared_racks
@@ -193,7 +193,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
                 FieldChange(
                     "spec", None, f"{want.spec_type.value} {want.spec!r} ({want.timezone})"
                 ),
-                FieldChange("operation", None, describe(want.template)),
+                FieldChange("operation", None, spoken(want.template)),
                 FieldChange("overlap_policy", None, want.overlap_policy.value),
                 *(
                     (FieldChange("starting_deadline", None, want.starting_deadline),)
@@ -252,9 +252,14 @@ class _Differ(InventoryDiffer, FreezeDiffer):
     def _replace_reason(have: ScheduleState, want: ScheduleState) -> tuple[ReasonCode, str] | None:
         """Why ``have`` must be replaced to become ``want`` (its code, and for people), if so."""
         if have.template != want.template:
-            old, new = describe(have.template), describe(want.template)
-            if old != new:
+            old, new = spoken(have.template), spoken(want.template)
+            if describe(have.template) != describe(want.template):
                 return "operation_changed", f"operation changed: {old} -> {new}"
+            if old != new:
+                return (
+                    "operation_parameters_changed",
+                    f"operation parameters changed: {old} -> {new}",
+                )
             return "operation_parameters_changed", "operation parameters changed"
         if have.consumed and not _same_spec(have, want):
             return (

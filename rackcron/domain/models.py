@@ -514,6 +514,11 @@ class Schedule(_Model):
         return operation_names.describe(self.template)
 
     @property
+    def operation_text(self) -> str:
+        """Its operation as every view names it (``power reset (forced)``)."""
+        return operation_names.spoken(self.template)
+
+    @property
     def spread(self) -> timing.Spread:
         """How its fire times are spread: its anchor and jitter."""
         return timing.stored_spread(self.anchor, self.jitter)
@@ -579,6 +584,11 @@ class Task(_Model):
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def operation_text(self) -> str:
+        """Its operation as every view names it; ``operation`` is the wire's text."""
+        return operation_names.spoken(self.template)
 
 
 #: How a rack names its controller credential: a name, never a variable or a path.

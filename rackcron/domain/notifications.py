@@ -154,8 +154,10 @@ class TaskRef:
     rack: str | None  # the rack's name; None: no longer in the inventory
     schedule_id: uuid.UUID | None
     schedule: str | None  # the schedule's name; None: none, or deleted
-    operation_type: str
+    operation_type: str  # the Flow wire's texts: operation_type and description
     description: str
+    operation_name: str  # the tree's name (power_reset)
+    operation_text: str  # as every view says it (power reset (forced))
     status: str
     message: str
 
@@ -168,6 +170,8 @@ class TaskRef:
             "schedule": self.schedule,
             "operation_type": self.operation_type,
             "description": self.description,
+            "operation_name": self.operation_name,
+            "operation_text": self.operation_text,
             "status": self.status,
             "message": self.message,
         }
@@ -198,7 +202,7 @@ def task_failed(task: TaskRef, reason: FailureReason, *, at: datetime) -> Notifi
     """``task.failed``: the task ended ``failed``."""
     text = (
         f"*rackcron: task failed* ({reason.value.replace('_', ' ')}):"
-        f" {_v(task.operation_type)} on rack"
+        f" {_v(task.operation_text)}, rack"
         f" {_rack(task)}, {_schedule(task)}: {_v(task.message)}"
     )
     return Notification(
@@ -209,7 +213,7 @@ def task_failed(task: TaskRef, reason: FailureReason, *, at: datetime) -> Notifi
 def task_expired(task: TaskRef, *, at: datetime) -> Notification:
     """``task.expired``: a waiting task's queue timeout passed; it ended ``terminated``."""
     text = (
-        f"*rackcron: queued task expired*: {_v(task.operation_type)} on rack {_rack(task)},"
+        f"*rackcron: queued task expired*: {_v(task.operation_text)}, rack {_rack(task)},"
         f" {_schedule(task)}, waited past its queue timeout and was terminated"
     )
     return Notification(

@@ -1,4 +1,5 @@
-"""What a stored operation template is called: a response's ``operation_type`` and ``description``.
+"""What a stored operation template is called: a response's ``operation_type`` and
+``description`` (the Flow wire's texts), and the name people read (:func:`spoken`).
 
 Derived from the template's type, code and information alone (docs/spec/flow-wire.md
 "Derived fields of the TaskSchedule response"), so :class:`~rackcron.domain.models.Schedule`
@@ -11,7 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["Template", "derive", "describe", "operation_name", "operation_type"]
+__all__ = [
+    "Template",
+    "derive",
+    "describe",
+    "operation_name",
+    "operation_type",
+    "spoken",
+    "spoken_name",
+]
 
 
 class Template(Protocol):
@@ -87,3 +96,56 @@ def describe(template: Template | None) -> str:
 def operation_name(template: Template | None) -> str:
     """An operation's name as a tree writes it (``power_on``, ``upgrade_firmware``, ...)."""
     return operation_type(template).lower()
+
+
+#: Stored codes whose operation runs forced (``power_reset: {forced: true}`` is stored as
+#: ``force_restart``; ``force_power_on`` and ``cold_reset`` come only over the wire).
+_FORCED_CODES = frozenset({"force_power_on", "force_power_off", "force_restart", "cold_reset"})
+
+
+#: The operation names :func:`derive` gives known (type, code) pairs.
+_NAMED = frozenset(
+    {
+        *(kind.lower() for kind, _ in _DERIVED.values()),
+        "bring_up",
+        "upgrade_firmware",
+        "downgrade_firmware",
+        "inject_expectation",
+    }
+)
+
+
+def spoken_name(name: str) -> str:
+    """An operation's tree name as people read it: ``power_reset`` -> ``power reset``."""
+    return _words(name)
+
+
+def spoken(template: Template | None) -> str:
+    """What every view calls the operation (docs/spec/SEMANTICS.md "Operation names"): its
+    tree name in words, then in words the parameters that are not the default, as in
+    ``power reset``, ``power off (forced)``, ``upgrade firmware to 2.3.1 (bios, bmc)``.
+
+    The wire's ``description`` and a task's ``operation`` text stay as the reference
+    writes them; this is for the CLI, the console, plans, logs and notifications.
+    """
+    if template is None:
+        return ""
+    name = operation_name(template)
+    if name not in _NAMED:
+        # A type or code rackcron does not write (a Flow client's): both in words.
+        return _words(f"{template.type} {template.code}").strip()
+    info = template.information or {}
+    text = spoken_name(name)
+    notes: list[str] = []
+    if template.code in _FORCED_CODES:
+        notes.append("forced")
+    if template.type == "firmware_control":
+        if version := info.get("target_version"):
+            text += f" to {version}"
+        if isinstance(sub_targets := info.get("sub_targets"), list) and sub_targets:
+            notes.append(", ".join(str(s) for s in sub_targets))
+        if info.get("override_version_check"):
+            notes.append("version check overridden")
+    if info.get("override_readiness_check"):
+        notes.append("readiness check overridden")
+    return f"{text} ({'; '.join(notes)})" if notes else text

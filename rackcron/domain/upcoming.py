@@ -53,7 +53,7 @@ from rackcron.domain.models import (
     Scope,
     ScopeEntry,
 )
-from rackcron.domain.operation_names import operation_name
+from rackcron.domain.operation_names import operation_name, spoken, spoken_name
 from rackcron.domain.task_conflicts import Point, TaskShape, meeting_points
 
 __all__ = [
@@ -109,7 +109,8 @@ class Bar:
 
     schedule_id: uuid.UUID
     schedule: str
-    operation: str
+    operation: str  # its name (power_reset)
+    operation_text: str  # as people read it (power reset (forced))
     rack_id: uuid.UUID
     rack: str
     start: datetime
@@ -177,6 +178,7 @@ class _Plan:
 
     schedule: Schedule
     operation: str
+    operation_text: str
     length: timedelta
     targets: tuple[tuple[Rack, _Meets], ...]
     offsets: tuple[timedelta, ...] = ()  # each target's slot in a roll-out (empty: none)
@@ -216,7 +218,8 @@ def _plan(
     length = length_of(schedule, operation)
     offsets = _slots(schedule, targets, length)
     cutoff = schedule.rollout.policy().cutoff if offsets and schedule.rollout else None
-    return _Plan(schedule, operation, length, tuple(targets), offsets, cutoff)
+    text = spoken(schedule.template)
+    return _Plan(schedule, operation, text, length, tuple(targets), offsets, cutoff)
 
 
 class Declares(Protocol):
@@ -343,6 +346,7 @@ def upcoming(
                 schedule_id=schedule.id,
                 schedule=schedule.name,
                 operation=plan.operation,
+                operation_text=plan.operation_text,
                 rack_id=rack.id,
                 rack=rack.name,
                 start=begins,
@@ -413,6 +417,7 @@ def running_bars(view: FleetView, start: datetime, end: datetime) -> Iterator[Ba
                 schedule_id=record.schedule_id,
                 schedule=record.schedule_name,
                 operation=record.operation,
+                operation_text=spoken_name(record.operation),
                 rack_id=scope.rack_id,
                 rack=names.get(scope.rack_id, scope.rack_name),
                 start=max(begins, start),

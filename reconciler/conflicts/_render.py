@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rackcron.domain.escape import listed_name, terminal
+from rackcron.domain.operation_names import spoken_name
 from rackcron.reconciler.conflicts._report import ConflictReport, held_message
 from rackcron.reconciler.conflicts._shared import RACKS_NAMED
 from rackcron.reconciler.diagnostics import Diagnostic, Severity
@@ -66,7 +67,7 @@ def _headline(conflict: Mapping[str, Any], mode: str) -> str:
 
 
 def _describe(party: Mapping[str, Any], length: str | None) -> str:
-    operation = party["operation"] + (f" (assumed {length})" if length else "")
+    operation = spoken_name(party["operation"]) + (f" (assumed {length})" if length else "")
     spec = f"{party['spec_type']} {party['spec']!r}"
     if party["spec_type"] == "cron":
         spec += f" in {party['timezone']}"

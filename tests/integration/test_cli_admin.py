@@ -74,7 +74,7 @@ def test_schedules_list_get_json(loaded: str) -> None:
     assert {"id", "name", "operation_type", "description", "next_run_at"} <= set(first)
     got = run("schedules", "get", "nightly-compute-firmware", url=loaded)
     assert got.exit_code == 0
-    assert "Upgrade Firmware to 2.3.1 [UPGRADE_FIRMWARE]" in got.output
+    assert "operation:      upgrade firmware to 2.3.1 (bios, bmc)\n" in got.output
     assert got.output.count("types: COMPUTE") == 2
     paged = run("schedules", "list", "--limit", "2", url=loaded)
     assert "(2 of 12)" in paged.output

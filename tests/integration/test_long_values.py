@@ -131,11 +131,11 @@ def test_a_plan_shows_a_bounded_part_of_a_value(tmp_path: Path, fmt: str) -> Non
     db = f"sqlite:///{tmp_path}/db"
     result = run("plan", str(tree), "--format", fmt, "--database-url", db)
     assert result.exit_code == 0, result.output
-    # "Upgrade Firmware to vvv...": the operation's text, cut at SHOWN characters
+    # "upgrade firmware to vvv...": the operation's name, cut at SHOWN characters
     assert version not in result.output
-    words = len("Upgrade Firmware to ")
+    words = len("upgrade firmware to ")
     left = words + MAX_LENGTH - SHOWN
-    shown = rf"Upgrade Firmware to v{{{SHOWN - words}}}…\(\+{left} characters\)"
+    shown = rf"upgrade firmware to v{{{SHOWN - words}}}…\(\+{left} characters\)"
     assert re.search(shown, result.output), result.output[-3000:]
     saved = run("plan", str(tree), "--format", "json", "--database-url", db)
     assert version in saved.stdout  # the data itself is whole

@@ -281,7 +281,7 @@ def test_tasks_list_and_get_name_the_rack_the_schedule_and_the_components(loaded
     fields = dict(line.split(":", 1) for line in got.output.splitlines() if ":  " in line)
     assert fields["rack"].strip() == f"rack-a01 ({A01})"
     assert re.fullmatch(rf"{FIRMWARE} \({UUID}\)", fields["schedule"].strip())
-    assert fields["operation"].strip().endswith(" [UPGRADE_FIRMWARE]")
+    assert fields["operation"].strip() == "upgrade firmware to 2.3.1 (bios, bmc)"
     assert f"  compute-0 ({A01_COMPUTE_0}) COMPUTE" in got.output.splitlines()
     data = json.loads(run("tasks", "get", a01_task, "--format", "json", url=loaded).output)
     assert (data["id"], data["rack_name"], data["schedule_name"]) == (
@@ -518,11 +518,11 @@ def test_runner_log_lines_name_the_schedule_and_the_operation(service, fleet, cl
     }
     # lag=: from the trigger to the delivery (docs/dispatch.md "Lag").
     assert started[str(kept_task)].endswith(
-        ' rack=rack-a01 schedule="nightly \\"power\\" on" operation=POWER_ON lag=0s'
+        ' rack=rack-a01 schedule="nightly \\"power\\" on" operation="power on" lag=0s'
     )
-    assert started[str(dropped_task)].endswith(" rack=rack-a02 operation=POWER_OFF lag=0s")
+    assert started[str(dropped_task)].endswith(' rack=rack-a02 operation="power off" lag=0s')
     ended = [line for line in lines if " task ended " in line and str(kept_task) in line]
-    assert ended and ' schedule="nightly \\"power\\" on" operation=POWER_ON status=' in ended[0]
+    assert ended and ' schedule="nightly \\"power\\" on" operation="power on" status=' in ended[0]
 
 
 def test_a_trigger_refused_on_every_rack_over_a_server_names_each_rack_once(

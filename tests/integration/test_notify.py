@@ -263,7 +263,7 @@ def test_a_failed_task_is_told_once_with_hostile_names_inert(service, fleet, clo
         "id": str(task_id), "rack_id": str(fleet.racks[0]), "rack": f"rack {HOSTILE}",
         "schedule_id": str(schedule.id), "schedule": f"sched {HOSTILE}",
         "operation_type": "POWER_ON", "description": event["task"]["description"],
-        "status": "failed", "message": "simulated failure",
+        "operation_name": "power_on", "operation_text": "power on", "status": "failed", "message": "simulated failure",
     }  # fmt: skip
     assert event["at"] == failed_at.isoformat().replace("+00:00", "Z")
     text = event["text"]

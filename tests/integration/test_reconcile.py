@@ -142,9 +142,9 @@ def test_components_scope_round_trip(repo: Repo) -> None:
 @pytest.mark.parametrize(
     ("before", "after", "reason", "code"),
     [
-        ({"operation": "{power_on: {}}"}, {"operation": "{power_off: {}}"}, "operation changed: Power On -> Power Off", "operation_changed"),
-        ({"operation": "{power_off: {}}"}, {"operation": "{power_off: {forced: true}}"}, "operation changed: Power Off -> Power Off (forced)", "operation_changed"),
-        ({"operation": "{upgrade_firmware: {target_version: '1'}}"}, {"operation": "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"}, "operation parameters changed", "operation_parameters_changed"),
+        ({"operation": "{power_on: {}}"}, {"operation": "{power_off: {}}"}, "operation changed: power on -> power off", "operation_changed"),
+        ({"operation": "{power_off: {}}"}, {"operation": "{power_off: {forced: true}}"}, "operation changed: power off -> power off (forced)", "operation_changed"),
+        ({"operation": "{upgrade_firmware: {target_version: '1'}}"}, {"operation": "{upgrade_firmware: {target_version: '1', sub_targets: [bmc]}}"}, "operation parameters changed: upgrade firmware to 1 -> upgrade firmware to 1 (bmc)", "operation_parameters_changed"),
     ],
     ids=["kind", "forced", "parameters"],
 )  # fmt: skip
@@ -294,7 +294,7 @@ def test_a_plan_saved_as_format_1_4_still_applies(repo: Repo, tmp_path: Path) ->
     applied = repo.cli("apply", str(saved), "--auto-approve")
     assert applied.exit_code == 0, applied.output
     assert (
-        '# schedule "a" must be replaced (operation changed: Power On -> Power Off)'
+        '# schedule "a" must be replaced (operation changed: power on -> power off)'
         in applied.output
     )
     assert '# schedule "b" will be destroyed (no longer declared)' in applied.output

@@ -73,7 +73,10 @@ def test_from_the_store_it_fires_from_the_stored_next_run(store_url: str) -> Non
     assert run("apply", FLEET, "--auto-approve", url=store_url).exit_code == 0
     text = run("upcoming", "--window", "168h", "--rack", "rack-a01", url=store_url)
     assert text.exit_code == 0, text.output
-    assert "nightly-compute-firmware" in text.output and "upgrade_firmware" in text.output
+    assert (
+        "nightly-compute-firmware" in text.output
+        and "upgrade firmware to 2.3.1 (bios, bmc)" in text.output
+    )
     data = json.loads(run("upcoming", "--window", "168h", "--format", "json", url=store_url).output)
     assert data["source"] == "store"
     racks = {f["rack"] for f in data["firings"] if f["schedule"] == "nightly-compute-firmware"}

@@ -62,7 +62,9 @@ _VALIDATOR = jsonschema.Draft202012Validator(
 def _task(name: str, status: str) -> TaskRef:
     return TaskRef(
         id=uuid.UUID(int=1), rack_id=uuid.UUID(int=2), rack=name, schedule_id=uuid.UUID(int=3),
-        schedule=name, operation_type="POWER_ON", description=f"{name} — 2026-06-01T12:00:00Z",
+        schedule=name, operation_type="UPGRADE_FIRMWARE",
+        description=f"{name} — 2026-06-01T12:00:00Z", operation_name="upgrade_firmware",
+        operation_text=f"upgrade firmware to {name}",
         status=status, message=f"controller said {name}",
     )  # fmt: skip
 

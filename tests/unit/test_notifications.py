@@ -82,8 +82,8 @@ def test_every_failure_event_has_a_reason() -> None:
 def test_texts() -> None:
     texts = {k: n.text for k, n in every_kind("rack-a01").items()}
     assert texts[EventKind.TASK_FAILED] == (
-        "*rackcron: task failed* (failed): POWER\u200b_\u200bON on rack rack-a01, schedule"
-        " rack-a01: controller said rack-a01"
+        "*rackcron: task failed* (failed): upgrade firmware to rack-a01, rack rack-a01,"
+        " schedule rack-a01: controller said rack-a01"
     )
     assert texts[EventKind.FIRING_SKIPPED] == (
         "*rackcron: firing skipped*: schedule rack-a01, due 2026-06-01T12:00:00Z, fired no"
@@ -127,7 +127,8 @@ def test_a_task_whose_rack_and_schedule_are_gone() -> None:
     at = datetime(2026, 6, 1, 12, 0, 5, tzinfo=UTC)
     gone = TaskRef(
         id=uuid.UUID(int=1), rack_id=uuid.UUID(int=2), rack=None, schedule_id=None,
-        schedule=None, operation_type="POWER_ON", description="", status="failed",
+        schedule=None, operation_type="POWER_ON", description="", operation_name="power_on",
+        operation_text="power on", status="failed",
         message="rack gone",
     )  # fmt: skip
     notification = task_failed(gone, FailureReason.RACK_GONE, at=at)

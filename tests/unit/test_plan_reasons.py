@@ -244,12 +244,12 @@ def test_every_code_is_made_by_some_scenario() -> None:
     assert reasons == set(REASON_CODES) and warnings == set(WARNING_CODES)
 
 
-def test_the_replace_reasons_for_people_are_unchanged() -> None:
+def test_the_replace_reasons_for_people_name_the_operations_as_every_view_does() -> None:
     reasons = {name: SCENARIOS[name][0]()["changes"][0]["reason"] for name in
                ("operation", "parameters", "fired-one-time", "schedule-gone")}  # fmt: skip
     assert reasons == {
-        "operation": "operation changed: Power On -> Power Off",
-        "parameters": "operation parameters changed",
+        "operation": "operation changed: power on -> power off",
+        "parameters": "operation parameters changed: upgrade firmware to 1 -> upgrade firmware to 1 (bmc)",
         "fired-one-time": "the one-time schedule has fired; a new instant needs a new schedule",
         "schedule-gone": "no longer declared",
     }

@@ -28,7 +28,7 @@ from rackcron.domain.models import (
     TargetSpec,
     UpgradeFirmware,
 )
-from rackcron.domain.operation_names import describe, operation_type
+from rackcron.domain.operation_names import describe, operation_type, spoken
 from rackcron.domain.templates import task_operation_text, to_template
 from rackcron.errors import FailedPrecondition, InvalidArgument
 
@@ -280,3 +280,59 @@ def test_firmware_information_must_be_an_object() -> None:
 )  # fmt: skip
 def test_task_operation_text(operation: Any, text: str) -> None:
     assert task_operation_text(to_template(operation)) == text
+
+
+# docs/spec/SEMANTICS.md "Operation names": every operation a tree declares, each
+# parameter that shows, and the codes only a Flow client writes.
+@pytest.mark.parametrize(
+    ("operation", "said"),
+    [
+        (PowerOn(), "power on"),
+        (PowerOn(queue_options=QueueOptions(queue_timeout_seconds=20)), "power on"),
+        (PowerOn(override_readiness_check=True), "power on (readiness check overridden)"),
+        (PowerOff(), "power off"),
+        (PowerOff(forced=True), "power off (forced)"),
+        (PowerReset(forced=False), "power reset"),
+        (PowerReset(forced=True), "power reset (forced)"),
+        (BringUp(), "bring up"),
+        (Ingest(), "ingest"),
+        (UpgradeFirmware(), "upgrade firmware"),
+        (UpgradeFirmware(target_version="2.3.1", sub_targets=["bios", "bmc"],
+                         start_time=START, end_time=END),
+         "upgrade firmware to 2.3.1 (bios, bmc)"),
+        (UpgradeFirmware(target_version="31.2.0", override_version_check=True),
+         "upgrade firmware to 31.2.0 (version check overridden)"),
+    ],
+)  # fmt: skip
+def test_every_view_names_an_operation_by_its_tree_name_in_words(operation: Any, said: str) -> None:
+    template = to_template(operation)
+    assert spoken(template) == said
+    assert said.startswith(operation.kind.replace("_", " "))
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    schedule = Schedule(
+        id=uuid.uuid4(), name="s", spec_type=SpecType.INTERVAL, spec="1h", timezone="",
+        template=template, overlap_policy=OverlapPolicy.SKIP, enabled=True,
+        next_run_at=None, last_run_at=None, created_at=now, updated_at=now,
+    )  # fmt: skip
+    assert schedule.operation_text == said
+    assert "operation_text" not in schedule.model_dump()  # the wire's fields are unchanged
+
+
+@pytest.mark.parametrize(
+    ("kind", "code", "said"),
+    [
+        ("power_control", "warm_reset", "power reset"),
+        ("power_control", "cold_reset", "power reset (forced)"),
+        ("power_control", "force_power_on", "power on (forced)"),
+        ("power_control", "hibernate", "power control hibernate"),
+        ("firmware_control", "rollback", "rollback firmware"),
+        ("firmware_control", "flash_all", "firmware control flash all"),
+        ("custom_thing", "do_it", "custom thing do it"),
+    ],
+)
+def test_codes_only_a_flow_client_writes_are_named_too(kind: str, code: str, said: str) -> None:
+    assert spoken(OperationTemplate(type=kind, code=code)) == said
+
+
+def test_no_template_has_no_name() -> None:
+    assert spoken(None) == ""
