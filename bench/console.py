@@ -9,7 +9,7 @@ as the best of ``--repeat`` runs:
   per firing on a rack over the window (the bars, written with ``str.join``): reading
   the fleet and writing its firings, nothing more;
 * upcoming: the firings computed (``rackcron.domain.upcoming.upcoming``), conflicts marked;
-* page: ``GET /?window=24h`` (and ``7d``) through the console's WSGI application, in
+* page: ``GET /timeline?window=24h`` (and ``7d``) through the console's WSGI application, in
   process: read, compute, lay out, render HTML with Jinja2;
 
 printed as seconds, the page's ratio to the floor, its size in bytes, and the ratio of
@@ -93,7 +93,7 @@ def _best(repeat: int, run: Callable[[], object]) -> tuple[float, object]:
 
 
 def _page(app: Callable[..., object], query: str) -> bytes:
-    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": query,
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/timeline", "QUERY_STRING": query,
                "wsgi.input": io.BytesIO(b"")}  # fmt: skip
     status: list[str] = []
     body = b"".join(app(environ, lambda s, h: status.append(s)))  # type: ignore[operator]

@@ -444,7 +444,7 @@ def console_stages(url: str) -> list[dict[str, Any]]:
 def measure_console(url: str) -> list[dict[str, Any]]:
     """Best of two, each: the floor (the fleet read, then a line of text per bar),
     ``upcoming`` over 24 h (the fleet read, the firings, the conflict sweep), and the
-    timeline page (``GET /?window=24h`` through the console's WSGI application). The
+    timeline page (``GET /timeline?window=24h`` through the console's WSGI application). The
     peak RSS is this process's, after the page."""
     service = Service.open(url)
     now = datetime.now(UTC)
@@ -458,7 +458,7 @@ def measure_console(url: str) -> list[dict[str, Any]]:
         return "\n".join(f"{r} {s} {a} {e}" for r, s, a, e in bars)
 
     def page() -> bytes:
-        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": "window=24h",
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/timeline", "QUERY_STRING": "window=24h",
                    "wsgi.input": io.BytesIO(b"")}  # fmt: skip
         status: list[str] = []
         body = b"".join(app(environ, lambda s, h: status.append(s)))

@@ -493,22 +493,48 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
     show_default=True,
     help="text: a table; json: the versioned document (format_version, entries).",
 )
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(["apply", "action", "failure", "miss"]),
+    multiple=True,
+    help="Only these (repeat it): apply, action (a change outside an apply), failure (a"
+    " task that failed or was terminated), miss (a firing not fired). Default: all.",
+)
+@click.option(
+    "--schedule",
+    metavar="NAME|ID",
+    help="Only what happened to this schedule: its changes outside an apply, its failed"
+    " tasks, its missed firings (an id also finds a deleted schedule's).",
+)
 @database_option
-def history(limit: int, fmt: str, database_url: str | None) -> None:
-    """Show what changed the store, newest first: each apply (when, by whom, from which
-    git revision, what changed) and each change made outside an apply (a schedule
+def history(
+    limit: int, fmt: str, kinds: tuple[str, ...], schedule: str | None, database_url: str | None
+) -> None:
+    """Show what happened to the store, newest first: each apply (when, by whom, from
+    which git revision, what changed), each change made outside an apply (a schedule
     created, updated, paused, resumed, deleted or triggered, its scope changed, a task
     cancelled, a roll-out paused, resumed or aborted, the apply lock broken: when,
-    who, on what, and why).
+    who, on what, and why), each task that failed or was terminated (its rack, schedule
+    and message) and each firing the dispatcher did not fire (past its starting
+    deadline, held by a freeze: once per freeze window, or kept back by its roll-out).
 
     Example: rackcron history --limit 5
 
+    Example: rackcron history --kind failure --kind miss --schedule burn-in-power-cycle
+
     Example: rackcron history --format json --limit 0
     """
-    from rackcron.history import HEADERS, document, rows
+    from rackcron.cli._names import resolve_schedule
+    from rackcron.domain.names import as_uuid
+    from rackcron.history import HEADERS, KINDS, document, rows
 
     with cli_errors():
-        entries = open_service(database_url).history(limit)
+        service = open_service(database_url)
+        schedule_id = None
+        if schedule is not None:
+            schedule_id = as_uuid(schedule) or resolve_schedule(service, schedule).id
+        entries = service.history(limit, kinds=kinds or KINDS, schedule_id=schedule_id)
     data = document(entries)
     if fmt == "json":
         echo_json(data)

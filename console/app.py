@@ -1,6 +1,7 @@
 """The console's WSGI application: read-only pages over the service, rendered server-side.
 
-Routes (GET unless said): ``/`` the timeline, ``/schedules`` and ``/schedules/<id>``,
+Routes (GET unless said): ``/`` the overview (failures first; ``/?window=...``, an old
+link to the timeline, redirects there), ``/timeline``, ``/schedules`` and ``/schedules/<id>``,
 ``/tasks`` (``?fragment=rows`` for the live refresh), ``/history``, ``/login`` (GET, POST),
 ``/logout`` (POST), ``/static/<file>``. Anything that is not a page (``/metrics``,
 ``/healthz``, ...) goes to ``fallback``, behind the same gate.
@@ -28,18 +29,18 @@ from typing import Any, Literal
 import jinja2
 from markupsafe import Markup
 
-from rackcron.console import rollout_view, timeline
+from rackcron.console import overview, rollout_view, schedule_list, timeline
 from rackcron.console.auth import Gate, Throttled
 from rackcron.console.spec_words import spec_words
 from rackcron.domain import escape, timing
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import Schedule
-from rackcron.domain.names import AmbiguousName, Candidate, rack_candidate, resolve
+from rackcron.domain.names import AmbiguousName, Candidate, as_uuid, rack_candidate, resolve
 from rackcron.domain.operation_names import spoken_name
 from rackcron.domain.rollouts import RolloutState
 from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
-from rackcron.history import HEADERS, document, rows
+from rackcron.history import HEADERS, KINDS, document, rows
 from rackcron.logs import event
 from rackcron.service.roles import ReadModel
 
@@ -52,6 +53,8 @@ WSGIApp = Callable[[dict[str, Any], Start], Iterable[bytes]]
 #: The timeline's windows a link switches between; ``?hours=N`` (1 to 744) for another.
 WINDOWS = {"24h": 24, "7d": 168}
 MAX_HOURS = 744
+#: The timeline's parameters: ``/`` with one of them is an old link to the timeline.
+_TIMELINE_PARAMS = frozenset({"window", "hours", "start", "by"})
 NEXT_FIRES = 10
 TASK_PAGE = 100
 HISTORY_PAGE = 100
@@ -264,6 +267,13 @@ class _Console:
 
     # --- pages --------------------------------------------------------------------------
 
+    def overview(self, params: Mapping[str, str]) -> _Response:
+        if params.keys() & _TIMELINE_PARAMS:  # a link from before the timeline moved
+            return _redirect("/timeline?" + urllib.parse.urlencode(params))
+        with self.service.transaction(write=False) as ops:
+            view = overview.read(ops)
+        return self._render("overview.html", title="Overview", view=view)
+
     def timeline(self, params: Mapping[str, str]) -> _Response:
         now = self.clock()
         window = params.get("window", "24h")
@@ -303,20 +313,43 @@ class _Console:
         )
 
     def schedules(self, params: Mapping[str, str]) -> _Response:
+        sort = params.get("sort", "name")
+        if sort not in schedule_list.SORTS:
+            raise InvalidArgument(f"sort: one of {', '.join(schedule_list.SORTS)}, not {sort!r}")
+        number = _int(params.get("page", "1"), "page", 1, 1_000_000)
+        wanted = _Filters.of(params)
         with self.service.transaction(write=False) as ops:
-            schedules = sorted(ops.schedules.list_schedules().items, key=lambda s: s.name)
+            schedules = ops.schedules.list_schedules().items
             scopes = ops.scopes.scopes_by_schedule()
             racks = {r.id: r.name for r in ops.inventory.list_racks()}
-        wanted = _Filters.of(params)
-        listed = []
-        for s in schedules:
-            names = sorted(racks.get(sc.rack_id, str(sc.rack_id)) for sc in scopes.get(s.id, []))
-            if wanted.keeps(s, names):
-                listed.append((s, names, _state(s)))
+            named = {}
+            for s in schedules:
+                names = sorted(
+                    racks.get(sc.rack_id, str(sc.rack_id)) for sc in scopes.get(s.id, [])
+                )
+                if wanted.keeps(s, names):
+                    named[s.id] = names
+            kept = [s for s in schedules if s.id in named]
+            every = sort in schedule_list.NEEDS_RESULTS
+            results = ops.tasks.last_results([s.id for s in kept]) if every else {}
+            page = schedule_list.page_of(schedule_list.order(kept, sort, results), number)
+            if not every:
+                results = ops.tasks.last_results([s.id for s in page.items])
+        shown = schedule_list.RACKS_SHOWN
+        rows = [
+            (s, named[s.id][:shown], len(named[s.id]) - shown, _state(s), results.get(s.id))
+            for s in page.items
+        ]
+        query = {k: v for k, v in params.items() if k != "page" and v}
         return self._render(
             "schedules.html",
             title="Schedules",
-            listed=listed,
+            rows=rows,
+            kept=len(kept),
+            page=page,
+            sort=sort,
+            sorts=schedule_list.SORTS,
+            query=urllib.parse.urlencode(query),
             filters=wanted,
             total=len(schedules),
             words=spec_words,
@@ -409,12 +442,33 @@ class _Console:
         return self._render("tasks.html", title="Tasks", query=query, **context)
 
     def history(self, params: Mapping[str, str]) -> _Response:
-        data = document(self.service.history(limit=HISTORY_PAGE))
-        return self._render("history.html", title="History", headers=HEADERS, rows=rows(data))
+        kind, schedule = params.get("kind", ""), params.get("schedule", "")
+        if kind and kind not in KINDS:
+            raise InvalidArgument(f"kind: one of {', '.join(KINDS)}, not {kind!r}")
+        schedule_id = as_uuid(schedule) if schedule else None
+        if schedule and schedule_id is None:  # a name: of a schedule the store has now
+            with self.service.transaction(write=False) as ops:
+                listed = ops.schedules.list_schedules().items
+            schedule_id = _named(schedule, (Candidate(s.id, s.name) for s in listed), "schedule")
+        entries = self.service.history(
+            limit=HISTORY_PAGE, kinds=(kind,) if kind else KINDS, schedule_id=schedule_id
+        )
+        data = document(entries)
+        return self._render(
+            "history.html",
+            title="History",
+            headers=HEADERS,
+            rows=list(zip((e["type"] for e in data["entries"]), rows(data), strict=True)),
+            kinds=KINDS,
+            kind=kind,
+            schedule=schedule,
+            page=HISTORY_PAGE,
+        )
 
 
 _PAGES: dict[str, Callable[[_Console, Mapping[str, str]], _Response]] = {
-    "/": _Console.timeline,
+    "/": _Console.overview,
+    "/timeline": _Console.timeline,
     "/schedules": _Console.schedules,
     "/tasks": _Console.tasks,
     "/rollouts": _Console.rollouts,

@@ -44,7 +44,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rackcron.domain.models import ApplyRecord, RolloutRecord, Schedule, ScopeUpdate, Task
+from rackcron.domain.models import RolloutRecord, Schedule, ScopeUpdate, Task
 from rackcron.domain.text import MAX_LENGTH, check_line
 from rackcron.errors import InvalidArgument
 
@@ -65,7 +65,6 @@ __all__ = [
     "created",
     "local_actor",
     "lock_broken",
-    "newest_first",
     "paused",
     "rollout_change",
     "schedule_change",
@@ -403,19 +402,3 @@ class ActionRecord(BaseModel):
     claimed: str | None
     reason: str | None
     detail: dict[str, Any]
-
-
-def _when(entry: ApplyRecord | ActionRecord) -> tuple[datetime, bool, int]:
-    if isinstance(entry, ActionRecord):
-        return entry.at, True, entry.id
-    return entry.applied_at, False, entry.id
-
-
-def newest_first(
-    applies: Iterable[ApplyRecord], actions: Iterable[ActionRecord], limit: int = 0
-) -> list[ApplyRecord | ActionRecord]:
-    """Applies and actions merged, newest first (``limit`` 0: all); at the same instant an
-    action comes before an apply, and a later record (higher id) before an earlier one."""
-    entries: list[ApplyRecord | ActionRecord] = [*applies, *actions]
-    entries.sort(key=_when, reverse=True)
-    return entries[:limit] if limit else entries

@@ -54,6 +54,7 @@ __all__ = [
     "Management",
     "Miss",
     "MissReason",
+    "MissedFiring",
     "NVLDomain",
     "NVLDomainTarget",
     "Operation",
@@ -73,6 +74,7 @@ __all__ = [
     "SpecType",
     "TargetSpec",
     "Task",
+    "TaskFailure",
     "TaskStatus",
     "UpgradeFirmware",
     "check_labels",
@@ -806,6 +808,34 @@ class ApplyRecord(_Model):
     peer: str | None = None
     #: The repository (``--owner``) that applied it; None before migration 0024.
     owner: str | None = None
+
+
+class MissedFiring(_Model):
+    """A firing the dispatcher did not fire, as History keeps it (each, not only the last:
+    :class:`Miss`); ``schedule_name`` as it was then."""
+
+    id: int
+    schedule_id: uuid.UUID
+    schedule_name: str
+    due_at: datetime
+    at: datetime
+    lateness_seconds: float
+    reason: MissReason
+    detail: str | None = None
+
+
+class TaskFailure(_Model):
+    """A task that ended failed or terminated, with its rack's and schedule's names as the
+    store has them now (None: gone from the inventory, no schedule, or deleted)."""
+
+    task: Task
+    rack: str | None
+    schedule: str | None
+
+    @property
+    def at(self) -> datetime:
+        """When it ended (a failed task always has ``finished_at``; else when last told)."""
+        return self.task.finished_at or self.task.updated_at
 
 
 class SyncState(_Model):

@@ -64,6 +64,7 @@ from rackcron.service._applies import ApplyLocked, ApplyOps, lock_holder
 from rackcron.service._audit import AuditOps
 from rackcron.service._base import parse_id
 from rackcron.service._delivery import DeliveryOps, DueCall, Recorded, Update, Written, followed
+from rackcron.service._failures import FailureOps
 from rackcron.service._firing import (
     DEFAULT_LEASE,
     Batch,
@@ -154,6 +155,7 @@ class Operations:
     inventory: InventoryOps
     names: NameOps
     applies: ApplyOps
+    failures: FailureOps
     audit: AuditOps
     retention: RetentionOps
 
@@ -170,7 +172,8 @@ class Operations:
         self.inventory = InventoryOps(work)
         self.names = NameOps(work)
         self.applies = ApplyOps(work)
-        self.audit = AuditOps(work, self.schedules, self.applies)
+        self.failures = FailureOps(work, self.tasks)
+        self.audit = AuditOps(work, self.schedules, self.applies, self.failures)
         self.retention = RetentionOps(work)
 
     @property

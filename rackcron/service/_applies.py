@@ -170,6 +170,17 @@ class ApplyOps:
         found = self._applies(query.order_by(apply_log.c.id.desc()).limit(1))
         return found[0] if found else None
 
+    def owners(self, limit: int) -> list[str]:
+        """The owners whose applies the log records, by name, at most ``limit``."""
+        query = (
+            sa.select(apply_log.c.owner)
+            .where(apply_log.c.owner.is_not(None))
+            .distinct()
+            .order_by(apply_log.c.owner)
+            .limit(limit)
+        )
+        return list(self.work.conn.execute(query).scalars())
+
     def record_sync(self, state: SyncState) -> None:
         """Keep ``state`` as its repository's latest sync round (the one before is gone).
 

@@ -8,6 +8,7 @@ outside an apply (docs/spec/SEMANTICS.md "Audit trail").
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,16 +23,17 @@ from rackcron.audit import (
     bounded,
     checked,
     local_actor,
-    newest_first,
 )
-from rackcron.domain.models import ApplyRecord, Schedule, Scope
+from rackcron.domain.models import Schedule, Scope
 from rackcron.errors import InvalidArgument, NotFound
+from rackcron.history import KINDS, Entry, newest_first
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
+from rackcron.service._failures import FailureOps
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._work import UnitOfWork
 from rackcron.status import DRIFT_LISTED, OWNERS_LISTED, Status
-from rackcron.store.tables import apply_log, audit_log, task, task_schedule, task_schedule_scope
+from rackcron.store.tables import audit_log, task, task_schedule, task_schedule_scope
 
 __all__ = ["MAX_DRIFT_READ", "AuditOps"]
 
@@ -70,6 +72,7 @@ class AuditOps:
     work: UnitOfWork
     schedules: ScheduleOps
     applies: ApplyOps
+    failures: FailureOps
 
     def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None:
         """Append ``change``, made as ``audit`` says (None: by the local OS user, with no
@@ -99,9 +102,16 @@ class AuditOps:
             )
         )
 
-    def list_actions(self, limit: int = 20) -> list[ActionRecord]:
-        """The audit trail, newest first (``limit`` 0: all)."""
+    def list_actions(
+        self, limit: int = 20, *, schedule_id: uuid.UUID | None = None
+    ) -> list[ActionRecord]:
+        """The audit trail, newest first (``limit`` 0: all); the changes of one schedule
+        alone when ``schedule_id`` is given."""
         query = sa.select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc())
+        if schedule_id is not None:
+            query = query.where(
+                audit_log.c.object_kind == "schedule", audit_log.c.object_id == str(schedule_id)
+            )
         if limit:
             query = query.limit(limit)
         return [_record(r) for r in self.work.conn.execute(query)]
@@ -135,19 +145,31 @@ class AuditOps:
             for c in self.schedule_changes_since(since, MAX_DRIFT_READ)
             if c.object_id in owned or (c.action == "delete" and c.detail.get("owner") == owner)
         ]
-        owners = self.work.conn.execute(
-            sa.select(apply_log.c.owner)
-            .where(apply_log.c.owner.is_not(None))
-            .distinct()
-            .order_by(apply_log.c.owner)
-            .limit(OWNERS_LISTED)
-        ).scalars()
+        owners = self.applies.owners(OWNERS_LISTED)
         return Status(owner, applied, self.applies.sync_state(owner), changes[:DRIFT_LISTED],
                       len(changes), tuple(owners))  # fmt: skip
 
-    def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]:
-        """Applies and the audit trail together, newest first (``limit`` 0: all)."""
-        return newest_first(self.applies.list_applies(limit), self.list_actions(limit), limit)
+    def history(
+        self,
+        limit: int = 20,
+        *,
+        kinds: Collection[str] = KINDS,
+        schedule_id: uuid.UUID | None = None,
+    ) -> list[Entry]:
+        """Applies, the audit trail, failed tasks and missed firings (those of ``kinds``:
+        ``rackcron.history.KINDS``) together, newest first (``limit`` 0: all); of one
+        schedule alone when ``schedule_id`` is given (its actions, failures and misses:
+        an apply is of a whole tree)."""
+        entries: list[Entry] = []
+        if "apply" in kinds and schedule_id is None:
+            entries += self.applies.list_applies(limit)
+        if "action" in kinds:
+            entries += self.list_actions(limit, schedule_id=schedule_id)
+        if "failure" in kinds:
+            entries += self.failures.failures(limit, schedule_id=schedule_id)
+        if "miss" in kinds:
+            entries += self.failures.misses(limit, schedule_id=schedule_id)
+        return newest_first(entries, limit)
 
     def peek_schedule(self, schedule_id: uuid.UUID | str) -> Schedule | None:
         """The schedule, its row locked, before a change that records what it changed;

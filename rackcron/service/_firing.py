@@ -78,6 +78,7 @@ from rackcron.service._work import UnitOfWork
 from rackcron.store.bulk import among, insert_rows, update_rows
 from rackcron.store.tables import (
     firing,
+    missed_firing,
     task,
     task_schedule,
     task_schedule_scope,
@@ -107,6 +108,9 @@ DEFAULT_LEASE = 30.0
 #: The last miss's columns a missed firing writes, beside ``last_miss_at``.
 _MISS_COLUMNS = ("last_miss_lateness_ms", "last_miss_reason", "last_miss_detail")
 
+
+#: The columns of a kept miss that differ from miss to miss, in insert order.
+_MISSED_COLUMNS = ("schedule_id", "schedule_name", "due_at", "lateness_ms", "reason", "detail")
 
 #: The columns of a recorded firing's row that differ from firing to firing, in insert order.
 _FIRING_COLUMNS = (
@@ -636,6 +640,7 @@ class FiringOps:
             misses,
             same={"updated_at": self.work.now, "last_miss_at": self.work.now},
         )
+        self._record_misses(missed)
         self._record([f for f in firings if f.id is not None], lease)
         for index, schedule in rolling:
             firing = firings[index]
@@ -645,6 +650,24 @@ class FiringOps:
             )
             firings[index] = replace(firing, rollout_id=recorded)
         return Claim(firings, unfireable, missed)
+
+    def _record_misses(self, missed: Sequence[Missed]) -> None:
+        """Keep each miss for History (a freeze's repeated holds of a schedule once)."""
+        rows = [
+            (
+                m.schedule_id,
+                m.name,
+                m.due,
+                round(m.lateness_seconds * 1000),
+                m.reason.value,
+                m.detail,
+            )
+            for m in missed
+            if not m.repeated
+        ]
+        insert_rows(
+            self.work.conn, missed_firing, _MISSED_COLUMNS, rows, same={"at": self.work.now}
+        )
 
     def _record(self, firings: Sequence[Firing], lease: float) -> None:
         """Write down what these firings will submit (phase 1's record): one row each."""

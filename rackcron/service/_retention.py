@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -32,7 +33,14 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from rackcron.domain.lifecycle import FINAL_STATUSES, status_values
 from rackcron.domain.retention import MAX_BATCH, cutoff
 from rackcron.service._work import UnitOfWork
-from rackcron.store.tables import firing, rollout, rollout_scope, task, task_schedule_scope
+from rackcron.store.tables import (
+    firing,
+    missed_firing,
+    rollout,
+    rollout_scope,
+    task,
+    task_schedule_scope,
+)
 
 __all__ = ["RetentionOps"]
 
@@ -98,8 +106,9 @@ class RetentionOps:
         return self.work.conn.execute(task.delete().where(self._among(task.c.id, doomed))).rowcount
 
     def prune_firings(self, retention: timedelta, *, limit: int = MAX_BATCH) -> int:
-        """Delete up to ``limit`` firing records, and up to ``limit`` roll-outs, that
-        finished more than ``retention`` ago (their scopes with them), oldest first;
+        """Delete up to ``limit`` firing records, up to ``limit`` roll-outs, that
+        finished more than ``retention`` ago (their scopes with them), and up to ``limit``
+        missed firings decided as long ago, oldest first;
         returns how many were deleted. An open firing or unfinished roll-out is never
         deleted: it still owes tasks.
 
@@ -107,32 +116,40 @@ class RetentionOps:
         """
         if not 1 <= limit <= MAX_BATCH:
             raise ValueError(f"limit must be from 1 to {MAX_BATCH}, got {limit}")
-        oldest = (
-            sa.select(firing.c.id)
-            .where(firing.c.finished_at < cutoff(self.work.now, retention))
-            .order_by(firing.c.finished_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        ids = list(self.work.conn.execute(oldest).scalars())
         deleted = 0
+        ids = self._oldest(firing.c.id, firing.c.finished_at, retention, limit)
         if ids:
             where = self._among(firing.c.id, ids)
             deleted += self.work.conn.execute(firing.delete().where(where)).rowcount
-        oldest = (
-            sa.select(rollout.c.id)
-            .where(rollout.c.finished_at < cutoff(self.work.now, retention))
-            .order_by(rollout.c.finished_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        ids = list(self.work.conn.execute(oldest).scalars())
+        ids = self._oldest(rollout.c.id, rollout.c.finished_at, retention, limit)
         if ids:
             scopes = self._among(rollout_scope.c.rollout_id, ids)
             self.work.conn.execute(rollout_scope.delete().where(scopes))
             where = self._among(rollout.c.id, ids)
             deleted += self.work.conn.execute(rollout.delete().where(where)).rowcount
+        ids = self._oldest(missed_firing.c.id, missed_firing.c.at, retention, limit)
+        if ids:
+            where = missed_firing.c.id.in_(ids)
+            deleted += self.work.conn.execute(missed_firing.delete().where(where)).rowcount
         return deleted
+
+    def _oldest(
+        self,
+        key: sa.ColumnElement[Any],
+        ended: sa.ColumnElement[Any],
+        retention: timedelta,
+        limit: int,
+    ) -> list[Any]:
+        """The keys of up to ``limit`` rows that ended (``ended``) more than ``retention``
+        ago, oldest first, locked (rows another replica has locked are left to it)."""
+        oldest = (
+            sa.select(key)
+            .where(ended < cutoff(self.work.now, retention))
+            .order_by(ended)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list(self.work.conn.execute(oldest).scalars())
 
     def _unset_last_tasks(self, ids: list[uuid.UUID]) -> set[uuid.UUID]:
         """Unset the ``last_task_id`` of the scopes pointing at these tasks whose rows can be

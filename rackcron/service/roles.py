@@ -37,7 +37,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, overload
 
-from rackcron.audit import ActionRecord, Audit, AuditedChange
+from rackcron.audit import Audit, AuditedChange
 from rackcron.domain.commands import CreateSchedule
 from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.models import (
@@ -45,6 +45,7 @@ from rackcron.domain.models import (
     Component,
     Freeze,
     Management,
+    MissedFiring,
     NVLDomain,
     Operation,
     Page,
@@ -59,10 +60,14 @@ from rackcron.domain.models import (
     SyncState,
     TargetSpec,
     Task,
+    TaskFailure,
 )
+from rackcron.domain.results import LastResult
 from rackcron.domain.upcoming import FleetView
 from rackcron.errors import StoreError
+from rackcron.history import KINDS, Entry
 from rackcron.service._delivery import DueCall, Recorded, Update, Written, followed
+from rackcron.service._failures import FleetCounts
 from rackcron.service._firing import (
     DEFAULT_LEASE,
     Batch,
@@ -76,6 +81,7 @@ from rackcron.service._inventory import RackView
 from rackcron.service._names import LOOKALIKE_KINDS, Lookalikes, warn_lookalike
 from rackcron.service._rollouts import Advanced
 from rackcron.service._schedules import MetricsSchedule, MetricsSchedules
+from rackcron.status import Status
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -93,8 +99,10 @@ __all__ = [
     "DueCall",
     "ExtrasStore",
     "ExtrasWork",
+    "FailureReads",
     "FireResult",
     "FiringStore",
+    "FleetCounts",
     "FreezeCommands",
     "FreezeReads",
     "FreezeScopeCheck",
@@ -120,7 +128,9 @@ __all__ = [
     "ScopeOutcome",
     "ScopeReads",
     "ShimStore",
+    "StatusReads",
     "TaskPages",
+    "TaskReads",
     "Unfireable",
     "Update",
     "Written",
@@ -338,6 +348,36 @@ class ApplyReads(Protocol):
 
     def sync_state(self, owner: str) -> SyncState | None: ...
 
+    def owners(self, limit: int) -> list[str]: ...
+
+
+class TaskReads(TaskPages, Protocol):
+    """Tasks, read: pages of them, and schedules' last results."""
+
+    def last_results(
+        self, schedule_ids: Collection[uuid.UUID] | None = None
+    ) -> dict[uuid.UUID, LastResult]: ...
+
+
+class FailureReads(Protocol):
+    """What went wrong, newest first, and the fleet's counts (``rackcron.service._failures``)."""
+
+    def failures(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None
+    ) -> list[TaskFailure]: ...
+
+    def misses(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[MissedFiring]: ...
+
+    def counts(self, since: datetime) -> FleetCounts: ...
+
+    def failing(self, limit: int) -> tuple[list[tuple[Schedule, LastResult]], int]: ...
+
+
+class StatusReads(Protocol):
+    """Whether the store is in step with Git, for one repository (``rackcron.status``)."""
+
+    def status(self, owner: str) -> Status: ...
+
 
 class RolloutReads(Protocol):
     """Which schedules have an unfinished roll-out; the roll-outs running."""
@@ -359,7 +399,7 @@ class RolloutReads(Protocol):
 
 class Reads(Protocol):
     """What one read-only unit of work reads: schedules with their scopes, tasks, the
-    inventory, freezes, roll-outs and the apply log."""
+    inventory, freezes, roll-outs, the apply log, failures and sync status."""
 
     @property
     def now(self) -> datetime: ...
@@ -368,7 +408,7 @@ class Reads(Protocol):
     @property
     def scopes(self) -> ScopeReads: ...
     @property
-    def tasks(self) -> TaskPages: ...
+    def tasks(self) -> TaskReads: ...
     @property
     def inventory(self) -> InventoryReads: ...
     @property
@@ -377,6 +417,10 @@ class Reads(Protocol):
     def applies(self) -> ApplyReads: ...
     @property
     def rollouts(self) -> RolloutReads: ...
+    @property
+    def failures(self) -> FailureReads: ...
+    @property
+    def audit(self) -> StatusReads: ...
 
 
 class ReadModel(Protocol):
@@ -385,7 +429,13 @@ class ReadModel(Protocol):
 
     def fleet_view(self) -> FleetView: ...
 
-    def history(self, limit: int = 20) -> list[ApplyRecord | ActionRecord]: ...
+    def history(
+        self,
+        limit: int = 20,
+        *,
+        kinds: Collection[str] = KINDS,
+        schedule_id: uuid.UUID | None = None,
+    ) -> list[Entry]: ...
 
     def transaction(self, *, write: bool = True) -> AbstractContextManager[Reads]: ...
 
@@ -560,8 +610,8 @@ class InventoryLookups(InventoryCommands, Protocol):
     def find_component(self, component_id: uuid.UUID) -> Component | None: ...
 
 
-class ActionRecords(Protocol):
-    """The audit trail, written."""
+class ActionRecords(StatusReads, Protocol):
+    """The audit trail, written (and, as every unit of work reads, the sync status)."""
 
     def record_action(self, audit: Audit | None, change: AuditedChange | None) -> None: ...
 

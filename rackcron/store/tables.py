@@ -24,12 +24,14 @@ from rackcron.domain.lifecycle import ACTIVE_STATUSES, status_values
 __all__ = [
     "ACTIVE_STATUS_VALUES",
     "ACTIVE_TASK",
+    "FAILED_TASK",
     "apply_lock",
     "apply_log",
     "audit_log",
     "component",
     "firing",
     "metadata",
+    "missed_firing",
     "nvl_domain",
     "nvl_domain_rack",
     "rack",
@@ -117,6 +119,8 @@ ACTIVE_STATUS_VALUES = status_values(ACTIVE_STATUSES)
 #: The condition of the partial index of active tasks, as SQL text: a query that states it
 #: in these words uses the index (SQLite proves implication only from the same terms).
 ACTIVE_TASK = sa.text("status IN (" + ", ".join(f"'{v}'" for v in ACTIVE_STATUS_VALUES) + ")")
+#: A task that ended without completing (the console's failures: History, the overview).
+FAILED_TASK = sa.text("status IN ('failed', 'terminated')")
 
 metadata = sa.MetaData(
     naming_convention={
@@ -316,6 +320,10 @@ task = sa.Table(
     ),
     # Task retention's oldest final tasks first (rackcron.domain.retention): only final tasks
     # have a finished time, and its `finished_at < cutoff` implies the index condition.
+    # The failures newest first (History, the overview): few among many completed tasks.
+    sa.Index(
+        "ix_task_failed", "finished_at", sqlite_where=FAILED_TASK, postgresql_where=FAILED_TASK
+    ),
     sa.Index(
         "ix_task_finished",
         "finished_at",
@@ -547,6 +555,25 @@ sync_state = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("detail", sa.Text, nullable=False),
     sa.Column("at", UTCDateTime, nullable=False),
+)
+
+# A firing the dispatcher decided not to fire (docs/spec/SEMANTICS.md "Starting deadline"):
+# past its deadline, held by a freeze (once per freeze window: a schedule held again by the
+# same window is not written again), or kept back by its unfinished roll-out. Written in
+# the claim's transaction; it outlives its schedule (no foreign key), and retention
+# prunes it with the firing records (0025).
+missed_firing = sa.Table(
+    "missed_firing",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("schedule_id", Uuid, nullable=False, index=True),
+    sa.Column("schedule_name", sa.String(255), nullable=False),
+    sa.Column("due_at", UTCDateTime, nullable=False),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("lateness_ms", sa.BigInteger, nullable=False),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Index("ix_missed_firing_at", "at", "id"),
 )
 
 # One row per change made outside an apply, written in the change's own transaction

@@ -602,7 +602,7 @@ def test_history_shows_applies_and_actions_newest_first(repo: Repo) -> None:
     result = repo.cli("history", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["format_version"] == "1.2"
+    assert data["format_version"] == "1.3"
     shown = [(e["type"], e.get("action"), e["id"]) for e in data["entries"]]
     assert shown == [("action", "trigger", 2), ("apply", None, 2), ("action", "pause", 1),
                      ("apply", None, 1)]  # fmt: skip

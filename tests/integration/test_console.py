@@ -80,7 +80,7 @@ def _rows(page: Page) -> dict[str, set[str]]:
 def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
     console, fleet_store
 ) -> None:
-    page = console.get("/?window=7d")
+    page = console.get("/timeline?window=7d")
     assert page.status == 200
     rows = _rows(page)
     racks = {r.name for r in fleet_store.list_racks()}
@@ -101,7 +101,7 @@ def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
 
 @pytest.mark.slow
 def test_a_bar_links_to_its_schedule_page(console, fleet_store) -> None:
-    page = console.get("/")
+    page = console.get("/timeline")
     links = [a["href"] for a in page.all("a") if a.get("class", "").startswith("bar")]
     assert links
     schedule_page = console.get(links[0])
@@ -168,8 +168,8 @@ def test_history_shows_applies_and_manual_actions(console, fleet_store) -> None:
 
 @pytest.mark.slow
 def test_bad_parameters_and_unknown_pages(console) -> None:
-    assert console.get("/?window=custom&hours=abc").status == 400
-    assert console.get("/?window=custom&hours=100000").status == 400
+    assert console.get("/timeline?window=custom&hours=abc").status == 400
+    assert console.get("/timeline?window=custom&hours=100000").status == 400
     assert console.get(f"/schedules/{uuid.uuid4()}").status == 404
     assert console.get("/nope").status == 404
     assert console.get("/schedules", method="POST", body="").status == 405
@@ -204,13 +204,15 @@ def test_hostile_names_reach_the_pages_escaped(service: Service) -> None:
         make_operation("power_on", target=rack_spec(rack.id)),
     )
     (task_id,) = service.trigger(schedule.id).task_ids
-    with transaction(service.engine) as conn:
-        conn.execute(task.update().where(task.c.id == task_id).values(message=ANSWER))
+    with transaction(service.engine) as conn:  # failed: the overview and History show it
+        ended = datetime.now(UTC)
+        conn.execute(task.update().where(task.c.id == task_id)
+                     .values(message=ANSWER, status="failed", finished_at=ended))  # fmt: skip
     server = serve_console(service, "127.0.0.1")
     try:
         console = Console(server)
-        for path in ("/", "/?by=schedule", "/schedules", f"/schedules/{schedule.id}", "/tasks",
-                     "/tasks?fragment=rows", "/history"):  # fmt: skip
+        for path in ("/", "/timeline?by=schedule", "/schedules", f"/schedules/{schedule.id}",
+                     "/tasks", "/tasks?fragment=rows", "/history", "/history?kind=failure"):  # fmt: skip
             page = console.get(path)
             assert page.status == 200, path
             assert "<script>alert" not in page.body and "<img src=x" not in page.body, path
@@ -459,10 +461,10 @@ def test_a_form_of_many_fields_is_refused(gated) -> None:
 # --- query parameters ---------------------------------------------------------------------
 
 BAD_QUERIES = {
-    "start-not-a-time": "/?start=garbage",
-    "start-at-the-calendar-end": "/?start=9999-12-31T00:00:00Z",
-    "hours-superscript-digit": "/?window=custom&hours=%C2%B2",
-    "too-many-parameters": "/?" + "&".join(f"p{i}=1" for i in range(30)),
+    "start-not-a-time": "/timeline?start=garbage",
+    "start-at-the-calendar-end": "/timeline?start=9999-12-31T00:00:00Z",
+    "hours-superscript-digit": "/timeline?window=custom&hours=%C2%B2",
+    "too-many-parameters": "/timeline?" + "&".join(f"p{i}=1" for i in range(30)),
     "login-too-many-parameters": "/login?" + "&".join(f"p{i}=1" for i in range(30)),
 }
 
@@ -537,7 +539,7 @@ def test_a_window_far_ahead_of_a_one_second_schedule_is_cheap(
                             make_operation("power_on", target=rack_spec(rack)))  # fmt: skip
     ahead = (datetime.now(UTC) + timedelta(days=5 * 365)).strftime("%Y-%m-%dT%H:%M:%SZ")
     steps = count_steps(monkeypatch)
-    status, body = _page(open_console, f"/?start={ahead}&window=custom&hours=1")
+    status, body = _page(open_console, f"/timeline?start={ahead}&window=custom&hours=1")
     assert status == 200 and steps["next_after"] < BUDGET_AHEAD, dict(steps)
     assert b'data-schedule="every-second"' in body
 
@@ -555,7 +557,7 @@ def test_many_firings_that_all_overlap_on_one_rack_are_drawn_in_bounded_time(
             make_operation("upgrade_firmware", target=rack_spec(rack)),
         )
     steps = count_steps(monkeypatch)
-    status, body = _page(open_console, "/?window=custom&hours=744")
+    status, body = _page(open_console, "/timeline?window=custom&hours=744")
     assert status == 200 and steps["met"] < BUDGET_MET, dict(steps)
     assert b"10000 firings" in body and b"10000 in predicted conflicts" in body
     assert b"conflicts with fw-0, fw-1, fw-2" in body
@@ -570,7 +572,7 @@ def test_a_nightly_freeze_over_many_racks_is_one_shade_a_night(service, open_con
                                  duration_seconds=3600))  # fmt: skip
     service.upsert_freeze(Freeze(id=uuid.uuid4(), name="minutely", cron="* * * * *",
                                  duration_seconds=20))  # fmt: skip
-    status, body = _page(open_console, "/?window=custom&hours=744")
+    status, body = _page(open_console, "/timeline?window=custom&hours=744")
     assert status == 200
     shades = re.findall(rb'<rect class="freeze" x="([^"]+)" y="([^"]+)" width="[^"]+" '
                         rb'height="([^"]+)"><title>freeze (\w+)', body)  # fmt: skip
@@ -586,7 +588,7 @@ def test_a_freeze_shades_exactly_the_rows_it_selects(service, open_console) -> N
     chosen = FreezeSelector(racks=["rack-0001", "rack-0002", "rack-0004"])
     service.upsert_freeze(Freeze(id=uuid.uuid4(), name="some", cron="0 * * * *",
                                  duration_seconds=600, selector=chosen))  # fmt: skip
-    _, body = _page(open_console, "/?window=24h")
+    _, body = _page(open_console, "/timeline?window=24h")
     rows = {name.decode(): float(y) for name, y in re.findall(
         rb'<g class="row" data-row="([^"]+)">\s*<text class="row-label" x="4" y="([^"]+)"',
         body)}  # fmt: skip

@@ -57,7 +57,7 @@ ARTIFACTS_ENV = "RACKCRON_TEST_ARTIFACTS"
 ZONE = "America/New_York"
 DESKTOP = (1280, 800)
 PHONE = (390, 844)
-NAV = ("Timeline", "Schedules", "Roll-outs", "Tasks", "History")
+NAV = ("Overview", "Timeline", "Schedules", "Roll-outs", "Tasks", "History")
 #: The roll-out the tests trigger: row A's racks one at a time, rack-a01 first, a
 #: promotion gate after it (the simulator fails every operation on rack-a03).
 ROLLOUT = "row-a-bmc-firmware"
@@ -121,7 +121,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         shown = f"/schedules/{service.find_schedule(SHOWN).id}"
     finally:
         service.close()
-    pages = {"timeline": "/?window=7d", "schedules": "/schedules", "schedule": shown,
+    pages = {"timeline": "/timeline?window=7d", "schedules": "/schedules", "schedule": shown,
              "rollouts": "/rollouts", "tasks": "/tasks", "history": "/history"}  # fmt: skip
     port = free_port()
     log = tmp / "serve.log"
@@ -228,7 +228,7 @@ def _rows(driver: WebDriver) -> dict[str, set[str]]:
 def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
     served: Served, desktop: WebDriver
 ) -> None:
-    desktop.get(served.page("/?window=7d"))
+    desktop.get(served.page("/timeline?window=7d"))
     now = datetime.now(UTC)
     rows = _rows(desktop)
     service = served.open_service()
@@ -257,7 +257,7 @@ def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
 
 
 def test_clicking_a_bar_opens_its_schedule_page(served: Served, phone: WebDriver) -> None:
-    phone.get(served.page("/?window=7d"))
+    phone.get(served.page("/timeline?window=7d"))
     frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
     assert phone.execute_script("return arguments[0].scrollLeft", frame) == 0
     bar = phone.execute_script(_LAST_BAR_IN_VIEW)
@@ -312,7 +312,7 @@ def test_the_schedules_filter_form_keeps_only_a_racks_schedules(
     field = desktop.find_element(By.CSS_SELECTOR, "form.controls input[name=rack]")
     assert field.get_attribute("value") == "rack-b01"  # the form shows what it filters by
     summary = desktop.find_element(By.CSS_SELECTOR, ".summary").text
-    assert summary == f"{len(shown)} of {len(every)} schedules."
+    assert summary == f"{len(shown)} of {len(every)} schedules, by name."
 
 
 def _listed(driver: WebDriver) -> set[str]:
@@ -361,7 +361,7 @@ def test_times_show_in_the_browsers_zone_with_utc_on_hover(
         assert element.get_attribute("title") == f"{utc} (UTC)"
         assert shown == f"{local:%m/%d/%Y, %H:%M:%S} {local.tzname()}"
     assert f"shown here in {ZONE}" in desktop.find_element(By.TAG_NAME, "footer").text
-    desktop.get(served.page("/?window=7d"))
+    desktop.get(served.page("/timeline?window=7d"))
     for tick in desktop.find_elements(By.CSS_SELECTOR, "text[data-utc]"):
         local = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(ZoneInfo(ZONE))
         assert _text(tick) == f"{local:%a %H:%M}"
@@ -430,7 +430,7 @@ def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
         for link in links:
             box = link.rect
             assert link.is_displayed() and box["x"] >= 0 and box["x"] + box["width"] <= inner
-    phone.get(served.page("/?window=7d"))
+    phone.get(served.page("/timeline?window=7d"))
     frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
     scroll, client, overflow = phone.execute_script(
         "const f = arguments[0]; return [f.scrollWidth, f.clientWidth,"
@@ -550,7 +550,10 @@ def test_a_rollout_that_halts_shows_why_on_its_page(
                 assert browser.execute_script(_SMALL_TEXT) == [], name
     finally:
         _size(browser, DESKTOP)
-    browser.get(served.page("/"))
+    browser.get(served.page("/"))  # the overview: halted, it waits on an operator
+    link = browser.find_element(By.CSS_SELECTOR, f".stopped a[href='/rollouts/{rollout_id}']")
+    assert link.text == ROLLOUT
+    browser.get(served.page("/timeline"))
     link = browser.find_element(
         By.CSS_SELECTOR, f".running-rollouts a[href='/rollouts/{rollout_id}']"
     )

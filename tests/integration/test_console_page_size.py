@@ -36,7 +36,7 @@ def test_a_page_larger_than_the_byte_budget_is_refused_saying_why(
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         try:
-            conn.request("GET", "/")
+            conn.request("GET", "/timeline")
             answer = conn.getresponse()
             body = answer.read()
         except ConnectionError as exc:

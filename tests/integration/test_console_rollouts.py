@@ -124,12 +124,12 @@ def test_the_schedule_page_and_the_timeline_link_to_a_running_rollout(
     schedule = console.get(f"/schedules/{service.find_schedule('fw').id}")
     assert schedule.all("a", href=f"/rollouts/{halted}")
     assert "max_in_flight 1; max_failures 0; waves 1" in schedule.body
-    timeline = console.get("/")
+    timeline = console.get("/timeline")
     assert timeline.all("a", href=f"/rollouts/{halted}")  # the summary of those running
     waiting = [a for a in timeline.all("a") if a.get("data-rollout") and "waiting" in a["class"]]
     assert waiting == []  # halted: it starts nothing until an operator says so
     service.resume_rollout(halted, allow_failures=1)
-    timeline = console.get("/")
+    timeline = console.get("/timeline")
     waiting = [a for a in timeline.all("a") if a.get("data-rollout") and "waiting" in a["class"]]
     assert len(waiting) == 2  # rolling again: rack-a03 and rack-a05, drawn from now
     drawn = {a["data-schedule"] for a in timeline.all("a") if a.get("data-rollout") == str(halted)}

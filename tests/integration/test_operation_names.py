@@ -90,7 +90,7 @@ def test_every_view_names_each_example_operation_alike(
         listing = html.unescape(console.get("/schedules").body)
         one = html.unescape(console.get(f"/schedules/{stored['nightly-compute-firmware'].id}").body)
         task_rows = html.unescape(console.get("/tasks?fragment=rows").body)
-        timeline = html.unescape(console.get("/?hours=1").body)
+        timeline = html.unescape(console.get("/timeline?hours=1").body)
     finally:
         server.stop()
     for said in SAID.values():

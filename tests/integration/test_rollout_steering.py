@@ -108,7 +108,8 @@ def test_rollouts_over_grpc_show_and_steer_as_on_the_store(service, fleet, serve
     entries = json.loads(run("history", "--format", "json", url=str(service.engine.url)).output)[
         "entries"
     ]
-    steered = [e for e in entries if e["action"].endswith("_rollout")]
+    actions = [e for e in entries if e["type"] == "action"]
+    steered = [e for e in actions if e["action"].endswith("_rollout")]
     assert [e["action"] for e in steered] == ["abort_rollout", "resume_rollout", "pause_rollout"]
     pause = steered[-1]
     assert "ci" in json.dumps(pause) and "ana" in json.dumps(pause)

@@ -463,7 +463,7 @@ def console(service: Service, token_file: Path) -> Iterator[Callable[..., Any]]:
 
 
 def _pages(state: RpcState) -> list[str]:
-    return ["/", "/?window=7d&by=schedule", "/schedules", f"/schedules/{state.nightly}",
+    return ["/", "/timeline?window=7d&by=schedule", "/schedules", f"/schedules/{state.nightly}",
             "/tasks", "/tasks?fragment=rows", "/history", "/metrics"]  # fmt: skip
 
 

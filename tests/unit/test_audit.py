@@ -20,13 +20,23 @@ from rackcron.audit import (
     bounded,
     check_name,
     check_reason,
-    newest_first,
     triggered,
     updated,
 )
-from rackcron.domain.models import ApplyRecord, OverlapPolicy, Schedule, SpecType
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import (
+    ApplyRecord,
+    MissedFiring,
+    MissReason,
+    OperationTemplate,
+    OverlapPolicy,
+    Schedule,
+    SpecType,
+    Task,
+    TaskFailure,
+)
 from rackcron.errors import InvalidArgument
-from rackcron.history import HEADERS, document, rows
+from rackcron.history import HEADERS, document, newest_first, rows
 from rackcron.shim.tokens import BadTokenFile, Token, TokenSet, parse_tokens
 from rackcron.wire.metadata import AS_KEY, REASON_KEY, audit_metadata, read_claims
 
@@ -140,8 +150,8 @@ def test_history_merges_newest_first() -> None:
     a1, a2 = _apply(1, T0), _apply(2, T0 + timedelta(hours=2))
     x1, x2 = _action(1, T0 + timedelta(hours=1)), _action(2, T0 + timedelta(hours=2))
     x3 = _action(3, T0 + timedelta(hours=2))
-    assert newest_first([a1, a2], [x1, x2, x3]) == [x3, x2, a2, x1, a1]
-    assert newest_first([a1, a2], [x1, x2, x3], limit=2) == [x3, x2]
+    assert newest_first([a1, a2, x1, x2, x3]) == [x3, x2, a2, x1, a1]
+    assert newest_first([a1, a2, x1, x2, x3], limit=2) == [x3, x2]
 
 
 def test_history_json_and_table_agree() -> None:
@@ -151,8 +161,8 @@ def test_history_json_and_table_agree() -> None:
         detail={"submitted": 2, "refused": 0, "racks": ["r1", "r2"]},
     )  # fmt: skip
     anonymous = _action(3, T0 + timedelta(minutes=2), via="grpc", actor=None, peer="ipv4:1:2")
-    data = document(newest_first([_apply(2, T0)], [grpc, anonymous]))
-    assert data["format_version"] == "1.2"
+    data = document(newest_first([_apply(2, T0), grpc, anonymous]))
+    assert data["format_version"] == "1.3"
     assert [(e["type"], e["id"]) for e in data["entries"]] == [
         ("action", 3), ("action", 2), ("apply", 2),
     ]  # fmt: skip
@@ -167,6 +177,64 @@ def test_history_json_and_table_agree() -> None:
         ["2026-06-01T12:00:00Z", "apply #2", "fleet", "ops on h",
          "revision abababababab (dirty): 2 create", "-"],
     ]  # fmt: skip
+
+
+def _failure(at: datetime, *, schedule: str | None, rack: str | None) -> TaskFailure:
+    task = Task(
+        id=uuid.UUID(int=9), schedule_id=uuid.UUID(int=5), scope_id=None, rack_id=uuid.UUID(int=6),
+        operation="ForceRestart, forced true", description="d",
+        template=OperationTemplate(type="power_control", code="force_restart"),
+        component_uuids=[], status=TaskStatus.FAILED, message="controller said no",
+        queue_expires_at=None, created_at=at, started_at=None, finished_at=at, updated_at=at,
+    )  # fmt: skip
+    return TaskFailure(task=task, rack=rack, schedule=schedule)
+
+
+def _miss(n: int, at: datetime, reason: MissReason, detail: str | None) -> MissedFiring:
+    return MissedFiring(
+        id=n, schedule_id=uuid.UUID(int=5), schedule_name="nightly", at=at,
+        due_at=at - timedelta(seconds=90), lateness_seconds=90.25, reason=reason, detail=detail,
+    )  # fmt: skip
+
+
+def test_history_holds_failures_and_misses_newest_first_with_ties_in_a_fixed_order() -> None:
+    apply, action = _apply(1, T0), _action(1, T0)
+    failure = _failure(T0, schedule="nightly", rack="rack-a01")
+    miss = _miss(1, T0, MissReason.DEADLINE, None)
+    later = _miss(2, T0 + timedelta(seconds=1), MissReason.FREEZE, "backups")
+    assert newest_first([apply, failure, later, action, miss]) == [
+        later, miss, failure, action, apply,
+    ]  # fmt: skip
+    data = document(newest_first([apply, failure, later, action, miss]))
+    assert [e["type"] for e in data["entries"]] == ["miss", "miss", "failure", "action", "apply"]
+    assert data["entries"][2] == {
+        "type": "failure", "id": str(uuid.UUID(int=9)), "at": "2026-06-01T12:00:00Z",
+        "status": "failed", "rack_id": str(uuid.UUID(int=6)), "rack": "rack-a01",
+        "schedule_id": str(uuid.UUID(int=5)), "schedule": "nightly",
+        "operation_name": "power_reset", "operation_text": "power reset (forced)",
+        "message": "controller said no",
+    }  # fmt: skip
+    assert data["entries"][0] == {
+        "type": "miss", "id": 2, "at": "2026-06-01T12:00:01Z", "schedule_id": str(uuid.UUID(int=5)),
+        "schedule": "nightly", "due_at": "2026-06-01T11:58:31Z", "lateness_seconds": 90.25,
+        "reason": "freeze", "detail": "backups",
+    }  # fmt: skip
+    assert rows(data)[:3] == [
+        ["2026-06-01T12:00:01Z", "firing missed", "schedule nightly", "dispatcher",
+         "due 2026-06-01T11:58:31Z, 90.25s late", "held by freeze backups"],
+        ["2026-06-01T12:00:00Z", "firing missed", "schedule nightly", "dispatcher",
+         "due 2026-06-01T11:58:30Z, 90.25s late", "past its starting deadline"],
+        ["2026-06-01T12:00:00Z", "task failed", "schedule nightly", "-",
+         f"power reset (forced) on rack rack-a01 (task {uuid.UUID(int=9)})", "controller said no"],
+    ]  # fmt: skip
+
+
+def test_a_failure_of_a_gone_rack_and_a_deleted_schedule_says_so() -> None:
+    (row,) = rows(document([_failure(T0, schedule=None, rack=None)]))
+    assert row[2] == f"schedule {uuid.UUID(int=5)} (deleted)"
+    assert f"on rack {uuid.UUID(int=6)} (no longer in the inventory)" in row[4]
+    rollout = _miss(3, T0, MissReason.ROLLOUT, "r-1")
+    assert rows(document([rollout]))[0][5] == "its roll-out r-1 was still in progress"
 
 
 # --- gRPC metadata ------------------------------------------------------------------------------

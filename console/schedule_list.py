@@ -1,0 +1,78 @@
+"""The schedules page's order and pages: sorting the schedules a filter kept, one page of
+them, and how many of a schedule's racks a row names. Pure functions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rackcron.domain.models import Schedule
+from rackcron.domain.results import LastResult
+
+__all__ = ["NEEDS_RESULTS", "PAGE", "RACKS_SHOWN", "SORTS", "Page", "order", "page_of"]
+
+#: Schedules a page lists.
+PAGE = 100
+#: A row's racks named (then counted): a fleet-wide schedule has thousands.
+RACKS_SHOWN = 5
+
+_NEVER = datetime.max.replace(tzinfo=UTC)
+_NO_RESULT = LastResult({})
+
+#: The orders a page may take (``?sort=``), as its control names them.
+SORTS = {
+    "name": "name",
+    "result": "failing first",
+    "next": "next run",
+    "last": "last run, latest first",
+}
+#: The orders that need every schedule's last result (the others: the page's alone).
+NEEDS_RESULTS = frozenset({"result"})
+
+
+def _key(
+    sort: str, results: Mapping[uuid.UUID, LastResult]
+) -> Callable[[Schedule], tuple[Any, ...]]:
+    if sort == "result":  # failing (the latest ended first), then running, then the rest
+
+        def by_result(s: Schedule) -> tuple[Any, ...]:
+            result = results.get(s.id, _NO_RESULT)
+            if result.failed:
+                return (0, -(result.ended_at or _NEVER).timestamp(), s.name)
+            return (1 if result.active else 2, 0.0, s.name)
+
+        return by_result
+    if sort == "next":  # those that will not fire last
+        return lambda s: (s.next_run_at or _NEVER, s.name)
+    if sort == "last":
+        return lambda s: (-s.last_run_at.timestamp() if s.last_run_at else 0.0, s.name)
+    return lambda s: (s.name,)
+
+
+def order(
+    schedules: Sequence[Schedule], sort: str, results: Mapping[uuid.UUID, LastResult]
+) -> list[Schedule]:
+    """``schedules`` in the order ``sort`` names (:data:`SORTS`; ``results``: every
+    schedule's last result for those of :data:`NEEDS_RESULTS`)."""
+    return sorted(schedules, key=_key(sort, results))
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Which page is shown (from 1) of how many, and its schedules."""
+
+    number: int
+    pages: int
+    items: list[Schedule]
+
+
+def page_of(schedules: Sequence[Schedule], number: int) -> Page:
+    """Page ``number`` (from 1; past the last: the last) of :data:`PAGE` schedules."""
+    pages = max(1, -(-len(schedules) // PAGE))
+    number = min(max(number, 1), pages)
+    start = (number - 1) * PAGE
+    return Page(number, pages, list(schedules[start : start + PAGE]))

@@ -1,0 +1,151 @@
+"""Failures first: failed tasks and missed firings newest first, the schedules whose latest
+tasks failed, and the counts the console's overview leads with.
+
+Every read is bounded by an index and a limit, whatever the store holds: failures by
+``ix_task_failed`` (only failed and terminated tasks), misses by ``ix_missed_firing_at``,
+active tasks by ``ix_task_active``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from rackcron.domain.lifecycle import TaskStatus
+from rackcron.domain.models import MissedFiring, MissReason, Schedule, TaskFailure
+from rackcron.domain.results import LastResult
+from rackcron.service import _rows
+from rackcron.service._tasks import TaskOps
+from rackcron.service._work import UnitOfWork
+from rackcron.store.tables import (
+    ACTIVE_TASK,
+    FAILED_TASK,
+    missed_firing,
+    rack,
+    task,
+    task_schedule,
+    task_schedule_scope,
+)
+
+__all__ = ["FailureOps", "FleetCounts"]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCounts:
+    """How the fleet stands: tasks now, and what went wrong since a time."""
+
+    running: int  # tasks pending or running now
+    waiting: int  # tasks waiting in a queue now
+    failed: int  # tasks that ended failed or terminated since
+    missed: int  # firings missed since: past their deadline, or kept back by a roll-out
+    held: int  # firings a freeze held since
+
+
+def _missed(row: sa.Row[Any]) -> MissedFiring:
+    return MissedFiring(
+        id=row.id,
+        schedule_id=row.schedule_id,
+        schedule_name=row.schedule_name,
+        due_at=row.due_at,
+        at=row.at,
+        lateness_seconds=row.lateness_ms / 1000,
+        reason=MissReason(row.reason),
+        detail=row.detail,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FailureOps:
+    """What went wrong, newest first."""
+
+    work: UnitOfWork
+    tasks: TaskOps
+
+    def failures(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[TaskFailure]:
+        """The tasks that ended failed or terminated, newest first, at most ``limit`` (0:
+        all; of ``schedule_id`` alone when given), with their rack's and schedule's names."""
+        query = (
+            sa.select(task, rack.c.name.label("rack_name"), task_schedule.c.name.label("sname"))
+            .outerjoin(rack, rack.c.id == task.c.rack_id)
+            .outerjoin(task_schedule, task_schedule.c.id == task.c.schedule_id)
+            .where(FAILED_TASK, task.c.finished_at.is_not(None))
+            .order_by(task.c.finished_at.desc(), task.c.id.desc())
+        )
+        if limit:
+            query = query.limit(limit)
+        if schedule_id is not None:
+            query = query.where(task.c.schedule_id == schedule_id)
+        return [
+            TaskFailure(task=_rows.task(row), rack=row.rack_name, schedule=row.sname)
+            for row in self.work.conn.execute(query)
+        ]
+
+    def misses(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[MissedFiring]:
+        """The missed firings kept, newest first, at most ``limit`` (0: all)."""
+        query = sa.select(missed_firing).order_by(
+            missed_firing.c.at.desc(), missed_firing.c.id.desc()
+        )
+        if limit:
+            query = query.limit(limit)
+        if schedule_id is not None:
+            query = query.where(missed_firing.c.schedule_id == schedule_id)
+        return [_missed(row) for row in self.work.conn.execute(query)]
+
+    def counts(self, since: datetime) -> FleetCounts:
+        """Active tasks by status now; failures and misses since ``since``."""
+        active: dict[str, int] = dict(
+            self.work.conn.execute(
+                sa.select(task.c.status, sa.func.count()).where(ACTIVE_TASK).group_by(task.c.status)
+            ).all()
+        )
+        failed = self.work.conn.execute(
+            sa.select(sa.func.count())
+            .select_from(task)
+            .where(FAILED_TASK, task.c.finished_at >= since)
+        ).scalar_one()
+        misses: dict[str, int] = dict(
+            self.work.conn.execute(
+                sa.select(missed_firing.c.reason, sa.func.count())
+                .where(missed_firing.c.at >= since)
+                .group_by(missed_firing.c.reason)
+            ).all()
+        )
+        held = misses.pop(MissReason.FREEZE.value, 0)
+        return FleetCounts(
+            running=active.get(TaskStatus.PENDING.value, 0)
+            + active.get(TaskStatus.RUNNING.value, 0),
+            waiting=active.get(TaskStatus.WAITING.value, 0),
+            failed=failed,
+            missed=sum(misses.values()),
+            held=held,
+        )
+
+    def failing(self, limit: int) -> tuple[list[tuple[Schedule, LastResult]], int]:
+        """The schedules whose latest task on some scope failed or was terminated, the
+        latest ended first, at most ``limit`` with their last results; and how many there
+        are."""
+        scope = task_schedule_scope
+        ended = sa.func.max(task.c.finished_at)
+        failing = (
+            sa.select(scope.c.schedule_id, ended.label("ended"))
+            .select_from(scope.join(task, task.c.id == scope.c.last_task_id))
+            .where(FAILED_TASK)
+            .group_by(scope.c.schedule_id)
+        )
+        total = self.work.conn.execute(
+            sa.select(sa.func.count()).select_from(failing.subquery())
+        ).scalar_one()
+        ids = list(
+            self.work.conn.execute(
+                failing.order_by(ended.desc(), scope.c.schedule_id).limit(limit)
+            ).scalars()
+        )
+        results = self.tasks.last_results(ids)
+        rows = self.work.conn.execute(sa.select(task_schedule).where(task_schedule.c.id.in_(ids)))
+        schedules = {row.id: _rows.schedule(row) for row in rows}
+        listed = [(schedules[i], results.get(i, LastResult({}))) for i in ids if i in schedules]
+        return listed, total
