@@ -22,14 +22,14 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from rackcron.console import overview, rollout_view, schedule_list, timeline
+from rackcron.console import overview, rollout_view, schedule_list, timeline, timeline_query
 from rackcron.console.auth import Gate, Throttled
 from rackcron.console.spec_words import spec_words
 from rackcron.domain import escape, timing
@@ -44,23 +44,17 @@ from rackcron.history import HEADERS, KINDS, document, rows
 from rackcron.logs import event
 from rackcron.service.roles import ReadModel
 
-__all__ = ["WINDOWS", "console_app"]
+__all__ = ["console_app"]
 
 
 Start = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], Start], Iterable[bytes]]
 
-#: The timeline's windows a link switches between; ``?hours=N`` (1 to 744) for another.
-WINDOWS = {"24h": 24, "7d": 168}
-MAX_HOURS = 744
 #: The timeline's parameters: ``/`` with one of them is an old link to the timeline.
 _TIMELINE_PARAMS = frozenset({"window", "hours", "start", "by"})
 NEXT_FIRES = 10
 TASK_PAGE = 100
 HISTORY_PAGE = 100
-#: The ``?start=`` a timeline may have: far enough either way, and never near the end
-#: of the calendar (where adding a window or a firing's length overflows).
-_SANE_START = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -147,7 +141,7 @@ class _Console:
         except Throttled as exc:
             return self._send(start, _throttled(exc))
         if who is None:
-            live = "fragment=rows" in environ.get("QUERY_STRING", "")  # the script's refresh
+            live = "fragment=" in environ.get("QUERY_STRING", "")  # the script's refreshes
             if (is_page and not live) or path == "/logout":
                 return self._send(start, _redirect("/login?next=" + urllib.parse.quote(path)))
             challenge = ("WWW-Authenticate", "Bearer")
@@ -275,41 +269,59 @@ class _Console:
         return self._render("overview.html", title="Overview", view=view)
 
     def timeline(self, params: Mapping[str, str]) -> _Response:
+        query = timeline_query.parse(params)
         now = self.clock()
-        window = params.get("window", "24h")
-        hours = WINDOWS.get(window)
-        if hours is None:
-            hours = _int(params.get("hours", ""), "hours", 1, MAX_HOURS)
-            window = "custom"
-        start = now
-        if params.get("start"):
-            try:
-                start = timing.parse_rfc3339(params["start"])
-            except ValueError as exc:
-                raise InvalidArgument(f"start: {exc}") from None
-        if not _SANE_START[0] <= start <= _SANE_START[1]:
-            raise InvalidArgument(
-                f"start: a time from {_SANE_START[0].year} to {_SANE_START[1].year}"
-            )
-        by: Literal["rack", "schedule"] = "schedule" if params.get("by") == "schedule" else "rack"
+        start, end = query.span(now)
         view = self.service.fleet_view()
-        found = upcoming(view, start, start + timedelta(hours=hours))
-        picture = timeline.draw(found, now, by=by, racks={r.id: r.name for r in view.racks})
-        legend = [(spoken_name(name), colour) for name, colour in timeline.COLOURS.items()]
-        return self._render(
-            "timeline.html",
-            title="Timeline",
+        racks = {r.id: r for r in view.racks if query.keeps_rack(r)}
+        found = upcoming(view, start, end, racks=racks if query.rack or query.rack_label else None)
+        by_schedule = {s.id: s for s in view.schedules}
+        running = list(view.rollouts)
+        if query.schedules_filtered:
+            kept = {s.id for s in view.schedules if query.keeps_schedule(s)} | {
+                r.schedule_id
+                for r in view.rollouts
+                if r.schedule_id not in by_schedule and query.keeps_rollout(r)
+            }
+            found = dataclasses.replace(
+                found, bars=tuple(b for b in found.bars if b.schedule_id in kept)
+            )
+            running = [r for r in running if r.schedule_id in kept]
+        if query.by == "rack":
+            labels = {str(i): r.labels for i, r in racks.items()}
+        else:
+            labels = {str(i): s.management.labels for i, s in by_schedule.items()}
+        group_of = (lambda key: labels.get(key, {}).get(query.group, "")) if query.group else None
+        every_rack = query.by == "rack" and not query.schedules_filtered
+        picture = timeline.draw(
+            found,
+            now,
+            query.zone,
+            by=query.by,
+            racks={i: r.name for i, r in racks.items()} if every_rack else None,
+            group_of=group_of,
+            page=query.page,
+            zone_name=query.tz,
+        )
+        context = dict(
+            query=query,
             picture=picture,
-            window=window,
-            hours=hours,
-            by=by,
             start=start,
-            legend=legend,
-            end=start + timedelta(hours=hours),
+            end=end,
             bars=len(found.bars),
             conflicts=sum(1 for b in found.bars if b.conflicts_with),
+            held=sum(1 for b in found.bars if b.freeze),
+            legend=[(spoken_name(n), c) for n, c in timeline.COLOURS.items()],
             max_fires=MAX_FIRES_PER_SCHEDULE,
-            running=view.rollouts,
+            rows_page=timeline.ROWS_PAGE,
+            running=running,
+        )
+        if params.get("fragment") == "chart":
+            return self._render("timeline_live.html", **context)
+        live = query.link() + ("&" if "?" in query.link() else "?") + "fragment=chart"
+        operations = [(n, spoken_name(n)) for n in timeline.COLOURS]
+        return self._render(
+            "timeline.html", title="Timeline", live=live, operations=operations, **context
         )
 
     def schedules(self, params: Mapping[str, str]) -> _Response:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from rackcron.cli.daemon import _console
+from rackcron.console.timeline import ROWS_PAGE
 from rackcron.dispatcher.metrics import HealthCheck, Metrics, MetricsServer
 from rackcron.domain.models import (
     Component,
@@ -577,8 +578,8 @@ def test_a_nightly_freeze_over_many_racks_is_one_shade_a_night(service, open_con
     shades = re.findall(rb'<rect class="freeze" x="([^"]+)" y="([^"]+)" width="[^"]+" '
                         rb'height="([^"]+)"><title>freeze (\w+)', body)  # fmt: skip
     nightly = [s for s in shades if s[3] == b"nightly"]
-    assert 31 <= len(nightly) <= 32  # one a night, over every row
-    assert all(float(h) == 26 * len(ids) for _, _, h, _ in nightly)
+    assert 31 <= len(nightly) <= 32  # one a night, over every row of the page
+    assert all(float(h) == 26 * min(len(ids), ROWS_PAGE) for _, _, h, _ in nightly)
     assert len(body) < 2_000_000, len(body)
     assert b"Too many freeze windows" in body  # the minutely one: its first 1,000 windows
 
@@ -589,13 +590,13 @@ def test_a_freeze_shades_exactly_the_rows_it_selects(service, open_console) -> N
     service.upsert_freeze(Freeze(id=uuid.uuid4(), name="some", cron="0 * * * *",
                                  duration_seconds=600, selector=chosen))  # fmt: skip
     _, body = _page(open_console, "/timeline?window=24h")
-    rows = {name.decode(): float(y) for name, y in re.findall(
-        rb'<g class="row" data-row="([^"]+)">\s*<text class="row-label" x="4" y="([^"]+)"',
+    rows = {name.decode(): float(y) - 25.5 for name, y in re.findall(
+        rb'<g class="row" data-row="([^"]+)">\s*<line class="row-line" x1="0" x2="[^"]+" y1="([^"]+)"',
         body)}  # fmt: skip
     spans = {(float(y), float(h)) for y, h in re.findall(
         rb'<rect class="freeze" x="[^"]+" y="([^"]+)" width="[^"]+" height="([^"]+)">', body)}  # fmt: skip
-    covered = {name for name, label_y in rows.items()
-               if any(y <= label_y - 17 < y + h for y, h in spans)}  # fmt: skip
+    covered = {name for name, top in rows.items()
+               if any(y <= top < y + h for y, h in spans)}  # fmt: skip
     assert covered == {"rack-0001", "rack-0002", "rack-0004"}
     assert len(spans) == 2  # rack-0001 and rack-0002 are one band
 

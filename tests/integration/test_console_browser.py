@@ -253,12 +253,12 @@ def test_the_timeline_shows_each_schedules_next_fires_in_its_racks_rows(
         MIN_BAR - 0.01,
     )
     assert narrow == []
-    assert desktop.find_element(By.CSS_SELECTOR, "line.now").is_displayed()
+    assert desktop.find_element(By.CSS_SELECTOR, "svg.tl-bars line.now").is_displayed()
 
 
 def test_clicking_a_bar_opens_its_schedule_page(served: Served, phone: WebDriver) -> None:
     phone.get(served.page("/timeline?window=7d"))
-    frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
+    frame = phone.find_element(By.CSS_SELECTOR, ".tl-frame")
     assert phone.execute_script("return arguments[0].scrollLeft", frame) == 0
     bar = phone.execute_script(_LAST_BAR_IN_VIEW)
     assert bar is not None, "every bar is covered"
@@ -359,12 +359,32 @@ def test_times_show_in_the_browsers_zone_with_utc_on_hover(
         local = parse_rfc3339(utc).astimezone(ZoneInfo(ZONE))
         assert shown != utc
         assert element.get_attribute("title") == f"{utc} (UTC)"
-        assert shown == f"{local:%m/%d/%Y, %H:%M:%S} {local.tzname()}"
+        assert shown == f"{local:%b %d, %Y, %H:%M:%S} {local.tzname()}"
     assert f"shown here in {ZONE}" in desktop.find_element(By.TAG_NAME, "footer").text
+    # The axis is drawn in UTC (its zone is the page's ?tz=), in the browser's language; a
+    # link offers the viewer's zone.
     desktop.get(served.page("/timeline?window=7d"))
+    assert desktop.find_element(By.CSS_SELECTOR, ".tl-corner").text == "UTC"
     for tick in desktop.find_elements(By.CSS_SELECTOR, "text[data-utc]"):
-        local = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(ZoneInfo(ZONE))
-        assert _text(tick) == f"{local:%a %H:%M}"
+        utc = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(UTC)
+        said = (
+            f"{utc:%a}, {utc:%b} {utc.day}"
+            if tick.get_attribute("data-kind") == "date"
+            else f"{utc:%H:%M}"
+        )
+        assert _text(tick) == said
+    mine = desktop.find_element(By.CSS_SELECTOR, "a.js-my-zone")
+    assert mine.text == f"Draw the axis in {ZONE}"
+    mine.click()
+    WebDriverWait(desktop, 10).until(lambda d: "tz=America%2FNew_York" in d.current_url)
+    assert desktop.find_element(By.CSS_SELECTOR, ".tl-corner").text == ZONE
+    midnights = [t for t in desktop.find_elements(By.CSS_SELECTOR, "text.date-label")
+                 if t.get_attribute("x") != "3.0"]  # fmt: skip
+    assert len(midnights) >= 6
+    for date in midnights:  # each midnight's date, in the viewer's zone
+        local = parse_rfc3339(date.get_attribute("data-utc") or "").astimezone(ZoneInfo(ZONE))
+        assert (local.hour, local.minute) == (0, 0)
+        assert _text(date) == f"{local:%a}, {local:%b} {local.day}"
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
@@ -431,7 +451,7 @@ def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
             box = link.rect
             assert link.is_displayed() and box["x"] >= 0 and box["x"] + box["width"] <= inner
     phone.get(served.page("/timeline?window=7d"))
-    frame = phone.find_element(By.CSS_SELECTOR, ".timeline-frame")
+    frame = phone.find_element(By.CSS_SELECTOR, ".tl-frame")
     scroll, client, overflow = phone.execute_script(
         "const f = arguments[0]; return [f.scrollWidth, f.clientWidth,"
         " getComputedStyle(f).overflowX];",
@@ -459,15 +479,16 @@ def no_script() -> Iterator[WebDriver]:
 def test_with_javascript_off_the_pages_render_in_utc(served: Served, no_script: WebDriver) -> None:
     no_script.get(served.page(served.pages["timeline"]))
     assert _h1(no_script) == "Timeline"
-    assert no_script.find_element(By.CSS_SELECTOR, "svg.timeline").size["width"] > PHONE[0]
-    rows = no_script.find_elements(By.CSS_SELECTOR, "g[data-row]")
+    assert no_script.find_element(By.CSS_SELECTOR, "svg.tl-bars").size["width"] > PHONE[0]
+    rows = no_script.find_elements(By.CSS_SELECTOR, ".tl-name[data-row]")
     assert rows and all(r.is_displayed() for r in rows)
     assert no_script.find_elements(By.CSS_SELECTOR, "a[data-schedule]")
     ticks = no_script.find_elements(By.CSS_SELECTOR, "text[data-utc]")
     assert ticks
     for tick in ticks:
         utc = parse_rfc3339(tick.get_attribute("data-utc") or "").astimezone(UTC)
-        assert _text(tick) == f"{utc:%a %H:%M}"  # the server's UTC label, untouched
+        shape = "%a %d %b" if tick.get_attribute("data-kind") == "date" else "%H:%M"
+        assert _text(tick) == utc.strftime(shape)  # the server's UTC label, untouched
     times = 0
     for name in ("schedules", "schedule", "tasks", "history"):
         no_script.get(served.page(served.pages[name]))
