@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 RUN_DB := $(CURDIR)/.run/rackcron.db
 
-.PHONY: install test test-fast check lint format proto run bench bench-deps bench-scale soak clean
+.PHONY: install test test-fast check lint format proto run screenshots bench bench-deps bench-scale soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+## screenshots: the console's pages, of the example fleet and of a generated 500-rack fleet, at
+##              1280x800 and 390x844, into docs/screenshots/ (needs chromium and chromium-driver)
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
 
 ## proto: regenerate wire/proto/ from schemas/proto/ (checked in; a unit test fails when stale)
 proto: $(STAMP)

@@ -32,8 +32,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -42,6 +40,15 @@ from selenium.webdriver.support.ui import WebDriverWait
 from rackcron.console.timeline import MIN_BAR
 from rackcron.domain.timing import parse_rfc3339
 from rackcron.service import Service
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    SMALL_TEXT,
+    ZONE,
+    chromium,
+    require_browser,
+    resize,
+)
 from tests.support.cli import run
 from tests.support.marks import ONE_AT_A_TIME
 from tests.support.net import free_port
@@ -51,12 +58,7 @@ pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "fleet"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ARTIFACTS_ENV = "RACKCRON_TEST_ARTIFACTS"
-ZONE = "America/New_York"
-DESKTOP = (1280, 800)
-PHONE = (390, 844)
 NAV = ("Overview", "Timeline", "Schedules", "Roll-outs", "Tasks", "History")
 #: The roll-out the tests trigger: row A's racks one at a time, rack-a01 first, a
 #: promotion gate after it (the simulator fails every operation on rack-a03).
@@ -81,14 +83,7 @@ SHOWN = "nightly-compute-firmware"
 
 @pytest.fixture(scope="module", autouse=True)
 def _browser_installed() -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
-    if missing:
-        reason = (
-            f"browser tests need Debian's chromium and chromium-driver: no {', '.join(missing)}"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, but {reason}")
-        pytest.skip(reason)
+    require_browser()
 
 
 @dataclass(frozen=True)
@@ -159,51 +154,24 @@ def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
         time.sleep(0.1)
 
 
-def _chromium(*, javascript: bool) -> WebDriver:
-    """Headless Chromium in the viewer's zone :data:`ZONE`. The driver's path is given, so
-    Selenium Manager never runs (it would download a driver)."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US",
-                f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):  # fmt: skip
-        options.add_argument(arg)
-    if not javascript:
-        options.add_experimental_option(
-            "prefs", {"profile.managed_default_content_settings.javascript": 2}
-        )
-    driver = webdriver.Chrome(options=options, service=DriverService(str(CHROMEDRIVER)))
-    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
-    _size(driver, DESKTOP)
-    return driver
-
-
-def _size(driver: WebDriver, size: tuple[int, int]) -> None:
-    """The viewport, exactly (a phone size as a mobile device: the viewport meta tag counts)."""
-    width, height = size
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE},
-    )
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    driver = _chromium(javascript=True)
+    driver = chromium(javascript=True)
     yield driver
     driver.quit()
 
 
 @pytest.fixture
 def desktop(browser: WebDriver) -> WebDriver:
-    _size(browser, DESKTOP)
+    resize(browser, DESKTOP)
     return browser
 
 
 @pytest.fixture
 def phone(browser: WebDriver) -> Iterator[WebDriver]:
-    _size(browser, PHONE)
+    resize(browser, PHONE)
     yield browser
-    _size(browser, DESKTOP)
+    resize(browser, DESKTOP)
 
 
 def _h1(driver: WebDriver) -> str:
@@ -395,7 +363,7 @@ def test_screenshots_of_each_page(
     """The viewport, and the whole page beside it (``-full``) when it is taller, as PNG."""
     folder = Path(os.environ.get(ARTIFACTS_ENV) or tmp_path / "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
-    _size(browser, size)
+    resize(browser, size)
     try:
         for name, path in served.pages.items():
             browser.get(served.page(path))
@@ -409,32 +377,13 @@ def test_screenshots_of_each_page(
                 )
                 (folder / f"{stem}-full.png").write_bytes(base64.b64decode(whole["data"]))
     finally:
-        _size(browser, DESKTOP)
+        resize(browser, DESKTOP)
     with capsys.disabled():
         print(f"\nconsole screenshots at {size[0]}x{size[1]}: {folder}")
 
 
 #: The visible elements with text of their own (SVG text included) whose font is under 12
 #: CSS pixels as shown (an SVG's scale counts).
-_SMALL_TEXT = """
-const small = [];
-for (const el of document.body.querySelectorAll('*')) {
-  const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
-  if (!own) continue;
-  const style = getComputedStyle(el);
-  const box = el.getBoundingClientRect();
-  if (style.visibility === 'hidden' || box.width === 0 || box.height === 0) continue;
-  let size = parseFloat(style.fontSize);
-  if (el instanceof SVGGraphicsElement) {
-    const m = el.getScreenCTM();
-    size *= Math.hypot(m.a, m.b);
-  }
-  if (size < 12) small.push(`${el.tagName} ${size}px: ${el.textContent.trim().slice(0, 40)}`);
-}
-return small;
-"""
-
-
 def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
     served: Served, phone: WebDriver
 ) -> None:
@@ -444,7 +393,7 @@ def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
             "return [document.documentElement.scrollWidth, window.innerWidth]"
         )
         assert width <= inner, f"{name}: the page scrolls sideways ({width} > {inner})"
-        assert phone.execute_script(_SMALL_TEXT) == [], name
+        assert phone.execute_script(SMALL_TEXT) == [], name
         links = phone.find_elements(By.CSS_SELECTOR, "nav a")
         assert [a.text for a in links] == list(NAV), name
         for link in links:
@@ -471,7 +420,7 @@ def test_on_a_phone_every_page_fits_reads_and_links_to_the_others(
 
 @pytest.fixture(scope="module")
 def no_script() -> Iterator[WebDriver]:
-    driver = _chromium(javascript=False)
+    driver = chromium(javascript=False)
     yield driver
     driver.quit()
 
@@ -524,7 +473,7 @@ def test_a_rollout_that_halts_shows_why_on_its_page(
     """Triggered, promoted past its gate, halted by rack-a03's failure: the list shows it
     first, its page each wave's racks by stage and the failure's message; the timeline
     links to it. Screenshots of both pages at both sizes."""
-    _size(browser, DESKTOP)
+    resize(browser, DESKTOP)
     url = served.url
     assert run("schedules", "trigger", ROLLOUT, "--yes", url=url).exit_code == 0
     _rollout_state(served, "paused")
@@ -558,7 +507,7 @@ def test_a_rollout_that_halts_shows_why_on_its_page(
     folder.mkdir(parents=True, exist_ok=True)
     try:
         for size in (DESKTOP, PHONE):
-            _size(browser, size)
+            resize(browser, size)
             for name, path in (("rollouts", "/rollouts"), ("rollout", page)):
                 browser.get(path if path.startswith("http") else served.page(path))
                 assert browser.save_screenshot(
@@ -568,9 +517,9 @@ def test_a_rollout_that_halts_shows_why_on_its_page(
                     "return [document.documentElement.scrollWidth, window.innerWidth]"
                 )
                 assert width <= inner, f"{name} at {size}: the page scrolls sideways"
-                assert browser.execute_script(_SMALL_TEXT) == [], name
+                assert browser.execute_script(SMALL_TEXT) == [], name
     finally:
-        _size(browser, DESKTOP)
+        resize(browser, DESKTOP)
     browser.get(served.page("/"))  # the overview: halted, it waits on an operator
     link = browser.find_element(By.CSS_SELECTOR, f".stopped a[href='/rollouts/{rollout_id}']")
     assert link.text == ROLLOUT
