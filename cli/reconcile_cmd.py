@@ -539,7 +539,10 @@ def history(
     if fmt == "json":
         echo_json(data)
         return
-    print_table(HEADERS, rows(data), empty="Nothing recorded yet.")
+    filtered = bool(kinds) or schedule is not None
+    print_table(
+        HEADERS, rows(data), empty="Nothing matches." if filtered else "Nothing recorded yet."
+    )
 
 
 @click.command("status")

@@ -642,8 +642,9 @@ def serve(
     that is down or slow never delays firing. --notify-secret-file signs
     each body (X-Rackcron-Signature: sha256=HMAC).
 
-    With --http-listen, the same HTTP server shows the web console (read-only: a
-    timeline of the next firings, schedules, live tasks, history) beside /metrics and
+    With --http-listen, the same HTTP server shows the web console (read-only: an
+    overview that puts failures and drift from Git first, a timeline of the next
+    firings, schedules, roll-outs, live tasks, history) beside /metrics and
     /healthz; beyond loopback, only to a bearer token of --http-token-file. Against
     DNS rebinding, every path but /healthz answers only to the Host names it knows:
     on loopback, loopback names and its address; and those of --http-allowed-host.

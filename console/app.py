@@ -522,10 +522,11 @@ def _state(schedule: Schedule) -> str:
         return "consumed"
     if not schedule.enabled:
         return "paused"
-    if schedule.last_miss is not None and (
-        schedule.last_run_at is None or schedule.last_miss.at >= schedule.last_run_at
-    ):
-        return f"missed ({schedule.last_miss.reason.value})"
+    miss = schedule.last_miss
+    if miss is not None and (schedule.last_run_at is None or miss.at >= schedule.last_run_at):
+        if miss.reason.value == "freeze":
+            return f"held by freeze {miss.detail}" if miss.detail else "held by a freeze"
+        return f"missed ({miss.reason.value})"
     return "enabled"
 
 

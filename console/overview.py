@@ -10,12 +10,12 @@ of at most ``rackcron.status.OWNERS_LISTED`` repositories (``rackcron status``'s
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rackcron.domain.models import MissedFiring, RolloutRecord, Schedule, TaskFailure
-from rackcron.domain.results import LastResult
-from rackcron.service.roles import FleetCounts, Reads
+from rackcron.domain.models import MissedFiring, RolloutRecord, TaskFailure
+from rackcron.service.roles import Failing, FleetCounts, Reads
 from rackcron.status import OWNERS_LISTED, document, lines
 
 __all__ = ["FAILING_SHOWN", "RECENT_SHOWN", "WINDOW", "Overview", "SyncStatus", "read"]
@@ -41,6 +41,11 @@ class SyncStatus:
     lines: list[str]
     more: int  # lines not shown
 
+    @property
+    def command(self) -> str:
+        """The command that shows them all, quoted for a shell (an owner is any text)."""
+        return f"rackcron status --owner {shlex.quote(self.owner)}"
+
 
 @dataclass(frozen=True, slots=True)
 class Overview:
@@ -48,12 +53,17 @@ class Overview:
 
     since: datetime
     counts: FleetCounts
-    failing: list[tuple[Schedule, LastResult]]
+    failing: list[Failing]
     failing_total: int
     failures: list[TaskFailure]
     misses: list[MissedFiring]
     stopped: list[RolloutRecord]  # halted or paused roll-outs
     sync: list[SyncStatus]
+
+    @property
+    def out_of_step(self) -> int:
+        """The repositories whose store is not in step with Git (drifted, out of sync)."""
+        return sum(1 for s in self.sync if s.state in ("drifted", "out_of_sync"))
 
     @property
     def quiet(self) -> bool:
@@ -75,7 +85,7 @@ def _sync(reads: Reads) -> list[SyncStatus]:
 def read(reads: Reads) -> Overview:
     """The overview as the store has it now (the unit of work's time)."""
     now = reads.now
-    failing, total = reads.failures.failing(FAILING_SHOWN)
+    failing, total = reads.failures.failing(FAILING_SHOWN, now - WINDOW)
     stopped = reads.rollouts.list_rollouts(states=("halted", "paused"), limit=STOPPED_SHOWN)
     return Overview(
         since=now - WINDOW,

@@ -13,7 +13,7 @@ from typing import Any
 from rackcron.domain.models import Schedule
 from rackcron.domain.results import LastResult
 
-__all__ = ["NEEDS_RESULTS", "PAGE", "RACKS_SHOWN", "SORTS", "Page", "order", "page_of"]
+__all__ = ["NEEDS_RESULTS", "PAGE", "RACKS_SHOWN", "SORTS", "Paged", "order", "page_of"]
 
 #: Schedules a page lists.
 PAGE = 100
@@ -62,7 +62,7 @@ def order(
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
+class Paged:
     """Which page is shown (from 1) of how many, and its schedules."""
 
     number: int
@@ -70,9 +70,9 @@ class Page:
     items: list[Schedule]
 
 
-def page_of(schedules: Sequence[Schedule], number: int) -> Page:
+def page_of(schedules: Sequence[Schedule], number: int) -> Paged:
     """Page ``number`` (from 1; past the last: the last) of :data:`PAGE` schedules."""
     pages = max(1, -(-len(schedules) // PAGE))
     number = min(max(number, 1), pages)
     start = (number - 1) * PAGE
-    return Page(number, pages, list(schedules[start : start + PAGE]))
+    return Paged(number, pages, list(schedules[start : start + PAGE]))

@@ -51,6 +51,8 @@ ROWS_PAGE = 100
 CONFLICTS_LISTED = 20
 #: Racks a listed conflict names (then counted).
 RACKS_NAMED = 3
+#: Groups the list above the chart names (then counted): a label may take a value per rack.
+GROUPS_LISTED = 50
 #: How wide a character of a 12 px label may be drawn, and the room around a label: wide
 #: enough for any sans-serif font, so a label said to fit does.
 CHAR = 7.5
@@ -191,7 +193,8 @@ class Picture:
     page: int = 1
     pages: int = 1
     total_rows: int = 0
-    groups: tuple[Group, ...] = ()
+    groups: tuple[Group, ...] = ()  # the first GROUPS_LISTED
+    groups_total: int = 0
     conflicts: tuple[ConflictPair, ...] = ()
     conflicts_total: int = 0
     shades_cut: bool = False
@@ -404,7 +407,8 @@ def draw(
         page=page,
         pages=pages,
         total_rows=len(ordered),
-        groups=tuple(groups.values()) if group_of is not None else (),
+        groups=tuple(groups.values())[:GROUPS_LISTED] if group_of is not None else (),
+        groups_total=len(groups) if group_of is not None else 0,
         conflicts=tuple(conflicts),
         conflicts_total=conflicts_total,
         shades_cut=len(shades) > MAX_SHADES,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import urllib.parse
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -28,13 +27,20 @@ MAX_HOURS = 744
 #: The ``?start=`` a timeline may have: far enough either way, and never near the end
 #: of the calendar (where adding a window or a firing's length overflows).
 _SANE_START = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
-_TEXT = 200  # a filter's longest value
+_TEXT = 255  # a filter's longest value: a whole name or label fits
 
 
 def _label_matches(labels: Mapping[str, str], wanted: str) -> bool:
     """``key`` (the label is set) or ``key=value``."""
     key, has_value, value = wanted.partition("=")
     return key in labels and (not has_value or labels[key] == value)
+
+
+def exact(name: str) -> str:
+    """A glob that matches ``name`` alone: its glob characters in brackets, and its first
+    character too (so it is a glob, not a part of a name to look for)."""
+    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in name)
+    return escaped if escaped != name else f"[{name[0]}]{name[1:]}" if name else name
 
 
 def _name_matches(name: str, wanted: str) -> bool:
@@ -64,7 +70,7 @@ class TimelineQuery:
 
     @property
     def zone(self) -> tzinfo:
-        return UTC if self.tz == "UTC" else zoneinfo.ZoneInfo(self.tz)
+        return UTC if self.tz == "UTC" else timing.parse_timezone(self.tz)
 
     def span(self, now: datetime) -> tuple[datetime, datetime]:
         start = self.start or now
@@ -103,6 +109,10 @@ class TimelineQuery:
             and (not self.owner or (schedule.management.owner or "") == self.owner)
         )
 
+    def link_rack(self, name: str) -> str:
+        """This page for the rack ``name`` alone (a glob matching that name only)."""
+        return self.link(rack=exact(name), page=1)
+
     def link(self, **changes: object) -> str:
         """This page's URL with ``changes``, its defaults left out."""
         changed = replace(self, **changes)  # type: ignore[arg-type]
@@ -135,8 +145,12 @@ def parse(params: Mapping[str, str]) -> TimelineQuery:
 
     :raises InvalidArgument: a parameter out of its range, naming it.
     """
-    window = params.get("window", "24h")
-    if window in WINDOWS:
+    window = params.get("window") or ("custom" if params.get("hours") else "24h")
+    if window in WINDOWS and not params.get("hours"):
+        hours = WINDOWS[window]
+    elif window in WINDOWS and _whole(params["hours"], "hours", 1, MAX_HOURS) != WINDOWS[window]:
+        raise InvalidArgument(f"hours: {params['hours']} and window={window} disagree: give one")
+    elif window in WINDOWS:
         hours = WINDOWS[window]
     else:
         window, hours = "custom", _whole(params.get("hours", ""), "hours", 1, MAX_HOURS)
@@ -151,13 +165,12 @@ def parse(params: Mapping[str, str]) -> TimelineQuery:
                 f"start: a time from {_SANE_START[0].year} to {_SANE_START[1].year}"
             )
     tz = _text(params, "tz") or "UTC"
-    if tz != "UTC":
-        try:
-            zoneinfo.ZoneInfo(tz)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise InvalidArgument(
-                f"tz: unknown time zone {tz!r} (an IANA name: Europe/Berlin)"
-            ) from None
+    try:
+        timing.parse_timezone(tz)
+    except timing.SpecError:
+        raise InvalidArgument(
+            f"tz: unknown time zone {tz!r} (an IANA name: Europe/Berlin)"
+        ) from None
     page = _whole(params.get("page", "1"), "page", 1, 100_000)
     return TimelineQuery(
         window=window,

@@ -243,7 +243,7 @@ def created(schedule: Schedule, lookalike: str | None = None) -> AuditedChange:
     spec = f"{schedule.spec_type.value} {schedule.spec} ({schedule.timezone})"
     extra = {"lookalike": lookalike} if lookalike else {}
     return schedule_change(
-        Action.CREATE, schedule, spec=spec, operation=schedule.description, **extra
+        Action.CREATE, schedule, spec=spec, operation=schedule.operation_text, **extra
     )
 
 

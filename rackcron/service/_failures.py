@@ -31,7 +31,7 @@ from rackcron.store.tables import (
     task_schedule_scope,
 )
 
-__all__ = ["FailureOps", "FleetCounts"]
+__all__ = ["Failing", "FailureOps", "FleetCounts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,15 @@ class FleetCounts:
     failed: int  # tasks that ended failed or terminated since
     missed: int  # firings missed since: past their deadline, or kept back by a roll-out
     held: int  # firings a freeze held since
+
+
+@dataclass(frozen=True, slots=True)
+class Failing:
+    """A schedule that fails: its last result, and its failures since the window's start."""
+
+    schedule: Schedule
+    result: LastResult
+    failed_since: int
 
 
 def _missed(row: sa.Row[Any]) -> MissedFiring:
@@ -124,28 +133,40 @@ class FailureOps:
             held=held,
         )
 
-    def failing(self, limit: int) -> tuple[list[tuple[Schedule, LastResult]], int]:
-        """The schedules whose latest task on some scope failed or was terminated, the
-        latest ended first, at most ``limit`` with their last results; and how many there
-        are."""
+    def failing(self, limit: int, since: datetime) -> tuple[list[Failing], int]:
+        """The schedules whose latest task on some scope failed or was terminated, or with
+        a task that did since ``since``, the latest failure first: at most ``limit``, with
+        their last results and failures since; and how many there are."""
         scope = task_schedule_scope
-        ended = sa.func.max(task.c.finished_at)
-        failing = (
-            sa.select(scope.c.schedule_id, ended.label("ended"))
+        latest = (
+            sa.select(scope.c.schedule_id.label("id"), task.c.finished_at.label("ended"))
             .select_from(scope.join(task, task.c.id == scope.c.last_task_id))
             .where(FAILED_TASK)
-            .group_by(scope.c.schedule_id)
         )
+        recent = sa.select(task.c.schedule_id.label("id"), task.c.finished_at.label("ended")).where(
+            FAILED_TASK, task.c.finished_at >= since, task.c.schedule_id.is_not(None)
+        )
+        either = sa.union_all(latest, recent).subquery()
+        ended = sa.func.max(either.c.ended)
+        failing = sa.select(either.c.id, ended.label("ended")).group_by(either.c.id)
         total = self.work.conn.execute(
             sa.select(sa.func.count()).select_from(failing.subquery())
         ).scalar_one()
-        ids = list(
+        ordered = failing.order_by(ended.desc(), either.c.id).limit(limit)
+        ids = list(self.work.conn.execute(ordered).scalars())
+        counts: dict[uuid.UUID, int] = dict(
             self.work.conn.execute(
-                failing.order_by(ended.desc(), scope.c.schedule_id).limit(limit)
-            ).scalars()
+                sa.select(task.c.schedule_id, sa.func.count())
+                .where(FAILED_TASK, task.c.finished_at >= since, task.c.schedule_id.in_(ids))
+                .group_by(task.c.schedule_id)
+            ).all()
         )
         results = self.tasks.last_results(ids)
         rows = self.work.conn.execute(sa.select(task_schedule).where(task_schedule.c.id.in_(ids)))
         schedules = {row.id: _rows.schedule(row) for row in rows}
-        listed = [(schedules[i], results.get(i, LastResult({}))) for i in ids if i in schedules]
+        listed = [
+            Failing(schedules[i], results.get(i, LastResult({})), counts.get(i, 0))
+            for i in ids
+            if i in schedules
+        ]
         return listed, total

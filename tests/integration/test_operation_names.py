@@ -94,8 +94,8 @@ def test_every_view_names_each_example_operation_alike(
     finally:
         server.stop()
     for said in SAID.values():
-        assert f"<td>{said}</td>" in listing
+        assert f'<td data-label="Operation">{said}</td>' in listing
     assert f"<dd>{SAID['nightly-compute-firmware']}</dd>" in one
-    assert f"<td>{SAID['burn-in-power-cycle']}</td>" in task_rows
+    assert f'<td data-label="Operation">{SAID["burn-in-power-cycle"]}</td>' in task_rows
     assert "power reset on rack-a04" in timeline  # a demo bar's title
     assert "Power Reset" not in listing + one + task_rows + timeline

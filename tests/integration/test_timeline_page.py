@@ -83,7 +83,7 @@ def test_the_cap_is_noted_on_the_rows_it_cuts_and_conflicts_are_listed(console: 
     aside = page.body.split('<aside class="tl-conflicts"')[1].split("</aside>")[0]
     assert "demo-queued-power-off</a> and <a" in aside and "on rack-b04" in aside
     show = re.search(r'\(<a href="([^"]+)">show</a>\)', aside)
-    assert show is not None and "rack=rack-b04" in show.group(1)
+    assert show is not None and show.group(1) == "/timeline?rack=%5Br%5Dack-b04"  # [r]ack-b04
     shown = console.get(show.group(1).replace("&amp;", "&"))
     assert _rows(shown) == ["rack-b04"]
 

@@ -146,7 +146,7 @@ def test_the_query_checks_each_parameter_by_name() -> None:
         ({"tz": "Mars/Olympus"}, "tz"),
         ({"tz": "../../etc/passwd"}, "tz"),
         ({"page": "0"}, "page"),
-        ({"rack": "x" * 201}, "rack"),
+        ({"rack": "x" * 256}, "rack"),
     ]:
         with pytest.raises(InvalidArgument, match=f"^{field}: "):
             timeline_query.parse(params)
@@ -196,3 +196,32 @@ def test_every_operation_has_a_colour_and_a_filter_option() -> None:
     assert set(timeline.COLOURS) == {
         "power_on", "power_off", "power_reset", "upgrade_firmware", "bring_up", "ingest",
     }  # fmt: skip
+
+
+def test_a_link_to_one_rack_matches_that_rack_alone() -> None:
+    query = timeline_query.parse({"window": "7d"})
+    for name in ("rack-1", "r*[x]?", "a"):
+        wanted = timeline_query.parse({"rack": timeline_query.exact(name)})
+        assert wanted.keeps_rack(Rack(id=uuid.uuid4(), name=name))
+        assert not wanted.keeps_rack(Rack(id=uuid.uuid4(), name=name + "0"))
+    assert query.link_rack("rack-1") == "/timeline?window=7d&rack=%5Br%5Dack-1"
+    assert len(timeline_query.parse({"rack": "r" * 253}).rack) == 253  # any name fits
+
+
+@pytest.mark.parametrize("tz", ["America", "Etc", "localtime", "posix/UTC", "right/UTC", "\x00"])
+def test_a_zone_that_is_not_an_iana_name_is_refused(tz: str) -> None:
+    with pytest.raises(InvalidArgument, match=r"^tz: unknown time zone"):
+        timeline_query.parse({"tz": tz})
+
+
+def test_hours_alone_is_a_window_of_that_length_and_may_not_contradict_a_named_one() -> None:
+    assert timeline_query.parse({"hours": "48"}).hours == 48
+    assert timeline_query.parse({"window": "7d", "hours": "168"}).hours == 168
+    with pytest.raises(InvalidArgument, match=r"^hours: 48 and window=7d disagree"):
+        timeline_query.parse({"window": "7d", "hours": "48"})
+
+
+def test_the_groups_listed_are_capped_and_the_rest_counted() -> None:
+    racks = {uuid.uuid5(uuid.NAMESPACE_DNS, f"r{i}"): f"r{i}" for i in range(120)}
+    picture = draw(_window(24), START, UTC, racks=racks, group_of=lambda key: key)
+    assert len(picture.groups) == timeline.GROUPS_LISTED and picture.groups_total == 120
