@@ -496,10 +496,11 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
 @click.option(
     "--kind",
     "kinds",
-    type=click.Choice(["apply", "action", "failure", "miss"]),
+    type=click.Choice(["apply", "action", "failure", "miss", "refusal"]),
     multiple=True,
     help="Only these (repeat it): apply, action (a change outside an apply), failure (a"
-    " task that failed or was terminated), miss (a firing not fired). Default: all.",
+    " task that failed or was terminated), miss (a firing not fired), refusal (a firing"
+    " whose racks the task manager refused). Default: all.",
 )
 @click.option(
     "--schedule",
@@ -517,7 +518,8 @@ def history(
     cancelled, a roll-out paused, resumed or aborted, the apply lock broken: when,
     who, on what, and why), each task that failed or was terminated (its rack, schedule
     and message) and each firing the dispatcher did not fire (past its starting
-    deadline, held by a freeze: once per freeze window, or kept back by its roll-out).
+    deadline, held by a freeze: once per freeze window, or kept back by its roll-out) and
+    each firing some of whose racks the task manager refused (a conflicting task).
 
     Example: rackcron history --limit 5
 

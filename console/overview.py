@@ -69,7 +69,9 @@ class Overview:
     def quiet(self) -> bool:
         """Nothing failed, was missed or held, and no roll-out waits on an operator."""
         c = self.counts
-        return not (self.failing_total or c.failed or c.missed or c.held or self.stopped)
+        return not (
+            self.failing_total or c.failed or c.missed or c.held or c.refused or self.stopped
+        )
 
 
 def _sync(reads: Reads) -> list[SyncStatus]:

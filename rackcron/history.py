@@ -24,7 +24,9 @@ readers ignore; a major bump is anything else)::
         "message": "..."},  # rack, schedule: null once gone (schedule_id null: none)
        {"type": "miss", "id": 4, "at": "...Z", "schedule_id": "...", "schedule": "nightly",
         "due_at": "...Z", "lateness_seconds": 0.25, "reason": "freeze",
-        "detail": "row-b-backup-window"}]}
+        "detail": "row-b-backup-window"},
+       {"type": "refusal", "id": "<firing id>", "at": "...Z", "schedule_id": "...",
+        "schedule": "nightly", "due_at": "...Z", "racks": ["rack-a01"]}]}
 
 The rows are unescaped text: each front escapes them for its medium (the CLI's
 ``print_table`` for a terminal, the console's templates for HTML).
@@ -39,7 +41,13 @@ from typing import Any, TypeAlias
 
 from rackcron.audit import ActionRecord
 from rackcron.domain.escape import shorten
-from rackcron.domain.models import ApplyRecord, MissedFiring, MissReason, TaskFailure
+from rackcron.domain.models import (
+    ApplyRecord,
+    MissedFiring,
+    MissReason,
+    RefusedFiring,
+    TaskFailure,
+)
 from rackcron.domain.operation_names import operation_name
 from rackcron.domain.timing import format_rfc3339, parse_rfc3339
 
@@ -54,15 +62,17 @@ __all__ = [
     "to_the_second",
 ]
 
-# 1.1: an apply's token and peer; 1.2: its owner; 1.3: entries of type failure and miss.
+# 1.1: an apply's token and peer; 1.2: its owner; 1.3: entries of type failure, miss and
+# refusal.
 FORMAT_VERSION = "1.3"
 HEADERS = ["WHEN (UTC)", "WHAT", "OBJECT", "BY", "DETAILS", "REASON"]
 
-Entry: TypeAlias = ApplyRecord | ActionRecord | TaskFailure | MissedFiring
+Entry: TypeAlias = ApplyRecord | ActionRecord | TaskFailure | MissedFiring | RefusedFiring
 #: What a history holds, as its entries' ``type``: applies, changes made outside an
-#: apply, tasks that ended failed or terminated, firings the dispatcher did not fire.
-KINDS = ("apply", "action", "failure", "miss")
-_RANK = {ApplyRecord: 0, ActionRecord: 1, TaskFailure: 2, MissedFiring: 3}
+#: apply, tasks that ended failed or terminated, firings the dispatcher did not fire, and
+#: firings some of whose racks the task manager refused.
+KINDS = ("apply", "action", "failure", "miss", "refusal")
+_RANK = {ApplyRecord: 0, ActionRecord: 1, TaskFailure: 2, MissedFiring: 3, RefusedFiring: 4}
 
 
 def _when(entry: Entry) -> tuple[datetime, int, str | int]:
@@ -71,13 +81,15 @@ def _when(entry: Entry) -> tuple[datetime, int, str | int]:
             return entry.applied_at, 0, entry.id
         case TaskFailure():
             return entry.at, 2, str(entry.task.id)
+        case RefusedFiring():
+            return entry.at, 4, str(entry.id)
         case _:
             return entry.at, _RANK[type(entry)], entry.id
 
 
 def newest_first(entries: Iterable[Entry], limit: int = 0) -> list[Entry]:
-    """``entries`` merged newest first (``limit`` 0: all); at one instant a miss, then a
-    failure, an action and an apply, and a later record (higher id) before an earlier one."""
+    """``entries`` merged newest first (``limit`` 0: all); at one instant a refusal, a miss,
+    a failure, an action and an apply, and a later record (higher id) before an earlier one."""
     ordered = sorted(entries, key=_when, reverse=True)
     return ordered[:limit] if limit else ordered
 
@@ -102,6 +114,16 @@ def _failure(failure: TaskFailure) -> dict[str, Any]:
 def _entry(record: Entry) -> dict[str, Any]:
     if isinstance(record, TaskFailure):
         return _failure(record)
+    if isinstance(record, RefusedFiring):
+        return {
+            "type": "refusal",
+            "id": str(record.id),
+            "at": format_rfc3339(record.at),
+            "schedule_id": str(record.schedule_id),
+            "schedule": record.schedule_name,
+            "due_at": format_rfc3339(record.due_at),
+            "racks": list(record.racks),
+        }
     if isinstance(record, MissedFiring):
         return {
             "type": "miss",
@@ -233,7 +255,28 @@ def _miss_row(entry: dict[str, Any]) -> list[str]:
     ]
 
 
-_ROWS = {"action": _action_row, "apply": _apply_row, "failure": _failure_row, "miss": _miss_row}
+#: Racks a refusal's row names (then counts); the JSON has them all.
+RACKS_NAMED = 5
+
+
+def _refusal_row(entry: dict[str, Any]) -> list[str]:
+    racks = entry["racks"]
+    named = ", ".join(racks[:RACKS_NAMED]) + (
+        f" and {len(racks) - RACKS_NAMED} more" if len(racks) > RACKS_NAMED else ""
+    )
+    noun = "rack" if len(racks) == 1 else "racks"
+    return [
+        to_the_second(entry["at"]),
+        "firing refused",
+        f"schedule {entry['schedule']}",
+        "task manager",
+        f"due {to_the_second(entry['due_at'])}: no task on {len(racks)} {noun}: {named}",
+        "a conflicting task on the rack, or its queue full (the dispatcher's log says which)",
+    ]
+
+
+_ROWS = {"action": _action_row, "apply": _apply_row, "failure": _failure_row, "miss": _miss_row,
+         "refusal": _refusal_row}  # fmt: skip
 
 
 def rows(data: dict[str, Any]) -> list[list[str]]:

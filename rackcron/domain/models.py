@@ -67,6 +67,7 @@ __all__ = [
     "QueueOptions",
     "Rack",
     "RackTarget",
+    "RefusedFiring",
     "Schedule",
     "ScheduleConfig",
     "Scope",
@@ -822,6 +823,19 @@ class MissedFiring(_Model):
     lateness_seconds: float
     reason: MissReason
     detail: str | None = None
+
+
+class RefusedFiring(_Model):
+    """A firing some of whose scopes the task manager refused (no task: a conflicting task
+    on the rack, or its queue full): its schedule (the name it had), when, and the racks
+    (by name; an id once gone from the inventory)."""
+
+    id: uuid.UUID
+    schedule_id: uuid.UUID
+    schedule_name: str
+    due_at: datetime
+    at: datetime
+    racks: list[str]
 
 
 class TaskFailure(_Model):

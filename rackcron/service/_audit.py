@@ -156,7 +156,7 @@ class AuditOps:
         kinds: Collection[str] = KINDS,
         schedule_id: uuid.UUID | None = None,
     ) -> list[Entry]:
-        """Applies, the audit trail, failed tasks and missed firings (those of ``kinds``:
+        """Applies, the audit trail, failed tasks, missed firings and refused ones (``kinds``:
         ``rackcron.history.KINDS``) together, newest first (``limit`` 0: all); of one
         schedule alone when ``schedule_id`` is given (its actions, failures and misses:
         an apply is of a whole tree)."""
@@ -169,6 +169,8 @@ class AuditOps:
             entries += self.failures.failures(limit, schedule_id=schedule_id)
         if "miss" in kinds:
             entries += self.failures.misses(limit, schedule_id=schedule_id)
+        if "refusal" in kinds:
+            entries += self.failures.refusals(limit, schedule_id=schedule_id)
         return newest_first(entries, limit)
 
     def peek_schedule(self, schedule_id: uuid.UUID | str) -> Schedule | None:

@@ -1,5 +1,5 @@
-"""Failures first: failed tasks and missed firings newest first, the schedules whose latest
-tasks failed, and the counts the console's overview leads with.
+"""Failures first: failed tasks, missed firings and firings with refused scopes newest
+first, the schedules that fail, and the counts the console's overview leads with.
 
 Every read is bounded by an index and a limit, whatever the store holds: failures by
 ``ix_task_failed`` (only failed and terminated tasks), misses by ``ix_missed_firing_at``,
@@ -16,7 +16,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from rackcron.domain.lifecycle import TaskStatus
-from rackcron.domain.models import MissedFiring, MissReason, Schedule, TaskFailure
+from rackcron.domain.models import (
+    MissedFiring,
+    MissReason,
+    RefusedFiring,
+    Schedule,
+    TaskFailure,
+)
 from rackcron.domain.results import LastResult
 from rackcron.service import _rows
 from rackcron.service._tasks import TaskOps
@@ -24,6 +30,7 @@ from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import (
     ACTIVE_TASK,
     FAILED_TASK,
+    firing,
     missed_firing,
     rack,
     task,
@@ -43,6 +50,7 @@ class FleetCounts:
     failed: int  # tasks that ended failed or terminated since
     missed: int  # firings missed since: past their deadline, or kept back by a roll-out
     held: int  # firings a freeze held since
+    refused: int  # scopes the task manager refused since (a conflicting task, a full queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,41 @@ class FailureOps:
             query = query.where(missed_firing.c.schedule_id == schedule_id)
         return [_missed(row) for row in self.work.conn.execute(query)]
 
+    def refusals(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[RefusedFiring]:
+        """The firings some of whose scopes the task manager refused, newest first, at most
+        ``limit`` (0: all), with the refused racks' names."""
+        query = (
+            sa.select(firing)
+            .where(firing.c.refused.is_not(None))
+            .order_by(firing.c.fired_at.desc(), firing.c.id.desc())
+        )
+        if limit:
+            query = query.limit(limit)
+        if schedule_id is not None:
+            query = query.where(firing.c.schedule_id == schedule_id)
+        rows = list(self.work.conn.execute(query))
+        racks: dict[str, str] = {}  # scope id -> its rack's id
+        for row in rows:
+            racks.update((scope[0], scope[1]) for scope in row.scopes)
+        ids = {uuid.UUID(r) for r in racks.values()}
+        names = {
+            str(i): n
+            for i, n in self.work.conn.execute(
+                sa.select(rack.c.id, rack.c.name).where(rack.c.id.in_(ids))
+            )
+        }
+        return [
+            RefusedFiring(
+                id=row.id,
+                schedule_id=row.schedule_id,
+                schedule_name=row.schedule_name,
+                due_at=row.due_at,
+                at=row.fired_at,
+                racks=sorted(names.get(racks[s], racks[s]) for s in row.refused if s in racks),
+            )
+            for row in rows
+        ]
+
     def counts(self, since: datetime) -> FleetCounts:
         """Active tasks by status now; failures and misses since ``since``."""
         active: dict[str, int] = dict(
@@ -124,6 +167,15 @@ class FailureOps:
             ).all()
         )
         held = misses.pop(MissReason.FREEZE.value, 0)
+        postgres = self.work.conn.dialect.name == "postgresql"
+        length = (sa.func.jsonb_array_length if postgres else sa.func.json_array_length)(
+            firing.c.refused
+        )
+        refused = self.work.conn.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(length), 0)).where(
+                firing.c.refused.is_not(None), firing.c.fired_at >= since
+            )
+        ).scalar_one()
         return FleetCounts(
             running=active.get(TaskStatus.PENDING.value, 0)
             + active.get(TaskStatus.RUNNING.value, 0),
@@ -131,6 +183,7 @@ class FailureOps:
             failed=failed,
             missed=sum(misses.values()),
             held=held,
+            refused=int(refused),
         )
 
     def failing(self, limit: int, since: datetime) -> tuple[list[Failing], int]:

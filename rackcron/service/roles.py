@@ -50,6 +50,7 @@ from rackcron.domain.models import (
     Operation,
     Page,
     Rack,
+    RefusedFiring,
     RolloutPolicy,
     RolloutRecord,
     Schedule,
@@ -368,6 +369,10 @@ class FailureReads(Protocol):
     ) -> list[TaskFailure]: ...
 
     def misses(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[MissedFiring]: ...
+
+    def refusals(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None
+    ) -> list[RefusedFiring]: ...
 
     def counts(self, since: datetime) -> FleetCounts: ...
 

@@ -417,6 +417,13 @@ firing = sa.Table(
         sqlite_where=sa.text("finished_at IS NOT NULL"),
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     ),
+    # The firings some of whose scopes the task manager refused, newest first (History).
+    sa.Index(
+        "ix_firing_refused",
+        "fired_at",
+        sqlite_where=sa.text("refused IS NOT NULL"),
+        postgresql_where=sa.text("refused IS NOT NULL"),
+    ),
 )
 
 # A firing of a schedule that declares a roll-out (docs/spec/SEMANTICS.md "Roll-outs"):

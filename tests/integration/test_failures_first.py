@@ -200,7 +200,7 @@ def test_the_overview_puts_failures_first(
     assert page.status == 200
     counts = {label.strip(): int(n) for n, label in _tiles(page.body)}
     assert counts == {"running": 2, "waiting": 0, "failed (24 h)": 1, "missed (24 h)": 1,
-                      "held by freezes (24 h)": 1, "roll-outs stopped": 0,
+                      "held by freezes (24 h)": 1, "racks refused (24 h)": 0, "roll-outs stopped": 0,
                       "out of step with Git": 0}  # fmt: skip
     failing, failures, misses = _sections(page.body)
     assert _schedules(failing) == ["flaky"]
@@ -353,3 +353,35 @@ def test_the_overview_quotes_an_owner_in_the_command_it_suggests(owner: str) -> 
 
     command = SyncStatus(owner, "drifted", [], 3).command
     assert shlex.split(command) == ["rackcron", "status", "--owner", owner]
+
+
+def test_a_firing_whose_racks_the_task_manager_refuses_is_counted_and_in_history(
+    service: Service, fleet: Fleet, clock, console: Console, store_url: str
+) -> None:
+    clock.advance(hours=-1)
+    config = ScheduleConfig(name="fw", spec_type=SpecType.INTERVAL, spec="1h")
+    service.create_schedule(
+        config, make_operation("upgrade_firmware", fleet.racks[:2], target_version="2")
+    )
+    clock.advance(minutes=1)  # due a minute after the upgrade: it finds it running
+    reset = ScheduleConfig(name="reset", spec_type=SpecType.INTERVAL, spec="1h")
+    made = service.create_schedule(reset, make_operation("power_reset", fleet.racks[:2]))
+    clock.advance(minutes=59)
+    service.fire_due()
+    clock.advance(minutes=1)
+    fired = service.fire_due()
+    assert [o.result for f in fired for o in f.outcomes] == ["failed", "failed"], fired
+    (refusal,) = service.history(kinds=("refusal",))
+    assert (refusal.schedule_id, refusal.racks) == (made.id, ["rack-a01", "rack-a02"])
+    page = console.get("/")
+    assert re.search(r'<span class="count">2</span> racks refused \(24 h\)', page.body)
+    listed = json.loads(
+        run("history", "--kind", "refusal", "--format", "json", url=store_url).output
+    )
+    (entry,) = listed["entries"]
+    assert (entry["type"], entry["schedule"], entry["racks"]) == (
+        "refusal", "reset", ["rack-a01", "rack-a02"],
+    )  # fmt: skip
+    table = run("history", "--kind", "refusal", url=store_url).output
+    assert "firing refused" in table and "no task on 2 racks: rack-a01, rack-a02" in table
+    assert _entries(console.get("/history?kind=refusal")) == ["entry-refusal"]

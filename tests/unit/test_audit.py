@@ -30,6 +30,7 @@ from rackcron.domain.models import (
     MissReason,
     OperationTemplate,
     OverlapPolicy,
+    RefusedFiring,
     Schedule,
     SpecType,
     Task,
@@ -227,6 +228,20 @@ def test_history_holds_failures_and_misses_newest_first_with_ties_in_a_fixed_ord
         ["2026-06-01T12:00:00Z", "task failed", "schedule nightly", "-",
          f"power reset (forced) on rack rack-a01 (task {uuid.UUID(int=9)})", "controller said no"],
     ]  # fmt: skip
+
+
+def test_a_refused_firing_names_its_first_racks_and_counts_the_rest() -> None:
+    racks = [f"rack-{i:02d}" for i in range(7)]
+    refusal = RefusedFiring(id=uuid.UUID(int=4), schedule_id=uuid.UUID(int=5),
+                            schedule_name="reset", due_at=T0, at=T0, racks=racks)  # fmt: skip
+    data = document(newest_first([refusal, _miss(1, T0, MissReason.DEADLINE, None)]))
+    assert [e["type"] for e in data["entries"]] == ["refusal", "miss"]  # at one instant
+    assert data["entries"][0]["racks"] == racks
+    row = rows(data)[0]
+    assert row[1:4] == ["firing refused", "schedule reset", "task manager"]
+    assert row[4].endswith(
+        "no task on 7 racks: rack-00, rack-01, rack-02, rack-03, rack-04 and 2 more"
+    )
 
 
 def test_a_failure_of_a_gone_rack_and_a_deleted_schedule_says_so() -> None:

@@ -1,6 +1,6 @@
 """Failures first (the console's overview and History): every missed firing is kept (a
-schedule kept only its last one), and failed tasks are found newest first without reading
-the completed ones.
+schedule kept only its last one), and failed tasks and the firings with refused scopes are
+found newest first without reading the others.
 
 Revision ID: 0025
 Revises: 0024
@@ -33,6 +33,13 @@ def upgrade() -> None:
     op.create_index("ix_missed_firing_schedule_id", "missed_firing", ["schedule_id"])
     op.create_index("ix_missed_firing_at", "missed_firing", ["at", "id"])
     op.create_index(
+        "ix_firing_refused",
+        "firing",
+        ["fired_at"],
+        sqlite_where=sa.text("refused IS NOT NULL"),
+        postgresql_where=sa.text("refused IS NOT NULL"),
+    )
+    op.create_index(
         "ix_task_failed",
         "task",
         ["finished_at"],
@@ -43,4 +50,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_task_failed", "task")
+    op.drop_index("ix_firing_refused", "firing")
     op.drop_table("missed_firing")
