@@ -29,6 +29,7 @@ from rackcron.cli._names import (
     resolve_schedule,
 )
 from rackcron.domain.escape import terminal
+from rackcron.domain.lifecycle import TaskStatus
 from rackcron.domain.names import as_uuid
 from rackcron.errors import InvalidArgument
 
@@ -77,6 +78,13 @@ def _dump(task: Task, names: Names) -> dict[str, Any]:
     " --rack, a name is looked up in that rack).",
 )
 @click.option("--active-only", is_flag=True, help="Only waiting, pending and running tasks.")
+@click.option(
+    "--status",
+    "statuses",
+    type=click.Choice([s.value for s in TaskStatus]),
+    multiple=True,
+    help="Only tasks in this status (repeat it for several), as the console's filter.",
+)
 @page_options
 @format_option
 @database_option
@@ -85,6 +93,7 @@ def list_command(
     schedule: str | None,
     component: str | None,
     active_only: bool,
+    statuses: tuple[str, ...],
     offset: int,
     limit: int,
     fmt: str,
@@ -93,6 +102,8 @@ def list_command(
     """List tasks, newest first, each with its rack's and its schedule's name.
 
     Example: rackcron tasks list --schedule demo-power-reset --active-only
+
+    Example: rackcron tasks list --status failed --status terminated --limit 20
 
     Example: rackcron tasks list --rack rack-a01 --component compute-0 --limit 20
     """
@@ -115,6 +126,7 @@ def list_command(
             active_only=active_only,
             offset=offset,
             limit=limit,
+            statuses=[TaskStatus(s) for s in statuses],
         )
         names = service.names_of(
             racks=(t.rack_id for t in page.items),
@@ -137,7 +149,9 @@ def list_command(
         for t in page.items
     ]
     headers = ["ID", "STATUS", "RACK", "RACK ID", "SCHEDULE", "OPERATION", "CREATED (UTC)"]
-    filtered = any(v is not None for v in (rack, component, schedule)) or active_only
+    filtered = (
+        any(v is not None for v in (rack, component, schedule)) or active_only or bool(statuses)
+    )
     empty = none_listed("tasks", page.total, offset, filtered=filtered)
     print_table([*headers, "DESCRIPTION"], rows, empty=empty)
     if page.items and page.total != len(page.items):

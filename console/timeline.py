@@ -202,6 +202,11 @@ class Picture:
     zone: str = "UTC"
 
 
+def _said(at: datetime) -> str:
+    """An instant as a tooltip says it: RFC 3339 to the second (the axis needs no more)."""
+    return format_rfc3339(at.replace(microsecond=0))
+
+
 def _x(at: datetime, start: datetime, span: float) -> float:
     return (at - start).total_seconds() / span * WIDTH
 
@@ -257,7 +262,7 @@ def _merged(bars: list[Bar], start: datetime, span: float) -> list[Drawn]:
         index = last.get(key)
         if index is not None and x <= runs[index].x + runs[index].width + 1.0:
             run = runs[index]
-            width, end_utc = max(run.width, right - run.x), format_rfc3339(b.end)
+            width, end_utc = max(run.width, right - run.x), _said(b.end)
             runs[index] = replace(run, width=width, end_utc=end_utc, count=run.count + 1)
             continue
         last[key] = len(runs)
@@ -266,8 +271,8 @@ def _merged(bars: list[Bar], start: datetime, span: float) -> list[Drawn]:
             x=x,
             width=right - x,
             colour=COLOURS.get(b.operation, OTHER_COLOUR),
-            start_utc=format_rfc3339(b.start),
-            end_utc=format_rfc3339(b.end),
+            start_utc=_said(b.start),
+            end_utc=_said(b.end),
         )
         runs.append(drawn)
     return runs
@@ -327,7 +332,7 @@ def _conflict_pairs(bars: Sequence[Bar]) -> tuple[list[ConflictPair], int]:
     for (a, b), (racks, first) in pairs[:CONFLICTS_LISTED]:
         named = tuple(sorted(racks)[:RACKS_NAMED])
         listed.append(ConflictPair(a, ids.get(a), b, ids.get(b), named, len(racks), first,
-                                   format_rfc3339(first)))  # fmt: skip
+                                   _said(first)))  # fmt: skip
     return listed, len(pairs)
 
 
@@ -399,7 +404,7 @@ def draw(
         ticks=ticks,
         dates=dates,
         now_x=_x(now, start, span) if start <= now < end else None,
-        now_utc=format_rfc3339(now),
+        now_utc=_said(now),
         start_utc=format_rfc3339(start),
         end_utc=format_rfc3339(end),
         truncated=upcoming.truncated,
@@ -456,8 +461,8 @@ def _shades(upcoming: Upcoming, rows: Sequence[TimelineRow], span: float) -> lis
                 width=right - left,
                 y=top,
                 height=height,
-                start_utc=format_rfc3339(window.start),
-                end_utc=format_rfc3339(until),
+                start_utc=_said(window.start),
+                end_utc=_said(until),
                 count=count,
             )
             shades.append(shade)

@@ -91,7 +91,7 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".js-zone").forEach(function (el) {
-      el.textContent = ", shown here in " + zone;
+      if (zone !== "UTC" && zone !== "Etc/UTC") el.textContent = ", shown here in " + zone;
     });
     localise(document);
     document.querySelectorAll("tbody[data-live]").forEach(live);

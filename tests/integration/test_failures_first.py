@@ -385,3 +385,17 @@ def test_a_firing_whose_racks_the_task_manager_refuses_is_counted_and_in_history
     table = run("history", "--kind", "refusal", url=store_url).output
     assert "firing refused" in table and "no task on 2 racks: rack-a01, rack-a02" in table
     assert _entries(console.get("/history?kind=refusal")) == ["entry-refusal"]
+
+
+def test_tasks_list_keeps_the_statuses_asked(
+    service: Service, fleet: Fleet, clock, store_url: str
+) -> None:
+    flaky = _due(service, clock, fleet.racks[:2], "flaky")
+    (fired,) = service.fire_due()
+    _fail(service, fired.task_ids[:1], "boom")
+    failed = run("tasks", "list", "--status", "failed", "--format", "json", url=store_url)
+    assert [t["id"] for t in json.loads(failed.output)["tasks"]] == [str(fired.task_ids[0])]
+    both = run("tasks", "list", "--status", "failed", "--status", "pending", url=store_url)
+    assert len(both.output.splitlines()) == 3 and flaky.name in both.output
+    none = run("tasks", "list", "--status", "running", url=store_url)
+    assert none.output == "No tasks match.\n"
