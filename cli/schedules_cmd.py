@@ -335,6 +335,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
         recent = _newest_tasks(service, found.id)
         tasks = [] if recent is None else recent.items
         names = rack_names(service, {*(s.rack_id for s in scopes), *(t.rack_id for t in tasks)})
+        results = _results(service, [found])
     if fmt == "json":
         shown = [{**s.model_dump(mode="json"), "rack_name": names.get(s.rack_id)} for s in scopes]
         extra: dict[str, object] = {}
@@ -349,8 +350,9 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
                 }
                 for t in tasks
             ]
-        echo_json({**_dump(found, server), "scopes": shown, **extra})
+        echo_json({**_shown(found, server, results), "scopes": shown, **extra})
         return
+    result = None if results is None else results.get(found.id, LastResult({}))
     for label, value in [
         ("name", found.name),
         ("id", str(found.id)),
@@ -364,6 +366,8 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
             []
             if server is not None
             else [
+                ("last result", "-" if result is None else result.text()),
+                ("active tasks", "-" if result is None else str(result.active)),
                 ("deadline", found.starting_deadline or "none"),
                 *([("anchor", when(found.anchor))] if found.anchor else []),
                 *([("jitter", found.jitter)] if found.jitter else []),

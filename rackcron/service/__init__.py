@@ -781,8 +781,18 @@ class Service:
                     f" now ({deferred[0].error}); the firing is recorded, and the dispatcher"
                     " submits them at its next poll"
                 )
-            # Each names its rack; a fleet-wide schedule's would be thousands.
-            errors = "; ".join(str(o.error) for o in result.outcomes[:REFUSALS_NAMED])
+            # Each names its rack (by id: the task manager's words), here by name too; a
+            # fleet-wide schedule's would be thousands.
+            named = result.outcomes[:REFUSALS_NAMED]
+            racks = self.names_of(racks=[o.rack_id for o in named]).racks
+
+            def said(o: ScopeOutcome) -> str:
+                name, text = racks.get(o.rack_id), str(o.error)
+                if name is None:  # gone from the inventory: its id alone
+                    return text
+                return text.replace(f"rack {o.rack_id}", f"rack {name} ({o.rack_id})", 1)
+
+            errors = "; ".join(said(o) for o in named)
             if (more := len(result.outcomes) - REFUSALS_NAMED) > 0:
                 errors += f"; and {more:,} more racks refused it"
             raise FailedPrecondition(

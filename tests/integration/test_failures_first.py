@@ -399,3 +399,16 @@ def test_tasks_list_keeps_the_statuses_asked(
     assert len(both.output.splitlines()) == 3 and flaky.name in both.output
     none = run("tasks", "list", "--status", "running", url=store_url)
     assert none.output == "No tasks match.\n"
+
+
+def test_schedules_get_shows_the_last_result_as_the_list_does(
+    service: Service, fleet: Fleet, clock, store_url: str
+) -> None:
+    flaky = _due(service, clock, fleet.racks[:2], "flaky")
+    (fired,) = service.fire_due()
+    _fail(service, fired.task_ids[:1], "boom")
+    got = run("schedules", "get", "flaky", url=store_url).output
+    assert "last result:    failed 1/2, running 1/2\nactive tasks:   1\n" in got
+    data = json.loads(run("schedules", "get", "flaky", "--format", "json", url=store_url).output)
+    assert (data["last_result"]["summary"], data["active_tasks"]) == ("failed 1/2, running 1/2", 1)
+    assert data["id"] == str(flaky.id)

@@ -91,6 +91,7 @@ def test_trigger_errors_when_every_submission_failed(service, fleet, clock) -> N
     ) as refused:
         service.trigger(schedule.id)
     assert refused.value.message.count(str(fleet.racks[0])) == 1  # the rack named once
+    assert f"rack rack-a01 ({fleet.racks[0]})" in refused.value.message  # by name too
     # The firing itself happened: the schedule advanced as any firing does.
     assert service.get_schedule(schedule.id).last_run_at == clock.now
 
