@@ -151,7 +151,8 @@ def test_the_waiting_limit_counts_the_racks_waiting_tasks(rack) -> None:
         assert rack.submit("power_on", rack.C0, policy=OverlapPolicy.QUEUE)[0] == WAITING
     status, refusal, _ = rack.submit("power_on", rack.C1, policy=OverlapPolicy.QUEUE)
     assert status is None and refusal is not None
-    assert refusal.endswith(f"rack {rack.id}: waiting queue is full (5 waiting tasks)")
+    # The trigger names the rack by name beside its id (the fleet's first: rack-a01).
+    assert refusal.endswith(f"rack rack-a01 ({rack.id}): waiting queue is full (5 waiting tasks)")
 
 
 def test_a_skip_schedules_own_busy_scope_is_still_skipped_on_firing(service, rack, clock) -> None:
