@@ -25,7 +25,7 @@ from rackcron.domain.models import (
 )
 from rackcron.domain.results import LastResult
 from rackcron.service import _rows
-from rackcron.service._tasks import TaskOps
+from rackcron.service._tasks import TaskOps, chunked
 from rackcron.service._work import UnitOfWork
 from rackcron.store.tables import (
     ACTIVE_TASK,
@@ -125,16 +125,14 @@ class FailureOps:
         if schedule_id is not None:
             query = query.where(firing.c.schedule_id == schedule_id)
         rows = list(self.work.conn.execute(query))
-        racks: dict[str, str] = {}  # scope id -> its rack's id
+        racks: dict[str, str] = {}  # refused scope id -> its rack's id
         for row in rows:
-            racks.update((scope[0], scope[1]) for scope in row.scopes)
-        ids = {uuid.UUID(r) for r in racks.values()}
-        names = {
-            str(i): n
-            for i, n in self.work.conn.execute(
-                sa.select(rack.c.id, rack.c.name).where(rack.c.id.in_(ids))
-            )
-        }
+            refused = set(row.refused)
+            racks.update((scope[0], scope[1]) for scope in row.scopes if scope[0] in refused)
+        names: dict[str, str] = {}
+        for chunk in chunked(sorted({uuid.UUID(r) for r in racks.values()}, key=str)):
+            query = sa.select(rack.c.id, rack.c.name).where(rack.c.id.in_(chunk))
+            names.update((str(i), n) for i, n in self.work.conn.execute(query))
         return [
             RefusedFiring(
                 id=row.id,
