@@ -362,6 +362,7 @@ _STEP_KINDS = {
     "SetStartingDeadline": "schedule",
     "SetSpread": "schedule",
     "SetRollout": "schedule",
+    "CreateTaskSchedule": "schedule",  # one with an id
 }
 
 
@@ -372,7 +373,7 @@ def step_run(rpc: str, args: Mapping[str, Any]) -> AuditedChange:
     kind = _STEP_KINDS.get(rpc, "inventory")
     carried = args.get(kind)
     named = carried if isinstance(carried, Mapping) else args
-    name, object_id = named.get("name"), named.get("id")
+    name, object_id = named.get("name"), named.get("id", args.get("id"))
     return AuditedChange(
         Action.STEP,
         kind,

@@ -131,16 +131,10 @@ class StoreExecutor:
             case DeleteFreeze(name=name):
                 ops.freezes.delete_freeze(name)
             case CreateSchedule():
-                ops.schedules.create_schedule(
-                    command.schedule,
-                    command.operation,
-                    management=command.management,
-                    starting_deadline=command.starting_deadline,
-                    anchor=command.anchor,
-                    jitter=command.jitter,
-                    rollout=command.rollout,
-                    expected_duration=command.expected_duration,
-                )
+                try:
+                    ops.schedules.create_schedules([command])
+                except CommandFailed as failed:
+                    raise failed.error from None
             case UpdateSchedule(schedule=config, update_mask=mask):
                 ops.schedules.update_schedule(self._id(command.name), config, list(mask))
             case PauseSchedule(name=name):

@@ -96,6 +96,8 @@ class DeclaredSchedule:
     jitter: str | None = None
     rollout: RolloutPolicy | None = None
     expected_duration: str | None = None
+    id: uuid.UUID | None = None  # spec.id: the id a create gives it (None: a new one)
+    renamed_from: str | None = None  # metadata.renamed_from: the stored name it renames
 
     @property
     def name(self) -> str:
@@ -314,6 +316,9 @@ class _Builder:
     def schedule(self, doc: SourceDocument, inventory: DeclaredInventory) -> None:
         meta, spec = doc.data["metadata"], doc.data["spec"]
         ok = self.unique(doc, ("metadata", "name"), "schedule name", meta["name"])
+        ok &= self.renaming(doc)
+        if "id" in spec:
+            ok &= self.unique(doc, ("spec", "id"), "schedule id", uuid.UUID(spec["id"]))
         timezone = spec.get("timezone", "")
         parsed = self.spec(doc, timezone)
         spread = None if parsed is None else self.spread(doc, parsed)
@@ -357,8 +362,35 @@ class _Builder:
                 jitter=spec.get("jitter"),
                 rollout=rollout,
                 expected_duration=spec.get("expected_duration"),
+                id=uuid.UUID(spec["id"]) if "id" in spec else None,
+                renamed_from=meta.get("renamed_from"),
             )
             self.declare(doc, self.declared.schedules, [schedule])
+
+    def renaming(self, doc: SourceDocument) -> bool:
+        """Whether the schedule's ``renamed_from`` (if any) names another name, and one
+        that no other schedule of the tree renames, after reporting why not."""
+        meta, path = doc.data["metadata"], ("metadata", "renamed_from")
+        if "renamed_from" not in meta:
+            return True
+        if meta["renamed_from"] == meta["name"]:
+            return self.problem(doc, path, "renamed_from: the schedule's own name")
+        return self.unique(doc, path, "renamed_from", meta["renamed_from"])
+
+    def renamed_still_declared(self, docs: list[SourceDocument]) -> None:
+        """Report each ``renamed_from`` naming a schedule the tree still declares (once
+        every schedule is seen): the tree would declare the old name twice."""
+        for doc in docs:
+            meta = doc.data["metadata"]
+            old = meta.get("renamed_from")
+            seen = self.first_seen.get(("schedule name", old)) if old != meta["name"] else None
+            if seen is not None:
+                where = f"{seen[0].file}:{seen[0].at(seen[1])[0]}"
+                message = (
+                    f"renamed_from: schedule {old!r} is still declared at {where}; a rename"
+                    " declares the new name only"
+                )
+                self.problem(doc, ("metadata", "renamed_from"), message)
 
     def distinct_targets(self, doc: SourceDocument) -> bool:
         """Whether no target is named twice in the same words (the same field and value:
@@ -621,6 +653,7 @@ def build_declared(documents: Iterable[SourceDocument]) -> tuple[Declared, list[
     inventory = DeclaredInventory(builder.declared)
     for doc in by_kind["TaskSchedule"]:
         builder.schedule(doc, inventory)
+    builder.renamed_still_declared(by_kind["TaskSchedule"])
     for doc in by_kind["Freeze"]:
         builder.freeze(doc)
     return builder.result(), builder.problems

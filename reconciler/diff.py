@@ -5,9 +5,12 @@ then freeze upserts, then schedules in declared order, then schedule deletions,
 then freeze deletions, then inventory deletions (freezes: ``freeze_diff``). Per
 schedule:
 
-* absent from the store -> create (then pause when declared disabled);
-* operation changed, or the spec of a one-time schedule that has already fired
-  -> replace (delete + create), with the reason and its code
+* absent from the store -> create (then pause when declared disabled), with its
+  declared id if it has one; declared ``renamed_from: OLD`` with OLD stored and the
+  new name not -> the stored OLD is the schedule compared below, and an update
+  renames it first (a warning when the store has no OLD; an error when it has both);
+* declared id not the stored one, operation changed, or the spec of a one-time
+  schedule that has already fired -> replace (delete + create), with the reason and its code
   (``rackcron.reconciler.plan.ReasonCode``);
 * otherwise UpdateTaskSchedule with exactly the mask paths that changed, the
   starting deadline (``SetStartingDeadline``, compared as durations: ``60m`` is
@@ -142,6 +145,7 @@ def _create_commands(want: ScheduleState) -> list[Command]:
             jitter=want.jitter,
             rollout=want.rollout,
             expected_duration=want.expected_duration,
+            id=want.id,
         )
     ]
     if not want.enabled:
@@ -183,12 +187,81 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         self.current, self.desired, self.owner, self.now = current, desired, owner, now
         self.errors: list[str] = []
         self._freezes: list[Freeze] | None = None
+        self.renamed: dict[str, str] = {}  # new name -> the stored name it renames
+        self.renames_unused: list[PlanWarning] = []
+        self._by_id: dict[uuid.UUID, ScheduleState] | None = None
 
     # --- schedules ---------------------------------------------------------------------------
 
+    def stored(self, name: str) -> ScheduleState | None:
+        """The stored schedule the declared one named ``name`` stands for (the one it
+        renames, if it renames one)."""
+        return self.current.schedules.get(self.renamed.get(name, name))
+
+    def _renamed(self, want: ScheduleState, have: ScheduleState | None) -> ScheduleState | None:
+        """The stored schedule ``want`` renames (its ``renamed_from``), if it is to be
+        renamed now; a warning when the store has no schedule of the old name, an error
+        when it has both names."""
+        old_name = want.renamed_from
+        old = self.current.schedules.get(old_name) if old_name else None
+        if old_name is None:
+            return None
+        if old is None:
+            now = (
+                "the store has the new name: remove it once every store this tree is applied to"
+                " has the rename"
+                if have is not None
+                else "a new schedule is created"
+            )
+            message = (
+                f'{want.where}: schedule "{want.name}" has renamed_from: {old_name}, which the'
+                f" store does not have; {now}"
+            )
+            self.renames_unused.append(PlanWarning("renamed_from_unused", message))
+            return None
+        if have is not None:
+            self.errors.append(
+                f'{want.where}: schedule "{want.name}" has renamed_from: {old_name}, but the'
+                " store has schedules of both names: a rename cannot overwrite a schedule;"
+                f' delete one of them, or drop renamed_from to keep "{old_name}" apart'
+            )
+            return old
+        if old.management.owner not in (None, self.owner):
+            self.errors.append(
+                f'{want.where}: schedule "{want.name}" renames "{old_name}", which is managed'
+                f" by another repository (owner {old.management.owner!r})"
+            )
+            return old
+        self.renamed[want.name] = old_name
+        return old
+
+    def _id_holder(self, want: ScheduleState, replacing: str | None = None) -> str | None:
+        """The stored schedule, other than ``replacing``, whose id ``want`` declares."""
+        if want.id is None:
+            return None
+        if self._by_id is None:
+            self._by_id = {s.id: s for s in self.current.schedules.values() if s.id}
+        holder = self._by_id.get(want.id)
+        return holder.name if holder is not None and holder.name != replacing else None
+
+    def _id_taken(self, want: ScheduleState, holder: str) -> None:
+        self.errors.append(
+            f'{want.where}: schedule "{want.name}" declares id {want.id}, which the stored'
+            f' schedule "{holder}" has; to rename "{holder}", declare metadata.renamed_from:'
+            f" {holder}"
+        )
+
     def schedule(self, want: ScheduleState) -> Change | None:
         have = self.current.schedules.get(want.name)
+        old = self._renamed(want, have)
+        if old is not None:
+            if want.name not in self.renamed:  # refused: an error says why
+                return None
+            have = old
         if have is None:
+            if (holder := self._id_holder(want)) is not None:
+                self._id_taken(want, holder)
+                return None
             fields = (
                 FieldChange(
                     "spec", None, f"{want.spec_type.value} {want.spec!r} ({want.timezone})"
@@ -231,10 +304,15 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         replaced = self._replace_reason(have, want)
         if replaced:
             code, reason = replaced
+            if have.name != want.name:
+                reason += f' (renamed from "{have.name}")'
             if have.management.protect:
                 self.errors.append(_protected(want.name, f"replace it ({reason})"))
                 return None
-            commands = (DeleteSchedule(name=want.name), *_create_commands(want))
+            if (holder := self._id_holder(want, replacing=have.name)) is not None:
+                self._id_taken(want, holder)
+                return None
+            commands = (DeleteSchedule(name=have.name), *_create_commands(want))
             return Change(
                 "schedule",
                 want.name,
@@ -251,6 +329,8 @@ class _Differ(InventoryDiffer, FreezeDiffer):
     @staticmethod
     def _replace_reason(have: ScheduleState, want: ScheduleState) -> tuple[ReasonCode, str] | None:
         """Why ``have`` must be replaced to become ``want`` (its code, and for people), if so."""
+        if want.id is not None and have.id is not None and want.id != have.id:
+            return "id_changed", f"id changed: {have.id} -> {want.id}"
         if have.template != want.template:
             old, new = spoken(have.template), spoken(want.template)
             if describe(have.template) != describe(want.template):
@@ -269,9 +349,18 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         return None
 
     def _update(self, have: ScheduleState, want: ScheduleState) -> Change | None:
+        """The update that makes ``have`` (stored under ``want``'s name, or the one it
+        renames) ``want``: a rename first, so that every other step names it by its new
+        name."""
         fields: list[FieldChange] = []
         commands: list[Command] = []
         mask = []
+        if have.name != want.name:
+            fields.append(FieldChange("name", have.name, want.name))
+            rename = UpdateSchedule(
+                name=have.name, schedule=_config(want), update_mask=("schedule.name",)
+            )
+            commands.append(rename)
         if not _same_spec(have, want):
             mask.append("schedule.spec")
             fields.append(
@@ -403,9 +492,10 @@ class _Differ(InventoryDiffer, FreezeDiffer):
     def _times(self, have: ScheduleState | None, want: ScheduleState) -> dict[str, Any]:
         stored = have.next_run_at if have else None
         # The stored next run stays unless the update recomputes it (spec, zone, spread,
-        # resume).
+        # resume, and a rename of a jittered schedule: its jitter moves with its name).
         kept = (
             have is not None
+            and (have.name == want.name or have.jitter is None)
             and _same_spec(have, want)
             and have.timezone == want.timezone
             and _same_spread(have, want)
@@ -480,8 +570,9 @@ class _Differ(InventoryDiffer, FreezeDiffer):
 
     def deletions(self) -> tuple[list[Change], list[str]]:
         changes, unmanaged = [], []
+        renamed = set(self.renamed.values())
         for name, have in self.current.schedules.items():
-            if name in self.desired.schedules:
+            if name in self.desired.schedules or name in renamed:
                 continue
             if have.management.owner != self.owner:
                 unmanaged.append(name)
@@ -566,7 +657,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         for want in self.desired.schedules.values():
             if not want.enabled or want.operation is None:
                 continue
-            have = self.current.schedules.get(want.name)
+            have = self.stored(want.name)
             start, fires = None, True
             if have and _same_spec(have, want) and have.timezone == want.timezone:
                 fires = not have.consumed
@@ -746,10 +837,8 @@ def diff(
     changes = differ.inventory_upserts() + differ.freeze_upserts()
     schedule_changes = [c for want in desired.schedules.values() if (c := differ.schedule(want))]
     deletions, unmanaged = differ.deletions()
-    deleted = {c.name for c in deletions}
-    remaining = [
-        s for n, s in current.schedules.items() if n not in deleted and n not in desired.schedules
-    ]
+    kept = {*(c.name for c in deletions), *desired.schedules, *differ.renamed.values()}
+    remaining = [s for n, s in current.schedules.items() if n not in kept]
     changes += schedule_changes + deletions + differ.freeze_deletions()
     changes += differ.inventory_deletions([*desired.schedules.values(), *remaining])
     pairs, shared = differ.warnings({c.name for c in schedule_changes})
@@ -758,7 +847,7 @@ def diff(
     late = [
         warning
         for name, want in desired.schedules.items()
-        if name in armed or (name in current.schedules and not current.schedules[name].consumed)
+        if name in armed or ((have := differ.stored(name)) is not None and not have.consumed)
         if (warning := _past_deadline(want, now)) is not None
     ]
     drifting = [
@@ -783,7 +872,7 @@ def diff(
         )
         for c in schedule_changes + deletions
         if c.action in ("replace", "delete")
-        and (have := current.schedules.get(c.name)) is not None
+        and (have := differ.stored(c.name)) is not None
         and have.rollout_unfinished
     ]
     held, held_count = differ.held()
@@ -800,6 +889,7 @@ def diff(
         "freeze_selects_unknown": len(unknown),
         "lookalike_name": len(lookalikes),
         "anchor_moves_with_dst": len(drifting),
+        "renamed_from_unused": len(differ.renames_unused),
     }
     for warning in [*interrupted, *rollout_warned]:
         assert warning.code is not None
@@ -811,6 +901,7 @@ def diff(
         unmanaged=tuple(sorted(unmanaged)),
         errors=tuple(differ.errors),
         warnings=(
+            *differ.renames_unused,
             *late,
             *drifting,
             *interrupted,

@@ -87,7 +87,10 @@ FORMAT = "rackcron.plan/v1"
 # 1.15: a schedule change's fire_times carry "durations" (one firing's expected length,
 #      before and after) and "freezes" (the windows holding it near its shown firings):
 #      the Markdown plan charts each firing as a bar that long
-FORMAT_VERSION = "1.15"
+# 1.16: renames: an update's first UpdateTaskSchedule step may rename (mask schedule.name,
+#      its "name" the old one; field change "name"), the warning code renamed_from_unused;
+#      ids: a CreateTaskSchedule step may carry "id", the reason code id_changed
+FORMAT_VERSION = "1.16"
 #: The first minor version whose fingerprint covers what the plan depends on; a plan read
 #: from an older file fingerprints the whole store, and says the version before when
 #: written again.
@@ -113,6 +116,8 @@ ReasonCode = Literal[
     "one_time_consumed",
     # delete: owned by this repository, in the store, and no longer in the tree
     "not_declared",
+    # replace: the tree declares another id (spec.id) than the stored schedule has
+    "id_changed",
 ]
 #: What a warning is about (docs/plan-format.md "Warning codes").
 WarningCode = Literal[
@@ -146,6 +151,8 @@ WarningCode = Literal[
     "rollout_span_exceeds_cutoff",
     # the plan replaces or deletes a schedule whose roll-out is unfinished
     "rollout_unfinished",
+    # a schedule's metadata.renamed_from names a schedule the store does not have
+    "renamed_from_unused",
 ]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 WARNING_CODES: tuple[WarningCode, ...] = get_args(WarningCode)

@@ -5,7 +5,8 @@ A plan's changes are decided from part of the store only (docs/plan-format.md
 
 * the owner's own schedules, freezes, racks and NVLink domains (a component
   belongs to whoever owns its rack): the diff updates or deletes them;
-* whatever stands where a change will write: the schedule or freeze of that name,
+* whatever stands where a change will write: the schedule or freeze of that name
+  (and the schedule a rename renames, and any holding an id a create gives),
   the rack, component or domain of that id, and any rack or domain holding an
   external id an upsert claims (external ids are unique);
 * the inventory the plan's schedules target: each target a command names (by id,
@@ -36,6 +37,7 @@ from rackcron.domain.commands import (
     DeleteComponent,
     DeleteNVLDomain,
     DeleteRack,
+    UpdateSchedule,
     UpdateScope,
     UpsertComponent,
     UpsertNVLDomain,
@@ -57,6 +59,7 @@ class _Named:
     """What a plan's changes name: where they write, and the targets their steps carry."""
 
     schedules: set[str] = field(default_factory=set)
+    schedule_ids: set[uuid.UUID] = field(default_factory=set)  # those creates give
     freezes: set[str] = field(default_factory=set)
     ids: dict[str, set[uuid.UUID]] = field(
         default_factory=lambda: {"rack": set(), "component": set(), "nvl_domain": set()}
@@ -82,8 +85,13 @@ class _Named:
     def add(self, command: Command) -> None:
         """Note what one command names."""
         match command:
-            case CreateSchedule(operation=operation) if operation.target_spec is not None:
-                self.targets.append(operation.target_spec)
+            case CreateSchedule(operation=operation, id=schedule_id):
+                if operation.target_spec is not None:
+                    self.targets.append(operation.target_spec)
+                if schedule_id is not None:
+                    self.schedule_ids.add(schedule_id)
+            case UpdateSchedule(name=name):  # a rename's old name
+                self.schedules.add(name)
             case AddScope(target_spec=spec) | UpdateScope(desired_scope=spec):
                 self.targets.append(spec)
             case UpsertRack(rack=rack):
@@ -172,6 +180,7 @@ def plan_reads(current: State, owner: str, changes: Iterable[Change]) -> State:
         for name, s in current.schedules.items()
         if s.management.owner == owner
         or name in named.schedules
+        or s.id in named.schedule_ids
         or (named.deleted_racks and any(r in named.deleted_racks for r, _ in s.scope))
     }
     freezes = {

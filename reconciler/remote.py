@@ -312,6 +312,12 @@ class RemoteStore:
             for s in desired.schedules.values()
             if (s.rollout or s.expected_duration) and "rollout" not in self.carries
         ]
+        with_ids = sorted(s.name for s in desired.schedules.values() if s.id is not None)
+        if with_ids and "schedule_ids" not in self.carries:
+            errors.append(
+                f"the tree declares the ids (spec.id) of {named('schedule', with_ids)}, which"
+                f" this server cannot create a schedule with: {why}; nothing is applied"
+            )
         what = []
         if desired.freezes and "freezes" not in self.carries:
             what.append(named("freeze", sorted(desired.freezes)))
@@ -484,6 +490,9 @@ class RemoteStore:
         flow, rpc = self.flow, command.rpc
         request: Message
         match command:
+            case CreateSchedule(schedule=config, id=schedule_id) if schedule_id is not None:
+                self._extra(command)  # v1.Flow's create picks its own id
+                self._ids[config.name] = str(schedule_id)
             case CreateSchedule(schedule=config, operation=operation):
                 request = pb.CreateTaskScheduleRequest(
                     schedule=pb_config(config), operation=pb_operation(operation)

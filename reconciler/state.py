@@ -76,6 +76,15 @@ class ScheduleState:
     next_run_at: datetime | None = None  # runtime, store only: shown, never compared
     operation: Operation | None = None  # declared only: what a create sends
     scope_ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # store only: rack -> scope
+    id: uuid.UUID | None = None  # stored, or declared (spec.id; None: a create picks one)
+    renamed_from: str | None = None  # declared only: the stored name it renames
+    line: int | None = None  # declared only: its document's line in ``management.source``
+
+    @property
+    def where(self) -> str:
+        """Where it is declared (``file:line``), or its name when not declared."""
+        source = self.management.source
+        return f"{source}:{self.line}" if source and self.line else f'schedule "{self.name}"'
 
     @property
     def spread(self) -> timing.Spread:
@@ -87,6 +96,14 @@ class ScheduleState:
         # The deadline only when set: the digest of a schedule without one is as before.
         deadline = {"starting_deadline": self.starting_deadline} if self.starting_deadline else {}
         spread = {k: v for k, v in (("anchor", self.anchor), ("jitter", self.jitter)) if v}
+        # A declared id and rename only: a stored id is the store's own (a saved plan's
+        # fingerprint is checked against a store made again, with new ids).
+        declared = self.operation is not None
+        identity = {
+            k: str(v)
+            for k, v in (("id", self.id if declared else None), ("renamed_from", self.renamed_from))
+            if v
+        }
         rollout = {
             k: v
             for k, v in (
@@ -96,6 +113,7 @@ class ScheduleState:
             if v
         }
         return {
+            **identity,
             **deadline,
             **spread,
             **rollout,
@@ -175,6 +193,9 @@ def _declared_state(declared: Declared, owner: str) -> State:
             rollout=item.rollout,
             expected_duration=item.expected_duration,
             operation=item.operation,
+            id=item.id,
+            renamed_from=item.renamed_from,
+            line=item.line,
         )
     return State(
         racks={r.id: r.model_copy(update={"owner": owner}) for r in declared.racks},
@@ -239,4 +260,5 @@ def stored_schedule(
         rollout_unfinished=None if rollout_unfinished is None else str(rollout_unfinished),
         next_run_at=schedule.next_run_at,
         scope_ids={s.rack_id: s.id for s in scopes},
+        id=schedule.id,
     )

@@ -124,18 +124,21 @@ def _racks(minor: int, *, after: bool) -> str:
     return "".join(_rack(n, minor, after=after) for n in names) + domain
 
 
-def _schedule(name: str, spec: str, labels: str = "") -> str:
+def _schedule(name: str, spec: str, labels: str = "", renamed_from: str = "") -> str:
     meta = f"  name: {name}\n" + (f"  labels: {labels}\n" if labels else "")
+    meta += f"  renamed_from: {renamed_from}\n" if renamed_from else ""
     return f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata:\n{meta}spec:\n{spec}"
 
 
 def _schedules(minor: int, *, after: bool) -> str:
     """The schedules: after, one updated (spec, a rack added, 1.6: a deadline, 1.11: a
-    jitter), one replaced, one paused and refiltered (1.11: and anchored), one deleted, one created (1.6: with a deadline)
-    and (1.6) one whose one-time instant is past its deadline. No scope is removed: that
+    jitter), one replaced, one paused and refiltered (1.11: and anchored), one deleted, one created (1.6: with a deadline;
+    1.16: with an id), (1.6) one whose one-time instant is past its deadline, and (1.16)
+    one renamed. No scope is removed: that
     step names the stored scope's id, which a store the tests recreate cannot have."""
     deadline = minor >= 6 and after
     spread = minor >= 11 and after
+    identity = minor >= 16 and after
     firmware = (
         '  spec_type: cron\n  spec: "0 3 * * 1"\n'
         if after
@@ -152,10 +155,11 @@ def _schedules(minor: int, *, after: bool) -> str:
     docs = [
         _schedule("nightly-compute-firmware", firmware, "{team: fleet}"),
         _schedule(
-            "quarterly-nvswitch-firmware",
+            "quarterly-nvswitch-firmware" + ("-a1" if identity else ""),
             '  spec_type: cron\n  spec: "30 4 1 jan,apr,jul,oct *"\n  protect: true\n'
             "  operation:\n    upgrade_firmware: {target_version: 31.2.0}\n"
             "  targets:\n    nvl_domains:\n      - {name: nvl-a1, component_types: [NVSWITCH]}\n",
+            renamed_from="quarterly-nvswitch-firmware" if identity else "",
         ),
         _schedule(
             "burn-in-power-cycle",
@@ -193,6 +197,7 @@ def _schedules(minor: int, *, after: bool) -> str:
             _schedule(
                 "row-b-bring-up",
                 '  spec_type: one-time\n  spec: "2027-01-15T06:00:00-08:00"\n'
+                + ("  id: 5d1e7a3c-2b4f-4c6d-8e9f-0a1b2c3d4e5f\n" if identity else "")
                 + ("  starting_deadline: 2h\n" if deadline else "")
                 + "  operation:\n    bring_up: {}\n"
                 "  targets:\n    racks:\n      - external_id: DC1-RACK-B01\n",

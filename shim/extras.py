@@ -68,12 +68,13 @@ EXTRA_STEPS = frozenset(
         "SetRollout",
         "UpsertFreeze",
         "DeleteFreeze",
+        "CreateTaskSchedule",  # with an id only: v1.Flow's create picks its own
     }
 )
 #: What beyond the Flow RPCs this server reads and writes here: a schedule's starting
 #: deadline, its anchor and jitter, its roll-out policy and expected duration, freezes,
-#: and racks' labels.
-CARRIES = ("starting_deadline", "spread", "rollout", "freezes", "rack_labels")
+#: racks' labels, and the id a schedule is created with.
+CARRIES = ("starting_deadline", "spread", "rollout", "freezes", "rack_labels", "schedule_ids")
 
 
 def _json(value: Any, field: str) -> dict[str, Any]:
@@ -161,6 +162,10 @@ class ReconcilerServicer(reconciler_pb2_grpc.ReconcilerServicer):
                 f" {', '.join(sorted(EXTRA_STEPS))} (schedules go through v1.Flow)"
             )
         args = _json(request.args_json, "args_json")
+        if request.rpc == "CreateTaskSchedule" and args.get("id") is None:
+            raise InvalidArgument(
+                "args_json.id: required: a create without an id goes through v1.Flow"
+            )
         command = decode(request.rpc, args, args_field="args_json")
         audit = call_audit(self.tokens, context)
         scope = caller_scope(self.tokens, context.invocation_metadata())

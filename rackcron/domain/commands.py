@@ -146,14 +146,16 @@ class CreateSchedule(_Command):
     jitter: str | None = None
     rollout: RolloutPolicy | None = None
     expected_duration: str | None = None
+    id: uuid.UUID | None = None  # the id to create it with (None: a new one)
 
     @model_serializer(mode="wrap")
     def _args(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         # As since 1.0: the operation without its unset fields; a deadline, an anchor, a
-        # jitter, a roll-out and an expected duration only when set.
+        # jitter, a roll-out, an expected duration and an id only when set.
         data = handler(self)
         data["operation"] = {k: v for k, v in data["operation"].items() if v is not None}
-        for optional in ("starting_deadline", "anchor", "jitter", "rollout", "expected_duration"):
+        optional_fields = ("starting_deadline", "anchor", "jitter", "rollout", "expected_duration")
+        for optional in (*optional_fields, "id"):
             if data[optional] is None:
                 del data[optional]
         return data

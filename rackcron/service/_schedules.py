@@ -253,6 +253,10 @@ def _name_taken(name: str) -> AlreadyExists:
     return AlreadyExists(f'schedule.name: a task schedule named "{name}" already exists')
 
 
+def _id_taken(schedule_id: uuid.UUID | None) -> AlreadyExists:
+    return AlreadyExists(f'id: a task schedule with id "{schedule_id}" already exists')
+
+
 def not_found(schedule_id: uuid.UUID, field: str = "id") -> NotFound:
     return NotFound(f"{field}: task schedule {schedule_id} not found")
 
@@ -343,14 +347,16 @@ class ScheduleOps:
         """
         resolve = self.targets.resolver([c.operation.target_spec for c in commands])
         taken = self._taken([c.schedule.name for c in commands if _well_formed(c.schedule)])
+        taken_ids = self._taken_ids([c.id for c in commands if c.id is not None])
         schedules: list[dict[str, Any]] = []
         scopes: list[dict[str, Any]] = []
         for index, command in enumerate(commands):
             try:
-                values, resolved = self._new_schedule(command, resolve, taken)
+                values, resolved = self._new_schedule(command, resolve, taken, taken_ids)
             except RackcronError as exc:
                 raise CommandFailed(index, exc) from exc
             taken.add(values["name"])
+            taken_ids.add(values["id"])
             values["enabled"] = values["name"] not in paused
             schedules.append(values)
             scopes += scope_rows(self.work, values["id"], resolved, first_ordinal=0)
@@ -362,9 +368,12 @@ class ScheduleOps:
         except sa.exc.IntegrityError:
             # A concurrent create took a name between the check and the insert.
             now_taken = self._taken([c.schedule.name for c in commands])  # all well formed
+            ids_taken = self._taken_ids([c.id for c in commands if c.id is not None])
             for index, command in enumerate(commands):
                 if command.schedule.name in now_taken:
                     raise CommandFailed(index, _name_taken(command.schedule.name)) from None
+                if command.id in ids_taken:
+                    raise CommandFailed(index, _id_taken(command.id)) from None
             raise
         return [values["id"] for values in schedules]
 
@@ -373,6 +382,7 @@ class ScheduleOps:
         command: CreateSchedule,
         resolve: Callable[[TargetSpec | None], Resolved],
         taken: set[str],
+        taken_ids: set[uuid.UUID],
     ) -> tuple[dict[str, Any], Resolved]:
         """The ``task_schedule`` row ``command`` creates, and its targets resolved.
 
@@ -390,8 +400,12 @@ class ScheduleOps:
         resolved = resolve(command.operation.target_spec)
         if name in taken:
             raise _name_taken(name)
+        if command.id is not None and command.id.int == 0:
+            raise InvalidArgument("id: must not be the nil UUID")
+        if command.id in taken_ids:
+            raise _id_taken(command.id)
         values = {
-            "id": uuid.uuid4(),
+            "id": command.id or uuid.uuid4(),
             "name": name,
             "spec_type": config.spec_type.value,
             "spec": config.spec,
@@ -418,6 +432,14 @@ class ScheduleOps:
         taken: set[str] = set()
         for chunk in chunked(sorted(set(names))):
             query = sa.select(task_schedule.c.name).where(task_schedule.c.name.in_(chunk))
+            taken.update(self.work.conn.execute(query).scalars())
+        return taken
+
+    def _taken_ids(self, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of ``ids`` that a stored schedule has."""
+        taken: set[uuid.UUID] = set()
+        for chunk in chunked(sorted(set(ids))):
+            query = sa.select(task_schedule.c.id).where(task_schedule.c.id.in_(chunk))
             taken.update(self.work.conn.execute(query).scalars())
         return taken
 

@@ -14,57 +14,28 @@ from collections.abc import Iterator
 import pytest
 
 from rackcron.errors import FailedPrecondition
-from rackcron.reconciler.apply import Provenance, StalePlan
-from rackcron.reconciler.backend import Backend, RemoteBackend, StoreBackend
-from rackcron.reconciler.state import State, declared_state, store_state
-from rackcron.reconciler.validate import validate_sources
+from rackcron.reconciler.apply import StalePlan
+from rackcron.reconciler.backend import Backend
 from rackcron.service import Service
-from rackcron.shim.server import ShimConfig, ShimServer
-from rackcron.wire.client import connect
-from tests.support.trees import RACKS, schedule
+from tests.support.backends import (
+    BACKENDS,
+    OWNER,
+    PROVENANCE,
+    SOURCE,
+    actions,
+    converge,
+    desired,
+    open_backend,
+    stored,
+)
+from tests.support.trees import schedule
 
-OWNER = "fleet-repo"
-SOURCE = {"path": "fleet", "revision": "0123abcd", "dirty": False}
-PROVENANCE = Provenance(source="fleet", revision="0123abcd", author="ops@example.com")
 
-
-@pytest.fixture(params=["store", "remote"])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, service: Service) -> Iterator[Backend]:
     """Each backend over the test's fresh store (SQLite and PostgreSQL)."""
-    if request.param == "store":
-        yield StoreBackend(service)
-        return
-    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=True))
-    server.start()
-    try:
-        with connect(server.address) as channel:
-            yield RemoteBackend(channel)
-    finally:
-        server.stop()
-
-
-def desired(*schedules: str) -> State:
-    checked = validate_sources(
-        [("racks.yaml", RACKS.encode()), ("s.yaml", "".join(schedules).encode())]
-    )
-    assert checked.ok, [d.message for d in checked.errors]
-    return declared_state(checked.declared, OWNER)
-
-
-def stored(service: Service) -> State:
-    with service.transaction(write=False) as ops:
-        return store_state(ops)
-
-
-def converge(backend: Backend, state: State) -> dict[str, int]:
-    plan = backend.plan(state, owner=OWNER, source=SOURCE)
-    assert not plan.errors, plan.errors
-    return backend.apply(plan, PROVENANCE, desired=state).counts
-
-
-def actions(backend: Backend, state: State) -> list[tuple[str, str, str]]:
-    plan = backend.plan(state, owner=OWNER, source=SOURCE)
-    return [(c.kind, c.name, c.action) for c in plan.changes]
+    with open_backend(request.param, service) as opened:
+        yield opened
 
 
 TWO = (schedule("nightly"), schedule("weekly", spec='"0 3 * * 0"', racks="[{name: r2}]"))

@@ -94,7 +94,7 @@ def test_plan_warns_of_the_shared_rack_once(tree: Path, tmp_path: Path, fmt: str
     output = result.stdout
     if fmt == "json":
         data = json.loads(output)
-        assert data["format_version"] == "1.15"
+        assert data["format_version"] == "1.16"
         assert data["warnings_counts"]["schedules_share_racks"] == 1
         (detail,) = [d for d in data["warnings_detail"] if d["code"] == "schedules_share_racks"]
         assert detail["racks_shared"] == {

@@ -112,7 +112,7 @@ def test_a_saved_plan_keeps_the_racks_and_apply_progress_names_them(
     saved = tmp_path / "plan.json"
     assert run("plan", str(tree), "-o", str(saved), "--database-url", store).exit_code == 0
     data = json.loads(saved.read_text())
-    assert data["format_version"] == "1.15"
+    assert data["format_version"] == "1.16"
     shown = run("apply", str(saved), "--auto-approve", "--database-url", store)
     assert shown.exit_code == 0, shown.output
     assert '  # rack "r7" will be created (components: 1 to create)\n' in shown.stdout

@@ -236,7 +236,7 @@ def test_dropping_a_freeze_and_a_deadline_through_a_flow_only_server_is_not_no_c
     assert "stays in force, even if the tree dropped it" in markdown  # in the shown part
     data = json.loads(run("plan", *target, "--format", "json").output)
     (warning,) = [w for w in data["warnings_detail"] if w["code"] == "not_compared"]
-    assert warning["message"].startswith(gist) and data["format_version"] == "1.15"
+    assert warning["message"].startswith(gist) and data["format_version"] == "1.16"
     assert data["warnings_counts"]["not_compared"] == 1
     applied = run("apply", *target, "--auto-approve")
     assert applied.exit_code == 0, applied.output

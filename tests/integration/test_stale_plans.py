@@ -51,7 +51,7 @@ def save_plan(path: Path, owner: str, url: str, saved: Path) -> dict:
     result = run("plan", str(path), "--owner", owner, "-o", str(saved), url=url)
     assert result.exit_code == 0, result.output
     plan: dict = json.loads(saved.read_text())
-    assert plan["applyable"] and plan["format_version"] == "1.15"
+    assert plan["applyable"] and plan["format_version"] == "1.16"
     return plan
 
 

@@ -291,6 +291,30 @@ def test_duplicate_schedule_names_across_files(tmp_path: Path) -> None:
     assert d.message == f"schedule name 's1' is already declared at {tmp_path / 'b' / 't.yaml'}:3"
 
 
+def test_a_rename_names_another_schedule_the_tree_no_longer_declares(tmp_path: Path) -> None:
+    def named(name: str, meta: str = "") -> str:
+        head = HEAD.replace("{name: s1}", f"{{name: {name}{', ' + meta if meta else ''}}}")
+        return "---\n" + head + GOOD_SPEC
+
+    _tree(tmp_path, named("a", "renamed_from: a") + named("b", "renamed_from: x")
+          + named("c", "renamed_from: x") + named("d", "renamed_from: b"))  # fmt: skip
+    found = [(d.line, d.path, d.message) for d in validate_tree(tmp_path).diagnostics]
+    assert found == [
+        (4, "$.metadata.renamed_from", "renamed_from: the schedule's own name"),
+        (22, "$.metadata.renamed_from", f"renamed_from 'x' is already declared at {tmp_path / 's.yaml'}:13"),
+        (31, "$.metadata.renamed_from", f"renamed_from: schedule 'b' is still declared at {tmp_path / 's.yaml'}:13; a rename declares the new name only"),
+    ]  # fmt: skip
+
+
+def test_a_schedule_id_is_declared_once(tmp_path: Path) -> None:
+    same = "  id: 00000000-0000-4000-8000-0000000000e1\n"
+    _tree(tmp_path, "---\n" + schedule(GOOD_SPEC + same) + "---\n"
+          + schedule(GOOD_SPEC + same).replace("s1", "s2"))  # fmt: skip
+    (d,) = validate_tree(tmp_path).diagnostics
+    assert (d.line, d.path) == (20, "$.spec.id")
+    assert d.message.startswith("schedule id '00000000-0000-4000-8000-0000000000e1' is already")
+
+
 def test_merge_keys_and_anchors_are_read(tmp_path: Path) -> None:
     content = schedule(GOOD_SPEC.replace(
         "{racks: [{name: r1}]}",

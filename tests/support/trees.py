@@ -92,12 +92,15 @@ RACKS = documents(
 
 
 def schedule(name: str, *, spec: str = '"0 2 * * 1"', spec_type: str = "cron", racks: str = "[{name: r1}]",
-             targets: str | None = None, operation: str = "{power_on: {}}", extra: str = "") -> str:  # fmt: skip
+             targets: str | None = None, operation: str = "{power_on: {}}", extra: str = "",
+             meta: str = "") -> str:  # fmt: skip
     """A TaskSchedule document (after a ``---`` line): by default a power-on of r1 on Mondays
-    at 02:00; ``targets`` replaces the whole ``{racks: racks}`` mapping."""
+    at 02:00; ``targets`` replaces the whole ``{racks: racks}`` mapping; ``meta`` adds to
+    its metadata (``renamed_from: a``)."""
     targets = f"{{racks: {racks}}}" if targets is None else targets
+    metadata = f"{{name: {name}, {meta}}}" if meta else f"{{name: {name}}}"
     return (
-        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {{name: {name}}}\nspec:\n"
+        f"---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {metadata}\nspec:\n"
         f"  spec_type: {spec_type}\n  spec: {spec}\n  operation: {operation}\n"
         f"  targets: {targets}\n{extra}"
     )

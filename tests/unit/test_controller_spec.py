@@ -173,7 +173,7 @@ def test_a_controller_change_is_a_rack_update(
     assert step["rpc"] == "UpsertRack"
     assert step["args"]["rack"].get("controller") == new
     assert "controller" in step["args"]["rack"] or after is None
-    assert plan["format_version"] == "1.15"
+    assert plan["format_version"] == "1.16"
     assert change["security_sensitive"] is True and plan["security_sensitive"] == 1
     assert "controller" in change["security_reason"]
 

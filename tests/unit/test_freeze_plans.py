@@ -329,7 +329,7 @@ def test_a_plan_with_freezes_round_trips() -> None:
             freeze("hold", FIXED, selector=ON_R1), schedule("s", spec_type="interval", spec="1h")
         ),
     )
-    assert data["format_version"] == "1.15"
+    assert data["format_version"] == "1.16"
     loaded = Plan.from_json(data)
     assert json.loads(json.dumps(loaded.to_json())) == data
     assert [c.kind for c in loaded.changes if c.kind == "freeze"] == ["freeze"]

@@ -160,7 +160,7 @@ def test_security_sensitive_changes_round_trip_and_are_counted() -> None:
                        security_sensitive=True, security_reason="sets the rack's controller")  # fmt: skip
     plan = Plan(owner="fleet", fingerprint="f", changes=(sensitive, *PLAN.changes))
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.15" and data["security_sensitive"] == 1
+    assert data["format_version"] == "1.16" and data["security_sensitive"] == 1
     assert data["changes"][0]["security_sensitive"] is True
     assert "security_sensitive" not in data["changes"][1]  # only on the changes it marks
     assert Plan.from_json(data) == plan
@@ -179,7 +179,7 @@ def test_a_lower_bound_warnings_count_round_trips_and_reads_at_least() -> None:
     plan = Plan(owner="o", fingerprint="f", warnings=listed, warnings_count=5000,
                 warnings_count_exact=False)  # fmt: skip
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format_version"] == "1.15" and data["warnings_count_exact"] is False
+    assert data["format_version"] == "1.16" and data["warnings_count_exact"] is False
     assert Plan.from_json(data) == plan
     assert "… and at least 4900 more pairs of schedules that share racks" in render_text(data)
     assert "⚠️ at least 5000 warnings: schedules that share racks" in render_markdown(data)
@@ -191,7 +191,7 @@ def test_a_plan_records_the_rackcron_that_made_it() -> None:
     # 1.10: rackcron_version. A saved plan keeps its maker's version when read and written
     # again; one saved before 1.10 names none, and is written again without one.
     data = json.loads(json.dumps(PLAN.to_json()))
-    assert data["rackcron_version"] == __version__ and data["format_version"] == "1.15"
+    assert data["rackcron_version"] == __version__ and data["format_version"] == "1.16"
     made_elsewhere = Plan.from_json({**data, "rackcron_version": "0.1.0"})
     assert made_elsewhere.to_json()["rackcron_version"] == "0.1.0"
     older = {k: v for k, v in data.items() if k != "rackcron_version"}

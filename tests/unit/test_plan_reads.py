@@ -123,16 +123,17 @@ def test_a_schedule_of_another_owner_targeting_a_rack_the_plan_deletes_is_read()
         ("1.13", "plan"),
         ("1.14", "plan"),
         ("1.15", "plan"),
+        ("1.16", "plan"),
     ],
 )
 def test_a_saved_plan_says_what_its_fingerprint_covers(version: str, scope: str) -> None:
     saved = json.loads(json.dumps(a_plan(store(A, B)).to_json()))
-    assert saved["format_version"] == "1.15"
+    assert saved["format_version"] == "1.16"
     loaded = Plan.from_json({**saved, "format_version": version})
     assert loaded.fingerprint_scope == scope
     # Written again (as `apply FILE` shows it), it says what it was: 1.8 for the whole store.
     again = loaded.to_json()
-    assert again["format_version"] == ("1.8" if scope == "store" else "1.15")
+    assert again["format_version"] == ("1.8" if scope == "store" else "1.16")
     assert Plan.from_json(again) == loaded
 
 

@@ -1,0 +1,135 @@
+"""Renames and declared ids over every backend (the store in-process and a shim over
+gRPC; SQLite and PostgreSQL): ``metadata.renamed_from`` renames a stored schedule in
+place, and ``spec.id`` is the id a create gives (docs/declaring.md "Renaming a
+schedule", "Schedule ids")."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from rackcron.reconciler.backend import Backend
+from rackcron.service import Service
+from tests.support.backends import (
+    BACKENDS,
+    actions,
+    converge,
+    desired,
+    open_backend,
+    plan,
+)
+from tests.support.service import scope_rows
+from tests.support.trees import schedule
+
+ID = uuid.UUID("3f2b8c1e-0d5a-4e6f-9a7b-1c2d3e4f5a6b")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, service: Service) -> Iterator[Backend]:
+    with open_backend(request.param, service) as opened:
+        yield opened
+
+
+def test_a_rename_is_an_update_that_keeps_the_schedule(backend: Backend, service: Service) -> None:
+    converge(backend, desired(schedule("nightly", extra="  jitter: 10m\n")))
+    before = service.find_schedule("nightly")
+    fired = service.trigger(before.id)  # a task of the old name: kept with the schedule
+    renamed = desired(schedule("nightly-r1", meta="renamed_from: nightly", extra="  jitter: 10m\n"))
+
+    made = plan(backend, renamed)
+    assert [(c.name, c.action) for c in made.changes] == [("nightly-r1", "update")]
+    (change,) = made.changes
+    assert [(f.field, f.old, f.new) for f in change.fields] == [("name", "nightly", "nightly-r1")]
+    assert [c.rpc for c in change.commands] == ["UpdateTaskSchedule"]
+    counts = converge(backend, renamed)
+    assert (counts["update"], counts["create"], counts["delete"]) == (1, 0, 0)
+
+    after = service.find_schedule("nightly-r1")
+    assert after.id == before.id and after.created_at == before.created_at
+    assert after.management.owner == before.management.owner
+    assert [r.last_task_id for r in scope_rows(service, after.id)] == [
+        o.task_id for o in fired.outcomes
+    ]
+    # The jitter follows the name (docs/spec/SEMANTICS.md "Spreading fire times").
+    assert after.next_run_at is not None
+
+    again = plan(backend, renamed)
+    assert again.changes == ()
+    (warning,) = again.warnings
+    assert warning.code == "renamed_from_unused"
+    assert "s.yaml:" in warning.message and "remove it" in warning.message
+
+
+def test_a_rename_with_other_changes_renames_first(backend: Backend, service: Service) -> None:
+    converge(backend, desired(schedule("a")))
+    schedule_id = service.find_schedule("a").id
+    renamed = desired(
+        schedule("b", meta="renamed_from: a", spec='"0 3 * * *"', racks="[{name: r2}]")
+    )
+    (change,) = plan(backend, renamed).changes
+    assert change.commands[0].rpc == "UpdateTaskSchedule"
+    assert change.commands[0].update_mask == ("schedule.name",)  # type: ignore[attr-defined]
+    assert [f.field for f in change.fields][:2] == ["name", "spec"]
+    converge(backend, renamed)
+    b = service.find_schedule("b")
+    assert (b.id, b.spec) == (schedule_id, "0 3 * * *")
+    assert actions(backend, renamed) == []
+
+
+def test_a_rename_with_another_operation_replaces(backend: Backend, service: Service) -> None:
+    converge(backend, desired(schedule("a")))
+    renamed = desired(schedule("b", meta="renamed_from: a", operation="{power_off: {}}"))
+    (change,) = plan(backend, renamed).changes
+    assert (change.name, change.action, change.reason_code) == ("b", "replace", "operation_changed")
+    assert change.reason.endswith('(renamed from "a")')
+    converge(backend, renamed)
+    assert [s.name for s in service.list_schedules().items] == ["b"]
+
+
+def test_renaming_onto_a_stored_name_is_an_error_at_its_line(
+    backend: Backend, service: Service
+) -> None:
+    converge(backend, desired(schedule("a"), schedule("b", racks="[{name: r2}]")))
+    renamed = desired(schedule("b", meta="renamed_from: a", racks="[{name: r2}]"))
+    made = plan(backend, renamed)
+    (error,) = made.errors
+    assert error.startswith("s.yaml:2: ")  # the document's first line
+    assert "renamed_from: a, but the store has schedules of both names" in error
+
+
+def test_a_rename_of_another_repositorys_schedule_is_refused(
+    backend: Backend, service: Service
+) -> None:
+    converge(backend, desired(schedule("a")))
+    renamed = desired(schedule("b", meta="renamed_from: a"), owner="other-repo")
+    made = backend.plan(renamed, owner="other-repo", source={})
+    assert any('renames "a", which is managed by another repository' in e for e in made.errors)
+
+
+def test_a_create_gives_the_declared_id(backend: Backend, service: Service) -> None:
+    state = desired(schedule("a", extra=f"  id: {ID}\n"))
+    (change,) = [c for c in plan(backend, state).changes if c.kind == "schedule"]
+    assert change.commands[0].id == ID  # type: ignore[attr-defined]
+    converge(backend, state)
+    assert service.find_schedule("a").id == ID
+    assert actions(backend, state) == []
+
+
+def test_another_declared_id_replaces(backend: Backend, service: Service) -> None:
+    converge(backend, desired(schedule("a")))
+    state = desired(schedule("a", extra=f"  id: {ID}\n"))
+    (change,) = plan(backend, state).changes
+    assert (change.action, change.reason_code) == ("replace", "id_changed")
+    converge(backend, state)
+    assert service.find_schedule("a").id == ID
+
+
+def test_an_id_another_stored_schedule_has_is_an_error(backend: Backend, service: Service) -> None:
+    converge(backend, desired(schedule("a", extra=f"  id: {ID}\n")))
+    (error,) = plan(backend, desired(schedule("b", extra=f"  id: {ID}\n"))).errors
+    assert f'declares id {ID}, which the stored schedule "a" has' in error
+    assert "declare metadata.renamed_from: a" in error
+    renamed = desired(schedule("b", meta="renamed_from: a", extra=f"  id: {ID}\n"))
+    assert [(c.name, c.action) for c in plan(backend, renamed).changes] == [("b", "update")]
