@@ -133,6 +133,11 @@ def _config(want: ScheduleState) -> ScheduleConfig:
     )
 
 
+def _rename(have: ScheduleState, want: ScheduleState) -> UpdateSchedule:
+    """The step that gives ``have`` ``want``'s name."""
+    return UpdateSchedule(name=have.name, schedule=_config(want), update_mask=("schedule.name",))
+
+
 def _create_commands(want: ScheduleState) -> list[Command]:
     assert want.operation is not None
     commands: list[Command] = [
@@ -312,7 +317,9 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             if (holder := self._id_holder(want, replacing=have.name)) is not None:
                 self._id_taken(want, holder)
                 return None
-            commands = (DeleteSchedule(name=have.name), *_create_commands(want))
+            # A rename first: every step of a change names its schedule, but that one.
+            renames = (_rename(have, want),) if have.name != want.name else ()
+            commands = (*renames, DeleteSchedule(name=want.name), *_create_commands(want))
             return Change(
                 "schedule",
                 want.name,
@@ -357,10 +364,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
         mask = []
         if have.name != want.name:
             fields.append(FieldChange("name", have.name, want.name))
-            rename = UpdateSchedule(
-                name=have.name, schedule=_config(want), update_mask=("schedule.name",)
-            )
-            commands.append(rename)
+            commands.append(_rename(have, want))
         if not _same_spec(have, want):
             mask.append("schedule.spec")
             fields.append(
@@ -421,11 +425,11 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             fields.append(FieldChange("enabled", have.enabled, want.enabled))
             toggle = ResumeSchedule if want.enabled else PauseSchedule
             commands.append(toggle(name=want.name))
-        reason = ""
+        reasons = [f'renamed from "{have.name}"'] if have.name != want.name else []
         if have.management != want.management:
             old, new = have.management, want.management
             if old.owner is None:
-                reason = "adopting a schedule that no repository managed"
+                reasons.append("adopting a schedule that no repository managed")
             for name in ("source", "protect", "labels"):
                 if getattr(old, name) != getattr(new, name):
                     fields.append(FieldChange(name, getattr(old, name), getattr(new, name)))
@@ -436,7 +440,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             "schedule",
             want.name,
             "update",
-            reason=reason,
+            reason="; ".join(reasons),
             fields=tuple(fields),
             scope=tuple(scope),
             commands=tuple(commands),

@@ -31,6 +31,7 @@ from rackcron.domain.commands import (
     DeleteNVLDomain,
     DeleteRack,
     DeleteSchedule,
+    UpdateSchedule,
     decode,
     digest,
     encode,
@@ -482,9 +483,12 @@ def _action(kind: Kind, commands: tuple[Command, ...], saved: Action) -> Action:
 
 
 def _check_subject(kind: Kind, name: str, commands: tuple[Command, ...], where: str) -> None:
-    """:raises ValueError: a command of the change is about another object."""
+    """:raises ValueError: a command of the change is about another object (but a rename's
+    step names the schedule it renames)."""
     for i, command in enumerate(commands):
         about, named = subject(command)
+        if isinstance(command, UpdateSchedule) and "schedule.name" in command.update_mask:
+            named = command.schedule.name
         if about != kind or named not in (None, name):
             raise ValueError(
                 f"{where}.steps[{i}]: {command.rpc} is about {about} {named!r}, not the change's"

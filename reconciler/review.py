@@ -17,8 +17,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
+from typing import TypeGuard
 
-from rackcron.domain.commands import Command, CreateSchedule
+from rackcron.domain.commands import Command, CreateSchedule, UpdateSchedule
 from rackcron.domain.models import NVLDomain, Rack
 from rackcron.reconciler.diff import diff
 from rackcron.reconciler.plan import Change, Plan
@@ -85,29 +86,40 @@ def _mixed(plan: Plan) -> list[str]:
 def _as_declared(plan: Plan, after: State) -> State:
     """``after`` as a tree of ``plan``'s owner would declare it: without the schedules
     another repository manages (a tree cannot declare them), each created schedule with
-    the operation its create sends (a store shows only its template), the schedules in
-    the order the plan changes them (the order its warnings list pairs in), then the rest."""
-    sent = {
-        c.schedule.name: c.operation
-        for change in plan.changes
-        for c in change.commands
-        if isinstance(c, CreateSchedule)
-    }
+    the operation and id its create sends (a store shows only its template; an id no
+    create sends is the store's own, not declared), each renamed one with the name it
+    was renamed from, the schedules in the order the plan changes them (the order its
+    warnings list pairs in), then the rest."""
+    commands = [c for change in plan.changes for c in change.commands]
+    sent = {c.schedule.name: c for c in commands if isinstance(c, CreateSchedule)}
+    renames = {c.schedule.name: c.name for c in commands if _renames(c)}
     order = {c.name: i for i, c in enumerate(plan.changes) if c.kind == "schedule"}
     names = sorted(after.schedules, key=lambda name: order.get(name, len(order)))
     schedules = {
-        name: replace(s, operation=sent.get(name, s.operation))
+        name: replace(
+            s,
+            operation=sent[name].operation if name in sent else s.operation,
+            id=sent[name].id if name in sent else None,
+            renamed_from=renames.get(name),
+        )
         for name in names
         if (s := after.schedules[name]).management.owner in (None, plan.owner)
     }
     return replace(after, schedules=schedules)
 
 
+def _renames(command: Command) -> TypeGuard[UpdateSchedule]:
+    """Whether ``command`` renames a schedule."""
+    return isinstance(command, UpdateSchedule) and "schedule.name" in command.update_mask
+
+
 def _foreign(change: Change, current: State, owner: str) -> str | None:
     """An error when ``change`` is about an object another repository manages (a tree
-    never changes one: its plan says so as an error)."""
-    if change.kind == "schedule" and change.name in current.schedules:
-        found = current.schedules[change.name].management.owner
+    never changes one: its plan says so as an error), or renames one."""
+    renamed = [c.name for c in change.commands if _renames(c)]
+    name = renamed[0] if renamed else change.name
+    if change.kind == "schedule" and name in current.schedules:
+        found = current.schedules[name].management.owner
     elif change.kind == "freeze" and change.name in current.freezes:
         found = current.freezes[change.name].management.owner
     elif change.kind in ("rack", "nvl_domain"):

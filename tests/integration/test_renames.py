@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,14 +15,13 @@ from rackcron.reconciler.backend import Backend
 from rackcron.service import Service
 from tests.support.backends import (
     BACKENDS,
-    actions,
     converge,
     desired,
     open_backend,
     plan,
 )
 from tests.support.service import scope_rows
-from tests.support.trees import schedule
+from tests.support.trees import Repo, actions, schedule
 
 ID = uuid.UUID("3f2b8c1e-0d5a-4e6f-9a7b-1c2d3e4f5a6b")
 
@@ -75,7 +75,7 @@ def test_a_rename_with_other_changes_renames_first(backend: Backend, service: Se
     converge(backend, renamed)
     b = service.find_schedule("b")
     assert (b.id, b.spec) == (schedule_id, "0 3 * * *")
-    assert actions(backend, renamed) == []
+    assert plan(backend, renamed).changes == ()
 
 
 def test_a_rename_with_another_operation_replaces(backend: Backend, service: Service) -> None:
@@ -114,7 +114,7 @@ def test_a_create_gives_the_declared_id(backend: Backend, service: Service) -> N
     assert change.commands[0].id == ID  # type: ignore[attr-defined]
     converge(backend, state)
     assert service.find_schedule("a").id == ID
-    assert actions(backend, state) == []
+    assert plan(backend, state).changes == ()
 
 
 def test_another_declared_id_replaces(backend: Backend, service: Service) -> None:
@@ -133,3 +133,38 @@ def test_an_id_another_stored_schedule_has_is_an_error(backend: Backend, service
     assert "declare metadata.renamed_from: a" in error
     renamed = desired(schedule("b", meta="renamed_from: a", extra=f"  id: {ID}\n"))
     assert [(c.name, c.action) for c in plan(backend, renamed).changes] == [("b", "update")]
+
+
+def test_the_cli_shows_a_rename_and_a_saved_plan_applies_it(repo: Repo, tmp_path: Path) -> None:
+    """The text plan names the rename; ``apply PLAN`` rehearses the saved steps and shows
+    the same rename (not a delete and a create), then applies it."""
+    repo.write(schedule("a"))
+    repo.apply()
+    schedule_id = repo.service().find_schedule("a").id
+    repo.write(schedule("b", meta="renamed_from: a", extra=f"  id: {schedule_id}\n"))
+    shown = repo.cli("plan", str(repo.path)).output
+    assert '# schedule "b" will be updated in-place (renamed from "a")' in shown, shown
+    assert "~ name: a -> b" in shown
+    saved = tmp_path / "plan.json"
+    assert repo.cli("plan", str(repo.path), "-o", str(saved)).exit_code == 0
+    applied = repo.cli("apply", str(saved), "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    assert '# schedule "b" will be updated in-place (renamed from "a")' in applied.output
+    assert "Apply complete: 0 created, 1 updated, 0 replaced, 0 destroyed" in applied.output
+    assert repo.service().find_schedule("b").id == schedule_id
+    assert actions(repo.plan()) == []
+
+
+def test_a_saved_plan_renames_and_replaces(repo: Repo, tmp_path: Path) -> None:
+    repo.write(schedule("a"))
+    repo.apply()
+    repo.write(schedule("b", meta="renamed_from: a", operation="{power_off: {}}"))
+    saved = tmp_path / "plan.json"
+    assert repo.cli("plan", str(repo.path), "-o", str(saved)).exit_code == 0
+    applied = repo.cli("apply", str(saved), "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    assert (
+        '# schedule "b" must be replaced (operation changed: power on -> power off'
+        ' (renamed from "a"))'
+    ) in applied.output
+    assert [s.name for s in repo.service().list_schedules().items] == ["b"]

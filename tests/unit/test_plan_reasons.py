@@ -208,6 +208,15 @@ SCENARIOS: dict[str, tuple[Any, list[tuple[str, str, str, str]], set[str]]] = {
                       declared(schedule("firmware"))),
         [], {"lookalike_name"},
     ),
+    "id-changed": (
+        lambda: _plan(declared(schedule("a", extra="  id: 00000000-0000-4000-8000-0000000000e1\n")),
+                      declared(schedule("a", extra="  id: 00000000-0000-4000-8000-0000000000e2\n"))),
+        [("schedule", "a", "replace", "id_changed")], set(),
+    ),
+    "renamed-from-unused": (  # the rename is applied: the store has the new name only
+        lambda: _plan(declared(schedule("b")), declared(schedule("b", meta="renamed_from: a"))),
+        [], {"renamed_from_unused"},
+    ),
     "flow-server": (
         lambda: _flow_plan(declared(schedule("a")), declared(schedule("a", operation="{power_off: {}}"))),
         [("schedule", "a", "replace", "operation_changed")],
