@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -51,21 +50,27 @@ def run(
     return result
 
 
-#: Runs a command as its child and writes the child's peak resident memory (KiB) to the
-#: file named first, as two numbers: its ``VmHWM`` read from ``/proc`` every 10 ms while it
-#: runs (0: it ended before the first read), and its ``ru_maxrss`` from ``wait4``. The
-#: second can hold more than the command's own peak: Linux carries a process's peak
-#: across ``exec``, and a forked child starts from its parent's resident size. Forked from
-#: this small launcher, the command should report its own; yet under the full suite, on
-#: the worker that ran the browser tests, ``validate`` reported 392 to 410 MiB in 4 of 7
-#: runs (47 MiB alone), unexplained. ``VmHWM`` is the peak of the command's own memory
-#: alone, so it is the measure when it was read. The command's exit status (or signal)
-#: is the launcher's.
+#: Runs a command as its child, under the address-space limit given second (bytes; 0:
+#: none), and writes the child's peak resident memory (KiB) to the file named first, as
+#: two numbers: its ``VmHWM`` read from ``/proc`` every 10 ms while it runs (0: it ended
+#: before the first read), and its ``ru_maxrss`` from ``wait4``. The command's exit status
+#: (or signal) is the launcher's.
+#:
+#: Linux carries a process's peak across ``exec``, and a forked child starts from its
+#: parent's resident size: forked from this small launcher, the command reports its own.
+#: The launcher itself is started without a ``preexec_fn`` (so by ``vfork``), and sets the
+#: limit itself: a ``fork`` of the test process runs the ``pthread_atfork`` handlers of
+#: what it loaded (gRPC's), which now and then aborted the child before its ``exec`` when
+#: other tests' gRPC threads were busy; the test then read the launcher's inherited peak
+#: (the test process's, 400 MiB) as the command's.
 _LAUNCHER = """
-import os, signal, sys, threading, time
+import os, resource, signal, sys, threading, time
+limit = int(sys.argv[2])
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 pid = os.fork()
 if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
+    os.execv(sys.argv[3], sys.argv[3:])
 polled = 0
 def poll():
     global polled
@@ -109,18 +114,15 @@ def run_process(
     in the output, or on a child killed by a signal.
     """
 
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile() as peak:  # fmt: skip
         command = [sys.executable, "-m", "rackcron.cli", *args]
-        if max_rss is not None:  # through the launcher: the peak is the command's own
-            command = [sys.executable, "-c", _LAUNCHER, peak.name, *command]
+        if max_rss is not None or memory_limit is not None:  # the peak is the command's own
+            limit = str(memory_limit or 0)
+            command = [sys.executable, "-c", _LAUNCHER, peak.name, limit, *command]
         process = subprocess.Popen(
             command,
             cwd=cwd, stdout=out, stderr=subprocess.STDOUT if merge_stderr else err,
-            preexec_fn=None if memory_limit is None else limit_memory,
             env={**os.environ, "RACKCRON_DEBUG": ""}, start_new_session=True,
         )  # fmt: skip
         timed_out = threading.Event()
