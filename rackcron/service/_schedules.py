@@ -597,7 +597,9 @@ class ScheduleOps:
         if rearm is not None and not current.consumed:
             name = values.get("name", row.name)
             spread = _keeps_spread(rearm, row)
-            values["next_run_at"] = timing.first_fire(rearm, spread, name, self.work.now)
+            values["next_run_at"] = timing.first_fire(
+                rearm, spread, name, self.work.now, row.last_run_at
+            )
         taken = "name" in values and values["name"] != row.name
         if taken and self._schedule_id_by_name(values["name"]) is not None:
             raise Conflict(
@@ -646,7 +648,9 @@ class ScheduleOps:
         values: dict[str, Any] = {"enabled": enabled, "updated_at": self.work.now}
         if enabled and current.spec_type != timing.SpecType.ONE_TIME:
             spec = timing.parse_spec(row.spec_type, row.spec, row.timezone)
-            values["next_run_at"] = timing.first_fire(spec, current.spread, row.name, self.work.now)
+            values["next_run_at"] = timing.first_fire(
+                spec, current.spread, row.name, self.work.now, row.last_run_at
+            )
         self.work.conn.execute(
             task_schedule.update().where(task_schedule.c.id == row.id).values(**values)
         )
@@ -710,7 +714,9 @@ class ScheduleOps:
         spread = _spread(spec, anchor, jitter)
         values: dict[str, Any] = {"anchor": spread.anchor, "jitter": jitter}
         if not isinstance(spec, timing.OneTime):
-            values["next_run_at"] = timing.first_fire(spec, spread, row.name, self.work.now)
+            values["next_run_at"] = timing.first_fire(
+                spec, spread, row.name, self.work.now, row.last_run_at
+            )
         self.work.conn.execute(
             task_schedule.update()
             .where(task_schedule.c.id == row.id)

@@ -126,6 +126,25 @@ def test_jitter_delays_the_stored_time_and_never_accumulates() -> None:
     assert all(0 <= (f - n).total_seconds() < 1800 for f, n in zip(fires, nominals, strict=True))
 
 
+def test_armed_within_its_jitter_a_nominal_time_still_fires_unless_it_already_fired() -> None:
+    """A cut-over arms the new server after the old one stopped short of a jittered
+    firing: that firing is not skipped, nor fired twice by a schedule re-armed after it."""
+    quarter = parse_spec("cron", "*/15 * * * *")
+    spread = parse_spread(quarter, None, "14m")
+    name = next(
+        n for n in map(str, range(100))
+        if jitter_offset(quarter, spread, n, datetime(2026, 3, 7, 12, 0, tzinfo=UTC))
+        > timedelta(minutes=1)
+    )  # fmt: skip
+    nominal = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
+    jittered = nominal + jitter_offset(quarter, spread, name, nominal)
+    assert first_fire(quarter, spread, name, NOW) == jittered  # 12:00:30, before it
+    assert first_fire(quarter, spread, name, NOW, fired=jittered - timedelta(hours=1)) == jittered
+    after = first_fire(quarter, spread, name, NOW, fired=nominal)  # it fired: the next one
+    assert after > nominal + timedelta(minutes=15) - timedelta(seconds=1)
+    assert first_fire(quarter, spread, name, jittered) > jittered  # at it: the next
+
+
 def test_jitter_longer_than_the_gap_is_capped_below_the_next_fire_time() -> None:
     """Temporal's rule: the jitter is capped at the gap to the next nominal time."""
     every_minute = parse_spec("cron", "* * * * *")

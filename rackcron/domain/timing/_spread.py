@@ -161,12 +161,24 @@ def jitter_offset(spec: Spec, spread: Spread, name: str, nominal: datetime) -> t
     return timedelta(seconds=int.from_bytes(digest[:8]) % seconds)
 
 
-def first_fire(spec: Spec, spread: Spread, name: str, now: datetime) -> datetime:
+def first_fire(
+    spec: Spec, spread: Spread, name: str, now: datetime, fired: datetime | None = None
+) -> datetime:
     """When a schedule armed at ``now`` (created, resumed, its timing changed) first
     fires (UTC): :func:`~rackcron.domain.timing.first_run`, or the first anchored time
-    strictly after ``now``; jittered."""
+    strictly after ``now``; jittered. A jittered schedule's nominal time at or before
+    ``now`` whose jittered time is still ahead fires then, unless the schedule ``fired``
+    (last dispatched) at or after it: armed within its jitter, it is not skipped (a
+    cut-over arms the new server after the old one stopped short of it)."""
     if isinstance(spec, OneTime):
         return first_run(spec, now)
+    if spread.jitter is not None:
+        now = as_utc(now)
+        last = _latest_nominal(spec, spread, now - spread.jitter, now)
+        if last is not None and (fired is None or as_utc(fired) < last):
+            fires = last + jitter_offset(spec, spread, name, last)
+            if fires > now:
+                return fires
     nominal = nominal_after(spec, spread, now) if spread.anchor else first_run(spec, now)
     assert nominal is not None  # only a one-time spec runs out
     return nominal + jitter_offset(spec, spread, name, nominal)
