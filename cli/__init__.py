@@ -43,6 +43,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("rackcron.cli.reconcile_cmd:plan", "Show what applying a tree would change."),
     "apply": ("rackcron.cli.reconcile_cmd:apply", "Apply a tree or a saved plan to the store."),
     "history": ("rackcron.cli.reconcile_cmd:history", "Show the apply log."),
+    "import": (
+        "rackcron.cli.import_cmd:import_command",
+        "Write a tree declaring what a store or server holds.",
+    ),
     "status": (
         "rackcron.cli.reconcile_cmd:status",
         "Is the store in step with Git: applied revision, sync, drift.",

@@ -178,6 +178,13 @@ detailed_exitcode_option = click.option(
     is_flag=True,
     help="Exit 2 when there are changes (0: none, 1: error), as terraform plan does.",
 )
+paused_option = click.option(
+    "--paused",
+    is_flag=True,
+    help="Hold every schedule of the tree paused, whatever it declares: those created are"
+    " created paused, running ones are paused. A later plan or apply without it arms those"
+    " the tree declares enabled (a cut-over's last step: docs/migrating.md).",
+)
 rev_option = click.option(
     "--rev",
     help="Read the tree as committed at this git revision (branch, tag, sha) instead of on disk.",
@@ -195,6 +202,7 @@ rev_option = click.option(
 )
 @detailed_exitcode_option
 @view_options
+@paused_option
 @rev_option
 @owner_option
 @database_option
@@ -206,6 +214,7 @@ def plan(
     detailed_exitcode: bool,
     summary: bool,
     verbose: bool,
+    paused: bool,
     rev: str | None,
     owner: str,
     database_url: str | None,
@@ -221,10 +230,13 @@ def plan(
     Example: rackcron plan examples/fleet --server 127.0.0.1:50051
     """
     from rackcron.reconciler.render import render_json
+    from rackcron.reconciler.state import all_paused
     from rackcron.reconciler.trees import desired_state
 
     with cli_errors():
         desired, origin = desired_state(path, rev, owner)
+    if paused:
+        desired = all_paused(desired)
     backend = _backend(database_url, server, create_store=False)
     with cli_errors():
         result = backend.plan(desired, owner=owner, source=origin)
@@ -252,6 +264,7 @@ def plan(
     " and start time: check that process is gone first), then exit.",
 )
 @view_options
+@paused_option
 @AS_OPTION
 @REASON_OPTION
 @rev_option
@@ -265,6 +278,7 @@ def apply(
     break_lock: bool,
     summary: bool,
     verbose: bool,
+    paused: bool,
     as_name: str | None,
     reason: str | None,
     rev: str | None,
@@ -306,6 +320,7 @@ def apply(
     Example: rackcron apply --break-lock --reason 'apply on ci-7 was killed'
     """
     from rackcron.reconciler.backend import PartlyApplied
+    from rackcron.reconciler.state import all_paused
     from rackcron.reconciler.trees import desired_state, load_plan
 
     saved = source.is_file() and source.suffix == ".json"
@@ -313,6 +328,8 @@ def apply(
         raise click.UsageError(
             "with --server, apply takes a tree (a saved plan or --break-lock needs the store)"
         )
+    if paused and (saved or break_lock):
+        raise click.UsageError("--paused goes with a tree: a saved plan's steps are its own")
     if not break_lock and (as_name, reason) != (None, None):
         raise click.UsageError(
             "--as and --reason go with --break-lock (an apply is logged with its git author)"
@@ -339,6 +356,8 @@ def apply(
             )
         else:
             desired, origin = desired_state(source, rev, owner)
+            if paused:
+                desired = all_paused(desired)
             backend = _backend(database_url, server, create_store=True)
             planned = backend.plan(desired, owner=owner, source=origin)
             backend.check_rights(planned)

@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ScheduleState",
     "State",
+    "all_paused",
     "declared_state",
     "freeze_data",
     "store_state",
@@ -209,6 +210,12 @@ def _declared_state(declared: Declared, owner: str) -> State:
             for f in declared.freezes
         },
     )
+
+
+def all_paused(state: State) -> State:
+    """``state`` with every schedule paused (``apply --paused``)."""
+    schedules = {n: replace(s, enabled=False) for n, s in state.schedules.items()}
+    return replace(state, schedules=schedules)
 
 
 def store_state(ops: Reads) -> State:

@@ -19,6 +19,7 @@ from rackcron.errors import InvalidArgument
 from rackcron.gcpause import gc_paused
 from rackcron.reconciler.declared import Declared, build_declared
 from rackcron.reconciler.diagnostics import Diagnostic
+from rackcron.reconciler.incomplete import incomplete_marks
 from rackcron.reconciler.links import Entry, LinkKind, LinkRefused, resolve
 from rackcron.reconciler.listing import Listed, read_listed, read_regular
 from rackcron.reconciler.schema import check_schema, salvage
@@ -157,7 +158,7 @@ def _validate(sources: Iterable[tuple[str, bytes]]) -> Validation:
         files += 1
         docs, problems = read_documents(name, content, budget)
         documents += len(docs)
-        diagnostics += problems
+        diagnostics += problems + incomplete_marks(name, content)
         if budget.exhausted:
             break  # the rest of the tree is not read: the diagnostic says so
         for doc in docs:

@@ -16,6 +16,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import pydantic
+
 from rackcron.domain.models import (
     BringUp,
     Ingest,
@@ -28,17 +30,21 @@ from rackcron.domain.models import (
 )
 from rackcron.domain.operation_names import derive
 from rackcron.domain.task_conflicts import OPERATION_KINDS
-from rackcron.errors import FailedPrecondition, InvalidArgument
+from rackcron.errors import FailedPrecondition, InvalidArgument, RackcronError
 
 __all__ = [
+    "FLOW_HIDES",
     "OperationTimes",
     "check_rule_id",
+    "declared_operation",
     "from_visible",
     "operation_times",
     "task_operation_text",
     "to_template",
     "visible",
 ]
+
+_OPERATION: pydantic.TypeAdapter[Operation] = pydantic.TypeAdapter(Operation)
 
 # PowerOperation integers of the information JSON.
 _POWER_OPS = {
@@ -257,6 +263,83 @@ def from_visible(kind: str, description: str) -> OperationTemplate:
 def visible(template: OperationTemplate) -> OperationTemplate:
     """``template`` reduced to what a TaskSchedule response shows of it (:func:`from_visible`)."""
     return from_visible(*derive(template))
+
+
+#: What a Flow TaskSchedule does not show of each operation (it shows only its type and a
+#: description: docs/spec/flow-wire.md "4. Derived fields of the TaskSchedule response").
+FLOW_HIDES: dict[str, tuple[str, ...]] = {
+    "power_on": ("queue_options", "override_readiness_check", "rule_id"),
+    "power_off": ("queue_options", "override_readiness_check", "rule_id"),
+    "power_reset": ("queue_options", "override_readiness_check", "rule_id"),
+    "bring_up": ("override_readiness_check", "rule_id"),
+    "ingest": ("rule_id",),
+    "upgrade_firmware": (
+        "start_time",
+        "end_time",
+        "sub_targets",
+        "override_version_check",
+        "queue_options",
+        "override_readiness_check",
+        "rule_id",
+    ),
+}
+_KINDS_BY_CODE = {
+    ("power_control", "power_on"): ("power_on", None),
+    ("power_control", "power_off"): ("power_off", False),
+    ("power_control", "force_power_off"): ("power_off", True),
+    ("power_control", "restart"): ("power_reset", False),
+    ("power_control", "force_restart"): ("power_reset", True),
+    ("bring_up", "bring_up"): ("bring_up", None),
+    ("bring_up", "ingest"): ("ingest", None),
+    ("firmware_control", "upgrade"): ("upgrade_firmware", None),
+}
+
+
+def declared_operation(
+    template: OperationTemplate, *, as_shown: bool = False
+) -> dict[str, dict[str, Any]] | None:
+    """The operation ``template`` was stored from, as a tree declares it (``{kind:
+    parameters}``, parameters at their defaults left out), or None when no declared
+    operation stores as exactly ``template`` (a code or information rackcron does not
+    write: made by another Flow server, say). ``as_shown``: ``template`` is what a Flow
+    TaskSchedule shows (:func:`from_visible`), and the operation is the one that shows
+    so with every parameter it hides (:data:`FLOW_HIDES`) left out."""
+    found = _KINDS_BY_CODE.get((template.type, template.code))
+    if found is None:
+        return None
+    kind, forced = found
+    info = template.information or {}
+    params: dict[str, Any] = {}
+    if forced:
+        params["forced"] = True
+    for name in ("target_version", *_TIME_FIELDS, "sub_targets", "override_version_check"):
+        if name in info:
+            value = info[name]
+            if name in _TIME_FIELDS:
+                value = _instant(value)
+                value = None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
+            params[name] = value
+    if "queue_timeout_seconds" in info:
+        params["queue_options"] = {"queue_timeout_seconds": info["queue_timeout_seconds"]}
+    for name in ("override_readiness_check", "rule_id"):
+        if name in info:
+            params[name] = info[name]
+    try:  # exactly what it stores again, or it was not read right
+        operation: Operation = _OPERATION.validate_python({**_parsed(params), "kind": kind})
+        stored = to_template(operation)
+        if (visible(stored) if as_shown else stored) != template:
+            return None
+    except (ValueError, RackcronError):  # pydantic's ValidationError is a ValueError
+        return None
+    return {kind: params}
+
+
+def _parsed(params: dict[str, Any]) -> dict[str, Any]:
+    """Declared parameters as the operation model takes them (times as instants)."""
+    return {
+        k: datetime.fromisoformat(v) if k in _TIME_FIELDS and isinstance(v, str) else v
+        for k, v in params.items()
+    }
 
 
 def task_operation_text(template: OperationTemplate) -> str:
