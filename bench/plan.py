@@ -22,7 +22,11 @@ Stages, each printed with its ratio to the floor:
 * plan, 1% changed: the same after rewriting 1% of the schedules (spec,
   timezone, overlap policy, paused, labels, racks added and dropped, filters,
   operation: every kind of plan action);
-* apply, 1% changed: ``apply_plan`` of that plan, on copies of the store.
+* apply, 1% changed: ``apply_plan`` of that plan, on copies of the store;
+* import: ``rackcron import``'s work on the store holding the tree (read the store's
+  state, write the tree of every schedule, rack, domain and freeze into files);
+* fmt: ``rackcron fmt``'s work on the tree's 100 schedule files (lay each out with
+  ruamel.yaml's round-trip mode, then read both back and compare them).
 
 The initial population of the store (plan + ``apply_plan`` of the whole tree,
 its conflict warnings included: they are counted in linear time) is measured
@@ -60,9 +64,11 @@ import sqlalchemy as sa
 import yaml
 
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
+from rackcron.reconciler.formatting import format_text
+from rackcron.reconciler.importer import ImportOptions, import_tree
 from rackcron.reconciler.plan import Plan
 from rackcron.reconciler.schema import KINDS, _fast_check, schema_for
-from rackcron.reconciler.state import declared_state
+from rackcron.reconciler.state import declared_state, store_state
 from rackcron.reconciler.validate import Validation, validate_tree
 from rackcron.service import Service
 from rackcron.store.tables import task_schedule, task_schedule_scope
@@ -288,6 +294,23 @@ def plan(service: Service, root: Path) -> Plan:
     return plan_against_store(service, desired, owner=OWNER, source={"path": str(root)})
 
 
+def import_store(service: Service, out: Path) -> int:
+    """``rackcron import``'s work: the store's state, as a tree written into ``out``."""
+    with service.transaction(write=False) as ops:
+        state = store_state(ops)
+    imported = import_tree(state, ImportOptions(source="the store", owner=OWNER))
+    for relative, text in imported.files.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return imported.counts["schedules"]
+
+
+def fmt_files(paths: list[Path]) -> int:
+    """``rackcron fmt --check``'s work on ``paths``: how many would change."""
+    return sum(format_text(text) != text for text in (p.read_text() for p in paths))
+
+
 def copy_store(source: Path, target: Path) -> None:
     """A consistent copy of a SQLite store (the backup API, WAL included)."""
     for suffix in ("", "-wal", "-shm"):
@@ -385,6 +408,16 @@ def main() -> None:
         if same.changes:
             raise SystemExit(f"no-change plan has {len(same.changes)} changes")
         rows.append(("plan, no changes", same_time, "<= 2"))
+
+        imports = iter(range(repeats))
+        import_time, imported = median_of(
+            repeats, lambda: import_store(service, work / f"imported-{next(imports)}")
+        )
+        assert imported == count, (imported, count)
+        rows.append((f"import, {imported:,} schedules (store -> tree)", import_time, ""))
+        schedule_files = yaml_files(root / "schedules")
+        fmt_time, _ = median_of(repeats, lambda: fmt_files(schedule_files))
+        rows.append((f"fmt --check, {len(schedule_files)} files", fmt_time, ""))
 
         changes = changed_schedules(count)
         write_tree(root, count, changes)

@@ -47,6 +47,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "rackcron.cli.import_cmd:import_command",
         "Write a tree declaring what a store or server holds.",
     ),
+    "fmt": ("rackcron.cli.fmt_cmd:fmt", "Lay out a tree's YAML as rackcron writes it."),
     "status": (
         "rackcron.cli.reconcile_cmd:status",
         "Is the store in step with Git: applied revision, sync, drift.",

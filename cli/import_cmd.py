@@ -81,9 +81,9 @@ def import_command(
     `rackcron validate` refuses until the schedule is completed and the line deleted
     (docs/migrating.md).
 
-    Example: rackcron import fleet/ --owner dc1-fleet --database-url sqlite:///rackcron.db
+    Example: rackcron import fleet --database-url sqlite:///rackcron.db
 
-    Example: rackcron import fleet/imported --server flow.example:443 --tls --inventory fleet/inventory
+    Example: rackcron import firmware --select 'team=fleet' --select '*-firmware*'
     """
     _check_outdir(outdir)
     with cli_errors():

@@ -94,9 +94,12 @@ validator::
     │       JSON nests deeper than MAX_DEPTH: a saved plan (apply FILE:
     │       InvalidArgument, "not a saved plan"), a controller's answer, the
     │       shim's args_json or summary_json (InvalidArgument)
-    └── LinkRefused  rackcron.reconciler.links
-            a symbolic link in the tree leaves it, dangles or loops (a
-            diagnostic of validate, plan and diff)
+    ├── LinkRefused  rackcron.reconciler.links
+    │       a symbolic link in the tree leaves it, dangles or loops (a
+    │       diagnostic of validate, plan and diff)
+    └── Unfaithful  rackcron.reconciler.formatting
+            `rackcron fmt` cannot lay a file out without changing what it says
+            (a comment ruamel.yaml would drop): the file is refused at its line
     OSError
     └── NotRegular  rackcron.reconciler.listing
             a tree's file is no longer a regular file when it is read (the

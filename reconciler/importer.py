@@ -32,6 +32,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from rackcron.domain import timing
+from rackcron.domain.escape import shorten, terminal
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Component, Freeze, NVLDomain, OverlapPolicy, Rack, SpecType
 from rackcron.domain.templates import FLOW_HIDES, declared_operation
@@ -216,10 +217,8 @@ class _Importer:
         operation = declared_operation(schedule.template, as_shown=not self.options.exact)
         kind = next(iter(operation)) if operation else None
         if operation is None:
-            incomplete.append(
-                f"its operation ({schedule.template.type}/{schedule.template.code}) is none a"
-                " tree can declare"
-            )
+            shown = terminal(shorten(f"{schedule.template.type}/{schedule.template.code}"))
+            incomplete.append(f"its operation ({shown}) is none a tree can declare")
         elif not self.options.exact and kind not in self.options.assume_defaults:
             hidden = _listed(FLOW_HIDES[kind])  # type: ignore[index]
             incomplete.append(f"Flow does not show its {hidden}: set those the Flow schedule sets")

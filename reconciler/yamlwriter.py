@@ -34,6 +34,7 @@ def layout() -> YAML:
     rt.width = 4096
     rt.preserve_quotes = True
     rt.explicit_start = True
+    rt.brace_single_entry_mapping_in_flow_sequence = True  # [{name: r1}], not [name: r1]
     return rt
 
 

@@ -54,6 +54,7 @@ REFUSING = {
     "db current": ["db", "current"],
     "conflicts": ["conflicts", "{tree}", "--with-store"],
     "apply": ["apply", "--break-lock"],  # a tree creates the store; breaking a lock does not
+    "import": ["import", "{tree}-imported"],  # and writes nothing
 }
 #: The daemons, refusing the same way (run as processes: they install signal handlers).
 DAEMONS = {
@@ -63,7 +64,7 @@ DAEMONS = {
 #: The commands that make a store when it does not exist.
 CREATING = {"apply", "sync", "db upgrade"}
 #: Commands that never open a store (plan plans against an empty one when it is missing).
-STORELESS = {"next", "validate", "plan", "diff", "rack-controller"}
+STORELESS = {"next", "validate", "plan", "diff", "rack-controller", "fmt"}
 
 
 def _leaves(group: click.Group, ctx: click.Context, prefix: str = "") -> set[str]:

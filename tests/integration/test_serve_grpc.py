@@ -239,6 +239,8 @@ def test_the_reconciler_service_is_off_unless_asked_for(service: Service) -> Non
                     upsert = reconciler_pb2.RunStepRequest(rpc="CreateTaskSchedule", args_json="{}")
                     with pytest.raises(grpc.RpcError) as flow_step:
                         stub.RunStep(upsert, timeout=5)
-                    assert "a create without an id goes through v1.Flow" in flow_step.value.details()
+                    assert (
+                        "a create without an id goes through v1.Flow" in flow_step.value.details()
+                    )
         finally:
             server.stop()

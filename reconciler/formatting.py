@@ -1,0 +1,254 @@
+"""``rackcron fmt``: a file's layout made rackcron's, its meaning and words untouched
+(pure: text in, text or a refusal out).
+
+ruamel.yaml's round-trip mode reads the file and writes it again in the layout of
+``rackcron.reconciler.yamlwriter``: two-space indentation, sequence items two in, ``---``
+before every document and no blank line above it, single quotes made double, and the keys of a rackcron document
+in the order its schema lists them (``apiVersion``, ``kind``, ``metadata``, ``spec``; in
+``metadata`` and ``spec``, the schema's order; nested mappings as written). A mapping with
+comment lines between its keys keeps its order: a comment is not moved from the key it
+stands above. Comments, anchors and aliases, flow-style lists and mappings, and every
+value's spelling stay (``60m`` is never respelled ``1h``: the store compares spec strings).
+The lines above a file's first ``---`` (its modeline and notes) are kept as they are.
+
+What ruamel.yaml cannot write back faithfully is refused rather than written:
+:func:`format_text` reads the original and the result with the reader ``validate`` uses
+(libyaml) and compares every document, node by node (a scalar's tag and text; mappings
+by key), and the comments of both, by their text. A difference is a :class:`Unfaithful`
+naming the line. Hostile input meets ``validate``'s limits first (the caller reads it
+with ``rackcron.reconciler.yamlsource.read_documents``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import yaml
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError as RuamelError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+from rackcron.reconciler.schema import KINDS, schema_for
+from rackcron.reconciler.yamlwriter import layout
+
+__all__ = ["Unfaithful", "format_text"]
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TOP = ("apiVersion", "kind", "metadata", "spec")
+_START = re.compile(r"^---(\s|$)")
+#: Blank lines before a document's ``---`` (none are kept).
+_BLANK_BEFORE_START = re.compile(r"\n(?:[ \t]*\n)+(?=---(?:\s|$))")
+
+
+class Unfaithful(ValueError):
+    """The file cannot be laid out without changing what it says: ``line`` (1-based)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+def format_text(text: str) -> str:
+    """``text`` in rackcron's layout. :raises Unfaithful: it cannot be, faithfully."""
+    head, body = _split_head(text)
+    if not body.strip():
+        return text
+    rt = layout()
+    try:
+        documents = list(rt.load_all(body))
+    except RuamelError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 1 if mark is not None else 1) + head.count("\n")
+        raise Unfaithful(line, f"not read as YAML: {getattr(exc, 'problem', exc)}") from None
+    for document in documents:
+        if isinstance(document, CommentedMap):
+            _order(document)
+        _double_quoted(document)
+        _keep_anchors(document)
+    out = io.StringIO()
+    rt.dump_all(documents, out)
+    formatted = head + _BLANK_BEFORE_START.sub("\n", out.getvalue())
+    _check(text, formatted)
+    return formatted
+
+
+def _split_head(text: str) -> tuple[str, str]:
+    """The comment and blank lines that open the file (ruamel.yaml drops those above a
+    ``---``; they stay above the first one), and the rest."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if _START.match(line) or (line.strip() and not line.lstrip().startswith("#")):
+            return "".join(lines[:i]), "".join(lines[i:])
+    return "", text
+
+
+# --- layout -----------------------------------------------------------------------------------
+
+
+@cache
+def _spec_order(kind: str) -> tuple[str, ...]:
+    return tuple(schema_for(kind)["properties"]["spec"]["properties"])
+
+
+@cache
+def _metadata_order(kind: str) -> tuple[str, ...]:
+    return tuple(schema_for(kind)["properties"]["metadata"]["properties"])
+
+
+def _order(document: CommentedMap) -> None:
+    """Put a rackcron document's keys in its schema's order (see the module)."""
+    kind = document.get("kind")
+    if kind not in KINDS:
+        return
+    _reorder(document, _TOP)
+    for key, order in (("metadata", _metadata_order(kind)), ("spec", _spec_order(kind))):
+        value = document.get(key)
+        if isinstance(value, CommentedMap):
+            _reorder(value, order)
+
+
+def _reorder(mapping: CommentedMap, order: tuple[str, ...]) -> None:
+    keys = list(mapping)
+    rank = {k: i for i, k in enumerate(order)}
+    wanted = sorted(keys, key=lambda k: (rank.get(k, len(order)), keys.index(k)))
+    if wanted == keys or _comment_lines_between(mapping, keys):
+        return
+    items = [(k, mapping[k], mapping.ca.items.get(k)) for k in wanted]
+    for key in keys:
+        del mapping[key]
+    for key, value, comment in items:
+        mapping[key] = value
+        if comment is not None:
+            mapping.ca.items[key] = comment
+
+
+def _comment_lines_between(mapping: CommentedMap, keys: list[str]) -> bool:
+    """Whether a comment line stands between two keys (ruamel.yaml keeps it after the
+    key above, so moving that key would move it)."""
+    for key in keys[:-1]:
+        entry = mapping.ca.items.get(key)
+        tokens = [t for t in (entry or []) if t is not None]
+        for token in tokens:
+            for found in token if isinstance(token, list) else [token]:
+                lines = (getattr(found, "value", "") or "").split("\n")
+                if any(line.strip().startswith("#") for line in lines[1:]):
+                    return True  # the first line is the key's own end-of-line comment
+    return False
+
+
+def _double_quoted(node: Any) -> None:
+    """Make every single-quoted string double-quoted (the same string)."""
+    if isinstance(node, CommentedMap):
+        for key in list(node):
+            node[key] = _requoted(node[key])
+            _double_quoted(node[key])
+    elif isinstance(node, CommentedSeq):
+        for i, item in enumerate(node):
+            node[i] = _requoted(item)
+            _double_quoted(node[i])
+
+
+def _requoted(value: Any) -> Any:
+    if isinstance(value, SingleQuotedScalarString):
+        anchor = value.anchor.value if value.anchor.value else None
+        made = DoubleQuotedScalarString(str(value), anchor=anchor)
+        return made
+    return value
+
+
+def _keep_anchors(node: Any) -> None:
+    """Write every anchor back, an unused one too (ruamel.yaml drops those by default)."""
+    anchor = getattr(node, "anchor", None)
+    if anchor is not None and getattr(anchor, "value", None):
+        anchor.always_dump = True
+    if isinstance(node, CommentedMap):
+        for key, value in node.items():
+            _keep_anchors(key)
+            _keep_anchors(value)
+    elif isinstance(node, CommentedSeq):
+        for item in node:
+            _keep_anchors(item)
+
+
+# --- the check ----------------------------------------------------------------------------------
+
+
+def _check(before: str, after: str) -> None:
+    """:raises Unfaithful: ``after`` does not say what ``before`` says (see the module)."""
+    old = list(yaml.compose_all(before, Loader=_LOADER))
+    new = list(yaml.compose_all(after, Loader=_LOADER))
+    if len(old) != len(new):
+        raise Unfaithful(1, f"{len(old)} documents would become {len(new)}")
+    for a, b in zip(old, new, strict=True):
+        _same(a, b)
+    marks = Counter(_marks(before)) - Counter(_marks(after))
+    if marks:
+        raise Unfaithful(1, f"the anchor or alias {next(iter(marks))} would be lost")
+    lost = Counter(_comments(before)) - Counter(_comments(after))
+    if lost:
+        text = next(iter(lost))
+        line = next((i for i, row in enumerate(before.splitlines(), 1) if text in row), 1)
+        raise Unfaithful(line, f"the comment {text!r} would be lost")
+
+
+def _same(a: yaml.Node | None, b: yaml.Node | None) -> None:
+    if a is None or b is None:
+        if a is not b:
+            raise Unfaithful(1, "a document would be emptied, or one filled")
+        return
+    line = a.start_mark.line + 1
+    if type(a) is not type(b) or a.tag != b.tag:
+        raise Unfaithful(line, f"a value would change its type ({a.tag} -> {b.tag})")
+    if isinstance(a, yaml.ScalarNode):
+        if a.value != b.value:
+            raise Unfaithful(line, f"{a.value!r} would be written {b.value!r}")
+    elif isinstance(a, yaml.SequenceNode):
+        if len(a.value) != len(b.value):
+            raise Unfaithful(line, "a list would change its length")
+        for x, y in zip(a.value, b.value, strict=True):
+            _same(x, y)
+    elif isinstance(a, yaml.MappingNode) and isinstance(b, yaml.MappingNode):
+        old, new = _pairs(a), _pairs(b)
+        if sorted(old) != sorted(new):
+            raise Unfaithful(line, "a mapping would change its keys")
+        for key, value in old.items():
+            _same(value, new[key])
+
+
+def _pairs(node: yaml.MappingNode) -> dict[str, yaml.Node]:
+    return {f"{k.tag}:{getattr(k, 'value', '')}": v for k, v in node.value}
+
+
+def _marks(text: str) -> Iterator[str]:
+    """Each anchor (``&name``) and alias (``*name``) of ``text``."""
+    for token in yaml.scan(text, Loader=_LOADER):
+        if isinstance(token, yaml.AnchorToken):
+            yield f"&{token.value}"
+        elif isinstance(token, yaml.AliasToken):
+            yield f"*{token.value}"
+
+
+def _comments(text: str) -> Iterator[str]:
+    """The text of each comment of ``text``: what follows a ``#`` outside every token
+    libyaml scans (a ``#`` inside a quoted scalar is not one)."""
+    spans = sorted(
+        (t.start_mark.index, t.end_mark.index)
+        for t in yaml.scan(text, Loader=yaml.SafeLoader)  # character offsets
+        if t.start_mark.index != t.end_mark.index
+    )
+    covered = bytearray(len(text))
+    for start, end in spans:
+        covered[start:end] = b"\x01" * (end - start)
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for i, char in enumerate(line):
+            at = offset + i
+            if char == "#" and not covered[at] and (i == 0 or line[i - 1] in " \t"):
+                yield line[i:].rstrip()
+                break
+        offset += len(line)
