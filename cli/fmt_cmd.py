@@ -43,13 +43,16 @@ def fmt(paths: tuple[Path, ...], check: bool) -> None:
 
     Example: rackcron fmt --check examples/fleet
     """
+    try:
+        budget = TreeBudget.scaled(tree_scale(os.environ))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     files = sorted(set(_files(paths or (Path("."),))))
     changed = refused = 0
-    budget = TreeBudget.scaled(tree_scale(os.environ))
     for path in files:
         try:
             before = _read(path, budget)
-            after = format_text(before)
+            after = _formatted(before)
         except Unfaithful as exc:
             click.echo(
                 terminal(f"{path}:{exc.line}: error: {exc.message}; the file is left as it is"),
@@ -116,6 +119,22 @@ def _read(path: Path, budget: TreeBudget) -> str:
     if errors:
         raise Unfaithful(errors[0].line, errors[0].message)
     return content.decode("utf-8")
+
+
+def _formatted(text: str) -> str:
+    """``format_text``, and no larger than ``validate`` reads.
+
+    :raises Unfaithful: it cannot be laid out, or would grow past the limit.
+    """
+    try:
+        formatted = format_text(text)
+    except Unfaithful:
+        raise
+    except Exception as exc:  # what ruamel.yaml cannot do: this file only, never the rest
+        raise Unfaithful(1, f"cannot be laid out ({type(exc).__name__}: {exc})") from None
+    if len(formatted.encode()) > MAX_FILE_BYTES:
+        raise Unfaithful(1, f"laid out, it would be larger than {MAX_FILE_BYTES} bytes")
+    return formatted
 
 
 def _show_diff(path: Path, before: str, after: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -46,8 +47,9 @@ _OPERATIONS = sorted(FLOW_HIDES)
 @click.option(
     "--assume-defaults",
     multiple=True,
-    type=click.Choice([*_OPERATIONS, "all"]),
-    help="From a Flow server: its schedules of this operation set none of the parameters"
+    metavar="OPERATION[,...]",
+    help="From a Flow server: its schedules of these operations (power_on, power_off,"
+    " power_reset, bring_up, ingest, upgrade_firmware, or all) set none of the parameters"
     " the Flow RPCs do not show (queue options, flags, firmware windows...), so they are"
     " written complete instead of paused and marked incomplete (repeatable).",
 )
@@ -88,7 +90,7 @@ def import_command(
     _check_outdir(outdir)
     with cli_errors():
         state, flow, source = _read(database_url, server, inventory, owner)
-    assumed = frozenset(_OPERATIONS if "all" in assume_defaults else assume_defaults)
+    assumed = _operations(assume_defaults)
     if assumed and not flow:
         raise click.UsageError("--assume-defaults is for a Flow server: rackcron shows all")
     options = ImportOptions(
@@ -104,7 +106,19 @@ def import_command(
     if flow:  # the racks come from --inventory, which the user keeps
         imported.files = {p: t for p, t in imported.files.items() if p.startswith("schedules/")}
     _write(outdir, imported)
-    _report(outdir, imported, flow)
+    _report(outdir, imported, flow, owner)
+
+
+def _operations(given: tuple[str, ...]) -> frozenset[str]:
+    """The operations --assume-defaults names (commas or repeats; ``all``)."""
+    names = {n.strip() for value in given for n in value.split(",") if n.strip()}
+    unknown = sorted(names - {*_OPERATIONS, "all"})
+    if unknown:
+        raise click.BadParameter(
+            f"unknown operation {unknown[0]!r}; expected {', '.join(_OPERATIONS)} or all",
+            param_hint="--assume-defaults",
+        )
+    return frozenset(_OPERATIONS if "all" in names else names)
 
 
 def _check_outdir(outdir: Path) -> None:
@@ -155,8 +169,15 @@ def _write(outdir: Path, imported: Imported) -> None:
     parent = outdir.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
+        if outdir.exists():
+            mode = stat.S_IMODE(outdir.stat().st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o777 & ~umask
         staging = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=parent))
         try:
+            staging.chmod(mode)  # as a folder made here would be, not mkdtemp's 0700
             for relative, content in imported.files.items():
                 path = staging / relative
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,7 +192,7 @@ def _write(outdir: Path, imported: Imported) -> None:
         raise click.FileError(str(outdir), exc.strerror) from None
 
 
-def _report(outdir: Path, imported: Imported, flow: bool) -> None:
+def _report(outdir: Path, imported: Imported, flow: bool, owner: str) -> None:
     counts = imported.counts
     written = [
         f"{counts['schedules']} schedules ({counts['incomplete']} incomplete)",
@@ -194,8 +215,15 @@ def _report(outdir: Path, imported: Imported, flow: bool) -> None:
         )
     if counts["skipped_other_owners"]:
         click.echo(
-            f"{counts['skipped_other_owners']} objects another repository manages were left"
-            " out (--owner names the repository whose objects to import too).",
+            f"{counts['skipped_other_owners']} objects that other repositories manage were"
+            " left out: to import one's, give its name with --owner.",
+            err=True,
+        )
+    if counts["unselected_owned"]:
+        click.echo(
+            f"warning: --select left out {counts['unselected_owned']} schedules that"
+            f" {terminal(owner)} manages: applied with --owner {terminal(owner)}, this tree would"
+            " delete them. Apply it as another --owner, or import without --select.",
             err=True,
         )
     for note in imported.notes:

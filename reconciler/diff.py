@@ -794,6 +794,22 @@ def _past_deadline(want: ScheduleState, now: datetime) -> PlanWarning | None:
     )
 
 
+def _renamed_out_of_freezes(differ: _Differ, current: State, desired: State) -> list[PlanWarning]:
+    """A warning per freeze in force after the apply that selects, by its old name, a
+    schedule this plan renames: the freeze no longer holds it."""
+    in_force = freezes_in_force(current, desired, differ.owner) if differ.renamed else []
+    return [
+        PlanWarning(
+            "freeze_selects_unknown",
+            f'freeze "{freeze.name}" selects schedule "{old}", which this plan renames'
+            f' "{new}": the freeze no longer holds it; select "{new}" instead',
+        )
+        for new, old in differ.renamed.items()
+        for freeze in in_force
+        if old in freeze.selector.schedules and new not in freeze.selector.schedules
+    ]
+
+
 def _protected(name: str, what: str) -> str:
     return (
         f'schedule "{name}" is protected: the plan would {what}. Apply a change that sets'
@@ -884,7 +900,7 @@ def diff(
     for change in changes:
         if change.action == "delete":
             gone.setdefault(change.kind, set()).add(change.name)
-    unknown = differ.unknown_selected(gone)
+    unknown = differ.unknown_selected(gone) + _renamed_out_of_freezes(differ, current, desired)
     lookalikes = _lookalikes(current, desired)
     counts = {
         "one_time_past_deadline": len(late),

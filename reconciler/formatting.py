@@ -3,13 +3,15 @@
 
 ruamel.yaml's round-trip mode reads the file and writes it again in the layout of
 ``rackcron.reconciler.yamlwriter``: two-space indentation, sequence items two in, ``---``
-before every document and no blank line above it, single quotes made double, and the keys of a rackcron document
-in the order its schema lists them (``apiVersion``, ``kind``, ``metadata``, ``spec``; in
-``metadata`` and ``spec``, the schema's order; nested mappings as written). A mapping with
-comment lines between its keys keeps its order: a comment is not moved from the key it
-stands above. Comments, anchors and aliases, flow-style lists and mappings, and every
-value's spelling stay (``60m`` is never respelled ``1h``: the store compares spec strings).
-The lines above a file's first ``---`` (its modeline and notes) are kept as they are.
+before every document and no blank line above it, single quotes made double, and the
+keys of a rackcron document in the order its schema lists them (``apiVersion``,
+``kind``, ``metadata``, ``spec``; in ``metadata`` and ``spec``, the schema's order;
+nested mappings as written). A comment line moves with the key below it; where
+ruamel.yaml keeps it with the key above instead, that mapping keeps its order, so no
+comment leaves the key it stands above. Comments, anchors and aliases, flow-style lists
+and mappings, line endings, and every value's spelling stay (``60m`` is never respelled
+``1h``: the store compares spec strings). The lines above a file's first ``---`` (its
+modeline and notes) are kept as they are.
 
 What ruamel.yaml cannot write back faithfully is refused rather than written:
 :func:`format_text` reads the original and the result with the reader ``validate`` uses
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from functools import cache
@@ -39,6 +42,7 @@ from rackcron.reconciler.yamlwriter import layout
 __all__ = ["Unfaithful", "format_text"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_UNSEEN = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _START = re.compile(r"^---(\s|$)")
 #: Blank lines before a document's ``---`` (none are kept).
@@ -55,7 +59,11 @@ class Unfaithful(ValueError):
 
 def format_text(text: str) -> str:
     """``text`` in rackcron's layout. :raises Unfaithful: it cannot be, faithfully."""
-    head, body = _split_head(text)
+    crlf = "\r\n" in text  # laid out with \n, its line endings given back at the end
+    if "\r" in text.replace("\r\n", ""):
+        raise Unfaithful(1, "a line ends in a lone carriage return: end lines with \\n first")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    head, body = _split_head(text.removeprefix(bom).replace("\r\n", "\n"))
     if not body.strip():
         return text
     rt = layout()
@@ -65,14 +73,18 @@ def format_text(text: str) -> str:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 1 if mark is not None else 1) + head.count("\n")
         raise Unfaithful(line, f"not read as YAML: {getattr(exc, 'problem', exc)}") from None
-    for document in documents:
+    lines = body.splitlines()
+    for i, document in enumerate(documents):
         if isinstance(document, CommentedMap):
-            _order(document)
-        _double_quoted(document)
+            following = [d.lc.line for d in documents[i + 1 :] if isinstance(d, CommentedMap)]
+            _order(document, lines, following[0] if following else len(lines))
+        _double_quoted(document, {})
         _keep_anchors(document)
     out = io.StringIO()
     rt.dump_all(documents, out)
-    formatted = head + _BLANK_BEFORE_START.sub("\n", out.getvalue())
+    formatted = bom + head + _BLANK_BEFORE_START.sub("\n", out.getvalue())
+    if crlf:
+        formatted = formatted.replace("\n", "\r\n")
     _check(text, formatted)
     return formatted
 
@@ -100,23 +112,32 @@ def _metadata_order(kind: str) -> tuple[str, ...]:
     return tuple(schema_for(kind)["properties"]["metadata"]["properties"])
 
 
-def _order(document: CommentedMap) -> None:
-    """Put a rackcron document's keys in its schema's order (see the module)."""
+def _order(document: CommentedMap, lines: list[str], end: int) -> None:
+    """Put a rackcron document's keys in its schema's order (see the module); ``lines``:
+    the text it was read from, in which it ends before line ``end`` (0-based)."""
     kind = document.get("kind")
     if kind not in KINDS:
         return
-    _reorder(document, _TOP)
+    _reorder(document, _TOP, lines, end)
     for key, order in (("metadata", _metadata_order(kind)), ("spec", _spec_order(kind))):
         value = document.get(key)
         if isinstance(value, CommentedMap):
-            _reorder(value, order)
+            _reorder(value, order, lines, _end_of(document, key, end))
 
 
-def _reorder(mapping: CommentedMap, order: tuple[str, ...]) -> None:
+def _end_of(mapping: CommentedMap, key: str, end: int) -> int:
+    """The line before which ``mapping[key]``'s text ends: the next key's, else ``end``."""
     keys = list(mapping)
+    following = keys[keys.index(key) + 1 :]
+    return mapping.lc.key(following[0])[0] if following else end
+
+
+def _reorder(mapping: CommentedMap, order: tuple[str, ...], lines: list[str], end: int) -> None:
+    keys = list(mapping.non_merged_items())
+    keys = [k for k, _ in keys]
     rank = {k: i for i, k in enumerate(order)}
     wanted = sorted(keys, key=lambda k: (rank.get(k, len(order)), keys.index(k)))
-    if wanted == keys or _comment_lines_between(mapping, keys):
+    if wanted == keys or mapping.merge or _commented(mapping, keys, lines, end):
         return
     items = [(k, mapping[k], mapping.ca.items.get(k)) for k in wanted]
     for key in keys:
@@ -127,38 +148,34 @@ def _reorder(mapping: CommentedMap, order: tuple[str, ...]) -> None:
             mapping.ca.items[key] = comment
 
 
-def _comment_lines_between(mapping: CommentedMap, keys: list[str]) -> bool:
-    """Whether a comment line stands between two keys (ruamel.yaml keeps it after the
-    key above, so moving that key would move it)."""
-    for key in keys[:-1]:
-        entry = mapping.ca.items.get(key)
-        tokens = [t for t in (entry or []) if t is not None]
-        for token in tokens:
-            for found in token if isinstance(token, list) else [token]:
-                lines = (getattr(found, "value", "") or "").split("\n")
-                if any(line.strip().startswith("#") for line in lines[1:]):
-                    return True  # the first line is the key's own end-of-line comment
-    return False
+def _commented(mapping: CommentedMap, keys: list[str], lines: list[str], end: int) -> bool:
+    """Whether a comment line stands after the mapping's first key and before ``end``:
+    ruamel.yaml may keep it with whatever node comes before it, so moving keys could
+    carry it away from the key it stands above."""
+    first = min(mapping.lc.key(k)[0] for k in keys)
+    return any(line.lstrip().startswith("#") for line in lines[first:end])
 
 
-def _double_quoted(node: Any) -> None:
-    """Make every single-quoted string double-quoted (the same string)."""
+def _double_quoted(node: Any, made: dict[int, Any]) -> None:
+    """Make every single-quoted string double-quoted (the same string; one object for
+    each, however many aliases name it: ``made``), merged keys left where they are."""
     if isinstance(node, CommentedMap):
-        for key in list(node):
-            node[key] = _requoted(node[key])
-            _double_quoted(node[key])
+        for key, value in list(node.non_merged_items()):
+            node[key] = _requoted(value, made)
+            _double_quoted(node[key], made)
     elif isinstance(node, CommentedSeq):
         for i, item in enumerate(node):
-            node[i] = _requoted(item)
-            _double_quoted(node[i])
+            node[i] = _requoted(item, made)
+            _double_quoted(node[i], made)
 
 
-def _requoted(value: Any) -> Any:
-    if isinstance(value, SingleQuotedScalarString):
+def _requoted(value: Any, made: dict[int, Any]) -> Any:
+    if not isinstance(value, SingleQuotedScalarString):
+        return value
+    if id(value) not in made:
         anchor = value.anchor.value if value.anchor.value else None
-        made = DoubleQuotedScalarString(str(value), anchor=anchor)
-        return made
-    return value
+        made[id(value)] = DoubleQuotedScalarString(str(value), anchor=anchor)
+    return made[id(value)]
 
 
 def _keep_anchors(node: Any) -> None:
@@ -186,6 +203,10 @@ def _check(before: str, after: str) -> None:
         raise Unfaithful(1, f"{len(old)} documents would become {len(new)}")
     for a, b in zip(old, new, strict=True):
         _same(a, b)
+    raw = Counter(_invisible(after)) - Counter(_invisible(before))
+    if raw:
+        char = next(iter(raw))
+        raise Unfaithful(1, f"U+{ord(char):04X} would be written as itself, unseen, not escaped")
     marks = Counter(_marks(before)) - Counter(_marks(after))
     if marks:
         raise Unfaithful(1, f"the anchor or alias {next(iter(marks))} would be lost")
@@ -224,6 +245,14 @@ def _pairs(node: yaml.MappingNode) -> dict[str, yaml.Node]:
     return {f"{k.tag}:{getattr(k, 'value', '')}": v for k, v in node.value}
 
 
+def _invisible(text: str) -> Iterator[str]:
+    """Each character of ``text`` a reader cannot see (controls, format and space
+    characters but space, tab and line ends)."""
+    for char in text:
+        if char not in " \t\r\n\ufeff" and unicodedata.category(char) in _UNSEEN:
+            yield char
+
+
 def _marks(text: str) -> Iterator[str]:
     """Each anchor (``&name``) and alias (``*name``) of ``text``."""
     for token in yaml.scan(text, Loader=_LOADER):
@@ -236,6 +265,7 @@ def _marks(text: str) -> Iterator[str]:
 def _comments(text: str) -> Iterator[str]:
     """The text of each comment of ``text``: what follows a ``#`` outside every token
     libyaml scans (a ``#`` inside a quoted scalar is not one)."""
+    text = text.removeprefix("\ufeff")  # a # right after it opens a comment too
     spans = sorted(
         (t.start_mark.index, t.end_mark.index)
         for t in yaml.scan(text, Loader=yaml.SafeLoader)  # character offsets

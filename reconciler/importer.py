@@ -36,7 +36,7 @@ from rackcron.domain.escape import shorten, terminal
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Component, Freeze, NVLDomain, OverlapPolicy, Rack, SpecType
 from rackcron.domain.templates import FLOW_HIDES, declared_operation
-from rackcron.reconciler.incomplete import INCOMPLETE_MARK
+from rackcron.reconciler.incomplete import INCOMPLETE_MARK, RUNS_ON_SOURCE
 from rackcron.reconciler.state import ScheduleState, State
 from rackcron.reconciler.yamlwriter import dump_documents, flow, mapping, text
 
@@ -87,6 +87,7 @@ class _Importer:
             "scopes_written": 0,
             "scopes_commented": 0,
             "skipped_other_owners": 0,
+            "unselected_owned": 0,  # the owner's schedules --select leaves out
         }
         self.racks = sorted(
             (r for r in state.racks.values() if self._ours(r.owner)), key=lambda r: (r.name, r.id)
@@ -114,7 +115,10 @@ class _Importer:
         self.counts["freezes"] = len(freezes)
         by_group: dict[str, list[CommentedMap]] = {}
         for schedule in sorted(self.state.schedules.values(), key=lambda s: s.name):
-            if self._selected(schedule) and self._ours(schedule.management.owner):
+            if not self._selected(schedule):
+                owner = schedule.management.owner
+                self.counts["unselected_owned"] += owner is not None and owner == self.options.owner
+            elif self._ours(schedule.management.owner):
                 group, document = self._schedule(schedule)
                 by_group.setdefault(group, []).append(document)
         for group in sorted(by_group):
@@ -126,9 +130,9 @@ class _Importer:
         if not documents:
             return
         what = f"the schedules whose operation is {group}" if group else path.split("/")[-1]
-        header = (
-            f"yaml-language-server: $schema={self.options.schemas}/{schema}.schema.json",
-            f"Written by `rackcron import` from {self.options.source}: {what}.",
+        header = (  # one line each, whatever the options hold
+            terminal(f"yaml-language-server: $schema={self.options.schemas}/{schema}.schema.json"),
+            terminal(f"Written by `rackcron import` from {self.options.source}: {what}."),
         )
         self.out.files[path] = dump_documents(header, documents)
 
@@ -149,7 +153,16 @@ class _Importer:
             ("controller", controller),
             ("components", CommentedSeq(map(_component, components)) if components else None),
         )
-        return _document("Rack", _metadata(rack.name, rack.labels), spec)
+        document = _document("Rack", _metadata(rack.name, rack.labels), spec)
+        removed = rack.controller.removed_fields if rack.controller is not None else None
+        if removed:  # the store holds it refused until someone declares its credential
+            why = (
+                f"its controller lost the fields that named secrets ({terminal(removed)});"
+                " declare its credential (docs/security.md)"
+            )
+            document.yaml_set_start_comment(f"{INCOMPLETE_MARK.removeprefix('# ')} {why}")
+            self.out.notes.append(f'rack "{rack.name}" is incomplete: {why}')
+        return document
 
     def _domains(self) -> list[NVLDomain]:
         """The domains to write: those whose racks are all written (a note for the rest)."""
@@ -159,11 +172,12 @@ class _Importer:
                 continue
             if all(r in self.written for r in domain.rack_ids):
                 kept.append(domain)
-            else:
-                self.out.notes.append(
-                    f'NVLink domain "{domain.name}" is not written: it holds racks another'
-                    " repository manages"
-                )
+                continue
+            note = f'NVLink domain "{domain.name}" is not written: it holds racks that another'
+            note += " repository manages"
+            if domain.owner is not None:
+                note += f"; applied with --owner {domain.owner}, this tree would delete it"
+            self.out.notes.append(note)
         self.counts["nvl_domains"] = len(kept)
         return kept
 
@@ -182,7 +196,7 @@ class _Importer:
             ("rack_labels", _labels(selector.rack_labels)),
             ("schedules", flow(map(text, selector.schedules)) if selector.schedules else None),
             ("schedule_labels", _labels(selector.schedule_labels)),
-            ("operations", flow(selector.operations) if selector.operations else None),
+            ("operations", flow(map(text, selector.operations)) if selector.operations else None),
         )
         duration = freeze.duration_seconds
         spec = mapping(
@@ -232,7 +246,7 @@ class _Importer:
         fired = schedule.consumed
         enabled = schedule.enabled and not fired and not incomplete
         if incomplete and schedule.enabled and not fired:
-            incomplete[-1] += "; it runs on the source"
+            incomplete[-1] += RUNS_ON_SOURCE
         self.counts["schedules"] += 1
         self.counts["incomplete"] += bool(incomplete)
         self.counts["paused_fired"] += fired
@@ -343,9 +357,12 @@ def _component(component: Component) -> CommentedMap:
 
 
 def _entry_text(rack_id: uuid.UUID, component_filter: ComponentFilter | None) -> str:
+    """A scope entry as a rack target would declare it (a components filter: as a note)."""
     if component_filter is None:
         return f"{{id: {rack_id}}}"
-    return f"{{id: {rack_id}, {component_filter.kind}: [{', '.join(component_filter.items)}]}}"
+    if component_filter.kind == "types":
+        return f"{{id: {rack_id}, component_types: [{', '.join(component_filter.items)}]}}"
+    return f"{{id: {rack_id}}}  (components {', '.join(component_filter.items)})"
 
 
 def _operation(operation: dict[str, dict[str, Any]]) -> CommentedMap:

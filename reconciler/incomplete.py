@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from rackcron.reconciler.diagnostics import Diagnostic
 
-__all__ = ["INCOMPLETE_MARK", "incomplete_marks"]
+__all__ = ["INCOMPLETE_MARK", "RUNS_ON_SOURCE", "incomplete_marks"]
 
 INCOMPLETE_MARK = "# incomplete:"
+#: How an incomplete schedule's comment ends when the source runs it (it is written paused).
+RUNS_ON_SOURCE = "; it runs on the source"
 _MARK = INCOMPLETE_MARK.encode()
 
 
@@ -26,9 +28,11 @@ def incomplete_marks(name: str, content: bytes) -> list[Diagnostic]:
         stripped = line.lstrip()
         if stripped.startswith(_MARK):
             what = stripped[len(_MARK) :].decode("utf-8", "replace").strip()
-            message = (
-                f"imported incomplete: {what}; complete the schedule below, then delete this"
-                " line (and its `enabled: false`, to arm it)"
+            armed = (
+                "delete this line and its `enabled: false`"
+                if what.endswith(RUNS_ON_SOURCE)
+                else "delete this line (it is paused on the source)"
             )
+            message = f"imported incomplete: {what}; complete the schedule below, then {armed}"
             found.append(Diagnostic(name, number, len(line) - len(stripped) + 1, "error", message))
     return found

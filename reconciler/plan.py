@@ -483,11 +483,15 @@ def _action(kind: Kind, commands: tuple[Command, ...], saved: Action) -> Action:
 
 
 def _check_subject(kind: Kind, name: str, commands: tuple[Command, ...], where: str) -> None:
-    """:raises ValueError: a command of the change is about another object (but a rename's
-    step names the schedule it renames)."""
+    """:raises ValueError: a command of the change is about another object (but a rename,
+    the change's first step and its only one, names the schedule it renames)."""
     for i, command in enumerate(commands):
         about, named = subject(command)
         if isinstance(command, UpdateSchedule) and "schedule.name" in command.update_mask:
+            if i > 0:
+                raise ValueError(
+                    f"{where}.steps[{i}]: a rename is its change's first step, never a later one"
+                )
             named = command.schedule.name
         if about != kind or named not in (None, name):
             raise ValueError(

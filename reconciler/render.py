@@ -391,6 +391,7 @@ _ABOUT = {
     "rollout_spread_by_missing": "roll-outs",
     "rollout_span_exceeds_gap": "roll-outs",
     "rollout_span_exceeds_cutoff": "roll-outs",
+    "renamed_from_unused": "renames already applied",
 }
 
 

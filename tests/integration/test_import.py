@@ -155,9 +155,12 @@ def test_a_flow_server_gives_incomplete_schedules_that_validate_refuses(
     assert refused.output.count("imported incomplete:") == 12
     assert run("plan", str(tmp_path / "fleet"), "--database-url", store_url).exit_code == 1
 
-    # Vouching that the power and ingest schedules set nothing hidden writes them whole.
+    paused = next(line for line in refused.output.splitlines() if "ingest.yaml" in line)
+    assert paused.endswith("then delete this line (it is paused on the source)")
+
+    # Vouching that the power schedules set nothing hidden writes them whole.
     vouched = tmp_path / "vouched"
-    assumed = [f"--assume-defaults={k}" for k in ("power_on", "power_off", "power_reset")]
+    assumed = ["--assume-defaults=power_on,power_off", "--assume-defaults", "power_reset"]
     assert run("import", str(vouched), *args, *assumed).exit_code == 0
     power = (vouched / "schedules" / "power_reset.yaml").read_text()
     assert "# incomplete:" not in power and "enabled: false" not in power
@@ -184,6 +187,25 @@ def test_scopes_on_racks_the_inventory_lacks_are_kept_as_comments(
     assert (
         "is not in this tree" in text and "# incomplete: 1 scope entry of its 1 name racks" in text
     )
+
+
+def test_a_selection_says_what_applying_it_as_its_owner_would_delete(
+    store_url: str, tmp_path: Path
+) -> None:
+    assert run("apply", str(EXAMPLES), "--auto-approve", url=store_url).exit_code == 0
+    out = tmp_path / "demo"
+    selected = run("import", str(out), "--select", "demo-*", "--database-url", store_url)
+    assert selected.exit_code == 0, selected.output
+    assert (
+        "warning: --select left out 9 schedules that default manages: applied with --owner"
+        " default, this tree would delete them."
+    ) in selected.output
+    plan = run("plan", str(out), "--owner", "demo", "--format", "json", url=store_url)
+    assert not [c for c in json.loads(plan.output)["changes"] if c["action"] == "delete"]
+    wrong = run(
+        "import", str(tmp_path / "x"), "--assume-defaults", "power_of", "--database-url", store_url
+    )
+    assert wrong.exit_code == 2 and "unknown operation 'power_of'" in wrong.output
 
 
 def test_an_outdir_that_is_not_empty_is_refused(store_url: str, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ schedule", "Schedule ids")."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from tests.support.backends import (
     plan,
 )
 from tests.support.service import scope_rows
-from tests.support.trees import Repo, actions, schedule
+from tests.support.trees import Repo, actions, freeze, schedule
 
 ID = uuid.UUID("3f2b8c1e-0d5a-4e6f-9a7b-1c2d3e4f5a6b")
 
@@ -168,3 +169,41 @@ def test_a_saved_plan_renames_and_replaces(repo: Repo, tmp_path: Path) -> None:
         ' (renamed from "a"))'
     ) in applied.output
     assert [s.name for s in repo.service().list_schedules().items] == ["b"]
+
+
+def test_a_saved_plan_holds_a_rename_as_a_changes_first_step_only(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Hostile review: rename steps later in a change named any schedule, so an edited
+    plan could rename another repository's schedule onto its own name and delete it."""
+    from rackcron.domain.commands import decode, digest
+
+    repo.write(schedule("a"), schedule("victim", racks="[{name: r2}]"))
+    repo.apply()
+    repo.write(schedule("a"), schedule("victim", racks="[{name: r2}]"), schedule("gamma"))
+    saved = tmp_path / "plan.json"
+    assert repo.cli("plan", str(repo.path), "-o", str(saved)).exit_code == 0
+    plan = json.loads(saved.read_text())
+    (change,) = [c for c in plan["changes"] if c["name"] == "gamma"]
+    rename = {"rpc": "UpdateTaskSchedule", "args": {"name": "victim", "update_mask": ["schedule.name"],
+              "schedule": {"name": "gamma"}}}  # fmt: skip
+    change["steps"] += [{"rpc": "DeleteTaskSchedule", "args": {"name": "gamma"}}, rename]
+    commands = [decode(s["rpc"], s["args"]) for c in plan["changes"] for s in c["steps"]]
+    plan["commands_digest"] = digest(commands)
+    saved.write_text(json.dumps(plan))
+    refused = repo.cli("apply", str(saved), "--auto-approve")
+    assert refused.exit_code == 1
+    assert "a rename is its change's first step, never a later one" in refused.output
+    assert {s.name for s in repo.service().list_schedules().items} == {"a", "victim"}
+
+
+def test_a_freeze_selecting_the_old_name_is_warned_of(repo: Repo) -> None:
+    hold = freeze("hold", '  cron: "0 1 * * *"\n  duration: 1h\n', selector="{schedules: [a]}")
+    repo.write(schedule("a"), freezes=hold)
+    repo.apply()
+    repo.write(schedule("b", meta="renamed_from: a"), freezes=hold)
+    warnings = repo.plan()["warnings"]
+    assert (
+        'freeze "hold" selects schedule "a", which this plan renames "b": the freeze no longer'
+        ' holds it; select "b" instead'
+    ) in warnings

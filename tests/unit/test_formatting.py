@@ -84,6 +84,12 @@ def test_the_layout_changes_and_nothing_else() -> None:
     assert 'labels: {on: "yes"}' in formatted  # still the string yes
 
 
+def test_windows_line_endings_stay() -> None:
+    text = MESSY.replace("\n", "\r\n")
+    formatted = format_text(text)
+    assert formatted == format_text(MESSY).replace("\n", "\r\n")
+
+
 def test_formatting_twice_changes_nothing() -> None:
     once = format_text(MESSY)
     assert format_text(once) == once
@@ -110,3 +116,51 @@ def test_aliases_and_tags_keep_their_meaning() -> None:
     )
     formatted = format_text(text)
     assert _read(formatted) == _read(text) and "*op" in formatted
+
+
+# --- hostile review of issue 29 ------------------------------------------------------------------
+
+
+def test_a_byte_order_mark_and_the_comments_after_it_stay() -> None:
+    text = "\ufeff# important: the header\n---\na:   1\n"
+    assert format_text(text) == "\ufeff# important: the header\n---\na: 1\n"
+
+
+def test_an_aliased_single_quoted_string_stays_one_anchored_value() -> None:
+    formatted = format_text("---\na: &x 'q'\nb: *x\n")
+    assert formatted == '---\na: &x "q"\nb: *x\n'
+
+
+def test_merged_keys_stay_merged() -> None:
+    text = "---\nbase: &b {x: 1}\nc:\n  <<: *b\n  y: 2\n"
+    assert format_text(text) == text
+
+
+def test_a_comment_between_keys_or_documents_keeps_its_key() -> None:
+    text = (
+        "---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: a}\nspec:\n"
+        "  targets:\n    racks:\n      - name: r1\n  # keep paused until the BIOS fix lands\n"
+        '  enabled: false\n  spec_type: cron\n  spec: "0 3 * * *"\n'
+        "  operation: {power_on: {}}\n# the next schedule: do not enable\n---\n"
+        "apiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata: {name: b}\nspec:\n"
+        '  operation: {power_on: {}}\n  spec_type: cron\n  spec: "0 4 * * *"\n'
+        "  targets: {racks: [{name: r1}]}\n"
+    )
+    formatted = format_text(text)
+    first, second = formatted.split("\n---\n")[:2]
+    assert "  # keep paused until the BIOS fix lands\n  enabled: false" in first
+    assert first.rstrip().endswith("# the next schedule: do not enable")
+    assert second.index("spec_type") < second.index("operation")  # no comment: reordered
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('---\na: "x\\u200by"\n', "U+200B would be written as itself, unseen, not escaped"),
+        ("---\ra: 1\r", "a line ends in a lone carriage return: end lines with \\n first"),
+    ],
+)
+def test_what_would_hide_or_mangle_text_is_refused(text: str, message: str) -> None:
+    with pytest.raises(Unfaithful) as refused:
+        format_text(text)
+    assert refused.value.message == message
