@@ -10,7 +10,7 @@ may manage is written: objects no repository owns, and ``owner``'s own.
 From rackcron (``exact``), every field is read back as declared, so applying the tree to
 the same store changes nothing but the management records it adopts. From a Flow server
 a schedule shows its operation only by type and description (docs/spec/flow-wire.md "4.
-Derived fields"): one whose hidden parameters were not vouched for (``assume_defaults``)
+Derived fields of the TaskSchedule response"): one whose hidden parameters were not vouched for (``assume_defaults``)
 is *incomplete*: written paused, under an ``# incomplete:`` comment, which ``validate``
 refuses until someone completes the schedule and deletes the line
 (``rackcron.reconciler.incomplete``). So is a schedule whose scope names a rack the tree does not
