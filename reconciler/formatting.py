@@ -43,6 +43,8 @@ __all__ = ["Unfaithful", "format_text"]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _UNSEEN = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\t\n\r\x20-\x7e]")
+_HASH = re.compile("#")
 _TOP = ("apiVersion", "kind", "metadata", "spec")
 _START = re.compile(r"^---(\s|$)")
 #: Blank lines before a document's ``---`` (none are kept).
@@ -248,8 +250,9 @@ def _pairs(node: yaml.MappingNode) -> dict[str, yaml.Node]:
 def _invisible(text: str) -> Iterator[str]:
     """Each character of ``text`` a reader cannot see (controls, format and space
     characters but space, tab and line ends)."""
-    for char in text:
-        if char not in " \t\r\n\ufeff" and unicodedata.category(char) in _UNSEEN:
+    for found in _NOT_PRINTABLE_ASCII.finditer(text):
+        char = found.group()
+        if char != "\ufeff" and unicodedata.category(char) in _UNSEEN:
             yield char
 
 
@@ -266,19 +269,15 @@ def _comments(text: str) -> Iterator[str]:
     """The text of each comment of ``text``: what follows a ``#`` outside every token
     libyaml scans (a ``#`` inside a quoted scalar is not one)."""
     text = text.removeprefix("\ufeff")  # a # right after it opens a comment too
-    spans = sorted(
-        (t.start_mark.index, t.end_mark.index)
-        for t in yaml.scan(text, Loader=yaml.SafeLoader)  # character offsets
-        if t.start_mark.index != t.end_mark.index
-    )
     covered = bytearray(len(text))
-    for start, end in spans:
+    for token in yaml.scan(text, Loader=_LOADER):  # marks count characters
+        start, end = token.start_mark.index, token.end_mark.index
         covered[start:end] = b"\x01" * (end - start)
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        for i, char in enumerate(line):
-            at = offset + i
-            if char == "#" and not covered[at] and (i == 0 or line[i - 1] in " \t"):
-                yield line[i:].rstrip()
-                break
-        offset += len(line)
+    after = 0  # a comment runs to its line's end: no # before that starts another
+    for found in _HASH.finditer(text):
+        at = found.start()
+        if at < after or covered[at] or (at and text[at - 1] not in " \t\r\n"):
+            continue
+        end = text.find("\n", at)
+        after = len(text) if end < 0 else end
+        yield text[at:after].rstrip()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -22,7 +23,8 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 __all__ = ["dump_documents", "flow", "layout", "mapping", "text"]
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_RESOLVER = yaml.resolver.Resolver()  # the tags libyaml's loader gives plain scalars
+_STR = "tag:yaml.org,2002:str"
 #: What is written plain (when it also reads back as a string): a word, a version, a zone.
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+-]*")
 
@@ -38,16 +40,16 @@ def layout() -> YAML:
     return rt
 
 
+@lru_cache(maxsize=65536)
 def text(value: str) -> str:
     """``value`` as a scalar libyaml reads back as this very string: plain when it is a
-    word (letters, digits, ``._/+-``) that reads as a string, else double-quoted (a cron
-    spec, a time, a MAC address, anything with spaces or punctuation)."""
-    plain = _WORD.fullmatch(value) is not None
-    if plain:
-        try:
-            plain = yaml.load(value, Loader=_LOADER) == value
-        except yaml.YAMLError:
-            plain = False
+    word (letters, digits, ``._/+-``) that PyYAML's resolver takes for a string (YAML
+    1.1: not ``yes``, ``010`` or ``1.5``), else double-quoted (a cron spec, a time, a MAC
+    address, anything with spaces or punctuation)."""
+    plain = (
+        _WORD.fullmatch(value) is not None
+        and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR  # type: ignore[no-untyped-call]
+    )
     return value if plain else DoubleQuotedScalarString(value)
 
 
