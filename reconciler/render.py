@@ -381,16 +381,22 @@ def _inventory_cell(change: dict[str, Any], *skipped: str) -> str:
     return what
 
 
-#: What warnings of a code are about, in the heading of a Markdown plan's warnings.
+#: What warnings of a code are about, in the heading of a Markdown plan's warnings (and
+#: the text summary's count); every code of ``rackcron.reconciler.plan.WarningCode``.
 _ABOUT = {
     "schedules_share_racks": "schedules that share racks",
+    "server_without_reconciler": "a server without rackcron.v1.Reconciler",
+    "one_time_past_deadline": "one-time schedules past their deadline",
     "fires_in_freeze": "fire times inside freezes",
     "freeze_selects_unknown": "freezes selecting what does not exist",
     "lookalike_name": "look-alike names",
     "not_compared": "what the server cannot show",
+    "anchor_moves_with_dst": "anchors across daylight saving time",
+    "rollout_first_outside_scope": "roll-outs",
     "rollout_spread_by_missing": "roll-outs",
     "rollout_span_exceeds_gap": "roll-outs",
     "rollout_span_exceeds_cutoff": "roll-outs",
+    "rollout_unfinished": "roll-outs",
     "renamed_from_unused": "renames already applied",
 }
 

@@ -397,3 +397,13 @@ def test_warnings_detail_that_disagrees_with_warnings_is_malformed(patch: dict) 
     data = {**SAVED_1_4, "format_version": "1.5", "warnings": ["w"], **patch}
     with pytest.raises(ValueError, match=r"malformed rackcron\.plan/v1 plan"):
         Plan.from_json(data)
+
+
+def test_every_warning_code_says_what_it_is_about_in_a_summary() -> None:
+    """Operator review of issue 29: a summary counted a rename's warning as one of "fire
+    times inside freezes" (codes without words fell back to the first)."""
+    from rackcron.reconciler.render import _ABOUT
+
+    assert set(_ABOUT) == set(WARNING_CODES)
+    plan = SCENARIOS["renamed-from-unused"][0]()
+    assert "warnings: 1 (renames already applied)" in render_text(plan, summary=True)
