@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -35,6 +36,7 @@ from rackcron.domain import timing
 from rackcron.domain.escape import shorten, terminal
 from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Component, Freeze, NVLDomain, OverlapPolicy, Rack, SpecType
+from rackcron.domain.targets import normalize_mac
 from rackcron.domain.templates import FLOW_HIDES, declared_operation
 from rackcron.reconciler.incomplete import INCOMPLETE_MARK, RUNS_ON_SOURCE
 from rackcron.reconciler.state import ScheduleState, State
@@ -95,6 +97,14 @@ class _Importer:
         names = [r.name for r in self.racks]
         self.unique_names = {n for n in names if names.count(n) == 1}
         self.written = {r.id: r for r in self.racks}
+        # How many written components each (type, external id or BMC MAC) names.
+        self.refs: Counter[tuple[str, str]] = Counter(
+            (c.type.value, key)
+            for c in state.components.values()
+            if c.rack_id in self.written
+            for key in {c.external_id, normalize_mac(c.bmc_mac) if c.bmc_mac else None}
+            if key is not None
+        )
 
     def _ours(self, owner: str | None) -> bool:
         ours = owner is None or owner == self.options.owner
@@ -308,7 +318,7 @@ class _Importer:
         if by_components:
             for _, component_filter in kept:
                 assert component_filter is not None
-                entries += [mapping(("id", c), flow_style=True) for c in component_filter.items]
+                entries += [self._component_target(c) for c in component_filter.items]
             key = "components"
         else:
             for rack_id, component_filter in kept:
@@ -323,6 +333,22 @@ class _Importer:
         self.counts["scopes_written"] += len(rows) - len(commented)
         self.counts["scopes_commented"] += len(commented)
         return mapping((key, CommentedSeq(entries))), commented
+
+    def _component_target(self, component_id: str) -> CommentedMap:
+        """A component by the external id people know it by, when that names it alone
+        (with its type: as resolution reads it, by external id or BMC MAC), else by id."""
+        component = self.state.components.get(uuid.UUID(component_id))
+        ref = component.external_id if component is not None else None
+        if component is not None and ref:
+            named = [(component.type.value, ref)]
+            if (mac := normalize_mac(ref)) is not None:
+                named.append((component.type.value, mac))
+            if sum(self.refs[key] for key in dict.fromkeys(named)) == 1:
+                external = mapping(
+                    ("type", component.type.value), ("id", text(ref)), flow_style=True
+                )
+                return mapping(("external", external), flow_style=True)
+        return mapping(("id", component_id), flow_style=True)
 
     def _rack_target(self, rack_id: uuid.UUID, component_filter: ComponentFilter | None) -> Any:
         rack = self.written[rack_id]
