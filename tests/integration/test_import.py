@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from rackcron.service import Service
-from rackcron.shim.server import ShimConfig, ShimServer
+from rackcron.shim.server import ShimServer
+from tests.support.backends import serving
 from tests.support.cli import run
 from tests.support.varied import OWNER, varied_store
 
@@ -35,19 +36,15 @@ def files(root: Path) -> dict[str, str]:
 @pytest.fixture
 def shim(service: Service) -> Iterator[ShimServer]:
     """A rackcron server over the test's store, with rackcron.v1.Reconciler."""
-    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=True))
-    server.start()
-    yield server
-    server.stop()
+    with serving(service) as server:
+        yield server
 
 
 @pytest.fixture
 def flow(service: Service) -> Iterator[ShimServer]:
     """A server over the test's store that speaks only the Flow RPCs."""
-    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=False))
-    server.start()
-    yield server
-    server.stop()
+    with serving(service, reconciler=False) as server:
+        yield server
 
 
 def round_trip(tmp_path: Path, source: list[str], target: list[str], owner: str) -> dict[str, str]:

@@ -4,7 +4,8 @@ A test module imports what it shares from here, never from another test module
 (``tests/unit/test_support_layout.py`` checks it).
 
 * ``backends``: every backend a reconciler plans through (``BACKENDS``, ``open_backend``:
-  the store in-process, a shim with ``rackcron.v1.Reconciler`` on loopback), trees as
+  the store in-process, a shim with ``rackcron.v1.Reconciler`` on loopback; ``serving``,
+  a shim with it or speaking only the Flow RPCs), trees as
   desired states (``desired``) and plan helpers (``plan``, ``converge``, ``actions``,
   ``stored``);
 * ``cli``: ``run``, the ``rackcron`` command in-process, failing the test on a traceback;

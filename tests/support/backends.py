@@ -27,6 +27,7 @@ __all__ = [
     "desired",
     "open_backend",
     "plan",
+    "serving",
     "stored",
 ]
 
@@ -37,18 +38,25 @@ PROVENANCE = Provenance(source="fleet", revision="0123abcd", author="ops@example
 
 
 @contextmanager
+def serving(service: Service, *, reconciler: bool = True) -> Iterator[ShimServer]:
+    """A shim over ``service``'s store on loopback: with ``rackcron.v1.Reconciler``, or
+    speaking only the Flow RPCs, as a Flow server does."""
+    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=reconciler))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
 def open_backend(kind: str, service: Service) -> Iterator[Backend]:
     """The backend ``kind`` (one of :data:`BACKENDS`) over ``service``'s store."""
     if kind == "store":
         yield StoreBackend(service)
         return
-    server = ShimServer(service, ShimConfig(port=0, workers=4, grace=1.0, reconciler=True))
-    server.start()
-    try:
-        with connect(server.address) as channel:
-            yield RemoteBackend(channel)
-    finally:
-        server.stop()
+    with serving(service) as server, connect(server.address) as channel:
+        yield RemoteBackend(channel)
 
 
 def desired(*schedules: str, owner: str = OWNER) -> State:
