@@ -40,7 +40,7 @@ from rackcron.cli._names import (
     schedule_argument,
 )
 from rackcron.domain.escape import shorten, terminal
-from rackcron.domain.results import LastResult
+from rackcron.domain.results import NEVER_FIRED, LastResult, failing_first
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
@@ -121,8 +121,24 @@ def _results(backend: Service | FlowClient, schedules: Sequence[Schedule]) -> Re
     return backend.last_results([s.id for s in schedules]) if schedules else {}
 
 
+def _failing_first(
+    backend: Service | FlowClient, rack_id: str | None, enabled_only: bool, offset: int, limit: int
+) -> tuple[Page[Schedule], Results]:
+    """One page of the schedules, failing first (:func:`failing_first`), and their last
+    results: every kept schedule and its result are read to order them."""
+    from rackcron.domain.models import Page, Schedule
+
+    every = backend.list_schedules(rack_id=rack_id, enabled_only=enabled_only, order="name")
+    results = _results(backend, every.items) or {}
+    ordered = sorted(
+        every.items, key=lambda s: failing_first(results.get(s.id, NEVER_FIRED), s.name)
+    )
+    shown = ordered[offset : offset + limit] if limit else ordered[offset:]
+    return Page[Schedule](items=shown, total=every.total), results
+
+
 def _row(s: Schedule, results: Results) -> list[str]:
-    result = None if results is None else results.get(s.id, LastResult({}))
+    result = None if results is None else results.get(s.id, NEVER_FIRED)
     return [
         s.name,
         s.spec_type.value,
@@ -144,7 +160,7 @@ def _shown(s: Schedule, server: Server | None, results: Results) -> dict[str, ob
     """A schedule as JSON, with its last result and active tasks when the store tells."""
     if results is None:
         return _dump(s, server)
-    result = results.get(s.id, LastResult({}))
+    result = results.get(s.id, NEVER_FIRED)
     last = None
     if result.counts:
         last = {
@@ -197,11 +213,12 @@ def schedules() -> None:
 @click.option("--enabled-only", is_flag=True, help="Leave out paused schedules.")
 @click.option(
     "--sort",
-    type=click.Choice(["name", "next-run", "created"]),
+    type=click.Choice(["name", "next-run", "created", "failing"]),
     default="name",
     show_default=True,
-    help="By name; by next run, the soonest first (those that will not fire last); or by"
-    " creation, the oldest first (the Flow RPC's order).",
+    help="By name; by next run, the soonest first (those that will not fire last); by"
+    " creation, the oldest first (the Flow RPC's order); or failing first (the latest"
+    " to end first), then those with active tasks, then the rest (the store only).",
 )
 @page_options
 @format_option
@@ -223,23 +240,33 @@ def list_command(
     what did not complete, worst first ("failed 2/5000, running 3/5000"); ACTIVE counts
     its tasks still waiting, pending or running. The Flow RPCs of --server carry
     neither (shown as "-"); over --server an order other than --sort created reads
-    every schedule first.
+    every schedule first. --sort failing reads every listed schedule's last result.
 
     Example: rackcron schedules list --rack rack-a01 --enabled-only --format json
 
+    Example: rackcron schedules list --sort failing --limit 20
+
     Example: rackcron schedules list --server flow.example.net:50051 --ca-file ca.pem
     """
+    if sort == "failing" and server is not None:
+        raise click.UsageError(
+            "--sort failing needs the schedules' task results, which the Flow RPCs of"
+            " --server do not carry: run it where the store is"
+        )
     with cli_errors():
         backend = _backend(database_url, server)
         rack_id = None if rack is None else str(resolve_rack(backend, rack))
-        page = backend.list_schedules(
-            rack_id=rack_id,
-            enabled_only=enabled_only,
-            offset=offset,
-            limit=limit,
-            order=sort.replace("-", "_"),
-        )
-        results = _results(backend, page.items)
+        if sort == "failing":
+            page, results = _failing_first(backend, rack_id, enabled_only, offset, limit)
+        else:
+            page = backend.list_schedules(
+                rack_id=rack_id,
+                enabled_only=enabled_only,
+                offset=offset,
+                limit=limit,
+                order=sort.replace("-", "_"),
+            )
+            results = _results(backend, page.items)
     if fmt == "json":
         shown = [_shown(s, server, results) for s in page.items]
         echo_json({"task_schedules": shown, "total": page.total})
@@ -352,7 +379,7 @@ def get_command(schedule: str, fmt: str, database_url: str | None, server: Serve
             ]
         echo_json({**_shown(found, server, results), "scopes": shown, **extra})
         return
-    result = None if results is None else results.get(found.id, LastResult({}))
+    result = None if results is None else results.get(found.id, NEVER_FIRED)
     for label, value in [
         ("name", found.name),
         ("id", str(found.id)),

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rackcron.domain.models import Schedule
-from rackcron.domain.results import LastResult
+from rackcron.domain.results import NEVER_FIRED, LastResult, failing_first
 
 __all__ = ["NEEDS_RESULTS", "PAGE", "RACKS_SHOWN", "SORTS", "Paged", "order", "page_of"]
 
@@ -21,7 +21,6 @@ PAGE = 100
 RACKS_SHOWN = 5
 
 _NEVER = datetime.max.replace(tzinfo=UTC)
-_NO_RESULT = LastResult({})
 
 #: The orders a page may take (``?sort=``), as its control names them.
 SORTS = {
@@ -37,15 +36,8 @@ NEEDS_RESULTS = frozenset({"result"})
 def _key(
     sort: str, results: Mapping[uuid.UUID, LastResult]
 ) -> Callable[[Schedule], tuple[Any, ...]]:
-    if sort == "result":  # failing (the latest ended first), then running, then the rest
-
-        def by_result(s: Schedule) -> tuple[Any, ...]:
-            result = results.get(s.id, _NO_RESULT)
-            if result.failed:
-                return (0, -(result.ended_at or _NEVER).timestamp(), s.name)
-            return (1 if result.active else 2, 0.0, s.name)
-
-        return by_result
+    if sort == "result":
+        return lambda s: failing_first(results.get(s.id, NEVER_FIRED), s.name)
     if sort == "next":  # those that will not fire last
         return lambda s: (s.next_run_at or _NEVER, s.name)
     if sort == "last":

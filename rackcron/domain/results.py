@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from rackcron.domain.lifecycle import ACTIVE_STATUSES, TaskStatus
 
-__all__ = ["LastResult"]
+__all__ = ["NEVER_FIRED", "LastResult", "failing_first"]
 
 #: How a latest task that did not complete is named, worst first.
 _WORDS = (
@@ -50,3 +51,17 @@ class LastResult:
             if (n := sum(self.counts.get(s, 0) for s in statuses))
         ]
         return ", ".join(parts) or "completed"
+
+
+#: The last result of a schedule that has never fired and has no active task.
+NEVER_FIRED = LastResult({})
+
+_NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+def failing_first(result: LastResult, name: str) -> tuple[Any, ...]:
+    """A sort key putting failing schedules first (the latest to end first), then those
+    with active tasks, then the rest, each by ``name``."""
+    if result.failed:
+        return (0, -(result.ended_at or _NEVER).timestamp(), name)
+    return (1 if result.active else 2, 0.0, name)

@@ -23,7 +23,7 @@ from rackcron.domain.models import (
     Schedule,
     TaskFailure,
 )
-from rackcron.domain.results import LastResult
+from rackcron.domain.results import NEVER_FIRED, LastResult
 from rackcron.service import _rows
 from rackcron.service._tasks import TaskOps, chunked
 from rackcron.service._work import UnitOfWork
@@ -216,7 +216,7 @@ class FailureOps:
         rows = self.work.conn.execute(sa.select(task_schedule).where(task_schedule.c.id.in_(ids)))
         schedules = {row.id: _rows.schedule(row) for row in rows}
         listed = [
-            Failing(schedules[i], results.get(i, LastResult({})), counts.get(i, 0))
+            Failing(schedules[i], results.get(i, NEVER_FIRED), counts.get(i, 0))
             for i in ids
             if i in schedules
         ]

@@ -80,3 +80,34 @@ def test_schedules_list_shows_each_last_result_and_active_tasks(store_url, servi
     assert "." not in shown["wide"]["next_run_at"][:19]  # (JSON keeps the store's precision)
     table = run("schedules", "list", url=store_url).output
     assert ".0" not in table and re.search(r"\d\d:\d\d:\d\dZ", table), table  # whole seconds
+
+
+def test_schedules_list_failing_first(store_url, service, fleet, clock) -> None:
+    """Failing schedules first, the latest to end first; then those with active tasks;
+    then the rest by name. Paging and JSON follow that order."""
+    ids = {n: create(service, fleet.racks[:1], name=n).id for n in ("a", "b", "c", "d", "e")}
+    for name, status in [("b", TaskStatus.FAILED), ("d", TaskStatus.TERMINATED),
+                         ("a", TaskStatus.COMPLETED)]:  # fmt: skip
+        (task_id,) = service.trigger(ids[name]).task_ids
+        clock.advance(seconds=10)  # d ends after b
+        set_status(service, task_id, status, finished_at=clock())
+    service.trigger(ids["e"])  # active
+    listed = run("schedules", "list", "--sort", "failing", url=store_url)
+    assert [line.split()[0] for line in listed.output.splitlines()[1:]] == [
+        "d", "b", "e", "a", "c",
+    ], listed.output  # fmt: skip
+    paged = run(
+        "schedules", "list", "--sort", "failing", "--offset", "1", "--limit", "2",
+        "--format", "json", url=store_url,
+    )  # fmt: skip
+    data = json.loads(paged.output)
+    assert [s["name"] for s in data["task_schedules"]] == ["b", "e"] and data["total"] == 5
+    service.pause_schedule(ids["d"])
+    kept = run("schedules", "list", "--sort", "failing", "--enabled-only", url=store_url)
+    assert [line.split()[0] for line in kept.output.splitlines()[1:]] == ["b", "e", "a", "c"]
+
+
+def test_schedules_list_failing_first_needs_the_store() -> None:
+    result = run("schedules", "list", "--sort", "failing", "--server", "127.0.0.1:9")
+    assert result.exit_code == 2 and "Flow RPCs of --server" in result.output, result.output
+    assert "Traceback" not in result.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -126,10 +127,16 @@ def snapshot(service: Service) -> dict[str, list[tuple[str, ...]]]:
         }
 
 
-def set_status(service: Service, task_id: uuid.UUID, status: TaskStatus) -> None:
-    """Move a task to ``status``, as the runner does when a rack controller reports."""
+def set_status(
+    service: Service, task_id: uuid.UUID, status: TaskStatus, finished_at: datetime | None = None
+) -> None:
+    """Move a task to ``status`` (ended at ``finished_at``, if given), as the runner does
+    when a rack controller reports."""
+    values: dict[str, Any] = {"status": status.value}
+    if finished_at is not None:
+        values["finished_at"] = finished_at
     with transaction(service.engine) as conn:
-        conn.execute(task.update().where(task.c.id == task_id).values(status=status.value))
+        conn.execute(task.update().where(task.c.id == task_id).values(**values))
 
 
 def scope_rows(service: Service, schedule_id: uuid.UUID) -> list[Any]:
