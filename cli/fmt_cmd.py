@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from rackcron.domain.escape import terminal
+from rackcron.domain.words import counted
 from rackcron.reconciler.formatting import Unfaithful, format_text
 from rackcron.reconciler.yamlsource import MAX_FILE_BYTES, TreeBudget, read_documents, tree_scale
 
@@ -70,7 +71,7 @@ def fmt(paths: tuple[Path, ...], check: bool) -> None:
             click.echo(f"formatted {terminal(str(path))}")
     verb = "would change" if check else "formatted"
     click.echo(
-        f"{len(files)} files: {changed} {verb}, {len(files) - changed - refused} already"
+        f"{counted(len(files), 'file')}: {changed} {verb}, {len(files) - changed - refused} already"
         f" formatted" + (f", {refused} refused" if refused else ""),
         err=check,
     )

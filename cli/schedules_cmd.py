@@ -41,6 +41,7 @@ from rackcron.cli._names import (
 )
 from rackcron.domain.escape import shorten, terminal
 from rackcron.domain.results import NEVER_FIRED, LastResult, failing_first
+from rackcron.domain.words import counted
 from rackcron.errors import RackcronError
 
 if TYPE_CHECKING:
@@ -98,10 +99,6 @@ def _miss(s: Schedule) -> str:
         return "-"
     why = miss.reason.value + (f" {miss.detail}" if miss.detail else "")
     return f"{when(miss.at)}, {_late(miss.lateness_seconds)} late ({why})"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _state(s: Schedule) -> str:
@@ -523,7 +520,7 @@ def trigger_command(
 
             client = _client(server)
             target = resolve_schedule(client, schedule)
-            racks = _count(len(client.list_scopes(target.id)), "rack")
+            racks = counted(len(client.list_scopes(target.id)), "rack")
             _confirm(question.format(terminal(target.name), target.id, racks), yes)
             try:
                 task_ids = client.trigger_ids(
@@ -540,7 +537,7 @@ def trigger_command(
         else:
             service = open_service(database_url)
             target = resolve_schedule(service, schedule)
-            racks = _count(len(service.list_scopes(target.id)), "rack")
+            racks = counted(len(service.list_scopes(target.id)), "rack")
             _confirm(question.format(terminal(target.name), target.id, racks), yes)
             result = service.trigger(target.id, force=force, all_at_once=all_at_once, audit=audit)
             task_ids = result.task_ids
@@ -560,9 +557,9 @@ def trigger_command(
             for name in sorted({n for names in result.firing.overridden.values() for n in names}):
                 lines.append(f"forced past freeze {name!r}")
             if len(result.outcomes) > 1:  # after a long list, the count
-                counted = Counter(o.result for o in result.outcomes)
-                each = ", ".join(f"{n:,} {what}" for what, n in sorted(counted.items()))
-                lines.append(f"{_count(len(result.outcomes), 'rack')}: {each}")
+                outcomes = Counter(o.result for o in result.outcomes)
+                each = ", ".join(f"{n:,} {what}" for what, n in sorted(outcomes.items()))
+                lines.append(f"{counted(len(result.outcomes), 'rack')}: {each}")
     if fmt == "json":
         echo_json({"task_ids": [str(t) for t in task_ids], **extra})
         return

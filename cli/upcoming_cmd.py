@@ -42,6 +42,7 @@ from rackcron.cli._common import (
 )
 from rackcron.cli._names import complete_racks
 from rackcron.cli.reconcile_cmd import owner_option
+from rackcron.domain.words import counted
 
 if TYPE_CHECKING:
     from rackcron.domain.upcoming import Bar, FleetView, Upcoming
@@ -118,16 +119,12 @@ def _mermaid(found: Upcoming) -> list[str]:
     return gantt(title, items)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _summary(found: Upcoming) -> str:
     racks = len({b.rack_id for b in found.bars})
     conflicts = sum(1 for b in found.bars if b.conflicts_with)
     frozen = sum(1 for b in found.bars if b.freeze)
     lines = [
-        f"{_count(len(found.bars), 'firing')} on {_count(racks, 'rack')} from {when(found.start)} to"
+        f"{counted(len(found.bars), 'firing')} on {counted(racks, 'rack')} from {when(found.start)} to"
         f" {when(found.end)}: {conflicts} in predicted conflicts, {frozen} held by freezes."
     ]
     if found.cut:

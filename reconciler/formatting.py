@@ -32,8 +32,12 @@ from functools import cache
 from typing import Any
 
 import yaml
+from ruamel.yaml.anchor import Anchor
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import YAMLError as RuamelError
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from rackcron.reconciler.schema import KINDS, schema_for
@@ -69,6 +73,7 @@ def format_text(text: str) -> str:
     if not body.strip():
         return text
     rt = layout()
+    rt.Constructor, rt.Representer = _VerbatimConstructor, _VerbatimRepresenter
     try:
         documents = list(rt.load_all(body))
     except RuamelError as exc:
@@ -102,6 +107,46 @@ def _split_head(text: str) -> tuple[str, str]:
 
 
 # --- layout -----------------------------------------------------------------------------------
+
+
+class _Verbatim(str):
+    """A plain scalar that is not a string (``~``, ``+12``, ``.NaN``, ``yes``, a date),
+    kept as it was spelled: ruamel.yaml would otherwise write its value (``null``,
+    ``12``, ``.nan``), which says the same to a YAML reader but is not what was written."""
+
+    __slots__ = ("anchor", "tag")
+    anchor: Anchor
+    tag: Any  # ruamel.yaml's Tag
+
+    def __new__(cls, node: ScalarNode) -> _Verbatim:
+        made = super().__new__(cls, node.value)
+        made.tag, made.anchor = node.tag, Anchor()
+        made.anchor.value = node.anchor
+        return made
+
+
+class _VerbatimConstructor(RoundTripConstructor):
+    """ruamel.yaml's round-trip reader, with every plain scalar that is not a string
+    read as a :class:`_Verbatim`."""
+
+    def construct_verbatim(self, node: ScalarNode) -> _Verbatim:
+        return _Verbatim(node)
+
+
+for _kind in ("null", "bool", "int", "float", "timestamp"):
+    _VerbatimConstructor.add_constructor(
+        f"tag:yaml.org,2002:{_kind}", _VerbatimConstructor.construct_verbatim
+    )
+
+
+class _VerbatimRepresenter(RoundTripRepresenter):
+    """ruamel.yaml's round-trip writer, writing a :class:`_Verbatim` as it was read."""
+
+    def represent_verbatim(self, data: _Verbatim) -> ScalarNode:
+        return self.represent_scalar(data.tag, str(data), anchor=data.anchor)
+
+
+_VerbatimRepresenter.add_representer(_Verbatim, _VerbatimRepresenter.represent_verbatim)
 
 
 @cache

@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -38,6 +38,7 @@ from rackcron.domain.filters import ComponentFilter
 from rackcron.domain.models import Component, Freeze, NVLDomain, OverlapPolicy, Rack, SpecType
 from rackcron.domain.targets import normalize_mac
 from rackcron.domain.templates import FLOW_HIDES, declared_operation
+from rackcron.domain.words import counted
 from rackcron.reconciler.incomplete import INCOMPLETE_MARK, RUNS_ON_SOURCE
 from rackcron.reconciler.state import ScheduleState, State
 from rackcron.reconciler.yamlwriter import dump_documents, flow, mapping, text
@@ -249,7 +250,7 @@ class _Importer:
         targets, commented = self._targets(schedule)
         if commented:
             incomplete.append(
-                f"{_count(commented, 'scope entry', 'scope entries')} of its"
+                f"{counted(len(commented), 'scope entry', 'scope entries')} of its"
                 f" {len(schedule.scope)} name racks this tree does not declare (commented out"
                 " below)"
             )
@@ -442,10 +443,6 @@ def _go(value: str | None) -> str | None:
 
 def _duration(seconds: int) -> str:
     return timing.format_duration(timedelta(seconds=seconds))
-
-
-def _count(items: Sequence[Any], one: str, many: str) -> str:
-    return f"{len(items)} {one if len(items) == 1 else many}"
 
 
 def _listed(names: Iterable[str]) -> str:

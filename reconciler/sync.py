@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rackcron.domain.models import ApplyRecord, SyncState
+from rackcron.domain.words import counted
 from rackcron.errors import RackcronError
 from rackcron.reconciler.apply import Provenance, apply_plan, plan_against_store
 from rackcron.reconciler.git import fetch, read_tree
@@ -84,7 +85,7 @@ def _round(
         checked = validate_sources(tree.sources)
         if not checked.ok:
             first = checked.errors[0].text()
-            errors = f"{len(checked.errors)} error" + ("" if len(checked.errors) == 1 else "s")
+            errors = counted(len(checked.errors), "error")
             return Round(revision, "invalid", f"{errors}, first: {first}")
         plan = plan_against_store(
             service, declared_state(checked.declared, owner), owner=owner, source=tree.source

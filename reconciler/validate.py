@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
 
+from rackcron.domain.words import counted
 from rackcron.errors import InvalidArgument
 from rackcron.gcpause import gc_paused
 from rackcron.reconciler.declared import Declared, build_declared
@@ -51,7 +52,7 @@ class Validation:
         errors = len(self.errors)
         counts = (self.files, self.documents, errors, len(self.diagnostics) - errors)
         files, documents, errors_, warnings = (
-            f"{n} {noun}{'' if n == 1 else 's'}"
+            counted(n, noun)
             for n, noun in zip(counts, ("file", "document", "error", "warning"), strict=True)
         )
         return f"{files}, {documents}: {errors_}, {warnings}"

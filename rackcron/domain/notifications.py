@@ -37,6 +37,7 @@ from rackcron.domain.escape import chat, shorten
 from rackcron.domain.lifecycle import Event
 from rackcron.domain.models import MissReason
 from rackcron.domain.timing import format_rfc3339
+from rackcron.domain.words import counted
 
 __all__ = [
     "FAILURE_REASONS",
@@ -194,10 +195,6 @@ def _schedule(task: TaskRef) -> str:
     return "no schedule" if task.schedule_id is None else f"schedule {task.schedule_id} (deleted)"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def task_failed(task: TaskRef, reason: FailureReason, *, at: datetime) -> Notification:
     """``task.failed``: the task ended ``failed``."""
     text = (
@@ -332,7 +329,7 @@ def controller_unreachable(
     )
     text = (
         f"*rackcron: rack controller unreachable*: {_v(controller)} failed"
-        f" {_plural(attempts, 'attempt')} in a row for {_plural(len(tasks), 'task')} on rack"
+        f" {counted(attempts, 'attempt')} in a row for {counted(len(tasks), 'task')} on rack"
         f" {shown}: {_v(tasks[0].message)}"
     )
     fields = {

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
+from rackcron.domain.words import counted
+
 __all__ = ["RackGroup", "shared_racks"]
 
 #: Names a group's detail lists: of racks, of reaches, of the schedules of one reach; its
@@ -53,7 +55,7 @@ class RackGroup:
         )
         if len(self.reaches) > NAMES_LISTED:
             reaches += f"; and {len(self.reaches) - NAMES_LISTED:,} more ways of reaching them"
-        pairs = f"{self.pairs:,} pair" + ("" if self.pairs == 1 else "s")
+        pairs = counted(self.pairs, "pair")
         changed = f"{self.changed:,} created or changed here"
         return f"{where} shared by {self.schedules:,} schedules, {changed} ({pairs}): {reaches}"
 

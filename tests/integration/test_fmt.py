@@ -58,7 +58,9 @@ def test_fmt_lays_a_tree_out_and_the_plan_stays_empty(store_url: str, tmp_path: 
     planned = run("plan", str(fleet), "--detailed-exitcode", url=store_url)
     assert planned.exit_code == 0, planned.output  # 60m is still 60m: nothing re-armed
     again = run("fmt", "--check", str(fleet))
-    assert again.exit_code == 0 and "0 would change, 2 already formatted" in again.output
+    assert again.exit_code == 0 and "2 files: 0 would change, 2 already formatted" in again.output
+    one = run("fmt", "--check", str(fleet / "racks.yaml"))
+    assert "1 file: 0 would change, 1 already formatted" in one.output
 
 
 def test_the_examples_and_an_imported_tree_are_formatted(store_url: str, tmp_path: Path) -> None:

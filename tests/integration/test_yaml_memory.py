@@ -108,4 +108,4 @@ def test_a_long_valid_file_is_read_whole(tmp_path: Path) -> None:
     (tmp_path / "racks.yaml").write_text(racks)
     result = rackcron("validate", str(tmp_path))
     assert result.returncode == 0, result.stdout[-1000:]
-    assert "1 file, 1999 documents: 0 errors" in result.stdout
+    assert "1 file, 1,999 documents: 0 errors" in result.stdout

@@ -164,3 +164,24 @@ def test_what_would_hide_or_mangle_text_is_refused(text: str, message: str) -> N
     with pytest.raises(Unfaithful) as refused:
         format_text(text)
     assert refused.value.message == message
+
+
+def test_plain_scalars_that_are_not_strings_keep_their_spelling() -> None:
+    """``~`` is not written ``null``, ``+12`` not ``12``, ``.NaN`` not ``.nan``: every
+    plain null, boolean, number and date stays as written, anchored and aliased too."""
+    text = (
+        "---\napiVersion: rackcron/v1\nkind: TaskSchedule\nmetadata:\n  name: a\n"
+        "  labels: {a: ~, b: null, c: +12, d: .NaN, e: 0x1F, f: 1_000, g: 2026-01-01,"
+        " h: Yes, i: 1e3, j: 012, k: -.inf, l: 1:20, m: NULL}\n"
+        "spec:\n  starting_deadline: &none ~\n  spec_type: interval\n  spec: 60m\n"
+        "  anchor: 2026-01-01T00:00:00Z\n  jitter: *none\n"
+        "  targets:\n    racks:\n      - ~\n      - [Off, +1, .INF]\n"
+    )
+    formatted = format_text(text)
+    assert "{a: ~, b: null, c: +12, d: .NaN, e: 0x1F, f: 1_000, g: 2026-01-01," in formatted
+    assert " h: Yes, i: 1e3, j: 012, k: -.inf, l: 1:20, m: NULL}" in formatted
+    assert "  starting_deadline: &none ~\n  anchor: 2026-01-01T00:00:00Z\n  jitter: *none\n" in (
+        formatted
+    )
+    assert "      - ~\n      - [Off, +1, .INF]\n" in formatted
+    assert format_text(formatted) == formatted
