@@ -436,6 +436,8 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             commands.append(SetManagement(name=want.name, management=want.management))
         if not commands:
             return None
+        # Who manages it and where it is declared change nothing its next firing does.
+        fires = any(not isinstance(c, SetManagement) for c in commands)
         return Change(
             "schedule",
             want.name,
@@ -446,7 +448,7 @@ class _Differ(InventoryDiffer, FreezeDiffer):
             commands=tuple(commands),
             source=want.management.source,
             fire_times=self._times(have, want),
-            rollout=rollout_view(want, self.desired),
+            rollout=rollout_view(want, self.desired) if fires else None,
         )
 
     def _scope(

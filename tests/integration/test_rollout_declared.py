@@ -167,6 +167,21 @@ def test_a_plan_shows_the_rollout_and_apply_stores_it(tmp_path: Path, store_url:
     assert document["rollout"]["waves"] == ["1", "50%"]
 
 
+def test_a_change_of_management_alone_shows_no_rollout(tmp_path: Path, store_url: str) -> None:
+    """A relabelled or moved schedule fires as before: its plan has no roll-out lines."""
+    extra = "  rollout: {max_in_flight: 2}\n"
+    tree = write_tree(tmp_path / "t", schedule("s", extra=extra))
+    assert run("apply", str(tree), "--auto-approve", url=store_url).exit_code == 0
+    write_tree(tree, schedule("s", extra=extra, meta="labels: {team: b}"))
+    planned = json.loads(run("plan", str(tree), "--format", "json", url=store_url).output)
+    (change,) = planned["changes"]
+    assert [s["rpc"] for s in change["steps"]] == ["SetManagement"] and "rollout" not in change
+    assert "roll-out of" not in run("plan", str(tree), url=store_url).output
+    write_tree(tree, schedule("s", extra=extra, meta="labels: {team: b}", spec='"0 3 * * 1"'))
+    planned = json.loads(run("plan", str(tree), "--format", "json", url=store_url).output)
+    assert planned["changes"][0]["rollout"]["scopes"] == 1  # it fires otherwise: shown
+
+
 def test_the_same_policy_written_otherwise_is_no_change(tmp_path: Path, store_url: str) -> None:
     first = "  rollout: {max_in_flight: 2, bake: 60m}\n  expected_duration: 1h\n"
     tree = write_tree(tmp_path / "t", schedule("s", extra=first))
