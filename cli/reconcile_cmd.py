@@ -505,6 +505,20 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
     "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="How many (0: all)."
 )
 @click.option(
+    "--offset",
+    type=click.IntRange(0, 2**31 - 1),
+    default=0,
+    show_default=True,
+    help="Skip this many newest first (the next page: --offset 20, with --until).",
+)
+@click.option(
+    "--until",
+    type=INSTANT,
+    metavar="RFC3339",
+    help="Only what happened at this instant or before, so that pages read one after"
+    " another are not shifted by what happens meanwhile.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json"]),
@@ -529,7 +543,13 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
 )
 @database_option
 def history(
-    limit: int, fmt: str, kinds: tuple[str, ...], schedule: str | None, database_url: str | None
+    limit: int,
+    offset: int,
+    until: datetime | None,
+    fmt: str,
+    kinds: tuple[str, ...],
+    schedule: str | None,
+    database_url: str | None,
 ) -> None:
     """Show what happened to the store, newest first: each apply (when, by whom, from
     which git revision, what changed), each change made outside an apply (a schedule
@@ -545,6 +565,8 @@ def history(
     Example: rackcron history --kind failure --kind miss --schedule burn-in-power-cycle
 
     Example: rackcron history --format json --limit 0
+
+    Example: rackcron history --limit 50 --offset 50 --until 2026-12-05T12:00:00Z
     """
     from rackcron.cli._names import resolve_schedule
     from rackcron.domain.names import as_uuid
@@ -555,15 +577,16 @@ def history(
         schedule_id = None
         if schedule is not None:
             schedule_id = as_uuid(schedule) or resolve_schedule(service, schedule).id
-        entries = service.history(limit, kinds=kinds or KINDS, schedule_id=schedule_id)
+        entries = service.history(
+            limit, kinds=kinds or KINDS, schedule_id=schedule_id, offset=offset, until=until
+        )
     data = document(entries)
     if fmt == "json":
         echo_json(data)
         return
-    filtered = bool(kinds) or schedule is not None
-    print_table(
-        HEADERS, rows(data), empty="Nothing matches." if filtered else "Nothing recorded yet."
-    )
+    filtered = bool(kinds) or schedule is not None or until is not None
+    empty = "Nothing matches." if filtered else "Nothing recorded yet."
+    print_table(HEADERS, rows(data), empty=f"Nothing at offset {offset}." if offset else empty)
 
 
 @click.command("status")

@@ -55,6 +55,9 @@ _TIMELINE_PARAMS = frozenset({"window", "hours", "start", "by"})
 NEXT_FIRES = 10
 TASK_PAGE = 100
 HISTORY_PAGE = 100
+#: The deepest page of the history (each page reads every kind's newest entries up to
+#: it: ``rackcron history --limit 0`` has them all).
+HISTORY_PAGES = 100
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -462,10 +465,20 @@ class _Console:
             with self.service.transaction(write=False) as ops:
                 listed = ops.schedules.list_schedules().items
             schedule_id = _named(schedule, (Candidate(s.id, s.name) for s in listed), "schedule")
+        number = _int(params.get("page", "1"), "page", 1, HISTORY_PAGES)
+        until = _until(params.get("until", ""))
         entries = self.service.history(
-            limit=HISTORY_PAGE, kinds=(kind,) if kind else KINDS, schedule_id=schedule_id
+            limit=HISTORY_PAGE + 1,  # one more: whether there is an older page
+            kinds=(kind,) if kind else KINDS,
+            schedule_id=schedule_id,
+            offset=(number - 1) * HISTORY_PAGE,
+            until=until,
         )
-        data = document(entries)
+        data = document(entries[:HISTORY_PAGE])
+        # The links keep to what was there when the first page was shown: its newest entry.
+        newest = data["entries"][0]["at"] if until is None and data["entries"] else None
+        shown_until = newest or (timing.format_rfc3339(until) if until else "")
+        kept = {"kind": kind, "schedule": schedule, "until": shown_until}
         return self._render(
             "history.html",
             title="History",
@@ -475,6 +488,10 @@ class _Console:
             kind=kind,
             schedule=schedule,
             page=HISTORY_PAGE,
+            number=number,
+            first=(number - 1) * HISTORY_PAGE + 1,
+            older=len(entries) > HISTORY_PAGE and number < HISTORY_PAGES,
+            query=urllib.parse.urlencode({k: v for k, v in kept.items() if v}),
         )
 
 
@@ -550,6 +567,16 @@ def _query(environ: Mapping[str, Any]) -> dict[str, str]:
     except ValueError:
         raise InvalidArgument(f"at most {MAX_FIELDS} query parameters") from None
     return {k: v[-1] for k, v in query.items()}
+
+
+def _until(text: str) -> datetime | None:
+    """A history page's ``until``: its first page's newest entry (None: the first page)."""
+    if not text:
+        return None
+    try:
+        return timing.parse_rfc3339(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"until: {exc}") from None
 
 
 def _int(text: str, field: str, low: int, high: int) -> int:

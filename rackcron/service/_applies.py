@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -204,9 +205,11 @@ class ApplyOps:
         ).first()
         return None if row is None else SyncState.model_validate(row._asdict())
 
-    def list_applies(self, limit: int = 20) -> list[ApplyRecord]:
-        """The newest applies first."""
+    def list_applies(self, limit: int = 20, *, until: datetime | None = None) -> list[ApplyRecord]:
+        """The newest applies first (those made at ``until`` or before, when given)."""
         query = sa.select(apply_log).order_by(apply_log.c.id.desc())
+        if until is not None:
+            query = query.where(apply_log.c.applied_at <= until)
         return self._applies(query.limit(limit) if limit else query)
 
     def _applies(self, query: sa.Select[Any]) -> list[ApplyRecord]:

@@ -29,6 +29,7 @@ from rackcron.errors import InvalidArgument, NotFound
 from rackcron.history import KINDS, Entry, newest_first
 from rackcron.service import _rows
 from rackcron.service._applies import ApplyOps
+from rackcron.service._base import check_page
 from rackcron.service._failures import FailureOps
 from rackcron.service._schedules import ScheduleOps
 from rackcron.service._work import UnitOfWork
@@ -103,11 +104,17 @@ class AuditOps:
         )
 
     def list_actions(
-        self, limit: int = 20, *, schedule_id: uuid.UUID | None = None
+        self,
+        limit: int = 20,
+        *,
+        schedule_id: uuid.UUID | None = None,
+        until: datetime | None = None,
     ) -> list[ActionRecord]:
         """The audit trail, newest first (``limit`` 0: all); the changes of one schedule
-        alone when ``schedule_id`` is given."""
+        alone when ``schedule_id`` is given; those made at ``until`` or before, if given."""
         query = sa.select(audit_log).order_by(audit_log.c.at.desc(), audit_log.c.id.desc())
+        if until is not None:
+            query = query.where(audit_log.c.at <= until)
         if schedule_id is not None:
             query = query.where(
                 audit_log.c.object_kind == "schedule", audit_log.c.object_id == str(schedule_id)
@@ -155,23 +162,32 @@ class AuditOps:
         *,
         kinds: Collection[str] = KINDS,
         schedule_id: uuid.UUID | None = None,
+        offset: int = 0,
+        until: datetime | None = None,
     ) -> list[Entry]:
         """Applies, the audit trail, failed tasks, missed firings and refused ones (``kinds``:
-        ``rackcron.history.KINDS``) together, newest first (``limit`` 0: all); of one
-        schedule alone when ``schedule_id`` is given (its actions, failures and misses:
-        an apply is of a whole tree)."""
+        ``rackcron.history.KINDS``) together, newest first (``limit`` 0: all), the first
+        ``offset`` skipped; of one schedule alone when ``schedule_id`` is given (its
+        actions, failures and misses: an apply is of a whole tree); only those at
+        ``until`` or before when given (pages that later entries do not shift).
+
+        :raises InvalidArgument: a negative or too large ``limit`` or ``offset``.
+        """
+        check_page(offset, limit)
+        wanted = limit + offset if limit else 0  # each kind's newest that many, merged
         entries: list[Entry] = []
         if "apply" in kinds and schedule_id is None:
-            entries += self.applies.list_applies(limit)
+            entries += self.applies.list_applies(wanted, until=until)
         if "action" in kinds:
-            entries += self.list_actions(limit, schedule_id=schedule_id)
+            entries += self.list_actions(wanted, schedule_id=schedule_id, until=until)
+        reads = self.failures
         if "failure" in kinds:
-            entries += self.failures.failures(limit, schedule_id=schedule_id)
+            entries += reads.failures(wanted, schedule_id=schedule_id, until=until)
         if "miss" in kinds:
-            entries += self.failures.misses(limit, schedule_id=schedule_id)
+            entries += reads.misses(wanted, schedule_id=schedule_id, until=until)
         if "refusal" in kinds:
-            entries += self.failures.refusals(limit, schedule_id=schedule_id)
-        return newest_first(entries, limit)
+            entries += reads.refusals(wanted, schedule_id=schedule_id, until=until)
+        return newest_first(entries, wanted)[offset:]
 
     def peek_schedule(self, schedule_id: uuid.UUID | str) -> Schedule | None:
         """The schedule, its row locked, before a change that records what it changed;

@@ -82,9 +82,12 @@ class FailureOps:
     work: UnitOfWork
     tasks: TaskOps
 
-    def failures(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[TaskFailure]:
+    def failures(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
+    ) -> list[TaskFailure]:
         """The tasks that ended failed or terminated, newest first, at most ``limit`` (0:
-        all; of ``schedule_id`` alone when given), with their rack's and schedule's names."""
+        all; of ``schedule_id`` alone when given; ended at ``until`` or before, when
+        given), with their rack's and schedule's names."""
         query = (
             sa.select(task, rack.c.name.label("rack_name"), task_schedule.c.name.label("sname"))
             .outerjoin(rack, rack.c.id == task.c.rack_id)
@@ -96,13 +99,18 @@ class FailureOps:
             query = query.limit(limit)
         if schedule_id is not None:
             query = query.where(task.c.schedule_id == schedule_id)
+        if until is not None:
+            query = query.where(task.c.finished_at <= until)
         return [
             TaskFailure(task=_rows.task(row), rack=row.rack_name, schedule=row.sname)
             for row in self.work.conn.execute(query)
         ]
 
-    def misses(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[MissedFiring]:
-        """The missed firings kept, newest first, at most ``limit`` (0: all)."""
+    def misses(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
+    ) -> list[MissedFiring]:
+        """The missed firings kept, newest first, at most ``limit`` (0: all; of
+        ``schedule_id`` alone, and told at ``until`` or before, when given)."""
         query = sa.select(missed_firing).order_by(
             missed_firing.c.at.desc(), missed_firing.c.id.desc()
         )
@@ -110,11 +118,16 @@ class FailureOps:
             query = query.limit(limit)
         if schedule_id is not None:
             query = query.where(missed_firing.c.schedule_id == schedule_id)
+        if until is not None:
+            query = query.where(missed_firing.c.at <= until)
         return [_missed(row) for row in self.work.conn.execute(query)]
 
-    def refusals(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[RefusedFiring]:
+    def refusals(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
+    ) -> list[RefusedFiring]:
         """The firings some of whose scopes the task manager refused, newest first, at most
-        ``limit`` (0: all), with the refused racks' names."""
+        ``limit`` (0: all; of ``schedule_id`` alone, and fired at ``until`` or before, when
+        given), with the refused racks' names."""
         query = (
             sa.select(firing)
             .where(firing.c.refused.is_not(None))
@@ -124,6 +137,8 @@ class FailureOps:
             query = query.limit(limit)
         if schedule_id is not None:
             query = query.where(firing.c.schedule_id == schedule_id)
+        if until is not None:
+            query = query.where(firing.c.fired_at <= until)
         rows = list(self.work.conn.execute(query))
         racks: dict[str, str] = {}  # refused scope id -> its rack's id
         for row in rows:

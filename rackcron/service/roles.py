@@ -365,13 +365,15 @@ class FailureReads(Protocol):
     """What went wrong, newest first, and the fleet's counts (``rackcron.service._failures``)."""
 
     def failures(
-        self, limit: int, *, schedule_id: uuid.UUID | None = None
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
     ) -> list[TaskFailure]: ...
 
-    def misses(self, limit: int, *, schedule_id: uuid.UUID | None = None) -> list[MissedFiring]: ...
+    def misses(
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
+    ) -> list[MissedFiring]: ...
 
     def refusals(
-        self, limit: int, *, schedule_id: uuid.UUID | None = None
+        self, limit: int, *, schedule_id: uuid.UUID | None = None, until: datetime | None = None
     ) -> list[RefusedFiring]: ...
 
     def counts(self, since: datetime) -> FleetCounts: ...
@@ -441,6 +443,8 @@ class ReadModel(Protocol):
         *,
         kinds: Collection[str] = KINDS,
         schedule_id: uuid.UUID | None = None,
+        offset: int = 0,
+        until: datetime | None = None,
     ) -> list[Entry]: ...
 
     def transaction(self, *, write: bool = True) -> AbstractContextManager[Reads]: ...

@@ -269,6 +269,56 @@ def test_history_page_filters_by_kind_and_schedule(
     assert console.get("/history?schedule=nope").status == 404
 
 
+def _times(page: Page) -> list[str]:
+    return [a["datetime"] for a in page.all("time") if "datetime" in a]
+
+
+def test_history_pages_go_back_in_time_unshifted_by_what_happens_meanwhile(
+    service: Service, fleet: Fleet, clock, console: Console, store_url: str
+) -> None:
+    """230 entries of every kind, one a second: pages of 100, newest first; a page's
+    links carry the instant its first page was shown, so entries recorded later do not
+    shift the older pages; the CLI pages the same way."""
+    _a_miss_then_a_failure(service, fleet, clock)
+    made = service.create_schedule(
+        ScheduleConfig(name="toggled", spec_type=SpecType.INTERVAL, spec="1h"),
+        make_operation("power_on", fleet.racks[:1]),
+    )
+    for _ in range(113):
+        clock.advance(seconds=1)
+        service.pause_schedule(made.id)
+        clock.advance(seconds=1)
+        service.resume_schedule(made.id)
+    every = service.history(0)
+    assert len(every) > 230
+    first = console.get("/history")
+    assert len(_times(first)) == 100 and not first.all("a", rel="prev")
+    (older,) = first.all("a", rel="next")
+    clock.advance(seconds=1)
+    service.pause_schedule(made.id)  # newer than every page shown: shifts none of them
+    second = console.get(older["href"])
+    assert "Entries 101 to 200" in second.body
+    expected = [e.at if hasattr(e, "at") else e.applied_at for e in every[100:200]]
+    assert _times(second) == [t.strftime("%Y-%m-%dT%H:%M:%S") + "Z" for t in expected]
+    (newer,) = second.all("a", rel="prev")
+    assert _times(console.get(newer["href"])) == _times(first)
+    (third_link,) = second.all("a", rel="next")
+    third = console.get(third_link["href"])
+    assert len(_times(third)) == len(every) - 200 and not third.all("a", rel="next")
+    for bad in ("page=0", "page=101", "page=x", "until=yesterday"):
+        assert console.get(f"/history?{bad}").status == 400, bad
+    until = second.all("a", rel="next")[0]["href"].split("until=")[1].split("&")[0]
+    until = until.replace("%3A", ":")
+    listed = run("history", "--format", "json", "--limit", "100", "--offset", "100",
+                 "--until", until, url=store_url)  # fmt: skip
+    assert [e["at"] for e in json.loads(listed.output)["entries"]] == [
+        e["at"] for e in json.loads(run("history", "--format", "json", "--limit", "0",
+                                        url=store_url).output)["entries"][101:201]
+    ]  # fmt: skip
+    past = run("history", "--offset", "100000", url=store_url)
+    assert past.exit_code == 0 and past.output == "Nothing at offset 100000.\n"
+
+
 def test_the_overview_reads_the_same_statements_whatever_the_store_holds(
     service: Service, fleet: Fleet, clock, console: Console
 ) -> None:
