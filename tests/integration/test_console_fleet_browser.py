@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 ARTIFACTS_ENV = "RACKCRON_TEST_ARTIFACTS"
 PAGES = {"overview": "/", "timeline": "/timeline?group=row", "schedules": "/schedules",
-         "tasks": "/tasks", "history": "/history"}  # fmt: skip
+         "tasks": "/tasks", "history": "/history", "history-older": "/history?page=2"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,10 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     generate(service, 500)
     for schedule in ("r01-nightly-reset", "r05-weekly-firmware"):  # some tasks to list
         service.trigger(service.find_schedule(schedule).id)
+    toggled = service.find_schedule("r01-nightly-reset").id
+    for _ in range(40):  # more history than a page holds
+        service.pause_schedule(toggled)
+        service.resume_schedule(toggled)
     server = serve_console(service, "127.0.0.1")
     yield f"http://127.0.0.1:{server.port}"
     server.stop()

@@ -297,7 +297,7 @@ def test_history_pages_go_back_in_time_unshifted_by_what_happens_meanwhile(
     clock.advance(seconds=1)
     service.pause_schedule(made.id)  # newer than every page shown: shifts none of them
     second = console.get(older["href"])
-    assert "Entries 101 to 200" in second.body
+    assert "Entries 101 to 200, newest first" in second.body
     expected = [e.at if hasattr(e, "at") else e.applied_at for e in every[100:200]]
     assert _times(second) == [t.strftime("%Y-%m-%dT%H:%M:%S") + "Z" for t in expected]
     (newer,) = second.all("a", rel="prev")
