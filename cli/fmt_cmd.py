@@ -71,8 +71,9 @@ def fmt(paths: tuple[Path, ...], check: bool) -> None:
             click.echo(f"formatted {terminal(str(path))}")
     verb = "would change" if check else "formatted"
     click.echo(
-        f"{counted(len(files), 'file')}: {changed} {verb}, {len(files) - changed - refused} already"
-        f" formatted" + (f", {refused} refused" if refused else ""),
+        f"{counted(len(files), 'file')}: {changed:,} {verb},"
+        f" {len(files) - changed - refused:,} already formatted"
+        + (f", {refused:,} refused" if refused else ""),
         err=check,
     )
     if refused or (check and changed):

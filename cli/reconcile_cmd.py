@@ -502,7 +502,11 @@ def _partly_applied(failure: PartlyApplied) -> NoReturn:
 
 @click.command()
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="How many (0: all)."
+    "--limit",
+    type=click.IntRange(0, 2**31 - 1),
+    default=20,
+    show_default=True,
+    help="How many (0: all).",
 )
 @click.option(
     "--offset",

@@ -40,7 +40,7 @@ from rackcron.domain.operation_names import spoken_name
 from rackcron.domain.rollouts import RolloutState
 from rackcron.domain.upcoming import MAX_FIRES_PER_SCHEDULE, upcoming
 from rackcron.errors import InvalidArgument, NotFound, RackcronError, StoreError
-from rackcron.history import HEADERS, KINDS, document, rows
+from rackcron.history import HEADERS, KINDS, document, entry_at, rows
 from rackcron.logs import event
 from rackcron.service.roles import ReadModel
 
@@ -467,18 +467,26 @@ class _Console:
             schedule_id = _named(schedule, (Candidate(s.id, s.name) for s in listed), "schedule")
         number = _int(params.get("page", "1"), "page", 1, HISTORY_PAGES)
         until = _until(params.get("until", ""))
+        kinds = (kind,) if kind else KINDS
+        if until is None and number > 1:  # a page reached without a link: from the newest
+            until = next((entry_at(e) for e in self.service.history(1, kinds=kinds,
+                          schedule_id=schedule_id)), None)  # fmt: skip
         entries = self.service.history(
             limit=HISTORY_PAGE + 1,  # one more: whether there is an older page
-            kinds=(kind,) if kind else KINDS,
+            kinds=kinds,
             schedule_id=schedule_id,
             offset=(number - 1) * HISTORY_PAGE,
             until=until,
         )
-        data = document(entries[:HISTORY_PAGE])
-        # The links keep to what was there when the first page was shown: its newest entry.
-        newest = data["entries"][0]["at"] if until is None and data["entries"] else None
-        shown_until = newest or (timing.format_rfc3339(until) if until else "")
-        kept = {"kind": kind, "schedule": schedule, "until": shown_until}
+        if until is None and entries:  # the links keep to what the first page showed
+            until = entry_at(entries[0])
+        shown = entries[:HISTORY_PAGE]
+        data = document(shown)
+        kept = {
+            "kind": kind,
+            "schedule": schedule,
+            "until": timing.format_rfc3339(until) if until else "",
+        }
         return self._render(
             "history.html",
             title="History",

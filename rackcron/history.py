@@ -57,6 +57,7 @@ __all__ = [
     "KINDS",
     "Entry",
     "document",
+    "entry_at",
     "newest_first",
     "rows",
     "to_the_second",
@@ -85,6 +86,11 @@ def _when(entry: Entry) -> tuple[datetime, int, str | int]:
             return entry.at, 4, str(entry.id)
         case _:
             return entry.at, _RANK[type(entry)], entry.id
+
+
+def entry_at(entry: Entry) -> datetime:
+    """When ``entry`` happened (an apply: when it was made)."""
+    return _when(entry)[0]
 
 
 def newest_first(entries: Iterable[Entry], limit: int = 0) -> list[Entry]:

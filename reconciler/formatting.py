@@ -15,8 +15,9 @@ modeline and notes) are kept as they are.
 
 What ruamel.yaml cannot write back faithfully is refused rather than written:
 :func:`format_text` reads the original and the result with the reader ``validate`` uses
-(libyaml) and compares every document, node by node (a scalar's tag and text; mappings
-by key), and the comments of both, by their text. A difference is a :class:`Unfaithful`
+(libyaml) and compares every document, node by node (a scalar's tag, text and style,
+single quotes allowed to become double; mappings by key), and the comments of both, by
+their text. A difference is a :class:`Unfaithful`
 naming the line. Hostile input meets ``validate``'s limits first (the caller reads it
 with ``rackcron.reconciler.yamlsource.read_documents``).
 """
@@ -275,6 +276,10 @@ def _same(a: yaml.Node | None, b: yaml.Node | None) -> None:
     if isinstance(a, yaml.ScalarNode):
         if a.value != b.value:
             raise Unfaithful(line, f"{a.value!r} would be written {b.value!r}")
+        if _style(a) != _style(b) and (_style(a), _style(b)) != ("'", '"'):
+            said = {"": "plain", "'": "single-quoted", '"': "double-quoted"}
+            was, now = (said.get(_style(n), f"in {_style(n)} style") for n in (a, b))
+            raise Unfaithful(line, f"{a.value!r} would be written {now}, not {was}")
     elif isinstance(a, yaml.SequenceNode):
         if len(a.value) != len(b.value):
             raise Unfaithful(line, "a list would change its length")
@@ -286,6 +291,10 @@ def _same(a: yaml.Node | None, b: yaml.Node | None) -> None:
             raise Unfaithful(line, "a mapping would change its keys")
         for key, value in old.items():
             _same(value, new[key])
+
+
+def _style(node: yaml.Node) -> str:
+    return getattr(node, "style", None) or ""  # libyaml says "" for plain, PyYAML None
 
 
 def _pairs(node: yaml.MappingNode) -> dict[str, yaml.Node]:

@@ -169,7 +169,8 @@ class AuditOps:
         ``rackcron.history.KINDS``) together, newest first (``limit`` 0: all), the first
         ``offset`` skipped; of one schedule alone when ``schedule_id`` is given (its
         actions, failures and misses: an apply is of a whole tree); only those at
-        ``until`` or before when given (pages that later entries do not shift).
+        ``until`` or before when given (pages that later entries do not shift; a refusal,
+        dated by its firing but told when the firing ends, can still join one).
 
         :raises InvalidArgument: a negative or too large ``limit`` or ``offset``.
         """

@@ -305,6 +305,13 @@ def test_history_pages_go_back_in_time_unshifted_by_what_happens_meanwhile(
     (third_link,) = second.all("a", rel="next")
     third = console.get(third_link["href"])
     assert len(_times(third)) == len(every) - 200 and not third.all("a", rel="next")
+    typed = console.get("/history?page=2")  # reached without a link: from the newest
+    assert _times(typed) == _times(first)[-1:] + _times(second)[:-1]  # one entry since
+    (back,) = typed.all("a", rel="prev")
+    newest = _times(console.get(back["href"]))
+    assert newest[1:] == _times(first)[:-1] and newest[0] > _times(first)[0]
+    past = console.get("/history?page=100")
+    assert "No entries past the newest 9900." in past.body and not past.all("a", rel="next")
     for bad in ("page=0", "page=101", "page=x", "until=yesterday"):
         assert console.get(f"/history?{bad}").status == 400, bad
     until = second.all("a", rel="next")[0]["href"].split("until=")[1].split("&")[0]
@@ -315,8 +322,10 @@ def test_history_pages_go_back_in_time_unshifted_by_what_happens_meanwhile(
         e["at"] for e in json.loads(run("history", "--format", "json", "--limit", "0",
                                         url=store_url).output)["entries"][101:201]
     ]  # fmt: skip
-    past = run("history", "--offset", "100000", url=store_url)
-    assert past.exit_code == 0 and past.output == "Nothing at offset 100000.\n"
+    beyond = run("history", "--offset", "100000", url=store_url)
+    assert beyond.exit_code == 0 and beyond.output == "Nothing at offset 100000.\n"
+    huge = run("history", "--limit", "3000000000", url=store_url)
+    assert huge.exit_code == 2 and "--limit" in huge.output
 
 
 def test_the_overview_reads_the_same_statements_whatever_the_store_holds(

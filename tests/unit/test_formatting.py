@@ -158,6 +158,9 @@ def test_a_comment_between_keys_or_documents_keeps_its_key() -> None:
     [
         ('---\na: "x\\u200by"\n', "U+200B would be written as itself, unseen, not escaped"),
         ("---\ra: 1\r", "a line ends in a lone carriage return: end lines with \\n first"),
+        # the %YAML 1.1 directive of a file of several documents is not written back
+        ("%YAML 1.1\n---\na: yes\n---\nb: 1\n", "'yes' would be written single-quoted, not plain"),
+        ('---\na: !!int "3"\n', "'3' would be written plain, not double-quoted"),
     ],
 )
 def test_what_would_hide_or_mangle_text_is_refused(text: str, message: str) -> None:
