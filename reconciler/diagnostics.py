@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from rackcron.domain.escape import github_message, github_property, terminal
+from rackcron.domain.words import counted
 
 __all__ = ["FORMAT_VERSION", "MAX_LISTED", "Diagnostic", "Severity", "json_path", "render"]
 
@@ -72,9 +73,7 @@ def _github(d: Diagnostic) -> str:
 def _more(errors: int, warnings: int) -> str:
     """``... and 3 more errors not listed`` for what a capped rendering leaves out."""
     counts = [
-        f"{n} more {kind}" + ("s" if n != 1 else "")
-        for n, kind in ((errors, "error"), (warnings, "warning"))
-        if n
+        counted(n, f"more {kind}") for n, kind in ((errors, "error"), (warnings, "warning")) if n
     ]
     return f"... and {' and '.join(counts)} not listed"
 

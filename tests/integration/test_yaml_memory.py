@@ -52,10 +52,10 @@ def test_millions_of_documents_are_capped_and_so_is_the_report(tmp_path: Path) -
     lines = result.stdout.splitlines()
     assert len(lines) == MAX_LISTED + 2, lines[-3:]  # the first 1,000, the rest, the summary
     rest = 2 * MAX_FILE_DOCUMENTS + 2 - MAX_LISTED  # one per document, one per file's cap
-    assert lines[-2] == f"... and {rest} more errors not listed", lines[-2]
+    assert lines[-2] == f"... and {rest:,} more errors not listed", lines[-2]
     assert (
         lines[-1]
-        == f"2 files, {2 * MAX_FILE_DOCUMENTS} documents: {rest + MAX_LISTED} errors, 0 warnings"
+        == f"2 files, {2 * MAX_FILE_DOCUMENTS:,} documents: {rest + MAX_LISTED:,} errors, 0 warnings"
     )
 
     output = rackcron("validate", str(tmp_path), "--format", "json").stdout
@@ -64,7 +64,7 @@ def test_millions_of_documents_are_capped_and_so_is_the_report(tmp_path: Path) -
     assert report["omitted"] == rest and len(report["diagnostics"]) == MAX_LISTED
 
     lines = rackcron("validate", str(tmp_path), "--format", "github").stdout.splitlines()
-    assert lines[MAX_LISTED] == f"::error::... and {rest} more errors not listed", lines[-3:]
+    assert lines[MAX_LISTED] == f"::error::... and {rest:,} more errors not listed", lines[-3:]
 
 
 @pytest.mark.parametrize("last", ["short", "long"])
@@ -82,9 +82,9 @@ def test_a_tree_has_one_count_of_documents(tmp_path: Path, last: str) -> None:
     output = result.stdout
     # One error per document read, and one for the document the tree's count stopped at.
     assert output.splitlines()[-2:] == [
-        f"... and {MAX_TREE_DOCUMENTS + 1 - MAX_LISTED} more errors not listed",
-        f"{files + 1} files, {MAX_TREE_DOCUMENTS} documents:"
-        f" {MAX_TREE_DOCUMENTS + 1} errors, 0 warnings",
+        f"... and {MAX_TREE_DOCUMENTS + 1 - MAX_LISTED:,} more errors not listed",
+        f"{files + 1} files, {MAX_TREE_DOCUMENTS:,} documents:"
+        f" {MAX_TREE_DOCUMENTS + 1:,} errors, 0 warnings",
     ], output[-500:]
 
 
